@@ -1,0 +1,86 @@
+# nginx-gateway-tls: `make` builds, `make test` installs what is missing,
+# builds and runs every test, `make demo` shows the module at work.
+
+SHELL        := /bin/bash
+BUILD        := $(CURDIR)/build
+NGINX_SRC    := /usr/share/nginx/src
+NGINX_BUILD  := $(BUILD)/nginx
+MODULE_SO    := $(NGINX_BUILD)/objs/ngx_http_gateway_tls_module.so
+MODULES_DIR  := /usr/lib/nginx/modules
+CXX          ?= g++
+CXXFLAGS     ?= -O2 -g
+CXXFLAGS     += -std=c++17 -Wall -Wextra -Werror -Ingx_module/core
+
+# Debian packages the build, the tests and the demo need.
+DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
+        libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl
+
+CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
+CORE_HDRS  := $(wildcard ngx_module/core/*.h)
+UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
+MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
+
+.PHONY: all deps module unit-tests test test-unit test-nginx install demo clean
+
+all: module $(BUILD)/unit_tests
+
+deps:
+	@missing=$$(for p in $(DEPS); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# nginx's own build system compiles the module against Debian's headers
+# with Debian's configure flags, so the .so loads into Debian's binary.
+$(NGINX_BUILD)/Makefile: config
+	rm -rf $(NGINX_BUILD) && mkdir -p $(BUILD)
+	cp -r $(NGINX_SRC) $(NGINX_BUILD)
+	cd $(NGINX_BUILD) && source ./conf_flags && \
+	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-stream --with-stream_ssl_module \
+	    --add-dynamic-module=$(CURDIR) > $(BUILD)/configure.log
+
+$(MODULE_SO): $(NGINX_BUILD)/Makefile $(MODULE_SRCS)
+	$(MAKE) -C $(NGINX_BUILD) -f objs/Makefile modules > $(BUILD)/module-build.log 2>&1 \
+	  || { cat $(BUILD)/module-build.log; exit 1; }
+	@echo "built $@"
+
+module: $(MODULE_SO)
+
+$(BUILD)/unit_tests: $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
+	@mkdir -p $(BUILD)
+	$(CXX) $(CXXFLAGS) -DBOOST_TEST_DYN_LINK -o $@ $(CORE_SRCS) $(UNIT_SRCS) \
+	  -lboost_unit_test_framework -lssl -lcrypto -lpcre2-8
+
+$(BUILD)/test-certs/leaf.crt: t/lib/make-certs.sh
+	rm -rf $(BUILD)/test-certs
+	sh t/lib/make-certs.sh $(BUILD)/test-certs
+
+test-unit: $(BUILD)/unit_tests $(BUILD)/test-certs/leaf.crt
+	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/unit_tests --report_level=short --color_output=no
+
+test-nginx: module
+	GTLS_MODULE=$(MODULE_SO) prove -r t/
+
+test: deps
+	$(MAKE) all
+	$(MAKE) test-unit
+	$(MAKE) test-nginx
+
+install: module
+	install -m 0644 $(MODULE_SO) $(MODULES_DIR)/
+	mkdir -p /usr/share/nginx/modules-available /etc/nginx/modules-enabled
+	echo 'load_module modules/ngx_http_gateway_tls_module.so;' \
+	  > /usr/share/nginx/modules-available/mod-http-gateway-tls.conf
+	ln -sf /usr/share/nginx/modules-available/mod-http-gateway-tls.conf \
+	  /etc/nginx/modules-enabled/50-mod-http-gateway-tls.conf
+
+demo: deps
+	$(MAKE) module
+	GTLS_MODULE=$(MODULE_SO) perl t/lib/demo.pl
+
+clean:
+	rm -rf $(BUILD) t/servroot*

@@ -1,0 +1,51 @@
+// Name matching: DNS names with RFC 6125 wildcard rules, URIs, IP
+// addresses, e-mail addresses and PCRE2 patterns. No nginx types.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gtls_spec.h"
+
+namespace gtls {
+
+// Compiled, anchored (whole-subject) PCRE2 pattern. Matching reuses one
+// match block: nginx workers are single-threaded.
+class Regex {
+public:
+    static std::shared_ptr<Regex> compile(std::string_view pattern, std::string *error);
+    ~Regex();
+    bool matches(std::string_view subject) const;
+
+    Regex(const Regex &) = delete;
+    Regex &operator=(const Regex &) = delete;
+
+private:
+    Regex() = default;
+    void *code_ = nullptr;        // pcre2_code *
+    void *match_data_ = nullptr;  // pcre2_match_data *
+};
+
+// A presented identifier (from the certificate), typed.
+struct PresentedName {
+    SanType type;
+    std::string value;  // IP: binary (4 or 16 bytes)
+};
+
+// RFC 6125 6.4: "reference" is what we expect (no wildcard), "presented"
+// is what the certificate says; a presented '*' may stand for exactly the
+// whole left-most label and needs two more labels after it.
+bool dns_name_matches(std::string_view reference, std::string_view presented);
+
+// Parses a textual IPv4/IPv6 address into its binary form.
+bool parse_ip(std::string_view text, std::string *binary);
+std::string format_ip(std::string_view binary);
+
+bool san_matches(const SanMatcher &matcher, const PresentedName &name);
+
+// "dns:NAME", "uri:URI", "ip:ADDR", "email:ADDR": the form used by logs and
+// $upstream_ssl_peer_san.
+std::string presented_name_text(const PresentedName &name);
+
+}  // namespace gtls

@@ -1,0 +1,395 @@
+#include "gtls_verify.h"
+
+#include <cstring>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509_vfy.h>
+
+namespace gtls {
+
+namespace {
+
+// Chains are verified to this depth, as nginx's proxy_ssl_verify_depth could.
+constexpr int kMaxChainDepth = 10;
+
+std::string openssl_error(const char *what)
+{
+    unsigned long err = ERR_peek_last_error();
+    std::string out = what;
+    if (err != 0) {
+        char buf[256];
+        ERR_error_string_n(err, buf, sizeof(buf));
+        out += ": ";
+        out += buf;
+    }
+    ERR_clear_error();
+    return out;
+}
+
+bool is_validity_error(int err)
+{
+    return err == X509_V_ERR_CERT_HAS_EXPIRED || err == X509_V_ERR_CERT_NOT_YET_VALID;
+}
+
+// allow_expired: validity-period errors, and only those, are forgiven.
+int ignore_validity_errors(int ok, X509_STORE_CTX *ctx)
+{
+    if (!ok && is_validity_error(X509_STORE_CTX_get_error(ctx))) {
+        X509_STORE_CTX_set_error(ctx, X509_V_OK);
+        return 1;
+    }
+    return ok;
+}
+
+Verdict failed(Verdict v, Reason reason, std::string detail)
+{
+    v.status = Status::Failed;
+    v.reason = reason;
+    v.detail = std::move(detail);
+    return v;
+}
+
+bool check_chain(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted, std::time_t now,
+                 Reason *reason, std::string *detail)
+{
+    X509StoreCtxPtr ctx(X509_STORE_CTX_new());
+    if (!ctx || !X509_STORE_CTX_init(ctx.get(), policy.store.get(), leaf, untrusted)) {
+        *reason = Reason::Chain;
+        *detail = openssl_error("X509_STORE_CTX_init() failed");
+        return false;
+    }
+
+    X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(ctx.get());
+    X509_VERIFY_PARAM_set_depth(param, kMaxChainDepth);
+    X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_SERVER);
+    if (now != 0) {
+        X509_VERIFY_PARAM_set_time(param, now);
+    }
+    if (policy.mode == Mode::AllowExpired) {
+        X509_STORE_CTX_set_verify_cb(ctx.get(), ignore_validity_errors);
+    }
+
+    if (X509_verify_cert(ctx.get()) == 1) {
+        return true;
+    }
+
+    int err = X509_STORE_CTX_get_error(ctx.get());
+    *reason = is_validity_error(err) ? Reason::Expired : Reason::Chain;
+    *detail = X509_verify_cert_error_string(err);
+    ERR_clear_error();
+    return false;
+}
+
+bool check_leaf_validity(X509 *leaf, std::time_t now, std::string *detail)
+{
+    std::time_t t = now != 0 ? now : std::time(nullptr);
+    if (X509_cmp_time(X509_get0_notBefore(leaf), &t) > 0) {
+        *detail = "certificate is not yet valid";
+        return false;
+    }
+    if (X509_cmp_time(X509_get0_notAfter(leaf), &t) < 0) {
+        *detail = "certificate has expired";
+        return false;
+    }
+    return true;
+}
+
+const Pin *matching_pin(const Policy &policy, X509 *leaf)
+{
+    unsigned char cert_md[EVP_MAX_MD_SIZE];
+    unsigned char spki_md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    bool have_cert = false, have_spki = false;
+
+    for (const Pin &pin : policy.pins) {
+        if (pin.type == PinType::Cert) {
+            if (!have_cert) {
+                have_cert = X509_digest(leaf, EVP_sha256(), cert_md, &len) == 1;
+            }
+            if (have_cert && std::memcmp(cert_md, pin.digest.data(), pin.digest.size()) == 0) {
+                return &pin;
+            }
+        } else {
+            if (!have_spki) {
+                unsigned char *der = nullptr;
+                int n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(leaf), &der);
+                have_spki = n > 0
+                            && EVP_Digest(der, static_cast<size_t>(n), spki_md, &len,
+                                          EVP_sha256(), nullptr) == 1;
+                OPENSSL_free(der);
+            }
+            if (have_spki && std::memcmp(spki_md, pin.digest.data(), pin.digest.size()) == 0) {
+                return &pin;
+            }
+        }
+    }
+    return nullptr;
+}
+
+std::string subject_common_name(X509 *leaf)
+{
+    X509_NAME *subject = X509_get_subject_name(leaf);
+    int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+    if (i < 0) {
+        return {};
+    }
+    ASN1_STRING *data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+    const unsigned char *p = ASN1_STRING_get0_data(data);
+    int n = ASN1_STRING_length(data);
+    if (n <= 0 || std::memchr(p, '\0', static_cast<size_t>(n)) != nullptr) {
+        return {};
+    }
+    return std::string(reinterpret_cast<const char *>(p), static_cast<size_t>(n));
+}
+
+// Without a SAN list the reference name (SNI) must match a DNS or IP SAN;
+// the subject CN counts only when the certificate has no SAN extension.
+bool reference_name_matches(std::string_view reference, X509 *leaf, const PeerInfo &peer)
+{
+    std::string ip;
+    bool is_ip = parse_ip(reference, &ip);
+
+    bool has_san = X509_get_ext_by_NID(leaf, NID_subject_alt_name, -1) >= 0;
+    if (!has_san) {
+        return !is_ip && dns_name_matches(reference, subject_common_name(leaf));
+    }
+
+    for (const PresentedName &name : peer.sans) {
+        if (is_ip && name.type == SanType::Ip && name.value == ip) {
+            return true;
+        }
+        if (!is_ip && name.type == SanType::Dns && dns_name_matches(reference, name.value)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+const char *reason_name(Reason reason)
+{
+    switch (reason) {
+    case Reason::None: return "";
+    case Reason::Chain: return "chain";
+    case Reason::Expired: return "expired";
+    case Reason::Name: return "name";
+    case Reason::San: return "san";
+    case Reason::Pin: return "pin";
+    case Reason::NoCertificate: return "no_certificate";
+    }
+    return "";
+}
+
+std::string PeerInfo::sans_text() const
+{
+    std::string out;
+    for (const PresentedName &name : sans) {
+        if (!out.empty()) {
+            out += ',';
+        }
+        out += presented_name_text(name);
+    }
+    return out;
+}
+
+std::string Verdict::text() const
+{
+    switch (status) {
+    case Status::None: return "NONE";
+    case Status::Success: return "SUCCESS";
+    case Status::Skipped: return "SKIPPED";
+    case Status::Failed: return std::string("FAILED:") + reason_name(reason);
+    }
+    return "NONE";
+}
+
+PeerInfo describe_peer(X509 *leaf)
+{
+    PeerInfo info;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+
+    if (X509_digest(leaf, EVP_sha256(), md, &len) == 1) {
+        info.cert_sha256_hex = to_hex(md, len);
+    }
+
+    unsigned char *der = nullptr;
+    int n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(leaf), &der);
+    if (n > 0 && EVP_Digest(der, static_cast<size_t>(n), md, &len, EVP_sha256(), nullptr) == 1) {
+        info.spki_sha256_base64 = to_base64(md, len);
+    }
+    OPENSSL_free(der);
+
+    GeneralNamesPtr names(static_cast<GENERAL_NAMES *>(
+        X509_get_ext_d2i(leaf, NID_subject_alt_name, nullptr, nullptr)));
+    for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); i++) {
+        const GENERAL_NAME *gn = sk_GENERAL_NAME_value(names.get(), i);
+        PresentedName name;
+        const ASN1_STRING *value = nullptr;
+        switch (gn->type) {
+        case GEN_DNS: name.type = SanType::Dns; value = gn->d.dNSName; break;
+        case GEN_URI: name.type = SanType::Uri; value = gn->d.uniformResourceIdentifier; break;
+        case GEN_EMAIL: name.type = SanType::Email; value = gn->d.rfc822Name; break;
+        case GEN_IPADD: name.type = SanType::Ip; value = gn->d.iPAddress; break;
+        default: continue;
+        }
+        const unsigned char *p = ASN1_STRING_get0_data(value);
+        int vlen = ASN1_STRING_length(value);
+        if (vlen <= 0) {
+            continue;
+        }
+        name.value.assign(reinterpret_cast<const char *>(p), static_cast<size_t>(vlen));
+        // an embedded NUL is a forgery attempt: such a name never matches
+        if (name.type != SanType::Ip && name.value.find('\0') != std::string::npos) {
+            continue;
+        }
+        if (name.type == SanType::Ip && vlen != 4 && vlen != 16) {
+            continue;
+        }
+        info.sans.push_back(std::move(name));
+    }
+
+    struct tm tm {};
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(leaf), &tm) == 1) {
+        info.not_after = timegm(&tm);
+    }
+    return info;
+}
+
+Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
+               std::string_view reference_name, std::time_t now)
+{
+    Verdict v;
+    if (policy.mode == Mode::Off) {
+        return v;
+    }
+    if (leaf == nullptr) {
+        return failed(std::move(v), Reason::NoCertificate, "the backend sent no certificate");
+    }
+
+    v.peer = describe_peer(leaf);
+
+    if (policy.mode == Mode::Skip) {
+        v.status = Status::Skipped;
+        return v;
+    }
+
+    Reason reason = Reason::None;
+    std::string detail;
+
+    if (policy.store) {
+        if (!check_chain(policy, leaf, untrusted, now, &reason, &detail)) {
+            return failed(std::move(v), reason, std::move(detail));
+        }
+    } else if (policy.mode != Mode::AllowExpired && !check_leaf_validity(leaf, now, &detail)) {
+        // pins alone: no chain, but a strict policy still wants a current leaf
+        return failed(std::move(v), Reason::Expired, std::move(detail));
+    }
+
+    const Pin *pin = nullptr;
+    if (!policy.pins.empty()) {
+        pin = matching_pin(policy, leaf);
+        if (pin == nullptr) {
+            return failed(std::move(v), Reason::Pin, "no pin matches the certificate");
+        }
+    }
+
+    if (policy.mode == Mode::SkipSan) {
+        v.verified_by = pin ? pin->spec : policy.trust_source;
+    } else if (!policy.sans.empty()) {
+        for (const SanMatcher &matcher : policy.sans) {
+            for (const PresentedName &name : v.peer.sans) {
+                if (san_matches(matcher, name)) {
+                    v.verified_by = matcher.spec;
+                    break;
+                }
+            }
+            if (!v.verified_by.empty()) {
+                break;
+            }
+        }
+        if (v.verified_by.empty()) {
+            return failed(std::move(v), Reason::San, "no SAN matches the accepted list");
+        }
+    } else {
+        if (reference_name.empty()) {
+            return failed(std::move(v), Reason::Name, "no name to verify (no SNI name, no SANs)");
+        }
+        if (!reference_name_matches(reference_name, leaf, v.peer)) {
+            return failed(std::move(v), Reason::Name,
+                          "certificate does not match \"" + std::string(reference_name) + "\"");
+        }
+        v.verified_by = std::string(reference_name);
+    }
+
+    v.status = Status::Success;
+    return v;
+}
+
+X509StoreShared load_trust_store(const std::string &source, std::string *error)
+{
+    X509StoreShared store(X509_STORE_new(), X509_STORE_free);
+    if (!store) {
+        *error = openssl_error("X509_STORE_new() failed");
+        return nullptr;
+    }
+
+    if (source == "system") {
+        if (X509_STORE_set_default_paths(store.get()) != 1) {
+            *error = openssl_error("cannot load OpenSSL's default trust store");
+            return nullptr;
+        }
+        return store;
+    }
+
+    if (X509_STORE_load_file(store.get(), source.c_str()) != 1) {
+        *error = openssl_error(("cannot load CA certificates from \"" + source + "\"").c_str());
+        return nullptr;
+    }
+
+    STACK_OF(X509_OBJECT) *objects = X509_STORE_get0_objects(store.get());
+    if (sk_X509_OBJECT_num(objects) == 0) {
+        *error = "no certificate in \"" + source + "\"";
+        return nullptr;
+    }
+    return store;
+}
+
+bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error)
+{
+    BioPtr bio(BIO_new_file(path.c_str(), "r"));
+    if (!bio) {
+        *error = openssl_error(("cannot open \"" + path + "\"").c_str());
+        return false;
+    }
+
+    size_t count = 0;
+    for (;;) {
+        X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+        if (!cert) {
+            unsigned long err = ERR_peek_last_error();
+            if (ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE
+                && count > 0) {
+                ERR_clear_error();  // the normal end of the file
+                break;
+            }
+            *error = openssl_error(("cannot read a PEM certificate from \"" + path + "\"").c_str());
+            return false;
+        }
+        Pin pin;
+        pin.type = PinType::Cert;
+        unsigned int len = 0;
+        if (X509_digest(cert.get(), EVP_sha256(), pin.digest.data(), &len) != 1) {
+            *error = openssl_error("X509_digest() failed");
+            return false;
+        }
+        pin.spec = "sha256-cert:" + to_hex(pin.digest.data(), pin.digest.size());
+        pins->push_back(std::move(pin));
+        count++;
+    }
+    return true;
+}
+
+}  // namespace gtls

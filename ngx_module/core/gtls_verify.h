@@ -1,0 +1,73 @@
+// The verification decision: one entry point (verify) over small checks,
+// with an enumerated reason. No nginx types.
+#pragma once
+
+#include <ctime>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <openssl/x509.h>
+
+#include "gtls_match.h"
+#include "gtls_openssl.h"
+#include "gtls_spec.h"
+
+namespace gtls {
+
+enum class Status { None, Success, Failed, Skipped };
+enum class Reason { None, Chain, Expired, Name, San, Pin, NoCertificate };
+
+const char *reason_name(Reason reason);
+
+// What one scope asks of the backend certificate.
+struct Policy {
+    std::string name;                 // proxy_ssl_policy_name, may be empty
+    Mode mode = Mode::Off;
+    std::string trust_source;         // CA file path, "system", or empty
+    X509StoreShared store;            // chain anchors; null when pins alone
+    std::vector<SanMatcher> sans;
+    std::vector<Pin> pins;
+    std::string hostname;             // upstream-level SNI / reference name
+
+    bool has_trust() const { return store != nullptr || !pins.empty(); }
+};
+
+// Facts about the peer certificate, for logs and variables.
+struct PeerInfo {
+    std::string cert_sha256_hex;
+    std::string spki_sha256_base64;
+    std::vector<PresentedName> sans;
+    std::time_t not_after = 0;
+
+    std::string sans_text() const;  // "dns:a,uri:spiffe://..." for logs
+};
+
+struct Verdict {
+    Status status = Status::None;
+    Reason reason = Reason::None;
+    std::string verified_by;  // the SAN SPEC, pin, or reference name that matched
+    std::string detail;       // human-readable cause of a failure
+    PeerInfo peer;
+
+    // "SUCCESS", "FAILED:san", "SKIPPED", "NONE"
+    std::string text() const;
+};
+
+PeerInfo describe_peer(X509 *leaf);
+
+// Verifies the backend's leaf (with the untrusted intermediates it sent)
+// under the policy. reference_name is the SNI name, checked when the
+// policy lists no SANs. `now` = 0 means the current time.
+Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
+               std::string_view reference_name, std::time_t now = 0);
+
+// Loads a PEM bundle into a new trust store ("system": OpenSSL's default
+// paths). On failure returns null and sets *error.
+X509StoreShared load_trust_store(const std::string &source, std::string *error);
+
+// Reads every certificate of a PEM file and makes each a sha256-cert pin.
+bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error);
+
+}  // namespace gtls

@@ -1,0 +1,291 @@
+// Unit tests of the verification decision against real certificates made
+// by t/lib/make-certs.sh into $GTLS_TEST_CERTS.
+#define BOOST_TEST_MODULE gtls_core
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+
+#include "gtls_verify.h"
+
+using namespace gtls;
+
+namespace {
+
+std::string cert_path(const std::string &name)
+{
+    const char *dir = std::getenv("GTLS_TEST_CERTS");
+    BOOST_TEST_REQUIRE(dir != nullptr, "GTLS_TEST_CERTS is not set");
+    return std::string(dir) + "/" + name;
+}
+
+// A backend's presentation: its leaf and whatever chain it sends.
+struct Presented {
+    X509Ptr leaf;
+    STACK_OF(X509) *chain = sk_X509_new_null();
+
+    explicit Presented(const std::string &name)
+    {
+        BioPtr bio(BIO_new_file(cert_path(name + ".crt").c_str(), "r"));
+        BOOST_TEST_REQUIRE(bio.get() != nullptr);
+        while (X509 *x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+            if (!leaf) {
+                leaf.reset(x);
+                X509_up_ref(x);
+            }
+            sk_X509_push(chain, x);
+        }
+        ERR_clear_error();
+        BOOST_TEST_REQUIRE(leaf.get() != nullptr);
+    }
+    ~Presented() { sk_X509_pop_free(chain, X509_free); }
+};
+
+Policy ca_policy(Mode mode = Mode::Strict)
+{
+    Policy p;
+    p.mode = mode;
+    std::string error;
+    p.trust_source = cert_path("ca.crt");
+    p.store = load_trust_store(p.trust_source, &error);
+    BOOST_TEST_REQUIRE(p.store.get() != nullptr, error);
+    return p;
+}
+
+void add_san(Policy &p, const char *spec)
+{
+    std::string error;
+    auto m = parse_san_spec(spec, &error);
+    BOOST_TEST_REQUIRE(m.has_value(), error);
+    p.sans.push_back(*m);
+}
+
+void add_pin(Policy &p, const std::string &spec)
+{
+    std::string error;
+    auto pin = parse_pin_spec(spec, &error);
+    BOOST_TEST_REQUIRE(pin.has_value(), error);
+    p.pins.push_back(*pin);
+}
+
+Verdict run(const Policy &p, const char *backend, const char *sni = "abc.example.com")
+{
+    Presented b(backend);
+    return verify(p, b.leaf.get(), b.chain, sni);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(chain)
+
+BOOST_AUTO_TEST_CASE(ca_signed_through_intermediate_passes)
+{
+    Verdict v = run(ca_policy(), "leaf");
+    BOOST_TEST(v.text() == "SUCCESS");
+    BOOST_TEST(v.verified_by == "abc.example.com");
+    BOOST_TEST(v.peer.sans_text()
+               == "dns:abc.example.com,uri:spiffe://abc.example.com/test-identity,"
+                  "dns:other.example.com");
+    BOOST_TEST(v.peer.cert_sha256_hex.size() == 64u);
+    BOOST_TEST(v.peer.spki_sha256_base64.size() == 44u);
+    BOOST_TEST(v.peer.not_after > 0);
+}
+
+BOOST_AUTO_TEST_CASE(missing_intermediate_fails_chain)
+{
+    Policy p = ca_policy();
+    Presented b("leaf");
+    STACK_OF(X509) *only_leaf = sk_X509_new_null();
+    Verdict v = verify(p, b.leaf.get(), only_leaf, "abc.example.com");
+    sk_X509_free(only_leaf);
+    BOOST_TEST(v.text() == "FAILED:chain");
+}
+
+BOOST_AUTO_TEST_CASE(unrelated_ca_fails_chain)
+{
+    BOOST_TEST(run(ca_policy(), "untrusted").text() == "FAILED:chain");
+    BOOST_TEST(run(ca_policy(), "selfsigned").text() == "FAILED:chain");
+}
+
+BOOST_AUTO_TEST_CASE(expiry_is_its_own_reason_and_allow_expired_forgives_it)
+{
+    BOOST_TEST(run(ca_policy(), "expired").text() == "FAILED:expired");
+    BOOST_TEST(run(ca_policy(), "notyet").text() == "FAILED:expired");
+    BOOST_TEST(run(ca_policy(Mode::AllowExpired), "expired").text() == "SUCCESS");
+    BOOST_TEST(run(ca_policy(Mode::AllowExpired), "notyet").text() == "SUCCESS");
+    // allow_expired forgives the dates only, never the issuer or the name
+    BOOST_TEST(run(ca_policy(Mode::AllowExpired), "untrusted").text() == "FAILED:chain");
+    BOOST_TEST(run(ca_policy(Mode::AllowExpired), "wrongsan").text() == "FAILED:name");
+}
+
+BOOST_AUTO_TEST_CASE(system_store_loads_and_does_not_trust_the_test_ca)
+{
+    Policy p;
+    p.mode = Mode::Strict;
+    std::string error;
+    p.store = load_trust_store("system", &error);
+    BOOST_TEST_REQUIRE(p.store.get() != nullptr, error);
+    BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
+}
+
+BOOST_AUTO_TEST_CASE(bad_trust_files_are_reported)
+{
+    std::string error;
+    BOOST_TEST(load_trust_store("/nonexistent/ca.pem", &error).get() == nullptr);
+    BOOST_TEST(error.find("/nonexistent/ca.pem") != std::string::npos);
+    BOOST_TEST(load_trust_store(cert_path("ca.cnf"), &error).get() == nullptr);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(names)
+
+BOOST_AUTO_TEST_CASE(sni_name_checked_without_san_list)
+{
+    BOOST_TEST(run(ca_policy(), "leaf", "other.example.com").text() == "SUCCESS");
+    BOOST_TEST(run(ca_policy(), "leaf", "abc.example.org").text() == "FAILED:name");
+    BOOST_TEST(run(ca_policy(), "wrongsan").text() == "FAILED:name");
+    BOOST_TEST(run(ca_policy(), "wildcard").text() == "SUCCESS");
+    BOOST_TEST(run(ca_policy(), "leaf", "").text() == "FAILED:name");
+    // a URI SAN is not a host name
+    BOOST_TEST(run(ca_policy(), "spiffe").text() == "FAILED:name");
+}
+
+BOOST_AUTO_TEST_CASE(ip_reference_name_matches_ip_san_only)
+{
+    BOOST_TEST(run(ca_policy(), "ipemail", "127.0.0.1").text() == "SUCCESS");
+    BOOST_TEST(run(ca_policy(), "ipemail", "127.0.0.2").text() == "FAILED:name");
+    BOOST_TEST(run(ca_policy(), "leaf", "127.0.0.1").text() == "FAILED:name");
+}
+
+BOOST_AUTO_TEST_CASE(san_list_replaces_the_sni_name)
+{
+    Policy p = ca_policy();
+    add_san(p, "dns:other.example.com");
+    Verdict v = run(p, "leaf", "does-not-matter.example.net");
+    BOOST_TEST(v.text() == "SUCCESS");
+    BOOST_TEST(v.verified_by == "dns:other.example.com");
+
+    // the SNI name matches the certificate, but the SAN list does not
+    Policy q = ca_policy();
+    add_san(q, "dns:nope.example.com");
+    BOOST_TEST(run(q, "leaf", "abc.example.com").text() == "FAILED:san");
+}
+
+BOOST_AUTO_TEST_CASE(uri_san_and_regex_and_several)
+{
+    Policy p = ca_policy();
+    add_san(p, "uri:spiffe://abc.example.com/test-identity");
+    BOOST_TEST(run(p, "spiffe").text() == "SUCCESS");
+    BOOST_TEST(run(p, "wrongsan").text() == "FAILED:san");
+
+    Policy q = ca_policy();
+    add_san(q, "uri:spiffe://abc.example.com/other-identity");
+    BOOST_TEST(run(q, "spiffe").text() == "FAILED:san");
+
+    Policy r = ca_policy();
+    add_san(r, "dns:nope.example.com");
+    add_san(r, "uri~spiffe://abc\\.example\\.com/test-.*");
+    Verdict v = run(r, "leaf");
+    BOOST_TEST(v.text() == "SUCCESS");
+    BOOST_TEST(v.verified_by == "uri~spiffe://abc\\.example\\.com/test-.*");
+
+    Policy s = ca_policy();
+    add_san(s, "ip:127.0.0.1");
+    BOOST_TEST(run(s, "ipemail").text() == "SUCCESS");
+    Policy e = ca_policy();
+    add_san(e, "email:ops@example.com");
+    BOOST_TEST(run(e, "ipemail").text() == "SUCCESS");
+}
+
+BOOST_AUTO_TEST_CASE(skip_san_checks_chain_but_no_name)
+{
+    BOOST_TEST(run(ca_policy(Mode::SkipSan), "wrongsan").text() == "SUCCESS");
+    BOOST_TEST(run(ca_policy(Mode::SkipSan), "untrusted").text() == "FAILED:chain");
+}
+
+BOOST_AUTO_TEST_CASE(skip_checks_nothing)
+{
+    Policy p;
+    p.mode = Mode::Skip;
+    Verdict v = run(p, "selfsigned", "unrelated.example.net");
+    BOOST_TEST(v.text() == "SKIPPED");
+    BOOST_TEST(!v.peer.spki_sha256_base64.empty());
+}
+
+BOOST_AUTO_TEST_CASE(no_certificate)
+{
+    BOOST_TEST(verify(ca_policy(), nullptr, nullptr, "abc.example.com").text()
+               == "FAILED:no_certificate");
+    Policy off;
+    BOOST_TEST(verify(off, nullptr, nullptr, "abc.example.com").text() == "NONE");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(pins)
+
+BOOST_AUTO_TEST_CASE(spki_pin_alone_trusts_a_self_signed_leaf)
+{
+    Presented self("selfsigned");
+    std::string spki = describe_peer(self.leaf.get()).spki_sha256_base64;
+
+    Policy p;
+    p.mode = Mode::Strict;
+    add_pin(p, "sha256-spki:" + spki);
+    Verdict v = run(p, "selfsigned");
+    BOOST_TEST(v.text() == "SUCCESS");
+    BOOST_TEST(run(p, "leaf").text() == "FAILED:pin");
+    // the pin proves the key, the name is still checked
+    BOOST_TEST(run(p, "selfsigned", "other.example.com").text() == "FAILED:name");
+}
+
+BOOST_AUTO_TEST_CASE(cert_pin_and_pin_certificate_file)
+{
+    Presented self("selfsigned");
+    Policy p;
+    p.mode = Mode::Strict;
+    add_pin(p, "sha256-cert:" + describe_peer(self.leaf.get()).cert_sha256_hex);
+    BOOST_TEST(run(p, "selfsigned").text() == "SUCCESS");
+
+    Policy q;
+    q.mode = Mode::Strict;
+    std::string error;
+    BOOST_TEST_REQUIRE(load_pin_certificates(cert_path("selfsigned.leaf.crt"), &q.pins, &error),
+                       error);
+    BOOST_TEST(q.pins.size() == 1u);
+    BOOST_TEST(run(q, "selfsigned").text() == "SUCCESS");
+    BOOST_TEST(run(q, "leaf").text() == "FAILED:pin");
+    BOOST_TEST(!load_pin_certificates("/nonexistent.pem", &q.pins, &error));
+    BOOST_TEST(!load_pin_certificates(cert_path("ca.cnf"), &q.pins, &error));
+}
+
+BOOST_AUTO_TEST_CASE(pin_plus_ca_requires_both)
+{
+    Presented leaf("leaf");
+    Presented self("selfsigned");
+
+    Policy p = ca_policy();
+    add_pin(p, "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64);
+    BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
+    BOOST_TEST(run(p, "wildcard").text() == "FAILED:pin");  // CA ok, pin not
+
+    Policy q = ca_policy();
+    add_pin(q, "sha256-spki:" + describe_peer(self.leaf.get()).spki_sha256_base64);
+    BOOST_TEST(run(q, "selfsigned").text() == "FAILED:chain");  // pin ok, CA not
+}
+
+BOOST_AUTO_TEST_CASE(pinned_expired_leaf_needs_allow_expired)
+{
+    Presented expired("expired");
+    Policy p;
+    p.mode = Mode::Strict;
+    add_pin(p, "sha256-cert:" + describe_peer(expired.leaf.get()).cert_sha256_hex);
+    BOOST_TEST(run(p, "expired").text() == "FAILED:expired");
+    p.mode = Mode::AllowExpired;
+    BOOST_TEST(run(p, "expired").text() == "SUCCESS");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
