@@ -1,0 +1,82 @@
+// ngx_http_gateway_tls_module: shared between the configuration half
+// (ngx_http_gateway_tls_module.cc) and the connection half
+// (ngx_http_gateway_tls_upstream.cc).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ngx_gtls_nginx.h"
+
+#include "gtls_verify.h"
+
+// Which upstream module a policy is for: proxy_pass or grpc_pass.
+enum ngx_http_gtls_kind_e { NGX_HTTP_GTLS_PROXY = 0, NGX_HTTP_GTLS_GRPC = 1 };
+
+// The directives of one scope for one prefix (proxy_ or grpc_). Every
+// field is merged on its own, as nginx does; the core policy is built once
+// per scope that sets anything, and shared by the scopes that inherit it.
+typedef struct {
+    ngx_uint_t        mode;              // gtls::Mode, NGX_CONF_UNSET_UINT
+    ngx_str_t         ca;                // full path or "system"
+    ngx_array_t      *sans;              // ngx_str_t SPECs
+    ngx_array_t      *pins;              // ngx_str_t SPECs
+    ngx_array_t      *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
+    ngx_str_t         name;
+    ngx_str_t         hostname;          // upstream{} only
+
+    ngx_str_t         mode_file;         // where the mode was set
+    ngx_uint_t        mode_line;
+
+    gtls::Policy     *policy;            // null while mode is off
+    unsigned          built:1;
+} ngx_http_gtls_policy_conf_t;
+
+typedef struct {
+    ngx_http_gtls_policy_conf_t  policy[2];  // by ngx_http_gtls_kind_e
+} ngx_http_gtls_loc_conf_t;
+
+typedef struct {
+    ngx_uint_t                      insecure;     // proxy_ssl_verify_insecure
+    ngx_http_gtls_policy_conf_t     policy[2];    // upstream{} level
+    ngx_http_upstream_init_peer_pt  original_init_peer;
+} ngx_http_gtls_srv_conf_t;
+
+// Per-cycle state that is not configuration: trust stores shared by path,
+// and the TLS sessions of module-verified connections.
+struct ngx_http_gtls_session_entry_t {
+    SSL_SESSION                             *session;
+    std::shared_ptr<const gtls::Verdict>     verdict;
+};
+
+typedef struct {
+    ngx_int_t                        ctx_index[2];  // proxy, grpc; -1 if absent
+    ngx_http_upstream_init_peer_pt   implicit_init_peer;
+    std::map<std::string, gtls::X509StoreShared>                *stores;
+    std::map<std::string, ngx_http_gtls_session_entry_t>        *sessions;
+} ngx_http_gtls_main_conf_t;
+
+// What one request learnt about its backend connection; lives in the
+// request pool so that it survives the upstream and internal redirects.
+struct ngx_http_gtls_request_t {
+    ngx_http_request_t                     *request;
+    const gtls::Policy                     *policy;    // null: stock nginx
+    ngx_http_gtls_kind_e                    kind;
+    std::shared_ptr<const gtls::Verdict>    verdict;
+
+    // the balancer being wrapped
+    void                                   *original_data;
+    ngx_event_get_peer_pt                   original_get;
+    ngx_event_free_peer_pt                  original_free;
+    ngx_event_set_peer_session_pt           original_set_session;
+    ngx_event_save_peer_session_pt          original_save_session;
+};
+
+extern "C" ngx_module_t  ngx_http_gateway_tls_module;
+
+// ngx_http_gateway_tls_upstream.cc
+ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);
+void ngx_http_gtls_install_ssl_hooks(SSL_CTX *ctx);
+ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool create);
+ngx_int_t ngx_http_gtls_init_ssl_indexes(ngx_log_t *log);

@@ -1,0 +1,437 @@
+// ngx_http_gateway_tls_module: the connection half. The certificate is
+// judged in OpenSSL's cert_verify_callback (during the handshake, so a
+// rejected backend never sees the request), and the balancer is wrapped so
+// that neither a TLS session nor a keepalive connection crosses policies.
+
+#include "ngx_http_gateway_tls_module.h"
+
+#include <new>
+
+namespace {
+
+// What a backend connection was verified under, hung on its SSL object
+// and owned by the connection's pool.
+struct ngx_http_gtls_connection_t {
+    const gtls::Policy                    *policy;
+    std::shared_ptr<const gtls::Verdict>   verdict;
+};
+
+int ngx_http_gtls_connection_index = -1;
+void (*ngx_http_gtls_stock_info_callback)(const SSL *, int, int);
+
+void ngx_http_gtls_request_cleanup(void *data)
+{
+    static_cast<ngx_http_gtls_request_t *>(data)->~ngx_http_gtls_request_t();
+}
+
+void ngx_http_gtls_connection_cleanup(void *data)
+{
+    static_cast<ngx_http_gtls_connection_t *>(data)->~ngx_http_gtls_connection_t();
+}
+
+ngx_http_gtls_connection_t *ngx_http_gtls_get_connection(ngx_connection_t *c, bool create)
+{
+    auto *conn = static_cast<ngx_http_gtls_connection_t *>(
+        SSL_get_ex_data(c->ssl->connection, ngx_http_gtls_connection_index));
+    if (conn != nullptr || !create || c->pool == nullptr) {
+        return conn;
+    }
+
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(c->pool, sizeof(ngx_http_gtls_connection_t));
+    if (cln == nullptr) {
+        return nullptr;
+    }
+    conn = new (cln->data) ngx_http_gtls_connection_t();
+    cln->handler = ngx_http_gtls_connection_cleanup;
+    if (SSL_set_ex_data(c->ssl->connection, ngx_http_gtls_connection_index, conn) == 0) {
+        return nullptr;
+    }
+    return conn;
+}
+
+// The policy for this request's upstream: the upstream{} one if its
+// upstream has one, else the location's. Null: stock nginx behaviour.
+const gtls::Policy *ngx_http_gtls_effective_policy(ngx_http_request_t *r,
+                                                   ngx_http_gtls_kind_e *kind)
+{
+    ngx_http_upstream_t *u = r->upstream;
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+
+    for (ngx_http_gtls_kind_e k : {NGX_HTTP_GTLS_PROXY, NGX_HTTP_GTLS_GRPC}) {
+        if (mcf->ctx_index[k] < 0 || u->conf != r->loc_conf[mcf->ctx_index[k]]) {
+            continue;
+        }
+        *kind = k;
+        if (u->upstream != nullptr && u->upstream->srv_conf != nullptr) {
+            auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(
+                ngx_http_conf_upstream_srv_conf(u->upstream, ngx_http_gateway_tls_module));
+            if (ups->policy[k].policy != nullptr) {
+                return ups->policy[k].policy;
+            }
+        }
+        auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(
+            ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+        return lcf->policy[k].policy;
+    }
+    return nullptr;
+}
+
+std::string ngx_http_gtls_session_key(const gtls::Policy *policy, ngx_peer_connection_t *pc)
+{
+    std::string key(reinterpret_cast<const char *>(&policy), sizeof(policy));
+    key.append(reinterpret_cast<const char *>(pc->sockaddr), pc->socklen);
+    return key;
+}
+
+// The name checked when the policy lists no SANs: the upstream{}-level
+// hostname, else the SNI name nginx computed (proxy_ssl_name).
+std::string_view ngx_http_gtls_reference_name(const gtls::Policy *policy,
+                                              ngx_http_upstream_t *u)
+{
+    if (!policy->hostname.empty()) {
+        return policy->hostname;
+    }
+    std::string_view name(reinterpret_cast<const char *>(u->ssl_name.data), u->ssl_name.len);
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
+        name = name.substr(1, name.size() - 2);  // IPv6 literal
+    }
+    return name;
+}
+
+int ngx_http_gtls_x509_error(gtls::Reason reason)
+{
+    switch (reason) {
+    case gtls::Reason::Expired: return X509_V_ERR_CERT_HAS_EXPIRED;
+    case gtls::Reason::Name:
+    case gtls::Reason::San: return X509_V_ERR_HOSTNAME_MISMATCH;
+    case gtls::Reason::NoCertificate: return X509_V_ERR_UNSPECIFIED;
+    case gtls::Reason::Chain: return X509_V_ERR_CERT_UNTRUSTED;
+    default: return X509_V_ERR_APPLICATION_VERIFICATION;
+    }
+}
+
+int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
+{
+    auto *r = static_cast<ngx_http_request_t *>(c->data);
+    if (c->idle || r == nullptr || r->upstream == nullptr) {
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_APPLICATION_VERIFICATION);
+        return 0;
+    }
+    ngx_http_upstream_t *u = r->upstream;
+
+    ngx_http_gtls_kind_e kind = NGX_HTTP_GTLS_PROXY;
+    const gtls::Policy *policy = ngx_http_gtls_effective_policy(r, &kind);
+
+    if (policy == nullptr) {
+        // stock nginx: it checks the result after the handshake, if asked to
+        int rc = X509_verify_cert(x509_ctx);
+        return u->conf->ssl_verify ? rc : 1;
+    }
+
+    auto verdict = std::make_shared<gtls::Verdict>(
+        gtls::verify(*policy, X509_STORE_CTX_get0_cert(x509_ctx),
+                     X509_STORE_CTX_get0_untrusted(x509_ctx),
+                     ngx_http_gtls_reference_name(policy, u)));
+
+    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
+    ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(c, true);
+    if (state == nullptr || conn == nullptr) {
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
+        return 0;
+    }
+    state->policy = policy;
+    state->kind = kind;
+    state->verdict = verdict;
+    conn->policy = policy;
+    conn->verdict = verdict;
+
+    if (verdict->status == gtls::Status::Failed) {
+        ngx_str_t *peer = u->peer.name;
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "gateway_tls: backend certificate rejected: policy \"%s\", "
+                      "upstream \"%V\", reason \"%s\" (%s), peer SANs \"%s\", "
+                      "peer SPKI sha256 \"%s\"",
+                      policy->name.c_str(), peer, gtls::reason_name(verdict->reason),
+                      verdict->detail.c_str(), verdict->peer.sans_text().c_str(),
+                      verdict->peer.spki_sha256_base64.c_str());
+        X509_STORE_CTX_set_error(x509_ctx, ngx_http_gtls_x509_error(verdict->reason));
+        return 0;
+    }
+
+    X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
+    return 1;
+}
+
+// SSL_CTX_set_cert_verify_callback: replaces X509_verify_cert for the
+// whole handshake, so the decision is ours and is made before any byte of
+// the request is sent.
+int ngx_http_gtls_cert_verify_callback(X509_STORE_CTX *x509_ctx, void *)
+{
+    auto *ssl = static_cast<SSL *>(
+        X509_STORE_CTX_get_ex_data(x509_ctx, SSL_get_ex_data_X509_STORE_CTX_idx()));
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+
+    try {
+        return ngx_http_gtls_decide(x509_ctx, c);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    }
+    X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_UNSPECIFIED);
+    return 0;
+}
+
+// A resumed session skips the certificate: its verdict comes from the
+// session cache through the connection, and reaches the request here.
+void ngx_http_gtls_info_callback(const SSL *ssl, int where, int ret)
+{
+    if (ngx_http_gtls_stock_info_callback != nullptr) {
+        ngx_http_gtls_stock_info_callback(ssl, where, ret);
+    }
+    if (!(where & SSL_CB_HANDSHAKE_DONE)) {
+        return;
+    }
+
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    if (c == nullptr || c->idle || c->data == nullptr) {
+        return;
+    }
+    auto *conn = static_cast<ngx_http_gtls_connection_t *>(
+        SSL_get_ex_data(ssl, ngx_http_gtls_connection_index));
+    if (conn == nullptr || !conn->verdict) {
+        return;
+    }
+    try {
+        ngx_http_gtls_request_t *state =
+            ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), true);
+        if (state != nullptr && state->policy == conn->policy) {
+            state->verdict = conn->verdict;
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+// ---- the balancer wrapper --------------------------------------------------
+
+void ngx_http_gtls_close_cached(ngx_connection_t *c)
+{
+    if (c->ssl) {
+        c->ssl->no_wait_shutdown = 1;
+        c->ssl->no_send_shutdown = 1;
+        (void) ngx_ssl_shutdown(c);
+    }
+    ngx_destroy_pool(c->pool);
+    ngx_close_connection(c);
+}
+
+// A keepalive connection is reused only under the policy that verified it.
+ngx_int_t ngx_http_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
+
+    ngx_int_t rc = state->original_get(pc, state->original_data);
+    if (rc != NGX_DONE || pc->connection == nullptr) {
+        return rc;
+    }
+
+    ngx_connection_t *c = pc->connection;
+    ngx_http_gtls_connection_t *conn = c->ssl ? ngx_http_gtls_get_connection(c, false) : nullptr;
+    if (conn != nullptr && conn->policy == state->policy && conn->verdict
+        && conn->verdict->status != gtls::Status::Failed) {
+        state->verdict = conn->verdict;
+        return NGX_DONE;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, pc->log, 0,
+                  "gateway_tls: not reusing a keepalive connection to \"%V\" verified "
+                  "under another policy",
+                  pc->name);
+    ngx_http_gtls_close_cached(c);
+    pc->connection = nullptr;
+    pc->cached = 0;
+    return NGX_OK;  // the balancer's choice stands: connect afresh
+}
+
+void ngx_http_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state_flags)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
+    state->original_free(pc, state->original_data, state_flags);
+}
+
+// Sessions of module-verified connections live in our cache, keyed by
+// policy and peer, never in nginx's per-peer one.
+ngx_int_t ngx_http_gtls_set_session(ngx_peer_connection_t *pc, void *data)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
+
+    try {
+        auto it = mcf->sessions->find(ngx_http_gtls_session_key(state->policy, pc));
+        if (it == mcf->sessions->end()) {
+            return NGX_OK;
+        }
+        ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(pc->connection, true);
+        if (conn == nullptr) {
+            return NGX_ERROR;
+        }
+        conn->policy = state->policy;
+        conn->verdict = it->second.verdict;
+        return ngx_ssl_set_session(pc->connection, it->second.session);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+}
+
+void ngx_http_gtls_save_session(ngx_peer_connection_t *pc, void *data)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
+
+    ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(pc->connection, false);
+    if (conn == nullptr || conn->policy != state->policy || !conn->verdict
+        || conn->verdict->status == gtls::Status::Failed) {
+        return;
+    }
+
+    SSL_SESSION *session = ngx_ssl_get_session(pc->connection);
+    if (session == nullptr) {
+        return;
+    }
+
+    try {
+        ngx_http_gtls_session_entry_t &entry =
+            (*mcf->sessions)[ngx_http_gtls_session_key(state->policy, pc)];
+        if (entry.session != nullptr) {
+            SSL_SESSION_free(entry.session);
+        }
+        entry.session = session;
+        entry.verdict = conn->verdict;
+    } catch (const std::exception &e) {
+        SSL_SESSION_free(session);
+        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+}  // namespace
+
+ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool create)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(
+        ngx_http_get_module_ctx(r, ngx_http_gateway_tls_module));
+    if (state != nullptr) {
+        return state;
+    }
+
+    // an internal redirect (error_page) clears module contexts; the pool
+    // cleanup keeps our state findable for the variables
+    for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_gtls_request_cleanup
+            && static_cast<ngx_http_gtls_request_t *>(cln->data)->request == r) {
+            state = static_cast<ngx_http_gtls_request_t *>(cln->data);
+            ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
+            return state;
+        }
+    }
+
+    if (!create) {
+        return nullptr;
+    }
+
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_gtls_request_t));
+    if (cln == nullptr) {
+        return nullptr;
+    }
+    state = new (cln->data) ngx_http_gtls_request_t();
+    state->request = r;
+    cln->handler = ngx_http_gtls_request_cleanup;
+    ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
+    return state;
+}
+
+ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
+{
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+    ngx_http_upstream_init_peer_pt original = mcf->implicit_init_peer;
+    if (us->srv_conf != nullptr) {
+        original = static_cast<ngx_http_gtls_srv_conf_t *>(
+            ngx_http_conf_upstream_srv_conf(us, ngx_http_gateway_tls_module))->original_init_peer;
+    }
+
+    if (original(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_gtls_kind_e kind = NGX_HTTP_GTLS_PROXY;
+    const gtls::Policy *policy = ngx_http_gtls_effective_policy(r, &kind);
+    ngx_http_upstream_t *u = r->upstream;
+
+    try {
+        ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, policy != nullptr);
+        if (state != nullptr) {
+            state->policy = policy;
+            state->kind = kind;
+            state->verdict.reset();
+        }
+        if (policy == nullptr) {
+            return NGX_OK;
+        }
+        if (state == nullptr) {
+            return NGX_ERROR;
+        }
+
+        if (!u->ssl) {
+            // fail closed: a policy never lets a request go out in plaintext
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "gateway_tls: policy \"%s\" requires TLS, but upstream \"%V\" is "
+                          "proxied in plaintext",
+                          policy->name.c_str(), &us->host);
+            return NGX_ERROR;
+        }
+
+        state->original_data = u->peer.data;
+        state->original_get = u->peer.get;
+        state->original_free = u->peer.free;
+        state->original_set_session = u->peer.set_session;
+        state->original_save_session = u->peer.save_session;
+
+        u->peer.data = state;
+        u->peer.get = ngx_http_gtls_get_peer;
+        u->peer.free = ngx_http_gtls_free_peer;
+        u->peer.set_session = ngx_http_gtls_set_session;
+        u->peer.save_session = ngx_http_gtls_save_session;
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+void ngx_http_gtls_install_ssl_hooks(SSL_CTX *ctx)
+{
+    SSL_CTX_set_cert_verify_callback(ctx, ngx_http_gtls_cert_verify_callback, nullptr);
+    // the verdict must be able to fail the handshake, whatever proxy_ssl_verify says
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, SSL_CTX_get_verify_callback(ctx));
+
+    auto *info = SSL_CTX_get_info_callback(ctx);
+    if (info != ngx_http_gtls_info_callback) {
+        ngx_http_gtls_stock_info_callback = info;
+        SSL_CTX_set_info_callback(ctx, ngx_http_gtls_info_callback);
+    }
+}
+
+ngx_int_t ngx_http_gtls_init_ssl_indexes(ngx_log_t *log)
+{
+    if (ngx_http_gtls_connection_index == -1) {
+        ngx_http_gtls_connection_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+        if (ngx_http_gtls_connection_index == -1) {
+            ngx_ssl_error(NGX_LOG_EMERG, log, 0, const_cast<char *>("SSL_get_ex_new_index() failed"));
+            return NGX_ERROR;
+        }
+    }
+    return NGX_OK;
+}
