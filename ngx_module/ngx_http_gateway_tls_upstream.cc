@@ -85,18 +85,28 @@ std::string ngx_http_gtls_session_key(const gtls::Policy *policy, ngx_peer_conne
 }
 
 // The name checked when the policy lists no SANs: the upstream{}-level
-// hostname, else the SNI name nginx computed (proxy_ssl_name).
-std::string_view ngx_http_gtls_reference_name(const gtls::Policy *policy,
-                                              ngx_http_upstream_t *u)
+// hostname, else the SNI name as nginx computes it (proxy_ssl_name, else
+// the proxied host), without its port. nginx computes it only when
+// proxy_ssl_server_name or stock proxy_ssl_verify is on, so we do it here.
+std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Policy *policy)
 {
     if (!policy->hostname.empty()) {
         return policy->hostname;
     }
-    std::string_view name(reinterpret_cast<const char *>(u->ssl_name.data), u->ssl_name.len);
-    if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
-        name = name.substr(1, name.size() - 2);  // IPv6 literal
+
+    ngx_http_upstream_t *u = r->upstream;
+    ngx_str_t value = u->ssl_name;
+    if (u->conf->ssl_name != nullptr
+        && ngx_http_complex_value(r, u->conf->ssl_name, &value) != NGX_OK) {
+        return {};
     }
-    return name;
+
+    std::string_view name(reinterpret_cast<const char *>(value.data), value.len);
+    if (!name.empty() && name.front() == '[') {
+        size_t end = name.find(']');
+        return end == std::string_view::npos ? std::string() : std::string(name.substr(1, end - 1));
+    }
+    return std::string(name.substr(0, name.find(':')));
 }
 
 int ngx_http_gtls_x509_error(gtls::Reason reason)
@@ -132,7 +142,7 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     auto verdict = std::make_shared<gtls::Verdict>(
         gtls::verify(*policy, X509_STORE_CTX_get0_cert(x509_ctx),
                      X509_STORE_CTX_get0_untrusted(x509_ctx),
-                     ngx_http_gtls_reference_name(policy, u)));
+                     ngx_http_gtls_reference_name(r, policy)));
 
     ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
     ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(c, true);

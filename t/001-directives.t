@@ -1,0 +1,232 @@
+# Directive arguments: every malformed one fails "nginx -t" naming the
+# directive, the value and file:line; the operator gate; the audit lines.
+use lib 't/lib';
+use Test::GatewayTLS;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: unknown verification mode
+--- config
+    location / {
+        proxy_ssl_verify_mode on;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "on" in "proxy_ssl_verify_mode" directive: expected off, strict, allow_expired, skip_san or skip in \S+nginx.conf:\d+/
+
+=== TEST 2: SAN SPEC without a type
+--- config
+    location / {
+        proxy_ssl_verify_san abc.example.com;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "abc.example.com" in "proxy_ssl_verify_san" directive: unknown SPEC type.* in \S+nginx.conf:\d+/
+
+=== TEST 3: wildcard in a DNS SPEC
+--- config
+    location / {
+        proxy_ssl_verify_san dns:abc.example.com dns:*.example.com;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "dns:\*.example.com" in "proxy_ssl_verify_san" directive: wildcards are not allowed/
+
+=== TEST 4: bad regular expression
+--- config
+    location / {
+        grpc_ssl_verify_san "uri~spiffe://(unclosed";
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "uri~spiffe:\/\/\(unclosed" in "grpc_ssl_verify_san" directive: bad regular expression/
+
+=== TEST 5: bad IP and e-mail SPECs
+--- config
+    location /a {
+        proxy_ssl_verify_san ip:300.0.0.1;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "ip:300.0.0.1" in "proxy_ssl_verify_san" directive: not an IP address/
+
+=== TEST 6: pin of the wrong length
+--- config
+    location / {
+        proxy_ssl_verify_pin sha256-spki:AAAA;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "sha256-spki:AAAA" in "proxy_ssl_verify_pin" directive: expected the base64 of a 32-byte SHA-256 digest/
+
+=== TEST 7: pin of an unknown type
+--- config
+    location / {
+        proxy_ssl_verify_pin sha1-cert:00;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "sha1-cert:00" in "proxy_ssl_verify_pin" directive: unknown pin type/
+
+=== TEST 8: certificate pin with a bad hex digit
+--- config
+    location / {
+        proxy_ssl_verify_pin sha256-cert:zz;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "sha256-cert:zz" in "proxy_ssl_verify_pin" directive: expected 64 hex digits/
+
+=== TEST 9: CA file that does not exist
+--- config
+    location / {
+        proxy_ssl_verify_ca /nonexistent/ca.pem;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "\/nonexistent\/ca.pem" in "proxy_ssl_verify_ca" directive: cannot load CA certificates from "\/nonexistent\/ca.pem"/
+
+=== TEST 10: CA file that holds no certificate
+--- config
+    location / {
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.key;
+    }
+--- must_die
+--- error_log eval
+qr/in "proxy_ssl_verify_ca" directive: (no certificate in|cannot load CA certificates)/
+
+=== TEST 11: pin certificate file that is not PEM
+--- config
+    location / {
+        proxy_ssl_verify_pin_certificate $TEST_NGINX_CERTS/ca.cnf;
+    }
+--- must_die
+--- error_log eval
+qr/in "proxy_ssl_verify_pin_certificate" directive: cannot read a PEM certificate/
+
+=== TEST 12: a verifying mode needs a trust source
+--- config
+    location / {
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_san dns:abc.example.com;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_verify_mode strict" in \S+nginx.conf:\d+ needs a trust source/
+
+=== TEST 13: duplicate mode
+--- config
+    location / {
+        proxy_ssl_verify_mode skip;
+        proxy_ssl_verify_mode strict;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_verify_mode" directive is duplicate/
+
+=== TEST 14: the policy hostname belongs in upstream{}
+--- config
+    location / {
+        proxy_ssl_policy_hostname abc.example.com;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_policy_hostname" directive is not allowed here/
+
+=== TEST 15: the gate denies an insecure mode below it
+--- http_config
+    proxy_ssl_verify_insecure deny;
+--- config
+    location / {
+        proxy_ssl_verify_mode skip;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_verify_mode skip" in \S+nginx.conf:\d+ is not allowed by "proxy_ssl_verify_insecure deny"/
+
+=== TEST 16: the gate denies an insecure upstream{} policy too
+--- http_config
+    proxy_ssl_verify_insecure deny;
+    upstream insecure_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode allow_expired;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+    }
+--- config
+    location / {
+        proxy_pass https://insecure_backend;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_verify_mode allow_expired" in \S+nginx.conf:\d+ is not allowed by "proxy_ssl_verify_insecure deny"/
+
+=== TEST 17: the gate at server level lets strict through and is per server
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_SERVER_PORT;
+        server_name denied.test;
+        proxy_ssl_verify_insecure deny;
+        location / {
+            proxy_ssl_verify_mode strict;
+            proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+            proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        }
+    }
+--- config
+    proxy_ssl_verify_insecure allow;
+    location / {
+        proxy_ssl_verify_mode skip;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+    }
+--- request
+GET /
+--- error_code: 200
+--- error_log eval
+qr/\[warn\] .*gateway_tls: insecure backend verification "proxy_ssl_verify_mode skip" for policy "" in \S+nginx.conf:\d+/
+
+=== TEST 18: a warn line per insecure scope at load, naming the policy
+--- config
+    location /a {
+        proxy_ssl_verify_mode skip_san;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name ns/a;
+    }
+    location /b {
+        grpc_ssl_verify_mode allow_expired;
+        grpc_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        grpc_ssl_policy_name ns/b;
+    }
+    location /c {
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name ns/c;
+    }
+--- request
+GET /nothing
+--- error_code: 404
+--- error_log eval
+[qr/\[warn\] .*insecure backend verification "proxy_ssl_verify_mode skip_san" for policy "ns\/a" in \S+nginx.conf:\d+/,
+ qr/\[warn\] .*insecure backend verification "grpc_ssl_verify_mode allow_expired" for policy "ns\/b"/]
+--- no_error_log
+policy "ns/c" in
+
+=== TEST 19: stock proxy_ssl_verify is superseded, with a notice
+--- config
+    location / {
+        proxy_ssl_verify on;
+        proxy_ssl_trusted_certificate $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+        proxy_ssl_name spiffe.example.com;
+        proxy_ssl_server_name on;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_SPIFFE;
+    }
+--- request
+GET /
+--- error_code: 200
+--- error_log eval
+qr/\[notice\] .*"proxy_ssl_verify_mode strict" in \S+nginx.conf:\d+ supersedes "proxy_ssl_verify on"/

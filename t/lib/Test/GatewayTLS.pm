@@ -1,0 +1,374 @@
+package Test::GatewayTLS;
+
+# A small Test::Nginx work-alike on Test::Base (Debian's libtest-base-perl):
+# the same block format, run by prove, against Debian's nginx with the
+# module built by this tree. Each test file gets its own server root with a
+# fresh certificate set (t/lib/make-certs.sh) and TLS backends: nginx
+# servers that echo the SNI they saw, the path and whether the TLS session
+# was resumed, and that log every request they receive.
+#
+# Sections: main_config, http_config, config, request (or "request eval"
+# for a list), more_headers, error_code, response_body, response_body_like,
+# response_headers, error_log, no_error_log, access_log, backend_log,
+# no_backend_log, must_die, log_level.
+
+use strict;
+use warnings;
+
+use Test::Base;  # blocks() reads the test file's __DATA__; ok, is, like ...
+use Exporter 'import';
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Path qw(make_path remove_tree);
+use IO::Socket::INET;
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin);
+
+my $Root = abs_path(dirname(__FILE__) . '/../../..');
+my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
+my $Nginx = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
+
+# The backends every test can reach, by certificate name. leaf_h2 is the
+# leaf certificate again, speaking HTTP/2 for grpc_pass.
+my @Backends = qw(leaf spiffe wrongsan expired notyet selfsigned untrusted wildcard ipemail leaf_h2);
+
+my ($ServRoot, $BasePort);
+
+sub servroot { $ServRoot }
+sub certs_dir { "$ServRoot/certs" }
+sub server_port { $BasePort }
+
+sub backend_port {
+    my $name = shift;
+    for my $i (0 .. $#Backends) {
+        return $BasePort + 1 + $i if $Backends[$i] eq $name;
+    }
+    die "no backend named $name\n";
+}
+
+# "sha256-spki:BASE64" and "sha256-cert:HEX" of a test certificate's leaf,
+# computed with the openssl CLI, independently of the module.
+sub spki_pin {
+    my $leaf = certs_dir() . "/" . shift() . ".leaf.crt";
+    my $b64 = `openssl x509 -in $leaf -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`;
+    chomp $b64;
+    return "sha256-spki:$b64";
+}
+
+sub cert_pin {
+    my $leaf = certs_dir() . "/" . shift() . ".leaf.crt";
+    my $out = `openssl x509 -in $leaf -noout -fingerprint -sha256`;
+    $out =~ /=([0-9A-F:]+)/ or die "no fingerprint for $leaf\n";
+    return "sha256-cert:$1";
+}
+
+sub _port_free {
+    my $port = shift;
+    my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+                                     Proto => 'tcp', ReuseAddr => 1, Listen => 1);
+    return 0 unless $sock;
+    close $sock;
+    return 1;
+}
+
+sub _pick_ports {
+    my $span = @Backends + 1;
+    for (my $try = 0; $try < 200; $try++) {
+        my $base = 20000 + (($$ + $try * 37) % 2000) * 16;
+        return $base unless grep { !_port_free($_) } $base .. $base + $span - 1;
+    }
+    die "no free loopback ports\n";
+}
+
+sub _setup {
+    my $name = $0;
+    $name =~ s{.*/}{};
+    $name =~ s{\.t$}{};
+    $ServRoot = "$Root/t/servroot-$name";
+    remove_tree($ServRoot);
+    make_path("$ServRoot/conf", "$ServRoot/logs", "$ServRoot/tmp");
+    system('sh', "$Root/t/lib/make-certs.sh", certs_dir()) == 0
+        or die "cannot make the test certificates\n";
+    -f $Module or die "module not built: $Module (run make)\n";
+    $BasePort = _pick_ports();
+}
+
+# $TEST_NGINX_* in sections, as Test::Nginx does.
+sub _expand {
+    my $text = shift;
+    return '' unless defined $text;
+    $text =~ s/\$TEST_NGINX_SERVER_PORT\b/$BasePort/g;
+    $text =~ s/\$TEST_NGINX_CERTS\b/certs_dir()/ge;
+    $text =~ s/\$TEST_NGINX_SERVROOT\b/$ServRoot/g;
+    $text =~ s/\$TEST_NGINX_BACKEND_(\w+)\b/backend_port(lc $1)/ge;
+    $text =~ s/\$TEST_NGINX_SPKI_(\w+)\b/spki_pin(lc $1)/ge;
+    $text =~ s/\$TEST_NGINX_CERTPIN_(\w+)\b/cert_pin(lc $1)/ge;
+    return $text;
+}
+
+sub _backend_servers {
+    my $certs = certs_dir();
+    my $out = "    log_format gtls_backend '\$server_port \$ssl_server_name \$request_uri';\n";
+    for my $name (@Backends) {
+        my $cert = $name eq 'leaf_h2' ? 'leaf' : $name;
+        my $h2 = $name eq 'leaf_h2' ? ' http2' : '';
+        my $port = backend_port($name);
+        $out .= <<"EOF";
+    server {
+        listen 127.0.0.1:$port ssl$h2;
+        ssl_certificate $certs/$cert.crt;
+        ssl_certificate_key $certs/$cert.key;
+        ssl_session_cache shared:GTLS_$name:1m;
+        access_log logs/backend.log gtls_backend;
+        location / {
+            add_header X-Backend $name always;
+            add_header X-Backend-Session-Reused \$ssl_session_reused always;
+            add_header X-Backend-Connection-Requests \$connection_requests always;
+            return 200 "backend=$name sni=\$ssl_server_name path=\$uri\\n";
+        }
+    }
+EOF
+    }
+    return $out;
+}
+
+sub _write_config {
+    my $block = shift;
+    my $level = $block->log_level || 'info';
+    chomp $level;
+    my $main = _expand($block->main_config);
+    my $http = _expand($block->http_config);
+    my $config = _expand($block->config);
+    my $backends = _backend_servers();
+    my $conf = <<"EOF";
+load_module $Module;
+daemon on;
+master_process on;
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log $level;
+$main
+events {
+    worker_connections 256;
+}
+http {
+    access_log logs/access.log;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+$backends
+$http
+    server {
+        listen 127.0.0.1:$BasePort;
+        server_name localhost;
+$config
+    }
+}
+EOF
+    open my $fh, '>', "$ServRoot/conf/nginx.conf" or die "$!";
+    print $fh $conf;
+    close $fh;
+}
+
+sub _nginx {
+    my @args = @_;
+    my $out = `$Nginx -p $ServRoot/ -c conf/nginx.conf @args 2>&1`;
+    return ($? >> 8, $out);
+}
+
+sub _stop {
+    my $pidfile = "$ServRoot/logs/nginx.pid";
+    return unless -f $pidfile;
+    open my $fh, '<', $pidfile or return;
+    my $pid = <$fh>;
+    close $fh;
+    chomp $pid;
+    return unless $pid;
+    kill 'QUIT', $pid;
+    my $deadline = time + 10;
+    while (_alive($pid) && time < $deadline) {
+        sleep 0.02;
+    }
+    kill 'KILL', $pid if _alive($pid);
+    unlink $pidfile;
+}
+
+# The daemonised master is not our child: once it exits it stays a zombie
+# until init reaps it, which counts as gone.
+sub _alive {
+    my $pid = shift;
+    open my $fh, '<', "/proc/$pid/stat" or return 0;
+    my $stat = <$fh> // '';
+    close $fh;
+    return $stat !~ /^\d+ \(.*\) [ZX] /;
+}
+
+sub _truncate_logs {
+    for my $log (qw(error.log access.log backend.log)) {
+        open my $fh, '>', "$ServRoot/logs/$log";
+        close $fh;
+    }
+}
+
+sub _read_log {
+    my $name = shift;
+    open my $fh, '<', "$ServRoot/logs/$name" or return '';
+    local $/;
+    my $text = <$fh>;
+    close $fh;
+    return $text // '';
+}
+
+sub _wait_listening {
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $BasePort,
+                                         Proto => 'tcp');
+        if ($sock) {
+            close $sock;
+            return 1;
+        }
+        sleep 0.02;
+    }
+    return 0;
+}
+
+# One HTTP/1.1 request over a fresh connection; returns (status, headers, body).
+sub _http {
+    my ($request, $more_headers) = @_;
+    $request =~ s/^\s+|\s+$//g;
+    my ($method, $uri) = split /\s+/, $request;
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $BasePort,
+                                     Proto => 'tcp', Timeout => 10)
+        or return (0, {}, "cannot connect: $!");
+    my $head = "$method $uri HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+    for my $line (split /\n/, $more_headers // '') {
+        $head .= "$line\r\n" if $line =~ /\S/;
+    }
+    print $sock "$head\r\n";
+    local $/;
+    my $raw = <$sock> // '';
+    close $sock;
+
+    my ($head_text, $body) = split /\r\n\r\n/, $raw, 2;
+    $body //= '';
+    my @lines = split /\r\n/, $head_text // '';
+    my $status_line = shift @lines // '';
+    my ($status) = $status_line =~ m{^HTTP/1\.\d (\d{3})};
+    my %headers;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        $headers{lc $k} = $v;
+    }
+    if (($headers{'transfer-encoding'} // '') =~ /chunked/i) {
+        my $decoded = '';
+        while ($body =~ s/^([0-9a-fA-F]+)\r\n//) {
+            my $len = hex $1;
+            last if $len == 0;
+            $decoded .= substr($body, 0, $len, '');
+            $body =~ s/^\r\n//;
+        }
+        $body = $decoded;
+    }
+    return ($status // 0, \%headers, $body);
+}
+
+sub _list {
+    my $value = shift;
+    return () unless defined $value;
+    return ref $value eq 'ARRAY' ? @$value : ($value);
+}
+
+sub _patterns {
+    my $value = shift;
+    return map { ref $_ ? $_ : (/\S/ ? $_ : ()) }
+           map { ref $_ ? $_ : split /\n/ } _list($value);
+}
+
+sub _check_log {
+    my ($block, $what, $text, $section, $expect) = @_;
+    my $name = $block->name;
+    for my $pattern (_patterns($block->$section)) {
+        my $found = ref $pattern ? $text =~ $pattern : index($text, $pattern) >= 0;
+        ok($expect ? $found : !$found,
+           "$name - $what " . ($expect ? 'has' : 'does not have') . " \"$pattern\"");
+    }
+}
+
+sub _run_block {
+    my $block = shift;
+    my $name = $block->name;
+
+    _stop();
+    _truncate_logs();
+    _write_config($block);
+
+    if (defined $block->must_die) {
+        my ($rc, $out) = _nginx('-t');
+        isnt($rc, 0, "$name - nginx -t fails");
+        _check_log($block, 'nginx -t output', $out, 'error_log', 1);
+        _check_log($block, 'nginx -t output', $out, 'no_error_log', 0);
+        return;
+    }
+
+    my ($rc, $out) = _nginx();
+    if ($rc != 0 || !_wait_listening()) {
+        fail("$name - nginx starts: $out");
+        return;
+    }
+
+    my @requests = _list($block->request);
+    my @codes = _list($block->error_code);
+    my @bodies = _list($block->response_body);
+    my @likes = _list($block->response_body_like);
+    my @headers = _list($block->response_headers);
+
+    for my $i (0 .. $#requests) {
+        my ($status, $hdrs, $body) = _http($requests[$i], $block->more_headers);
+        my $label = @requests > 1 ? "$name - request $i" : "$name";
+        my $code = @codes > 1 ? $codes[$i] : $codes[0];
+        $code = 200 unless defined $code;
+        chomp $code;
+        is($status, $code, "$label - status code");
+        my $expect_body = @bodies > 1 ? $bodies[$i] : $bodies[0];
+        is($body, $expect_body, "$label - response body") if defined $expect_body;
+        my $like = @likes > 1 ? $likes[$i] : $likes[0];
+        if (defined $like) {
+            chomp $like;
+            like($body, qr/$like/, "$label - response body like");
+        }
+        my $expect_headers = @headers > 1 ? $headers[$i] : $headers[0];
+        for my $line (split /\n/, $expect_headers // '') {
+            next unless $line =~ /^([^:]+):\s*(.*)$/;
+            is($hdrs->{lc $1}, $2, "$label - header $1");
+        }
+    }
+
+    # let the worker finish its log phase and keepalive bookkeeping
+    sleep 0.1;
+    _stop();
+
+    # what nginx says while it reads its configuration goes to stderr
+    my $errors = $out . _read_log('error.log');
+    _check_log($block, 'error log', $errors, 'error_log', 1);
+    _check_log($block, 'error log', $errors, 'no_error_log', 0);
+    _check_log($block, 'access log', _read_log('access.log'), 'access_log', 1);
+    _check_log($block, 'backend log', _read_log('backend.log'), 'backend_log', 1);
+    _check_log($block, 'backend log', _read_log('backend.log'), 'no_backend_log', 0);
+}
+
+sub run_tests {
+    _setup();
+    plan('no_plan');
+    for my $block (blocks()) {
+        _run_block($block);
+    }
+    _stop();
+}
+
+1;
