@@ -80,7 +80,7 @@ install: module
 
 demo: deps
 	$(MAKE) module
-	GTLS_MODULE=$(MODULE_SO) perl t/lib/demo.pl
+	GTLS_MODULE=$(MODULE_SO) bash conf-examples/demo.sh
 
 clean:
 	rm -rf $(BUILD) t/servroot*
