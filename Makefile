@@ -36,14 +36,14 @@ deps:
 
 # nginx's own build system compiles the module against Debian's headers
 # with Debian's configure flags, so the .so loads into Debian's binary.
-$(NGINX_BUILD)/Makefile: config
+$(NGINX_BUILD)/objs/Makefile: config
 	rm -rf $(NGINX_BUILD) && mkdir -p $(BUILD)
 	cp -r $(NGINX_SRC) $(NGINX_BUILD)
 	cd $(NGINX_BUILD) && source ./conf_flags && \
 	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-stream --with-stream_ssl_module \
 	    --add-dynamic-module=$(CURDIR) > $(BUILD)/configure.log
 
-$(MODULE_SO): $(NGINX_BUILD)/Makefile $(MODULE_SRCS)
+$(MODULE_SO): $(NGINX_BUILD)/objs/Makefile $(MODULE_SRCS)
 	$(MAKE) -C $(NGINX_BUILD) -f objs/Makefile modules > $(BUILD)/module-build.log 2>&1 \
 	  || { cat $(BUILD)/module-build.log; exit 1; }
 	@echo "built $@"
