@@ -104,22 +104,25 @@ char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return NGX_CONF_OK;
 }
 
-char *ngx_http_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+// Validates each argument as a SPEC and appends it to *array; the core
+// objects are built from the merged lists.
+template <typename Parse>
+char *ngx_http_gtls_add_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array,
+                              Parse parse)
 {
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
-    ngx_array_t *sans = ngx_http_gtls_spec_array(cf, &pc->sans);
-    if (sans == nullptr) {
+    ngx_array_t *specs = ngx_http_gtls_spec_array(cf, array);
+    if (specs == nullptr) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         std::string error;
-        if (!gtls::parse_san_spec(sv(value[i]), &error)) {
+        if (!parse(sv(value[i]), &error)) {
             return ngx_http_gtls_invalid(cf, cmd, &value[i], error);
         }
-        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(sans));
+        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(specs));
         if (spec == nullptr) {
             return static_cast<char *>(NGX_CONF_ERROR);
         }
@@ -128,28 +131,16 @@ char *ngx_http_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return NGX_CONF_OK;
 }
 
+char *ngx_http_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_gtls_add_specs(cf, cmd, &ngx_http_gtls_policy_conf(cf, cmd, conf)->sans,
+                                   gtls::parse_san_spec);
+}
+
 char *ngx_http_gtls_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    ngx_array_t *pins = ngx_http_gtls_spec_array(cf, &pc->pins);
-    if (pins == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
-        std::string error;
-        if (!gtls::parse_pin_spec(sv(value[i]), &error)) {
-            return ngx_http_gtls_invalid(cf, cmd, &value[i], error);
-        }
-        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(pins));
-        if (spec == nullptr) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        *spec = value[i];
-    }
-    return NGX_CONF_OK;
+    return ngx_http_gtls_add_specs(cf, cmd, &ngx_http_gtls_policy_conf(cf, cmd, conf)->pins,
+                                   gtls::parse_pin_spec);
 }
 
 char *ngx_http_gtls_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -258,11 +249,6 @@ void ngx_http_gtls_init_policy_conf(ngx_http_gtls_policy_conf_t *pc)
     pc->pin_certificates = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
 }
 
-void ngx_http_gtls_delete_policy(void *data)
-{
-    delete static_cast<gtls::Policy *>(data);
-}
-
 void ngx_http_gtls_delete_main(void *data)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(data);
@@ -349,14 +335,10 @@ ngx_int_t ngx_http_gtls_build_policy(ngx_conf_t *cf, ngx_http_gtls_policy_conf_t
 
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == nullptr) {
+    gtls::Policy *policy = ngx_http_gtls_pool_new<gtls::Policy>(cf->pool);
+    if (policy == nullptr) {
         return NGX_ERROR;
     }
-
-    gtls::Policy *policy = new gtls::Policy();
-    cln->handler = ngx_http_gtls_delete_policy;
-    cln->data = policy;
 
     policy->mode = mode;
     policy->name = std::string(sv(pc->name));

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "ngx_gtls_nginx.h"
@@ -74,6 +75,26 @@ struct ngx_http_gtls_request_t {
 };
 
 extern "C" ngx_module_t  ngx_http_gateway_tls_module;
+
+// C++ objects in nginx memory: built in place in a pool cleanup's data, so
+// that destroying the pool runs the destructor (the nginx-otel way).
+template <typename T>
+void ngx_http_gtls_pool_destroy(void *data)
+{
+    static_cast<T *>(data)->~T();
+}
+
+template <typename T>
+T *ngx_http_gtls_pool_new(ngx_pool_t *pool)
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, sizeof(T));
+    if (cln == nullptr) {
+        return nullptr;
+    }
+    T *object = new (cln->data) T();
+    cln->handler = ngx_http_gtls_pool_destroy<T>;
+    return object;
+}
 
 // ngx_http_gateway_tls_upstream.cc
 ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);

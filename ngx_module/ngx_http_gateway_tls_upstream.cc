@@ -5,8 +5,6 @@
 
 #include "ngx_http_gateway_tls_module.h"
 
-#include <new>
-
 namespace {
 
 // What a backend connection was verified under, hung on its SSL object
@@ -19,16 +17,6 @@ struct ngx_http_gtls_connection_t {
 int ngx_http_gtls_connection_index = -1;
 void (*ngx_http_gtls_stock_info_callback)(const SSL *, int, int);
 
-void ngx_http_gtls_request_cleanup(void *data)
-{
-    static_cast<ngx_http_gtls_request_t *>(data)->~ngx_http_gtls_request_t();
-}
-
-void ngx_http_gtls_connection_cleanup(void *data)
-{
-    static_cast<ngx_http_gtls_connection_t *>(data)->~ngx_http_gtls_connection_t();
-}
-
 ngx_http_gtls_connection_t *ngx_http_gtls_get_connection(ngx_connection_t *c, bool create)
 {
     auto *conn = static_cast<ngx_http_gtls_connection_t *>(
@@ -37,12 +25,10 @@ ngx_http_gtls_connection_t *ngx_http_gtls_get_connection(ngx_connection_t *c, bo
         return conn;
     }
 
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(c->pool, sizeof(ngx_http_gtls_connection_t));
-    if (cln == nullptr) {
+    conn = ngx_http_gtls_pool_new<ngx_http_gtls_connection_t>(c->pool);
+    if (conn == nullptr) {
         return nullptr;
     }
-    conn = new (cln->data) ngx_http_gtls_connection_t();
-    cln->handler = ngx_http_gtls_connection_cleanup;
     if (SSL_set_ex_data(c->ssl->connection, ngx_http_gtls_connection_index, conn) == 0) {
         return nullptr;
     }
@@ -339,7 +325,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
     // an internal redirect (error_page) clears module contexts; the pool
     // cleanup keeps our state findable for the variables
     for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_gtls_request_cleanup
+        if (cln->handler == ngx_http_gtls_pool_destroy<ngx_http_gtls_request_t>
             && static_cast<ngx_http_gtls_request_t *>(cln->data)->request == r) {
             state = static_cast<ngx_http_gtls_request_t *>(cln->data);
             ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
@@ -351,13 +337,11 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
         return nullptr;
     }
 
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_gtls_request_t));
-    if (cln == nullptr) {
+    state = ngx_http_gtls_pool_new<ngx_http_gtls_request_t>(r->pool);
+    if (state == nullptr) {
         return nullptr;
     }
-    state = new (cln->data) ngx_http_gtls_request_t();
     state->request = r;
-    cln->handler = ngx_http_gtls_request_cleanup;
     ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
     return state;
 }
