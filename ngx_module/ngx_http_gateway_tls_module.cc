@@ -13,11 +13,6 @@ const char *const kUpstreamModule[2] = {"ngx_http_proxy_module", "ngx_http_grpc_
 
 enum { NGX_HTTP_GTLS_INSECURE_ALLOW = 0, NGX_HTTP_GTLS_INSECURE_DENY = 1 };
 
-ngx_conf_enum_t ngx_http_gtls_insecure[] = {
-    {ngx_string("allow"), NGX_HTTP_GTLS_INSECURE_ALLOW},
-    {ngx_string("deny"), NGX_HTTP_GTLS_INSECURE_DENY},
-    {ngx_null_string, 0}};
-
 std::string_view sv(const ngx_str_t &s)
 {
     return std::string_view(reinterpret_cast<const char *>(s.data), s.len);
@@ -209,6 +204,24 @@ char *ngx_http_gtls_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *co
     return NGX_CONF_OK;
 }
 
+char *ngx_http_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(conf);
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (scf->insecure != NGX_CONF_UNSET_UINT) {
+        return const_cast<char *>("is duplicate");
+    }
+    if (sv(value[1]) == "allow") {
+        scf->insecure = NGX_HTTP_GTLS_INSECURE_ALLOW;
+    } else if (sv(value[1]) == "deny") {
+        scf->insecure = NGX_HTTP_GTLS_INSECURE_DENY;
+    } else {
+        return ngx_http_gtls_invalid(cf, cmd, &value[1], "expected allow or deny");
+    }
+    return NGX_CONF_OK;
+}
+
 #define NGX_HTTP_GTLS_ANY_CONF \
     (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF)
 
@@ -233,9 +246,8 @@ ngx_command_t ngx_http_gtls_commands[] = {
     NGX_HTTP_GTLS_COMMANDS("grpc", NGX_HTTP_GTLS_GRPC),
 
     {ngx_string("proxy_ssl_verify_insecure"),
-     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1, ngx_conf_set_enum_slot,
-     NGX_HTTP_SRV_CONF_OFFSET, offsetof(ngx_http_gtls_srv_conf_t, insecure),
-     ngx_http_gtls_insecure},
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1, ngx_http_gtls_verify_insecure,
+     NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
 
     ngx_null_command};
 

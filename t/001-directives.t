@@ -230,3 +230,57 @@ GET /
 --- error_code: 200
 --- error_log eval
 qr/\[notice\] .*"proxy_ssl_verify_mode strict" in \S+nginx.conf:\d+ supersedes "proxy_ssl_verify on"/
+
+=== TEST 20: empty policy name
+--- config
+    location / {
+        proxy_ssl_policy_name "";
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "" in "proxy_ssl_policy_name" directive: empty name in \S+nginx.conf:\d+/
+
+=== TEST 21: policy hostname that is not a DNS name
+--- http_config
+    upstream svc {
+        server 127.0.0.1:1;
+        proxy_ssl_policy_hostname "not a name";
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "not a name" in "proxy_ssl_policy_hostname" directive: not a DNS name in \S+nginx.conf:\d+/
+
+=== TEST 22: unknown gate value
+--- http_config
+    proxy_ssl_verify_insecure maybe;
+--- must_die
+--- error_log eval
+qr/invalid value "maybe" in "proxy_ssl_verify_insecure" directive: expected allow or deny in \S+nginx.conf:\d+/
+
+=== TEST 23: the gate is an http/server directive
+--- config
+    location / {
+        proxy_ssl_verify_insecure deny;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_verify_insecure" directive is not allowed here in \S+nginx.conf:\d+/
+
+=== TEST 24: grpc_ directives are checked the same way
+--- config
+    location / {
+        grpc_ssl_verify_mode insecure;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "insecure" in "grpc_ssl_verify_mode" directive/
+
+=== TEST 25: an upstream{} policy needs a trust source too
+--- http_config
+    upstream svc {
+        server 127.0.0.1:1;
+        grpc_ssl_verify_mode strict;
+    }
+--- must_die
+--- error_log eval
+qr/"grpc_ssl_verify_mode strict" in \S+nginx.conf:\d+ needs a trust source/
