@@ -19,10 +19,15 @@ CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
 UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
 MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
+GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc))
+GEN_HDRS    := $(wildcard generator/src/*.h)
+GEN_TESTS   := $(wildcard generator/tests/*.cc)
+GEN_LIBS    := -lyaml-cpp -lcrypto
+GENERATOR   := $(BUILD)/gateway2nginx
 
 .PHONY: all deps module unit-tests test test-unit test-nginx install demo clean
 
-all: module $(BUILD)/unit_tests
+all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
@@ -55,23 +60,34 @@ $(BUILD)/unit_tests: $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
 	$(CXX) $(CXXFLAGS) -DBOOST_TEST_DYN_LINK -o $@ $(CORE_SRCS) $(UNIT_SRCS) \
 	  -lboost_unit_test_framework -lssl -lcrypto -lpcre2-8
 
+$(GENERATOR): $(GEN_SRCS) $(GEN_HDRS) generator/src/main.cc
+	@mkdir -p $(BUILD)
+	$(CXX) $(CXXFLAGS) -Igenerator/src -o $@ $(GEN_SRCS) generator/src/main.cc $(GEN_LIBS)
+
+$(BUILD)/generator_tests: $(GEN_SRCS) $(GEN_HDRS) $(GEN_TESTS)
+	@mkdir -p $(BUILD)
+	$(CXX) $(CXXFLAGS) -Igenerator/src -DBOOST_TEST_DYN_LINK -o $@ $(GEN_SRCS) $(GEN_TESTS) \
+	  -lboost_unit_test_framework $(GEN_LIBS)
+
 $(BUILD)/test-certs/leaf.crt: t/lib/make-certs.sh
 	rm -rf $(BUILD)/test-certs
 	sh t/lib/make-certs.sh $(BUILD)/test-certs
 
-test-unit: $(BUILD)/unit_tests $(BUILD)/test-certs/leaf.crt
+test-unit: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/leaf.crt
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/unit_tests --report_level=short --color_output=no
+	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/generator_tests --report_level=short --color_output=no
 
-test-nginx: module
-	GTLS_MODULE=$(MODULE_SO) prove -r t/
+test-nginx: module $(GENERATOR)
+	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
 
 test: deps
 	$(MAKE) all
 	$(MAKE) test-unit
 	$(MAKE) test-nginx
 
-install: module
+install: module $(GENERATOR)
 	install -m 0644 $(MODULE_SO) $(MODULES_DIR)/
+	install -m 0755 $(GENERATOR) /usr/local/bin/gateway2nginx
 	mkdir -p /usr/share/nginx/modules-available /etc/nginx/modules-enabled
 	echo 'load_module modules/ngx_http_gateway_tls_module.so;' \
 	  > /usr/share/nginx/modules-available/mod-http-gateway-tls.conf

@@ -1,0 +1,93 @@
+// One constructor per condition reason, so that messages stay uniform.
+#pragma once
+
+#include <string>
+
+#include "plan.h"
+
+namespace g2n::cond {
+
+inline Condition make(const char *type, bool ok, const char *reason, std::string message)
+{
+    return {type, ok ? "True" : "False", reason, std::move(message)};
+}
+
+// BackendTLSPolicy
+inline Condition policy_accepted() { return make("Accepted", true, "Accepted", "Policy has been accepted"); }
+inline Condition policy_conflicted(const std::string &winner)
+{
+    return make("Accepted", false, "Conflicted",
+                "Policy conflicts with " + winner + ", which is older (or sorts first) and targets the same section");
+}
+inline Condition policy_invalid(const std::string &why) { return make("Accepted", false, "Invalid", why); }
+inline Condition policy_target_not_found(const std::string &why)
+{
+    return make("Accepted", false, "TargetNotFound", why);
+}
+inline Condition policy_no_valid_ca(const std::string &why)
+{
+    return make("Accepted", false, "NoValidCACertificate", why);
+}
+inline Condition refs_resolved() { return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved"); }
+inline Condition refs_invalid_ca(const std::string &why)
+{
+    return make("ResolvedRefs", false, "InvalidCACertificateRef", why);
+}
+inline Condition refs_invalid_kind(const std::string &why)
+{
+    return make("ResolvedRefs", false, "InvalidKind", why);
+}
+
+// Routes
+inline Condition route_accepted() { return make("Accepted", true, "Accepted", "Route is accepted"); }
+inline Condition route_not_allowed(const std::string &why)
+{
+    return make("Accepted", false, "NotAllowedByListeners", why);
+}
+inline Condition route_no_matching_hostname()
+{
+    return make("Accepted", false, "NoMatchingListenerHostname",
+                "No listener hostname intersects the route's hostnames");
+}
+inline Condition route_no_matching_parent(const std::string &why)
+{
+    return make("Accepted", false, "NoMatchingParent", why);
+}
+inline Condition route_unsupported(const std::string &why)
+{
+    return make("Accepted", false, "UnsupportedValue", why);
+}
+inline Condition route_refs_resolved() { return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved"); }
+inline Condition route_backend_not_found(const std::string &why)
+{
+    return make("ResolvedRefs", false, "BackendNotFound", why);
+}
+inline Condition route_ref_not_permitted(const std::string &why)
+{
+    return make("ResolvedRefs", false, "RefNotPermitted", why);
+}
+inline Condition route_invalid_kind(const std::string &why)
+{
+    return make("ResolvedRefs", false, "InvalidKind", why);
+}
+
+// Gateways
+inline Condition gateway_accepted() { return make("Accepted", true, "Accepted", "Gateway is accepted"); }
+inline Condition gateway_programmed() { return make("Programmed", true, "Programmed", "Gateway is programmed"); }
+inline Condition listener_accepted() { return make("Accepted", true, "Accepted", "Listener is accepted"); }
+inline Condition listener_programmed() { return make("Programmed", true, "Programmed", "Listener is programmed"); }
+inline Condition listener_refs_resolved()
+{
+    return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved");
+}
+inline Condition listener_invalid_certificate(const std::string &why)
+{
+    return make("ResolvedRefs", false, "InvalidCertificateRef", why);
+}
+inline Condition listener_unsupported_protocol(const std::string &protocol)
+{
+    return make("Accepted", false, "UnsupportedProtocol",
+                "Protocol " + protocol + " is not supported yet");
+}
+
+}  // namespace g2n::cond

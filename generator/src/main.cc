@@ -1,0 +1,225 @@
+// gateway2nginx: Gateway API manifests to a complete nginx configuration.
+//   parse (YAML -> typed objects) -> resolve (attachment, references,
+//   conflicts, conditions) -> render (nginx text, status) -> write OUTDIR
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <signal.h>
+#include <unistd.h>
+
+#include "parse.h"
+#include "render.h"
+#include "resolve.h"
+
+#ifndef GATEWAY2NGINX_VERSION
+#define GATEWAY2NGINX_VERSION "0.1.0"
+#endif
+
+namespace fs = std::filesystem;
+using namespace g2n;
+
+namespace {
+
+const char *const kUsage = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTDIR [options]
+
+Reads Gateway API manifests (YAML as `kubectl get -o yaml` prints them,
+multi-document or `kind: List`) and writes a complete nginx configuration
+for nginx with ngx_http_gateway_tls_module, plus the status Kubernetes
+would show.
+
+  -f, --filename PATH       a file, a directory (*.yaml, *.yml, *.json, recursively)
+                            or - for standard input; repeatable
+  -o, --output OUTDIR       where to write; replaced as a whole, atomically
+      --controller-name N   GatewayClasses of this controller are ours
+                            (default gateway2nginx.io/controller)
+      --gateway-class NAME  only Gateways of this GatewayClass
+      --gateway NS/NAME     only this Gateway; repeatable
+      --listen-address ADDR where listeners listen when a Gateway has no IP
+                            address (default 0.0.0.0)
+      --port-offset N       add N to every listener port (unprivileged runs)
+      --module-dir DIR      where ngx_http_gateway_tls_module.so is
+                            (default /usr/lib/nginx/modules)
+      --resolver ADDR       nginx resolver for DNS names of backends
+      --check               run nginx -t on the result before replacing OUTDIR
+      --nginx PATH          the nginx binary for --check (default /usr/sbin/nginx)
+      --reload PIDFILE      after a successful check, send SIGHUP to that nginx
+      --version             print the version
+      --help                print this help
+
+Output: nginx.conf (run as `nginx -p OUTDIR -c nginx.conf`), http.conf,
+stream.conf, certs/, logs/, temp/, status.yaml.
+Exit status: 0 configuration written (rejected objects are in status.yaml),
+1 bad input (FILE:LINE:COL: message), 2 the nginx check failed (OUTDIR untouched).
+)";
+
+struct Args {
+    std::vector<std::string> inputs;
+    std::string outdir;
+    Options options;
+    bool check = false;
+    std::string nginx = "/usr/sbin/nginx";
+    std::string reload_pidfile;
+};
+
+[[noreturn]] void usage_error(const std::string &what)
+{
+    std::cerr << "gateway2nginx: " << what << "\nTry 'gateway2nginx --help'.\n";
+    std::exit(1);
+}
+
+Args parse_args(int argc, char **argv)
+{
+    Args a;
+    for (int i = 1; i < argc; i++) {
+        std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error("option " + arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::cout << kUsage;
+            std::exit(0);
+        } else if (arg == "--version") {
+            std::cout << "gateway2nginx " << GATEWAY2NGINX_VERSION << "\n";
+            std::exit(0);
+        } else if (arg == "-f" || arg == "--filename") {
+            a.inputs.push_back(value());
+        } else if (arg == "-o" || arg == "--output") {
+            a.outdir = value();
+        } else if (arg == "--controller-name") {
+            a.options.controller_name = value();
+        } else if (arg == "--gateway-class") {
+            a.options.gateway_class = value();
+        } else if (arg == "--gateway") {
+            std::string gw = value();
+            if (gw.find('/') == std::string::npos) usage_error("--gateway takes NAMESPACE/NAME");
+            a.options.gateways.push_back(gw);
+        } else if (arg == "--listen-address") {
+            a.options.listen_address = value();
+        } else if (arg == "--port-offset") {
+            std::string v = value();
+            char *end = nullptr;
+            long n = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || n < 0 || n > 60000) usage_error("--port-offset takes 0 to 60000");
+            a.options.port_offset = static_cast<int>(n);
+        } else if (arg == "--module-dir") {
+            a.options.module_dir = fs::absolute(value()).lexically_normal().string();
+            if (a.options.module_dir.size() > 1 && a.options.module_dir.back() == '/') {
+                a.options.module_dir.pop_back();
+            }
+        } else if (arg == "--resolver") {
+            a.options.resolver = value();
+        } else if (arg == "--check") {
+            a.check = true;
+        } else if (arg == "--nginx") {
+            a.nginx = value();
+        } else if (arg == "--reload") {
+            a.reload_pidfile = value();
+        } else {
+            usage_error("unknown option " + arg);
+        }
+    }
+    if (a.inputs.empty()) usage_error("no input: give -f PATH");
+    if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
+    if (!a.reload_pidfile.empty()) a.check = true;
+    return a;
+}
+
+void write_file(const fs::path &path, const std::string &content, int mode)
+{
+    fs::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    out << content;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + path.string());
+    ::chmod(path.c_str(), static_cast<mode_t>(mode));
+}
+
+bool nginx_check(const std::string &nginx, const fs::path &dir)
+{
+    std::string cmd = "'" + nginx + "' -t -q -p '" + dir.string() + "/' -c nginx.conf";
+    int rc = std::system(cmd.c_str());
+    return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+// A fresh sibling directory, swapped with OUTDIR in one rename.
+void replace_dir(const fs::path &staged, const fs::path &outdir)
+{
+    if (!fs::exists(outdir)) {
+        fs::rename(staged, outdir);
+        return;
+    }
+    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, outdir.c_str(), RENAME_EXCHANGE) != 0) {
+        throw std::runtime_error("cannot replace " + outdir.string() + ": " + std::strerror(errno));
+    }
+    fs::remove_all(staged);  // now holds the previous configuration
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    Args args = parse_args(argc, argv);
+
+    Manifests manifests;
+    try {
+        for (const std::string &input : args.inputs) {
+            parse_path(input, &manifests);
+        }
+    } catch (const InputError &e) {
+        std::cerr << e.what() << "\n";
+        return 1;
+    }
+
+    fs::path outdir = fs::absolute(args.outdir).lexically_normal();
+    if (outdir.filename().empty()) outdir = outdir.parent_path();
+    fs::path staged = outdir.parent_path() / ("." + outdir.filename().string() + ".new-" + std::to_string(::getpid()));
+
+    try {
+        Plan plan = resolve(manifests, args.options);
+        for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << w << "\n";
+
+        fs::remove_all(staged);
+        fs::create_directories(staged / "logs");
+        fs::create_directories(staged / "temp");
+        fs::create_directories(staged / "certs");
+        ::chmod((staged / "certs").c_str(), 0700);
+        write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
+        write_file(staged / "http.conf", render_http_conf(plan), 0644);
+        write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
+        write_file(staged / "status.yaml", render_status(plan, args.options), 0644);
+        for (const OutputFile &f : plan.files) {
+            write_file(staged / f.path, f.content, f.mode);
+        }
+
+        if (args.check && !nginx_check(args.nginx, staged)) {
+            std::cerr << "gateway2nginx: nginx -t failed; " << outdir.string() << " is unchanged\n";
+            fs::remove_all(staged);
+            return 2;
+        }
+        replace_dir(staged, outdir);
+
+        if (!args.reload_pidfile.empty()) {
+            std::ifstream pidfile(args.reload_pidfile);
+            long pid = 0;
+            if (!(pidfile >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+                std::cerr << "gateway2nginx: cannot signal the nginx in " << args.reload_pidfile << "\n";
+                return 2;
+            }
+        }
+    } catch (const std::exception &e) {
+        std::error_code ec;
+        fs::remove_all(staged, ec);
+        std::cerr << "gateway2nginx: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,210 @@
+// Typed Gateway API and Kubernetes objects, as parse produces them: plain
+// structs, validated field by field, with where each came from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace g2n {
+
+// FILE:LINE:COL of a value in the input, 1-based.
+struct SourcePos {
+    std::string file;
+    int line = 0;
+    int column = 0;
+
+    std::string text() const;
+};
+
+struct ObjectMeta {
+    std::string name;
+    std::string namespace_;
+    int64_t generation = 0;
+    std::string creation_timestamp;  // RFC 3339, compares as text
+    std::map<std::string, std::string> labels;
+    SourcePos pos;
+
+    std::string key() const { return namespace_ + "/" + name; }
+};
+
+struct GatewayClass {
+    ObjectMeta meta;
+    std::string controller_name;
+};
+
+struct SecretObjectRef {
+    std::string group;  // "" = core
+    std::string kind = "Secret";
+    std::string name;
+    std::string namespace_;  // empty: the referrer's
+};
+
+struct Listener {
+    std::string name;
+    std::string hostname;  // empty: any
+    int port = 0;
+    std::string protocol;  // HTTP, HTTPS, TLS, TCP, UDP
+    std::string tls_mode = "Terminate";
+    std::vector<SecretObjectRef> certificate_refs;
+    std::string allowed_namespaces_from = "Same";  // Same, All, Selector
+    std::vector<std::string> allowed_kinds;          // empty: the protocol's default
+};
+
+struct Gateway {
+    ObjectMeta meta;
+    std::string gateway_class_name;
+    std::vector<Listener> listeners;
+    std::vector<std::string> addresses;  // IP addresses only
+};
+
+struct ParentRef {
+    std::string group = "gateway.networking.k8s.io";
+    std::string kind = "Gateway";
+    std::string name;
+    std::string namespace_;  // empty: the route's
+    std::string section_name;
+    int port = 0;
+};
+
+struct BackendRef {
+    std::string group;  // "" = core
+    std::string kind = "Service";
+    std::string name;
+    std::string namespace_;
+    int port = 0;
+    int weight = 1;
+};
+
+enum class PathMatchType { PathPrefix, Exact, RegularExpression };
+
+struct HeaderMatch {
+    std::string type = "Exact";
+    std::string name;
+    std::string value;
+};
+
+struct RouteMatch {
+    PathMatchType path_type = PathMatchType::PathPrefix;
+    std::string path = "/";
+    std::vector<HeaderMatch> headers;
+    std::vector<HeaderMatch> query_params;
+    std::string method;
+};
+
+struct RouteRule {
+    std::string name;
+    std::vector<RouteMatch> matches;  // empty: PathPrefix "/"
+    std::vector<BackendRef> backend_refs;
+};
+
+struct HTTPRoute {
+    ObjectMeta meta;
+    std::vector<ParentRef> parent_refs;
+    std::vector<std::string> hostnames;
+    std::vector<RouteRule> rules;
+};
+
+struct ServicePort {
+    std::string name;
+    int port = 0;
+    std::string target_port;  // number or name, as text
+    std::string app_protocol;
+};
+
+struct Service {
+    ObjectMeta meta;
+    std::string type = "ClusterIP";
+    std::string external_name;
+    std::vector<ServicePort> ports;
+};
+
+struct EndpointPort {
+    std::string name;
+    int port = 0;
+};
+
+struct EndpointSlice {
+    ObjectMeta meta;
+    std::string service_name;  // label kubernetes.io/service-name
+    std::vector<EndpointPort> ports;
+    std::vector<std::string> ready_addresses;
+};
+
+struct ConfigMap {
+    ObjectMeta meta;
+    std::map<std::string, std::string> data;
+};
+
+struct Secret {
+    ObjectMeta meta;
+    std::string type;
+    std::map<std::string, std::string> data;  // decoded
+};
+
+struct ReferenceGrantFrom {
+    std::string group;
+    std::string kind;
+    std::string namespace_;
+};
+
+struct ReferenceGrantTo {
+    std::string group;
+    std::string kind;
+    std::string name;  // empty: any
+};
+
+struct ReferenceGrant {
+    ObjectMeta meta;
+    std::vector<ReferenceGrantFrom> from;
+    std::vector<ReferenceGrantTo> to;
+};
+
+struct LocalObjectRef {
+    std::string group;
+    std::string kind;
+    std::string name;
+};
+
+struct PolicyTargetRef {
+    std::string group;
+    std::string kind;
+    std::string name;
+    std::string section_name;
+};
+
+struct SubjectAltName {
+    std::string type;  // Hostname or URI
+    std::string value;
+};
+
+struct BackendTLSPolicy {
+    ObjectMeta meta;
+    std::string api_version;
+    std::vector<PolicyTargetRef> target_refs;
+    std::vector<LocalObjectRef> ca_certificate_refs;
+    std::string well_known_ca_certificates;  // "" or "System"
+    std::string hostname;
+    std::vector<SubjectAltName> subject_alt_names;
+    std::map<std::string, std::string> options;
+    // a field the parser could not honour: the policy is Accepted=False/Invalid
+    std::vector<std::string> invalid_reasons;
+};
+
+// Everything read from the input, in input order.
+struct Manifests {
+    std::vector<GatewayClass> gateway_classes;
+    std::vector<Gateway> gateways;
+    std::vector<HTTPRoute> http_routes;
+    std::vector<Service> services;
+    std::vector<EndpointSlice> endpoint_slices;
+    std::vector<ConfigMap> config_maps;
+    std::vector<Secret> secrets;
+    std::vector<ReferenceGrant> reference_grants;
+    std::vector<BackendTLSPolicy> backend_tls_policies;
+    std::vector<std::string> ignored;  // "Kind ns/name" of kinds we do not handle
+};
+
+}  // namespace g2n

@@ -1,0 +1,26 @@
+// parse: YAML (as kubectl prints it) to typed objects. Documents are read
+// one at a time from a stream; a `kind: List` document holds many objects.
+#pragma once
+
+#include <istream>
+#include <stdexcept>
+#include <string>
+
+#include "model.h"
+
+namespace g2n {
+
+// Bad input: what() is "FILE:LINE:COL: message".
+class InputError : public std::runtime_error {
+public:
+    explicit InputError(const std::string &message) : std::runtime_error(message) {}
+};
+
+// Reads every document of the stream into *out. Throws InputError.
+void parse_stream(std::istream &in, const std::string &file, Manifests *out);
+
+// A file, a directory (every *.yaml, *.yml, *.json below it, sorted), or
+// "-" for standard input. Throws InputError.
+void parse_path(const std::string &path, Manifests *out);
+
+}  // namespace g2n

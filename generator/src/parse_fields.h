@@ -1,0 +1,57 @@
+// Typed access to the fields of one YAML document, with errors that name
+// FILE:LINE:COL and the field path. Used by the per-kind parsers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "model.h"
+#include "parse.h"
+
+namespace g2n {
+
+class Document {
+public:
+    Document(std::string file, int line_offset) : file_(std::move(file)), line_offset_(line_offset) {}
+
+    SourcePos pos(const YAML::Node &node) const;
+    [[noreturn]] void fail(const YAML::Node &node, const std::string &path,
+                           const std::string &what) const;
+
+    // A mapping child, or an undefined node when absent. Fails when `node`
+    // is not a mapping.
+    YAML::Node child(const YAML::Node &node, const std::string &path, const char *key) const;
+
+    std::string string(const YAML::Node &node, const std::string &path, const char *key,
+                       bool required = false, const std::string &fallback = "") const;
+    int integer(const YAML::Node &node, const std::string &path, const char *key, int min,
+                int max, bool required = false, int fallback = 0) const;
+    // A sequence child (empty when absent); fails when it is not a sequence.
+    std::vector<YAML::Node> list(const YAML::Node &node, const std::string &path,
+                                 const char *key, bool required = false) const;
+    std::map<std::string, std::string> string_map(const YAML::Node &node,
+                                                  const std::string &path,
+                                                  const char *key) const;
+    // Fails on any key of `node` not in `known`.
+    void only(const YAML::Node &node, const std::string &path,
+              std::initializer_list<const char *> known) const;
+    // The keys of `node` not in `known`, for kinds that report them as a
+    // condition instead.
+    std::vector<std::string> unknown(const YAML::Node &node, const std::string &path,
+                                     std::initializer_list<const char *> known) const;
+
+    ObjectMeta meta(const YAML::Node &root, bool namespaced = true) const;
+
+    const std::string &file() const { return file_; }
+
+private:
+    std::string file_;
+    int line_offset_;
+};
+
+// Per-kind parsers (parse_kinds.cc).
+void parse_object(const Document &doc, const YAML::Node &root, Manifests *out);
+
+}  // namespace g2n

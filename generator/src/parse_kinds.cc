@@ -1,0 +1,518 @@
+// Per-kind parsers: every field typed, CRD schema and CEL rules re-checked
+// (no API server stands between the manifests and us).
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include <openssl/evp.h>
+
+#include "parse_fields.h"
+
+namespace g2n {
+
+namespace {
+
+const char *const kGatewayGroup = "gateway.networking.k8s.io";
+
+bool valid_dns1123_subdomain(const std::string &s)
+{
+    static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+    return !s.empty() && s.size() <= 253 && std::regex_match(s, re);
+}
+
+// Gateway API PreciseHostname / Hostname (a wildcard only as the first label).
+bool valid_hostname(const std::string &s, bool allow_wildcard)
+{
+    static const std::regex re(
+        "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+    if (s.empty() || s.size() > 253 || !std::regex_match(s, re)) {
+        return false;
+    }
+    return allow_wildcard || s[0] != '*';
+}
+
+std::string base64_decode(const Document &doc, const YAML::Node &node, const std::string &path,
+                          const std::string &text)
+{
+    std::string clean;
+    for (char ch : text) {
+        if (ch != '\n' && ch != '\r' && ch != ' ') clean += ch;
+    }
+    if (clean.size() % 4 != 0) {
+        doc.fail(node, path, "not base64");
+    }
+    std::string out(clean.size() / 4 * 3, '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(&out[0]),
+                            reinterpret_cast<const unsigned char *>(clean.data()),
+                            static_cast<int>(clean.size()));
+    if (n < 0) {
+        doc.fail(node, path, "not base64");
+    }
+    size_t pad = 0;
+    if (!clean.empty() && clean.back() == '=') pad++;
+    if (clean.size() > 1 && clean[clean.size() - 2] == '=') pad++;
+    out.resize(static_cast<size_t>(n) - pad);
+    return out;
+}
+
+void parse_gateway_class(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    GatewayClass gc;
+    gc.meta = doc.meta(root, false);
+    YAML::Node spec = doc.child(root, "", "spec");
+    gc.controller_name = doc.string(spec, "spec", "controllerName", true);
+    out->gateway_classes.push_back(std::move(gc));
+}
+
+Listener parse_listener(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    Listener l;
+    doc.only(node, path, {"name", "hostname", "port", "protocol", "tls", "allowedRoutes"});
+    l.name = doc.string(node, path, "name", true);
+    if (!valid_dns1123_subdomain(l.name)) {
+        doc.fail(node, path + ".name", "not a valid section name: \"" + l.name + "\"");
+    }
+    l.hostname = doc.string(node, path, "hostname");
+    if (!l.hostname.empty() && !valid_hostname(l.hostname, true)) {
+        doc.fail(node, path + ".hostname", "not a valid hostname: \"" + l.hostname + "\"");
+    }
+    l.port = doc.integer(node, path, "port", 1, 65535, true);
+    l.protocol = doc.string(node, path, "protocol", true);
+
+    YAML::Node tls = doc.child(node, path, "tls");
+    if (tls.IsDefined()) {
+        std::string tpath = path + ".tls";
+        doc.only(tls, tpath, {"mode", "certificateRefs", "options", "frontendValidation"});
+        l.tls_mode = doc.string(tls, tpath, "mode", false, "Terminate");
+        if (l.tls_mode != "Terminate" && l.tls_mode != "Passthrough") {
+            doc.fail(tls, tpath + ".mode", "expected Terminate or Passthrough");
+        }
+        int i = 0;
+        for (const YAML::Node &ref : doc.list(tls, tpath, "certificateRefs")) {
+            std::string rpath = tpath + ".certificateRefs[" + std::to_string(i++) + "]";
+            doc.only(ref, rpath, {"group", "kind", "name", "namespace"});
+            SecretObjectRef r;
+            r.group = doc.string(ref, rpath, "group");
+            r.kind = doc.string(ref, rpath, "kind", false, "Secret");
+            r.name = doc.string(ref, rpath, "name", true);
+            r.namespace_ = doc.string(ref, rpath, "namespace");
+            l.certificate_refs.push_back(r);
+        }
+    }
+    // CEL: tls is required for HTTPS and TLS, forbidden for HTTP, TCP, UDP
+    if ((l.protocol == "HTTPS" || l.protocol == "TLS") && !tls.IsDefined()) {
+        doc.fail(node, path, "tls must be specified for protocols ['HTTPS', 'TLS']");
+    }
+    if ((l.protocol == "HTTP" || l.protocol == "TCP" || l.protocol == "UDP") && tls.IsDefined()) {
+        doc.fail(tls, path + ".tls", "tls mode must not be set for protocols ['HTTP', 'TCP', 'UDP']");
+    }
+    if (l.protocol == "HTTPS" && l.tls_mode == "Terminate" && l.certificate_refs.empty()) {
+        doc.fail(tls, path + ".tls", "certificateRefs or options must be specified when mode is Terminate");
+    }
+
+    YAML::Node allowed = doc.child(node, path, "allowedRoutes");
+    if (allowed.IsDefined()) {
+        std::string apath = path + ".allowedRoutes";
+        YAML::Node ns = doc.child(allowed, apath, "namespaces");
+        l.allowed_namespaces_from = doc.string(ns, apath + ".namespaces", "from", false, "Same");
+        if (l.allowed_namespaces_from != "Same" && l.allowed_namespaces_from != "All"
+            && l.allowed_namespaces_from != "Selector") {
+            doc.fail(ns, apath + ".namespaces.from", "expected All, Selector or Same");
+        }
+        int i = 0;
+        for (const YAML::Node &kind : doc.list(allowed, apath, "kinds")) {
+            l.allowed_kinds.push_back(
+                doc.string(kind, apath + ".kinds[" + std::to_string(i++) + "]", "kind", true));
+        }
+    }
+    return l;
+}
+
+void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    Gateway gw;
+    gw.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    gw.gateway_class_name = doc.string(spec, "spec", "gatewayClassName", true);
+
+    std::vector<YAML::Node> listeners = doc.list(spec, "spec", "listeners", true);
+    if (listeners.empty() || listeners.size() > 64) {
+        doc.fail(spec, "spec.listeners", "expected 1 to 64 listeners");
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < listeners.size(); i++) {
+        std::string path = "spec.listeners[" + std::to_string(i) + "]";
+        Listener l = parse_listener(doc, listeners[i], path);
+        if (!names.insert(l.name).second) {
+            doc.fail(listeners[i], path + ".name", "Listener name must be unique within the Gateway");
+        }
+        gw.listeners.push_back(std::move(l));
+    }
+
+    int i = 0;
+    for (const YAML::Node &addr : doc.list(spec, "spec", "addresses")) {
+        std::string path = "spec.addresses[" + std::to_string(i++) + "]";
+        std::string type = doc.string(addr, path, "type", false, "IPAddress");
+        std::string value = doc.string(addr, path, "value", true);
+        if (type == "IPAddress") {
+            gw.addresses.push_back(value);
+        }
+    }
+    out->gateways.push_back(std::move(gw));
+}
+
+ParentRef parse_parent_ref(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    ParentRef p;
+    doc.only(node, path, {"group", "kind", "name", "namespace", "sectionName", "port"});
+    p.group = doc.string(node, path, "group", false, kGatewayGroup);
+    p.kind = doc.string(node, path, "kind", false, "Gateway");
+    p.name = doc.string(node, path, "name", true);
+    p.namespace_ = doc.string(node, path, "namespace");
+    p.section_name = doc.string(node, path, "sectionName");
+    p.port = doc.integer(node, path, "port", 1, 65535);
+    return p;
+}
+
+RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    RouteMatch m;
+    doc.only(node, path, {"path", "headers", "queryParams", "method"});
+    YAML::Node p = doc.child(node, path, "path");
+    if (p.IsDefined()) {
+        std::string type = doc.string(p, path + ".path", "type", false, "PathPrefix");
+        m.path = doc.string(p, path + ".path", "value", false, "/");
+        if (type == "PathPrefix") {
+            m.path_type = PathMatchType::PathPrefix;
+        } else if (type == "Exact") {
+            m.path_type = PathMatchType::Exact;
+        } else if (type == "RegularExpression") {
+            m.path_type = PathMatchType::RegularExpression;
+        } else {
+            doc.fail(p, path + ".path.type", "expected Exact, PathPrefix or RegularExpression");
+        }
+        if (m.path_type != PathMatchType::RegularExpression) {
+            // CEL rules of the HTTPRoute CRD
+            if (m.path.empty() || m.path[0] != '/') {
+                doc.fail(p, path + ".path.value", "value must be an absolute path and start with '/' when type one of ['Exact', 'PathPrefix']");
+            }
+            if (m.path.find("//") != std::string::npos) {
+                doc.fail(p, path + ".path.value", "must not contain '//' when type one of ['Exact', 'PathPrefix']");
+            }
+            if (m.path.find_first_of("{};\"' \t") != std::string::npos) {
+                doc.fail(p, path + ".path.value", "contains a character nginx cannot take in a location");
+            }
+        }
+    }
+    int i = 0;
+    for (const YAML::Node &h : doc.list(node, path, "headers")) {
+        std::string hpath = path + ".headers[" + std::to_string(i++) + "]";
+        m.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
+                             doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
+    }
+    i = 0;
+    for (const YAML::Node &q : doc.list(node, path, "queryParams")) {
+        std::string qpath = path + ".queryParams[" + std::to_string(i++) + "]";
+        m.query_params.push_back({doc.string(q, qpath, "type", false, "Exact"),
+                                  doc.string(q, qpath, "name", true),
+                                  doc.string(q, qpath, "value", true)});
+    }
+    m.method = doc.string(node, path, "method");
+    return m;
+}
+
+BackendRef parse_backend_ref(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    BackendRef b;
+    doc.only(node, path, {"group", "kind", "name", "namespace", "port", "weight", "filters"});
+    b.group = doc.string(node, path, "group");
+    b.kind = doc.string(node, path, "kind", false, "Service");
+    b.name = doc.string(node, path, "name", true);
+    b.namespace_ = doc.string(node, path, "namespace");
+    b.port = doc.integer(node, path, "port", 1, 65535);
+    b.weight = doc.integer(node, path, "weight", 0, 1000000, false, 1);
+    if (b.group.empty() && b.kind == "Service" && b.port == 0) {
+        doc.fail(node, path, "Must have port for Service reference");
+    }
+    return b;
+}
+
+void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    HTTPRoute r;
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
+
+    int i = 0;
+    for (const YAML::Node &p : doc.list(spec, "spec", "parentRefs")) {
+        r.parent_refs.push_back(parse_parent_ref(doc, p, "spec.parentRefs[" + std::to_string(i++) + "]"));
+    }
+    i = 0;
+    for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
+            doc.fail(h, path, "not a valid hostname");
+        }
+        r.hostnames.push_back(h.Scalar());
+    }
+    i = 0;
+    for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
+        std::string path = "spec.rules[" + std::to_string(i++) + "]";
+        doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "timeouts", "retry", "sessionPersistence"});
+        RouteRule rr;
+        rr.name = doc.string(rule, path, "name");
+        int j = 0;
+        for (const YAML::Node &m : doc.list(rule, path, "matches")) {
+            rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
+        }
+        j = 0;
+        for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
+            rr.backend_refs.push_back(
+                parse_backend_ref(doc, b, path + ".backendRefs[" + std::to_string(j++) + "]"));
+        }
+        r.rules.push_back(std::move(rr));
+    }
+    out->http_routes.push_back(std::move(r));
+}
+
+void parse_service(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    Service s;
+    s.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    s.type = doc.string(spec, "spec", "type", false, "ClusterIP");
+    s.external_name = doc.string(spec, "spec", "externalName");
+    if (s.type == "ExternalName" && s.external_name.empty()) {
+        doc.fail(spec, "spec.externalName", "required for type ExternalName");
+    }
+    int i = 0;
+    for (const YAML::Node &p : doc.list(spec, "spec", "ports")) {
+        std::string path = "spec.ports[" + std::to_string(i++) + "]";
+        ServicePort sp;
+        sp.name = doc.string(p, path, "name");
+        sp.port = doc.integer(p, path, "port", 1, 65535, true);
+        sp.target_port = doc.string(p, path, "targetPort", false, std::to_string(sp.port));
+        sp.app_protocol = doc.string(p, path, "appProtocol");
+        s.ports.push_back(sp);
+    }
+    out->services.push_back(std::move(s));
+}
+
+void parse_endpoint_slice(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    EndpointSlice e;
+    e.meta = doc.meta(root);
+    auto it = e.meta.labels.find("kubernetes.io/service-name");
+    if (it == e.meta.labels.end()) {
+        doc.fail(root, "metadata.labels", "an EndpointSlice needs the label kubernetes.io/service-name");
+    }
+    e.service_name = it->second;
+    int i = 0;
+    for (const YAML::Node &p : doc.list(root, "", "ports")) {
+        std::string path = "ports[" + std::to_string(i++) + "]";
+        e.ports.push_back({doc.string(p, path, "name"), doc.integer(p, path, "port", 1, 65535, true)});
+    }
+    i = 0;
+    for (const YAML::Node &ep : doc.list(root, "", "endpoints")) {
+        std::string path = "endpoints[" + std::to_string(i++) + "]";
+        YAML::Node conditions = doc.child(ep, path, "conditions");
+        std::string ready = doc.string(conditions, path + ".conditions", "ready", false, "true");
+        int j = 0;
+        for (const YAML::Node &a : doc.list(ep, path, "addresses", true)) {
+            std::string apath = path + ".addresses[" + std::to_string(j++) + "]";
+            if (!a.IsScalar()) {
+                doc.fail(a, apath, "expected an address");
+            }
+            if (ready != "false") {
+                e.ready_addresses.push_back(a.Scalar());
+            }
+        }
+    }
+    out->endpoint_slices.push_back(std::move(e));
+}
+
+void parse_config_map(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    ConfigMap cm;
+    cm.meta = doc.meta(root);
+    cm.data = doc.string_map(root, "", "data");
+    out->config_maps.push_back(std::move(cm));
+}
+
+void parse_secret(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    Secret s;
+    s.meta = doc.meta(root);
+    s.type = doc.string(root, "", "type", false, "Opaque");
+    YAML::Node data = doc.child(root, "", "data");
+    for (const auto &entry : doc.string_map(root, "", "data")) {
+        s.data[entry.first] = base64_decode(doc, data[entry.first], "data." + entry.first, entry.second);
+    }
+    for (const auto &entry : doc.string_map(root, "", "stringData")) {
+        s.data[entry.first] = entry.second;
+    }
+    out->secrets.push_back(std::move(s));
+}
+
+void parse_reference_grant(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    ReferenceGrant g;
+    g.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    int i = 0;
+    for (const YAML::Node &f : doc.list(spec, "spec", "from", true)) {
+        std::string path = "spec.from[" + std::to_string(i++) + "]";
+        g.from.push_back({doc.string(f, path, "group", true), doc.string(f, path, "kind", true),
+                          doc.string(f, path, "namespace", true)});
+    }
+    i = 0;
+    for (const YAML::Node &t : doc.list(spec, "spec", "to", true)) {
+        std::string path = "spec.to[" + std::to_string(i++) + "]";
+        g.to.push_back({doc.string(t, path, "group", true), doc.string(t, path, "kind", true),
+                        doc.string(t, path, "name")});
+    }
+    out->reference_grants.push_back(std::move(g));
+}
+
+void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
+                              const std::string &api_version, Manifests *out)
+{
+    BackendTLSPolicy p;
+    p.meta = doc.meta(root);
+    p.api_version = api_version;
+    YAML::Node spec = doc.child(root, "", "spec");
+    for (const std::string &key : doc.unknown(spec, "spec", {"targetRefs", "validation", "options"})) {
+        p.invalid_reasons.push_back("unsupported field spec." + key);
+    }
+
+    std::vector<YAML::Node> targets = doc.list(spec, "spec", "targetRefs", true);
+    if (targets.empty() || targets.size() > 16) {
+        doc.fail(spec, "spec.targetRefs", "expected 1 to 16 targetRefs");
+    }
+    for (size_t i = 0; i < targets.size(); i++) {
+        std::string path = "spec.targetRefs[" + std::to_string(i) + "]";
+        PolicyTargetRef t;
+        t.group = doc.string(targets[i], path, "group", true);
+        t.kind = doc.string(targets[i], path, "kind", true);
+        t.name = doc.string(targets[i], path, "name", true);
+        t.section_name = doc.string(targets[i], path, "sectionName");
+        if (!t.section_name.empty() && !valid_dns1123_subdomain(t.section_name)) {
+            doc.fail(targets[i], path + ".sectionName", "not a valid section name");
+        }
+        for (const PolicyTargetRef &seen : p.target_refs) {
+            if (seen.group == t.group && seen.kind == t.kind && seen.name == t.name) {
+                if (seen.section_name.empty() != t.section_name.empty()) {
+                    doc.fail(targets[i], "spec.targetRefs", "sectionName must be specified when targetRefs includes 2 or more references to the same target");
+                }
+                if (seen.section_name == t.section_name) {
+                    doc.fail(targets[i], "spec.targetRefs", "sectionName must be unique when targetRefs includes 2 or more references to the same target");
+                }
+            }
+        }
+        p.target_refs.push_back(t);
+    }
+
+    YAML::Node validation = doc.child(spec, "spec", "validation");
+    if (!validation.IsDefined()) {
+        doc.fail(spec, "spec.validation", "required field is missing");
+    }
+    for (const std::string &key : doc.unknown(validation, "spec.validation",
+                                              {"caCertificateRefs", "wellKnownCACertificates",
+                                               "hostname", "subjectAltNames"})) {
+        p.invalid_reasons.push_back("unsupported field spec.validation." + key);
+    }
+    int i = 0;
+    for (const YAML::Node &ref : doc.list(validation, "spec.validation", "caCertificateRefs")) {
+        std::string path = "spec.validation.caCertificateRefs[" + std::to_string(i++) + "]";
+        p.ca_certificate_refs.push_back({doc.string(ref, path, "group", true),
+                                         doc.string(ref, path, "kind", true),
+                                         doc.string(ref, path, "name", true)});
+    }
+    if (i > 8) {
+        doc.fail(validation, "spec.validation.caCertificateRefs", "expected at most 8 references");
+    }
+    p.well_known_ca_certificates = doc.string(validation, "spec.validation", "wellKnownCACertificates");
+    if (!p.ca_certificate_refs.empty() && !p.well_known_ca_certificates.empty()) {
+        doc.fail(validation, "spec.validation", "must not contain both CACertificateRefs and WellKnownCACertificates");
+    }
+    if (p.ca_certificate_refs.empty() && p.well_known_ca_certificates.empty()) {
+        doc.fail(validation, "spec.validation", "must specify either CACertificateRefs or WellKnownCACertificates");
+    }
+    p.hostname = doc.string(validation, "spec.validation", "hostname", true);
+    if (!valid_hostname(p.hostname, false)) {
+        doc.fail(validation, "spec.validation.hostname", "not a valid precise hostname: \"" + p.hostname + "\"");
+    }
+
+    std::vector<YAML::Node> sans = doc.list(validation, "spec.validation", "subjectAltNames");
+    if (sans.size() > 5) {
+        doc.fail(validation, "spec.validation.subjectAltNames", "expected at most 5 entries");
+    }
+    for (size_t j = 0; j < sans.size(); j++) {
+        std::string path = "spec.validation.subjectAltNames[" + std::to_string(j) + "]";
+        std::string type = doc.string(sans[j], path, "type", true);
+        std::string hostname = doc.string(sans[j], path, "hostname");
+        std::string uri = doc.string(sans[j], path, "uri");
+        if (type != "Hostname" && type != "URI") {
+            doc.fail(sans[j], path + ".type", "expected Hostname or URI");
+        }
+        if (type == "Hostname" && hostname.empty()) {
+            doc.fail(sans[j], path, "SubjectAltName element must contain Hostname, if Type is set to Hostname");
+        }
+        if (type != "Hostname" && !hostname.empty()) {
+            doc.fail(sans[j], path, "SubjectAltName element must not contain Hostname, if Type is not set to Hostname");
+        }
+        if (type == "URI" && uri.empty()) {
+            doc.fail(sans[j], path, "SubjectAltName element must contain URI, if Type is set to URI");
+        }
+        if (type != "URI" && !uri.empty()) {
+            doc.fail(sans[j], path, "SubjectAltName element must not contain URI, if Type is not set to URI");
+        }
+        static const std::regex uri_re("^(([^:/?#]+):)(//([^/?#]*))([^?#]*)(\\?([^#]*))?(#(.*))?");
+        if (type == "URI" && !std::regex_search(uri, uri_re)) {
+            doc.fail(sans[j], path + ".uri", "not a URI with a scheme and an authority");
+        }
+        if (type == "Hostname" && !valid_hostname(hostname, true)) {
+            doc.fail(sans[j], path + ".hostname", "not a valid hostname");
+        }
+        p.subject_alt_names.push_back({type, type == "URI" ? uri : hostname});
+    }
+    p.options = doc.string_map(spec, "spec", "options");
+    out->backend_tls_policies.push_back(std::move(p));
+}
+
+}  // namespace
+
+void parse_object(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    std::string api_version = doc.string(root, "", "apiVersion", true);
+    std::string kind = doc.string(root, "", "kind", true);
+    std::string group = api_version.find('/') == std::string::npos
+                            ? std::string()
+                            : api_version.substr(0, api_version.find('/'));
+
+    if (group == kGatewayGroup) {
+        if (kind == "GatewayClass") return parse_gateway_class(doc, root, out);
+        if (kind == "Gateway") return parse_gateway(doc, root, out);
+        if (kind == "HTTPRoute") return parse_http_route(doc, root, out);
+        if (kind == "ReferenceGrant") return parse_reference_grant(doc, root, out);
+        if (kind == "BackendTLSPolicy") {
+            if (api_version != "gateway.networking.k8s.io/v1"
+                && api_version != "gateway.networking.k8s.io/v1alpha3") {
+                doc.fail(root, "apiVersion", "BackendTLSPolicy is read as v1 or v1alpha3, not " + api_version);
+            }
+            return parse_backend_tls_policy(doc, root, api_version, out);
+        }
+    } else if (api_version == "v1") {
+        if (kind == "Service") return parse_service(doc, root, out);
+        if (kind == "ConfigMap") return parse_config_map(doc, root, out);
+        if (kind == "Secret") return parse_secret(doc, root, out);
+    } else if (api_version == "discovery.k8s.io/v1" && kind == "EndpointSlice") {
+        return parse_endpoint_slice(doc, root, out);
+    }
+
+    ObjectMeta meta = doc.meta(root);
+    out->ignored.push_back(kind + " " + meta.key());
+}
+
+}  // namespace g2n

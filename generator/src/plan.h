@@ -1,0 +1,109 @@
+// What resolve hands to render: a flat, nginx-shaped model of what to
+// serve, and the status each object would carry. Render makes no decisions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model.h"
+
+namespace g2n {
+
+struct Condition {
+    std::string type;
+    std::string status;  // "True" / "False"
+    std::string reason;
+    std::string message;
+};
+
+struct ObjectStatus {
+    std::string api_version;
+    std::string kind;
+    ObjectMeta meta;
+    // Gateway: conditions, and per listener (name, attached routes, conditions)
+    std::vector<Condition> conditions;
+    struct ListenerStatus {
+        std::string name;
+        int attached_routes = 0;
+        std::vector<Condition> conditions;
+    };
+    std::vector<ListenerStatus> listeners;
+    // Routes (parents) and policies (ancestors): a Gateway reference each
+    struct RefStatus {
+        std::string group = "gateway.networking.k8s.io";
+        std::string kind = "Gateway";
+        std::string namespace_;
+        std::string name;
+        std::string section_name;
+        std::vector<Condition> conditions;
+    };
+    std::vector<RefStatus> refs;
+    std::string refs_key;  // "parents" or "ancestors"
+};
+
+// The TLS policy bound to one upstream (module directives in upstream{}).
+struct UpstreamPolicy {
+    std::string name;       // namespace/name of the BackendTLSPolicy
+    std::string ca;         // file under OUTDIR, or "system"
+    std::vector<std::string> sans;  // module SPECs
+    std::string hostname;
+};
+
+struct Upstream {
+    std::string name;
+    std::string comment;
+    std::vector<std::string> servers;  // "host:port"
+    bool tls = false;
+    UpstreamPolicy policy;
+    // why this upstream can never be reached (a policy that cannot be
+    // honoured, a Service without endpoints); rendered as a down server
+    std::string unusable;
+};
+
+struct WeightedUpstream {
+    std::string upstream;
+    bool tls = false;
+    int weight = 1;
+};
+
+struct Location {
+    std::string match;       // "= /x", "/x/", "/" ...: what follows `location`
+    std::vector<WeightedUpstream> backends;
+    int return_code = 0;     // when there is no backend to send to
+    std::string source;      // "ns/route rule N", for the comment
+};
+
+struct Server {
+    std::string listen;       // "ADDR:PORT"
+    bool ssl = false;
+    std::string server_name;  // "" for the port's default server
+    std::string certificate;  // files under OUTDIR
+    std::string certificate_key;
+    std::vector<Location> locations;
+};
+
+struct OutputFile {
+    std::string path;  // relative to OUTDIR
+    std::string content;
+    int mode = 0644;
+};
+
+struct Plan {
+    std::vector<Server> servers;
+    std::vector<Upstream> upstreams;
+    std::vector<OutputFile> files;    // CA bundles, listener keys
+    std::vector<ObjectStatus> statuses;
+    std::vector<std::string> warnings;
+};
+
+struct Options {
+    std::string controller_name = "gateway2nginx.io/controller";
+    std::string gateway_class;             // empty: any of ours
+    std::vector<std::string> gateways;     // NAMESPACE/NAME; empty: all
+    std::string listen_address = "0.0.0.0";
+    int port_offset = 0;
+    std::string module_dir = "/usr/lib/nginx/modules";
+    std::string resolver;
+};
+
+}  // namespace g2n

@@ -1,0 +1,450 @@
+// Gateways, listeners, HTTPRoute attachment and backends.
+#include "resolve.h"
+
+#include <algorithm>
+
+#include "conditions.h"
+
+namespace g2n {
+
+namespace {
+
+struct ListenerState {
+    const Gateway *gateway = nullptr;
+    const Listener *listener = nullptr;
+    bool usable = false;
+    std::string listen;
+    std::string certificate, certificate_key;
+    ObjectStatus::ListenerStatus status;
+};
+
+// Gateway API hostname intersection: the more specific of the two, or
+// nothing. An empty hostname matches anything.
+bool intersect(const std::string &listener, const std::string &route, std::string *out)
+{
+    auto wildcard_covers = [](const std::string &wild, const std::string &name) {
+        std::string suffix = wild.substr(1);  // ".example.com"
+        return name.size() > suffix.size()
+               && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (listener.empty()) { *out = route; return true; }
+    if (route.empty() || route == listener) { *out = listener; return true; }
+    if (listener[0] == '*' && wildcard_covers(listener, route)) { *out = route; return true; }
+    if (route[0] == '*' && wildcard_covers(route, listener)) { *out = listener; return true; }
+    return false;
+}
+
+bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
+             const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
+{
+    const std::string from_group = from_kind == "Gateway" || from_kind == "HTTPRoute"
+                                       ? "gateway.networking.k8s.io" : "";
+    for (const ReferenceGrant &g : m.reference_grants) {
+        if (g.meta.namespace_ != to_ns) continue;
+        bool from = std::any_of(g.from.begin(), g.from.end(), [&](const ReferenceGrantFrom &f) {
+            return f.group == from_group && f.kind == from_kind && f.namespace_ == from_ns;
+        });
+        bool to = std::any_of(g.to.begin(), g.to.end(), [&](const ReferenceGrantTo &t) {
+            return t.group.empty() && t.kind == to_kind && (t.name.empty() || t.name == to_name);
+        });
+        if (from && to) return true;
+    }
+    return false;
+}
+
+class Resolver {
+public:
+    Resolver(const Manifests &m, const Options &o, Plan *plan)
+        : m_(m), o_(o), plan_(plan), policies_(resolve_policies(m, plan)) {}
+
+    void run()
+    {
+        select_gateways();
+        for (const Gateway *gw : gateways_) {
+            for (const Listener &l : gw->listeners) {
+                listeners_.push_back(resolve_listener(*gw, l));
+            }
+        }
+
+        std::vector<const HTTPRoute *> routes;
+        for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
+        // precedence: the oldest route, then namespace/name
+        std::stable_sort(routes.begin(), routes.end(), [](const HTTPRoute *a, const HTTPRoute *b) {
+            if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
+                if (a->meta.creation_timestamp.empty()) return false;
+                if (b->meta.creation_timestamp.empty()) return true;
+                return a->meta.creation_timestamp < b->meta.creation_timestamp;
+            }
+            return a->meta.key() < b->meta.key();
+        });
+        std::vector<ObjectStatus> route_statuses;
+        for (const HTTPRoute *r : routes) {
+            route_statuses.push_back(attach_route(*r));
+        }
+
+        gateway_statuses();
+        std::sort(route_statuses.begin(), route_statuses.end(),
+                  [](const ObjectStatus &a, const ObjectStatus &b) { return a.meta.key() < b.meta.key(); });
+        for (ObjectStatus &st : route_statuses) {
+            if (!st.refs.empty()) plan_->statuses.push_back(std::move(st));
+        }
+        policy_statuses(m_, policies_, plan_);
+        finish_servers();
+    }
+
+private:
+    void select_gateways()
+    {
+        std::set<std::string> classes;
+        for (const GatewayClass &gc : m_.gateway_classes) {
+            if (gc.controller_name == o_.controller_name
+                && (o_.gateway_class.empty() || gc.meta.name == o_.gateway_class)) {
+                classes.insert(gc.meta.name);
+            }
+        }
+        for (const Gateway &gw : m_.gateways) {
+            bool wanted = o_.gateways.empty()
+                          || std::find(o_.gateways.begin(), o_.gateways.end(), gw.meta.key())
+                                 != o_.gateways.end();
+            if (wanted && classes.count(gw.gateway_class_name)) {
+                gateways_.push_back(&gw);
+            }
+        }
+        std::sort(gateways_.begin(), gateways_.end(),
+                  [](const Gateway *a, const Gateway *b) { return a->meta.key() < b->meta.key(); });
+    }
+
+    ListenerState resolve_listener(const Gateway &gw, const Listener &l)
+    {
+        ListenerState s;
+        s.gateway = &gw;
+        s.listener = &l;
+        s.status.name = l.name;
+        std::string address = gw.addresses.empty() ? o_.listen_address : gw.addresses.front();
+        if (address.find(':') != std::string::npos) address = "[" + address + "]";
+        s.listen = address + ":" + std::to_string(l.port + o_.port_offset);
+
+        if (l.protocol != "HTTP" && l.protocol != "HTTPS") {
+            s.status.conditions.push_back(cond::listener_unsupported_protocol(l.protocol));
+            return s;
+        }
+        if (l.protocol == "HTTPS") {
+            std::string why;
+            if (!resolve_certificate(gw, l, &s, &why)) {
+                s.status.conditions.push_back(cond::listener_accepted());
+                s.status.conditions.push_back(cond::listener_invalid_certificate(why));
+                return s;
+            }
+        }
+        s.usable = true;
+        s.status.conditions = {cond::listener_accepted(), cond::listener_programmed(),
+                               cond::listener_refs_resolved()};
+        return s;
+    }
+
+    bool resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s, std::string *why)
+    {
+        const SecretObjectRef &ref = l.certificate_refs.front();
+        std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
+        if (!ref.group.empty() || ref.kind != "Secret") {
+            *why = "certificateRefs[0]: kind " + ref.kind + " is not supported";
+            return false;
+        }
+        if (ns != gw.meta.namespace_ && !granted(m_, "Gateway", gw.meta.namespace_, "Secret", ns, ref.name)) {
+            *why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
+            return false;
+        }
+        for (const Secret &secret : m_.secrets) {
+            if (secret.meta.namespace_ != ns || secret.meta.name != ref.name) continue;
+            auto crt = secret.data.find("tls.crt"), key = secret.data.find("tls.key");
+            if (secret.type != "kubernetes.io/tls" || crt == secret.data.end() || key == secret.data.end()) {
+                *why = "Secret " + ns + "/" + ref.name + " is not a kubernetes.io/tls Secret with tls.crt and tls.key";
+                return false;
+            }
+            std::string base = "certs/listener-" + safe_name(ns) + "-" + safe_name(ref.name);
+            s->certificate = base + ".crt";
+            s->certificate_key = base + ".key";
+            if (written_.insert(base).second) {
+                plan_->files.push_back({s->certificate, crt->second, 0644});
+                plan_->files.push_back({s->certificate_key, key->second, 0600});
+            }
+            return true;
+        }
+        *why = "Secret " + ns + "/" + ref.name + " does not exist";
+        return false;
+    }
+
+    ObjectStatus attach_route(const HTTPRoute &r)
+    {
+        ObjectStatus st;
+        st.api_version = "gateway.networking.k8s.io/v1";
+        st.kind = "HTTPRoute";
+        st.meta = r.meta;
+        st.refs_key = "parents";
+
+        std::string unsupported;
+        for (const RouteRule &rule : r.rules) {
+            for (const RouteMatch &match : rule.matches) {
+                if (!match.headers.empty() || !match.query_params.empty() || !match.method.empty()
+                    || match.path_type == PathMatchType::RegularExpression) {
+                    unsupported = "header, query parameter, method and regular-expression matches are not rendered yet";
+                }
+            }
+        }
+
+        for (const ParentRef &ref : r.parent_refs) {
+            std::string gw_ns = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
+            auto gw_it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
+                return g->meta.namespace_ == gw_ns && g->meta.name == ref.name;
+            });
+            if (ref.kind != "Gateway" || gw_it == gateways_.end()) {
+                continue;  // not a parent of ours: its controller writes that status
+            }
+            ObjectStatus::RefStatus rs;
+            rs.namespace_ = gw_ns;
+            rs.name = ref.name;
+            rs.section_name = ref.section_name;
+            rs.conditions = attach_to_gateway(r, ref, **gw_it, unsupported);
+            st.refs.push_back(std::move(rs));
+        }
+        return st;
+    }
+
+    std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref,
+                                             const Gateway &gw, const std::string &unsupported)
+    {
+        std::vector<ListenerState *> candidates;
+        for (ListenerState &ls : listeners_) {
+            if (ls.gateway != &gw) continue;
+            if (!ref.section_name.empty() && ls.listener->name != ref.section_name) continue;
+            if (ref.port != 0 && ls.listener->port != ref.port) continue;
+            candidates.push_back(&ls);
+        }
+        if (candidates.empty()) {
+            return {cond::route_no_matching_parent("no listener of Gateway " + gw.meta.key()
+                                                   + " matches sectionName/port"),
+                    cond::route_refs_resolved()};
+        }
+
+        std::vector<ListenerState *> allowed;
+        for (ListenerState *ls : candidates) {
+            const Listener &l = *ls->listener;
+            bool ns_ok = l.allowed_namespaces_from == "All"
+                         || (l.allowed_namespaces_from == "Same" && r.meta.namespace_ == gw.meta.namespace_);
+            bool kind_ok = l.allowed_kinds.empty()
+                           || std::find(l.allowed_kinds.begin(), l.allowed_kinds.end(), "HTTPRoute")
+                                  != l.allowed_kinds.end();
+            if (ls->usable && ns_ok && kind_ok) allowed.push_back(ls);
+        }
+        if (allowed.empty()) {
+            return {cond::route_not_allowed("no listener of Gateway " + gw.meta.key()
+                                            + " allows this route (namespace, kind or protocol)"),
+                    cond::route_refs_resolved()};
+        }
+
+        std::vector<std::pair<ListenerState *, std::string>> hosts;
+        for (ListenerState *ls : allowed) {
+            std::vector<std::string> route_hosts = r.hostnames;
+            if (route_hosts.empty()) route_hosts.push_back("");
+            for (const std::string &h : route_hosts) {
+                std::string out;
+                if (intersect(ls->listener->hostname, h, &out)) hosts.emplace_back(ls, out);
+            }
+        }
+        if (hosts.empty()) {
+            return {cond::route_no_matching_hostname(), cond::route_refs_resolved()};
+        }
+        if (!unsupported.empty()) {
+            return {cond::route_unsupported(unsupported), cond::route_refs_resolved()};
+        }
+
+        Condition refs = cond::route_refs_resolved();
+        std::set<ListenerState *> attached;
+        for (auto &[ls, host] : hosts) {
+            Server &server = server_for(*ls, host);
+            for (size_t i = 0; i < r.rules.size(); i++) {
+                add_rule(server, r, r.rules[i], i, gw, &refs);
+            }
+            attached.insert(ls);
+        }
+        for (ListenerState *ls : attached) ls->status.attached_routes++;
+        return {cond::route_accepted(), refs};
+    }
+
+    Server &server_for(const ListenerState &ls, const std::string &host)
+    {
+        std::string key = ls.listen + " " + host;
+        auto it = servers_.find(key);
+        if (it != servers_.end()) return it->second;
+        Server &s = servers_[key];
+        s.listen = ls.listen;
+        s.ssl = ls.listener->protocol == "HTTPS";
+        s.server_name = host;
+        s.certificate = ls.certificate;
+        s.certificate_key = ls.certificate_key;
+        return s;
+    }
+
+    void add_rule(Server &server, const HTTPRoute &r, const RouteRule &rule, size_t index,
+                  const Gateway &gw, Condition *refs)
+    {
+        // an invalid backendRef keeps its share of the traffic, answered 500
+        std::vector<WeightedUpstream> backends;
+        for (const BackendRef &b : rule.backend_refs) {
+            WeightedUpstream wu;
+            if (!resolve_backend(r, b, gw, &wu, refs)) {
+                wu = {"", false, b.weight};
+            }
+            if (wu.weight > 0) backends.push_back(wu);
+        }
+
+        std::vector<RouteMatch> matches = rule.matches;
+        if (matches.empty()) matches.push_back(RouteMatch{});
+        for (const RouteMatch &match : matches) {
+            for (const std::string &loc : location_matches(match)) {
+                bool taken = std::any_of(server.locations.begin(), server.locations.end(),
+                                         [&](const Location &l) { return l.match == loc; });
+                if (taken) continue;  // an older route or earlier rule has it
+                Location l;
+                l.match = loc;
+                l.source = r.meta.key() + " rule " + std::to_string(index);
+                l.backends = backends;
+                if (backends.empty()) l.return_code = 500;  // no forwarding: Gateway API says 500
+                server.locations.push_back(l);
+            }
+        }
+    }
+
+    static std::vector<std::string> location_matches(const RouteMatch &m)
+    {
+        if (m.path_type == PathMatchType::Exact) return {"= " + m.path};
+        std::string prefix = m.path;
+        while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+        if (prefix == "/") return {"/"};
+        // path-element prefix: /foo matches /foo and /foo/..., not /foobar
+        return {"= " + prefix, prefix + "/"};
+    }
+
+    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw,
+                         WeightedUpstream *out, Condition *refs)
+    {
+        std::string ns = b.namespace_.empty() ? r.meta.namespace_ : b.namespace_;
+        if (!b.group.empty() || b.kind != "Service") {
+            *refs = cond::route_invalid_kind("backendRef " + b.name + ": kind " + b.kind + " is not supported");
+            return false;
+        }
+        if (ns != r.meta.namespace_ && !granted(m_, "HTTPRoute", r.meta.namespace_, "Service", ns, b.name)) {
+            *refs = cond::route_ref_not_permitted("backendRef Service " + ns + "/" + b.name
+                                                  + " is in another namespace and no ReferenceGrant allows it");
+            return false;
+        }
+        const Service *svc = nullptr;
+        for (const Service &s : m_.services) {
+            if (s.meta.namespace_ == ns && s.meta.name == b.name) svc = &s;
+        }
+        if (svc == nullptr) {
+            *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " does not exist");
+            return false;
+        }
+        auto port = std::find_if(svc->ports.begin(), svc->ports.end(),
+                                 [&](const ServicePort &p) { return p.port == b.port; });
+        if (port == svc->ports.end()) {
+            *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " has no port "
+                                                  + std::to_string(b.port));
+            return false;
+        }
+
+        BoundPolicy *policy = policies_.find(ns, b.name, port->name);
+        policies_.reached(ns, b.name, port->name, gw.meta.key());
+        out->upstream = upstream_for(*svc, *port, policy);
+        out->tls = policy != nullptr;
+        out->weight = b.weight;
+        return true;
+    }
+
+    std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy)
+    {
+        std::string name = "backend_" + safe_name(svc.meta.namespace_) + "_" + safe_name(svc.meta.name)
+                           + "_" + std::to_string(port.port);
+        if (upstreams_.count(name)) return name;
+
+        Upstream &u = upstreams_[name];
+        u.name = name;
+        u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
+        for (const EndpointSlice &es : m_.endpoint_slices) {
+            if (es.meta.namespace_ != svc.meta.namespace_ || es.service_name != svc.meta.name) continue;
+            for (const EndpointPort &ep : es.ports) {
+                if (ep.name != port.name) continue;
+                for (const std::string &addr : es.ready_addresses) {
+                    std::string host = addr.find(':') != std::string::npos ? "[" + addr + "]" : addr;
+                    u.servers.push_back(host + ":" + std::to_string(ep.port));
+                }
+            }
+        }
+        if (u.servers.empty() && svc.type == "ExternalName") {
+            u.servers.push_back(svc.external_name + ":" + std::to_string(port.port));
+        }
+        std::sort(u.servers.begin(), u.servers.end());
+        u.servers.erase(std::unique(u.servers.begin(), u.servers.end()), u.servers.end());
+        if (u.servers.empty()) {
+            u.unusable = "no ready endpoints";
+        }
+        if (policy != nullptr) {
+            u.tls = true;
+            u.policy = policy->upstream;
+            u.comment += ", BackendTLSPolicy " + policy->policy->meta.key();
+            if (!policy->usable) {
+                u.unusable = "BackendTLSPolicy " + policy->policy->meta.key() + " cannot be honoured";
+            }
+        }
+        return name;
+    }
+
+    void gateway_statuses()
+    {
+        for (const Gateway *gw : gateways_) {
+            ObjectStatus st;
+            st.api_version = "gateway.networking.k8s.io/v1";
+            st.kind = "Gateway";
+            st.meta = gw->meta;
+            st.conditions = {cond::gateway_accepted(), cond::gateway_programmed()};
+            for (const ListenerState &ls : listeners_) {
+                if (ls.gateway == gw) st.listeners.push_back(ls.status);
+            }
+            plan_->statuses.push_back(std::move(st));
+        }
+    }
+
+    void finish_servers()
+    {
+        for (auto &[key, server] : servers_) {
+            std::sort(server.locations.begin(), server.locations.end(),
+                      [](const Location &a, const Location &b) { return a.match < b.match; });
+            plan_->servers.push_back(server);
+        }
+        for (auto &[name, u] : upstreams_) {
+            plan_->upstreams.push_back(u);
+        }
+    }
+
+    const Manifests &m_;
+    const Options &o_;
+    Plan *plan_;
+    PolicyIndex policies_;
+    std::vector<const Gateway *> gateways_;
+    std::vector<ListenerState> listeners_;
+    std::map<std::string, Server> servers_;
+    std::map<std::string, Upstream> upstreams_;
+    std::set<std::string> written_;
+};
+
+}  // namespace
+
+Plan resolve(const Manifests &manifests, const Options &options)
+{
+    Plan plan;
+    Resolver(manifests, options, &plan).run();
+    return plan;
+}
+
+}  // namespace g2n

@@ -1,0 +1,268 @@
+// BackendTLSPolicy (GEP-1897): targets, conflicts, CA references and the
+// conditions of each policy, per ancestor Gateway.
+#include <algorithm>
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "conditions.h"
+#include "resolve.h"
+
+namespace g2n {
+
+namespace {
+
+constexpr size_t kMaxAncestors = 16;
+
+// At least one PEM certificate, and nothing unreadable.
+bool valid_pem_bundle(const std::string &pem)
+{
+    BIO *bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    if (bio == nullptr) {
+        return false;
+    }
+    int count = 0;
+    while (X509 *cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+        X509_free(cert);
+        count++;
+    }
+    BIO_free(bio);
+    return count > 0;
+}
+
+struct CaResult {
+    std::string bundle;
+    int valid = 0;
+    std::vector<std::string> invalid_refs;  // InvalidCACertificateRef messages
+    std::vector<std::string> invalid_kinds; // InvalidKind messages
+};
+
+CaResult resolve_ca_refs(const Manifests &m, const BackendTLSPolicy &p)
+{
+    CaResult out;
+    const std::string &ns = p.meta.namespace_;
+    for (const LocalObjectRef &ref : p.ca_certificate_refs) {
+        const std::map<std::string, std::string> *data = nullptr;
+        std::string what;
+        if (ref.group.empty() && ref.kind == "ConfigMap") {
+            what = "ConfigMap " + ns + "/" + ref.name;
+            for (const ConfigMap &cm : m.config_maps) {
+                if (cm.meta.namespace_ == ns && cm.meta.name == ref.name) data = &cm.data;
+            }
+        } else if (ref.group.empty() && ref.kind == "Secret") {
+            what = "Secret " + ns + "/" + ref.name;
+            for (const Secret &s : m.secrets) {
+                if (s.meta.namespace_ == ns && s.meta.name == ref.name) data = &s.data;
+            }
+        } else {
+            out.invalid_kinds.push_back("caCertificateRefs: kind \"" + ref.kind + "\" in group \""
+                                        + ref.group + "\" (" + ref.name
+                                        + ") is not supported; use a ConfigMap or a Secret");
+            continue;
+        }
+        if (data == nullptr) {
+            out.invalid_refs.push_back(what + " does not exist");
+            continue;
+        }
+        auto it = data->find("ca.crt");
+        if (it == data->end()) {
+            out.invalid_refs.push_back(what + " has no key ca.crt");
+            continue;
+        }
+        if (!valid_pem_bundle(it->second)) {
+            out.invalid_refs.push_back(what + " key ca.crt holds no PEM certificate");
+            continue;
+        }
+        out.bundle += it->second;
+        if (!out.bundle.empty() && out.bundle.back() != '\n') out.bundle += '\n';
+        out.valid++;
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string> &parts)
+{
+    std::string out;
+    for (const std::string &p : parts) {
+        out += out.empty() ? p : "; " + p;
+    }
+    return out;
+}
+
+const Service *find_service(const Manifests &m, const std::string &ns, const std::string &name)
+{
+    for (const Service &s : m.services) {
+        if (s.meta.namespace_ == ns && s.meta.name == name) return &s;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+std::string safe_name(const std::string &text)
+{
+    std::string out;
+    for (char ch : text) {
+        out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
+    }
+    return out;
+}
+
+BoundPolicy *PolicyIndex::find(const std::string &ns, const std::string &service,
+                               const std::string &port_name)
+{
+    auto it = by_target.find(ns + "/" + service + "/" + port_name);
+    if (!port_name.empty() && it != by_target.end()) {
+        return it->second;
+    }
+    it = by_target.find(ns + "/" + service + "/");
+    return it == by_target.end() ? nullptr : it->second;
+}
+
+void PolicyIndex::reached(const std::string &ns, const std::string &service,
+                          const std::string &port_name, const std::string &gateway)
+{
+    auto it = naming.find(ns + "/" + service);
+    if (it == naming.end()) {
+        return;
+    }
+    for (auto &[section, bound] : it->second) {
+        if (section.empty() || section == port_name) {
+            bound->ancestors.insert(gateway);
+        }
+    }
+}
+
+PolicyIndex resolve_policies(const Manifests &m, Plan *plan)
+{
+    PolicyIndex index;
+
+    // conflicts go to the oldest, then to the first by namespace/name
+    std::vector<const BackendTLSPolicy *> order;
+    for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
+    std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
+        if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
+            if (a->meta.creation_timestamp.empty()) return false;
+            if (b->meta.creation_timestamp.empty()) return true;
+            return a->meta.creation_timestamp < b->meta.creation_timestamp;
+        }
+        return a->meta.key() < b->meta.key();
+    });
+
+    for (const BackendTLSPolicy *p : order) {
+        const std::string key = p->meta.key();
+        const std::string &ns = p->meta.namespace_;
+        BoundPolicy &bound = index.by_policy[key];
+        bound.policy = p;
+
+        std::vector<std::string> invalid = p->invalid_reasons;
+        if (!p->well_known_ca_certificates.empty() && p->well_known_ca_certificates != "System") {
+            invalid.push_back("wellKnownCACertificates \"" + p->well_known_ca_certificates
+                              + "\" is not supported; only \"System\" is");
+        }
+        CaResult ca = resolve_ca_refs(m, *p);
+
+        bound.upstream.name = key;
+        bound.upstream.hostname = p->hostname;
+        for (const SubjectAltName &san : p->subject_alt_names) {
+            bound.upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
+        }
+        if (!p->well_known_ca_certificates.empty()) {
+            bound.upstream.ca = "system";
+        } else if (ca.valid > 0) {
+            bound.upstream.ca = "certs/ca-" + safe_name(ns) + "-" + safe_name(p->meta.name) + ".pem";
+            plan->files.push_back({bound.upstream.ca, ca.bundle, 0644});
+        }
+        // fail closed: any reference that does not resolve makes the traffic fail
+        bound.usable = invalid.empty() && ca.invalid_refs.empty() && ca.invalid_kinds.empty();
+
+        // targets: Services (and their ports) in the policy's namespace
+        std::vector<std::string> missing, conflicts;
+        size_t bound_targets = 0;
+        for (const PolicyTargetRef &t : p->target_refs) {
+            std::string what = "Service " + ns + "/" + t.name
+                               + (t.section_name.empty() ? "" : " port " + t.section_name);
+            if (!t.group.empty() || t.kind != "Service") {
+                missing.push_back("target " + t.kind + " " + t.name + " is not a Service");
+                continue;
+            }
+            const Service *svc = find_service(m, ns, t.name);
+            if (svc == nullptr) {
+                missing.push_back(what + " does not exist");
+                continue;
+            }
+            if (!t.section_name.empty()
+                && std::none_of(svc->ports.begin(), svc->ports.end(),
+                                [&](const ServicePort &sp) { return sp.name == t.section_name; })) {
+                missing.push_back(what + " does not exist");
+                continue;
+            }
+            index.naming[ns + "/" + t.name].emplace_back(t.section_name, &bound);
+            std::string target = ns + "/" + t.name + "/" + t.section_name;
+            auto [it, inserted] = index.by_target.emplace(target, &bound);
+            if (!inserted) {
+                conflicts.push_back(it->second->policy->meta.key());
+                continue;
+            }
+            bound_targets++;
+        }
+
+        std::vector<Condition> &conds = index.conditions[key];
+        if (!invalid.empty()) {
+            conds.push_back(cond::policy_invalid(join(invalid)));
+        } else if (bound_targets == 0 && conflicts.empty()) {
+            conds.push_back(cond::policy_target_not_found(join(missing)));
+        } else if (!p->ca_certificate_refs.empty() && ca.valid == 0) {
+            conds.push_back(cond::policy_no_valid_ca(
+                "no valid CA certificate: " + join(ca.invalid_refs.empty() ? ca.invalid_kinds : ca.invalid_refs)));
+        } else if (bound_targets == 0) {
+            conds.push_back(cond::policy_conflicted(conflicts.front()));
+        } else {
+            conds.push_back(cond::policy_accepted());
+        }
+        if (!ca.invalid_kinds.empty()) {
+            conds.push_back(cond::refs_invalid_kind(join(ca.invalid_kinds)));
+        } else if (!ca.invalid_refs.empty()) {
+            conds.push_back(cond::refs_invalid_ca(join(ca.invalid_refs)));
+        } else {
+            conds.push_back(cond::refs_resolved());
+        }
+    }
+    return index;
+}
+
+void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
+{
+    std::vector<const BackendTLSPolicy *> order;
+    for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
+    std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
+        return a->meta.key() < b->meta.key();
+    });
+
+    for (const BackendTLSPolicy *p : order) {
+        ObjectStatus st;
+        st.api_version = p->api_version;
+        st.kind = "BackendTLSPolicy";
+        st.meta = p->meta;
+        st.refs_key = "ancestors";
+        const BoundPolicy &bound = index.by_policy[p->meta.key()];
+        // Kubernetes keeps at most 16 ancestors; the rest still get the
+        // policy's verification (rendering never depends on this list)
+        size_t n = 0;
+        for (const std::string &gw : bound.ancestors) {
+            if (n++ == kMaxAncestors) {
+                plan->warnings.push_back("BackendTLSPolicy " + p->meta.key()
+                                         + ": more than 16 ancestor Gateways, status lists the first 16");
+                break;
+            }
+            ObjectStatus::RefStatus ref;
+            ref.namespace_ = gw.substr(0, gw.find('/'));
+            ref.name = gw.substr(gw.find('/') + 1);
+            ref.conditions = index.conditions[p->meta.key()];
+            st.refs.push_back(ref);
+        }
+        plan->statuses.push_back(std::move(st));
+    }
+}
+
+}  // namespace g2n

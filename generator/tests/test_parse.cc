@@ -1,0 +1,225 @@
+// parse: typed objects from YAML, and FILE:LINE:COL errors for bad input.
+#define BOOST_TEST_MODULE gateway2nginx
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+
+#include "parse.h"
+
+using namespace g2n;
+
+namespace {
+
+Manifests parse(const std::string &yaml)
+{
+    Manifests m;
+    std::istringstream in(yaml);
+    parse_stream(in, "in.yaml", &m);
+    return m;
+}
+
+std::string error_of(const std::string &yaml)
+{
+    try {
+        parse(yaml);
+    } catch (const InputError &e) {
+        return e.what();
+    }
+    BOOST_FAIL("expected an InputError for:\n" << yaml);
+    return {};
+}
+
+const char *const kPolicyHead = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata:
+  name: p
+  namespace: ns
+spec:
+  targetRefs:
+  - group: ""
+    kind: Service
+    name: svc
+)";
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(parse_ok)
+
+BOOST_AUTO_TEST_CASE(multi_document_and_list)
+{
+    Manifests m = parse(R"(apiVersion: v1
+kind: Service
+metadata: {name: a, namespace: ns}
+spec:
+  ports: [{name: https, port: 443, targetPort: 8443}]
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: ca, namespace: ns}
+  data: {ca.crt: "PEM"}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: d}
+...
+)");
+    BOOST_TEST_REQUIRE(m.services.size() == 1u);
+    BOOST_TEST(m.services[0].ports[0].name == "https");
+    BOOST_TEST(m.services[0].ports[0].target_port == "8443");
+    BOOST_TEST_REQUIRE(m.config_maps.size() == 1u);
+    BOOST_TEST(m.config_maps[0].data.at("ca.crt") == "PEM");
+    BOOST_TEST(m.ignored.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(backend_tls_policy_fields)
+{
+    Manifests m = parse(std::string(kPolicyHead) + R"(    sectionName: https
+  validation:
+    caCertificateRefs:
+    - {group: "", kind: ConfigMap, name: ca}
+    hostname: abc.example.com
+    subjectAltNames:
+    - {type: Hostname, hostname: abc.example.com}
+    - {type: URI, uri: "spiffe://abc.example.com/test-identity"}
+  options:
+    gateway2nginx.io/x: "y"
+)");
+    BOOST_TEST_REQUIRE(m.backend_tls_policies.size() == 1u);
+    const BackendTLSPolicy &p = m.backend_tls_policies[0];
+    BOOST_TEST(p.target_refs[0].section_name == "https");
+    BOOST_TEST(p.ca_certificate_refs[0].kind == "ConfigMap");
+    BOOST_TEST(p.hostname == "abc.example.com");
+    BOOST_TEST(p.subject_alt_names.size() == 2u);
+    BOOST_TEST(p.subject_alt_names[1].value == "spiffe://abc.example.com/test-identity");
+    BOOST_TEST(p.options.at("gateway2nginx.io/x") == "y");
+    BOOST_TEST(p.invalid_reasons.empty());
+}
+
+BOOST_AUTO_TEST_CASE(unknown_policy_fields_become_a_condition_not_an_error)
+{
+    Manifests m = parse(std::string(kPolicyHead) + R"(  validation:
+    wellKnownCACertificates: System
+    hostname: abc.example.com
+    mode: InsecureSkipVerification
+)");
+    BOOST_TEST_REQUIRE(m.backend_tls_policies.size() == 1u);
+    BOOST_TEST(m.backend_tls_policies[0].invalid_reasons.size() == 1u);
+    BOOST_TEST(m.backend_tls_policies[0].invalid_reasons[0] == "unsupported field spec.validation.mode");
+}
+
+BOOST_AUTO_TEST_CASE(secret_data_is_decoded)
+{
+    Manifests m = parse(R"(apiVersion: v1
+kind: Secret
+metadata: {name: s, namespace: ns}
+type: kubernetes.io/tls
+data:
+  tls.crt: aGVsbG8=
+stringData:
+  tls.key: plain
+)");
+    BOOST_TEST(m.secrets.at(0).data.at("tls.crt") == "hello");
+    BOOST_TEST(m.secrets.at(0).data.at("tls.key") == "plain");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(parse_errors)
+
+BOOST_AUTO_TEST_CASE(bad_yaml_names_file_line_and_column)
+{
+    std::string e = error_of("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n");
+    BOOST_TEST(e.find("in.yaml:") == 0u);
+    BOOST_TEST(e.find("invalid YAML") != std::string::npos);
+    // the unclosed flow sequence is found at the end of its document, line 6
+    BOOST_TEST(e.find("in.yaml:6:") == 0u, e);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_and_missing_fields)
+{
+    BOOST_TEST(error_of("apiVersion: v1\nkind: Service\nmetadata: {namespace: x}\n").find("metadata.name: required")
+               != std::string::npos);
+    std::string e = error_of(R"(apiVersion: v1
+kind: Service
+metadata: {name: a}
+spec:
+  ports:
+  - port: https
+)");
+    BOOST_TEST(e.find("in.yaml:6:11: spec.ports[0].port: expected an integer from 1 to 65535") == 0u, e);
+    e = error_of("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports: {port: 1}\n");
+    BOOST_TEST(e.find("spec.ports: expected a list") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_CASE(cel_rules_of_backend_tls_policy)
+{
+    BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  validation:
+    hostname: abc.example.com
+)").find("must specify either CACertificateRefs or WellKnownCACertificates") != std::string::npos);
+    BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  validation:
+    wellKnownCACertificates: System
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: abc.example.com
+)").find("must not contain both CACertificateRefs and WellKnownCACertificates") != std::string::npos);
+    BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  validation:
+    wellKnownCACertificates: System
+    hostname: abc.example.com
+    subjectAltNames: [{type: URI, hostname: abc.example.com}]
+)").find("must not contain Hostname, if Type is not set to Hostname") != std::string::npos);
+    BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  validation:
+    wellKnownCACertificates: System
+    hostname: abc.example.com
+    subjectAltNames: [{type: Hostname}]
+)").find("must contain Hostname, if Type is set to Hostname") != std::string::npos);
+    BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  validation:
+    wellKnownCACertificates: System
+    hostname: "*.example.com"
+)").find("not a valid precise hostname") != std::string::npos);
+    BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  - group: ""
+    kind: Service
+    name: svc
+  validation:
+    wellKnownCACertificates: System
+    hostname: abc.example.com
+)").find("sectionName must be unique") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(cel_rules_of_gateway_and_route)
+{
+    std::string e = error_of(R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: g}
+spec:
+  gatewayClassName: c
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS}
+)");
+    BOOST_TEST(e.find("tls must be specified for protocols ['HTTPS', 'TLS']") != std::string::npos, e);
+    e = error_of(R"(apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  rules:
+  - matches:
+    - path: {type: PathPrefix, value: "no-slash"}
+)");
+    BOOST_TEST(e.find("must be an absolute path") != std::string::npos, e);
+    e = error_of(R"(apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  rules:
+  - backendRefs: [{name: svc}]
+)");
+    BOOST_TEST(e.find("Must have port for Service reference") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_api_version)
+{
+    std::string e = error_of(std::string(kPolicyHead).replace(0, 36, "apiVersion: gateway.networking.k8s.io/v9"));
+    BOOST_TEST(e.find("read as v1 or v1alpha3") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
