@@ -25,7 +25,9 @@ use IO::Socket::INET;
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
-our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin);
+our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
+                 setup start_backends stop_backends start_nginx stop_nginx http_request
+                 run_generator read_status);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -240,13 +242,14 @@ sub _wait_listening {
 
 # One HTTP/1.1 request over a fresh connection; returns (status, headers, body).
 sub _http {
-    my ($request, $more_headers) = @_;
+    my ($port, $request, $more_headers) = @_;
     $request =~ s/^\s+|\s+$//g;
     my ($method, $uri) = split /\s+/, $request;
-    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $BasePort,
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
                                      Proto => 'tcp', Timeout => 10)
         or return (0, {}, "cannot connect: $!");
-    my $head = "$method $uri HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+    my $head = "$method $uri HTTP/1.1\r\nConnection: close\r\n";
+    $head .= "Host: localhost\r\n" unless ($more_headers // '') =~ /^Host:/mi;
     for my $line (split /\n/, $more_headers // '') {
         $head .= "$line\r\n" if $line =~ /\S/;
     }
@@ -329,7 +332,7 @@ sub _run_block {
     my @headers = _list($block->response_headers);
 
     for my $i (0 .. $#requests) {
-        my ($status, $hdrs, $body) = _http($requests[$i], $block->more_headers);
+        my ($status, $hdrs, $body) = _http($BasePort, $requests[$i], $block->more_headers);
         my $label = @requests > 1 ? "$name - request $i" : "$name";
         my $code = @codes > 1 ? $codes[$i] : $codes[0];
         $code = 200 unless defined $code;
@@ -360,6 +363,121 @@ sub _run_block {
     _check_log($block, 'access log', _read_log('access.log'), 'access_log', 1);
     _check_log($block, 'backend log', _read_log('backend.log'), 'backend_log', 1);
     _check_log($block, 'backend log', _read_log('backend.log'), 'no_backend_log', 0);
+}
+
+# ---- for tests that run the generator's configuration -----------------
+
+sub setup { _setup() }
+
+# The TLS backends alone, in an nginx of their own under servroot/backends.
+sub start_backends {
+    my $dir = "$ServRoot/backends";
+    make_path("$dir/conf", "$dir/logs", "$dir/tmp");
+    my $backends = _backend_servers();
+    open my $fh, '>', "$dir/conf/nginx.conf" or die "$!";
+    print $fh <<"CONF";
+daemon on;
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+$backends
+}
+CONF
+    close $fh;
+    start_nginx($dir, 'conf/nginx.conf', backend_port('leaf'));
+}
+
+sub stop_backends { stop_nginx("$ServRoot/backends") }
+
+# Starts nginx -p DIR -c CONF and waits until PORT accepts connections.
+sub start_nginx {
+    my ($dir, $conf, $port) = @_;
+    my $out = `$Nginx -p $dir/ -c $conf 2>&1`;
+    die "nginx in $dir did not start: $out\n" if $? != 0;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                         Proto => 'tcp');
+        if ($sock) {
+            close $sock;
+            return $out;
+        }
+        sleep 0.02;
+    }
+    die "nginx in $dir does not listen on $port\n";
+}
+
+sub stop_nginx {
+    my $dir = shift;
+    for my $pidfile ("$dir/logs/nginx.pid", "$dir/nginx.pid") {
+        next unless -f $pidfile;
+        open my $fh, '<', $pidfile or next;
+        my $pid = <$fh>;
+        close $fh;
+        chomp $pid;
+        kill 'QUIT', $pid;
+        my $deadline = time + 10;
+        sleep 0.02 while _alive($pid) && time < $deadline;
+    }
+}
+
+# GET PATH on 127.0.0.1:PORT with a Host header; returns (status, headers, body).
+sub http_request {
+    my ($port, $path, $host) = @_;
+    return _http($port, "GET $path", "Host: $host");
+}
+
+# Runs gateway2nginx with ARGS; returns (exit code, its output).
+sub run_generator {
+    my @args = @_;
+    my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
+    my $cmd = join ' ', map { "'$_'" } $bin, @args;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
+
+# status.yaml as { "Kind ns/name" => [ "GATEWAY-NS/NAME: Type=Status/Reason", ... ] },
+# read with a small line parser (Debian's base perl has no YAML module).
+sub read_status {
+    my $file = shift;
+    open my $fh, '<', $file or die "$file: $!\n";
+    local $/;
+    my $text = <$fh>;
+    close $fh;
+    my %status;
+    for my $doc (split /^---\s*$/m, $text) {
+        my ($kind) = $doc =~ /^kind: (\S+)/m or next;
+        my ($name) = $doc =~ /^  name: (\S+)/m;
+        my ($ns) = $doc =~ /^  namespace: (\S+)/m;
+        my (@entries, %cond);
+        my ($ref, $in_ref) = ('', 0);
+        for my $line (split /\n/, $doc) {
+            if ($line =~ /^\s+- (?:ancestorRef|parentRef):/) {
+                ($ref, $in_ref) = ('', 1);
+            } elsif ($in_ref && $line =~ /^\s+namespace: (\S+)/) {
+                $ref = $1;
+            } elsif ($in_ref && $line =~ /^\s+name: (\S+)/) {
+                $ref .= "/$1";
+                $in_ref = 0;
+            } elsif ($line =~ /^\s+- type: (\S+)/) {
+                %cond = (type => $1);
+            } elsif ($line =~ /^\s+status: "(\w+)"/) {
+                $cond{status} = $1;
+            } elsif ($line =~ /^\s+reason: (\S+)/) {
+                push @entries, "$ref: $cond{type}=$cond{status}/$1";
+            }
+        }
+        $status{"$kind $ns/$name"} = \@entries;
+    }
+    return \%status;
 }
 
 sub run_tests {
