@@ -309,7 +309,12 @@ private:
                 l.match = loc;
                 l.source = r.meta.key() + " rule " + std::to_string(index);
                 l.backends = backends;
-                if (backends.empty()) l.return_code = 500;  // no forwarding: Gateway API says 500
+                bool forwards = std::any_of(backends.begin(), backends.end(),
+                                            [](const WeightedUpstream &b) { return !b.upstream.empty(); });
+                if (!forwards) {
+                    l.backends.clear();
+                    l.return_code = 500;  // no forwarding: Gateway API says 500
+                }
                 server.locations.push_back(l);
             }
         }

@@ -2,6 +2,7 @@
 // conditions of each policy, per ancestor Gateway.
 #include <algorithm>
 
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -76,6 +77,20 @@ CaResult resolve_ca_refs(const Manifests &m, const BackendTLSPolicy &p)
         out.bundle += it->second;
         if (!out.bundle.empty() && out.bundle.back() != '\n') out.bundle += '\n';
         out.valid++;
+    }
+    return out;
+}
+
+std::string content_id(const std::string &content)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(content.data(), content.size(), md, &len, EVP_sha256(), nullptr);
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned int i = 0; i < 8 && i < len; i++) {
+        out += digits[md[i] >> 4];
+        out += digits[md[i] & 0xf];
     }
     return out;
 }
@@ -170,8 +185,12 @@ PolicyIndex resolve_policies(const Manifests &m, Plan *plan)
         if (!p->well_known_ca_certificates.empty()) {
             bound.upstream.ca = "system";
         } else if (ca.valid > 0) {
-            bound.upstream.ca = "certs/ca-" + safe_name(ns) + "-" + safe_name(p->meta.name) + ".pem";
-            plan->files.push_back({bound.upstream.ca, ca.bundle, 0644});
+            // named by content: policies trusting the same CAs share one file,
+            // and the module loads each file once
+            bound.upstream.ca = "certs/ca-" + content_id(ca.bundle) + ".pem";
+            bool have = std::any_of(plan->files.begin(), plan->files.end(),
+                                    [&](const OutputFile &f) { return f.path == bound.upstream.ca; });
+            if (!have) plan->files.push_back({bound.upstream.ca, ca.bundle, 0644});
         }
         // fail closed: any reference that does not resolve makes the traffic fail
         bound.usable = invalid.empty() && ca.invalid_refs.empty() && ca.invalid_kinds.empty();

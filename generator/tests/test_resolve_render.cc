@@ -1,0 +1,275 @@
+// resolve (attachment, conflicts, references, conditions) and render.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "parse.h"
+#include "render.h"
+#include "resolve.h"
+
+using namespace g2n;
+
+namespace {
+
+// A real CA certificate, from the set t/lib/make-certs.sh made.
+std::string test_ca()
+{
+    const char *dir = std::getenv("GTLS_TEST_CERTS");
+    BOOST_TEST_REQUIRE(dir != nullptr, "GTLS_TEST_CERTS is not set");
+    std::ifstream in(std::string(dir) + "/ca.crt");
+    std::stringstream text;
+    text << in.rdbuf();
+    BOOST_TEST_REQUIRE(!text.str().empty());
+    return text.str();
+}
+
+std::string base_manifests()
+{
+    std::string indented;
+    std::istringstream lines(test_ca());
+    for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
+    return R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: theirs}
+spec: {controllerName: example.com/other}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: other, namespace: ns}
+spec:
+  gatewayClassName: theirs
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: ns}
+spec:
+  ports:
+  - {name: https, port: 443}
+  - {name: admin, port: 8443}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: svc-1
+  namespace: ns
+  labels: {kubernetes.io/service-name: svc}
+ports: [{name: https, port: 9443}, {name: admin, port: 9444}]
+endpoints:
+- addresses: ["10.0.0.2", "10.0.0.1"]
+- addresses: ["10.0.0.9"]
+  conditions: {ready: false}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: ns}
+data:
+  ca.crt: |
+)" + indented + R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: route, namespace: ns}
+spec:
+  parentRefs: [{name: gw}, {name: other}]
+  hostnames: [app.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /api}}]
+    backendRefs: [{name: svc, port: 443}]
+  - matches: [{path: {type: Exact, value: /admin}}]
+    backendRefs: [{name: svc, port: 8443}]
+)";
+}
+
+std::string policy(const std::string &name, const std::string &section, const std::string &hostname,
+                   const std::string &created = "", const std::string &ca_ref = "ca")
+{
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata:\n  name: "
+           + name + "\n  namespace: ns\n"
+           + (created.empty() ? "" : "  creationTimestamp: \"" + created + "\"\n")
+           + "spec:\n  targetRefs:\n  - {group: \"\", kind: Service, name: svc"
+           + (section.empty() ? "" : ", sectionName: " + section) + "}\n  validation:\n"
+           + "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: " + ca_ref + "}]\n"
+           + "    hostname: " + hostname + "\n";
+}
+
+Plan plan_of(const std::string &yaml)
+{
+    Manifests m;
+    std::istringstream in(yaml);
+    parse_stream(in, "test.yaml", &m);
+    return resolve(m, Options{});
+}
+
+const ObjectStatus &status_of(const Plan &plan, const std::string &kind, const std::string &name)
+{
+    for (const ObjectStatus &st : plan.statuses) {
+        if (st.kind == kind && st.meta.name == name) return st;
+    }
+    BOOST_FAIL("no status for " << kind << " " << name);
+    return plan.statuses.front();
+}
+
+std::string reasons(const ObjectStatus &st)
+{
+    std::string out;
+    for (const auto &ref : st.refs) {
+        for (const Condition &c : ref.conditions) out += ref.name + ":" + c.type + "=" + c.status + "/" + c.reason + " ";
+    }
+    return out;
+}
+
+const Upstream &upstream_named(const Plan &plan, const std::string &suffix)
+{
+    for (const Upstream &u : plan.upstreams) {
+        if (u.name.size() >= suffix.size() && u.name.compare(u.name.size() - suffix.size(), suffix.size(), suffix) == 0) return u;
+    }
+    BOOST_FAIL("no upstream " << suffix);
+    return plan.upstreams.front();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(resolve_attachment)
+
+BOOST_AUTO_TEST_CASE(only_our_gateways_and_ready_endpoints)
+{
+    Plan plan = plan_of(base_manifests());
+    const ObjectStatus &route = status_of(plan, "HTTPRoute", "route");
+    BOOST_TEST_REQUIRE(route.refs.size() == 1u);  // "other" belongs to another controller
+    BOOST_TEST(route.refs[0].name == "gw");
+    BOOST_TEST(reasons(route) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    const Upstream &u = upstream_named(plan, "_443");
+    BOOST_TEST(u.servers == (std::vector<std::string>{"10.0.0.1:9443", "10.0.0.2:9443"}));
+    BOOST_TEST(!u.tls);
+    BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
+    BOOST_TEST(plan.servers[0].server_name == "app.example.com");
+    BOOST_TEST(plan.servers[0].listen == "0.0.0.0:80");
+    std::vector<std::string> matches;
+    for (const Location &l : plan.servers[0].locations) matches.push_back(l.match);
+    BOOST_TEST(matches == (std::vector<std::string>{"/api/", "= /admin", "= /api"}));
+}
+
+BOOST_AUTO_TEST_CASE(missing_backend_is_a_500_and_a_condition)
+{
+    std::string yaml = base_manifests();
+    yaml.replace(yaml.find("backendRefs: [{name: svc, port: 8443}]"), 38, "backendRefs: [{name: nope, port: 1}]");
+    Plan plan = plan_of(yaml);
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "route")).find("ResolvedRefs=False/BackendNotFound")
+               != std::string::npos);
+    for (const Location &l : plan.servers[0].locations) {
+        if (l.match == "= /admin") BOOST_TEST(l.return_code == 500);
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(resolve_policies)
+
+BOOST_AUTO_TEST_CASE(policy_binds_to_its_port_with_sni_and_ca)
+{
+    Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com"));
+    const Upstream &u = upstream_named(plan, "_443");
+    BOOST_TEST(u.tls);
+    BOOST_TEST(u.unusable.empty());
+    BOOST_TEST(u.policy.hostname == "abc.example.com");
+    BOOST_TEST(u.policy.name == "ns/p");
+    BOOST_TEST(u.policy.ca.find("certs/ca-") == 0u);
+    BOOST_TEST(!upstream_named(plan, "_8443").tls);  // the other port has no policy
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "p"))
+               == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+}
+
+BOOST_AUTO_TEST_CASE(conflicts_go_to_the_oldest_then_by_name)
+{
+    Plan plan = plan_of(base_manifests() + policy("b-old", "", "old.example.com", "2024-01-01T00:00:00Z")
+                        + policy("a-new", "", "new.example.com", "2025-01-01T00:00:00Z")
+                        + policy("z-port", "https", "port.example.com"));
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "a-new")).find("Accepted=False/Conflicted")
+               != std::string::npos);
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "b-old")).find("Accepted=True") != std::string::npos);
+    // a port policy and a whole-Service policy do not conflict: the port one governs its port
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "z-port")).find("Accepted=True") != std::string::npos);
+    BOOST_TEST(upstream_named(plan, "_443").policy.hostname == "port.example.com");
+    BOOST_TEST(upstream_named(plan, "_8443").policy.hostname == "old.example.com");
+}
+
+BOOST_AUTO_TEST_CASE(invalid_references_fail_closed)
+{
+    Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com", "", "missing"));
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "p"))
+               == "gw:Accepted=False/NoValidCACertificate gw:ResolvedRefs=False/InvalidCACertificateRef ");
+    const Upstream &u = upstream_named(plan, "_443");
+    BOOST_TEST(u.tls);  // never plaintext
+    BOOST_TEST(!u.unusable.empty());
+    BOOST_TEST(status_of(plan, "BackendTLSPolicy", "p").refs[0].conditions[1].message
+               == "ConfigMap ns/missing does not exist");
+}
+
+BOOST_AUTO_TEST_CASE(missing_target_port)
+{
+    Plan plan = plan_of(base_manifests() + policy("p", "nope", "abc.example.com"));
+    // no route reaches a port that does not exist: the policy has no ancestor
+    BOOST_TEST(status_of(plan, "BackendTLSPolicy", "p").refs.empty());
+    BOOST_TEST(!upstream_named(plan, "_443").tls);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(render)
+
+BOOST_AUTO_TEST_CASE(deterministic_and_verifying)
+{
+    Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http == render_http_conf(plan_of(base_manifests() + policy("p", "https", "abc.example.com"))));
+    BOOST_TEST(http.find("proxy_ssl_verify_insecure deny;") != std::string::npos);
+    BOOST_TEST(http.find("    proxy_ssl_verify_mode strict;\n    proxy_ssl_verify_ca certs/ca-") != std::string::npos);
+    BOOST_TEST(http.find("    proxy_ssl_policy_hostname abc.example.com;\n") != std::string::npos);
+    BOOST_TEST(http.find("proxy_pass https://backend_ns_svc_443;") != std::string::npos);
+    BOOST_TEST(http.find("proxy_pass http://backend_ns_svc_8443;") != std::string::npos);
+    BOOST_TEST(render_status(plan, Options{}) == render_status(plan, Options{}));
+    BOOST_TEST(render_status(plan, Options{}).find("controllerName: gateway2nginx.io/controller")
+               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(unusable_upstream_is_a_down_server)
+{
+    Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com", "", "missing"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    # unusable: BackendTLSPolicy ns/p cannot be honoured\n    server 127.0.0.1:1 down;")
+               != std::string::npos);
+    BOOST_TEST(http.find("proxy_pass https://backend_ns_svc_443;") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(weighted_rule_splits_over_upstreams)
+{
+    std::string yaml = base_manifests();
+    yaml.replace(yaml.find("backendRefs: [{name: svc, port: 443}]"), 37,
+                 "backendRefs: [{name: svc, port: 443, weight: 3}, {name: svc, port: 8443, weight: 1}, "
+                 "{name: gone, port: 1, weight: 1}]");
+    Plan plan = plan_of(yaml + policy("p", "https", "abc.example.com"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("split_clients \"${request_id}\" $backend_split_1 {\n"
+                         "    60.00% https://backend_ns_svc_443;\n"
+                         "    20.00% http://backend_ns_svc_8443;\n"
+                         "    * \"\";\n}") != std::string::npos, http);
+    BOOST_TEST(http.find("if ($backend_split_1 = \"\") {\n            return 500;") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
