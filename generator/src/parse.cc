@@ -44,15 +44,26 @@ YAML::Node Document::child(const YAML::Node &node, const std::string &path, cons
     return node[key];
 }
 
+YAML::Node Document::field(const YAML::Node &node, const std::string &path, const char *key,
+                           bool required, std::string *where) const
+{
+    YAML::Node value = child(node, path, key);
+    *where = path.empty() ? key : path + "." + key;
+    if (!value.IsDefined() || value.IsNull()) {
+        if (required) {
+            fail(node, *where, "required field is missing");
+        }
+        return YAML::Node(YAML::NodeType::Undefined);
+    }
+    return value;
+}
+
 std::string Document::string(const YAML::Node &node, const std::string &path, const char *key,
                              bool required, const std::string &fallback) const
 {
-    YAML::Node value = child(node, path, key);
-    std::string where = path.empty() ? key : path + "." + key;
-    if (!value.IsDefined() || value.IsNull()) {
-        if (required) {
-            fail(node, where, "required field is missing");
-        }
+    std::string where;
+    YAML::Node value = field(node, path, key, required, &where);
+    if (!value.IsDefined()) {
         return fallback;
     }
     if (!value.IsScalar()) {
@@ -64,12 +75,9 @@ std::string Document::string(const YAML::Node &node, const std::string &path, co
 int Document::integer(const YAML::Node &node, const std::string &path, const char *key, int min,
                       int max, bool required, int fallback) const
 {
-    YAML::Node value = child(node, path, key);
-    std::string where = path.empty() ? key : path + "." + key;
-    if (!value.IsDefined() || value.IsNull()) {
-        if (required) {
-            fail(node, where, "required field is missing");
-        }
+    std::string where;
+    YAML::Node value = field(node, path, key, required, &where);
+    if (!value.IsDefined()) {
         return fallback;
     }
     if (!value.IsScalar()) {
@@ -90,13 +98,10 @@ int Document::integer(const YAML::Node &node, const std::string &path, const cha
 std::vector<YAML::Node> Document::list(const YAML::Node &node, const std::string &path,
                                        const char *key, bool required) const
 {
-    YAML::Node value = child(node, path, key);
-    std::string where = path.empty() ? key : path + "." + key;
+    std::string where;
+    YAML::Node value = field(node, path, key, required, &where);
     std::vector<YAML::Node> out;
-    if (!value.IsDefined() || value.IsNull()) {
-        if (required) {
-            fail(node, where, "required field is missing");
-        }
+    if (!value.IsDefined()) {
         return out;
     }
     if (!value.IsSequence()) {
@@ -112,10 +117,10 @@ std::map<std::string, std::string> Document::string_map(const YAML::Node &node,
                                                         const std::string &path,
                                                         const char *key) const
 {
-    YAML::Node value = child(node, path, key);
-    std::string where = path.empty() ? key : path + "." + key;
+    std::string where;
+    YAML::Node value = field(node, path, key, false, &where);
     std::map<std::string, std::string> out;
-    if (!value.IsDefined() || value.IsNull()) {
+    if (!value.IsDefined()) {
         return out;
     }
     if (!value.IsMap()) {

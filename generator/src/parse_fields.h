@@ -24,6 +24,10 @@ public:
     // is not a mapping.
     YAML::Node child(const YAML::Node &node, const std::string &path, const char *key) const;
 
+    // The value of `key` under `node`, undefined when absent or null (a
+    // failure when required); *where gets the field's path.
+    YAML::Node field(const YAML::Node &node, const std::string &path, const char *key,
+                     bool required, std::string *where) const;
     std::string string(const YAML::Node &node, const std::string &path, const char *key,
                        bool required = false, const std::string &fallback = "") const;
     int integer(const YAML::Node &node, const std::string &path, const char *key, int min,

@@ -70,12 +70,7 @@ public:
         for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
         // precedence: the oldest route, then namespace/name
         std::stable_sort(routes.begin(), routes.end(), [](const HTTPRoute *a, const HTTPRoute *b) {
-            if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
-                if (a->meta.creation_timestamp.empty()) return false;
-                if (b->meta.creation_timestamp.empty()) return true;
-                return a->meta.creation_timestamp < b->meta.creation_timestamp;
-            }
-            return a->meta.key() < b->meta.key();
+            return older_first(a->meta, b->meta);
         });
         std::vector<ObjectStatus> route_statuses;
         for (const HTTPRoute *r : routes) {

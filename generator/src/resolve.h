@@ -44,6 +44,10 @@ struct PolicyIndex {
 PolicyIndex resolve_policies(const Manifests &manifests, Plan *plan);
 void policy_statuses(const Manifests &manifests, PolicyIndex &index, Plan *plan);
 
+// Conflict order of Gateway API: the oldest creationTimestamp first (an
+// object without one last), then namespace/name.
+bool older_first(const ObjectMeta &a, const ObjectMeta &b);
+
 // A file name made only of safe characters, for certs/ and upstream names.
 std::string safe_name(const std::string &text);
 

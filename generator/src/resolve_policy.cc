@@ -114,6 +114,16 @@ const Service *find_service(const Manifests &m, const std::string &ns, const std
 
 }  // namespace
 
+bool older_first(const ObjectMeta &a, const ObjectMeta &b)
+{
+    if (a.creation_timestamp != b.creation_timestamp) {
+        if (a.creation_timestamp.empty()) return false;
+        if (b.creation_timestamp.empty()) return true;
+        return a.creation_timestamp < b.creation_timestamp;
+    }
+    return a.key() < b.key();
+}
+
 std::string safe_name(const std::string &text)
 {
     std::string out;
@@ -156,12 +166,7 @@ PolicyIndex resolve_policies(const Manifests &m, Plan *plan)
     std::vector<const BackendTLSPolicy *> order;
     for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
     std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
-        if (a->meta.creation_timestamp != b->meta.creation_timestamp) {
-            if (a->meta.creation_timestamp.empty()) return false;
-            if (b->meta.creation_timestamp.empty()) return true;
-            return a->meta.creation_timestamp < b->meta.creation_timestamp;
-        }
-        return a->meta.key() < b->meta.key();
+        return older_first(a->meta, b->meta);
     });
 
     for (const BackendTLSPolicy *p : order) {

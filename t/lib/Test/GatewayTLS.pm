@@ -183,22 +183,7 @@ sub _nginx {
     return ($? >> 8, $out);
 }
 
-sub _stop {
-    my $pidfile = "$ServRoot/logs/nginx.pid";
-    return unless -f $pidfile;
-    open my $fh, '<', $pidfile or return;
-    my $pid = <$fh>;
-    close $fh;
-    chomp $pid;
-    return unless $pid;
-    kill 'QUIT', $pid;
-    my $deadline = time + 10;
-    while (_alive($pid) && time < $deadline) {
-        sleep 0.02;
-    }
-    kill 'KILL', $pid if _alive($pid);
-    unlink $pidfile;
-}
+sub _stop { stop_nginx($ServRoot) }
 
 # The daemonised master is not our child: once it exits it stays a zombie
 # until init reaps it, which counts as gone.
@@ -423,9 +408,12 @@ sub stop_nginx {
         my $pid = <$fh>;
         close $fh;
         chomp $pid;
+        next unless $pid;
         kill 'QUIT', $pid;
         my $deadline = time + 10;
         sleep 0.02 while _alive($pid) && time < $deadline;
+        kill 'KILL', $pid if _alive($pid);
+        unlink $pidfile;
     }
 }
 
