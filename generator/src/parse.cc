@@ -22,7 +22,8 @@ SourcePos Document::pos(const YAML::Node &node) const
 {
     SourcePos p;
     p.file = file_;
-    YAML::Mark mark = node.Mark();
+    // a missing parent has no position: the document's start stands in
+    YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
     p.line = mark.is_null() ? line_offset_ + 1 : line_offset_ + mark.line + 1;
     p.column = mark.is_null() ? 1 : mark.column + 1;
     return p;
@@ -178,6 +179,8 @@ ObjectMeta Document::meta(const YAML::Node &root, bool namespaced) const
 
 namespace {
 
+void parse_root(const Document &doc, const YAML::Node &root, Manifests *out);
+
 bool is_document_marker(const std::string &line)
 {
     return (line.compare(0, 3, "---") == 0 || line.compare(0, 3, "...") == 0)
@@ -195,6 +198,17 @@ void parse_document(const std::string &text, const std::string &file, int line_o
         SourcePos p{file, line_offset + e.mark.line + 1, e.mark.column + 1};
         throw InputError(p.text() + ": invalid YAML: " + e.msg);
     }
+    try {
+        parse_root(doc, root, out);
+    } catch (const YAML::Exception &e) {
+        // a shape the field readers did not foresee: still bad input, not a crash
+        SourcePos p{file, line_offset + e.mark.line + 1, e.mark.column + 1};
+        throw InputError(p.text() + ": " + e.msg);
+    }
+}
+
+void parse_root(const Document &doc, const YAML::Node &root, Manifests *out)
+{
     if (!root.IsDefined() || root.IsNull()) {
         return;  // an empty document
     }

@@ -56,8 +56,13 @@ void render_upstream(std::ostringstream &out, const Upstream &u)
     out << "}\n\n";
 }
 
-void render_location(std::ostringstream &out, std::ostringstream &splits, const Location &l,
-                     int *split_count)
+// Locations with the same weighted backends share one split_clients.
+struct Splits {
+    std::ostringstream text;
+    std::map<std::string, std::string> var_by_body;
+};
+
+void render_location(std::ostringstream &out, Splits &splits, const Location &l)
 {
     out << "    # " << l.source << "\n";
     out << "    location " << l.match << " {\n";
@@ -66,19 +71,22 @@ void render_location(std::ostringstream &out, std::ostringstream &splits, const 
     } else if (l.backends.size() == 1 && !l.backends[0].upstream.empty()) {
         out << "        proxy_pass " << scheme(l.backends[0]) << ";\n";
     } else {
-        std::string var = "$backend_split_" + std::to_string(++*split_count);
         long total = 0;
         for (const WeightedUpstream &b : l.backends) total += b.weight;
-        splits << "split_clients \"${request_id}\" " << var << " {\n";
+        std::ostringstream body;
         bool failed_share = false;
         for (size_t i = 0; i < l.backends.size(); i++) {
             const WeightedUpstream &b = l.backends[i];
-            std::string value = b.upstream.empty() ? "\"\"" : scheme(b);
             failed_share |= b.upstream.empty();
-            splits << "    " << (i + 1 == l.backends.size() ? "*" : percent(b.weight, total)) << " "
-                   << value << ";\n";
+            body << "    " << (i + 1 == l.backends.size() ? "*" : percent(b.weight, total)) << " "
+                 << (b.upstream.empty() ? "\"\"" : scheme(b)) << ";\n";
         }
-        splits << "}\n\n";
+        auto [it, added] = splits.var_by_body.emplace(
+            body.str(), "$backend_split_" + std::to_string(splits.var_by_body.size() + 1));
+        const std::string &var = it->second;
+        if (added) {
+            splits.text << "split_clients \"${request_id}\" " << var << " {\n" << body.str() << "}\n\n";
+        }
         if (failed_share) {
             out << "        if (" << var << " = \"\") {\n            return 500;\n        }\n";
         }
@@ -115,13 +123,13 @@ std::string render_nginx_conf(const Plan &, const Options &o)
 
 std::string render_http_conf(const Plan &plan)
 {
-    std::ostringstream upstreams, splits, servers;
+    std::ostringstream upstreams, servers;
+    Splits splits;
 
     for (const Upstream &u : plan.upstreams) {
         render_upstream(upstreams, u);
     }
 
-    int split_count = 0;
     std::map<std::string, bool> listen_has_default;  // listen -> ssl
     std::set<std::string> listens_with_catch_all;
     for (const Server &s : plan.servers) {
@@ -137,7 +145,7 @@ std::string render_http_conf(const Plan &plan)
             servers << "    ssl_certificate_key " << s.certificate_key << ";\n";
         }
         for (const Location &l : s.locations) {
-            render_location(servers, splits, l, &split_count);
+            render_location(servers, splits, l);
         }
         servers << "}\n\n";
     }
@@ -161,7 +169,7 @@ std::string render_http_conf(const Plan &plan)
     out << "proxy_set_header Host $http_host;\n";
     out << "proxy_ssl_server_name on;\n";
     out << "proxy_ssl_name $upstream_ssl_policy_hostname;\n\n";
-    out << upstreams.str() << splits.str() << servers.str();
+    out << upstreams.str() << splits.text.str() << servers.str();
     return out.str();
 }
 

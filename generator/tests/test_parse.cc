@@ -153,6 +153,16 @@ spec:
     BOOST_TEST(e.find("spec.ports: expected a list") != std::string::npos, e);
 }
 
+BOOST_AUTO_TEST_CASE(missing_parent_objects_are_errors_not_crashes)
+{
+    std::string e = error_of("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g}\n");
+    BOOST_TEST(e.find("in.yaml:1:1: spec.gatewayClassName: required field is missing") == 0u, e);
+    e = error_of("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: [1, 2]\n");
+    BOOST_TEST(e.find("spec: expected a mapping") != std::string::npos, e);
+    e = error_of("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: [1]}\n");
+    BOOST_TEST(e.find("data.k: expected a string") != std::string::npos, e);
+}
+
 BOOST_AUTO_TEST_CASE(cel_rules_of_backend_tls_policy)
 {
     BOOST_TEST(error_of(std::string(kPolicyHead) + R"(  validation:

@@ -11,6 +11,7 @@
 #   ipemail       SANs IP 127.0.0.1, email ops@example.com; by inter
 #   selfsigned    SAN abc.example.com, its own issuer
 #   unrelated-ca  another root; untrusted signed by it (SAN abc.example.com)
+# Leaves last $GTLS_CERT_DAYS days (default 365).
 # Each server certificate NAME has NAME.crt (leaf then intermediate where
 # there is one), NAME.key, and NAME.leaf.crt (the leaf alone).
 set -eu
@@ -59,7 +60,7 @@ sign() {
     export SAN=$4 CA_NAME=$issuer
     touch "index-$issuer.txt"
     openssl req -new -key "$name.key" -subj "/CN=$name" -out "$name.csr" 2>/dev/null
-    dates="-days 365"
+    dates="-days ${GTLS_CERT_DAYS:-365}"
     [ $# -ge 6 ] && dates="-startdate $5 -enddate $6"
     # shellcheck disable=SC2086
     openssl ca -batch -config ca.cnf -notext -extensions "$ext" $dates \

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Regenerates every example's expected/ output with the flags the golden
+# test (t/110-examples.t) uses. Run after a deliberate change of output.
+set -eu
+cd "$(dirname "$0")/.."
+for ex in spiffe-backend system-ca weighted-two-policies rejected-policy; do
+    build/gateway2nginx -f conf-examples/gateway.yaml -f "conf-examples/$ex/manifests.yaml" \
+        -o "conf-examples/$ex/expected" --port-offset 28000 --listen-address 127.0.0.1
+    rm -rf "conf-examples/$ex/expected/logs" "conf-examples/$ex/expected/temp"
+done

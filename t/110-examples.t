@@ -1,0 +1,82 @@
+# conf-examples/: each example regenerates byte for byte into its
+# expected/ output, twice over, and the result passes nginx -t with the
+# built module.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use Cwd qw(abs_path);
+use File::Find;
+
+plan 'no_plan';
+setup();
+my $root = abs_path('.');
+my $dir = servroot();
+my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : "$root/build/nginx/objs";
+
+sub files_under {
+    my $top = shift;
+    my %files;
+    find({ no_chdir => 1, wanted => sub {
+        return unless -f $_;
+        (my $rel = $_) =~ s{^\Q$top\E/}{};
+        return if $rel =~ m{^(logs|temp)/};
+        local (@ARGV, $/) = ($_);
+        $files{$rel} = <>;
+    } }, $top);
+    return \%files;
+}
+
+for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy)) {
+    my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/$ex/manifests.yaml",
+                '--port-offset', 28000, '--listen-address', '127.0.0.1');
+    my $expected = files_under("$root/conf-examples/$ex/expected");
+    for my $run (1, 2) {
+        my ($rc, $out) = run_generator(@args, '-o', "$dir/$ex-$run");
+        is($rc, 0, "$ex: run $run exits 0") or diag $out;
+        my $got = files_under("$dir/$ex-$run");
+        is_deeply([sort keys %$got], [sort keys %$expected], "$ex: run $run writes the expected files");
+        for my $file (sort keys %$expected) {
+            ok(defined $got->{$file} && $got->{$file} eq $expected->{$file},
+               "$ex: run $run $file is byte-identical to conf-examples/$ex/expected/$file");
+        }
+    }
+    my ($rc, $out) = run_generator(@args, '-o', "$dir/$ex-checked", '--module-dir', $module_dir, '--check');
+    is($rc, 0, "$ex: the configuration passes nginx -t with the module") or diag $out;
+    my $mode = (stat("$dir/$ex-checked/certs"))[2] & 07777;
+    is(sprintf('%o', $mode), '700', "$ex: certs/ is private");
+}
+
+# bad input: exit 1, FILE:LINE:COL, and the previous output untouched
+{
+    my $bad = "$dir/bad.yaml";
+    open my $fh, '>', $bad or die;
+    print $fh "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  ports:\n  - port: eighty\n";
+    close $fh;
+    my $before = files_under("$dir/spiffe-backend-1");
+    my ($rc, $out) = run_generator('-f', $bad, '-o', "$dir/spiffe-backend-1");
+    is($rc, 1, 'bad input exits 1');
+    like($out, qr{^\Q$bad\E:6:11: spec\.ports\[0\]\.port: expected an integer}m, 'bad input names FILE:LINE:COL and the field');
+    is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'bad input leaves OUTDIR as it was');
+}
+
+# a failing nginx check: exit 2, OUTDIR untouched
+{
+    my $before = files_under("$dir/spiffe-backend-1");
+    my ($rc, $out) = run_generator('-f', "$root/conf-examples/gateway.yaml",
+                                   '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
+                                   '-o', "$dir/spiffe-backend-1", '--module-dir', '/nonexistent', '--check');
+    is($rc, 2, 'a failing nginx -t exits 2');
+    is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'a failing nginx -t leaves OUTDIR as it was');
+}
+
+# --help documents every flag; --version prints one
+{
+    my ($rc, $help) = run_generator('--help');
+    is($rc, 0, '--help exits 0');
+    for my $flag (qw(-f -o --controller-name --gateway-class --gateway --listen-address --port-offset
+                     --module-dir --resolver --check --reload --version --help)) {
+        like($help, qr/^\s+(?:-\w, )?\Q$flag\E\b/m, "--help documents $flag");
+    }
+    my ($vrc, $version) = run_generator('--version');
+    like($version, qr/^gateway2nginx \d+\.\d+\.\d+$/m, '--version');
+}
