@@ -95,8 +95,8 @@ install: module $(GENERATOR)
 	  /etc/nginx/modules-enabled/50-mod-http-gateway-tls.conf
 
 demo: deps
-	$(MAKE) module
-	GTLS_MODULE=$(MODULE_SO) bash conf-examples/demo.sh
+	$(MAKE) module $(GENERATOR)
+	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) bash conf-examples/demo.sh
 
 clean:
 	rm -rf $(BUILD) t/servroot*

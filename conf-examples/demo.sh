@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make demo: runs Debian's nginx with the module on loopback in front of
-# two TLS backends, sends requests that pass and fail, prints what the
-# module decided, and stops everything it started.
+# make demo, in two parts, on loopback only, stopping all it starts:
+#  1. the module alone: Debian's nginx with hand-written directives in front
+#     of two TLS backends (one SPIFFE-only); requests that pass and fail;
+#  2. the pipeline: gateway2nginx turns conf-examples/ into a configuration,
+#     nginx serves it, and the status the generator computed is shown.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,12 +14,25 @@ dns_port=$((gateway_port + 1))
 spiffe_port=$((gateway_port + 2))
 
 work=$(mktemp -d /tmp/gateway-tls-demo.XXXXXX)
+stop_nginx() {
+    if [ -f "$1" ]; then
+        kill -QUIT "$(cat "$1")" 2>/dev/null || true
+        for _ in $(seq 50); do [ -f "$1" ] || break; sleep 0.1; done
+    fi
+}
 stop() {
-    [ -f "$work/logs/nginx.pid" ] && kill -QUIT "$(cat "$work/logs/nginx.pid")" 2>/dev/null || true
-    sleep 0.3
+    stop_nginx "$work/logs/nginx.pid"
+    stop_nginx "$work/backends/logs/nginx.pid"
+    stop_nginx "$work/out/nginx.pid"
     rm -rf "$work"
 }
 trap stop EXIT
+wait_port() {
+    for _ in $(seq 50); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+        sleep 0.1
+    done
+}
 
 mkdir -p "$work/logs" "$work/tmp"
 sh "$root/t/lib/make-certs.sh" "$work/certs"
@@ -29,10 +44,7 @@ sed -e "s|@MODULE@|$module|" -e "s|@CERTS@|$work/certs|g" \
 echo "== nginx -t (the audit trail names every degraded scope)"
 /usr/sbin/nginx -p "$work/" -c nginx.conf -t 2>&1 | grep -E 'warn|test is' || true
 /usr/sbin/nginx -p "$work/" -c nginx.conf 2>/dev/null
-for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$gateway_port/" && break
-    sleep 0.1
-done
+wait_port "$gateway_port"
 
 echo
 echo "== requests through the gateway"
@@ -50,3 +62,59 @@ echo "== what the module logged for the failures"
 sleep 0.2
 grep -o 'gateway_tls: backend certificate rejected: [^,]*, [^,]*, reason "[a-z_]*"[^,]*' \
     "$work/logs/error.log" || true
+stop_nginx "$work/logs/nginx.pid"
+
+echo
+echo "== part 2: gateway2nginx on conf-examples/"
+generator=${GATEWAY2NGINX:-$root/build/gateway2nginx}
+certs=$here/certs
+mkdir -p "$work/backends/logs"
+cat > "$work/backends/nginx.conf" <<CONF
+daemon on;
+pid logs/nginx.pid;
+error_log logs/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:28443 ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        return 200 "dns backend, SNI \$ssl_server_name\n";
+    }
+    server {
+        listen 127.0.0.1:28444 ssl;
+        ssl_certificate $certs/spiffe.crt;
+        ssl_certificate_key $certs/spiffe.key;
+        return 200 "spiffe-only backend, SNI \$ssl_server_name\n";
+    }
+}
+CONF
+/usr/sbin/nginx -p "$work/backends/" -c nginx.conf 2>/dev/null
+
+manifests=""
+for ex in spiffe-backend system-ca weighted-two-policies rejected-policy; do
+    manifests="$manifests -f $here/$ex/manifests.yaml"
+done
+echo "\$ gateway2nginx -f conf-examples/gateway.yaml$(echo "$manifests" | sed "s|$here|conf-examples|g") -o OUT --port-offset 28000 --check"
+# shellcheck disable=SC2086
+"$generator" -f "$here/gateway.yaml" $manifests -o "$work/out" --port-offset 28000 \
+    --listen-address 127.0.0.1 --module-dir "$(dirname "$module")" --check
+echo "wrote: $(cd "$work/out" && ls -d nginx.conf http.conf stream.conf status.yaml certs/* | tr '\n' ' ')"
+/usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>/dev/null
+wait_port 28080
+
+echo
+printf '%-12s %-6s %s\n' PATH STATUS BODY
+for path in /pay /checkout /checkout /checkout /checkout /catalog /legacy; do
+    body=$(curl -s -H 'Host: shop.example.com' -o "$work/body" -w '%{http_code}' "http://127.0.0.1:28080$path")
+    printf '%-12s %-6s %s\n' "$path" "$body" "$(head -c 60 "$work/body" | tr -d '\n' | sed 's/<[^>]*>//g')"
+done
+
+echo
+echo "== BackendTLSPolicy status (status.yaml)"
+awk '/^kind: / {p = ($2 == "BackendTLSPolicy")}
+     p && /^  name:/ {name = $2}
+     p && /- type:/ {type = $3}
+     p && / status:/ {status = $2}
+     p && / reason:/ {printf "  %-18s %s=%s/%s\n", name, type, status, $2}' "$work/out/status.yaml" | tr -d '"'
