@@ -96,6 +96,7 @@ struct RouteMatch {
 
 struct RouteRule {
     std::string name;
+    bool has_filters = false;  // not rendered yet: the route is not accepted
     std::vector<RouteMatch> matches;  // empty: PathPrefix "/"
     std::vector<BackendRef> backend_refs;
 };

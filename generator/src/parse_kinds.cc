@@ -262,14 +262,16 @@ void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *ou
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "timeouts", "retry", "sessionPersistence"});
         RouteRule rr;
         rr.name = doc.string(rule, path, "name");
+        rr.has_filters = !doc.list(rule, path, "filters").empty();
         int j = 0;
         for (const YAML::Node &m : doc.list(rule, path, "matches")) {
             rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
         }
         j = 0;
         for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
-            rr.backend_refs.push_back(
-                parse_backend_ref(doc, b, path + ".backendRefs[" + std::to_string(j++) + "]"));
+            std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
+            rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
+            rr.has_filters |= !doc.list(b, bpath, "filters").empty();
         }
         r.rules.push_back(std::move(rr));
     }

@@ -179,6 +179,9 @@ private:
 
         std::string unsupported;
         for (const RouteRule &rule : r.rules) {
+            if (rule.has_filters) {
+                unsupported = "filters are not rendered yet";
+            }
             for (const RouteMatch &match : rule.matches) {
                 if (!match.headers.empty() || !match.query_params.empty() || !match.method.empty()
                     || match.path_type == PathMatchType::RegularExpression) {

@@ -177,6 +177,18 @@ BOOST_AUTO_TEST_CASE(missing_backend_is_a_500_and_a_condition)
     }
 }
 
+BOOST_AUTO_TEST_CASE(unrendered_features_are_not_served_wrongly)
+{
+    std::string yaml = base_manifests();
+    yaml.replace(yaml.find("    backendRefs: [{name: svc, port: 8443}]"), 42,
+                 "    filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]\n"
+                 "    backendRefs: [{name: svc, port: 8443}]");
+    Plan plan = plan_of(yaml);
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "route")).find("Accepted=False/UnsupportedValue")
+               != std::string::npos);
+    BOOST_TEST(plan.servers.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(resolve_policies)
