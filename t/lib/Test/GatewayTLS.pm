@@ -137,6 +137,11 @@ EOF
     return $out;
 }
 
+# Temporary files inside the server root, not Debian's /var/lib/nginx.
+sub _temp_paths {
+    return join '', map { "    ${_}_temp_path tmp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi);
+}
+
 sub _write_config {
     my $block = shift;
     my $level = $block->log_level || 'info';
@@ -145,6 +150,7 @@ sub _write_config {
     my $http = _expand($block->http_config);
     my $config = _expand($block->config);
     my $backends = _backend_servers();
+    my $temp_paths = _temp_paths();
     my $conf = <<"EOF";
 load_module $Module;
 daemon on;
@@ -158,11 +164,7 @@ events {
 }
 http {
     access_log logs/access.log;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
+$temp_paths
 $backends
 $http
     server {
@@ -368,11 +370,7 @@ error_log logs/error.log info;
 events { worker_connections 256; }
 http {
     access_log off;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
+@{[_temp_paths()]}
 $backends
 }
 CONF
