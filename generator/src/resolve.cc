@@ -258,12 +258,25 @@ private:
 
         Condition refs = cond::route_refs_resolved();
         std::set<ListenerState *> attached;
+        std::string taken_by;
         for (auto &[ls, host] : hosts) {
+            // Gateways that share an address and port share the nginx
+            // listener; a hostname there belongs to the oldest route's Gateway
+            std::string &owner = server_owner_[ls->listen + " " + host];
+            if (owner.empty()) owner = gw.meta.key();
+            if (owner != gw.meta.key()) {
+                taken_by = "hostname \"" + host + "\" on " + ls->listen + " is served by Gateway " + owner
+                           + ", whose route is older";
+                continue;
+            }
             Server &server = server_for(*ls, host);
             for (size_t i = 0; i < r.rules.size(); i++) {
                 add_rule(server, r, r.rules[i], i, gw, &refs);
             }
             attached.insert(ls);
+        }
+        if (attached.empty()) {
+            return {cond::route_not_allowed(taken_by), refs};
         }
         for (ListenerState *ls : attached) ls->status.attached_routes++;
         return {cond::route_accepted(), refs};
@@ -437,6 +450,7 @@ private:
     std::vector<const Gateway *> gateways_;
     std::vector<ListenerState> listeners_;
     std::map<std::string, Server> servers_;
+    std::map<std::string, std::string> server_owner_;  // "listen host" -> Gateway
     std::map<std::string, Upstream> upstreams_;
     std::set<std::string> written_;
 };

@@ -84,7 +84,7 @@ data:
 )" + indented + R"(---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {name: route, namespace: ns}
+metadata: {name: route, namespace: ns, creationTimestamp: "2020-01-01T00:00:00Z"}
 spec:
   parentRefs: [{name: gw}, {name: other}]
   hostnames: [app.example.com]
@@ -175,6 +175,84 @@ BOOST_AUTO_TEST_CASE(missing_backend_is_a_500_and_a_condition)
     for (const Location &l : plan.servers[0].locations) {
         if (l.match == "= /admin") BOOST_TEST(l.return_code == 500);
     }
+}
+
+BOOST_AUTO_TEST_CASE(cross_namespace_backend_needs_a_reference_grant)
+{
+    std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: cross, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [cross.example.com]
+  rules:
+  - backendRefs: [{name: remote, namespace: other, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: remote, namespace: other}
+spec:
+  ports: [{name: https, port: 443}]
+)";
+    Plan denied = plan_of(base_manifests() + route);
+    BOOST_TEST(reasons(status_of(denied, "HTTPRoute", "cross")).find("ResolvedRefs=False/RefNotPermitted")
+               != std::string::npos);
+    Plan allowed = plan_of(base_manifests() + route + R"(---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: allow, namespace: other}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: ns}]
+  to: [{group: "", kind: Service}]
+)");
+    BOOST_TEST(reasons(status_of(allowed, "HTTPRoute", "cross")).find("ResolvedRefs=True") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(gateways_sharing_a_port_are_told_apart_by_hostname)
+{
+    std::string second = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw2, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: late, namespace: ns, creationTimestamp: "2030-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw2}]
+  hostnames: [app.example.com]
+  rules:
+  - backendRefs: [{name: svc, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: own-host, namespace: ns}
+spec:
+  parentRefs: [{name: gw2}]
+  hostnames: [other.example.com]
+  rules:
+  - backendRefs: [{name: svc, port: 443}]
+)";
+    Plan plan = plan_of(base_manifests() + second);
+    std::string late = reasons(status_of(plan, "HTTPRoute", "late"));
+    BOOST_TEST(late.find("Accepted=False/NotAllowedByListeners") != std::string::npos, late);
+    BOOST_TEST(status_of(plan, "HTTPRoute", "late").refs[0].conditions[0].message
+               == "hostname \"app.example.com\" on 0.0.0.0:80 is served by Gateway ns/gw, whose route is older");
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "own-host")).find("Accepted=True") != std::string::npos);
+    BOOST_TEST(plan.servers.size() == 2u);
+
+    Options only_gw2;
+    only_gw2.gateways = {"ns/gw2"};
+    Manifests m;
+    std::istringstream in(base_manifests() + second);
+    parse_stream(in, "test.yaml", &m);
+    Plan alone = resolve(m, only_gw2);
+    BOOST_TEST(reasons(status_of(alone, "HTTPRoute", "late")).find("Accepted=True") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(unrendered_features_are_not_served_wrongly)
