@@ -80,3 +80,35 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy)) 
     my ($vrc, $version) = run_generator('--version');
     like($version, qr/^gateway2nginx \d+\.\d+\.\d+$/m, '--version');
 }
+
+# --reload: a running nginx keeps its pid file and logs across the swap,
+# and is told to reload the new configuration
+{
+    my $out = "$dir/reloaded";
+    my $offset = server_port() + 40 - 80;
+    my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
+                '-o', $out, '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir);
+    my ($rc, $msg) = run_generator(@args, '--check');
+    is($rc, 0, 'reload: first generation') or diag $msg;
+    start_nginx($out, 'nginx.conf', 80 + $offset);
+    my ($status) = http_request(80 + $offset, '/pay', 'shop.example.com');
+    is($status, 502, 'reload: the route is served (its backend is not running here: 502)');
+
+    ($rc, $msg) = run_generator(@args, '--reload', "$out/nginx.pid");
+    is($rc, 0, 'reload: regenerated with --reload') or diag $msg;
+    ok(-f "$out/nginx.pid", 'reload: the pid file survives the swap');
+    my $reloaded = 0;
+    for (1 .. 50) {
+        local (@ARGV, $/) = ("$out/logs/error.log");
+        my $log = -f "$out/logs/error.log" ? <> : '';
+        if ($log =~ /signal 1 \(SIGHUP\) received/ && $log =~ /reconfiguring/) {
+            $reloaded = 1;
+            last;
+        }
+        select(undef, undef, undef, 0.1);
+    }
+    ok($reloaded, 'reload: nginx got SIGHUP and reconfigured');
+    ($status) = http_request(80 + $offset, '/nowhere', 'unknown.example.com');
+    is($status, 404, 'reload: nginx still serves after the reload');
+    stop_nginx($out);
+}

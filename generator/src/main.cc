@@ -157,6 +157,14 @@ void replace_dir(const fs::path &staged, const fs::path &outdir)
         fs::rename(staged, outdir);
         return;
     }
+    // a running nginx keeps its pid file, logs and buffered bodies: they
+    // move into the new directory before the swap
+    for (const char *state : {"nginx.pid", "logs", "temp"}) {
+        if (fs::exists(outdir / state)) {
+            fs::remove_all(staged / state);
+            fs::rename(outdir / state, staged / state);
+        }
+    }
     if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, outdir.c_str(), RENAME_EXCHANGE) != 0) {
         throw std::runtime_error("cannot replace " + outdir.string() + ": " + std::strerror(errno));
     }
