@@ -94,9 +94,33 @@ struct RouteMatch {
     std::string method;
 };
 
+struct HeaderModifier {
+    std::vector<std::pair<std::string, std::string>> set, add;
+    std::vector<std::string> remove;
+};
+
+// ReplaceFullPath or ReplacePrefixMatch
+struct PathModifier {
+    std::string type;
+    std::string value;
+};
+
+struct RouteFilter {
+    std::string type;  // RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite
+    HeaderModifier headers;
+    // RequestRedirect
+    std::string scheme;
+    std::string hostname;
+    int port = 0;
+    int status_code = 302;
+    // RequestRedirect and URLRewrite
+    PathModifier path;
+};
+
 struct RouteRule {
     std::string name;
-    bool has_filters = false;  // not rendered yet: the route is not accepted
+    std::vector<RouteFilter> filters;
+    std::string unsupported;  // why this rule cannot be rendered: the route is not accepted
     std::vector<RouteMatch> matches;  // empty: PathPrefix "/"
     std::vector<BackendRef> backend_refs;
 };

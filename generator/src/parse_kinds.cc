@@ -237,6 +237,142 @@ BackendRef parse_backend_ref(const Document &doc, const YAML::Node &node, const 
     return b;
 }
 
+// A header name nginx can take as a directive argument: an RFC 7230 token.
+bool valid_header_name(const std::string &name)
+{
+    static const std::regex re("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$");
+    return !name.empty() && name.size() <= 256 && std::regex_match(name, re);
+}
+
+// A value nginx can carry literally: no variable sign, quote, backslash or
+// control character.
+bool literal_header_value(const std::string &value)
+{
+    return std::none_of(value.begin(), value.end(), [](char ch) {
+        return ch == '$' || ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20;
+    });
+}
+
+HeaderModifier parse_header_modifier(const Document &doc, const YAML::Node &node,
+                                     const std::string &path, std::string *unsupported)
+{
+    HeaderModifier m;
+    doc.only(node, path, {"set", "add", "remove"});
+    for (const char *key : {"set", "add"}) {
+        int i = 0;
+        for (const YAML::Node &h : doc.list(node, path, key)) {
+            std::string hpath = path + "." + key + "[" + std::to_string(i++) + "]";
+            std::string name = doc.string(h, hpath, "name", true);
+            std::string value = doc.string(h, hpath, "value", true);
+            if (!valid_header_name(name)) {
+                doc.fail(h, hpath + ".name", "not a valid header name: \"" + name + "\"");
+            }
+            if (!literal_header_value(value)) {
+                *unsupported = "header value of " + name + " holds $, a quote, a backslash or a control character";
+            }
+            (std::string(key) == "set" ? m.set : m.add).emplace_back(name, value);
+        }
+    }
+    int i = 0;
+    for (const YAML::Node &h : doc.list(node, path, "remove")) {
+        std::string hpath = path + ".remove[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_header_name(h.Scalar())) {
+            doc.fail(h, hpath, "not a valid header name");
+        }
+        m.remove.push_back(h.Scalar());
+    }
+    return m;
+}
+
+PathModifier parse_path_modifier(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    PathModifier p;
+    p.type = doc.string(node, path, "type", true);
+    if (p.type == "ReplaceFullPath") {
+        p.value = doc.string(node, path, "replaceFullPath", true);
+    } else if (p.type == "ReplacePrefixMatch") {
+        p.value = doc.string(node, path, "replacePrefixMatch", true);
+    } else {
+        doc.fail(node, path + ".type", "expected ReplaceFullPath or ReplacePrefixMatch");
+    }
+    if (p.value.empty() || p.value[0] != '/' || !literal_header_value(p.value)
+        || p.value.find_first_of(" {};'") != std::string::npos) {
+        doc.fail(node, path, "the replacement must be an absolute path nginx can take literally");
+    }
+    return p;
+}
+
+RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std::string &path,
+                         std::string *unsupported)
+{
+    RouteFilter f;
+    f.type = doc.string(node, path, "type", true);
+    if (f.type == "RequestHeaderModifier" || f.type == "ResponseHeaderModifier") {
+        std::string key = f.type == "RequestHeaderModifier" ? "requestHeaderModifier" : "responseHeaderModifier";
+        YAML::Node m = doc.child(node, path, key.c_str());
+        if (!m.IsDefined()) doc.fail(node, path + "." + key, "required field is missing");
+        f.headers = parse_header_modifier(doc, m, path + "." + key, unsupported);
+    } else if (f.type == "RequestRedirect") {
+        YAML::Node r = doc.child(node, path, "requestRedirect");
+        std::string rpath = path + ".requestRedirect";
+        doc.only(r, rpath, {"scheme", "hostname", "path", "port", "statusCode"});
+        f.scheme = doc.string(r, rpath, "scheme");
+        if (!f.scheme.empty() && f.scheme != "http" && f.scheme != "https") {
+            doc.fail(r, rpath + ".scheme", "expected http or https");
+        }
+        f.hostname = doc.string(r, rpath, "hostname");
+        if (!f.hostname.empty() && !valid_hostname(f.hostname, false)) {
+            doc.fail(r, rpath + ".hostname", "not a valid precise hostname");
+        }
+        f.port = doc.integer(r, rpath, "port", 1, 65535);
+        f.status_code = doc.integer(r, rpath, "statusCode", 301, 308, false, 302);
+        if (f.status_code != 301 && f.status_code != 302 && f.status_code != 303
+            && f.status_code != 307 && f.status_code != 308) {
+            doc.fail(r, rpath + ".statusCode", "expected 301, 302, 303, 307 or 308");
+        }
+        YAML::Node p = doc.child(r, rpath, "path");
+        if (p.IsDefined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+    } else if (f.type == "URLRewrite") {
+        YAML::Node r = doc.child(node, path, "urlRewrite");
+        std::string rpath = path + ".urlRewrite";
+        doc.only(r, rpath, {"hostname", "path"});
+        f.hostname = doc.string(r, rpath, "hostname");
+        if (!f.hostname.empty() && !valid_hostname(f.hostname, false)) {
+            doc.fail(r, rpath + ".hostname", "not a valid precise hostname");
+        }
+        YAML::Node p = doc.child(r, rpath, "path");
+        if (p.IsDefined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+    } else {
+        *unsupported = "filter type " + f.type + " is not rendered yet";
+    }
+    return f;
+}
+
+// CEL rules of HTTPRoute rules on filters.
+void check_rule_filters(const Document &doc, const YAML::Node &rule, const std::string &path,
+                        const RouteRule &rr)
+{
+    std::map<std::string, int> count;
+    for (const RouteFilter &f : rr.filters) count[f.type]++;
+    if (count["RequestRedirect"] && count["URLRewrite"]) {
+        doc.fail(rule, path + ".filters", "May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both");
+    }
+    for (const char *once : {"RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite"}) {
+        if (count[once] > 1) {
+            doc.fail(rule, path + ".filters", std::string(once) + " filter cannot be repeated");
+        }
+    }
+    for (const RouteFilter &f : rr.filters) {
+        if (f.path.type != "ReplacePrefixMatch") continue;
+        bool prefix_only = std::all_of(rr.matches.begin(), rr.matches.end(), [](const RouteMatch &m) {
+            return m.path_type == PathMatchType::PathPrefix;
+        });
+        if (!prefix_only) {
+            doc.fail(rule, path, "When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch, exactly one PathPrefix match must be specified");
+        }
+    }
+}
+
 void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out)
 {
     HTTPRoute r;
@@ -262,16 +398,24 @@ void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *ou
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "timeouts", "retry", "sessionPersistence"});
         RouteRule rr;
         rr.name = doc.string(rule, path, "name");
-        rr.has_filters = !doc.list(rule, path, "filters").empty();
+        int k = 0;
+        for (const YAML::Node &f : doc.list(rule, path, "filters")) {
+            std::string fpath = path + ".filters[" + std::to_string(k++) + "]";
+            RouteFilter filter = parse_filter(doc, f, fpath, &rr.unsupported);
+            rr.filters.push_back(filter);
+        }
         int j = 0;
         for (const YAML::Node &m : doc.list(rule, path, "matches")) {
             rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
         }
+        check_rule_filters(doc, rule, path, rr);
         j = 0;
         for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
             std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
             rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
-            rr.has_filters |= !doc.list(b, bpath, "filters").empty();
+            if (!doc.list(b, bpath, "filters").empty()) {
+                rr.unsupported = "filters on a backendRef are not rendered yet";
+            }
         }
         r.rules.push_back(std::move(rr));
     }

@@ -68,6 +68,8 @@ struct WeightedUpstream {
 
 struct Location {
     std::string match;       // "= /x", "/x/", "/" ...: what follows `location`
+    std::string path_prefix; // the PathPrefix matched, for ReplacePrefixMatch
+    std::vector<RouteFilter> filters;
     std::vector<WeightedUpstream> backends;
     int return_code = 0;     // when there is no backend to send to
     std::string source;      // "ns/route rule N", for the comment

@@ -1,6 +1,8 @@
 #include "render.h"
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -56,16 +58,135 @@ void render_upstream(std::ostringstream &out, const Upstream &u)
     out << "}\n\n";
 }
 
-// Locations with the same weighted backends share one split_clients.
+// http-level blocks that locations share: split_clients for weighted
+// backends, maps that append to request headers.
 struct Splits {
     std::ostringstream text;
     std::map<std::string, std::string> var_by_body;
+
+    std::string variable(const std::string &kind, const std::string &head, const std::string &body)
+    {
+        auto [it, added] = var_by_body.emplace(kind + head + body, "$" + kind + "_" + std::to_string(var_by_body.size() + 1));
+        if (added) text << head << " " << it->second << " {\n" << body << "}\n\n";
+        return it->second;
+    }
 };
+
+const RouteFilter *filter_of(const Location &l, const char *type)
+{
+    for (const RouteFilter &f : l.filters) {
+        if (f.type == type) return &f;
+    }
+    return nullptr;
+}
+
+std::string regex_quote(const std::string &text)
+{
+    std::string out;
+    for (char ch : text) {
+        if (std::strchr(".^$*+?()[]{}|\\", ch)) out += '\\';
+        out += ch;
+    }
+    return out;
+}
+
+// rewrite directives for ReplaceFullPath / ReplacePrefixMatch (Gateway API
+// prefixes match whole path elements)
+void render_path_rewrite(std::ostringstream &out, const Location &l, const PathModifier &p,
+                         const char *flag)
+{
+    if (p.type == "ReplaceFullPath") {
+        out << "        rewrite ^ " << p.value << flag << ";\n";
+        return;
+    }
+    std::string base = p.value;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    if (l.path_prefix == "/") {
+        out << "        rewrite ^/(.*)$ " << base << "/$1" << flag << ";\n";
+        return;
+    }
+    std::string prefix = regex_quote(l.path_prefix);
+    out << "        rewrite ^" << prefix << "$ " << p.value << flag << ";\n";
+    out << "        rewrite ^" << prefix << "(/.*)$ " << base << "$1" << flag << ";\n";
+}
+
+void render_request_headers(std::ostringstream &out, Splits &shared, const Location &l)
+{
+    const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
+    const RouteFilter *rewrite = filter_of(l, "URLRewrite");
+    if (headers == nullptr && (rewrite == nullptr || rewrite->hostname.empty())) {
+        return;
+    }
+    // a location's proxy_set_header replaces every inherited one: Host again
+    out << "        proxy_set_header Host "
+        << (rewrite && !rewrite->hostname.empty() ? rewrite->hostname : "$http_host") << ";\n";
+    if (headers == nullptr) return;
+    for (const auto &[name, value] : headers->headers.set) {
+        out << "        proxy_set_header " << name << " \"" << value << "\";\n";
+    }
+    for (const auto &[name, value] : headers->headers.add) {
+        std::string var = "$http_";
+        for (char ch : name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        // append to the client's value, or set it when there is none
+        std::string map_var = shared.variable("header_add", "map " + var,
+                                              "    \"\" \"" + value + "\";\n    default \"" + var + "," + value + "\";\n");
+        out << "        proxy_set_header " << name << " " << map_var << ";\n";
+    }
+    for (const std::string &name : headers->headers.remove) {
+        out << "        proxy_set_header " << name << " \"\";\n";
+    }
+}
+
+void render_response_headers(std::ostringstream &out, const Location &l)
+{
+    const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
+    if (headers == nullptr) return;
+    for (const std::string &name : headers->headers.remove) {
+        out << "        proxy_hide_header " << name << ";\n";
+    }
+    for (const auto &[name, value] : headers->headers.set) {
+        out << "        proxy_hide_header " << name << ";\n";
+        out << "        add_header " << name << " \"" << value << "\" always;\n";
+    }
+    for (const auto &[name, value] : headers->headers.add) {
+        out << "        add_header " << name << " \"" << value << "\" always;\n";
+    }
+}
+
+void render_redirect(std::ostringstream &out, const Location &l, const RouteFilter &r)
+{
+    std::string target = r.scheme.empty() ? "$scheme" : r.scheme;
+    target += "://";
+    if (!r.hostname.empty()) {
+        target += r.hostname;
+    } else {
+        target += r.port || !r.scheme.empty() ? "$host" : "$http_host";
+    }
+    if (r.port) target += ":" + std::to_string(r.port);
+    if (r.path.type.empty()) {
+        target += "$request_uri";
+    } else {
+        render_path_rewrite(out, l, r.path, "");
+        target += "$uri$is_args$args";
+    }
+    out << "        return " << r.status_code << " " << target << ";\n";
+}
 
 void render_location(std::ostringstream &out, Splits &splits, const Location &l)
 {
     out << "    # " << l.source << "\n";
     out << "    location " << l.match << " {\n";
+    render_response_headers(out, l);
+    if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
+        render_redirect(out, l, *redirect);
+        out << "    }\n";
+        return;
+    }
+    const RouteFilter *rewrite = filter_of(l, "URLRewrite");
+    if (rewrite && !rewrite->path.type.empty() && l.return_code == 0) {
+        render_path_rewrite(out, l, rewrite->path, " break");
+    }
+    render_request_headers(out, splits, l);
     if (l.return_code != 0) {
         out << "        return " << l.return_code << ";\n";
     } else if (l.backends.size() == 1 && !l.backends[0].upstream.empty()) {
@@ -81,12 +202,7 @@ void render_location(std::ostringstream &out, Splits &splits, const Location &l)
             body << "    " << (i + 1 == l.backends.size() ? "*" : percent(b.weight, total)) << " "
                  << (b.upstream.empty() ? "\"\"" : scheme(b)) << ";\n";
         }
-        auto [it, added] = splits.var_by_body.emplace(
-            body.str(), "$backend_split_" + std::to_string(splits.var_by_body.size() + 1));
-        const std::string &var = it->second;
-        if (added) {
-            splits.text << "split_clients \"${request_id}\" " << var << " {\n" << body.str() << "}\n\n";
-        }
+        std::string var = splits.variable("backend_split", "split_clients \"${request_id}\"", body.str());
         if (failed_share) {
             out << "        if (" << var << " = \"\") {\n            return 500;\n        }\n";
         }

@@ -179,8 +179,8 @@ private:
 
         std::string unsupported;
         for (const RouteRule &rule : r.rules) {
-            if (rule.has_filters) {
-                unsupported = "filters are not rendered yet";
+            if (!rule.unsupported.empty()) {
+                unsupported = rule.unsupported;
             }
             for (const RouteMatch &match : rule.matches) {
                 if (!match.headers.empty() || !match.query_params.empty() || !match.method.empty()
@@ -319,10 +319,19 @@ private:
                 Location l;
                 l.match = loc;
                 l.source = r.meta.key() + " rule " + std::to_string(index);
+                l.filters = rule.filters;
+                if (match.path_type == PathMatchType::PathPrefix) {
+                    l.path_prefix = match.path;
+                    while (l.path_prefix.size() > 1 && l.path_prefix.back() == '/') l.path_prefix.pop_back();
+                }
                 l.backends = backends;
+                bool redirects = std::any_of(rule.filters.begin(), rule.filters.end(),
+                                             [](const RouteFilter &f) { return f.type == "RequestRedirect"; });
                 bool forwards = std::any_of(backends.begin(), backends.end(),
                                             [](const WeightedUpstream &b) { return !b.upstream.empty(); });
-                if (!forwards) {
+                if (redirects) {
+                    l.backends.clear();  // answered by the gateway itself
+                } else if (!forwards) {
                     l.backends.clear();
                     l.return_code = 500;  // no forwarding: Gateway API says 500
                 }

@@ -226,6 +226,35 @@ spec:
     BOOST_TEST(e.find("Must have port for Service reference") != std::string::npos, e);
 }
 
+BOOST_AUTO_TEST_CASE(cel_rules_of_route_filters)
+{
+    std::string head = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  rules:
+)";
+    std::string e = error_of(head + R"(  - filters:
+    - {type: RequestRedirect, requestRedirect: {scheme: https}}
+    - {type: URLRewrite, urlRewrite: {hostname: a.example.com}}
+)");
+    BOOST_TEST(e.find("either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both") != std::string::npos, e);
+    e = error_of(head + R"(  - matches: [{path: {type: Exact, value: /x}}]
+    filters:
+    - {type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /y}}}
+)");
+    BOOST_TEST(e.find("exactly one PathPrefix match must be specified") != std::string::npos, e);
+    e = error_of(head + R"(  - filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {set: [{name: "bad header", value: x}]}
+)");
+    BOOST_TEST(e.find("not a valid header name") != std::string::npos, e);
+    e = error_of(head + R"(  - filters:
+    - {type: RequestRedirect, requestRedirect: {statusCode: 304}}
+)");
+    BOOST_TEST(e.find("expected 301, 302, 303, 307 or 308") != std::string::npos, e);
+}
+
 BOOST_AUTO_TEST_CASE(unsupported_api_version)
 {
     std::string e = error_of(std::string(kPolicyHead).replace(0, 36, "apiVersion: gateway.networking.k8s.io/v9"));

@@ -259,7 +259,7 @@ BOOST_AUTO_TEST_CASE(unrendered_features_are_not_served_wrongly)
 {
     std::string yaml = base_manifests();
     yaml.replace(yaml.find("    backendRefs: [{name: svc, port: 8443}]"), 42,
-                 "    filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]\n"
+                 "    filters: [{type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 443}}}]\n"
                  "    backendRefs: [{name: svc, port: 8443}]");
     Plan plan = plan_of(yaml);
     BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "route")).find("Accepted=False/UnsupportedValue")
@@ -336,6 +336,41 @@ BOOST_AUTO_TEST_CASE(deterministic_and_verifying)
     BOOST_TEST(render_status(plan, Options{}) == render_status(plan, Options{}));
     BOOST_TEST(render_status(plan, Options{}).find("controllerName: gateway2nginx.io/controller")
                != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(filters_render_as_nginx_directives)
+{
+    std::string yaml = base_manifests();
+    const std::string api_rule = "  - matches: [{path: {type: PathPrefix, value: /api}}]\n    backendRefs: [{name: svc, port: 443}]";
+    yaml.replace(yaml.find(api_rule), api_rule.size(),
+                 "  - matches: [{path: {type: PathPrefix, value: /api}}]\n"
+                 "    filters:\n"
+                 "    - {type: URLRewrite, urlRewrite: {hostname: internal.example.com, path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}}\n"
+                 "    - type: RequestHeaderModifier\n"
+                 "      requestHeaderModifier: {set: [{name: X-Set, value: one}], add: [{name: X-Add, value: two}], remove: [X-Drop]}\n"
+                 "    - type: ResponseHeaderModifier\n"
+                 "      responseHeaderModifier: {set: [{name: X-Resp, value: three}], remove: [Server-Timing]}\n"
+                 "    backendRefs: [{name: svc, port: 443}]\n"
+                 "  - matches: [{path: {type: PathPrefix, value: /old}}]\n"
+                 "    filters: [{type: RequestRedirect, requestRedirect: {scheme: https, statusCode: 301, path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}}}]");
+    std::string http = render_http_conf(plan_of(yaml));
+    BOOST_TEST(http.find("    location /api/ {\n"
+                         "        proxy_hide_header Server-Timing;\n"
+                         "        proxy_hide_header X-Resp;\n"
+                         "        add_header X-Resp \"three\" always;\n"
+                         "        rewrite ^/api$ /v2 break;\n"
+                         "        rewrite ^/api(/.*)$ /v2$1 break;\n"
+                         "        proxy_set_header Host internal.example.com;\n"
+                         "        proxy_set_header X-Set \"one\";\n"
+                         "        proxy_set_header X-Add $header_add_1;\n"
+                         "        proxy_set_header X-Drop \"\";\n"
+                         "        proxy_pass http://backend_ns_svc_443;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("map $http_x_add $header_add_1 {\n    \"\" \"two\";\n    default \"$http_x_add,two\";\n}")
+               != std::string::npos);
+    BOOST_TEST(http.find("    location /old/ {\n"
+                         "        rewrite ^/old$ /new;\n"
+                         "        rewrite ^/old(/.*)$ /new$1;\n"
+                         "        return 301 https://$host$uri$is_args$args;\n") != std::string::npos, http);
 }
 
 BOOST_AUTO_TEST_CASE(unusable_upstream_is_a_down_server)

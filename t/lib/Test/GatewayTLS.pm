@@ -129,6 +129,10 @@ sub _backend_servers {
             add_header X-Backend $name always;
             add_header X-Backend-Session-Reused \$ssl_session_reused always;
             add_header X-Backend-Connection-Requests \$connection_requests always;
+            add_header X-Echo-Host \$http_host always;
+            add_header X-Echo-Set \$http_x_set always;
+            add_header X-Echo-Add \$http_x_add always;
+            add_header X-Echo-Drop \$http_x_drop always;
             return 200 "backend=$name sni=\$ssl_server_name path=\$uri\\n";
         }
     }
