@@ -311,6 +311,29 @@ BOOST_AUTO_TEST_CASE(invalid_references_fail_closed)
                == "ConfigMap ns/missing does not exist");
 }
 
+BOOST_AUTO_TEST_CASE(at_most_16_ancestors_and_no_gateway_left_in_plaintext)
+{
+    std::string yaml = base_manifests() + policy("p", "https", "abc.example.com");
+    for (int i = 0; i < 20; i++) {
+        std::string n = std::to_string(i);
+        yaml += "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g" + n
+                + ", namespace: ns}\nspec:\n  gatewayClassName: ours\n  listeners:\n  - {name: http, port: "
+                + std::to_string(9000 + i) + ", protocol: HTTP}\n---\napiVersion: gateway.networking.k8s.io/v1\n"
+                "kind: HTTPRoute\nmetadata: {name: r" + n + ", namespace: ns}\nspec:\n  parentRefs: [{name: g" + n
+                + "}]\n  rules:\n  - backendRefs: [{name: svc, port: 443}]\n";
+    }
+    Plan plan = plan_of(yaml);
+    BOOST_TEST(status_of(plan, "BackendTLSPolicy", "p").refs.size() == 16u);
+    BOOST_TEST(plan.warnings.size() == 1u);
+    // every one of the 21 Gateways reaches the Service through the one verifying upstream
+    BOOST_TEST(plan.servers.size() == 21u);
+    for (const Server &server : plan.servers) {
+        for (const Location &l : server.locations) {
+            if (l.match == "/") BOOST_TEST(l.backends.at(0).tls);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(missing_target_port)
 {
     Plan plan = plan_of(base_manifests() + policy("p", "nope", "abc.example.com"));
