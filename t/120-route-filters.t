@@ -4,61 +4,11 @@
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
-use Cwd qw(abs_path);
 
 plan 'no_plan';
 setup();
-my $root = abs_path('.');
-my $dir = servroot();
-my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : "$root/build/nginx/objs";
-my $backend = backend_port('leaf');
-my $ca = do { local (@ARGV, $/) = (certs_dir() . '/ca.crt'); <> };
-$ca =~ s/^/    /mg;
 
-open my $fh, '>', "$dir/manifests.yaml" or die;
-print $fh <<"YAML";
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: svc, namespace: ns}
-spec:
-  ports: [{name: https, port: 443}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: svc-local
-  namespace: ns
-  labels: {kubernetes.io/service-name: svc}
-ports: [{name: https, port: $backend}]
-endpoints: [{addresses: ["127.0.0.1"]}]
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: ca, namespace: ns}
-data:
-  ca.crt: |
-$ca
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: svc-tls, namespace: ns}
-spec:
-  targetRefs: [{group: "", kind: Service, name: svc}]
-  validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
-    hostname: abc.example.com
+my $port = serve_manifests(gateway_manifests(svc => 'leaf') . <<'YAML');
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -101,23 +51,8 @@ spec:
     - type: RequestRedirect
       requestRedirect: {port: 8443}
 YAML
-close $fh;
 
-my $offset = server_port() + 20 - 80;
-my $port = 80 + $offset;
-my ($rc, $out) = run_generator('-f', "$dir/manifests.yaml", '-o', "$dir/out", '--port-offset', $offset,
-                               '--listen-address', '127.0.0.1', '--module-dir', $module_dir, '--check');
-is($rc, 0, 'the configuration passes nginx -t') or diag $out;
-
-start_backends();
-start_nginx("$dir/out", 'nginx.conf', $port);
-
-sub get {
-    my ($path, @headers) = @_;
-    my ($status, $hdrs, $body) = Test::GatewayTLS::_http($port, "GET $path",
-                                                          join("\n", 'Host: app.example.com', @headers));
-    return ($status, $hdrs, $body);
-}
+sub get { request($port, 'GET', shift, 'Host: app.example.com', @_) }
 
 my ($status, $hdrs, $body) = get('/api/items?q=1', 'X-Add: client', 'X-Drop: secret', 'X-Set: client');
 is($status, 200, 'URLRewrite: proxied through the verified backend');
@@ -131,8 +66,7 @@ is($hdrs->{'x-gateway'}, 'gateway2nginx', 'ResponseHeaderModifier add');
 
 ($status, $hdrs, $body) = get('/api');
 like($body, qr{path=/v2$}m, 'ReplacePrefixMatch of the prefix itself');
-($status, $hdrs, $body) = get('/apix');
-is($status, 404, 'a prefix matches whole path elements only');
+is((get('/apix'))[0], 404, 'a prefix matches whole path elements only');
 is((get('/api/x'))[1]->{'x-echo-add'}, 'added', 'RequestHeaderModifier add sets a header the client did not send');
 
 ($status, $hdrs, $body) = get('/full/anything');
@@ -145,5 +79,4 @@ is($hdrs->{location}, 'https://new.example.com/new/page?x=1', 'RequestRedirect s
 is($status, 302, 'RequestRedirect default status');
 is($hdrs->{location}, 'http://app.example.com:8443/moved', 'RequestRedirect port');
 
-stop_nginx("$dir/out");
-stop_backends();
+stop_served();

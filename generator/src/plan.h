@@ -66,6 +66,22 @@ struct WeightedUpstream {
     int weight = 1;
 };
 
+// One header, query parameter or method condition: a variable and the
+// anchored regular expression its value must match.
+struct MatchCondition {
+    std::string variable;
+    std::string regex;
+};
+
+// A rule that applies only when its conditions hold (HTTPRoute header,
+// query and method matches), tried before the location's own backends.
+struct ConditionalTarget {
+    std::vector<MatchCondition> conditions;
+    std::vector<WeightedUpstream> backends;
+    int return_code = 0;
+    std::string source;
+};
+
 struct Location {
     std::string match;       // "= /x", "/x/", "/" ...: what follows `location`
     std::string path_prefix; // the PathPrefix matched, for ReplacePrefixMatch
@@ -73,6 +89,8 @@ struct Location {
     std::vector<WeightedUpstream> backends;
     int return_code = 0;     // when there is no backend to send to
     std::string source;      // "ns/route rule N", for the comment
+    bool unconditional = true;  // false: only conditional rules claim this path
+    std::vector<ConditionalTarget> conditional;  // in Gateway API precedence
 };
 
 struct Server {

@@ -172,6 +172,54 @@ void render_redirect(std::ostringstream &out, const Location &l, const RouteFilt
     out << "        return " << r.status_code << " " << target << ";\n";
 }
 
+// What proxy_pass takes for a set of weighted backends: the upstream URL,
+// or a split_clients variable over them ("" stands for an invalid share).
+std::string proxy_target(Splits &splits, const std::vector<WeightedUpstream> &backends,
+                         bool *failed_share)
+{
+    if (backends.size() == 1 && !backends[0].upstream.empty()) {
+        return scheme(backends[0]);
+    }
+    long total = 0;
+    for (const WeightedUpstream &b : backends) total += b.weight;
+    std::ostringstream body;
+    for (size_t i = 0; i < backends.size(); i++) {
+        const WeightedUpstream &b = backends[i];
+        *failed_share |= b.upstream.empty();
+        body << "    " << (i + 1 == backends.size() ? "*" : percent(b.weight, total)) << " "
+             << (b.upstream.empty() ? "\"\"" : scheme(b)) << ";\n";
+    }
+    return splits.variable("backend_split", "split_clients \"${request_id}\"", body.str());
+}
+
+// Header, query and method matches: one map per condition gives 1 or 0,
+// and a map over all of them picks the first rule whose conditions all
+// hold, in precedence order; "404" and "500" stand for answers.
+std::string conditional_target(Splits &splits, const Location &l)
+{
+    std::string key, select;
+    for (size_t i = 0; i < l.conditional.size(); i++) {
+        const ConditionalTarget &t = l.conditional[i];
+        for (const MatchCondition &c : t.conditions) {
+            key += splits.variable("match", "map " + c.variable,
+                                   "    \"~" + c.regex + "\" 1;\n    default 0;\n");
+        }
+        key += ":";
+        bool failed_share = false;
+        std::string value = t.return_code ? std::to_string(t.return_code)
+                                          : proxy_target(splits, t.backends, &failed_share);
+        select += "    \"~^([01]*:){" + std::to_string(i) + "}1{" + std::to_string(t.conditions.size())
+                  + "}:\" \"" + value + "\";\n";
+    }
+    std::string fallback = "404";
+    if (l.unconditional) {
+        bool failed_share = false;
+        fallback = l.return_code ? std::to_string(l.return_code) : proxy_target(splits, l.backends, &failed_share);
+    }
+    select += "    default \"" + fallback + "\";\n";
+    return splits.variable("route_target", "map \"" + key + "\"", select);
+}
+
 void render_location(std::ostringstream &out, Splits &splits, const Location &l)
 {
     out << "    # " << l.source << "\n";
@@ -187,26 +235,20 @@ void render_location(std::ostringstream &out, Splits &splits, const Location &l)
         render_path_rewrite(out, l, rewrite->path, " break");
     }
     render_request_headers(out, splits, l);
-    if (l.return_code != 0) {
+    if (!l.conditional.empty()) {
+        std::string target = conditional_target(splits, l);
+        out << "        if (" << target << " = \"404\") {\n            return 404;\n        }\n";
+        out << "        if (" << target << " = \"500\") {\n            return 500;\n        }\n";
+        out << "        proxy_pass " << target << ";\n";
+    } else if (l.return_code != 0) {
         out << "        return " << l.return_code << ";\n";
-    } else if (l.backends.size() == 1 && !l.backends[0].upstream.empty()) {
-        out << "        proxy_pass " << scheme(l.backends[0]) << ";\n";
     } else {
-        long total = 0;
-        for (const WeightedUpstream &b : l.backends) total += b.weight;
-        std::ostringstream body;
         bool failed_share = false;
-        for (size_t i = 0; i < l.backends.size(); i++) {
-            const WeightedUpstream &b = l.backends[i];
-            failed_share |= b.upstream.empty();
-            body << "    " << (i + 1 == l.backends.size() ? "*" : percent(b.weight, total)) << " "
-                 << (b.upstream.empty() ? "\"\"" : scheme(b)) << ";\n";
-        }
-        std::string var = splits.variable("backend_split", "split_clients \"${request_id}\"", body.str());
+        std::string target = proxy_target(splits, l.backends, &failed_share);
         if (failed_share) {
-            out << "        if (" << var << " = \"\") {\n            return 500;\n        }\n";
+            out << "        if (" << target << " = \"\") {\n            return 500;\n        }\n";
         }
-        out << "        proxy_pass " << var << ";\n";
+        out << "        proxy_pass " << target << ";\n";
     }
     out << "    }\n";
 }

@@ -2,6 +2,9 @@
 #include "resolve.h"
 
 #include <algorithm>
+#include <cstring>
+#include <regex>
+#include <tuple>
 
 #include "conditions.h"
 
@@ -183,9 +186,10 @@ private:
                 unsupported = rule.unsupported;
             }
             for (const RouteMatch &match : rule.matches) {
-                if (!match.headers.empty() || !match.query_params.empty() || !match.method.empty()
-                    || match.path_type == PathMatchType::RegularExpression) {
-                    unsupported = "header, query parameter, method and regular-expression matches are not rendered yet";
+                std::string why = match_conditions(match, nullptr);
+                if (!why.empty()) unsupported = why;
+                if (is_conditional(match) && !rule.filters.empty()) {
+                    unsupported = "filters on a rule with header, query or method matches are not rendered yet";
                 }
             }
         }
@@ -311,33 +315,124 @@ private:
 
         std::vector<RouteMatch> matches = rule.matches;
         if (matches.empty()) matches.push_back(RouteMatch{});
+        bool redirects = std::any_of(rule.filters.begin(), rule.filters.end(),
+                                     [](const RouteFilter &f) { return f.type == "RequestRedirect"; });
+        bool forwards = std::any_of(backends.begin(), backends.end(),
+                                    [](const WeightedUpstream &b) { return !b.upstream.empty(); });
+        std::string source = r.meta.key() + " rule " + std::to_string(index);
+
         for (const RouteMatch &match : matches) {
             for (const std::string &loc : location_matches(match)) {
-                bool taken = std::any_of(server.locations.begin(), server.locations.end(),
-                                         [&](const Location &l) { return l.match == loc; });
-                if (taken) continue;  // an older route or earlier rule has it
-                Location l;
+                auto it = std::find_if(server.locations.begin(), server.locations.end(),
+                                       [&](const Location &l) { return l.match == loc; });
+                if (is_conditional(match)) {
+                    if (it == server.locations.end()) {
+                        Location l;
+                        l.match = loc;
+                        l.source = source;
+                        l.unconditional = false;
+                        server.locations.push_back(l);
+                        it = server.locations.end() - 1;
+                    } else if (it->unconditional && !it->filters.empty()) {
+                        plan_->warnings.push_back(source + ": its header, query or method match on " + loc
+                                                  + " is dropped: the path's other rule has filters");
+                        continue;
+                    }
+                    ConditionalTarget t;
+                    match_conditions(match, &t.conditions);
+                    t.backends = forwards ? backends : std::vector<WeightedUpstream>{};
+                    t.return_code = forwards ? 0 : 500;
+                    t.source = source;
+                    it->conditional.push_back(t);
+                    continue;
+                }
+                if (it != server.locations.end() && it->unconditional) {
+                    continue;  // an older route or earlier rule has it
+                }
+                if (it != server.locations.end() && !rule.filters.empty()) {
+                    plan_->warnings.push_back(source + ": dropped on " + loc
+                                              + ": filters cannot share a path with header, query or method matches");
+                    continue;
+                }
+                if (it == server.locations.end()) {
+                    server.locations.push_back(Location{});
+                    it = server.locations.end() - 1;
+                }
+                Location &l = *it;
                 l.match = loc;
-                l.source = r.meta.key() + " rule " + std::to_string(index);
+                l.source = source;
+                l.unconditional = true;
                 l.filters = rule.filters;
                 if (match.path_type == PathMatchType::PathPrefix) {
                     l.path_prefix = match.path;
                     while (l.path_prefix.size() > 1 && l.path_prefix.back() == '/') l.path_prefix.pop_back();
                 }
                 l.backends = backends;
-                bool redirects = std::any_of(rule.filters.begin(), rule.filters.end(),
-                                             [](const RouteFilter &f) { return f.type == "RequestRedirect"; });
-                bool forwards = std::any_of(backends.begin(), backends.end(),
-                                            [](const WeightedUpstream &b) { return !b.upstream.empty(); });
                 if (redirects) {
                     l.backends.clear();  // answered by the gateway itself
                 } else if (!forwards) {
                     l.backends.clear();
                     l.return_code = 500;  // no forwarding: Gateway API says 500
                 }
-                server.locations.push_back(l);
             }
         }
+    }
+
+    static bool is_conditional(const RouteMatch &m)
+    {
+        return !m.headers.empty() || !m.query_params.empty() || !m.method.empty();
+    }
+
+    // The conditions of a match as nginx variables and anchored regexes, or
+    // why they cannot be rendered.
+    static std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out)
+    {
+        static const std::regex variable_safe("^[A-Za-z0-9_-]+$");
+        if (m.path_type == PathMatchType::RegularExpression) {
+            return "regular-expression path matches are not rendered yet";
+        }
+        auto add = [&](const std::string &variable, const HeaderMatch &h) -> std::string {
+            if (h.type != "Exact" && h.type != "RegularExpression") {
+                return "match type " + h.type + " is not supported";
+            }
+            if (h.value.find_first_of("\"\n\r") != std::string::npos) {
+                return "a match value holds a quote or a line break";
+            }
+            if (out != nullptr) {
+                out->push_back({variable, h.type == "Exact" ? "^" + regex_quote(h.value) + "$"
+                                                            : "^(?:" + h.value + ")$"});
+            }
+            return "";
+        };
+        if (!m.method.empty()) {
+            std::string why = add("$request_method", {"Exact", "", m.method});
+            if (!why.empty()) return why;
+        }
+        for (const HeaderMatch &h : m.headers) {
+            if (!std::regex_match(h.name, variable_safe)) return "header name " + h.name + " cannot be matched";
+            std::string var = "$http_";
+            for (char ch : h.name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            std::string why = add(var, h);
+            if (!why.empty()) return why;
+        }
+        for (const HeaderMatch &q : m.query_params) {
+            if (q.name.find('-') != std::string::npos || !std::regex_match(q.name, variable_safe)) {
+                return "query parameter " + q.name + " cannot be matched";
+            }
+            std::string why = add("$arg_" + q.name, q);
+            if (!why.empty()) return why;
+        }
+        return "";
+    }
+
+    static std::string regex_quote(const std::string &text)
+    {
+        std::string out;
+        for (char ch : text) {
+            if (std::strchr(".^$*+?()[]{}|\\/", ch)) out += '\\';
+            out += ch;
+        }
+        return out;
     }
 
     static std::vector<std::string> location_matches(const RouteMatch &m)
@@ -443,6 +538,23 @@ private:
     void finish_servers()
     {
         for (auto &[key, server] : servers_) {
+            // Gateway API precedence among rules of one path: a method match,
+            // then more header matches, then more query matches, then age
+            for (Location &l : server.locations) {
+                std::stable_sort(l.conditional.begin(), l.conditional.end(),
+                                 [](const ConditionalTarget &a, const ConditionalTarget &b) {
+                                     auto rank = [](const ConditionalTarget &t) {
+                                         int method = 0, headers = 0, query = 0;
+                                         for (const MatchCondition &c : t.conditions) {
+                                             if (c.variable == "$request_method") method++;
+                                             else if (c.variable.compare(0, 6, "$http_") == 0) headers++;
+                                             else query++;
+                                         }
+                                         return std::make_tuple(method, headers, query);
+                                     };
+                                     return rank(a) > rank(b);
+                                 });
+            }
             std::sort(server.locations.begin(), server.locations.end(),
                       [](const Location &a, const Location &b) { return a.match < b.match; });
             plan_->servers.push_back(server);

@@ -27,7 +27,7 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
-                 run_generator read_status);
+                 run_generator read_status gateway_manifests serve_manifests stop_served request);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -432,6 +432,98 @@ sub run_generator {
     my $cmd = join ' ', map { "'$_'" } $bin, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
+}
+
+# Manifests for tests of routes: our GatewayClass, Gateway ns/gw with an
+# HTTP listener on port 80, and for each NAME => BACKEND a Service ns/NAME
+# whose endpoint is that local TLS backend, verified by a BackendTLSPolicy
+# (the test CA, hostname abc.example.com).
+sub gateway_manifests {
+    my %services = @_;
+    my $ca = do { local (@ARGV, $/) = (certs_dir() . '/ca.crt'); <> };
+    $ca =~ s/^/    /mg;
+    my $yaml = <<"YAML";
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: ns}
+data:
+  ca.crt: |
+$ca
+YAML
+    for my $name (sort keys %services) {
+        my $port = backend_port($services{$name});
+        $yaml .= <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $name, namespace: ns}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $name-local
+  namespace: ns
+  labels: {kubernetes.io/service-name: $name}
+ports: [{name: https, port: $port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: $name-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: $name}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: abc.example.com
+YAML
+    }
+    return $yaml;
+}
+
+# Writes YAML under the server root, runs gateway2nginx on it (with
+# --check), starts the backends and the generated nginx; returns the port
+# of the Gateway's port-80 listener. stop_served() stops both.
+sub serve_manifests {
+    my $yaml = shift;
+    my $dir = servroot();
+    open my $fh, '>', "$dir/manifests.yaml" or die "$!";
+    print $fh $yaml;
+    close $fh;
+    my $offset = server_port() + 20 - 80;
+    my $module = $ENV{GTLS_MODULE} || $Module;
+    (my $module_dir = $module) =~ s{/[^/]+$}{};
+    my ($rc, $out) = run_generator('-f', "$dir/manifests.yaml", '-o', "$dir/out", '--port-offset', $offset,
+                                   '--listen-address', '127.0.0.1', '--module-dir', $module_dir, '--check');
+    Test::More::is($rc, 0, 'gateway2nginx writes a configuration that passes nginx -t')
+        or Test::More::diag($out);
+    start_backends();
+    start_nginx("$dir/out", 'nginx.conf', 80 + $offset);
+    return 80 + $offset;
+}
+
+sub stop_served {
+    stop_nginx(servroot() . '/out');
+    stop_backends();
+}
+
+# One request to a served configuration: (status, headers, body).
+sub request {
+    my ($port, $method, $path, @headers) = @_;
+    return _http($port, "$method $path", join("\n", @headers));
 }
 
 # status.yaml as { "Kind ns/name" => [ "GATEWAY-NS/NAME: Type=Status/Reason", ... ] },

@@ -1,0 +1,59 @@
+# HTTPRoute header, query-parameter and method matches through
+# gateway2nginx and nginx, with Gateway API precedence among the rules of
+# one path, each rule's backend verified under its own BackendTLSPolicy.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+
+plan 'no_plan';
+setup();
+
+my $port = serve_manifests(gateway_manifests(v1 => 'leaf', v2 => 'wildcard', canary => 'leaf_h2')
+                           . <<'YAML');
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: matches, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [app.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /shop}}]
+    backendRefs: [{name: v1, port: 443}]
+  - matches:
+    - path: {type: PathPrefix, value: /shop}
+      headers: [{name: X-Version, value: v2}]
+    backendRefs: [{name: v2, port: 443}]
+  - matches:
+    - path: {type: PathPrefix, value: /shop}
+      headers: [{name: X-Version, value: v2}, {name: X-Canary, type: RegularExpression, value: "yes|true"}]
+    backendRefs: [{name: canary, port: 443}]
+  - matches:
+    - path: {type: PathPrefix, value: /shop}
+      method: DELETE
+    backendRefs: [{name: missing, port: 443}]
+  - matches:
+    - path: {type: Exact, value: /search}
+      queryParams: [{name: engine, value: v2}]
+    backendRefs: [{name: v2, port: 443}]
+YAML
+
+sub backend_of {
+    my ($status, $hdrs) = request($port, @_);
+    return $status == 200 ? $hdrs->{'x-backend'} : $status;
+}
+
+is(backend_of('GET', '/shop/cart', 'Host: app.example.com'), 'leaf', 'no condition: the plain rule');
+is(backend_of('GET', '/shop/cart', 'Host: app.example.com', 'X-Version: v2'), 'wildcard', 'a header match');
+is(backend_of('GET', '/shop/cart', 'Host: app.example.com', 'X-Version: v3'), 'leaf', 'a header mismatch falls back');
+is(backend_of('GET', '/shop', 'Host: app.example.com', 'X-Version: v2', 'X-Canary: true'), 'leaf_h2',
+   'more header matches win (regular expression)');
+is(backend_of('GET', '/shop', 'Host: app.example.com', 'X-Version: v2', 'X-Canary: truer'), 'wildcard',
+   'the regular expression is anchored');
+is(backend_of('DELETE', '/shop/x', 'Host: app.example.com', 'X-Version: v2', 'X-Canary: yes'), 500,
+   'a method match comes first (its backend does not exist: 500)');
+is(backend_of('GET', '/search?engine=v2', 'Host: app.example.com'), 'wildcard', 'a query parameter match');
+is(backend_of('GET', '/search?engine=v1', 'Host: app.example.com'), 404, 'no rule matches: 404');
+is(backend_of('GET', '/shopping', 'Host: app.example.com', 'X-Version: v2'), 404, 'whole path elements only');
+
+stop_served();
