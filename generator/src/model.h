@@ -125,8 +125,11 @@ struct RouteRule {
     std::vector<BackendRef> backend_refs;
 };
 
+// HTTPRoute, and GRPCRoute read into the same shape: its service/method
+// matches become the gRPC paths /service/method.
 struct HTTPRoute {
     ObjectMeta meta;
+    std::string kind = "HTTPRoute";
     std::vector<ParentRef> parent_refs;
     std::vector<std::string> hostnames;
     std::vector<RouteRule> rules;

@@ -422,6 +422,79 @@ void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *ou
     out->http_routes.push_back(std::move(r));
 }
 
+void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
+    static const std::regex method_re("^[A-Za-z_][A-Za-z_0-9]*$");
+    HTTPRoute r;
+    r.kind = "GRPCRoute";
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
+    int i = 0;
+    for (const YAML::Node &p : doc.list(spec, "spec", "parentRefs")) {
+        r.parent_refs.push_back(parse_parent_ref(doc, p, "spec.parentRefs[" + std::to_string(i++) + "]"));
+    }
+    i = 0;
+    for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) doc.fail(h, path, "not a valid hostname");
+        r.hostnames.push_back(h.Scalar());
+    }
+    i = 0;
+    for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
+        std::string path = "spec.rules[" + std::to_string(i++) + "]";
+        doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "sessionPersistence"});
+        RouteRule rr;
+        rr.name = doc.string(rule, path, "name");
+        if (!doc.list(rule, path, "filters").empty()) rr.unsupported = "GRPCRoute filters are not rendered yet";
+        int j = 0;
+        for (const YAML::Node &m : doc.list(rule, path, "matches")) {
+            std::string mpath = path + ".matches[" + std::to_string(j++) + "]";
+            doc.only(m, mpath, {"method", "headers"});
+            RouteMatch match;
+            YAML::Node method = doc.child(m, mpath, "method");
+            if (method.IsDefined()) {
+                std::string type = doc.string(method, mpath + ".method", "type", false, "Exact");
+                std::string service = doc.string(method, mpath + ".method", "service");
+                std::string name = doc.string(method, mpath + ".method", "method");
+                if (service.empty() && name.empty()) {
+                    doc.fail(method, mpath + ".method", "One or both of 'service' or 'method' must be specified");
+                }
+                if (type != "Exact") {
+                    rr.unsupported = "GRPCRoute method match type " + type + " is not rendered yet";
+                } else if ((!service.empty() && !std::regex_match(service, service_re))
+                           || (!name.empty() && !std::regex_match(name, method_re))) {
+                    doc.fail(method, mpath + ".method", "not a valid gRPC service or method name");
+                } else if (service.empty()) {
+                    rr.unsupported = "a GRPCRoute method match without a service is not rendered yet";
+                } else if (name.empty()) {
+                    match.path_type = PathMatchType::PathPrefix;
+                    match.path = "/" + service;
+                } else {
+                    match.path_type = PathMatchType::Exact;
+                    match.path = "/" + service + "/" + name;
+                }
+            }
+            int k = 0;
+            for (const YAML::Node &h : doc.list(m, mpath, "headers")) {
+                std::string hpath = mpath + ".headers[" + std::to_string(k++) + "]";
+                match.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
+                                         doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
+            }
+            rr.matches.push_back(match);
+        }
+        j = 0;
+        for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
+            std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
+            rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
+            if (!doc.list(b, bpath, "filters").empty()) rr.unsupported = "filters on a backendRef are not rendered yet";
+        }
+        r.rules.push_back(std::move(rr));
+    }
+    out->http_routes.push_back(std::move(r));
+}
+
 void parse_service(const Document &doc, const YAML::Node &root, Manifests *out)
 {
     Service s;
@@ -641,6 +714,7 @@ void parse_object(const Document &doc, const YAML::Node &root, Manifests *out)
         if (kind == "GatewayClass") return parse_gateway_class(doc, root, out);
         if (kind == "Gateway") return parse_gateway(doc, root, out);
         if (kind == "HTTPRoute") return parse_http_route(doc, root, out);
+        if (kind == "GRPCRoute") return parse_grpc_route(doc, root, out);
         if (kind == "ReferenceGrant") return parse_reference_grant(doc, root, out);
         if (kind == "BackendTLSPolicy") {
             if (api_version != "gateway.networking.k8s.io/v1"

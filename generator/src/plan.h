@@ -54,6 +54,8 @@ struct Upstream {
     std::string comment;
     std::vector<std::string> servers;  // "host:port"
     bool tls = false;
+    bool for_http = false;   // proxy_ssl_* directives
+    bool for_grpc = false;   // grpc_ssl_* directives
     UpstreamPolicy policy;
     // why this upstream can never be reached (a policy that cannot be
     // honoured, a Service without endpoints); rendered as a down server
@@ -64,6 +66,7 @@ struct WeightedUpstream {
     std::string upstream;
     bool tls = false;
     int weight = 1;
+    bool grpc = false;  // grpc_pass rather than proxy_pass
 };
 
 // One header, query parameter or method condition: a variable and the
@@ -84,6 +87,7 @@ struct ConditionalTarget {
 
 struct Location {
     std::string match;       // "= /x", "/x/", "/" ...: what follows `location`
+    bool grpc = false;       // grpc_pass
     std::string path_prefix; // the PathPrefix matched, for ReplacePrefixMatch
     std::vector<RouteFilter> filters;
     std::vector<WeightedUpstream> backends;
@@ -96,6 +100,7 @@ struct Location {
 struct Server {
     std::string listen;       // "ADDR:PORT"
     bool ssl = false;
+    bool http2 = false;       // a GRPCRoute is attached
     std::string server_name;  // "" for the port's default server
     std::string certificate;  // files under OUTDIR
     std::string certificate_key;

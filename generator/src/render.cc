@@ -26,6 +26,7 @@ std::string percent(long part, long total)
 
 std::string scheme(const WeightedUpstream &b)
 {
+    if (b.grpc) return (b.tls ? "grpcs://" : "grpc://") + b.upstream;
     return (b.tls ? "https://" : "http://") + b.upstream;
 }
 
@@ -43,17 +44,19 @@ void render_upstream(std::ostringstream &out, const Upstream &u)
     for (const std::string &server : u.servers) {
         out << "    server " << server << ";\n";
     }
-    if (u.tls) {
+    // the same policy for proxy_pass and for grpc_pass, as the upstream is used
+    for (const char *prefix : {"proxy", "grpc"}) {
+        if (!u.tls || !(std::string(prefix) == "proxy" ? u.for_http : u.for_grpc)) continue;
         const UpstreamPolicy &p = u.policy;
-        out << "    proxy_ssl_verify_mode strict;\n";
-        out << "    proxy_ssl_verify_ca " << p.ca << ";\n";
+        out << "    " << prefix << "_ssl_verify_mode strict;\n";
+        out << "    " << prefix << "_ssl_verify_ca " << p.ca << ";\n";
         if (!p.sans.empty()) {
-            out << "    proxy_ssl_verify_san";
+            out << "    " << prefix << "_ssl_verify_san";
             for (const std::string &san : p.sans) out << " " << san;
             out << ";\n";
         }
-        out << "    proxy_ssl_policy_name " << p.name << ";\n";
-        out << "    proxy_ssl_policy_hostname " << p.hostname << ";\n";
+        out << "    " << prefix << "_ssl_policy_name " << p.name << ";\n";
+        out << "    " << prefix << "_ssl_policy_hostname " << p.hostname << ";\n";
     }
     out << "}\n\n";
 }
@@ -239,7 +242,7 @@ void render_location(std::ostringstream &out, Splits &splits, const Location &l)
         std::string target = conditional_target(splits, l);
         out << "        if (" << target << " = \"404\") {\n            return 404;\n        }\n";
         out << "        if (" << target << " = \"500\") {\n            return 500;\n        }\n";
-        out << "        proxy_pass " << target << ";\n";
+        out << "        " << (l.grpc ? "grpc_pass " : "proxy_pass ") << target << ";\n";
     } else if (l.return_code != 0) {
         out << "        return " << l.return_code << ";\n";
     } else {
@@ -248,7 +251,7 @@ void render_location(std::ostringstream &out, Splits &splits, const Location &l)
         if (failed_share) {
             out << "        if (" << target << " = \"\") {\n            return 500;\n        }\n";
         }
-        out << "        proxy_pass " << target << ";\n";
+        out << "        " << (l.grpc ? "grpc_pass " : "proxy_pass ") << target << ";\n";
     }
     out << "    }\n";
 }
@@ -289,13 +292,17 @@ std::string render_http_conf(const Plan &plan)
     }
 
     std::map<std::string, bool> listen_has_default;  // listen -> ssl
-    std::set<std::string> listens_with_catch_all;
+    std::set<std::string> listens_with_catch_all, listens_http2;
+    for (const Server &s : plan.servers) {
+        if (s.http2) listens_http2.insert(s.listen);
+    }
     for (const Server &s : plan.servers) {
         listen_has_default.emplace(s.listen, s.ssl);
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
         servers << "server {\n";
         servers << "    listen " << s.listen << (s.ssl ? " ssl" : "")
+                << (listens_http2.count(s.listen) ? " http2" : "")
                 << (s.server_name.empty() ? " default_server" : "") << ";\n";
         servers << "    server_name \"" << s.server_name << "\";\n";
         if (s.ssl) {
@@ -311,7 +318,8 @@ std::string render_http_conf(const Plan &plan)
     for (const auto &[listen, ssl] : listen_has_default) {
         if (listens_with_catch_all.count(listen)) continue;
         servers << "server {\n";
-        servers << "    listen " << listen << (ssl ? " ssl" : "") << " default_server;\n";
+        servers << "    listen " << listen << (ssl ? " ssl" : "")
+                << (listens_http2.count(listen) ? " http2" : "") << " default_server;\n";
         servers << "    server_name \"\";\n";
         if (ssl) servers << "    ssl_reject_handshake on;\n";
         servers << "    return 404;\n";
@@ -326,7 +334,9 @@ std::string render_http_conf(const Plan &plan)
     out << "proxy_http_version 1.1;\n";
     out << "proxy_set_header Host $http_host;\n";
     out << "proxy_ssl_server_name on;\n";
-    out << "proxy_ssl_name $upstream_ssl_policy_hostname;\n\n";
+    out << "proxy_ssl_name $upstream_ssl_policy_hostname;\n";
+    out << "grpc_ssl_server_name on;\n";
+    out << "grpc_ssl_name $upstream_ssl_policy_hostname;\n\n";
     out << upstreams.str() << splits.text.str() << servers.str();
     return out.str();
 }
@@ -378,9 +388,12 @@ std::string render_status(const Plan &plan, const Options &o)
                 y << YAML::BeginMap;
                 y << YAML::Key << "name" << YAML::Value << l.name;
                 y << YAML::Key << "attachedRoutes" << YAML::Value << l.attached_routes;
-                y << YAML::Key << "supportedKinds" << YAML::Value << YAML::BeginSeq << YAML::BeginMap
-                  << YAML::Key << "group" << YAML::Value << "gateway.networking.k8s.io"
-                  << YAML::Key << "kind" << YAML::Value << "HTTPRoute" << YAML::EndMap << YAML::EndSeq;
+                y << YAML::Key << "supportedKinds" << YAML::Value << YAML::BeginSeq;
+                for (const char *kind : {"HTTPRoute", "GRPCRoute"}) {
+                    y << YAML::BeginMap << YAML::Key << "group" << YAML::Value << "gateway.networking.k8s.io"
+                      << YAML::Key << "kind" << YAML::Value << kind << YAML::EndMap;
+                }
+                y << YAML::EndSeq;
                 emit_conditions(y, l.conditions, st.meta);
                 y << YAML::EndMap;
             }

@@ -176,7 +176,7 @@ private:
     {
         ObjectStatus st;
         st.api_version = "gateway.networking.k8s.io/v1";
-        st.kind = "HTTPRoute";
+        st.kind = r.kind;
         st.meta = r.meta;
         st.refs_key = "parents";
 
@@ -234,7 +234,7 @@ private:
             bool ns_ok = l.allowed_namespaces_from == "All"
                          || (l.allowed_namespaces_from == "Same" && r.meta.namespace_ == gw.meta.namespace_);
             bool kind_ok = l.allowed_kinds.empty()
-                           || std::find(l.allowed_kinds.begin(), l.allowed_kinds.end(), "HTTPRoute")
+                           || std::find(l.allowed_kinds.begin(), l.allowed_kinds.end(), r.kind)
                                   != l.allowed_kinds.end();
             if (ls->usable && ns_ok && kind_ok) allowed.push_back(ls);
         }
@@ -274,6 +274,7 @@ private:
                 continue;
             }
             Server &server = server_for(*ls, host);
+            server.http2 |= r.kind == "GRPCRoute";
             for (size_t i = 0; i < r.rules.size(); i++) {
                 add_rule(server, r, r.rules[i], i, gw, &refs);
             }
@@ -329,6 +330,7 @@ private:
                     if (it == server.locations.end()) {
                         Location l;
                         l.match = loc;
+                        l.grpc = r.kind == "GRPCRoute";
                         l.source = source;
                         l.unconditional = false;
                         server.locations.push_back(l);
@@ -360,6 +362,7 @@ private:
                 }
                 Location &l = *it;
                 l.match = loc;
+                l.grpc = r.kind == "GRPCRoute";
                 l.source = source;
                 l.unconditional = true;
                 l.filters = rule.filters;
@@ -476,19 +479,23 @@ private:
 
         BoundPolicy *policy = policies_.find(ns, b.name, port->name);
         policies_.reached(ns, b.name, port->name, gw.meta.key());
-        out->upstream = upstream_for(*svc, *port, policy);
+        out->grpc = r.kind == "GRPCRoute";
+        out->upstream = upstream_for(*svc, *port, policy, out->grpc);
         out->tls = policy != nullptr;
         out->weight = b.weight;
         return true;
     }
 
-    std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy)
+    std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
+                             bool grpc)
     {
         std::string name = "backend_" + safe_name(svc.meta.namespace_) + "_" + safe_name(svc.meta.name)
                            + "_" + std::to_string(port.port);
-        if (upstreams_.count(name)) return name;
-
+        bool known = upstreams_.count(name) != 0;
         Upstream &u = upstreams_[name];
+        (grpc ? u.for_grpc : u.for_http) = true;
+        if (known) return name;
+
         u.name = name;
         u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
         for (const EndpointSlice &es : m_.endpoint_slices) {
