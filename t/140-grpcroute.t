@@ -1,6 +1,8 @@
 # GRPCRoute through gateway2nginx and nginx: service/method matches become
 # gRPC paths, backends are reached with grpc_pass under the upstream's
 # BackendTLSPolicy (grpc_ssl_* directives), and the listener speaks HTTP/2.
+# Calls carry no message: nginx may reset a stream it answers before
+# reading the body, which curl reports as a framing error.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -31,7 +33,7 @@ YAML
 sub grpc_call {
     my ($path, @headers) = @_;
     my $h = join ' ', map { "-H '$_'" } 'content-type: application/grpc', 'te: trailers', @headers;
-    my $out = `curl -s --http2-prior-knowledge --max-time 10 -o - -w '\\n%{http_code}' -X POST $h -H 'Host: grpc.example.com' --data-binary 'x' http://127.0.0.1:$port$path`;
+    my $out = `curl -s --http2-prior-knowledge --max-time 10 -o - -w '\\n%{http_code}' -X POST $h -H 'Host: grpc.example.com' http://127.0.0.1:$port$path`;
     my @lines = split /\n/, $out;
     my $code = pop @lines;
     return ($code, join("\n", @lines));
@@ -40,7 +42,7 @@ sub grpc_call {
 my ($code, $body) = grpc_call('/pkg.Echo/Say');
 is($code, 200, 'GRPCRoute: service and method reach the backend over HTTP/2 and verified TLS');
 like($body, qr{^backend=leaf_h2 sni=abc\.example\.com path=/pkg\.Echo/Say$}m, 'the backend saw the policy hostname as SNI');
-($code) = grpc_call('/pkg.Echo/Other');
+($code, $body) = grpc_call('/pkg.Echo/Other');
 is($code, 404, 'another method of the service does not match');
 ($code) = grpc_call('/pkg.Other/Anything');
 is($code, 502, 'a service-only match reaches its backend, refused by its policy (SPIFFE-only certificate, hostname check)');
