@@ -36,6 +36,9 @@ spec:
     - path: {type: Exact, value: /search}
       queryParams: [{name: engine, value: v2}]
     backendRefs: [{name: v2, port: 443}]
+  - matches:
+    - path: {type: RegularExpression, value: "/items/[0-9]+"}
+    backendRefs: [{name: v2, port: 443}]
 YAML
 
 sub backend_of {
@@ -55,5 +58,8 @@ is(backend_of('DELETE', '/shop/x', 'Host: app.example.com', 'X-Version: v2', 'X-
 is(backend_of('GET', '/search?engine=v2', 'Host: app.example.com'), 'wildcard', 'a query parameter match');
 is(backend_of('GET', '/search?engine=v1', 'Host: app.example.com'), 404, 'no rule matches: 404');
 is(backend_of('GET', '/shopping', 'Host: app.example.com', 'X-Version: v2'), 404, 'whole path elements only');
+
+is(backend_of('GET', '/items/42', 'Host: app.example.com'), 'wildcard', 'a regular-expression path');
+is(backend_of('GET', '/items/42/x', 'Host: app.example.com'), 404, 'a regular-expression path matches the whole path');
 
 stop_served();

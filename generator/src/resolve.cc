@@ -391,8 +391,9 @@ private:
     static std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out)
     {
         static const std::regex variable_safe("^[A-Za-z0-9_-]+$");
-        if (m.path_type == PathMatchType::RegularExpression) {
-            return "regular-expression path matches are not rendered yet";
+        if (m.path_type == PathMatchType::RegularExpression
+            && m.path.find_first_of("\"\n\r") != std::string::npos) {
+            return "a regular-expression path holds a quote or a line break";
         }
         auto add = [&](const std::string &variable, const HeaderMatch &h) -> std::string {
             if (h.type != "Exact" && h.type != "RegularExpression") {
@@ -441,6 +442,8 @@ private:
     static std::vector<std::string> location_matches(const RouteMatch &m)
     {
         if (m.path_type == PathMatchType::Exact) return {"= " + m.path};
+        // whole-path PCRE; nginx tries regex locations before prefixes, in order
+        if (m.path_type == PathMatchType::RegularExpression) return {"~ \"^(?:" + m.path + ")$\""};
         std::string prefix = m.path;
         while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
         if (prefix == "/") return {"/"};
@@ -562,8 +565,13 @@ private:
                                      return rank(a) > rank(b);
                                  });
             }
-            std::sort(server.locations.begin(), server.locations.end(),
-                      [](const Location &a, const Location &b) { return a.match < b.match; });
+            // sorted for stable output; regex locations keep route precedence order
+            std::stable_sort(server.locations.begin(), server.locations.end(),
+                             [](const Location &a, const Location &b) {
+                                 bool ra = a.match[0] == '~', rb = b.match[0] == '~';
+                                 if (ra || rb) return !ra && rb;
+                                 return a.match < b.match;
+                             });
             plan_->servers.push_back(server);
         }
         for (auto &[name, u] : upstreams_) {
