@@ -514,10 +514,16 @@ private:
         if (u.servers.empty() && svc.type == "ExternalName") {
             u.servers.push_back(svc.external_name + ":" + std::to_string(port.port));
         }
+        if (u.servers.empty() && !o_.resolver.empty()) {
+            // inside the cluster: the Service's stable ClusterIP through its DNS
+            // name, resolved when nginx loads the configuration
+            u.servers.push_back(svc.meta.name + "." + svc.meta.namespace_ + ".svc.cluster.local:"
+                                + std::to_string(port.port));
+        }
         std::sort(u.servers.begin(), u.servers.end());
         u.servers.erase(std::unique(u.servers.begin(), u.servers.end()), u.servers.end());
         if (u.servers.empty()) {
-            u.unusable = "no ready endpoints";
+            u.unusable = "no ready endpoints (with --resolver, the cluster DNS name is used)";
         }
         if (policy != nullptr) {
             u.tls = true;

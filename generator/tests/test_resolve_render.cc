@@ -165,6 +165,50 @@ BOOST_AUTO_TEST_CASE(only_our_gateways_and_ready_endpoints)
     BOOST_TEST(matches == (std::vector<std::string>{"/api/", "= /admin", "= /api"}));
 }
 
+BOOST_AUTO_TEST_CASE(endpoints_then_external_name_then_cluster_dns)
+{
+    std::string yaml = base_manifests() + R"(---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: ns}
+spec:
+  type: ExternalName
+  externalName: api.example.net
+  ports: [{name: https, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: plain, namespace: ns}
+spec:
+  ports: [{name: https, port: 8443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: more, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [more.example.com]
+  rules:
+  - matches: [{path: {value: /ext}}]
+    backendRefs: [{name: ext, port: 443}]
+  - matches: [{path: {value: /plain}}]
+    backendRefs: [{name: plain, port: 8443}]
+)";
+    Plan plan = plan_of(yaml);
+    BOOST_TEST(upstream_named(plan, "ns_ext_443").servers == std::vector<std::string>{"api.example.net:443"});
+    BOOST_TEST(upstream_named(plan, "ns_plain_8443").unusable.find("no ready endpoints") == 0u);
+
+    Manifests m;
+    std::istringstream in(yaml);
+    parse_stream(in, "test.yaml", &m);
+    Options with_resolver;
+    with_resolver.resolver = "10.96.0.10";
+    Plan in_cluster = resolve(m, with_resolver);
+    BOOST_TEST(upstream_named(in_cluster, "ns_plain_8443").servers
+               == std::vector<std::string>{"plain.ns.svc.cluster.local:8443"});
+    BOOST_TEST(render_nginx_conf(in_cluster, with_resolver).find("    resolver 10.96.0.10;\n") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(missing_backend_is_a_500_and_a_condition)
 {
     std::string yaml = base_manifests();
