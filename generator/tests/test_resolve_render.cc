@@ -209,6 +209,21 @@ spec:
     BOOST_TEST(render_nginx_conf(in_cluster, with_resolver).find("    resolver 10.96.0.10;\n") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(gateway_addresses_choose_the_listen_address)
+{
+    std::string yaml = base_manifests();
+    yaml.replace(yaml.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,
+                 "  addresses: [{type: IPAddress, value: \"127.0.0.2\"}, {type: Hostname, value: gw.example.com}]\n");
+    Plan plan = plan_of(yaml);
+    BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
+    BOOST_TEST(plan.servers[0].listen == "127.0.0.2:80");
+
+    std::string v6 = base_manifests();
+    v6.replace(v6.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,
+               "  addresses: [{value: \"::1\"}]\n");
+    BOOST_TEST(plan_of(v6).servers.at(0).listen == "[::1]:80");
+}
+
 BOOST_AUTO_TEST_CASE(missing_backend_is_a_500_and_a_condition)
 {
     std::string yaml = base_manifests();
