@@ -553,6 +553,21 @@ private:
 
     void finish_servers()
     {
+        // nginx 1.22 speaks h2c by prior knowledge only: HTTP/1 clients of a
+        // cleartext port that also carries gRPC cannot be served
+        std::set<std::string> h2c, http1;
+        for (const auto &[key, server] : servers_) {
+            if (server.http2 && !server.ssl) h2c.insert(server.listen);
+            for (const Location &l : server.locations) {
+                if (!l.grpc) http1.insert(server.listen);
+            }
+        }
+        for (const std::string &listen : h2c) {
+            if (http1.count(listen)) {
+                plan_->warnings.push_back("listener " + listen + " carries GRPCRoutes and HTTPRoutes without TLS: "
+                                          "it speaks HTTP/2 only, so HTTP/1 clients of its HTTPRoutes fail");
+            }
+        }
         for (auto &[key, server] : servers_) {
             // Gateway API precedence among rules of one path: a method match,
             // then more header matches, then more query matches, then age
