@@ -58,7 +58,7 @@ bool granted(const Manifests &m, const std::string &from_kind, const std::string
 class Resolver {
 public:
     Resolver(const Manifests &m, const Options &o, Plan *plan)
-        : m_(m), o_(o), plan_(plan), policies_(resolve_policies(m, plan)) {}
+        : m_(m), o_(o), plan_(plan), objects_(m), policies_(resolve_policies(m, objects_, plan)) {}
 
     void run()
     {
@@ -152,8 +152,8 @@ private:
             *why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
             return false;
         }
-        for (const Secret &secret : m_.secrets) {
-            if (secret.meta.namespace_ != ns || secret.meta.name != ref.name) continue;
+        if (const Secret *found = ObjectIndex::find(objects_.secrets, ns, ref.name)) {
+            const Secret &secret = *found;
             auto crt = secret.data.find("tls.crt"), key = secret.data.find("tls.key");
             if (secret.type != "kubernetes.io/tls" || crt == secret.data.end() || key == secret.data.end()) {
                 *why = "Secret " + ns + "/" + ref.name + " is not a kubernetes.io/tls Secret with tls.crt and tls.key";
@@ -324,8 +324,10 @@ private:
 
         for (const RouteMatch &match : matches) {
             for (const std::string &loc : location_matches(match)) {
-                auto it = std::find_if(server.locations.begin(), server.locations.end(),
-                                       [&](const Location &l) { return l.match == loc; });
+                std::map<std::string, size_t> &index_of = location_index_[&server];
+                auto found = index_of.find(loc);
+                auto it = found == index_of.end() ? server.locations.end()
+                                                  : server.locations.begin() + found->second;
                 if (is_conditional(match)) {
                     if (it == server.locations.end()) {
                         Location l;
@@ -333,6 +335,7 @@ private:
                         l.grpc = r.kind == "GRPCRoute";
                         l.source = source;
                         l.unconditional = false;
+                        index_of[loc] = server.locations.size();
                         server.locations.push_back(l);
                         it = server.locations.end() - 1;
                     } else if (it->unconditional && !it->filters.empty()) {
@@ -357,6 +360,7 @@ private:
                     continue;
                 }
                 if (it == server.locations.end()) {
+                    index_of[loc] = server.locations.size();
                     server.locations.push_back(Location{});
                     it = server.locations.end() - 1;
                 }
@@ -464,10 +468,7 @@ private:
                                                   + " is in another namespace and no ReferenceGrant allows it");
             return false;
         }
-        const Service *svc = nullptr;
-        for (const Service &s : m_.services) {
-            if (s.meta.namespace_ == ns && s.meta.name == b.name) svc = &s;
-        }
+        const Service *svc = ObjectIndex::find(objects_.services, ns, b.name);
         if (svc == nullptr) {
             *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " does not exist");
             return false;
@@ -501,8 +502,11 @@ private:
 
         u.name = name;
         u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
-        for (const EndpointSlice &es : m_.endpoint_slices) {
-            if (es.meta.namespace_ != svc.meta.namespace_ || es.service_name != svc.meta.name) continue;
+        auto slices = objects_.endpoint_slices.find(svc.meta.key());
+        for (const EndpointSlice *es_ptr : slices == objects_.endpoint_slices.end()
+                                               ? std::vector<const EndpointSlice *>{}
+                                               : slices->second) {
+            const EndpointSlice &es = *es_ptr;
             for (const EndpointPort &ep : es.ports) {
                 if (ep.name != port.name) continue;
                 for (const std::string &addr : es.ready_addresses) {
@@ -603,11 +607,13 @@ private:
     const Manifests &m_;
     const Options &o_;
     Plan *plan_;
+    ObjectIndex objects_;
     PolicyIndex policies_;
     std::vector<const Gateway *> gateways_;
     std::vector<ListenerState> listeners_;
     std::map<std::string, Server> servers_;
     std::map<std::string, std::string> server_owner_;  // "listen host" -> Gateway
+    std::map<const Server *, std::map<std::string, size_t>> location_index_;
     std::map<std::string, Upstream> upstreams_;
     std::set<std::string> written_;
 };

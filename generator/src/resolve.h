@@ -15,6 +15,25 @@ Plan resolve(const Manifests &manifests, const Options &options);
 
 // ---- shared between resolve.cc and resolve_policy.cc ----------------------
 
+// Objects by "namespace/name" (EndpointSlices by "namespace/service"), so
+// that resolving stays linear in the size of the input.
+struct ObjectIndex {
+    std::map<std::string, const Service *> services;
+    std::map<std::string, const ConfigMap *> config_maps;
+    std::map<std::string, const Secret *> secrets;
+    std::map<std::string, std::vector<const EndpointSlice *>> endpoint_slices;
+
+    explicit ObjectIndex(const Manifests &m);
+
+    template <typename T>
+    static const T *find(const std::map<std::string, const T *> &by_key, const std::string &ns,
+                         const std::string &name)
+    {
+        auto it = by_key.find(ns + "/" + name);
+        return it == by_key.end() ? nullptr : it->second;
+    }
+};
+
 // The policy that governs one Service port, after conflicts.
 struct BoundPolicy {
     const BackendTLSPolicy *policy = nullptr;
@@ -41,7 +60,7 @@ struct PolicyIndex {
                       const std::string &port_name);
 };
 
-PolicyIndex resolve_policies(const Manifests &manifests, Plan *plan);
+PolicyIndex resolve_policies(const Manifests &manifests, const ObjectIndex &objects, Plan *plan);
 void policy_statuses(const Manifests &manifests, PolicyIndex &index, Plan *plan);
 
 // Conflict order of Gateway API: the oldest creationTimestamp first (an

@@ -38,7 +38,7 @@ struct CaResult {
     std::vector<std::string> invalid_kinds; // InvalidKind messages
 };
 
-CaResult resolve_ca_refs(const Manifests &m, const BackendTLSPolicy &p)
+CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p)
 {
     CaResult out;
     const std::string &ns = p.meta.namespace_;
@@ -47,14 +47,10 @@ CaResult resolve_ca_refs(const Manifests &m, const BackendTLSPolicy &p)
         std::string what;
         if (ref.group.empty() && ref.kind == "ConfigMap") {
             what = "ConfigMap " + ns + "/" + ref.name;
-            for (const ConfigMap &cm : m.config_maps) {
-                if (cm.meta.namespace_ == ns && cm.meta.name == ref.name) data = &cm.data;
-            }
+            if (const ConfigMap *cm = ObjectIndex::find(objects.config_maps, ns, ref.name)) data = &cm->data;
         } else if (ref.group.empty() && ref.kind == "Secret") {
             what = "Secret " + ns + "/" + ref.name;
-            for (const Secret &s : m.secrets) {
-                if (s.meta.namespace_ == ns && s.meta.name == ref.name) data = &s.data;
-            }
+            if (const Secret *s = ObjectIndex::find(objects.secrets, ns, ref.name)) data = &s->data;
         } else {
             out.invalid_kinds.push_back("caCertificateRefs: kind \"" + ref.kind + "\" in group \""
                                         + ref.group + "\" (" + ref.name
@@ -104,14 +100,6 @@ std::string join(const std::vector<std::string> &parts)
     return out;
 }
 
-const Service *find_service(const Manifests &m, const std::string &ns, const std::string &name)
-{
-    for (const Service &s : m.services) {
-        if (s.meta.namespace_ == ns && s.meta.name == name) return &s;
-    }
-    return nullptr;
-}
-
 }  // namespace
 
 bool older_first(const ObjectMeta &a, const ObjectMeta &b)
@@ -158,7 +146,18 @@ void PolicyIndex::reached(const std::string &ns, const std::string &service,
     }
 }
 
-PolicyIndex resolve_policies(const Manifests &m, Plan *plan)
+ObjectIndex::ObjectIndex(const Manifests &m)
+{
+    // the first of two objects with one name wins, as the input order says
+    for (const Service &o : m.services) services.emplace(o.meta.key(), &o);
+    for (const ConfigMap &o : m.config_maps) config_maps.emplace(o.meta.key(), &o);
+    for (const Secret &o : m.secrets) secrets.emplace(o.meta.key(), &o);
+    for (const EndpointSlice &o : m.endpoint_slices) {
+        endpoint_slices[o.meta.namespace_ + "/" + o.service_name].push_back(&o);
+    }
+}
+
+PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Plan *plan)
 {
     PolicyIndex index;
 
@@ -180,7 +179,7 @@ PolicyIndex resolve_policies(const Manifests &m, Plan *plan)
             invalid.push_back("wellKnownCACertificates \"" + p->well_known_ca_certificates
                               + "\" is not supported; only \"System\" is");
         }
-        CaResult ca = resolve_ca_refs(m, *p);
+        CaResult ca = resolve_ca_refs(objects, *p);
 
         bound.upstream.name = key;
         bound.upstream.hostname = p->hostname;
@@ -210,7 +209,7 @@ PolicyIndex resolve_policies(const Manifests &m, Plan *plan)
                 missing.push_back("target " + t.kind + " " + t.name + " is not a Service");
                 continue;
             }
-            const Service *svc = find_service(m, ns, t.name);
+            const Service *svc = ObjectIndex::find(objects.services, ns, t.name);
             if (svc == nullptr) {
                 missing.push_back(what + " does not exist");
                 continue;
