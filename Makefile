@@ -25,7 +25,7 @@ GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_LIBS    := -lyaml-cpp -lcrypto
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module unit-tests test test-unit test-nginx install demo clean
+.PHONY: all deps module unit-tests test test-unit test-nginx install demo bench clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -97,6 +97,11 @@ install: module $(GENERATOR)
 demo: deps
 	$(MAKE) module $(GENERATOR)
 	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) bash conf-examples/demo.sh
+
+# Benchmarks print ratios measured side by side in one run (bench/).
+bench: deps
+	$(MAKE) all
+	bash bench/generator.sh
 
 clean:
 	rm -rf $(BUILD) t/servroot*
