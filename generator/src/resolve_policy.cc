@@ -1,6 +1,7 @@
 // BackendTLSPolicy (GEP-1897): targets, conflicts, CA references and the
 // conditions of each policy, per ancestor Gateway.
 #include <algorithm>
+#include <unordered_map>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -15,8 +16,19 @@ namespace {
 
 constexpr size_t kMaxAncestors = 16;
 
-// At least one PEM certificate, and nothing unreadable.
+// At least one PEM certificate, and nothing unreadable. Thousands of
+// policies usually share a few bundles: each distinct one is parsed once.
+bool parse_pem_bundle(const std::string &pem);
+
 bool valid_pem_bundle(const std::string &pem)
+{
+    static std::unordered_map<std::string, bool> seen;
+    auto it = seen.find(pem);
+    if (it == seen.end()) it = seen.emplace(pem, parse_pem_bundle(pem)).first;
+    return it->second;
+}
+
+bool parse_pem_bundle(const std::string &pem)
 {
     BIO *bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
     if (bio == nullptr) {
@@ -79,6 +91,10 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p)
 
 std::string content_id(const std::string &content)
 {
+    static std::unordered_map<std::string, std::string> seen;
+    auto known = seen.find(content);
+    if (known != seen.end()) return known->second;
+
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     EVP_Digest(content.data(), content.size(), md, &len, EVP_sha256(), nullptr);
@@ -88,6 +104,7 @@ std::string content_id(const std::string &content)
         out += digits[md[i] >> 4];
         out += digits[md[i] & 0xf];
     }
+    seen.emplace(content, out);
     return out;
 }
 
