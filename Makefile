@@ -13,7 +13,8 @@ CXXFLAGS     += -std=c++17 -Wall -Wextra -Werror -Ingx_module/core
 
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
-        libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl
+        libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
+        ca-certificates time
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
@@ -102,6 +103,7 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	bash bench/generator.sh
+	bash bench/scale.sh
 
 clean:
 	rm -rf $(BUILD) t/servroot*
