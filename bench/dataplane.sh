@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Data-plane benchmark (DESIGN §5): requests/s through the module (strict +
+# URI SAN + SPKI pin) against stock `proxy_ssl_verify on`, to the same TLS
+# backend, with upstream keepalive and with a full TLS handshake per
+# request. Runs alternate module/stock and the medians are compared.
+# Usage: bench/dataplane.sh [SECONDS_PER_RUN] (default 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-5}
+rounds=${ROUNDS:-3}
+module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
+work=$PWD/build/bench/dataplane
+rm -rf "$work" && mkdir -p "$work/logs"
+sh t/lib/make-certs.sh "$work/certs" > /dev/null
+spki=$(openssl x509 -in "$work/certs/leaf.leaf.crt" -pubkey -noout | openssl pkey -pubin -outform der \
+       | openssl dgst -sha256 -binary | base64)
+trap 'kill -QUIT $(cat "$work/logs/nginx.pid" 2>/dev/null) 2>/dev/null || true' EXIT
+
+cat > "$work/nginx.conf" <<CONF
+load_module $module;
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    upstream backend_keepalive { server 127.0.0.1:29443; keepalive 64; }
+    upstream backend_fresh { server 127.0.0.1:29443; }
+    # the backend
+    server {
+        listen 127.0.0.1:29443 ssl;
+        ssl_certificate $work/certs/leaf.crt;
+        ssl_certificate_key $work/certs/leaf.key;
+        keepalive_requests 100000;
+        location / { return 200 "ok\n"; }
+    }
+    server {
+        listen 127.0.0.1:29080;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_ssl_server_name on;
+        proxy_ssl_name abc.example.com;
+        location /module/keepalive/ {
+            proxy_pass https://backend_keepalive;
+            proxy_ssl_verify_mode strict;
+            proxy_ssl_verify_ca $work/certs/ca.crt;
+            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+            proxy_ssl_verify_pin sha256-spki:$spki;
+        }
+        location /stock/keepalive/ {
+            proxy_pass https://backend_keepalive;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $work/certs/ca.crt;
+        }
+        location /module/handshake/ {
+            proxy_pass https://backend_fresh;
+            proxy_ssl_session_reuse off;
+            proxy_ssl_verify_mode strict;
+            proxy_ssl_verify_ca $work/certs/ca.crt;
+            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+            proxy_ssl_verify_pin sha256-spki:$spki;
+        }
+        location /stock/handshake/ {
+            proxy_pass https://backend_fresh;
+            proxy_ssl_session_reuse off;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $work/certs/ca.crt;
+        }
+    }
+}
+CONF
+/usr/sbin/nginx -p "$work/" -c nginx.conf
+sleep 0.3
+for path in /module/keepalive/ /stock/keepalive/ /module/handshake/ /stock/handshake/; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:29080$path")
+    [ "$code" = 200 ] || { echo "$path answered $code" >&2; exit 1; }
+done
+
+rps() { wrk -t1 -c16 -d"${secs}s" "http://127.0.0.1:29080$1" | awk '/Requests\/sec/ {print $2}'; }
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+printf '%-10s %14s %14s %8s\n' case module_rps stock_rps ratio
+for kind in keepalive handshake; do
+    m=() s=()
+    for _ in $(seq "$rounds"); do
+        m+=("$(rps "/module/$kind/")")
+        s+=("$(rps "/stock/$kind/")")
+    done
+    mm=$(printf '%s\n' "${m[@]}" | median)
+    sm=$(printf '%s\n' "${s[@]}" | median)
+    echo "$kind $mm $sm" | awk '{printf "%-10s %14.0f %14.0f %8.3f\n", $1, $2, $3, $2 / $3}'
+done
