@@ -1,6 +1,8 @@
 // Per-kind parsers: every field typed, CRD schema and CEL rules re-checked
 // (no API server stands between the manifests and us).
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -121,6 +123,12 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
     if ((l.protocol == "HTTP" || l.protocol == "TCP" || l.protocol == "UDP") && tls.IsDefined()) {
         doc.fail(tls, path + ".tls", "tls mode must not be set for protocols ['HTTP', 'TCP', 'UDP']");
     }
+    if (l.protocol == "HTTPS" && l.tls_mode != "Terminate") {
+        doc.fail(tls, path + ".tls.mode", "tls mode must be Terminate for protocol HTTPS");
+    }
+    if ((l.protocol == "TCP" || l.protocol == "UDP") && !l.hostname.empty()) {
+        doc.fail(node, path + ".hostname", "hostname must not be specified for protocols ['TCP', 'UDP']");
+    }
     if (l.protocol == "HTTPS" && l.tls_mode == "Terminate" && l.certificate_refs.empty()) {
         doc.fail(tls, path + ".tls", "certificateRefs or options must be specified when mode is Terminate");
     }
@@ -154,21 +162,29 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
     if (listeners.empty() || listeners.size() > 64) {
         doc.fail(spec, "spec.listeners", "expected 1 to 64 listeners");
     }
-    std::set<std::string> names;
+    std::set<std::string> names, combinations;
     for (size_t i = 0; i < listeners.size(); i++) {
         std::string path = "spec.listeners[" + std::to_string(i) + "]";
         Listener l = parse_listener(doc, listeners[i], path);
         if (!names.insert(l.name).second) {
             doc.fail(listeners[i], path + ".name", "Listener name must be unique within the Gateway");
         }
+        std::string combination = std::to_string(l.port) + "/" + l.protocol + "/" + l.hostname;
+        if (!combinations.insert(combination).second) {
+            doc.fail(listeners[i], path, "Combination of port, protocol and hostname must be unique for each listener");
+        }
         gw.listeners.push_back(std::move(l));
     }
 
     int i = 0;
+    std::set<std::string> addresses;
     for (const YAML::Node &addr : doc.list(spec, "spec", "addresses")) {
         std::string path = "spec.addresses[" + std::to_string(i++) + "]";
         std::string type = doc.string(addr, path, "type", false, "IPAddress");
         std::string value = doc.string(addr, path, "value", true);
+        if (!addresses.insert(type + "/" + value).second) {
+            doc.fail(addr, path, type == "IPAddress" ? "IPAddress values must be unique" : "Hostname values must be unique");
+        }
         if (type == "IPAddress") {
             gw.addresses.push_back(value);
         }
@@ -187,6 +203,28 @@ ParentRef parse_parent_ref(const Document &doc, const YAML::Node &node, const st
     p.section_name = doc.string(node, path, "sectionName");
     p.port = doc.integer(node, path, "port", 1, 65535);
     return p;
+}
+
+// parentRefs, with the CEL rules on several references to one parent.
+void parse_parent_refs(const Document &doc, const YAML::Node &spec, HTTPRoute *r)
+{
+    std::vector<YAML::Node> refs = doc.list(spec, "spec", "parentRefs");
+    for (size_t i = 0; i < refs.size(); i++) {
+        ParentRef p = parse_parent_ref(doc, refs[i], "spec.parentRefs[" + std::to_string(i) + "]");
+        for (const ParentRef &seen : r->parent_refs) {
+            if (seen.group != p.group || seen.kind != p.kind || seen.name != p.name
+                || seen.namespace_ != p.namespace_) {
+                continue;
+            }
+            if (seen.section_name.empty() != p.section_name.empty()) {
+                doc.fail(refs[i], "spec.parentRefs", "sectionName must be specified when parentRefs includes 2 or more references to the same parent");
+            }
+            if (seen.section_name == p.section_name && seen.port == p.port) {
+                doc.fail(refs[i], "spec.parentRefs", "sectionName must be unique when parentRefs includes 2 or more references to the same parent");
+            }
+        }
+        r->parent_refs.push_back(p);
+    }
 }
 
 RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::string &path)
@@ -211,8 +249,18 @@ RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::s
             if (m.path.empty() || m.path[0] != '/') {
                 doc.fail(p, path + ".path.value", "value must be an absolute path and start with '/' when type one of ['Exact', 'PathPrefix']");
             }
-            if (m.path.find("//") != std::string::npos) {
-                doc.fail(p, path + ".path.value", "must not contain '//' when type one of ['Exact', 'PathPrefix']");
+            for (const char *bad : {"//", "/./", "/../", "%2f", "%2F", "#"}) {
+                if (m.path.find(bad) != std::string::npos) {
+                    doc.fail(p, path + ".path.value", std::string("must not contain '") + bad
+                                                          + "' when type one of ['Exact', 'PathPrefix']");
+                }
+            }
+            for (const char *bad : {"/..", "/."}) {
+                size_t n = std::strlen(bad);
+                if (m.path.size() >= n && m.path.compare(m.path.size() - n, n, bad) == 0) {
+                    doc.fail(p, path + ".path.value", std::string("must not end with '") + bad
+                                                          + "' when type one of ['Exact', 'PathPrefix']");
+                }
             }
             if (m.path.find_first_of("{};\"' \t") != std::string::npos) {
                 doc.fail(p, path + ".path.value", "contains a character nginx cannot take in a location");
@@ -303,6 +351,14 @@ PathModifier parse_path_modifier(const Document &doc, const YAML::Node &node, co
 {
     PathModifier p;
     p.type = doc.string(node, path, "type", true);
+    bool full = doc.child(node, path, "replaceFullPath").IsDefined();
+    bool prefix = doc.child(node, path, "replacePrefixMatch").IsDefined();
+    if (full && p.type != "ReplaceFullPath") {
+        doc.fail(node, path, "type must be 'ReplaceFullPath' when replaceFullPath is set");
+    }
+    if (prefix && p.type != "ReplacePrefixMatch") {
+        doc.fail(node, path, "type must be 'ReplacePrefixMatch' when replacePrefixMatch is set");
+    }
     if (p.type == "ReplaceFullPath") {
         p.value = doc.string(node, path, "replaceFullPath", true);
     } else if (p.type == "ReplacePrefixMatch") {
@@ -322,6 +378,20 @@ RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std:
 {
     RouteFilter f;
     f.type = doc.string(node, path, "type", true);
+    // CEL: the field named after the type, and no other
+    static const std::map<std::string, std::string> field_of = {
+        {"RequestHeaderModifier", "requestHeaderModifier"}, {"ResponseHeaderModifier", "responseHeaderModifier"},
+        {"RequestMirror", "requestMirror"}, {"RequestRedirect", "requestRedirect"},
+        {"URLRewrite", "urlRewrite"}, {"ExtensionRef", "extensionRef"}, {"CORS", "cors"}};
+    for (const auto &[type, field] : field_of) {
+        bool present = doc.child(node, path, field.c_str()).IsDefined();
+        if (type == f.type && !present) {
+            doc.fail(node, path, "filter." + field + " must be specified for " + type + " filter.type");
+        }
+        if (type != f.type && present) {
+            doc.fail(node, path, "filter." + field + " must be nil if the filter.type is not " + type);
+        }
+    }
     if (f.type == "RequestHeaderModifier" || f.type == "ResponseHeaderModifier") {
         std::string key = f.type == "RequestHeaderModifier" ? "requestHeaderModifier" : "responseHeaderModifier";
         YAML::Node m = doc.child(node, path, key.c_str());
@@ -395,11 +465,8 @@ void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *ou
     YAML::Node spec = doc.child(root, "", "spec");
     doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
 
+    parse_parent_refs(doc, spec, &r);
     int i = 0;
-    for (const YAML::Node &p : doc.list(spec, "spec", "parentRefs")) {
-        r.parent_refs.push_back(parse_parent_ref(doc, p, "spec.parentRefs[" + std::to_string(i++) + "]"));
-    }
-    i = 0;
     for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
         std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
         if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
@@ -446,11 +513,8 @@ void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *ou
     r.meta = doc.meta(root);
     YAML::Node spec = doc.child(root, "", "spec");
     doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
+    parse_parent_refs(doc, spec, &r);
     int i = 0;
-    for (const YAML::Node &p : doc.list(spec, "spec", "parentRefs")) {
-        r.parent_refs.push_back(parse_parent_ref(doc, p, "spec.parentRefs[" + std::to_string(i++) + "]"));
-    }
-    i = 0;
     for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
         std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
         if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) doc.fail(h, path, "not a valid hostname");

@@ -226,6 +226,42 @@ spec:
     BOOST_TEST(e.find("Must have port for Service reference") != std::string::npos, e);
 }
 
+BOOST_AUTO_TEST_CASE(more_cel_rules_of_gateway_and_route)
+{
+    std::string gw = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: g}
+spec:
+  gatewayClassName: c
+)";
+    BOOST_TEST(error_of(gw + "  listeners:\n  - {name: a, port: 80, protocol: HTTP}\n  - {name: b, port: 80, protocol: HTTP}\n")
+                   .find("Combination of port, protocol and hostname must be unique") != std::string::npos);
+    BOOST_TEST(error_of(gw + "  listeners:\n  - {name: a, port: 9, protocol: TCP, hostname: a.example.com}\n")
+                   .find("hostname must not be specified for protocols ['TCP', 'UDP']") != std::string::npos);
+    BOOST_TEST(error_of(gw + "  listeners:\n  - {name: a, port: 443, protocol: HTTPS, tls: {mode: Passthrough}}\n")
+                   .find("tls mode must be Terminate for protocol HTTPS") != std::string::npos);
+    BOOST_TEST(error_of(gw + "  addresses: [{value: 10.0.0.1}, {value: 10.0.0.1}]\n  listeners:\n"
+                             "  - {name: a, port: 80, protocol: HTTP}\n")
+                   .find("IPAddress values must be unique") != std::string::npos);
+
+    std::string route = "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r}\nspec:\n";
+    for (const char *bad : {"/a/../b", "/a/./b", "/a%2fb", "/a#b", "/a/..", "/a/."}) {
+        std::string e = error_of(route + "  rules:\n  - matches: [{path: {value: \"" + bad + "\"}}]\n");
+        BOOST_TEST((e.find("must not contain") != std::string::npos || e.find("must not end with") != std::string::npos),
+                   bad << ": " << e);
+    }
+    BOOST_TEST(error_of(route + "  parentRefs: [{name: g}, {name: g, sectionName: http}]\n")
+                   .find("sectionName must be specified when parentRefs includes 2 or more references") != std::string::npos);
+    BOOST_TEST(error_of(route + "  parentRefs: [{name: g, sectionName: a}, {name: g, sectionName: a}]\n")
+                   .find("sectionName must be unique when parentRefs includes 2 or more references") != std::string::npos);
+    BOOST_TEST(error_of(route + "  rules:\n  - filters: [{type: RequestHeaderModifier}]\n")
+                   .find("filter.requestHeaderModifier must be specified for RequestHeaderModifier filter.type") != std::string::npos);
+    BOOST_TEST(error_of(route + "  rules:\n  - filters: [{type: URLRewrite, urlRewrite: {}, requestRedirect: {}}]\n")
+                   .find("filter.requestRedirect must be nil if the filter.type is not RequestRedirect") != std::string::npos);
+    BOOST_TEST(error_of(route + "  rules:\n  - filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replaceFullPath: /x}}}]\n")
+                   .find("type must be 'ReplaceFullPath' when replaceFullPath is set") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(cel_rules_of_route_filters)
 {
     std::string head = R"(apiVersion: gateway.networking.k8s.io/v1
