@@ -209,6 +209,58 @@ spec:
     BOOST_TEST(render_nginx_conf(in_cluster, with_resolver).find("    resolver 10.96.0.10;\n") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(listener_certificate_in_another_namespace_needs_a_grant)
+{
+    std::string tls = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: secure, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - name: https
+    port: 443
+    protocol: HTTPS
+    tls: {certificateRefs: [{name: cert, namespace: certs}]}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cert, namespace: certs}
+type: kubernetes.io/tls
+stringData: {tls.crt: CERT, tls.key: KEY}
+)";
+    Plan denied = plan_of(base_manifests() + tls);
+    const ObjectStatus &gw = status_of(denied, "Gateway", "secure");
+    BOOST_TEST(gw.listeners.at(0).conditions.back().reason == "InvalidCertificateRef");
+    BOOST_TEST(gw.listeners.at(0).conditions.back().message
+               == "Secret certs/cert is in another namespace and no ReferenceGrant allows it");
+
+    Plan allowed = plan_of(base_manifests() + tls + R"(---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: certs-for-gateways, namespace: certs}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: ns}]
+  to: [{group: "", kind: Secret, name: cert}]
+)");
+    BOOST_TEST(status_of(allowed, "Gateway", "secure").listeners.at(0).conditions.back().reason == "ResolvedRefs");
+    bool key_private = false;
+    for (const OutputFile &f : allowed.files) {
+        if (f.path == "certs/listener-certs-cert.key") key_private = f.mode == 0600 && f.content == "KEY";
+    }
+    BOOST_TEST(key_private);
+}
+
+BOOST_AUTO_TEST_CASE(v1alpha3_policies_are_read_too)
+{
+    std::string yaml = base_manifests() + policy("p", "https", "abc.example.com");
+    yaml.replace(yaml.rfind("gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy"), 28,
+                 "gateway.networking.k8s.io/v1alpha3");
+    Plan plan = plan_of(yaml);
+    BOOST_TEST(status_of(plan, "BackendTLSPolicy", "p").api_version == "gateway.networking.k8s.io/v1alpha3");
+    BOOST_TEST(upstream_named(plan, "_443").tls);
+}
+
 BOOST_AUTO_TEST_CASE(gateway_addresses_choose_the_listen_address)
 {
     std::string yaml = base_manifests();
