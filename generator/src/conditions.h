@@ -28,6 +28,12 @@ inline Condition policy_no_valid_ca(const std::string &why)
 {
     return make("Accepted", false, "NoValidCACertificate", why);
 }
+inline Condition policy_insecure_not_allowed(const std::string &gateway, const std::string &mode)
+{
+    return make("Accepted", false, "InsecureVerificationNotAllowed",
+                "verification mode " + mode + " is not allowed by Gateway " + gateway
+                    + " (spec.tls.backend.validation.mode: AllowStrictOnly)");
+}
 inline Condition refs_resolved() { return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved"); }
 inline Condition refs_invalid_ca(const std::string &why)
 {
@@ -74,6 +80,11 @@ inline Condition route_invalid_kind(const std::string &why)
 // Gateways
 inline Condition gateway_accepted() { return make("Accepted", true, "Accepted", "Gateway is accepted"); }
 inline Condition gateway_programmed() { return make("Programmed", true, "Programmed", "Gateway is programmed"); }
+inline Condition gateway_insecure_backends_allowed()
+{
+    return make("InsecureBackendValidationMode", true, "ConfigurationChanged",
+                "BackendTLSPolicies with insecure verification modes are allowed behind this Gateway");
+}
 inline Condition listener_accepted() { return make("Accepted", true, "Accepted", "Listener is accepted"); }
 inline Condition listener_programmed() { return make("Programmed", true, "Programmed", "Listener is programmed"); }
 inline Condition listener_refs_resolved()

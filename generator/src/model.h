@@ -58,6 +58,8 @@ struct Gateway {
     std::string gateway_class_name;
     std::vector<Listener> listeners;
     std::vector<std::string> addresses;  // IP addresses only
+    // GEP-4152 operator gate: spec.tls.backend.validation.mode
+    bool allows_insecure_backends = false;  // AllowInsecureVerification
 };
 
 struct ParentRef {
@@ -217,8 +219,15 @@ struct BackendTLSPolicy {
     std::string hostname;
     std::vector<SubjectAltName> subject_alt_names;
     std::map<std::string, std::string> options;
+    // GEP-4152 (both drafts): the module's mode name (strict, allow_expired,
+    // skip_san, skip), directly trusted leaves, and pins as module SPECs
+    std::string mode = "strict";
+    std::vector<LocalObjectRef> trusted_certificates;
+    std::vector<std::string> pins;
     // a field the parser could not honour: the policy is Accepted=False/Invalid
     std::vector<std::string> invalid_reasons;
+
+    bool insecure() const { return mode != "strict"; }
 };
 
 // Everything read from the input, in input order.

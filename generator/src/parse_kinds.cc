@@ -1,6 +1,7 @@
 // Per-kind parsers: every field typed, CRD schema and CEL rules re-checked
 // (no API server stands between the manifests and us).
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <regex>
@@ -70,6 +71,41 @@ std::string base64_decode(const Document &doc, const YAML::Node &node, const std
     if (clean.size() > 1 && clean[clean.size() - 2] == '=') pad++;
     out.resize(static_cast<size_t>(n) - pad);
     return out;
+}
+
+std::string base64_to_hex(const std::string &b64)
+{
+    if (b64.empty() || b64.size() % 4 != 0) return "";
+    std::string raw(b64.size() / 4 * 3, '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(&raw[0]),
+                            reinterpret_cast<const unsigned char *>(b64.data()), static_cast<int>(b64.size()));
+    if (n < 0) return "";
+    size_t pad = (b64.back() == '=') + (b64.size() > 1 && b64[b64.size() - 2] == '=');
+    raw.resize(static_cast<size_t>(n) - pad);
+    static const char digits[] = "0123456789abcdef";
+    std::string hex;
+    for (unsigned char ch : raw) {
+        hex += digits[ch >> 4];
+        hex += digits[ch & 0xf];
+    }
+    return hex;
+}
+
+// The module's pin forms: sha256-spki: 32 bytes of base64, sha256-cert: 64
+// hex digits, colons allowed.
+bool valid_pin(const std::string &spec)
+{
+    if (spec.compare(0, 12, "sha256-spki:") == 0) {
+        std::string v = spec.substr(12);
+        return v.size() == 44 && v.back() == '=' && base64_to_hex(v).size() == 64;
+    }
+    std::string hex;
+    for (char ch : spec.substr(12)) {
+        if (ch == ':') continue;
+        if (!std::isxdigit(static_cast<unsigned char>(ch))) return false;
+        hex += ch;
+    }
+    return hex.size() == 64;
 }
 
 void parse_gateway_class(const Document &doc, const YAML::Node &root, Manifests *out)
@@ -157,6 +193,13 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
     gw.meta = doc.meta(root);
     YAML::Node spec = doc.child(root, "", "spec");
     gw.gateway_class_name = doc.string(spec, "spec", "gatewayClassName", true);
+    YAML::Node backend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "backend");
+    YAML::Node gate = doc.child(backend, "spec.tls.backend", "validation");
+    std::string gate_mode = doc.string(gate, "spec.tls.backend.validation", "mode", false, "AllowStrictOnly");
+    if (gate_mode != "AllowStrictOnly" && gate_mode != "AllowInsecureVerification") {
+        doc.fail(gate, "spec.tls.backend.validation.mode", "expected AllowStrictOnly or AllowInsecureVerification");
+    }
+    gw.allows_insecure_backends = gate_mode == "AllowInsecureVerification";
 
     std::vector<YAML::Node> listeners = doc.list(spec, "spec", "listeners", true);
     if (listeners.empty() || listeners.size() > 64) {
@@ -673,6 +716,114 @@ void parse_reference_grant(const Document &doc, const YAML::Node &root, Manifest
     out->reference_grants.push_back(std::move(g));
 }
 
+// GEP-4152, both drafts' spellings, with the options under gateway2nginx.io/
+// as an alternative. Its validation rules make the policy Accepted=False/
+// Invalid (the CRD cannot check fields it does not know). Returns whether
+// any GEP-4152 setting is present.
+bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node &validation,
+                   BackendTLSPolicy *p)
+{
+    static const std::map<std::string, std::string> modes = {
+        {"Standard", "strict"}, {"Strict", "strict"}, {"InsecureAllowExpired", "allow_expired"},
+        {"InsecureSkipOnlySANVerification", "skip_san"}, {"InsecureSkipSANVerification", "skip_san"},
+        {"InsecureSkipVerification", "skip"}};
+    std::map<std::string, std::string> options = doc.string_map(spec, "spec", "options");
+    bool present = false;
+
+    std::string mode = doc.string(validation, "spec.validation", "mode");
+    auto option = options.find("gateway2nginx.io/verification-mode");
+    if (option != options.end()) {
+        if (!mode.empty() && mode != option->second) {
+            p->invalid_reasons.push_back("spec.validation.mode and option gateway2nginx.io/verification-mode disagree");
+        }
+        mode = option->second;
+    }
+    if (!mode.empty()) {
+        present = true;
+        auto it = modes.find(mode);
+        if (it == modes.end()) {
+            p->invalid_reasons.push_back("spec.validation.mode: unknown mode \"" + mode + "\"");
+        } else {
+            p->mode = it->second;
+        }
+    }
+
+    int i = 0;
+    for (const YAML::Node &ref : doc.list(validation, "spec.validation", "trustedCertificates")) {
+        std::string path = "spec.validation.trustedCertificates[" + std::to_string(i++) + "]";
+        p->trusted_certificates.push_back({doc.string(ref, path, "group"), doc.string(ref, path, "kind", true),
+                                           doc.string(ref, path, "name", true)});
+        present = true;
+    }
+
+    auto add_hash = [&](const std::string &where, const std::string &type, const std::string &algorithm,
+                        const std::string &value) {
+        present = true;
+        if (algorithm != "SHA256") {
+            p->invalid_reasons.push_back(where + ".algorithm: only SHA256 is supported");
+            return;
+        }
+        std::string spec_text;
+        if (type == "SPKI") {
+            spec_text = "sha256-spki:" + value;
+        } else if (type == "Certificate") {
+            bool hex = value.find(':') != std::string::npos || value.size() == 64;
+            spec_text = "sha256-cert:" + (hex ? value : base64_to_hex(value));
+        } else {
+            p->invalid_reasons.push_back(where + ".type: expected SPKI or Certificate");
+            return;
+        }
+        if (!valid_pin(spec_text)) {
+            p->invalid_reasons.push_back(where + ".value: not a SHA-256 " + type + " hash");
+            return;
+        }
+        p->pins.push_back(spec_text);
+    };
+    i = 0;
+    for (const YAML::Node &h : doc.list(validation, "spec.validation", "trustedCertificateHashes")) {
+        std::string path = "spec.validation.trustedCertificateHashes[" + std::to_string(i++) + "]";
+        add_hash(path, doc.string(h, path, "type", true), doc.string(h, path, "algorithm", false, "SHA256"),
+                 doc.string(h, path, "value", true));
+    }
+    option = options.find("gateway2nginx.io/trusted-certificate-hashes");
+    if (option != options.end()) {
+        // "SPKI:VALUE,Certificate:VALUE"
+        std::string list = option->second;
+        size_t start = 0;
+        while (start <= list.size()) {
+            size_t end = list.find(',', start);
+            std::string item = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+            size_t colon = item.find(':');
+            add_hash("option gateway2nginx.io/trusted-certificate-hashes", item.substr(0, colon), "SHA256",
+                     colon == std::string::npos ? "" : item.substr(colon + 1));
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+    }
+    for (const auto &[key, value] : options) {
+        if (key.compare(0, 17, "gateway2nginx.io/") == 0 && key != "gateway2nginx.io/verification-mode"
+            && key != "gateway2nginx.io/trusted-certificate-hashes") {
+            p->invalid_reasons.push_back("unknown option " + key);
+        }
+    }
+
+    // the drafts' validation rules
+    bool any_trust = !p->ca_certificate_refs.empty() || !p->well_known_ca_certificates.empty()
+                     || !p->trusted_certificates.empty() || !p->pins.empty();
+    if (present && p->mode == "skip" && any_trust) {
+        p->invalid_reasons.push_back("spec.validation: InsecureSkipVerification must not name trust "
+                                     "(caCertificateRefs, wellKnownCACertificates, trustedCertificates, trustedCertificateHashes)");
+    }
+    if (present && p->mode != "skip" && !any_trust) {
+        p->invalid_reasons.push_back("spec.validation: mode needs caCertificateRefs, wellKnownCACertificates, "
+                                     "trustedCertificates or trustedCertificateHashes");
+    }
+    if ((p->mode == "skip" || p->mode == "skip_san") && doc.child(validation, "spec.validation", "subjectAltNames").IsDefined()) {
+        p->invalid_reasons.push_back("spec.validation.subjectAltNames must be empty when mode skips SAN verification");
+    }
+    return present;
+}
+
 void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
                               const std::string &api_version, Manifests *out)
 {
@@ -717,7 +868,8 @@ void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
     }
     for (const std::string &key : doc.unknown(validation, "spec.validation",
                                               {"caCertificateRefs", "wellKnownCACertificates",
-                                               "hostname", "subjectAltNames"})) {
+                                               "hostname", "subjectAltNames", "mode",
+                                               "trustedCertificates", "trustedCertificateHashes"})) {
         p.invalid_reasons.push_back("unsupported field spec.validation." + key);
     }
     int i = 0;
@@ -734,7 +886,8 @@ void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
     if (!p.ca_certificate_refs.empty() && !p.well_known_ca_certificates.empty()) {
         doc.fail(validation, "spec.validation", "must not contain both CACertificateRefs and WellKnownCACertificates");
     }
-    if (p.ca_certificate_refs.empty() && p.well_known_ca_certificates.empty()) {
+    bool gep4152 = parse_gep4152(doc, spec, validation, &p);
+    if (!gep4152 && p.ca_certificate_refs.empty() && p.well_known_ca_certificates.empty()) {
         doc.fail(validation, "spec.validation", "must specify either CACertificateRefs or WellKnownCACertificates");
     }
     p.hostname = doc.string(validation, "spec.validation", "hostname", true);

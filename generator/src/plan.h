@@ -44,8 +44,10 @@ struct ObjectStatus {
 // The TLS policy bound to one upstream (module directives in upstream{}).
 struct UpstreamPolicy {
     std::string name;       // namespace/name of the BackendTLSPolicy
-    std::string ca;         // file under OUTDIR, or "system"
+    std::string mode = "strict";    // module mode: strict, allow_expired, skip_san, skip
+    std::string ca;         // file under OUTDIR, "system", or empty (pins alone, or skip)
     std::vector<std::string> sans;  // module SPECs
+    std::vector<std::string> pins;  // module SPECs
     std::string hostname;
 };
 
@@ -100,6 +102,7 @@ struct Location {
 struct Server {
     std::string listen;       // "ADDR:PORT"
     bool ssl = false;
+    bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
     bool http2 = false;       // a GRPCRoute is attached
     std::string server_name;  // "" for the port's default server
     std::string certificate;  // files under OUTDIR

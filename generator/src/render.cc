@@ -48,11 +48,13 @@ void render_upstream(std::ostringstream &out, const Upstream &u)
     for (const char *prefix : {"proxy", "grpc"}) {
         if (!u.tls || !(std::string(prefix) == "proxy" ? u.for_http : u.for_grpc)) continue;
         const UpstreamPolicy &p = u.policy;
-        out << "    " << prefix << "_ssl_verify_mode strict;\n";
-        out << "    " << prefix << "_ssl_verify_ca " << p.ca << ";\n";
-        if (!p.sans.empty()) {
-            out << "    " << prefix << "_ssl_verify_san";
-            for (const std::string &san : p.sans) out << " " << san;
+        out << "    " << prefix << "_ssl_verify_mode " << p.mode << ";\n";
+        if (!p.ca.empty()) out << "    " << prefix << "_ssl_verify_ca " << p.ca << ";\n";
+        for (const auto &[directive, specs] : {std::make_pair("_ssl_verify_san", &p.sans),
+                                               std::make_pair("_ssl_verify_pin", &p.pins)}) {
+            if (specs->empty()) continue;
+            out << "    " << prefix << directive;
+            for (const std::string &spec : *specs) out << " " << spec;
             out << ";\n";
         }
         out << "    " << prefix << "_ssl_policy_name " << p.name << ";\n";
@@ -305,6 +307,7 @@ std::string render_http_conf(const Plan &plan)
                 << (listens_http2.count(s.listen) ? " http2" : "")
                 << (s.server_name.empty() ? " default_server" : "") << ";\n";
         servers << "    server_name \"" << s.server_name << "\";\n";
+        servers << "    proxy_ssl_verify_insecure " << (s.insecure_allowed ? "allow" : "deny") << ";\n";
         if (s.ssl) {
             servers << "    ssl_certificate " << s.certificate << ";\n";
             servers << "    ssl_certificate_key " << s.certificate_key << ";\n";
@@ -328,9 +331,13 @@ std::string render_http_conf(const Plan &plan)
 
     std::ostringstream out;
     out << kHeader << "\n";
+    // upstream{} policies answer to the http-level gate: it allows what any
+    // Gateway allows, and each server says what its own Gateway allows
+    bool any_allowed = false;
+    for (const Server &s : plan.servers) any_allowed |= s.insecure_allowed;
     out << "# Backend TLS is verified by ngx_http_gateway_tls_module; insecure modes\n"
-           "# are refused (GEP-4152 AllowStrictOnly).\n";
-    out << "proxy_ssl_verify_insecure deny;\n";
+           "# only where a Gateway allows them (GEP-4152).\n";
+    out << "proxy_ssl_verify_insecure " << (any_allowed ? "allow" : "deny") << ";\n";
     out << "proxy_http_version 1.1;\n";
     out << "proxy_set_header Host $http_host;\n";
     out << "proxy_ssl_server_name on;\n";

@@ -64,6 +64,9 @@ public:
     {
         select_gateways();
         for (const Gateway *gw : gateways_) {
+            if (gw->allows_insecure_backends) policies_.insecure_allowed.insert(gw->meta.key());
+        }
+        for (const Gateway *gw : gateways_) {
             for (const Listener &l : gw->listeners) {
                 listeners_.push_back(resolve_listener(*gw, l));
             }
@@ -294,6 +297,7 @@ private:
         if (it != servers_.end()) return it->second;
         Server &s = servers_[key];
         s.listen = ls.listen;
+        s.insecure_allowed = ls.gateway->allows_insecure_backends;
         s.ssl = ls.listener->protocol == "HTTPS";
         s.server_name = host;
         s.certificate = ls.certificate;
@@ -484,17 +488,20 @@ private:
         BoundPolicy *policy = policies_.find(ns, b.name, port->name);
         policies_.reached(ns, b.name, port->name, gw.meta.key());
         out->grpc = r.kind == "GRPCRoute";
-        out->upstream = upstream_for(*svc, *port, policy, out->grpc);
+        bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
+        out->upstream = upstream_for(*svc, *port, policy, out->grpc, denied ? &gw : nullptr);
         out->tls = policy != nullptr;
         out->weight = b.weight;
         return true;
     }
 
+    // denied_by: a Gateway whose gate refuses the policy's insecure mode; its
+    // routes get an upstream of their own that is never reached (a 5xx)
     std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
-                             bool grpc)
+                             bool grpc, const Gateway *denied_by)
     {
         std::string name = "backend_" + safe_name(svc.meta.namespace_) + "_" + safe_name(svc.meta.name)
-                           + "_" + std::to_string(port.port);
+                           + "_" + std::to_string(port.port) + (denied_by ? "_insecure_denied" : "");
         bool known = upstreams_.count(name) != 0;
         Upstream &u = upstreams_[name];
         (grpc ? u.for_grpc : u.for_http) = true;
@@ -535,6 +542,9 @@ private:
             u.comment += ", BackendTLSPolicy " + policy->policy->meta.key();
             if (!policy->usable) {
                 u.unusable = "BackendTLSPolicy " + policy->policy->meta.key() + " cannot be honoured";
+            } else if (denied_by != nullptr) {
+                u.unusable = "BackendTLSPolicy " + policy->policy->meta.key() + " uses an insecure mode that Gateway "
+                             + denied_by->meta.key() + " does not allow";
             }
         }
         return name;
@@ -548,6 +558,7 @@ private:
             st.kind = "Gateway";
             st.meta = gw->meta;
             st.conditions = {cond::gateway_accepted(), cond::gateway_programmed()};
+            if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
             for (const ListenerState &ls : listeners_) {
                 if (ls.gateway == gw) st.listeners.push_back(ls.status);
             }

@@ -47,6 +47,8 @@ struct PolicyIndex {
     std::map<std::string, BoundPolicy *> by_target;
     std::map<std::string, BoundPolicy> by_policy;  // "ns/name"
     std::map<std::string, std::vector<Condition>> conditions;  // "ns/name"
+    // Gateways whose spec.tls.backend.validation.mode is AllowInsecureVerification
+    std::set<std::string> insecure_allowed;
     // every policy that names a Service, conflicts included: (section, policy)
     std::map<std::string, std::vector<std::pair<std::string, BoundPolicy *>>> naming;
 

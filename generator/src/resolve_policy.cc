@@ -45,16 +45,42 @@ bool parse_pem_bundle(const std::string &pem)
 
 struct CaResult {
     std::string bundle;
+    std::vector<std::string> pins;           // from trustedCertificates
     int valid = 0;
     std::vector<std::string> invalid_refs;  // InvalidCACertificateRef messages
     std::vector<std::string> invalid_kinds; // InvalidKind messages
 };
 
-CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p)
+// SHA-256 pins ("sha256-cert:HEX") of every certificate in a PEM text.
+std::vector<std::string> certificate_pins(const std::string &pem)
+{
+    std::vector<std::string> pins;
+    BIO *bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    while (X509 *cert = bio ? PEM_read_bio_X509(bio, nullptr, nullptr, nullptr) : nullptr) {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        X509_digest(cert, EVP_sha256(), md, &len);
+        static const char digits[] = "0123456789abcdef";
+        std::string hex;
+        for (unsigned int i = 0; i < len; i++) {
+            hex += digits[md[i] >> 4];
+            hex += digits[md[i] & 0xf];
+        }
+        pins.push_back("sha256-cert:" + hex);
+        X509_free(cert);
+    }
+    BIO_free(bio);
+    return pins;
+}
+
+// caCertificateRefs (key ca.crt) or, with `trusted`, GEP-4152
+// trustedCertificates (key ca.crt, tls.crt or tls.pem... any PEM value)
+CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p,
+                         const std::vector<LocalObjectRef> &refs, bool trusted)
 {
     CaResult out;
     const std::string &ns = p.meta.namespace_;
-    for (const LocalObjectRef &ref : p.ca_certificate_refs) {
+    for (const LocalObjectRef &ref : refs) {
         const std::map<std::string, std::string> *data = nullptr;
         std::string what;
         if (ref.group.empty() && ref.kind == "ConfigMap") {
@@ -64,13 +90,27 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p)
             what = "Secret " + ns + "/" + ref.name;
             if (const Secret *s = ObjectIndex::find(objects.secrets, ns, ref.name)) data = &s->data;
         } else {
-            out.invalid_kinds.push_back("caCertificateRefs: kind \"" + ref.kind + "\" in group \""
+            out.invalid_kinds.push_back(std::string(trusted ? "trustedCertificates" : "caCertificateRefs")
+                                        + ": kind \"" + ref.kind + "\" in group \""
                                         + ref.group + "\" (" + ref.name
                                         + ") is not supported; use a ConfigMap or a Secret");
             continue;
         }
         if (data == nullptr) {
             out.invalid_refs.push_back(what + " does not exist");
+            continue;
+        }
+        if (trusted) {
+            // every value of the object is a PEM leaf (or several)
+            std::string pem;
+            for (const auto &[key, value] : *data) pem += value + "\n";
+            std::vector<std::string> pins = valid_pem_bundle(pem) ? certificate_pins(pem) : std::vector<std::string>{};
+            if (pins.empty()) {
+                out.invalid_refs.push_back(what + " holds no PEM certificate");
+                continue;
+            }
+            out.pins.insert(out.pins.end(), pins.begin(), pins.end());
+            out.valid++;
             continue;
         }
         auto it = data->find("ca.crt");
@@ -196,13 +236,19 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
             invalid.push_back("wellKnownCACertificates \"" + p->well_known_ca_certificates
                               + "\" is not supported; only \"System\" is");
         }
-        CaResult ca = resolve_ca_refs(objects, *p);
+        CaResult ca = resolve_ca_refs(objects, *p, p->ca_certificate_refs, false);
+        CaResult trusted = resolve_ca_refs(objects, *p, p->trusted_certificates, true);
+        ca.invalid_refs.insert(ca.invalid_refs.end(), trusted.invalid_refs.begin(), trusted.invalid_refs.end());
+        ca.invalid_kinds.insert(ca.invalid_kinds.end(), trusted.invalid_kinds.begin(), trusted.invalid_kinds.end());
 
         bound.upstream.name = key;
+        bound.upstream.mode = p->mode;
         bound.upstream.hostname = p->hostname;
         for (const SubjectAltName &san : p->subject_alt_names) {
             bound.upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
         }
+        bound.upstream.pins = p->pins;
+        bound.upstream.pins.insert(bound.upstream.pins.end(), trusted.pins.begin(), trusted.pins.end());
         if (!p->well_known_ca_certificates.empty()) {
             bound.upstream.ca = "system";
         } else if (ca.valid > 0) {
@@ -299,6 +345,11 @@ void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
             ref.namespace_ = gw.substr(0, gw.find('/'));
             ref.name = gw.substr(gw.find('/') + 1);
             ref.conditions = index.conditions[p->meta.key()];
+            // GEP-4152 gate: accepted behind one Gateway, refused behind another
+            if (p->insecure() && !index.insecure_allowed.count(gw) && !ref.conditions.empty()
+                && ref.conditions[0].status == "True") {
+                ref.conditions[0] = cond::policy_insecure_not_allowed(gw, p->mode);
+            }
             st.refs.push_back(ref);
         }
         plan->statuses.push_back(std::move(st));

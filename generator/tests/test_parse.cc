@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(backend_tls_policy_fields)
     - {type: Hostname, hostname: abc.example.com}
     - {type: URI, uri: "spiffe://abc.example.com/test-identity"}
   options:
-    gateway2nginx.io/x: "y"
+    example.com/x: "y"
 )");
     BOOST_TEST_REQUIRE(m.backend_tls_policies.size() == 1u);
     const BackendTLSPolicy &p = m.backend_tls_policies[0];
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(backend_tls_policy_fields)
     BOOST_TEST(p.hostname == "abc.example.com");
     BOOST_TEST(p.subject_alt_names.size() == 2u);
     BOOST_TEST(p.subject_alt_names[1].value == "spiffe://abc.example.com/test-identity");
-    BOOST_TEST(p.options.at("gateway2nginx.io/x") == "y");
+    BOOST_TEST(p.options.at("example.com/x") == "y");
     BOOST_TEST(p.invalid_reasons.empty());
 }
 
@@ -102,11 +102,60 @@ BOOST_AUTO_TEST_CASE(unknown_policy_fields_become_a_condition_not_an_error)
     Manifests m = parse(std::string(kPolicyHead) + R"(  validation:
     wellKnownCACertificates: System
     hostname: abc.example.com
-    mode: InsecureSkipVerification
+    frobnicate: true
 )");
     BOOST_TEST_REQUIRE(m.backend_tls_policies.size() == 1u);
     BOOST_TEST(m.backend_tls_policies[0].invalid_reasons.size() == 1u);
-    BOOST_TEST(m.backend_tls_policies[0].invalid_reasons[0] == "unsupported field spec.validation.mode");
+    BOOST_TEST(m.backend_tls_policies[0].invalid_reasons[0] == "unsupported field spec.validation.frobnicate");
+}
+
+BOOST_AUTO_TEST_CASE(gep4152_modes_hashes_and_options)
+{
+    auto policy_with = [](const std::string &validation, const std::string &options = "") {
+        Manifests m = parse(std::string(kPolicyHead) + "  validation:\n    hostname: abc.example.com\n" + validation
+                            + (options.empty() ? "" : "  options:\n" + options));
+        return m.backend_tls_policies.at(0);
+    };
+    const std::string spki = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    for (const auto &[spelling, mode] : std::vector<std::pair<std::string, std::string>>{
+             {"Standard", "strict"}, {"Strict", "strict"}, {"InsecureAllowExpired", "allow_expired"},
+             {"InsecureSkipOnlySANVerification", "skip_san"}, {"InsecureSkipSANVerification", "skip_san"}}) {
+        BackendTLSPolicy p = policy_with("    mode: " + spelling + "\n    wellKnownCACertificates: System\n");
+        BOOST_TEST(p.mode == mode, spelling);
+        BOOST_TEST(p.invalid_reasons.empty(), spelling);
+    }
+    BackendTLSPolicy skip = policy_with("    mode: InsecureSkipVerification\n");
+    BOOST_TEST(skip.mode == "skip");
+    BOOST_TEST(skip.invalid_reasons.empty());
+
+    BackendTLSPolicy hashes = policy_with("    trustedCertificateHashes:\n"
+                                          "    - {type: SPKI, algorithm: SHA256, value: \"" + spki + "\"}\n"
+                                          "    - {type: Certificate, algorithm: SHA256, value: \"" + spki + "\"}\n");
+    BOOST_TEST(hashes.invalid_reasons.empty());
+    BOOST_TEST(hashes.pins == (std::vector<std::string>{"sha256-spki:" + spki, "sha256-cert:" + std::string(64, '0')}));
+
+    BackendTLSPolicy by_option = policy_with("    mode: Standard\n",
+                                             "    gateway2nginx.io/trusted-certificate-hashes: \"SPKI:" + spki + "\"\n"
+                                             "    gateway2nginx.io/verification-mode: InsecureAllowExpired\n");
+    BOOST_TEST(by_option.pins.size() == 1u);
+    BOOST_TEST(by_option.invalid_reasons.size() == 1u);  // the two modes disagree
+
+    auto invalid = [&](const std::string &validation, const std::string &options, const std::string &why) {
+        BackendTLSPolicy p = policy_with(validation, options);
+        bool found = false;
+        for (const std::string &r : p.invalid_reasons) found |= r.find(why) != std::string::npos;
+        BOOST_TEST(found, why << " in " << (p.invalid_reasons.empty() ? "(none)" : p.invalid_reasons[0]));
+    };
+    invalid("    mode: InsecureSkipVerification\n    wellKnownCACertificates: System\n", "", "must not name trust");
+    invalid("    mode: Standard\n", "", "mode needs caCertificateRefs");
+    invalid("    mode: InsecureSkipVerification\n    subjectAltNames: [{type: Hostname, hostname: a.example.com}]\n", "",
+            "subjectAltNames must be empty");
+    invalid("    mode: Lenient\n    wellKnownCACertificates: System\n", "", "unknown mode \"Lenient\"");
+    invalid("    trustedCertificateHashes: [{type: SPKI, value: \"short\"}]\n", "", "not a SHA-256 SPKI hash");
+    invalid("    trustedCertificateHashes: [{type: SPKI, algorithm: SHA1, value: \"" + spki + "\"}]\n", "",
+            "only SHA256");
+    invalid("    wellKnownCACertificates: System\n", "    gateway2nginx.io/no-such-option: x\n",
+            "unknown option gateway2nginx.io/no-such-option");
 }
 
 BOOST_AUTO_TEST_CASE(secret_data_is_decoded)

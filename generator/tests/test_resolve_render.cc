@@ -445,6 +445,56 @@ BOOST_AUTO_TEST_CASE(at_most_16_ancestors_and_no_gateway_left_in_plaintext)
     }
 }
 
+BOOST_AUTO_TEST_CASE(operator_gate_per_gateway)
+{
+    std::string yaml = base_manifests() + R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: lab, namespace: ns}
+spec:
+  gatewayClassName: ours
+  tls: {backend: {validation: {mode: AllowInsecureVerification}}}
+  listeners:
+  - {name: http, port: 8080, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: lab-route, namespace: ns}
+spec:
+  parentRefs: [{name: lab}]
+  rules:
+  - backendRefs: [{name: svc, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: dev, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: svc, sectionName: https}]
+  validation:
+    mode: InsecureSkipVerification
+    hostname: abc.example.com
+)";
+    Plan plan = plan_of(yaml);
+    std::string r = reasons(status_of(plan, "BackendTLSPolicy", "dev"));
+    BOOST_TEST(r.find("gw:Accepted=False/InsecureVerificationNotAllowed") != std::string::npos, r);
+    BOOST_TEST(r.find("lab:Accepted=True/Accepted") != std::string::npos, r);
+    const ObjectStatus &lab = status_of(plan, "Gateway", "lab");
+    BOOST_TEST(lab.conditions.back().type == "InsecureBackendValidationMode");
+    BOOST_TEST(lab.conditions.back().reason == "ConfigurationChanged");
+    BOOST_TEST(status_of(plan, "Gateway", "gw").conditions.size() == 2u);
+
+    const Upstream &allowed = upstream_named(plan, "ns_svc_443");
+    BOOST_TEST(allowed.unusable.empty());
+    BOOST_TEST(allowed.policy.mode == "skip");
+    const Upstream &denied = upstream_named(plan, "ns_svc_443_insecure_denied");
+    BOOST_TEST(denied.unusable.find("does not allow") != std::string::npos);
+
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("\nproxy_ssl_verify_insecure allow;\n") != std::string::npos);
+    BOOST_TEST(http.find("    server_name \"app.example.com\";\n    proxy_ssl_verify_insecure deny;\n") != std::string::npos);
+    BOOST_TEST(http.find("    proxy_ssl_verify_mode skip;\n    proxy_ssl_policy_name ns/dev;") != std::string::npos, http);
+}
+
 BOOST_AUTO_TEST_CASE(missing_target_port)
 {
     Plan plan = plan_of(base_manifests() + policy("p", "nope", "abc.example.com"));
