@@ -1,0 +1,142 @@
+# GEP-4152 end to end: verification modes, trusted certificate hashes and
+# trusted certificates, and the operator gate with two Gateways sharing
+# the same policies: "strict" (AllowStrictOnly, the default) on port 80 and
+# "lab" (AllowInsecureVerification) on port 81.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+
+plan 'no_plan';
+setup();
+
+my $certs = certs_dir();
+sub slurp { local (@ARGV, $/) = @_; <> }
+(my $ca = slurp("$certs/ca.crt")) =~ s/^/    /mg;
+(my $selfsigned = slurp("$certs/selfsigned.leaf.crt")) =~ s/^/    /mg;
+(my $spki = spki_pin('selfsigned')) =~ s/^sha256-spki://;
+
+sub service {
+    my ($name, $backend, $validation) = @_;
+    my $port = backend_port($backend);
+    return <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $name, namespace: ns}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $name-local
+  namespace: ns
+  labels: {kubernetes.io/service-name: $name}
+ports: [{name: https, port: $port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: $name, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: $name}]
+  validation:
+    hostname: abc.example.com
+$validation
+YAML
+}
+
+my $yaml = <<"YAML";
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: strict, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: lab, namespace: ns}
+spec:
+  gatewayClassName: ours
+  tls: {backend: {validation: {mode: AllowInsecureVerification}}}
+  listeners: [{name: http, port: 81, protocol: HTTP}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: ns}
+data:
+  ca.crt: |
+$ca
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: selfsigned-leaf, namespace: ns}
+data:
+  tls.crt: |
+$selfsigned
+YAML
+$yaml .= service('dev', 'selfsigned', "    mode: InsecureSkipVerification\n");
+$yaml .= service('pinned', 'selfsigned', "    trustedCertificateHashes: [{type: SPKI, algorithm: SHA256, value: \"$spki\"}]\n");
+$yaml .= service('trusted', 'selfsigned', "    mode: Standard\n    trustedCertificates: [{group: \"\", kind: ConfigMap, name: selfsigned-leaf}]\n");
+$yaml .= service('pinned-wrong', 'leaf', "    mode: Strict\n    trustedCertificateHashes: [{type: SPKI, algorithm: SHA256, value: \"$spki\"}]\n");
+$yaml .= service('old', 'expired', "    mode: InsecureAllowExpired\n    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n");
+$yaml .= service('renamed', 'wrongsan', "    mode: InsecureSkipSANVerification\n    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n");
+$yaml .= service('old-strict', 'expired', "    mode: Standard\n    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n");
+$yaml .= <<"YAML";
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: routes, namespace: ns}
+spec:
+  parentRefs: [{name: strict}, {name: lab}]
+  rules:
+YAML
+for my $svc (qw(dev pinned trusted pinned-wrong old renamed old-strict)) {
+    $yaml .= "  - matches: [{path: {type: PathPrefix, value: /$svc}}]\n    backendRefs: [{name: $svc, port: 443}]\n";
+}
+
+my $strict = serve_manifests($yaml);
+my $lab = $strict + 1;
+sub code { (request($_[0], 'GET', $_[1], 'Host: any.example.com'))[0] }
+
+my %expect = (   # path => [strict gateway, lab gateway]
+    '/dev'          => [500, 200],  # skip: refused by the gate / allowed
+    '/pinned'       => [200, 200],  # an SPKI hash alone trusts a self-signed leaf
+    '/trusted'      => [200, 200],  # a trusted certificate alone too
+    '/pinned-wrong' => [502, 502],  # the pin does not match
+    '/old'          => [500, 200],  # allow_expired: refused by the gate / accepts the expired leaf
+    '/renamed'      => [500, 200],  # skip_san: refused by the gate / accepts the wrong SAN
+    '/old-strict'   => [502, 502],  # Standard refuses the expired leaf everywhere
+);
+for my $path (sort keys %expect) {
+    my ($s, $l) = @{$expect{$path}};
+    like(code($strict, $path), $s == 500 ? qr/^5\d\d$/ : qr/^$s$/, "strict Gateway: $path answers $s");
+    is(code($lab, $path), $l, "lab Gateway: $path answers $l");
+}
+
+my $status = read_status(servroot() . '/out/status.yaml');
+for my $policy (qw(dev old renamed)) {
+    my $conds = join ' ', @{$status->{"BackendTLSPolicy ns/$policy"}};
+    like($conds, qr{ns/strict: Accepted=False/InsecureVerificationNotAllowed}, "$policy: refused under the strict Gateway");
+    like($conds, qr{ns/lab: Accepted=True/Accepted}, "$policy: accepted under the lab Gateway");
+}
+like(join(' ', @{$status->{"BackendTLSPolicy ns/pinned"}}), qr{ns/strict: Accepted=True/Accepted},
+     'a pinned Standard policy is accepted under the strict Gateway');
+my $gateways = slurp(servroot() . '/out/status.yaml');
+like($gateways, qr/name: lab\n(?:.*\n)*?\s+- type: InsecureBackendValidationMode\n\s+status: "True"\n\s+reason: ConfigurationChanged/,
+     'the lab Gateway says insecure verification is allowed');
+
+my $conf = slurp(servroot() . '/out/http.conf');
+like($conf, qr/proxy_ssl_verify_mode skip;/, 'skip is written for the lab Gateway');
+my $out = servroot() . '/out';
+my $audit = `/usr/sbin/nginx -t -p $out/ -c nginx.conf 2>&1`;
+like($audit, qr/\[warn\] .*insecure backend verification "proxy_ssl_verify_mode skip" for policy "ns\/dev" in \S+http\.conf:\d+/,
+     'nginx -t prints the audit line for each insecure policy, with file:line');
+
+stop_served();
