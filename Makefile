@@ -14,7 +14,7 @@ CXXFLAGS     += -std=c++17 -Wall -Wextra -Werror -Ingx_module/core
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
         libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
-        ca-certificates time wrk
+        ca-certificates time wrk prometheus
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)

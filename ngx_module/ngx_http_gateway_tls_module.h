@@ -11,6 +11,7 @@
 #include "ngx_gtls_nginx.h"
 
 #include "gtls_verify.h"
+#include "ngx_http_gateway_tls_status.h"
 
 // Which upstream module a policy is for: proxy_pass or grpc_pass.
 enum ngx_http_gtls_kind_e { NGX_HTTP_GTLS_PROXY = 0, NGX_HTTP_GTLS_GRPC = 1 };
@@ -56,6 +57,7 @@ typedef struct {
     ngx_http_upstream_init_peer_pt   implicit_init_peer;
     std::map<std::string, gtls::X509StoreShared>                *stores;
     std::map<std::string, ngx_http_gtls_session_entry_t>        *sessions;
+    ngx_http_gtls_status_t                                      *status;
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the

@@ -142,6 +142,10 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     conn->policy = policy;
     conn->verdict = verdict;
 
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+    ngx_http_gtls_count(mcf->status, policy, *verdict, c->log);
+
     if (verdict->status == gtls::Status::Failed) {
         ngx_str_t *peer = u->peer.name;
         ngx_log_error(NGX_LOG_ERR, c->log, 0,

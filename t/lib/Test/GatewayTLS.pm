@@ -151,6 +151,7 @@ sub _write_config {
     my $level = $block->log_level || 'info';
     chomp $level;
     my $main = _expand($block->main_config);
+    my $workers = $main =~ /\bworker_processes\b/ ? '' : 'worker_processes 1;';
     my $http = _expand($block->http_config);
     my $config = _expand($block->config);
     my $backends = _backend_servers();
@@ -159,7 +160,7 @@ sub _write_config {
 load_module $Module;
 daemon on;
 master_process on;
-worker_processes 1;
+$workers
 pid logs/nginx.pid;
 error_log logs/error.log $level;
 $main
@@ -199,6 +200,23 @@ sub _alive {
     my $stat = <$fh> // '';
     close $fh;
     return $stat !~ /^\d+ \(.*\) [ZX] /;
+}
+
+# SIGHUP, then wait until the new configuration's workers are up.
+sub _reload {
+    open my $fh, '<', "$ServRoot/logs/nginx.pid" or die "no pid file\n";
+    my $pid = <$fh>;
+    close $fh;
+    chomp $pid;
+    my $before = () = _read_log('error.log') =~ /start worker process/g;
+    kill 'HUP', $pid;
+    my $deadline = time + 10;
+    while (time < $deadline) {
+        my $now = () = _read_log('error.log') =~ /start worker process/g;
+        last if $now > $before;
+        sleep 0.05;
+    }
+    sleep 0.2;
 }
 
 sub _truncate_logs {
@@ -322,8 +340,14 @@ sub _run_block {
     my @likes = _list($block->response_body_like);
     my @headers = _list($block->response_headers);
 
+    my $last_body = '';
     for my $i (0 .. $#requests) {
+        if ($requests[$i] eq 'RELOAD') {  # "nginx -s reload" between requests
+            _reload();
+            next;
+        }
         my ($status, $hdrs, $body) = _http($BasePort, $requests[$i], $block->more_headers);
+        $last_body = $body;
         my $label = @requests > 1 ? "$name - request $i" : "$name";
         my $code = @codes > 1 ? $codes[$i] : $codes[0];
         $code = 200 unless defined $code;
@@ -341,6 +365,15 @@ sub _run_block {
             next unless $line =~ /^([^:]+):\s*(.*)$/;
             is($hdrs->{lc $1}, $2, "$label - header $1");
         }
+    }
+
+    # --- promtool: the last response is Prometheus text that promtool accepts
+    if (defined $block->promtool) {
+        open my $fh, '>', "$ServRoot/metrics.txt" or die "$!";
+        print $fh $last_body;
+        close $fh;
+        my $out = `promtool check metrics < $ServRoot/metrics.txt 2>&1`;
+        is($? >> 8, 0, "$name - promtool check metrics") or diag $out;
     }
 
     # let the worker finish its log phase and keepalive bookkeeping
