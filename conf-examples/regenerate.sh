@@ -5,6 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 for ex in spiffe-backend system-ca weighted-two-policies rejected-policy; do
     build/gateway2nginx -f conf-examples/gateway.yaml -f "conf-examples/$ex/manifests.yaml" \
-        -o "conf-examples/$ex/expected" --port-offset 28000 --listen-address 127.0.0.1
+        -o "conf-examples/$ex/expected" --port-offset 28000 --listen-address 127.0.0.1 \
+        --status-listen 127.0.0.1:28113
     rm -rf "conf-examples/$ex/expected/logs" "conf-examples/$ex/expected/temp"
 done

@@ -102,7 +102,7 @@ my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : "$ro
 
 my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--port-offset', $offset,
                                   '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
-                                  '--check');
+                                  '--check', '--status-listen', '127.0.0.1:' . status_port());
 is($rc, 0, 'gateway2nginx writes a configuration that passes nginx -t') or diag $output;
 
 start_backends();
@@ -210,7 +210,7 @@ stop_nginx($out);
     (my $bumped = slurp($file)) =~ s/(name: observed-generation-bump\n  namespace: gateway-conformance-infra\n)/$1  generation: 2\n/;
     spit($file, $bumped);
     ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--port-offset', $offset,
-                                   '--module-dir', $module_dir);
+                                   '--module-dir', $module_dir, '--status-listen', 'off');
     is($rc, 0, 'ObservedGenerationBump: regenerated') or diag $output;
     ($gen, $observed) = slurp("$out/status.yaml") =~ $policy;
     is("$gen/$observed", '2/2', 'ObservedGenerationBump: observedGeneration follows generation 2');

@@ -28,7 +28,7 @@ sub files_under {
 
 for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy)) {
     my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/$ex/manifests.yaml",
-                '--port-offset', 28000, '--listen-address', '127.0.0.1');
+                '--port-offset', 28000, '--listen-address', '127.0.0.1', '--status-listen', '127.0.0.1:28113');
     my $expected = files_under("$root/conf-examples/$ex/expected");
     for my $run (1, 2) {
         my ($rc, $out) = run_generator(@args, '-o', "$dir/$ex-$run");
@@ -74,7 +74,7 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy)) 
     my ($rc, $help) = run_generator('--help');
     is($rc, 0, '--help exits 0');
     for my $flag (qw(-f -o --controller-name --gateway-class --gateway --listen-address --port-offset
-                     --module-dir --resolver --check --reload --version --help)) {
+                     --module-dir --resolver --status-listen --check --reload --version --help)) {
         like($help, qr/^\s+(?:-\w, )?\Q$flag\E\b/m, "--help documents $flag");
     }
     my ($vrc, $version) = run_generator('--version');
@@ -87,7 +87,8 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy)) 
     my $out = "$dir/reloaded";
     my $offset = server_port() + 40 - 80;
     my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
-                '-o', $out, '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir);
+                '-o', $out, '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
+                '--status-listen', '127.0.0.1:' . ($offset + 79));
     my ($rc, $msg) = run_generator(@args, '--check');
     is($rc, 0, 'reload: first generation') or diag $msg;
     start_nginx($out, 'nginx.conf', 80 + $offset);

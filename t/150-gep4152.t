@@ -120,6 +120,20 @@ for my $path (sort keys %expect) {
     is(code($lab, $path), $l, "lab Gateway: $path answers $l");
 }
 
+# the generated status endpoint counted exactly what was sent
+my (undef, undef, $json) = request(status_port(), 'GET', '/status', 'Host: localhost');
+like($json, qr/"name":"ns\/dev","kind":"proxy","mode":"skip","trust":"","sans":\[\],"pins":0,"handshakes":\{"verified":0,"skipped":1,/,
+     'status: the skip policy was used once (through the lab Gateway only)');
+# two requests, two Gateways, one upstream: the second may resume the
+# first's TLS session (same policy), which is no new handshake
+like($json, qr/"name":"ns\/pinned",[^}]*"pins":1,"handshakes":\{"verified":[12],/, 'status: the pinned policy verified');
+like($json, qr/"name":"ns\/old-strict",[^{]*\{[^{]*\{"chain":0,"expired":2,/, 'status: two failures for expiry');
+like($json, qr/"audit":\[.*\{"file":"[^"]+http\.conf","line":\d+,"policy":"ns\/dev","kind":"proxy","mode":"skip"\}/,
+     'status: the audit list names the insecure scope with file:line');
+my (undef, undef, $prom) = request(status_port(), 'GET', '/status?format=prometheus', 'Host: localhost');
+like($prom, qr/^gateway_tls_handshakes_total\{policy="ns\/old",kind="proxy",result="verified",reason=""\} 1$/m,
+     'status: Prometheus text');
+
 my $status = read_status(servroot() . '/out/status.yaml');
 for my $policy (qw(dev old renamed)) {
     my $conds = join ' ', @{$status->{"BackendTLSPolicy ns/$policy"}};

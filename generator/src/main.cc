@@ -48,6 +48,10 @@ would show.
       --module-dir DIR      where ngx_http_gateway_tls_module.so is
                             (default /usr/lib/nginx/modules)
       --resolver ADDR       nginx resolver for DNS names of backends
+      --status-listen ADDR:PORT
+                            where gateway_tls_status answers (/status: JSON,
+                            /status?format=prometheus), default 127.0.0.1:9113;
+                            "off" for none
       --check               run nginx -t on the result before replacing OUTDIR
       --nginx PATH          the nginx binary for --check (default /usr/sbin/nginx)
       --reload PIDFILE      after a successful check, send SIGHUP to that nginx
@@ -117,6 +121,8 @@ Args parse_args(int argc, char **argv)
             }
         } else if (arg == "--resolver") {
             a.options.resolver = value();
+        } else if (arg == "--status-listen") {
+            a.options.status_listen = value();
         } else if (arg == "--check") {
             a.check = true;
         } else if (arg == "--nginx") {
@@ -201,7 +207,7 @@ int main(int argc, char **argv)
         fs::create_directories(staged / "certs");
         ::chmod((staged / "certs").c_str(), 0700);
         write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
-        write_file(staged / "http.conf", render_http_conf(plan), 0644);
+        write_file(staged / "http.conf", render_http_conf(plan, args.options), 0644);
         write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
         write_file(staged / "status.yaml", render_status(plan, args.options), 0644);
         for (const OutputFile &f : plan.files) {

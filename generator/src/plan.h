@@ -132,6 +132,7 @@ struct Options {
     int port_offset = 0;
     std::string module_dir = "/usr/lib/nginx/modules";
     std::string resolver;
+    std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
 };
 
 }  // namespace g2n

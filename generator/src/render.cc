@@ -284,7 +284,7 @@ std::string render_nginx_conf(const Plan &, const Options &o)
     return out.str();
 }
 
-std::string render_http_conf(const Plan &plan)
+std::string render_http_conf(const Plan &plan, const Options &o)
 {
     std::ostringstream upstreams, servers;
     Splits splits;
@@ -345,6 +345,15 @@ std::string render_http_conf(const Plan &plan)
     out << "grpc_ssl_server_name on;\n";
     out << "grpc_ssl_name $upstream_ssl_policy_hostname;\n\n";
     out << upstreams.str() << splits.text.str() << servers.str();
+    if (o.status_listen != "off") {
+        // counters and the audit list for the security officer (DESIGN §2.4)
+        out << "gateway_tls_status_zone 1m;\n\n";
+        out << "server {\n";
+        out << "    listen " << o.status_listen << ";\n";
+        out << "    location = /status {\n        gateway_tls_status;\n    }\n";
+        out << "    location / {\n        return 404;\n    }\n";
+        out << "}\n";
+    }
     return out.str();
 }
 

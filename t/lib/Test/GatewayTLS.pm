@@ -27,7 +27,8 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
-                 run_generator read_status gateway_manifests serve_manifests stop_served request);
+                 run_generator read_status gateway_manifests serve_manifests stop_served request
+                 status_port);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -540,13 +541,17 @@ sub serve_manifests {
     my $module = $ENV{GTLS_MODULE} || $Module;
     (my $module_dir = $module) =~ s{/[^/]+$}{};
     my ($rc, $out) = run_generator('-f', "$dir/manifests.yaml", '-o', "$dir/out", '--port-offset', $offset,
-                                   '--listen-address', '127.0.0.1', '--module-dir', $module_dir, '--check');
+                                   '--listen-address', '127.0.0.1', '--module-dir', $module_dir, '--check',
+                                   '--status-listen', '127.0.0.1:' . status_port());
     Test::More::is($rc, 0, 'gateway2nginx writes a configuration that passes nginx -t')
         or Test::More::diag($out);
     start_backends();
     start_nginx("$dir/out", 'nginx.conf', 80 + $offset);
     return 80 + $offset;
 }
+
+# Where a served configuration's gateway_tls_status answers.
+sub status_port { server_port() + 19 }
 
 sub stop_served {
     stop_nginx(servroot() . '/out');
