@@ -99,7 +99,8 @@ done
 echo "\$ gateway2nginx -f conf-examples/gateway.yaml$(echo "$manifests" | sed "s|$here|conf-examples|g") -o OUT --port-offset 28000 --check"
 # shellcheck disable=SC2086
 "$generator" -f "$here/gateway.yaml" $manifests -o "$work/out" --port-offset 28000 \
-    --listen-address 127.0.0.1 --module-dir "$(dirname "$module")" --check
+    --listen-address 127.0.0.1 --module-dir "$(dirname "$module")" --check \
+    --status-listen 127.0.0.1:28113
 echo "wrote: $(cd "$work/out" && ls -d nginx.conf http.conf stream.conf status.yaml certs/* | tr '\n' ' ')"
 /usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>/dev/null
 wait_port 28080
@@ -118,3 +119,10 @@ awk '/^kind: / {p = ($2 == "BackendTLSPolicy")}
      p && /- type:/ {type = $3}
      p && / status:/ {status = $2}
      p && / reason:/ {printf "  %-18s %s=%s/%s\n", name, type, status, $2}' "$work/out/status.yaml" | tr -d '"'
+
+echo
+echo "== what the security officer sees: http://127.0.0.1:28113/status"
+curl -s http://127.0.0.1:28113/status | sed 's/},{"name"/},\n {"name"/g; s/\],"audit"/],\n "audit"/'
+echo
+echo "== and as Prometheus text (first lines)"
+curl -s 'http://127.0.0.1:28113/status?format=prometheus' | grep -v '^#' | grep -E 'verified|failed",reason="(chain|name)"|expiry' | head -8
