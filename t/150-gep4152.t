@@ -15,36 +15,7 @@ sub slurp { local (@ARGV, $/) = @_; <> }
 (my $selfsigned = slurp("$certs/selfsigned.leaf.crt")) =~ s/^/    /mg;
 (my $spki = spki_pin('selfsigned')) =~ s/^sha256-spki://;
 
-sub service {
-    my ($name, $backend, $validation) = @_;
-    my $port = backend_port($backend);
-    return <<"YAML";
----
-apiVersion: v1
-kind: Service
-metadata: {name: $name, namespace: ns}
-spec:
-  ports: [{name: https, port: 443}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: $name-local
-  namespace: ns
-  labels: {kubernetes.io/service-name: $name}
-ports: [{name: https, port: $port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: $name, namespace: ns}
-spec:
-  targetRefs: [{group: "", kind: Service, name: $name}]
-  validation:
-    hostname: abc.example.com
-$validation
-YAML
-}
+sub service { service_manifests(@_) }
 
 my $yaml = <<"YAML";
 apiVersion: gateway.networking.k8s.io/v1
@@ -122,25 +93,25 @@ for my $path (sort keys %expect) {
 
 # the generated status endpoint counted exactly what was sent
 my (undef, undef, $json) = request(status_port(), 'GET', '/status', 'Host: localhost');
-like($json, qr/"name":"ns\/dev","kind":"proxy","mode":"skip","trust":"","sans":\[\],"pins":0,"handshakes":\{"verified":0,"skipped":1,/,
+like($json, qr/"name":"ns\/dev-tls","kind":"proxy","mode":"skip","trust":"","sans":\[\],"pins":0,"handshakes":\{"verified":0,"skipped":1,/,
      'status: the skip policy was used once (through the lab Gateway only)');
 # two requests, two Gateways, one upstream: the second may resume the
 # first's TLS session (same policy), which is no new handshake
-like($json, qr/"name":"ns\/pinned",[^}]*"pins":1,"handshakes":\{"verified":[12],/, 'status: the pinned policy verified');
-like($json, qr/"name":"ns\/old-strict",[^{]*\{[^{]*\{"chain":0,"expired":2,/, 'status: two failures for expiry');
-like($json, qr/"audit":\[.*\{"file":"[^"]+http\.conf","line":\d+,"policy":"ns\/dev","kind":"proxy","mode":"skip"\}/,
+like($json, qr/"name":"ns\/pinned-tls",[^}]*"pins":1,"handshakes":\{"verified":[12],/, 'status: the pinned policy verified');
+like($json, qr/"name":"ns\/old-strict-tls",[^{]*\{[^{]*\{"chain":0,"expired":2,/, 'status: two failures for expiry');
+like($json, qr/"audit":\[.*\{"file":"[^"]+http\.conf","line":\d+,"policy":"ns\/dev-tls","kind":"proxy","mode":"skip"\}/,
      'status: the audit list names the insecure scope with file:line');
 my (undef, undef, $prom) = request(status_port(), 'GET', '/status?format=prometheus', 'Host: localhost');
-like($prom, qr/^gateway_tls_handshakes_total\{policy="ns\/old",kind="proxy",result="verified",reason=""\} 1$/m,
+like($prom, qr/^gateway_tls_handshakes_total\{policy="ns\/old-tls",kind="proxy",result="verified",reason=""\} 1$/m,
      'status: Prometheus text');
 
 my $status = read_status(servroot() . '/out/status.yaml');
-for my $policy (qw(dev old renamed)) {
+for my $policy (qw(dev-tls old-tls renamed-tls)) {
     my $conds = join ' ', @{$status->{"BackendTLSPolicy ns/$policy"}};
     like($conds, qr{ns/strict: Accepted=False/InsecureVerificationNotAllowed}, "$policy: refused under the strict Gateway");
     like($conds, qr{ns/lab: Accepted=True/Accepted}, "$policy: accepted under the lab Gateway");
 }
-like(join(' ', @{$status->{"BackendTLSPolicy ns/pinned"}}), qr{ns/strict: Accepted=True/Accepted},
+like(join(' ', @{$status->{"BackendTLSPolicy ns/pinned-tls"}}), qr{ns/strict: Accepted=True/Accepted},
      'a pinned Standard policy is accepted under the strict Gateway');
 my $gateways = slurp(servroot() . '/out/status.yaml');
 like($gateways, qr/name: lab\n(?:.*\n)*?\s+- type: InsecureBackendValidationMode\n\s+status: "True"\n\s+reason: ConfigurationChanged/,
@@ -150,7 +121,7 @@ my $conf = slurp(servroot() . '/out/http.conf');
 like($conf, qr/proxy_ssl_verify_mode skip;/, 'skip is written for the lab Gateway');
 my $out = servroot() . '/out';
 my $audit = `/usr/sbin/nginx -t -p $out/ -c nginx.conf 2>&1`;
-like($audit, qr/\[warn\] .*insecure backend verification "proxy_ssl_verify_mode skip" for policy "ns\/dev" in \S+http\.conf:\d+/,
+like($audit, qr/\[warn\] .*insecure backend verification "proxy_ssl_verify_mode skip" for policy "ns\/dev-tls" in \S+http\.conf:\d+/,
      'nginx -t prints the audit line for each insecure policy, with file:line');
 
 stop_served();

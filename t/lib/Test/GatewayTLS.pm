@@ -28,7 +28,7 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
-                 status_port);
+                 status_port service_manifests);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -497,8 +497,19 @@ data:
 $ca
 YAML
     for my $name (sort keys %services) {
-        my $port = backend_port($services{$name});
-        $yaml .= <<"YAML";
+        $yaml .= service_manifests($name, $services{$name},
+                                   "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n");
+    }
+    return $yaml;
+}
+
+# A Service ns/NAME whose endpoint is the local TLS backend BACKEND, and a
+# BackendTLSPolicy ns/NAME for it: hostname abc.example.com and VALIDATION
+# (more YAML lines of spec.validation, indented by four).
+sub service_manifests {
+    my ($name, $backend, $validation) = @_;
+    my $port = backend_port($backend);
+    return <<"YAML";
 ---
 apiVersion: v1
 kind: Service
@@ -521,11 +532,9 @@ metadata: {name: $name-tls, namespace: ns}
 spec:
   targetRefs: [{group: "", kind: Service, name: $name}]
   validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
     hostname: abc.example.com
+$validation
 YAML
-    }
-    return $yaml;
 }
 
 # Writes YAML under the server root, runs gateway2nginx on it (with
