@@ -1,6 +1,8 @@
 // The nginx headers, included as C from the module's C++ files.
 #pragma once
 
+#include <new>
+
 extern "C" {
 #include <ngx_config.h>
 #include <ngx_core.h>
@@ -8,3 +10,24 @@ extern "C" {
 #include <ngx_event_connect.h>
 #include <ngx_http.h>
 }
+
+// C++ objects in nginx memory: built in place in a pool cleanup's data, so
+// that destroying the pool runs the destructor (the nginx-otel way).
+template <typename T>
+void ngx_gtls_pool_destroy(void *data)
+{
+    static_cast<T *>(data)->~T();
+}
+
+template <typename T>
+T *ngx_gtls_pool_new(ngx_pool_t *pool)
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, sizeof(T));
+    if (cln == nullptr) {
+        return nullptr;
+    }
+    T *object = new (cln->data) T();
+    cln->handler = ngx_gtls_pool_destroy<T>;
+    return object;
+}
+

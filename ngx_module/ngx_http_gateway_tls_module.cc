@@ -11,13 +11,6 @@ namespace {
 const char *const kPrefix[2] = {"proxy", "grpc"};
 const char *const kUpstreamModule[2] = {"ngx_http_proxy_module", "ngx_http_grpc_module"};
 
-enum { NGX_HTTP_GTLS_INSECURE_ALLOW = 0, NGX_HTTP_GTLS_INSECURE_DENY = 1 };
-
-std::string_view sv(const ngx_str_t &s)
-{
-    return std::string_view(reinterpret_cast<const char *>(s.data), s.len);
-}
-
 // Every directive takes its kind (proxy or grpc) from cmd->offset, and
 // writes the upstream{}-level conf when it stands in an upstream block.
 ngx_http_gtls_policy_conf_t *ngx_http_gtls_policy_conf(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -31,195 +24,35 @@ ngx_http_gtls_policy_conf_t *ngx_http_gtls_policy_conf(ngx_conf_t *cf, ngx_comma
     return &static_cast<ngx_http_gtls_loc_conf_t *>(conf)->policy[cmd->offset];
 }
 
-char *ngx_http_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value,
-                            const std::string &why)
+ngx_gtls_registry_t ngx_http_gtls_registry(ngx_conf_t *cf)
 {
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid value \"%V\" in \"%V\" directive: %s", value,
-                       &cmd->name, why.c_str());
-    return static_cast<char *>(NGX_CONF_ERROR);
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
+    return {mcf->stores, mcf->status};
 }
 
-ngx_array_t *ngx_http_gtls_spec_array(ngx_conf_t *cf, ngx_array_t **array)
-{
-    if (*array == NGX_CONF_UNSET_PTR) {
-        *array = ngx_array_create(cf->pool, 4, sizeof(ngx_str_t));
-    }
-    return *array;
-}
-
-char *ngx_http_gtls_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (pc->mode != NGX_CONF_UNSET_UINT) {
-        return const_cast<char *>("is duplicate");
+#define NGX_HTTP_GTLS_SETTER(name)                                                 \
+    char *ngx_http_gtls_##name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)   \
+    {                                                                              \
+        return ngx_gtls_conf_##name(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf)); \
     }
 
-    auto mode = gtls::parse_mode(sv(value[1]));
-    if (!mode) {
-        return ngx_http_gtls_invalid(cf, cmd, &value[1],
-                                     "expected off, strict, allow_expired, skip_san or skip");
-    }
-
-    pc->mode = static_cast<ngx_uint_t>(*mode);
-    pc->mode_file = cf->conf_file->file.name;
-    pc->mode_line = cf->conf_file->line;
-    return NGX_CONF_OK;
-}
+NGX_HTTP_GTLS_SETTER(verify_mode)
+NGX_HTTP_GTLS_SETTER(verify_san)
+NGX_HTTP_GTLS_SETTER(verify_pin)
+NGX_HTTP_GTLS_SETTER(verify_pin_certificate)
+NGX_HTTP_GTLS_SETTER(policy_name)
+NGX_HTTP_GTLS_SETTER(policy_hostname)
 
 char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (pc->ca.data != nullptr) {
-        return const_cast<char *>("is duplicate");
-    }
-
-    ngx_str_t source = value[1];
-    if (sv(source) != "system" && ngx_conf_full_name(cf->cycle, &source, 1) != NGX_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    // one store per file, however many scopes trust it
-    std::string key(sv(source));
-    if (mcf->stores->find(key) == mcf->stores->end()) {
-        std::string error;
-        gtls::X509StoreShared store = gtls::load_trust_store(key, &error);
-        if (!store) {
-            return ngx_http_gtls_invalid(cf, cmd, &value[1], error);
-        }
-        mcf->stores->emplace(key, std::move(store));
-    }
-
-    pc->ca = source;
-    return NGX_CONF_OK;
-}
-
-// Validates each argument as a SPEC and appends it to *array; the core
-// objects are built from the merged lists.
-template <typename Parse>
-char *ngx_http_gtls_add_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array,
-                              Parse parse)
-{
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    ngx_array_t *specs = ngx_http_gtls_spec_array(cf, array);
-    if (specs == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
-        std::string error;
-        if (!parse(sv(value[i]), &error)) {
-            return ngx_http_gtls_invalid(cf, cmd, &value[i], error);
-        }
-        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(specs));
-        if (spec == nullptr) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        *spec = value[i];
-    }
-    return NGX_CONF_OK;
-}
-
-char *ngx_http_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_http_gtls_add_specs(cf, cmd, &ngx_http_gtls_policy_conf(cf, cmd, conf)->sans,
-                                   gtls::parse_san_spec);
-}
-
-char *ngx_http_gtls_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_http_gtls_add_specs(cf, cmd, &ngx_http_gtls_policy_conf(cf, cmd, conf)->pins,
-                                   gtls::parse_pin_spec);
-}
-
-char *ngx_http_gtls_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    ngx_str_t path = value[1];
-    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    std::vector<gtls::Pin> pins;
-    std::string error;
-    if (!gtls::load_pin_certificates(std::string(sv(path)), &pins, &error)) {
-        return ngx_http_gtls_invalid(cf, cmd, &value[1], error);
-    }
-
-    ngx_array_t *specs = ngx_http_gtls_spec_array(cf, &pc->pin_certificates);
-    if (specs == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    for (const gtls::Pin &pin : pins) {
-        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(specs));
-        if (spec == nullptr) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        spec->len = pin.spec.size();
-        spec->data = static_cast<u_char *>(ngx_pnalloc(cf->pool, spec->len));
-        if (spec->data == nullptr) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        ngx_memcpy(spec->data, pin.spec.data(), spec->len);
-    }
-    return NGX_CONF_OK;
-}
-
-char *ngx_http_gtls_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (pc->name.data != nullptr) {
-        return const_cast<char *>("is duplicate");
-    }
-    if (value[1].len == 0) {
-        return ngx_http_gtls_invalid(cf, cmd, &value[1], "empty name");
-    }
-    pc->name = value[1];
-    return NGX_CONF_OK;
-}
-
-char *ngx_http_gtls_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gtls_policy_conf_t *pc = ngx_http_gtls_policy_conf(cf, cmd, conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (pc->hostname.data != nullptr) {
-        return const_cast<char *>("is duplicate");
-    }
-    std::string error;
-    if (!gtls::parse_san_spec("dns:" + std::string(sv(value[1])), &error)) {
-        return ngx_http_gtls_invalid(cf, cmd, &value[1], error);
-    }
-    pc->hostname = value[1];
-    return NGX_CONF_OK;
+    return ngx_gtls_conf_verify_ca(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf),
+                                   ngx_http_gtls_registry(cf));
 }
 
 char *ngx_http_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (scf->insecure != NGX_CONF_UNSET_UINT) {
-        return const_cast<char *>("is duplicate");
-    }
-    if (sv(value[1]) == "allow") {
-        scf->insecure = NGX_HTTP_GTLS_INSECURE_ALLOW;
-    } else if (sv(value[1]) == "deny") {
-        scf->insecure = NGX_HTTP_GTLS_INSECURE_DENY;
-    } else {
-        return ngx_http_gtls_invalid(cf, cmd, &value[1], "expected allow or deny");
-    }
-    return NGX_CONF_OK;
+    return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->insecure);
 }
 
 #define NGX_HTTP_GTLS_ANY_CONF \
@@ -258,14 +91,6 @@ ngx_command_t ngx_http_gtls_commands[] = {
     ngx_null_command};
 
 // ---- configuration objects ----------------------------------------------
-
-void ngx_http_gtls_init_policy_conf(ngx_http_gtls_policy_conf_t *pc)
-{
-    pc->mode = NGX_CONF_UNSET_UINT;
-    pc->sans = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
-    pc->pins = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
-    pc->pin_certificates = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
-}
 
 void ngx_http_gtls_delete_main(void *data)
 {
@@ -311,8 +136,8 @@ void *ngx_http_gtls_create_srv_conf(ngx_conf_t *cf)
         return nullptr;
     }
     scf->insecure = NGX_CONF_UNSET_UINT;
-    ngx_http_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_PROXY]);
-    ngx_http_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_GRPC]);
+    ngx_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_PROXY]);
+    ngx_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_GRPC]);
     return scf;
 }
 
@@ -322,7 +147,7 @@ char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     auto *conf = static_cast<ngx_http_gtls_srv_conf_t *>(child);
 
     ngx_conf_merge_uint_value(conf->insecure, prev->insecure,
-                              static_cast<ngx_uint_t>(NGX_HTTP_GTLS_INSECURE_ALLOW));
+                              static_cast<ngx_uint_t>(NGX_GTLS_INSECURE_ALLOW));
     return NGX_CONF_OK;
 }
 
@@ -333,139 +158,9 @@ void *ngx_http_gtls_create_loc_conf(ngx_conf_t *cf)
     if (lcf == nullptr) {
         return nullptr;
     }
-    ngx_http_gtls_init_policy_conf(&lcf->policy[NGX_HTTP_GTLS_PROXY]);
-    ngx_http_gtls_init_policy_conf(&lcf->policy[NGX_HTTP_GTLS_GRPC]);
+    ngx_gtls_init_policy_conf(&lcf->policy[NGX_HTTP_GTLS_PROXY]);
+    ngx_gtls_init_policy_conf(&lcf->policy[NGX_HTTP_GTLS_GRPC]);
     return lcf;
-}
-
-// Turns the directives of one scope into a core policy, once.
-ngx_int_t ngx_http_gtls_build_policy(ngx_conf_t *cf, ngx_http_gtls_policy_conf_t *pc,
-                                     ngx_uint_t kind)
-{
-    if (pc->built) {
-        return NGX_OK;
-    }
-    pc->built = 1;
-
-    gtls::Mode mode = pc->mode == NGX_CONF_UNSET_UINT ? gtls::Mode::Off
-                                                      : static_cast<gtls::Mode>(pc->mode);
-    if (mode == gtls::Mode::Off) {
-        return NGX_OK;
-    }
-
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
-    gtls::Policy *policy = ngx_http_gtls_pool_new<gtls::Policy>(cf->pool);
-    if (policy == nullptr) {
-        return NGX_ERROR;
-    }
-
-    policy->mode = mode;
-    policy->name = std::string(sv(pc->name));
-    policy->hostname = std::string(sv(pc->hostname));
-    if (pc->ca.data != nullptr) {
-        policy->trust_source = std::string(sv(pc->ca));
-        policy->store = mcf->stores->at(policy->trust_source);
-    }
-
-    std::string error;
-    for (ngx_array_t *specs : {pc->sans}) {
-        if (specs == NGX_CONF_UNSET_PTR) continue;
-        auto *spec = static_cast<ngx_str_t *>(specs->elts);
-        for (ngx_uint_t i = 0; i < specs->nelts; i++) {
-            policy->sans.push_back(*gtls::parse_san_spec(sv(spec[i]), &error));
-        }
-    }
-    for (ngx_array_t *specs : {pc->pins, pc->pin_certificates}) {
-        if (specs == NGX_CONF_UNSET_PTR) continue;
-        auto *spec = static_cast<ngx_str_t *>(specs->elts);
-        for (ngx_uint_t i = 0; i < specs->nelts; i++) {
-            policy->pins.push_back(*gtls::parse_pin_spec(sv(spec[i]), &error));
-        }
-    }
-
-    const char *prefix = kPrefix[kind];
-    if (mode != gtls::Mode::Skip && !policy->has_trust()) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"%s_ssl_verify_mode %s\" in %V:%ui needs a trust source: "
-                      "\"%s_ssl_verify_ca\", \"%s_ssl_verify_pin\" or "
-                      "\"%s_ssl_verify_pin_certificate\"",
-                      prefix, gtls::mode_name(mode), &pc->mode_file, pc->mode_line, prefix,
-                      prefix, prefix);
-        return NGX_ERROR;
-    }
-
-    mcf->status->policies.push_back({policy, prefix});
-    if (gtls::mode_is_insecure(mode)) {
-        // the audit trail GEP-4152 asks for: one line per degraded scope
-        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                      "gateway_tls: insecure backend verification \"%s_ssl_verify_mode %s\" "
-                      "for policy \"%s\" in %V:%ui",
-                      prefix, gtls::mode_name(mode), policy->name.c_str(), &pc->mode_file,
-                      pc->mode_line);
-        mcf->status->audit.push_back({std::string(sv(pc->mode_file)), pc->mode_line, policy->name,
-                                      gtls::mode_name(mode), prefix});
-    }
-
-    pc->policy = policy;
-    return NGX_OK;
-}
-
-bool ngx_http_gtls_policy_conf_set(const ngx_http_gtls_policy_conf_t *pc)
-{
-    return pc->mode != NGX_CONF_UNSET_UINT || pc->ca.data != nullptr
-           || pc->sans != NGX_CONF_UNSET_PTR || pc->pins != NGX_CONF_UNSET_PTR
-           || pc->pin_certificates != NGX_CONF_UNSET_PTR || pc->name.data != nullptr;
-}
-
-ngx_int_t ngx_http_gtls_merge_policy(ngx_conf_t *cf, ngx_http_gtls_policy_conf_t *conf,
-                                     ngx_http_gtls_policy_conf_t *prev, ngx_uint_t kind)
-{
-    if (!ngx_http_gtls_policy_conf_set(conf)) {
-        if (ngx_http_gtls_build_policy(cf, prev, kind) != NGX_OK) {
-            return NGX_ERROR;
-        }
-        *conf = *prev;  // the same policy object: one identity for sessions
-        return NGX_OK;
-    }
-
-    if (conf->mode == NGX_CONF_UNSET_UINT) {
-        conf->mode = prev->mode;
-        conf->mode_file = prev->mode_file;
-        conf->mode_line = prev->mode_line;
-    }
-    ngx_conf_merge_str_value(conf->ca, prev->ca, "");
-    if (conf->ca.len == 0) {
-        conf->ca.data = nullptr;
-    }
-    // ngx_conf_merge_ptr_value, without its void * conversion C++ refuses
-    for (ngx_array_t *ngx_http_gtls_policy_conf_t::*field :
-         {&ngx_http_gtls_policy_conf_t::sans, &ngx_http_gtls_policy_conf_t::pins,
-          &ngx_http_gtls_policy_conf_t::pin_certificates}) {
-        if (conf->*field == NGX_CONF_UNSET_PTR) {
-            conf->*field = prev->*field;
-        }
-    }
-    if (conf->name.data == nullptr) {
-        conf->name = prev->name;
-    }
-    return ngx_http_gtls_build_policy(cf, conf, kind);
-}
-
-// proxy_ssl_verify_insecure deny: no degraded policy below.
-ngx_int_t ngx_http_gtls_check_gate(ngx_conf_t *cf, const ngx_http_gtls_policy_conf_t *pc,
-                                   ngx_uint_t insecure, ngx_uint_t kind)
-{
-    if (pc->policy == nullptr || insecure != NGX_HTTP_GTLS_INSECURE_DENY
-        || !gtls::mode_is_insecure(pc->policy->mode)) {
-        return NGX_OK;
-    }
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "\"%s_ssl_verify_mode %s\" in %V:%ui is not allowed by "
-                  "\"proxy_ssl_verify_insecure deny\"",
-                  kPrefix[kind], gtls::mode_name(pc->policy->mode), &pc->mode_file,
-                  pc->mode_line);
-    return NGX_ERROR;
 }
 
 // The module owns verification where a policy applies: stock
@@ -497,8 +192,8 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         for (ngx_uint_t kind : {NGX_HTTP_GTLS_PROXY, NGX_HTTP_GTLS_GRPC}) {
             ngx_http_gtls_policy_conf_t *pc = &conf->policy[kind];
 
-            if (ngx_http_gtls_merge_policy(cf, pc, &prev->policy[kind], kind) != NGX_OK
-                || ngx_http_gtls_check_gate(cf, pc, scf->insecure, kind) != NGX_OK) {
+            if (ngx_gtls_merge_policy(cf, pc, &prev->policy[kind], kPrefix[kind], ngx_http_gtls_registry(cf)) != NGX_OK
+                || ngx_gtls_check_gate(cf, pc, scf->insecure, kPrefix[kind]) != NGX_OK) {
                 return static_cast<char *>(NGX_CONF_ERROR);
             }
 
@@ -520,7 +215,7 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
             if (uscf != nullptr && uscf->srv_conf != nullptr) {
                 auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(
                     ngx_http_conf_upstream_srv_conf(uscf, ngx_http_gateway_tls_module));
-                if (ngx_http_gtls_check_gate(cf, &ups->policy[kind], scf->insecure, kind)
+                if (ngx_gtls_check_gate(cf, &ups->policy[kind], scf->insecure, kPrefix[kind])
                     != NGX_OK) {
                     return static_cast<char *>(NGX_CONF_ERROR);
                 }
@@ -573,9 +268,9 @@ char *ngx_http_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
                     ngx_http_conf_upstream_srv_conf(uscf, ngx_http_gateway_tls_module));
                 ups->original_init_peer = uscf->peer.init;
                 for (ngx_uint_t kind : {NGX_HTTP_GTLS_PROXY, NGX_HTTP_GTLS_GRPC}) {
-                    if (ngx_http_gtls_build_policy(cf, &ups->policy[kind], kind) != NGX_OK
-                        || ngx_http_gtls_check_gate(cf, &ups->policy[kind], http_scf->insecure,
-                                                    kind) != NGX_OK) {
+                    if (ngx_gtls_build_policy(cf, &ups->policy[kind], kPrefix[kind], ngx_http_gtls_registry(cf)) != NGX_OK
+                        || ngx_gtls_check_gate(cf, &ups->policy[kind], http_scf->insecure,
+                                               kPrefix[kind]) != NGX_OK) {
                         return static_cast<char *>(NGX_CONF_ERROR);
                     }
                 }

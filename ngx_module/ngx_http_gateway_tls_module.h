@@ -11,29 +11,13 @@
 #include "ngx_gtls_nginx.h"
 
 #include "gtls_verify.h"
+#include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_status.h"
 
 // Which upstream module a policy is for: proxy_pass or grpc_pass.
 enum ngx_http_gtls_kind_e { NGX_HTTP_GTLS_PROXY = 0, NGX_HTTP_GTLS_GRPC = 1 };
 
-// The directives of one scope for one prefix (proxy_ or grpc_). Every
-// field is merged on its own, as nginx does; the core policy is built once
-// per scope that sets anything, and shared by the scopes that inherit it.
-typedef struct {
-    ngx_uint_t        mode;              // gtls::Mode, NGX_CONF_UNSET_UINT
-    ngx_str_t         ca;                // full path or "system"
-    ngx_array_t      *sans;              // ngx_str_t SPECs
-    ngx_array_t      *pins;              // ngx_str_t SPECs
-    ngx_array_t      *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
-    ngx_str_t         name;
-    ngx_str_t         hostname;          // upstream{} only
-
-    ngx_str_t         mode_file;         // where the mode was set
-    ngx_uint_t        mode_line;
-
-    gtls::Policy     *policy;            // null while mode is off
-    unsigned          built:1;
-} ngx_http_gtls_policy_conf_t;
+typedef ngx_gtls_policy_conf_t ngx_http_gtls_policy_conf_t;
 
 typedef struct {
     ngx_http_gtls_policy_conf_t  policy[2];  // by ngx_http_gtls_kind_e
@@ -77,26 +61,6 @@ struct ngx_http_gtls_request_t {
 };
 
 extern "C" ngx_module_t  ngx_http_gateway_tls_module;
-
-// C++ objects in nginx memory: built in place in a pool cleanup's data, so
-// that destroying the pool runs the destructor (the nginx-otel way).
-template <typename T>
-void ngx_http_gtls_pool_destroy(void *data)
-{
-    static_cast<T *>(data)->~T();
-}
-
-template <typename T>
-T *ngx_http_gtls_pool_new(ngx_pool_t *pool)
-{
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, sizeof(T));
-    if (cln == nullptr) {
-        return nullptr;
-    }
-    T *object = new (cln->data) T();
-    cln->handler = ngx_http_gtls_pool_destroy<T>;
-    return object;
-}
 
 // ngx_http_gateway_tls_upstream.cc
 ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);

@@ -25,7 +25,7 @@ ngx_http_gtls_connection_t *ngx_http_gtls_get_connection(ngx_connection_t *c, bo
         return conn;
     }
 
-    conn = ngx_http_gtls_pool_new<ngx_http_gtls_connection_t>(c->pool);
+    conn = ngx_gtls_pool_new<ngx_http_gtls_connection_t>(c->pool);
     if (conn == nullptr) {
         return nullptr;
     }
@@ -329,7 +329,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
     // an internal redirect (error_page) clears module contexts; the pool
     // cleanup keeps our state findable for the variables
     for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_gtls_pool_destroy<ngx_http_gtls_request_t>
+        if (cln->handler == ngx_gtls_pool_destroy<ngx_http_gtls_request_t>
             && static_cast<ngx_http_gtls_request_t *>(cln->data)->request == r) {
             state = static_cast<ngx_http_gtls_request_t *>(cln->data);
             ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
@@ -341,7 +341,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
         return nullptr;
     }
 
-    state = ngx_http_gtls_pool_new<ngx_http_gtls_request_t>(r->pool);
+    state = ngx_gtls_pool_new<ngx_http_gtls_request_t>(r->pool);
     if (state == nullptr) {
         return nullptr;
     }

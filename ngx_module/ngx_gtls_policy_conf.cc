@@ -1,0 +1,329 @@
+// The policy directives, shared by the http and stream modules: their
+// argument checks, per-field merge, the operator gate, and the one build of
+// a core policy per scope that sets anything.
+
+#include "ngx_gtls_policy_conf.h"
+
+std::string_view ngx_gtls_sv(const ngx_str_t &s)
+{
+    return std::string_view(reinterpret_cast<const char *>(s.data), s.len);
+}
+
+char *ngx_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value,
+                            const std::string &why)
+{
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid value \"%V\" in \"%V\" directive: %s", value,
+                       &cmd->name, why.c_str());
+    return static_cast<char *>(NGX_CONF_ERROR);
+}
+
+ngx_array_t *ngx_gtls_spec_array(ngx_conf_t *cf, ngx_array_t **array)
+{
+    if (*array == NGX_CONF_UNSET_PTR) {
+        *array = ngx_array_create(cf->pool, 4, sizeof(ngx_str_t));
+    }
+    return *array;
+}
+
+char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (pc->mode != NGX_CONF_UNSET_UINT) {
+        return const_cast<char *>("is duplicate");
+    }
+
+    auto mode = gtls::parse_mode(ngx_gtls_sv(value[1]));
+    if (!mode) {
+        return ngx_gtls_invalid(cf, cmd, &value[1],
+                                     "expected off, strict, allow_expired, skip_san or skip");
+    }
+
+    pc->mode = static_cast<ngx_uint_t>(*mode);
+    pc->mode_file = cf->conf_file->file.name;
+    pc->mode_line = cf->conf_file->line;
+    return NGX_CONF_OK;
+}
+
+char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
+                              const ngx_gtls_registry_t &registry)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (pc->ca.data != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+
+    ngx_str_t source = value[1];
+    if (ngx_gtls_sv(source) != "system" && ngx_conf_full_name(cf->cycle, &source, 1) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    // one store per file, however many scopes trust it
+    std::string key(ngx_gtls_sv(source));
+    if (registry.stores->find(key) == registry.stores->end()) {
+        std::string error;
+        gtls::X509StoreShared store = gtls::load_trust_store(key, &error);
+        if (!store) {
+            return ngx_gtls_invalid(cf, cmd, &value[1], error);
+        }
+        registry.stores->emplace(key, std::move(store));
+    }
+
+    pc->ca = source;
+    return NGX_CONF_OK;
+}
+
+// Validates each argument as a SPEC and appends it to *array; the core
+// objects are built from the merged lists.
+template <typename Parse>
+static char *ngx_gtls_add_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array,
+                              Parse parse)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    ngx_array_t *specs = ngx_gtls_spec_array(cf, array);
+    if (specs == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        std::string error;
+        if (!parse(ngx_gtls_sv(value[i]), &error)) {
+            return ngx_gtls_invalid(cf, cmd, &value[i], error);
+        }
+        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(specs));
+        if (spec == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        *spec = value[i];
+    }
+    return NGX_CONF_OK;
+}
+
+char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    return ngx_gtls_add_specs(cf, cmd, &pc->sans, gtls::parse_san_spec);
+}
+
+char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    return ngx_gtls_add_specs(cf, cmd, &pc->pins, gtls::parse_pin_spec);
+}
+
+char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    ngx_str_t path = value[1];
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    std::vector<gtls::Pin> pins;
+    std::string error;
+    if (!gtls::load_pin_certificates(std::string(ngx_gtls_sv(path)), &pins, &error)) {
+        return ngx_gtls_invalid(cf, cmd, &value[1], error);
+    }
+
+    ngx_array_t *specs = ngx_gtls_spec_array(cf, &pc->pin_certificates);
+    if (specs == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    for (const gtls::Pin &pin : pins) {
+        auto *spec = static_cast<ngx_str_t *>(ngx_array_push(specs));
+        if (spec == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        spec->len = pin.spec.size();
+        spec->data = static_cast<u_char *>(ngx_pnalloc(cf->pool, spec->len));
+        if (spec->data == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        ngx_memcpy(spec->data, pin.spec.data(), spec->len);
+    }
+    return NGX_CONF_OK;
+}
+
+char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (pc->name.data != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+    if (value[1].len == 0) {
+        return ngx_gtls_invalid(cf, cmd, &value[1], "empty name");
+    }
+    pc->name = value[1];
+    return NGX_CONF_OK;
+}
+
+char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (pc->hostname.data != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+    std::string error;
+    if (!gtls::parse_san_spec("dns:" + std::string(ngx_gtls_sv(value[1])), &error)) {
+        return ngx_gtls_invalid(cf, cmd, &value[1], error);
+    }
+    pc->hostname = value[1];
+    return NGX_CONF_OK;
+}
+
+char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, ngx_uint_t *gate)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (*gate != NGX_CONF_UNSET_UINT) {
+        return const_cast<char *>("is duplicate");
+    }
+    if (ngx_gtls_sv(value[1]) == "allow") {
+        *gate = NGX_GTLS_INSECURE_ALLOW;
+    } else if (ngx_gtls_sv(value[1]) == "deny") {
+        *gate = NGX_GTLS_INSECURE_DENY;
+    } else {
+        return ngx_gtls_invalid(cf, cmd, &value[1], "expected allow or deny");
+    }
+    return NGX_CONF_OK;
+}
+
+void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc)
+{
+    pc->mode = NGX_CONF_UNSET_UINT;
+    pc->sans = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    pc->pins = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    pc->pin_certificates = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+}
+
+// Turns the directives of one scope into a core policy, once.
+ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
+                                const ngx_gtls_registry_t &registry)
+{
+    if (pc->built) {
+        return NGX_OK;
+    }
+    pc->built = 1;
+
+    gtls::Mode mode = pc->mode == NGX_CONF_UNSET_UINT ? gtls::Mode::Off
+                                                      : static_cast<gtls::Mode>(pc->mode);
+    if (mode == gtls::Mode::Off) {
+        return NGX_OK;
+    }
+
+    gtls::Policy *policy = ngx_gtls_pool_new<gtls::Policy>(cf->pool);
+    if (policy == nullptr) {
+        return NGX_ERROR;
+    }
+
+    policy->mode = mode;
+    policy->name = std::string(ngx_gtls_sv(pc->name));
+    policy->hostname = std::string(ngx_gtls_sv(pc->hostname));
+    if (pc->ca.data != nullptr) {
+        policy->trust_source = std::string(ngx_gtls_sv(pc->ca));
+        policy->store = registry.stores->at(policy->trust_source);
+    }
+
+    std::string error;
+    for (ngx_array_t *specs : {pc->sans}) {
+        if (specs == NGX_CONF_UNSET_PTR) continue;
+        auto *spec = static_cast<ngx_str_t *>(specs->elts);
+        for (ngx_uint_t i = 0; i < specs->nelts; i++) {
+            policy->sans.push_back(*gtls::parse_san_spec(ngx_gtls_sv(spec[i]), &error));
+        }
+    }
+    for (ngx_array_t *specs : {pc->pins, pc->pin_certificates}) {
+        if (specs == NGX_CONF_UNSET_PTR) continue;
+        auto *spec = static_cast<ngx_str_t *>(specs->elts);
+        for (ngx_uint_t i = 0; i < specs->nelts; i++) {
+            policy->pins.push_back(*gtls::parse_pin_spec(ngx_gtls_sv(spec[i]), &error));
+        }
+    }
+
+    if (mode != gtls::Mode::Skip && !policy->has_trust()) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"%s_ssl_verify_mode %s\" in %V:%ui needs a trust source: "
+                      "\"%s_ssl_verify_ca\", \"%s_ssl_verify_pin\" or "
+                      "\"%s_ssl_verify_pin_certificate\"",
+                      prefix, gtls::mode_name(mode), &pc->mode_file, pc->mode_line, prefix,
+                      prefix, prefix);
+        return NGX_ERROR;
+    }
+
+    registry.status->policies.push_back({policy, prefix});
+    if (gtls::mode_is_insecure(mode)) {
+        // the audit trail GEP-4152 asks for: one line per degraded scope
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "gateway_tls: insecure backend verification \"%s_ssl_verify_mode %s\" "
+                      "for policy \"%s\" in %V:%ui",
+                      prefix, gtls::mode_name(mode), policy->name.c_str(), &pc->mode_file,
+                      pc->mode_line);
+        registry.status->audit.push_back({std::string(ngx_gtls_sv(pc->mode_file)), pc->mode_line, policy->name,
+                                      gtls::mode_name(mode), prefix});
+    }
+
+    pc->policy = policy;
+    return NGX_OK;
+}
+
+bool ngx_gtls_policy_conf_set(const ngx_gtls_policy_conf_t *pc)
+{
+    return pc->mode != NGX_CONF_UNSET_UINT || pc->ca.data != nullptr
+           || pc->sans != NGX_CONF_UNSET_PTR || pc->pins != NGX_CONF_UNSET_PTR
+           || pc->pin_certificates != NGX_CONF_UNSET_PTR || pc->name.data != nullptr;
+}
+
+ngx_int_t ngx_gtls_merge_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *conf,
+                                ngx_gtls_policy_conf_t *prev, const char *prefix,
+                                const ngx_gtls_registry_t &registry)
+{
+    if (!ngx_gtls_policy_conf_set(conf)) {
+        if (ngx_gtls_build_policy(cf, prev, prefix, registry) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        *conf = *prev;  // the same policy object: one identity for sessions
+        return NGX_OK;
+    }
+
+    if (conf->mode == NGX_CONF_UNSET_UINT) {
+        conf->mode = prev->mode;
+        conf->mode_file = prev->mode_file;
+        conf->mode_line = prev->mode_line;
+    }
+    ngx_conf_merge_str_value(conf->ca, prev->ca, "");
+    if (conf->ca.len == 0) {
+        conf->ca.data = nullptr;
+    }
+    // ngx_conf_merge_ptr_value, without its void * conversion C++ refuses
+    for (ngx_array_t *ngx_gtls_policy_conf_t::*field :
+         {&ngx_gtls_policy_conf_t::sans, &ngx_gtls_policy_conf_t::pins,
+          &ngx_gtls_policy_conf_t::pin_certificates}) {
+        if (conf->*field == NGX_CONF_UNSET_PTR) {
+            conf->*field = prev->*field;
+        }
+    }
+    if (conf->name.data == nullptr) {
+        conf->name = prev->name;
+    }
+    return ngx_gtls_build_policy(cf, conf, prefix, registry);
+}
+
+// proxy_ssl_verify_insecure deny: no degraded policy below.
+ngx_int_t ngx_gtls_check_gate(ngx_conf_t *cf, const ngx_gtls_policy_conf_t *pc,
+                              ngx_uint_t insecure, const char *prefix)
+{
+    if (pc->policy == nullptr || insecure != NGX_GTLS_INSECURE_DENY
+        || !gtls::mode_is_insecure(pc->policy->mode)) {
+        return NGX_OK;
+    }
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "\"%s_ssl_verify_mode %s\" in %V:%ui is not allowed by "
+                  "\"proxy_ssl_verify_insecure deny\"",
+                  prefix, gtls::mode_name(pc->policy->mode), &pc->mode_file,
+                  pc->mode_line);
+    return NGX_ERROR;
+}
+

@@ -1,0 +1,64 @@
+// The policy directives of one scope, shared by the http and stream
+// modules (proxy_ssl_verify_* and grpc_ssl_verify_*): conf struct, setters,
+// merge, the operator gate, and building the core policy.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "ngx_gtls_nginx.h"
+
+#include "gtls_verify.h"
+#include "ngx_http_gateway_tls_status.h"
+
+// The directives of one scope for one prefix (proxy_ or grpc_). Every
+// field is merged on its own, as nginx does; the core policy is built once
+// per scope that sets anything, and shared by the scopes that inherit it.
+typedef struct {
+    ngx_uint_t        mode;              // gtls::Mode, NGX_CONF_UNSET_UINT
+    ngx_str_t         ca;                // full path or "system"
+    ngx_array_t      *sans;              // ngx_str_t SPECs
+    ngx_array_t      *pins;              // ngx_str_t SPECs
+    ngx_array_t      *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
+    ngx_str_t         name;
+    ngx_str_t         hostname;          // upstream{} only
+
+    ngx_str_t         mode_file;         // where the mode was set
+    ngx_uint_t        mode_line;
+
+    gtls::Policy     *policy;            // null while mode is off
+    unsigned          built:1;
+} ngx_gtls_policy_conf_t;
+
+// What building a policy needs from its module: the trust stores shared by
+// path, and the status registry of policies and degraded scopes.
+struct ngx_gtls_registry_t {
+    std::map<std::string, gtls::X509StoreShared> *stores;
+    ngx_http_gtls_status_t                       *status;
+};
+
+enum { NGX_GTLS_INSECURE_ALLOW = 0, NGX_GTLS_INSECURE_DENY = 1 };
+
+std::string_view ngx_gtls_sv(const ngx_str_t &s);
+char *ngx_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value, const std::string &why);
+void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc);
+
+// Directive bodies: the module finds the scope's policy conf, these fill it.
+char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
+                              const ngx_gtls_registry_t &registry);
+char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, ngx_uint_t *gate);
+
+ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
+                                const ngx_gtls_registry_t &registry);
+ngx_int_t ngx_gtls_merge_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *conf,
+                                ngx_gtls_policy_conf_t *prev, const char *prefix,
+                                const ngx_gtls_registry_t &registry);
+ngx_int_t ngx_gtls_check_gate(ngx_conf_t *cf, const ngx_gtls_policy_conf_t *pc,
+                              ngx_uint_t insecure, const char *prefix);
