@@ -6,6 +6,7 @@ BUILD        := $(CURDIR)/build
 NGINX_SRC    := /usr/share/nginx/src
 NGINX_BUILD  := $(BUILD)/nginx
 MODULE_SO    := $(NGINX_BUILD)/objs/ngx_http_gateway_tls_module.so
+STREAM_SO    := $(NGINX_BUILD)/objs/ngx_stream_gateway_tls_module.so
 MODULES_DIR  := /usr/lib/nginx/modules
 CXX          ?= g++
 CXXFLAGS     ?= -O2 -g
@@ -87,13 +88,18 @@ test: deps
 	$(MAKE) test-nginx
 
 install: module $(GENERATOR)
-	install -m 0644 $(MODULE_SO) $(MODULES_DIR)/
+	install -m 0644 $(MODULE_SO) $(STREAM_SO) $(MODULES_DIR)/
 	install -m 0755 $(GENERATOR) /usr/local/bin/gateway2nginx
 	mkdir -p /usr/share/nginx/modules-available /etc/nginx/modules-enabled
 	echo 'load_module modules/ngx_http_gateway_tls_module.so;' \
 	  > /usr/share/nginx/modules-available/mod-http-gateway-tls.conf
 	ln -sf /usr/share/nginx/modules-available/mod-http-gateway-tls.conf \
 	  /etc/nginx/modules-enabled/50-mod-http-gateway-tls.conf
+	# after Debian's 50-mod-stream.conf, which loads ngx_stream_module.so
+	echo 'load_module modules/ngx_stream_gateway_tls_module.so;' \
+	  > /usr/share/nginx/modules-available/mod-stream-gateway-tls.conf
+	ln -sf /usr/share/nginx/modules-available/mod-stream-gateway-tls.conf \
+	  /etc/nginx/modules-enabled/60-mod-stream-gateway-tls.conf
 
 demo: deps
 	$(MAKE) module $(GENERATOR)

@@ -56,6 +56,7 @@ struct ngx_http_gtls_request_t {
     void                                   *original_data;
     ngx_event_get_peer_pt                   original_get;
     ngx_event_free_peer_pt                  original_free;
+    ngx_event_notify_peer_pt                original_notify;
     ngx_event_set_peer_session_pt           original_set_session;
     ngx_event_save_peer_session_pt          original_save_session;
 };

@@ -253,6 +253,13 @@ ngx_int_t ngx_http_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
     return NGX_OK;  // the balancer's choice stands: connect afresh
 }
 
+// Every balancer callback gets the balancer's own data back.
+void ngx_http_gtls_notify_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t type)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
+    state->original_notify(pc, state->original_data, type);
+}
+
 void ngx_http_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state_flags)
 {
     auto *state = static_cast<ngx_http_gtls_request_t *>(data);
@@ -394,12 +401,14 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
         state->original_data = u->peer.data;
         state->original_get = u->peer.get;
         state->original_free = u->peer.free;
+    state->original_notify = u->peer.notify;
         state->original_set_session = u->peer.set_session;
         state->original_save_session = u->peer.save_session;
 
         u->peer.data = state;
         u->peer.get = ngx_http_gtls_get_peer;
         u->peer.free = ngx_http_gtls_free_peer;
+    u->peer.notify = u->peer.notify ? ngx_http_gtls_notify_peer : nullptr;
         u->peer.set_session = ngx_http_gtls_set_session;
         u->peer.save_session = ngx_http_gtls_save_session;
     } catch (const std::exception &e) {

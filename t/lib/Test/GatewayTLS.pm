@@ -32,6 +32,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
+(my $StreamModule = $Module) =~ s/ngx_http_gateway_tls_module\.so$/ngx_stream_gateway_tls_module.so/;
 my $Nginx = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 
 # The backends every test can reach, by certificate name. leaf_h2 is the
@@ -43,6 +44,10 @@ my ($ServRoot, $BasePort);
 sub servroot { $ServRoot }
 sub certs_dir { "$ServRoot/certs" }
 sub server_port { $BasePort }
+
+# Where a block's stream_config listens: requests go there with --- stream
+# ($TEST_NGINX_STREAM_PORT_1 ... _3 for more servers, "@1 GET /" to reach them).
+sub stream_port { $BasePort + 12 }
 
 sub backend_port {
     my $name = shift;
@@ -78,7 +83,7 @@ sub _port_free {
 }
 
 sub _pick_ports {
-    my $span = @Backends + 1;
+    my $span = @Backends + 13;
     for (my $try = 0; $try < 200; $try++) {
         my $base = 20000 + (($$ + $try * 37) % 2000) * 16;
         return $base unless grep { !_port_free($_) } $base .. $base + $span - 1;
@@ -104,6 +109,7 @@ sub _expand {
     my $text = shift;
     return '' unless defined $text;
     $text =~ s/\$TEST_NGINX_SERVER_PORT\b/$BasePort/g;
+    $text =~ s/\$TEST_NGINX_STREAM_PORT(?:_(\d+))?\b/stream_port() + ($1 \/\/ 0)/ge;
     $text =~ s/\$TEST_NGINX_CERTS\b/certs_dir()/ge;
     $text =~ s/\$TEST_NGINX_SERVROOT\b/$ServRoot/g;
     $text =~ s/\$TEST_NGINX_BACKEND_(\w+)\b/backend_port(lc $1)/ge;
@@ -157,8 +163,16 @@ sub _write_config {
     my $config = _expand($block->config);
     my $backends = _backend_servers();
     my $temp_paths = _temp_paths();
+    my $stream = '';
+    my $stream_modules = '';
+    if (defined $block->stream_config) {
+        $stream = "stream {\n" . _expand($block->stream_config) . "\n}\n";
+        $stream_modules = "load_module /usr/lib/nginx/modules/ngx_stream_module.so;\n"
+                        . "load_module $StreamModule;\n";
+    }
     my $conf = <<"EOF";
 load_module $Module;
+$stream_modules
 daemon on;
 master_process on;
 $workers
@@ -179,6 +193,7 @@ $http
 $config
     }
 }
+$stream
 EOF
     open my $fh, '>', "$ServRoot/conf/nginx.conf" or die "$!";
     print $fh $conf;
@@ -347,7 +362,11 @@ sub _run_block {
             _reload();
             next;
         }
-        my ($status, $hdrs, $body) = _http($BasePort, $requests[$i], $block->more_headers);
+        my $port = defined $block->stream ? stream_port() : $BasePort;
+        my $request = $requests[$i];
+        # "@N GET /x": to the stream server on $TEST_NGINX_STREAM_PORT + N
+        $port = stream_port() + $1 if $request =~ s/^\@(\d+)\s+//;
+        my ($status, $hdrs, $body) = _http($port, $request, $block->more_headers);
         $last_body = $body;
         my $label = @requests > 1 ? "$name - request $i" : "$name";
         my $code = @codes > 1 ? $codes[$i] : $codes[0];

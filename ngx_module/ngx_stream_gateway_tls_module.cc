@@ -1,0 +1,613 @@
+// ngx_stream_gateway_tls_module: backend certificate verification for the
+// stream proxy (`proxy_ssl on`), with the directives and variables of the
+// http module and the same invariants: the decision is made in the
+// handshake, TLS sessions are cached per policy, nothing goes out in
+// plaintext under a policy.
+//
+// The stream proxy's configuration struct is private to nginx; its fields
+// are found from the proxy module's own directive table (the offsets of
+// proxy_ssl, proxy_ssl_name, proxy_ssl_verify, and proxy_ssl_conf_command,
+// which the ngx_ssl_t pointer follows in nginx 1.21 to 1.27).
+
+extern "C" {
+#include <ngx_stream.h>
+}
+
+#include "ngx_gtls_policy_conf.h"
+
+namespace {
+
+struct ngx_stream_gtls_session_entry_t {
+    SSL_SESSION                           *session;
+    std::shared_ptr<const gtls::Verdict>   verdict;
+};
+
+// Where the stream proxy keeps what we need, by offset into its srv conf.
+struct ngx_stream_gtls_proxy_layout_t {
+    ngx_int_t  ctx_index = -1;
+    size_t     ssl_enable = 0, ssl_name = 0, ssl_verify = 0, ssl = 0;
+    bool       found = false;
+};
+
+typedef struct {
+    ngx_stream_gtls_proxy_layout_t                              *proxy;
+    ngx_stream_upstream_init_peer_pt                             implicit_init_peer;
+    std::map<std::string, gtls::X509StoreShared>                *stores;
+    std::map<std::string, ngx_stream_gtls_session_entry_t>      *sessions;
+    ngx_http_gtls_status_t                                      *status;  // the policy registry
+} ngx_stream_gtls_main_conf_t;
+
+typedef struct {
+    ngx_gtls_policy_conf_t            policy;
+    ngx_uint_t                        insecure;
+    ngx_stream_upstream_init_peer_pt  original_init_peer;
+} ngx_stream_gtls_srv_conf_t;
+
+// What one stream session learnt about its backend connection.
+struct ngx_stream_gtls_state_t {
+    const gtls::Policy                     *policy = nullptr;
+    std::shared_ptr<const gtls::Verdict>    verdict;
+    void                                   *original_data = nullptr;
+    ngx_event_get_peer_pt                   original_get = nullptr;
+    ngx_event_free_peer_pt                  original_free = nullptr;
+    ngx_event_notify_peer_pt                original_notify = nullptr;
+    ngx_event_set_peer_session_pt           original_set_session = nullptr;
+    ngx_event_save_peer_session_pt          original_save_session = nullptr;
+    ngx_stream_session_t                   *session = nullptr;
+};
+
+// What a backend connection was verified under (owned by its pool).
+struct ngx_stream_gtls_connection_t {
+    const gtls::Policy                    *policy = nullptr;
+    std::shared_ptr<const gtls::Verdict>   verdict;
+};
+
+int ngx_stream_gtls_connection_index = -1;
+void (*ngx_stream_gtls_stock_info_callback)(const SSL *, int, int);
+
+}  // namespace
+
+extern "C" ngx_module_t ngx_stream_gateway_tls_module;
+
+namespace {
+
+template <typename T>
+T *ngx_stream_gtls_field(void *conf, size_t offset)
+{
+    return reinterpret_cast<T *>(static_cast<u_char *>(conf) + offset);
+}
+
+ngx_stream_gtls_main_conf_t *ngx_stream_gtls_main(ngx_stream_session_t *s)
+{
+    return static_cast<ngx_stream_gtls_main_conf_t *>(
+        ngx_stream_get_module_main_conf(s, ngx_stream_gateway_tls_module));
+}
+
+ngx_stream_gtls_state_t *ngx_stream_gtls_state(ngx_stream_session_t *s, bool create)
+{
+    auto *state = static_cast<ngx_stream_gtls_state_t *>(
+        ngx_stream_get_module_ctx(s, ngx_stream_gateway_tls_module));
+    if (state != nullptr || !create) {
+        return state;
+    }
+    state = ngx_gtls_pool_new<ngx_stream_gtls_state_t>(s->connection->pool);
+    if (state != nullptr) {
+        state->session = s;
+        ngx_stream_set_ctx(s, state, ngx_stream_gateway_tls_module);
+    }
+    return state;
+}
+
+ngx_stream_gtls_connection_t *ngx_stream_gtls_connection(ngx_connection_t *c, bool create)
+{
+    auto *conn = static_cast<ngx_stream_gtls_connection_t *>(
+        SSL_get_ex_data(c->ssl->connection, ngx_stream_gtls_connection_index));
+    if (conn != nullptr || !create || c->pool == nullptr) {
+        return conn;
+    }
+    conn = ngx_gtls_pool_new<ngx_stream_gtls_connection_t>(c->pool);
+    if (conn == nullptr
+        || SSL_set_ex_data(c->ssl->connection, ngx_stream_gtls_connection_index, conn) == 0) {
+        return nullptr;
+    }
+    return conn;
+}
+
+const gtls::Policy *ngx_stream_gtls_policy(ngx_stream_session_t *s)
+{
+    auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(
+        ngx_stream_get_module_srv_conf(s, ngx_stream_gateway_tls_module));
+    return scf->policy.policy;
+}
+
+// The SNI name as the stream proxy computes it: proxy_ssl_name, else the
+// proxied host, without a port.
+std::string ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::Policy *policy)
+{
+    if (!policy->hostname.empty()) {
+        return policy->hostname;
+    }
+    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
+    void *pscf = s->srv_conf[mcf->proxy->ctx_index];
+    auto *cv = *ngx_stream_gtls_field<ngx_stream_complex_value_t *>(pscf, mcf->proxy->ssl_name);
+    ngx_str_t value = s->upstream->ssl_name;
+    if (cv != nullptr && ngx_stream_complex_value(s, cv, &value) != NGX_OK) {
+        return {};
+    }
+    std::string_view name = ngx_gtls_sv(value);
+    if (!name.empty() && name.front() == '[') {
+        size_t end = name.find(']');
+        return end == std::string_view::npos ? std::string() : std::string(name.substr(1, end - 1));
+    }
+    return std::string(name.substr(0, name.find(':')));
+}
+
+int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
+{
+    auto *s = static_cast<ngx_stream_session_t *>(c->data);
+    if (s == nullptr || s->upstream == nullptr) {
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_APPLICATION_VERIFICATION);
+        return 0;
+    }
+    const gtls::Policy *policy = ngx_stream_gtls_policy(s);
+    if (policy == nullptr) {
+        int rc = X509_verify_cert(x509_ctx);  // stock nginx checks after the handshake
+        return rc > 0 ? rc : 1;
+    }
+
+    auto verdict = std::make_shared<gtls::Verdict>(
+        gtls::verify(*policy, X509_STORE_CTX_get0_cert(x509_ctx), X509_STORE_CTX_get0_untrusted(x509_ctx),
+                     ngx_stream_gtls_reference_name(s, policy)));
+    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
+    ngx_stream_gtls_connection_t *conn = ngx_stream_gtls_connection(c, true);
+    if (state == nullptr || conn == nullptr) {
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
+        return 0;
+    }
+    state->policy = policy;
+    state->verdict = verdict;
+    conn->policy = policy;
+    conn->verdict = verdict;
+
+    if (verdict->status == gtls::Status::Failed) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "gateway_tls: backend certificate rejected: policy \"%s\", upstream \"%V\", "
+                      "reason \"%s\" (%s), peer SANs \"%s\", peer SPKI sha256 \"%s\"",
+                      policy->name.c_str(), s->upstream->peer.name, gtls::reason_name(verdict->reason),
+                      verdict->detail.c_str(), verdict->peer.sans_text().c_str(),
+                      verdict->peer.spki_sha256_base64.c_str());
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_APPLICATION_VERIFICATION);
+        return 0;
+    }
+    X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
+    return 1;
+}
+
+int ngx_stream_gtls_cert_verify_callback(X509_STORE_CTX *x509_ctx, void *)
+{
+    auto *ssl = static_cast<SSL *>(X509_STORE_CTX_get_ex_data(x509_ctx, SSL_get_ex_data_X509_STORE_CTX_idx()));
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    try {
+        return ngx_stream_gtls_decide(x509_ctx, c);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    }
+    X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_UNSPECIFIED);
+    return 0;
+}
+
+// A resumed session skips the certificate: its verdict comes with it.
+void ngx_stream_gtls_info_callback(const SSL *ssl, int where, int ret)
+{
+    if (ngx_stream_gtls_stock_info_callback != nullptr) {
+        ngx_stream_gtls_stock_info_callback(ssl, where, ret);
+    }
+    if (!(where & SSL_CB_HANDSHAKE_DONE)) {
+        return;
+    }
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    auto *conn = static_cast<ngx_stream_gtls_connection_t *>(
+        SSL_get_ex_data(ssl, ngx_stream_gtls_connection_index));
+    if (c == nullptr || c->data == nullptr || conn == nullptr || !conn->verdict) {
+        return;
+    }
+    auto *s = static_cast<ngx_stream_session_t *>(c->data);
+    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, false);
+    if (state != nullptr && state->policy == conn->policy) {
+        state->verdict = conn->verdict;
+    }
+}
+
+void ngx_stream_gtls_install_ssl_hooks(SSL_CTX *ctx)
+{
+    SSL_CTX_set_cert_verify_callback(ctx, ngx_stream_gtls_cert_verify_callback, nullptr);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, SSL_CTX_get_verify_callback(ctx));
+    auto *info = SSL_CTX_get_info_callback(ctx);
+    if (info != ngx_stream_gtls_info_callback) {
+        ngx_stream_gtls_stock_info_callback = info;
+        SSL_CTX_set_info_callback(ctx, ngx_stream_gtls_info_callback);
+    }
+}
+
+// ---- the balancer wrapper: sessions per policy and peer ------------------
+
+std::string ngx_stream_gtls_session_key(const gtls::Policy *policy, ngx_peer_connection_t *pc)
+{
+    std::string key(reinterpret_cast<const char *>(&policy), sizeof(policy));
+    key.append(reinterpret_cast<const char *>(pc->sockaddr), pc->socklen);
+    return key;
+}
+
+ngx_int_t ngx_stream_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
+    return state->original_get(pc, state->original_data);
+}
+
+// Every balancer callback gets the balancer's own data back.
+void ngx_stream_gtls_notify_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t type)
+{
+    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
+    state->original_notify(pc, state->original_data, type);
+}
+
+void ngx_stream_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t flags)
+{
+    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
+    state->original_free(pc, state->original_data, flags);
+}
+
+ngx_int_t ngx_stream_gtls_set_session(ngx_peer_connection_t *pc, void *data)
+{
+    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
+    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(state->session);
+    try {
+        auto it = mcf->sessions->find(ngx_stream_gtls_session_key(state->policy, pc));
+        if (it == mcf->sessions->end()) {
+            return NGX_OK;
+        }
+        ngx_stream_gtls_connection_t *conn = ngx_stream_gtls_connection(pc->connection, true);
+        if (conn == nullptr) {
+            return NGX_ERROR;
+        }
+        conn->policy = state->policy;
+        conn->verdict = it->second.verdict;
+        return ngx_ssl_set_session(pc->connection, it->second.session);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+}
+
+void ngx_stream_gtls_save_session(ngx_peer_connection_t *pc, void *data)
+{
+    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
+    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(state->session);
+    ngx_stream_gtls_connection_t *conn = ngx_stream_gtls_connection(pc->connection, false);
+    if (conn == nullptr || conn->policy != state->policy || !conn->verdict
+        || conn->verdict->status == gtls::Status::Failed) {
+        return;
+    }
+    SSL_SESSION *session = ngx_ssl_get_session(pc->connection);
+    if (session == nullptr) {
+        return;
+    }
+    try {
+        ngx_stream_gtls_session_entry_t &entry = (*mcf->sessions)[ngx_stream_gtls_session_key(state->policy, pc)];
+        if (entry.session != nullptr) {
+            SSL_SESSION_free(entry.session);
+        }
+        entry.session = session;
+        entry.verdict = conn->verdict;
+    } catch (const std::exception &e) {
+        SSL_SESSION_free(session);
+        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream_srv_conf_t *us)
+{
+    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
+    ngx_stream_upstream_init_peer_pt original = mcf->implicit_init_peer;
+    if (us->srv_conf != nullptr) {
+        original = static_cast<ngx_stream_gtls_srv_conf_t *>(
+            ngx_stream_conf_upstream_srv_conf(us, ngx_stream_gateway_tls_module))->original_init_peer;
+    }
+    if (original(s, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    const gtls::Policy *policy = ngx_stream_gtls_policy(s);
+    if (policy == nullptr) {
+        return NGX_OK;
+    }
+    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
+    if (state == nullptr) {
+        return NGX_ERROR;
+    }
+    ngx_stream_upstream_t *u = s->upstream;
+    state->policy = policy;
+    state->verdict.reset();
+    state->original_data = u->peer.data;
+    state->original_get = u->peer.get;
+    state->original_free = u->peer.free;
+    state->original_notify = u->peer.notify;
+    state->original_set_session = u->peer.set_session;
+    state->original_save_session = u->peer.save_session;
+    u->peer.data = state;
+    u->peer.get = ngx_stream_gtls_get_peer;
+    u->peer.free = ngx_stream_gtls_free_peer;
+    u->peer.notify = u->peer.notify ? ngx_stream_gtls_notify_peer : nullptr;
+    u->peer.set_session = ngx_stream_gtls_set_session;
+    u->peer.save_session = ngx_stream_gtls_save_session;
+    return NGX_OK;
+}
+
+// ---- configuration ---------------------------------------------------------
+
+ngx_gtls_registry_t ngx_stream_gtls_registry(ngx_conf_t *cf)
+{
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(
+        ngx_stream_conf_get_module_main_conf(cf, ngx_stream_gateway_tls_module));
+    return {mcf->stores, mcf->status};
+}
+
+#define NGX_STREAM_GTLS_SETTER(name)                                                       \
+    char *ngx_stream_gtls_##name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)          \
+    {                                                                                      \
+        return ngx_gtls_conf_##name(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->policy); \
+    }
+
+NGX_STREAM_GTLS_SETTER(verify_mode)
+NGX_STREAM_GTLS_SETTER(verify_san)
+NGX_STREAM_GTLS_SETTER(verify_pin)
+NGX_STREAM_GTLS_SETTER(verify_pin_certificate)
+NGX_STREAM_GTLS_SETTER(policy_name)
+
+char *ngx_stream_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_ca(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->policy,
+                                   ngx_stream_gtls_registry(cf));
+}
+
+char *ngx_stream_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->insecure);
+}
+
+#define NGX_STREAM_GTLS_CONF (NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF)
+
+ngx_command_t ngx_stream_gtls_commands[] = {
+    {ngx_string("proxy_ssl_verify_mode"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_verify_mode,
+     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_ca"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_verify_ca,
+     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_san"), NGX_STREAM_GTLS_CONF | NGX_CONF_1MORE, ngx_stream_gtls_verify_san,
+     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_pin"), NGX_STREAM_GTLS_CONF | NGX_CONF_1MORE, ngx_stream_gtls_verify_pin,
+     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_pin_certificate"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_verify_pin_certificate, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_policy_name"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_policy_name,
+     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_insecure"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_verify_insecure, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    ngx_null_command};
+
+void ngx_stream_gtls_delete_main(void *data)
+{
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(data);
+    if (mcf->sessions != nullptr) {
+        for (auto &entry : *mcf->sessions) SSL_SESSION_free(entry.second.session);
+    }
+    delete mcf->sessions;
+    delete mcf->stores;
+    delete mcf->status;
+    delete mcf->proxy;
+}
+
+void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
+{
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(ngx_pcalloc(cf->pool, sizeof(ngx_stream_gtls_main_conf_t)));
+    ngx_pool_cleanup_t *cln = mcf ? ngx_pool_cleanup_add(cf->pool, 0) : nullptr;
+    if (cln == nullptr) {
+        return nullptr;
+    }
+    try {
+        mcf->stores = new std::map<std::string, gtls::X509StoreShared>();
+        mcf->sessions = new std::map<std::string, ngx_stream_gtls_session_entry_t>();
+        mcf->status = new ngx_http_gtls_status_t();
+        mcf->proxy = new ngx_stream_gtls_proxy_layout_t();
+    } catch (const std::bad_alloc &) {
+        return nullptr;
+    }
+    cln->handler = ngx_stream_gtls_delete_main;
+    cln->data = mcf;
+    return mcf;
+}
+
+// The stream proxy's srv conf fields, from its directive table.
+char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(conf);
+    ngx_stream_gtls_proxy_layout_t &proxy = *mcf->proxy;
+
+    for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
+        ngx_module_t *m = cf->cycle->modules[i];
+        if (ngx_strcmp(m->name, "ngx_stream_proxy_module") != 0) continue;
+        proxy.ctx_index = m->ctx_index;
+        bool enable = false, name = false, verify = false, commands = false;
+        for (ngx_command_t *cmd = m->commands; cmd->name.len; cmd++) {
+            std::string_view n = ngx_gtls_sv(cmd->name);
+            if (n == "proxy_ssl") { proxy.ssl_enable = cmd->offset; enable = true; }
+            if (n == "proxy_ssl_name") { proxy.ssl_name = cmd->offset; name = true; }
+            if (n == "proxy_ssl_verify") { proxy.ssl_verify = cmd->offset; verify = true; }
+            if (n == "proxy_ssl_conf_command") {
+                proxy.ssl = cmd->offset + sizeof(ngx_array_t *);  // ngx_ssl_t *ssl comes next
+                commands = true;
+            }
+        }
+        proxy.found = enable && name && verify && commands;
+    }
+    if (!proxy.found) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "gateway_tls: cannot find the stream proxy's TLS settings in this nginx "
+                      "(load ngx_stream_module.so, built with the stream SSL module)");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (ngx_stream_gtls_connection_index == -1) {
+        ngx_stream_gtls_connection_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+        if (ngx_stream_gtls_connection_index == -1) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+
+    auto *umcf = static_cast<ngx_stream_upstream_main_conf_t *>(
+        ngx_stream_conf_get_module_main_conf(cf, ngx_stream_upstream_module));
+    auto **uscfp = static_cast<ngx_stream_upstream_srv_conf_t **>(umcf->upstreams.elts);
+    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
+        ngx_stream_upstream_srv_conf_t *uscf = uscfp[i];
+        if (uscf->srv_conf == nullptr) {
+            mcf->implicit_init_peer = uscf->peer.init;
+        } else {
+            static_cast<ngx_stream_gtls_srv_conf_t *>(
+                ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module))->original_init_peer =
+                uscf->peer.init;
+        }
+        uscf->peer.init = ngx_stream_gtls_init_peer;
+    }
+    return NGX_CONF_OK;
+}
+
+void *ngx_stream_gtls_create_srv_conf(ngx_conf_t *cf)
+{
+    auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(ngx_pcalloc(cf->pool, sizeof(ngx_stream_gtls_srv_conf_t)));
+    if (scf == nullptr) {
+        return nullptr;
+    }
+    ngx_gtls_init_policy_conf(&scf->policy);
+    scf->insecure = NGX_CONF_UNSET_UINT;
+    return scf;
+}
+
+char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    auto *prev = static_cast<ngx_stream_gtls_srv_conf_t *>(parent);
+    auto *conf = static_cast<ngx_stream_gtls_srv_conf_t *>(child);
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(
+        ngx_stream_conf_get_module_main_conf(cf, ngx_stream_gateway_tls_module));
+    auto *ctx = static_cast<ngx_stream_conf_ctx_t *>(cf->ctx);
+
+    ngx_conf_merge_uint_value(conf->insecure, prev->insecure, static_cast<ngx_uint_t>(NGX_GTLS_INSECURE_ALLOW));
+    try {
+        if (ngx_gtls_merge_policy(cf, &conf->policy, &prev->policy, "proxy", ngx_stream_gtls_registry(cf)) != NGX_OK
+            || ngx_gtls_check_gate(cf, &conf->policy, conf->insecure, "proxy") != NGX_OK) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "gateway_tls: %s", e.what());
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    const ngx_stream_gtls_proxy_layout_t &proxy = *mcf->proxy;
+    void *pscf = ctx->srv_conf[proxy.ctx_index];
+    ngx_ssl_t *ssl = *ngx_stream_gtls_field<ngx_ssl_t *>(pscf, proxy.ssl);
+    if (ssl != nullptr && ssl->ctx != nullptr) {
+        ngx_stream_gtls_install_ssl_hooks(ssl->ctx);
+    }
+
+    const ngx_gtls_policy_conf_t &pc = conf->policy;
+    if (pc.policy == nullptr) {
+        return NGX_CONF_OK;
+    }
+    // fail closed: a policy never lets a stream go out in plaintext
+    if (*ngx_stream_gtls_field<ngx_flag_t>(pscf, proxy.ssl_enable) != 1 || ssl == nullptr || ssl->ctx == nullptr) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"proxy_ssl_verify_mode %s\" in %V:%ui needs \"proxy_ssl on\"",
+                      gtls::mode_name(pc.policy->mode), &pc.mode_file, pc.mode_line);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    ngx_flag_t *stock_verify = ngx_stream_gtls_field<ngx_flag_t>(pscf, proxy.ssl_verify);
+    if (*stock_verify == 1) {
+        ngx_log_error(NGX_LOG_NOTICE, cf->log, 0,
+                      "\"proxy_ssl_verify_mode %s\" in %V:%ui supersedes \"proxy_ssl_verify on\"",
+                      gtls::mode_name(pc.policy->mode), &pc.mode_file, pc.mode_line);
+        *stock_verify = 0;
+    }
+    return NGX_CONF_OK;
+}
+
+// ---- variables ---------------------------------------------------------------
+
+enum { V_VERIFY, V_MODE, V_POLICY, V_CERT, V_SPKI, V_SAN, V_BY };
+
+ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_value_t *v, uintptr_t data)
+{
+    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, false);
+    const gtls::Policy *policy = state ? state->policy : ngx_stream_gtls_policy(s);
+    const gtls::Verdict *verdict = state && state->verdict ? state->verdict.get() : nullptr;
+    std::string text;
+    switch (data) {
+    case V_VERIFY: text = verdict ? verdict->text() : "NONE"; break;
+    case V_MODE: text = gtls::mode_name(policy ? policy->mode : gtls::Mode::Off); break;
+    case V_POLICY: text = policy ? policy->name : ""; break;
+    case V_CERT: text = verdict ? verdict->peer.cert_sha256_hex : ""; break;
+    case V_SPKI: text = verdict ? verdict->peer.spki_sha256_base64 : ""; break;
+    case V_SAN: text = verdict ? verdict->peer.sans_text() : ""; break;
+    case V_BY: text = verdict ? verdict->verified_by : ""; break;
+    }
+    v->data = static_cast<u_char *>(ngx_pnalloc(s->connection->pool, text.size() + 1));
+    if (v->data == nullptr) {
+        return NGX_ERROR;
+    }
+    ngx_memcpy(v->data, text.data(), text.size());
+    v->len = text.size();
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+ngx_int_t ngx_stream_gtls_add_variables(ngx_conf_t *cf)
+{
+    static const std::pair<const char *, uintptr_t> vars[] = {
+        {"upstream_ssl_verify", V_VERIFY}, {"upstream_ssl_verify_mode", V_MODE},
+        {"upstream_ssl_policy", V_POLICY}, {"upstream_ssl_peer_cert_sha256", V_CERT},
+        {"upstream_ssl_peer_spki_sha256", V_SPKI}, {"upstream_ssl_peer_san", V_SAN},
+        {"upstream_ssl_verified_by", V_BY}};
+    for (const auto &[name, data] : vars) {
+        ngx_str_t n = {ngx_strlen(name), (u_char *) name};
+        ngx_stream_variable_t *var = ngx_stream_add_variable(cf, &n, NGX_STREAM_VAR_NOCACHEABLE);
+        if (var == nullptr) {
+            return NGX_ERROR;
+        }
+        var->get_handler = ngx_stream_gtls_variable;
+        var->data = data;
+    }
+    return NGX_OK;
+}
+
+ngx_stream_module_t ngx_stream_gtls_module_ctx = {
+    ngx_stream_gtls_add_variables,     // preconfiguration
+    nullptr,                           // postconfiguration
+    ngx_stream_gtls_create_main_conf,  // create main configuration
+    ngx_stream_gtls_init_main_conf,    // init main configuration
+    ngx_stream_gtls_create_srv_conf,   // create server configuration
+    ngx_stream_gtls_merge_srv_conf     // merge server configuration
+};
+
+}  // namespace
+
+ngx_module_t ngx_stream_gateway_tls_module = {
+    NGX_MODULE_V1,
+    &ngx_stream_gtls_module_ctx,  // module context
+    ngx_stream_gtls_commands,     // module directives
+    NGX_STREAM_MODULE,            // module type
+    nullptr,                      // init master
+    nullptr,                      // init module
+    nullptr,                      // init process
+    nullptr,                      // init thread
+    nullptr,                      // exit thread
+    nullptr,                      // exit process
+    nullptr,                      // exit master
+    NGX_MODULE_V1_PADDING};

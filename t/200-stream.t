@@ -1,0 +1,142 @@
+# The stream module: proxy_ssl to TLS backends verified by the module, the
+# same directives, invariants and variables as http. Requests are HTTP over
+# the plain TCP front of a stream server (--- stream).
+use lib 't/lib';
+use Test::GatewayTLS;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: SAN URI match through the stream proxy, variables in the stream log
+--- stream_config
+    log_format verify '$upstream_ssl_verify $upstream_ssl_verify_mode $upstream_ssl_policy $upstream_ssl_verified_by';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        access_log logs/access.log verify;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_SPIFFE;
+        proxy_ssl on;
+        proxy_ssl_server_name on;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+        proxy_ssl_policy_name tcp/spiffe;
+    }
+--- stream
+--- request
+GET /over-tcp
+--- error_code: 200
+--- response_body
+backend=spiffe sni=abc.example.com path=/over-tcp
+--- access_log
+SUCCESS strict tcp/spiffe uri:spiffe://abc.example.com/test-identity
+
+=== TEST 2: a SAN mismatch closes the stream before a byte reaches the backend
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_verify_san dns:nope.example.com;
+        proxy_ssl_policy_name tcp/mismatch;
+    }
+--- stream
+--- request
+GET /secret
+--- error_code: 0
+--- error_log
+gateway_tls: backend certificate rejected: policy "tcp/mismatch"
+reason "san"
+--- no_backend_log
+/secret
+
+=== TEST 3: pins, expiry and skip in stream
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+        proxy_ssl on;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_pin $TEST_NGINX_SPKI_SELFSIGNED;
+    }
+--- stream
+--- request
+GET /pinned
+--- error_code: 200
+--- response_body
+backend=selfsigned sni= path=/pinned
+
+=== TEST 4: expired leaf refused by strict
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_EXPIRED;
+        proxy_ssl on;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+    }
+--- stream
+--- request
+GET /old
+--- error_code: 0
+--- error_log
+reason "expired"
+
+=== TEST 5: a policy without proxy_ssl on fails nginx -t (never plaintext)
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+    }
+--- must_die
+--- error_log eval
+qr/"proxy_ssl_verify_mode strict" in \S+nginx.conf:\d+ needs "proxy_ssl on"/
+
+=== TEST 6: the gate and the audit line in stream
+--- stream_config
+    proxy_ssl_verify_insecure deny;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+        proxy_ssl on;
+        proxy_ssl_verify_mode skip;
+    }
+--- must_die
+--- error_log eval
+[qr/\[warn\] .*insecure backend verification "proxy_ssl_verify_mode skip"/,
+ qr/"proxy_ssl_verify_mode skip" in \S+nginx.conf:\d+ is not allowed by "proxy_ssl_verify_insecure deny"/]
+
+=== TEST 7: sessions resume within a policy, never across two (stock nginx caches them per peer)
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+        proxy_ssl_verify_mode skip;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_verify_san dns:nope.example.com;
+    }
+--- stream
+--- request eval
+["GET /lenient", "GET /lenient", '@1 GET /strict']
+--- error_code eval
+[200, 200, 0]
+--- response_headers eval
+["X-Backend-Session-Reused: .", "X-Backend-Session-Reused: r", ""]
+--- error_log
+reason "san"
+--- no_backend_log
+/strict
