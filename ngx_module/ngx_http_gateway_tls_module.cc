@@ -95,12 +95,7 @@ ngx_command_t ngx_http_gtls_commands[] = {
 void ngx_http_gtls_delete_main(void *data)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(data);
-    if (mcf->sessions != nullptr) {
-        for (auto &entry : *mcf->sessions) {
-            SSL_SESSION_free(entry.second.session);
-        }
-    }
-    delete mcf->sessions;
+    ngx_gtls_free_session_cache(mcf->sessions);
     delete mcf->stores;
     delete mcf->status;
 }
@@ -118,7 +113,7 @@ void *ngx_http_gtls_create_main_conf(ngx_conf_t *cf)
     }
     try {
         mcf->stores = new std::map<std::string, gtls::X509StoreShared>();
-        mcf->sessions = new std::map<std::string, ngx_http_gtls_session_entry_t>();
+        mcf->sessions = new ngx_gtls_session_cache_t();
         mcf->status = new ngx_http_gtls_status_t();
     } catch (const std::bad_alloc &) {
         return nullptr;

@@ -11,6 +11,7 @@
 #include "ngx_gtls_nginx.h"
 
 #include "gtls_verify.h"
+#include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_status.h"
 
@@ -31,16 +32,12 @@ typedef struct {
 
 // Per-cycle state that is not configuration: trust stores shared by path,
 // and the TLS sessions of module-verified connections.
-struct ngx_http_gtls_session_entry_t {
-    SSL_SESSION                             *session;
-    std::shared_ptr<const gtls::Verdict>     verdict;
-};
 
 typedef struct {
     ngx_int_t                        ctx_index[2];  // proxy, grpc; -1 if absent
     ngx_http_upstream_init_peer_pt   implicit_init_peer;
     std::map<std::string, gtls::X509StoreShared>                *stores;
-    std::map<std::string, ngx_http_gtls_session_entry_t>        *sessions;
+    ngx_gtls_session_cache_t                                    *sessions;
     ngx_http_gtls_status_t                                      *status;
 } ngx_http_gtls_main_conf_t;
 

@@ -7,33 +7,7 @@
 
 namespace {
 
-// What a backend connection was verified under, hung on its SSL object
-// and owned by the connection's pool.
-struct ngx_http_gtls_connection_t {
-    const gtls::Policy                    *policy;
-    std::shared_ptr<const gtls::Verdict>   verdict;
-};
-
-int ngx_http_gtls_connection_index = -1;
 void (*ngx_http_gtls_stock_info_callback)(const SSL *, int, int);
-
-ngx_http_gtls_connection_t *ngx_http_gtls_get_connection(ngx_connection_t *c, bool create)
-{
-    auto *conn = static_cast<ngx_http_gtls_connection_t *>(
-        SSL_get_ex_data(c->ssl->connection, ngx_http_gtls_connection_index));
-    if (conn != nullptr || !create || c->pool == nullptr) {
-        return conn;
-    }
-
-    conn = ngx_gtls_pool_new<ngx_http_gtls_connection_t>(c->pool);
-    if (conn == nullptr) {
-        return nullptr;
-    }
-    if (SSL_set_ex_data(c->ssl->connection, ngx_http_gtls_connection_index, conn) == 0) {
-        return nullptr;
-    }
-    return conn;
-}
 
 // The policy for this request's upstream: the upstream{} one if its
 // upstream has one, else the location's. Null: stock nginx behaviour.
@@ -61,13 +35,6 @@ const gtls::Policy *ngx_http_gtls_effective_policy(ngx_http_request_t *r,
         return lcf->policy[k].policy;
     }
     return nullptr;
-}
-
-std::string ngx_http_gtls_session_key(const gtls::Policy *policy, ngx_peer_connection_t *pc)
-{
-    std::string key(reinterpret_cast<const char *>(&policy), sizeof(policy));
-    key.append(reinterpret_cast<const char *>(pc->sockaddr), pc->socklen);
-    return key;
 }
 
 // The name checked when the policy lists no SANs: the upstream{}-level
@@ -131,7 +98,7 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
                      ngx_http_gtls_reference_name(r, policy)));
 
     ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
-    ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(c, true);
+    ngx_gtls_connection_t *conn = ngx_gtls_connection(c, true);
     if (state == nullptr || conn == nullptr) {
         X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
         return 0;
@@ -196,8 +163,7 @@ void ngx_http_gtls_info_callback(const SSL *ssl, int where, int ret)
     if (c == nullptr || c->idle || c->data == nullptr) {
         return;
     }
-    auto *conn = static_cast<ngx_http_gtls_connection_t *>(
-        SSL_get_ex_data(ssl, ngx_http_gtls_connection_index));
+    ngx_gtls_connection_t *conn = ngx_gtls_connection(ssl);
     if (conn == nullptr || !conn->verdict) {
         return;
     }
@@ -236,7 +202,7 @@ ngx_int_t ngx_http_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
     }
 
     ngx_connection_t *c = pc->connection;
-    ngx_http_gtls_connection_t *conn = c->ssl ? ngx_http_gtls_get_connection(c, false) : nullptr;
+    ngx_gtls_connection_t *conn = c->ssl ? ngx_gtls_connection(c, false) : nullptr;
     if (conn != nullptr && conn->policy == state->policy && conn->verdict
         && conn->verdict->status != gtls::Status::Failed) {
         state->verdict = conn->verdict;
@@ -273,23 +239,7 @@ ngx_int_t ngx_http_gtls_set_session(ngx_peer_connection_t *pc, void *data)
     auto *state = static_cast<ngx_http_gtls_request_t *>(data);
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
-
-    try {
-        auto it = mcf->sessions->find(ngx_http_gtls_session_key(state->policy, pc));
-        if (it == mcf->sessions->end()) {
-            return NGX_OK;
-        }
-        ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(pc->connection, true);
-        if (conn == nullptr) {
-            return NGX_ERROR;
-        }
-        conn->policy = state->policy;
-        conn->verdict = it->second.verdict;
-        return ngx_ssl_set_session(pc->connection, it->second.session);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
-        return NGX_ERROR;
-    }
+    return ngx_gtls_set_session(mcf->sessions, state->policy, pc);
 }
 
 void ngx_http_gtls_save_session(ngx_peer_connection_t *pc, void *data)
@@ -297,30 +247,7 @@ void ngx_http_gtls_save_session(ngx_peer_connection_t *pc, void *data)
     auto *state = static_cast<ngx_http_gtls_request_t *>(data);
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
-
-    ngx_http_gtls_connection_t *conn = ngx_http_gtls_get_connection(pc->connection, false);
-    if (conn == nullptr || conn->policy != state->policy || !conn->verdict
-        || conn->verdict->status == gtls::Status::Failed) {
-        return;
-    }
-
-    SSL_SESSION *session = ngx_ssl_get_session(pc->connection);
-    if (session == nullptr) {
-        return;
-    }
-
-    try {
-        ngx_http_gtls_session_entry_t &entry =
-            (*mcf->sessions)[ngx_http_gtls_session_key(state->policy, pc)];
-        if (entry.session != nullptr) {
-            SSL_SESSION_free(entry.session);
-        }
-        entry.session = session;
-        entry.verdict = conn->verdict;
-    } catch (const std::exception &e) {
-        SSL_SESSION_free(session);
-        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
-    }
+    ngx_gtls_save_session(mcf->sessions, state->policy, pc);
 }
 
 }  // namespace
@@ -433,12 +360,5 @@ void ngx_http_gtls_install_ssl_hooks(SSL_CTX *ctx)
 
 ngx_int_t ngx_http_gtls_init_ssl_indexes(ngx_log_t *log)
 {
-    if (ngx_http_gtls_connection_index == -1) {
-        ngx_http_gtls_connection_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
-        if (ngx_http_gtls_connection_index == -1) {
-            ngx_ssl_error(NGX_LOG_EMERG, log, 0, const_cast<char *>("SSL_get_ex_new_index() failed"));
-            return NGX_ERROR;
-        }
-    }
-    return NGX_OK;
+    return ngx_gtls_init_connection_index(log);
 }

@@ -13,14 +13,10 @@ extern "C" {
 #include <ngx_stream.h>
 }
 
+#include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 
 namespace {
-
-struct ngx_stream_gtls_session_entry_t {
-    SSL_SESSION                           *session;
-    std::shared_ptr<const gtls::Verdict>   verdict;
-};
 
 // Where the stream proxy keeps what we need, by offset into its srv conf.
 struct ngx_stream_gtls_proxy_layout_t {
@@ -33,7 +29,7 @@ typedef struct {
     ngx_stream_gtls_proxy_layout_t                              *proxy;
     ngx_stream_upstream_init_peer_pt                             implicit_init_peer;
     std::map<std::string, gtls::X509StoreShared>                *stores;
-    std::map<std::string, ngx_stream_gtls_session_entry_t>      *sessions;
+    ngx_gtls_session_cache_t                                    *sessions;
     ngx_http_gtls_status_t                                      *status;  // the policy registry
 } ngx_stream_gtls_main_conf_t;
 
@@ -56,13 +52,6 @@ struct ngx_stream_gtls_state_t {
     ngx_stream_session_t                   *session = nullptr;
 };
 
-// What a backend connection was verified under (owned by its pool).
-struct ngx_stream_gtls_connection_t {
-    const gtls::Policy                    *policy = nullptr;
-    std::shared_ptr<const gtls::Verdict>   verdict;
-};
-
-int ngx_stream_gtls_connection_index = -1;
 void (*ngx_stream_gtls_stock_info_callback)(const SSL *, int, int);
 
 }  // namespace
@@ -96,21 +85,6 @@ ngx_stream_gtls_state_t *ngx_stream_gtls_state(ngx_stream_session_t *s, bool cre
         ngx_stream_set_ctx(s, state, ngx_stream_gateway_tls_module);
     }
     return state;
-}
-
-ngx_stream_gtls_connection_t *ngx_stream_gtls_connection(ngx_connection_t *c, bool create)
-{
-    auto *conn = static_cast<ngx_stream_gtls_connection_t *>(
-        SSL_get_ex_data(c->ssl->connection, ngx_stream_gtls_connection_index));
-    if (conn != nullptr || !create || c->pool == nullptr) {
-        return conn;
-    }
-    conn = ngx_gtls_pool_new<ngx_stream_gtls_connection_t>(c->pool);
-    if (conn == nullptr
-        || SSL_set_ex_data(c->ssl->connection, ngx_stream_gtls_connection_index, conn) == 0) {
-        return nullptr;
-    }
-    return conn;
 }
 
 const gtls::Policy *ngx_stream_gtls_policy(ngx_stream_session_t *s)
@@ -159,7 +133,7 @@ int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
         gtls::verify(*policy, X509_STORE_CTX_get0_cert(x509_ctx), X509_STORE_CTX_get0_untrusted(x509_ctx),
                      ngx_stream_gtls_reference_name(s, policy)));
     ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
-    ngx_stream_gtls_connection_t *conn = ngx_stream_gtls_connection(c, true);
+    ngx_gtls_connection_t *conn = ngx_gtls_connection(c, true);
     if (state == nullptr || conn == nullptr) {
         X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
         return 0;
@@ -206,8 +180,7 @@ void ngx_stream_gtls_info_callback(const SSL *ssl, int where, int ret)
         return;
     }
     auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
-    auto *conn = static_cast<ngx_stream_gtls_connection_t *>(
-        SSL_get_ex_data(ssl, ngx_stream_gtls_connection_index));
+    ngx_gtls_connection_t *conn = ngx_gtls_connection(ssl);
     if (c == nullptr || c->data == nullptr || conn == nullptr || !conn->verdict) {
         return;
     }
@@ -231,13 +204,6 @@ void ngx_stream_gtls_install_ssl_hooks(SSL_CTX *ctx)
 
 // ---- the balancer wrapper: sessions per policy and peer ------------------
 
-std::string ngx_stream_gtls_session_key(const gtls::Policy *policy, ngx_peer_connection_t *pc)
-{
-    std::string key(reinterpret_cast<const char *>(&policy), sizeof(policy));
-    key.append(reinterpret_cast<const char *>(pc->sockaddr), pc->socklen);
-    return key;
-}
-
 ngx_int_t ngx_stream_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
 {
     auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
@@ -260,49 +226,13 @@ void ngx_stream_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t
 ngx_int_t ngx_stream_gtls_set_session(ngx_peer_connection_t *pc, void *data)
 {
     auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(state->session);
-    try {
-        auto it = mcf->sessions->find(ngx_stream_gtls_session_key(state->policy, pc));
-        if (it == mcf->sessions->end()) {
-            return NGX_OK;
-        }
-        ngx_stream_gtls_connection_t *conn = ngx_stream_gtls_connection(pc->connection, true);
-        if (conn == nullptr) {
-            return NGX_ERROR;
-        }
-        conn->policy = state->policy;
-        conn->verdict = it->second.verdict;
-        return ngx_ssl_set_session(pc->connection, it->second.session);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
-        return NGX_ERROR;
-    }
+    return ngx_gtls_set_session(ngx_stream_gtls_main(state->session)->sessions, state->policy, pc);
 }
 
 void ngx_stream_gtls_save_session(ngx_peer_connection_t *pc, void *data)
 {
     auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(state->session);
-    ngx_stream_gtls_connection_t *conn = ngx_stream_gtls_connection(pc->connection, false);
-    if (conn == nullptr || conn->policy != state->policy || !conn->verdict
-        || conn->verdict->status == gtls::Status::Failed) {
-        return;
-    }
-    SSL_SESSION *session = ngx_ssl_get_session(pc->connection);
-    if (session == nullptr) {
-        return;
-    }
-    try {
-        ngx_stream_gtls_session_entry_t &entry = (*mcf->sessions)[ngx_stream_gtls_session_key(state->policy, pc)];
-        if (entry.session != nullptr) {
-            SSL_SESSION_free(entry.session);
-        }
-        entry.session = session;
-        entry.verdict = conn->verdict;
-    } catch (const std::exception &e) {
-        SSL_SESSION_free(session);
-        ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
-    }
+    ngx_gtls_save_session(ngx_stream_gtls_main(state->session)->sessions, state->policy, pc);
 }
 
 ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream_srv_conf_t *us)
@@ -396,10 +326,7 @@ ngx_command_t ngx_stream_gtls_commands[] = {
 void ngx_stream_gtls_delete_main(void *data)
 {
     auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(data);
-    if (mcf->sessions != nullptr) {
-        for (auto &entry : *mcf->sessions) SSL_SESSION_free(entry.second.session);
-    }
-    delete mcf->sessions;
+    ngx_gtls_free_session_cache(mcf->sessions);
     delete mcf->stores;
     delete mcf->status;
     delete mcf->proxy;
@@ -414,7 +341,7 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
     }
     try {
         mcf->stores = new std::map<std::string, gtls::X509StoreShared>();
-        mcf->sessions = new std::map<std::string, ngx_stream_gtls_session_entry_t>();
+        mcf->sessions = new ngx_gtls_session_cache_t();
         mcf->status = new ngx_http_gtls_status_t();
         mcf->proxy = new ngx_stream_gtls_proxy_layout_t();
     } catch (const std::bad_alloc &) {
@@ -455,11 +382,8 @@ char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
-    if (ngx_stream_gtls_connection_index == -1) {
-        ngx_stream_gtls_connection_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
-        if (ngx_stream_gtls_connection_index == -1) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
+    if (ngx_gtls_init_connection_index(cf->log) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
 
     auto *umcf = static_cast<ngx_stream_upstream_main_conf_t *>(
