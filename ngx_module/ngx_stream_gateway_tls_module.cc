@@ -87,8 +87,17 @@ ngx_stream_gtls_state_t *ngx_stream_gtls_state(ngx_stream_session_t *s, bool cre
     return state;
 }
 
+// The upstream{}'s policy when its upstream has one, else the server's.
 const gtls::Policy *ngx_stream_gtls_policy(ngx_stream_session_t *s)
 {
+    ngx_stream_upstream_t *u = s->upstream;
+    if (u != nullptr && u->upstream != nullptr && u->upstream->srv_conf != nullptr) {
+        auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
+            ngx_stream_conf_upstream_srv_conf(u->upstream, ngx_stream_gateway_tls_module));
+        if (ups->policy.policy != nullptr) {
+            return ups->policy.policy;
+        }
+    }
     auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(
         ngx_stream_get_module_srv_conf(s, ngx_stream_gateway_tls_module));
     return scf->policy.policy;
@@ -250,6 +259,14 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
     if (policy == nullptr) {
         return NGX_OK;
     }
+    void *pscf = s->srv_conf[mcf->proxy->ctx_index];
+    if (*ngx_stream_gtls_field<ngx_flag_t>(pscf, mcf->proxy->ssl_enable) != 1) {
+        // an upstream{} policy behind a server without proxy_ssl: fail closed
+        ngx_log_error(NGX_LOG_ERR, s->connection->log, 0,
+                      "gateway_tls: policy \"%s\" requires TLS, but upstream \"%V\" is proxied "
+                      "without \"proxy_ssl on\"", policy->name.c_str(), &us->host);
+        return NGX_ERROR;
+    }
     ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
     if (state == nullptr) {
         return NGX_ERROR;
@@ -281,6 +298,8 @@ ngx_gtls_registry_t ngx_stream_gtls_registry(ngx_conf_t *cf)
     return {mcf->stores, mcf->status};
 }
 
+// In upstream{} the conf nginx hands a directive is the upstream's srv conf
+// already (stream upstream blocks have no other level).
 #define NGX_STREAM_GTLS_SETTER(name)                                                       \
     char *ngx_stream_gtls_##name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)          \
     {                                                                                      \
@@ -292,6 +311,7 @@ NGX_STREAM_GTLS_SETTER(verify_san)
 NGX_STREAM_GTLS_SETTER(verify_pin)
 NGX_STREAM_GTLS_SETTER(verify_pin_certificate)
 NGX_STREAM_GTLS_SETTER(policy_name)
+NGX_STREAM_GTLS_SETTER(policy_hostname)
 
 char *ngx_stream_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -304,7 +324,7 @@ char *ngx_stream_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *
     return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->insecure);
 }
 
-#define NGX_STREAM_GTLS_CONF (NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF)
+#define NGX_STREAM_GTLS_CONF (NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF)
 
 ngx_command_t ngx_stream_gtls_commands[] = {
     {ngx_string("proxy_ssl_verify_mode"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_verify_mode,
@@ -319,7 +339,9 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      ngx_stream_gtls_verify_pin_certificate, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     {ngx_string("proxy_ssl_policy_name"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_policy_name,
      NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_verify_insecure"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1,
+    {ngx_string("proxy_ssl_policy_hostname"), NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_policy_hostname, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_insecure"), NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
      ngx_stream_gtls_verify_insecure, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
@@ -394,9 +416,15 @@ char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
         if (uscf->srv_conf == nullptr) {
             mcf->implicit_init_peer = uscf->peer.init;
         } else {
-            static_cast<ngx_stream_gtls_srv_conf_t *>(
-                ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module))->original_init_peer =
-                uscf->peer.init;
+            auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
+                ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module));
+            ups->original_init_peer = uscf->peer.init;
+            auto *top = static_cast<ngx_stream_gtls_srv_conf_t *>(
+                ngx_stream_conf_get_module_srv_conf(cf, ngx_stream_gateway_tls_module));
+            if (ngx_gtls_build_policy(cf, &ups->policy, "proxy", ngx_stream_gtls_registry(cf)) != NGX_OK
+                || ngx_gtls_check_gate(cf, &ups->policy, top->insecure, "proxy") != NGX_OK) {
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
         }
         uscf->peer.init = ngx_stream_gtls_init_peer;
     }

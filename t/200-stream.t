@@ -140,3 +140,64 @@ qr/"proxy_ssl_verify_mode strict" in \S+nginx.conf:\d+ needs "proxy_ssl on"/
 reason "san"
 --- no_backend_log
 /strict
+
+=== TEST 8: upstream{} policies: each upstream verified under its own
+--- stream_config
+    log_format verify '$upstream_ssl_verify $upstream_ssl_policy';
+    upstream dns_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name tcp/dns;
+        proxy_ssl_policy_hostname other.example.com;
+    }
+    upstream pinned_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        proxy_ssl_policy_name tcp/pinned;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        access_log logs/access.log verify;
+        proxy_pass dns_backend;
+        proxy_ssl on;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_pass pinned_backend;
+        proxy_ssl on;
+    }
+--- stream
+--- request eval
+["GET /dns", '@1 GET /pinned']
+--- error_code eval
+[200, 0]
+--- access_log
+SUCCESS tcp/dns
+--- error_log
+policy "tcp/pinned", upstream
+reason "pin"
+--- no_backend_log
+/pinned
+
+=== TEST 9: an upstream{} policy behind a server without proxy_ssl fails closed
+--- stream_config
+    upstream guarded {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name tcp/guarded;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass guarded;
+    }
+--- stream
+--- request
+GET /plain
+--- error_code: 0
+--- error_log
+gateway_tls: policy "tcp/guarded" requires TLS, but upstream "guarded" is proxied without "proxy_ssl on"
+--- no_backend_log
+/plain
