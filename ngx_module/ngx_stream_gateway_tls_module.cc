@@ -520,8 +520,40 @@ ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_
     return NGX_OK;
 }
 
+// For proxy_ssl_name: the upstream{} policy's hostname, else the
+// upstream's own host name.
+ngx_int_t ngx_stream_gtls_policy_hostname_variable(ngx_stream_session_t *s, ngx_stream_variable_value_t *v,
+                                                   uintptr_t)
+{
+    ngx_stream_upstream_t *u = s->upstream;
+    ngx_stream_upstream_srv_conf_t *uscf = u ? u->upstream : nullptr;
+    ngx_str_t *host = uscf ? &uscf->host : nullptr;
+    if (uscf != nullptr && uscf->srv_conf != nullptr) {
+        auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
+            ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module));
+        if (ups->policy.hostname.len) host = &ups->policy.hostname;
+    }
+    if (host == nullptr) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    v->data = host->data;
+    v->len = host->len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
 ngx_int_t ngx_stream_gtls_add_variables(ngx_conf_t *cf)
 {
+    ngx_str_t hostname = ngx_string("upstream_ssl_policy_hostname");
+    ngx_stream_variable_t *hv = ngx_stream_add_variable(cf, &hostname, NGX_STREAM_VAR_NOCACHEABLE);
+    if (hv == nullptr) {
+        return NGX_ERROR;
+    }
+    hv->get_handler = ngx_stream_gtls_policy_hostname_variable;
+
     static const std::pair<const char *, uintptr_t> vars[] = {
         {"upstream_ssl_verify", V_VERIFY}, {"upstream_ssl_verify_mode", V_MODE},
         {"upstream_ssl_policy", V_POLICY}, {"upstream_ssl_peer_cert_sha256", V_CERT},

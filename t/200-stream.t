@@ -162,6 +162,8 @@ reason "san"
         access_log logs/access.log verify;
         proxy_pass dns_backend;
         proxy_ssl on;
+        proxy_ssl_server_name on;
+        proxy_ssl_name $upstream_ssl_policy_hostname;
     }
     server {
         listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
@@ -173,6 +175,8 @@ reason "san"
 ["GET /dns", '@1 GET /pinned']
 --- error_code eval
 [200, 0]
+--- response_body_like eval
+["^backend=leaf sni=other.example.com path=/dns\n\$", ""]
 --- access_log
 SUCCESS tcp/dns
 --- error_log
