@@ -3,6 +3,54 @@
 namespace {
 
 int ngx_gtls_connection_index = -1;
+const ngx_gtls_hooks_t *ngx_gtls_hooks;
+void (*ngx_gtls_stock_info_callback)(const SSL *, int, int);
+
+int ngx_gtls_cert_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
+{
+    auto *ssl = static_cast<SSL *>(X509_STORE_CTX_get_ex_data(x509_ctx, SSL_get_ex_data_X509_STORE_CTX_idx()));
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    try {
+        return static_cast<const ngx_gtls_hooks_t *>(arg)->decide(x509_ctx, c);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    }
+    X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_UNSPECIFIED);
+    return 0;
+}
+
+void ngx_gtls_info_callback(const SSL *ssl, int where, int ret)
+{
+    if (ngx_gtls_stock_info_callback != nullptr) {
+        ngx_gtls_stock_info_callback(ssl, where, ret);
+    }
+    if (!(where & SSL_CB_HANDSHAKE_DONE)) {
+        return;
+    }
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    ngx_gtls_connection_t *conn = ngx_gtls_connection(ssl);
+    // an idle keepalive connection's data is not its owner's
+    if (c == nullptr || c->idle || c->data == nullptr || conn == nullptr || !conn->verdict) {
+        return;
+    }
+    try {
+        ngx_gtls_hooks->handshake_done(c, conn);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+int ngx_gtls_x509_error(gtls::Reason reason)
+{
+    switch (reason) {
+    case gtls::Reason::Expired: return X509_V_ERR_CERT_HAS_EXPIRED;
+    case gtls::Reason::Name:
+    case gtls::Reason::San: return X509_V_ERR_HOSTNAME_MISMATCH;
+    case gtls::Reason::NoCertificate: return X509_V_ERR_UNSPECIFIED;
+    case gtls::Reason::Chain: return X509_V_ERR_CERT_UNTRUSTED;
+    default: return X509_V_ERR_APPLICATION_VERIFICATION;
+    }
+}
 
 std::string ngx_gtls_session_key(const gtls::Policy *policy, ngx_peer_connection_t *pc)
 {
@@ -99,4 +147,28 @@ void ngx_gtls_free_session_cache(ngx_gtls_session_cache_t *cache)
         SSL_SESSION_free(entry.second.session);
     }
     delete cache;
+}
+
+void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks)
+{
+    ngx_gtls_hooks = hooks;
+    SSL_CTX_set_cert_verify_callback(ctx, ngx_gtls_cert_verify_callback, const_cast<ngx_gtls_hooks_t *>(hooks));
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, SSL_CTX_get_verify_callback(ctx));
+    auto *info = SSL_CTX_get_info_callback(ctx);
+    if (info != ngx_gtls_info_callback) {
+        ngx_gtls_stock_info_callback = info;
+        SSL_CTX_set_info_callback(ctx, ngx_gtls_info_callback);
+    }
+}
+
+int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy &policy,
+                    ngx_str_t *upstream, const gtls::Verdict &verdict)
+{
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "gateway_tls: backend certificate rejected: policy \"%s\", upstream \"%V\", "
+                  "reason \"%s\" (%s), peer SANs \"%s\", peer SPKI sha256 \"%s\"",
+                  policy.name.c_str(), upstream, gtls::reason_name(verdict.reason), verdict.detail.c_str(),
+                  verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64.c_str());
+    X509_STORE_CTX_set_error(x509_ctx, ngx_gtls_x509_error(verdict.reason));
+    return 0;
 }

@@ -35,3 +35,21 @@ ngx_int_t ngx_gtls_set_session(ngx_gtls_session_cache_t *cache, const gtls::Poli
 void ngx_gtls_save_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *policy,
                            ngx_peer_connection_t *pc);
 void ngx_gtls_free_session_cache(ngx_gtls_session_cache_t *cache);
+
+// The module's side of a backend handshake: decide under the policy of the
+// connection's owner (returns what a cert_verify_callback returns), and
+// take a finished handshake's verdict (a resumed session brings the one it
+// was made with). A module .so installs one set.
+struct ngx_gtls_hooks_t {
+    int (*decide)(X509_STORE_CTX *x509_ctx, ngx_connection_t *c);
+    void (*handshake_done)(ngx_connection_t *c, ngx_gtls_connection_t *conn);
+};
+
+// Makes the verdict ours in this SSL_CTX: the certificate callback, and
+// VERIFY_PEER so that a verdict can fail the handshake whatever stock
+// proxy_ssl_verify says; nginx's info callback keeps running.
+void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks);
+
+// The one error line per rejected backend, and the handshake's alert.
+int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy &policy,
+                    ngx_str_t *upstream, const gtls::Verdict &verdict);

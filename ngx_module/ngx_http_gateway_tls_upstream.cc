@@ -7,8 +7,6 @@
 
 namespace {
 
-void (*ngx_http_gtls_stock_info_callback)(const SSL *, int, int);
-
 // The policy for this request's upstream: the upstream{} one if its
 // upstream has one, else the location's. Null: stock nginx behaviour.
 const gtls::Policy *ngx_http_gtls_effective_policy(ngx_http_request_t *r,
@@ -62,18 +60,6 @@ std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Poli
     return std::string(name.substr(0, name.find(':')));
 }
 
-int ngx_http_gtls_x509_error(gtls::Reason reason)
-{
-    switch (reason) {
-    case gtls::Reason::Expired: return X509_V_ERR_CERT_HAS_EXPIRED;
-    case gtls::Reason::Name:
-    case gtls::Reason::San: return X509_V_ERR_HOSTNAME_MISMATCH;
-    case gtls::Reason::NoCertificate: return X509_V_ERR_UNSPECIFIED;
-    case gtls::Reason::Chain: return X509_V_ERR_CERT_UNTRUSTED;
-    default: return X509_V_ERR_APPLICATION_VERIFICATION;
-    }
-}
-
 int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
 {
     auto *r = static_cast<ngx_http_request_t *>(c->data);
@@ -114,67 +100,20 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     ngx_http_gtls_count(mcf->status, policy, *verdict, c->log);
 
     if (verdict->status == gtls::Status::Failed) {
-        ngx_str_t *peer = u->peer.name;
-        ngx_log_error(NGX_LOG_ERR, c->log, 0,
-                      "gateway_tls: backend certificate rejected: policy \"%s\", "
-                      "upstream \"%V\", reason \"%s\" (%s), peer SANs \"%s\", "
-                      "peer SPKI sha256 \"%s\"",
-                      policy->name.c_str(), peer, gtls::reason_name(verdict->reason),
-                      verdict->detail.c_str(), verdict->peer.sans_text().c_str(),
-                      verdict->peer.spki_sha256_base64.c_str());
-        X509_STORE_CTX_set_error(x509_ctx, ngx_http_gtls_x509_error(verdict->reason));
-        return 0;
+        return ngx_gtls_reject(x509_ctx, c->log, *policy, u->peer.name, *verdict);
     }
 
     X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
     return 1;
 }
 
-// SSL_CTX_set_cert_verify_callback: replaces X509_verify_cert for the
-// whole handshake, so the decision is ours and is made before any byte of
-// the request is sent.
-int ngx_http_gtls_cert_verify_callback(X509_STORE_CTX *x509_ctx, void *)
-{
-    auto *ssl = static_cast<SSL *>(
-        X509_STORE_CTX_get_ex_data(x509_ctx, SSL_get_ex_data_X509_STORE_CTX_idx()));
-    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
-
-    try {
-        return ngx_http_gtls_decide(x509_ctx, c);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
-    }
-    X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_UNSPECIFIED);
-    return 0;
-}
-
 // A resumed session skips the certificate: its verdict comes from the
 // session cache through the connection, and reaches the request here.
-void ngx_http_gtls_info_callback(const SSL *ssl, int where, int ret)
+void ngx_http_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *conn)
 {
-    if (ngx_http_gtls_stock_info_callback != nullptr) {
-        ngx_http_gtls_stock_info_callback(ssl, where, ret);
-    }
-    if (!(where & SSL_CB_HANDSHAKE_DONE)) {
-        return;
-    }
-
-    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
-    if (c == nullptr || c->idle || c->data == nullptr) {
-        return;
-    }
-    ngx_gtls_connection_t *conn = ngx_gtls_connection(ssl);
-    if (conn == nullptr || !conn->verdict) {
-        return;
-    }
-    try {
-        ngx_http_gtls_request_t *state =
-            ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), true);
-        if (state != nullptr && state->policy == conn->policy) {
-            state->verdict = conn->verdict;
-        }
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), true);
+    if (state != nullptr && state->policy == conn->policy) {
+        state->verdict = conn->verdict;
     }
 }
 
@@ -345,17 +284,13 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
     return NGX_OK;
 }
 
+// OpenSSL's cert_verify_callback replaces X509_verify_cert for the whole
+// handshake, so the decision is ours and is made before any byte of the
+// request is sent.
 void ngx_http_gtls_install_ssl_hooks(SSL_CTX *ctx)
 {
-    SSL_CTX_set_cert_verify_callback(ctx, ngx_http_gtls_cert_verify_callback, nullptr);
-    // the verdict must be able to fail the handshake, whatever proxy_ssl_verify says
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, SSL_CTX_get_verify_callback(ctx));
-
-    auto *info = SSL_CTX_get_info_callback(ctx);
-    if (info != ngx_http_gtls_info_callback) {
-        ngx_http_gtls_stock_info_callback = info;
-        SSL_CTX_set_info_callback(ctx, ngx_http_gtls_info_callback);
-    }
+    static const ngx_gtls_hooks_t hooks = {ngx_http_gtls_decide, ngx_http_gtls_handshake_done};
+    ngx_gtls_install_ssl_hooks(ctx, &hooks);
 }
 
 ngx_int_t ngx_http_gtls_init_ssl_indexes(ngx_log_t *log)

@@ -52,7 +52,6 @@ struct ngx_stream_gtls_state_t {
     ngx_stream_session_t                   *session = nullptr;
 };
 
-void (*ngx_stream_gtls_stock_info_callback)(const SSL *, int, int);
 
 }  // namespace
 
@@ -153,63 +152,22 @@ int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     conn->verdict = verdict;
 
     if (verdict->status == gtls::Status::Failed) {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0,
-                      "gateway_tls: backend certificate rejected: policy \"%s\", upstream \"%V\", "
-                      "reason \"%s\" (%s), peer SANs \"%s\", peer SPKI sha256 \"%s\"",
-                      policy->name.c_str(), s->upstream->peer.name, gtls::reason_name(verdict->reason),
-                      verdict->detail.c_str(), verdict->peer.sans_text().c_str(),
-                      verdict->peer.spki_sha256_base64.c_str());
-        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_APPLICATION_VERIFICATION);
-        return 0;
+        return ngx_gtls_reject(x509_ctx, c->log, *policy, s->upstream->peer.name, *verdict);
     }
     X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
     return 1;
 }
 
-int ngx_stream_gtls_cert_verify_callback(X509_STORE_CTX *x509_ctx, void *)
-{
-    auto *ssl = static_cast<SSL *>(X509_STORE_CTX_get_ex_data(x509_ctx, SSL_get_ex_data_X509_STORE_CTX_idx()));
-    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
-    try {
-        return ngx_stream_gtls_decide(x509_ctx, c);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
-    }
-    X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_UNSPECIFIED);
-    return 0;
-}
-
 // A resumed session skips the certificate: its verdict comes with it.
-void ngx_stream_gtls_info_callback(const SSL *ssl, int where, int ret)
+void ngx_stream_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *conn)
 {
-    if (ngx_stream_gtls_stock_info_callback != nullptr) {
-        ngx_stream_gtls_stock_info_callback(ssl, where, ret);
-    }
-    if (!(where & SSL_CB_HANDSHAKE_DONE)) {
-        return;
-    }
-    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
-    ngx_gtls_connection_t *conn = ngx_gtls_connection(ssl);
-    if (c == nullptr || c->data == nullptr || conn == nullptr || !conn->verdict) {
-        return;
-    }
-    auto *s = static_cast<ngx_stream_session_t *>(c->data);
-    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, false);
+    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(static_cast<ngx_stream_session_t *>(c->data), false);
     if (state != nullptr && state->policy == conn->policy) {
         state->verdict = conn->verdict;
     }
 }
 
-void ngx_stream_gtls_install_ssl_hooks(SSL_CTX *ctx)
-{
-    SSL_CTX_set_cert_verify_callback(ctx, ngx_stream_gtls_cert_verify_callback, nullptr);
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, SSL_CTX_get_verify_callback(ctx));
-    auto *info = SSL_CTX_get_info_callback(ctx);
-    if (info != ngx_stream_gtls_info_callback) {
-        ngx_stream_gtls_stock_info_callback = info;
-        SSL_CTX_set_info_callback(ctx, ngx_stream_gtls_info_callback);
-    }
-}
+const ngx_gtls_hooks_t ngx_stream_gtls_hooks = {ngx_stream_gtls_decide, ngx_stream_gtls_handshake_done};
 
 // ---- the balancer wrapper: sessions per policy and peer ------------------
 
@@ -465,7 +423,7 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     void *pscf = ctx->srv_conf[proxy.ctx_index];
     ngx_ssl_t *ssl = *ngx_stream_gtls_field<ngx_ssl_t *>(pscf, proxy.ssl);
     if (ssl != nullptr && ssl->ctx != nullptr) {
-        ngx_stream_gtls_install_ssl_hooks(ssl->ctx);
+        ngx_gtls_install_ssl_hooks(ssl->ctx, &ngx_stream_gtls_hooks);
     }
 
     const ngx_gtls_policy_conf_t &pc = conf->policy;
