@@ -138,17 +138,6 @@ void ngx_gtls_save_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *
     }
 }
 
-void ngx_gtls_free_session_cache(ngx_gtls_session_cache_t *cache)
-{
-    if (cache == nullptr) {
-        return;
-    }
-    for (auto &entry : *cache) {
-        SSL_SESSION_free(entry.second.session);
-    }
-    delete cache;
-}
-
 void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks)
 {
     ngx_gtls_hooks = hooks;

@@ -34,7 +34,6 @@ ngx_int_t ngx_gtls_set_session(ngx_gtls_session_cache_t *cache, const gtls::Poli
                                ngx_peer_connection_t *pc);
 void ngx_gtls_save_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *policy,
                            ngx_peer_connection_t *pc);
-void ngx_gtls_free_session_cache(ngx_gtls_session_cache_t *cache);
 
 // The module's side of a backend handshake: decide under the policy of the
 // connection's owner (returns what a cert_verify_callback returns), and

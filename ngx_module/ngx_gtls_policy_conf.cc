@@ -46,7 +46,7 @@ char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_pol
 }
 
 char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
-                              const ngx_gtls_registry_t &registry)
+                              ngx_gtls_registry_t &registry)
 {
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
@@ -61,13 +61,13 @@ char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_polic
 
     // one store per file, however many scopes trust it
     std::string key(ngx_gtls_sv(source));
-    if (registry.stores->find(key) == registry.stores->end()) {
+    if (registry.stores.find(key) == registry.stores.end()) {
         std::string error;
         gtls::X509StoreShared store = gtls::load_trust_store(key, &error);
         if (!store) {
             return ngx_gtls_invalid(cf, cmd, &value[1], error);
         }
-        registry.stores->emplace(key, std::move(store));
+        registry.stores.emplace(key, std::move(store));
     }
 
     pc->ca = source;
@@ -201,7 +201,7 @@ void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc)
 
 // Turns the directives of one scope into a core policy, once.
 ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
-                                const ngx_gtls_registry_t &registry)
+                                ngx_gtls_registry_t &registry)
 {
     if (pc->built) {
         return NGX_OK;
@@ -224,7 +224,7 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
     policy->hostname = std::string(ngx_gtls_sv(pc->hostname));
     if (pc->ca.data != nullptr) {
         policy->trust_source = std::string(ngx_gtls_sv(pc->ca));
-        policy->store = registry.stores->at(policy->trust_source);
+        policy->store = registry.stores.at(policy->trust_source);
     }
 
     std::string error;
@@ -253,7 +253,7 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
         return NGX_ERROR;
     }
 
-    registry.status->policies.push_back({policy, prefix});
+    registry.status.policies.push_back({policy, prefix});
     if (gtls::mode_is_insecure(mode)) {
         // the audit trail GEP-4152 asks for: one line per degraded scope
         ngx_log_error(NGX_LOG_WARN, cf->log, 0,
@@ -261,7 +261,7 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
                       "for policy \"%s\" in %V:%ui",
                       prefix, gtls::mode_name(mode), policy->name.c_str(), &pc->mode_file,
                       pc->mode_line);
-        registry.status->audit.push_back({std::string(ngx_gtls_sv(pc->mode_file)), pc->mode_line, policy->name,
+        registry.status.audit.push_back({std::string(ngx_gtls_sv(pc->mode_file)), pc->mode_line, policy->name,
                                       gtls::mode_name(mode), prefix});
     }
 
@@ -278,7 +278,7 @@ bool ngx_gtls_policy_conf_set(const ngx_gtls_policy_conf_t *pc)
 
 ngx_int_t ngx_gtls_merge_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *conf,
                                 ngx_gtls_policy_conf_t *prev, const char *prefix,
-                                const ngx_gtls_registry_t &registry)
+                                ngx_gtls_registry_t &registry)
 {
     if (!ngx_gtls_policy_conf_set(conf)) {
         if (ngx_gtls_build_policy(cf, prev, prefix, registry) != NGX_OK) {

@@ -10,6 +10,7 @@
 #include "ngx_gtls_nginx.h"
 
 #include "gtls_verify.h"
+#include "ngx_gtls_connection.h"
 #include "ngx_http_gateway_tls_status.h"
 
 // The directives of one scope for one prefix (proxy_ or grpc_). Every
@@ -31,11 +32,19 @@ typedef struct {
     unsigned          built:1;
 } ngx_gtls_policy_conf_t;
 
-// What building a policy needs from its module: the trust stores shared by
-// path, and the status registry of policies and degraded scopes.
+// What a module keeps for the life of a configuration: the trust stores
+// shared by path, the TLS sessions of its policies, and the registry of
+// policies and degraded scopes the status endpoint shows. Built in the
+// configuration pool (ngx_gtls_pool_new), freed with it.
 struct ngx_gtls_registry_t {
-    std::map<std::string, gtls::X509StoreShared> *stores;
-    ngx_http_gtls_status_t                       *status;
+    std::map<std::string, gtls::X509StoreShared>  stores;
+    ngx_gtls_session_cache_t                      sessions;
+    ngx_http_gtls_status_t                        status;
+
+    ~ngx_gtls_registry_t()
+    {
+        for (auto &entry : sessions) SSL_SESSION_free(entry.second.session);
+    }
 };
 
 enum { NGX_GTLS_INSECURE_ALLOW = 0, NGX_GTLS_INSECURE_DENY = 1 };
@@ -47,7 +56,7 @@ void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc);
 // Directive bodies: the module finds the scope's policy conf, these fill it.
 char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
 char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
-                              const ngx_gtls_registry_t &registry);
+                              ngx_gtls_registry_t &registry);
 char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
 char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
 char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
@@ -56,9 +65,9 @@ char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls
 char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, ngx_uint_t *gate);
 
 ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
-                                const ngx_gtls_registry_t &registry);
+                                ngx_gtls_registry_t &registry);
 ngx_int_t ngx_gtls_merge_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *conf,
                                 ngx_gtls_policy_conf_t *prev, const char *prefix,
-                                const ngx_gtls_registry_t &registry);
+                                ngx_gtls_registry_t &registry);
 ngx_int_t ngx_gtls_check_gate(ngx_conf_t *cf, const ngx_gtls_policy_conf_t *pc,
                               ngx_uint_t insecure, const char *prefix);

@@ -24,11 +24,11 @@ ngx_http_gtls_policy_conf_t *ngx_http_gtls_policy_conf(ngx_conf_t *cf, ngx_comma
     return &static_cast<ngx_http_gtls_loc_conf_t *>(conf)->policy[cmd->offset];
 }
 
-ngx_gtls_registry_t ngx_http_gtls_registry(ngx_conf_t *cf)
+ngx_gtls_registry_t &ngx_http_gtls_registry(ngx_conf_t *cf)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
-    return {mcf->stores, mcf->status};
+    return *mcf->registry;
 }
 
 #define NGX_HTTP_GTLS_SETTER(name)                                                 \
@@ -92,14 +92,6 @@ ngx_command_t ngx_http_gtls_commands[] = {
 
 // ---- configuration objects ----------------------------------------------
 
-void ngx_http_gtls_delete_main(void *data)
-{
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(data);
-    ngx_gtls_free_session_cache(mcf->sessions);
-    delete mcf->stores;
-    delete mcf->status;
-}
-
 void *ngx_http_gtls_create_main_conf(ngx_conf_t *cf)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
@@ -107,20 +99,12 @@ void *ngx_http_gtls_create_main_conf(ngx_conf_t *cf)
     if (mcf == nullptr) {
         return nullptr;
     }
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == nullptr) {
-        return nullptr;
-    }
     try {
-        mcf->stores = new std::map<std::string, gtls::X509StoreShared>();
-        mcf->sessions = new ngx_gtls_session_cache_t();
-        mcf->status = new ngx_http_gtls_status_t();
+        mcf->registry = ngx_gtls_pool_new<ngx_gtls_registry_t>(cf->pool);
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
-    cln->handler = ngx_http_gtls_delete_main;
-    cln->data = mcf;
-    return mcf;
+    return mcf->registry ? mcf : nullptr;
 }
 
 void *ngx_http_gtls_create_srv_conf(ngx_conf_t *cf)

@@ -36,9 +36,7 @@ typedef struct {
 typedef struct {
     ngx_int_t                        ctx_index[2];  // proxy, grpc; -1 if absent
     ngx_http_upstream_init_peer_pt   implicit_init_peer;
-    std::map<std::string, gtls::X509StoreShared>                *stores;
-    ngx_gtls_session_cache_t                                    *sessions;
-    ngx_http_gtls_status_t                                      *status;
+    ngx_gtls_registry_t                                         *registry;
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the

@@ -238,7 +238,7 @@ ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
     }
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
-    if (mcf->status->zone == nullptr) {
+    if (mcf->registry->status.zone == nullptr) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gateway_tls_status needs \"gateway_tls_status_zone\" in the http block");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -249,7 +249,7 @@ ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
                       && ngx_strncmp(format.data, "prometheus", 10) == 0;
     std::string body;
     try {
-        body = prometheus ? ngx_http_gtls_prometheus(mcf->status) : ngx_http_gtls_json(mcf->status);
+        body = prometheus ? ngx_http_gtls_prometheus(&mcf->registry->status) : ngx_http_gtls_json(&mcf->registry->status);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -286,7 +286,7 @@ char *ngx_http_gtls_status_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(conf);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
-    if (mcf->status->zone != nullptr) {
+    if (mcf->registry->status.zone != nullptr) {
         return const_cast<char *>("is duplicate");
     }
     ssize_t size = ngx_parse_size(&value[1]);
@@ -302,7 +302,7 @@ char *ngx_http_gtls_status_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     zone->init = ngx_http_gtls_init_zone;
-    mcf->status->zone = zone;
+    mcf->registry->status.zone = zone;
     return NGX_CONF_OK;
 }
 

@@ -97,7 +97,7 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
 
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
-    ngx_http_gtls_count(mcf->status, policy, *verdict, c->log);
+    ngx_http_gtls_count(&mcf->registry->status, policy, *verdict, c->log);
 
     if (verdict->status == gtls::Status::Failed) {
         return ngx_gtls_reject(x509_ctx, c->log, *policy, u->peer.name, *verdict);
@@ -178,7 +178,7 @@ ngx_int_t ngx_http_gtls_set_session(ngx_peer_connection_t *pc, void *data)
     auto *state = static_cast<ngx_http_gtls_request_t *>(data);
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
-    return ngx_gtls_set_session(mcf->sessions, state->policy, pc);
+    return ngx_gtls_set_session(&mcf->registry->sessions, state->policy, pc);
 }
 
 void ngx_http_gtls_save_session(ngx_peer_connection_t *pc, void *data)
@@ -186,7 +186,7 @@ void ngx_http_gtls_save_session(ngx_peer_connection_t *pc, void *data)
     auto *state = static_cast<ngx_http_gtls_request_t *>(data);
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
-    ngx_gtls_save_session(mcf->sessions, state->policy, pc);
+    ngx_gtls_save_session(&mcf->registry->sessions, state->policy, pc);
 }
 
 }  // namespace

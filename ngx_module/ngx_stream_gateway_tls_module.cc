@@ -28,9 +28,7 @@ struct ngx_stream_gtls_proxy_layout_t {
 typedef struct {
     ngx_stream_gtls_proxy_layout_t                              *proxy;
     ngx_stream_upstream_init_peer_pt                             implicit_init_peer;
-    std::map<std::string, gtls::X509StoreShared>                *stores;
-    ngx_gtls_session_cache_t                                    *sessions;
-    ngx_http_gtls_status_t                                      *status;  // the policy registry
+    ngx_gtls_registry_t                                         *registry;
 } ngx_stream_gtls_main_conf_t;
 
 typedef struct {
@@ -193,13 +191,13 @@ void ngx_stream_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t
 ngx_int_t ngx_stream_gtls_set_session(ngx_peer_connection_t *pc, void *data)
 {
     auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    return ngx_gtls_set_session(ngx_stream_gtls_main(state->session)->sessions, state->policy, pc);
+    return ngx_gtls_set_session(&ngx_stream_gtls_main(state->session)->registry->sessions, state->policy, pc);
 }
 
 void ngx_stream_gtls_save_session(ngx_peer_connection_t *pc, void *data)
 {
     auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    ngx_gtls_save_session(ngx_stream_gtls_main(state->session)->sessions, state->policy, pc);
+    ngx_gtls_save_session(&ngx_stream_gtls_main(state->session)->registry->sessions, state->policy, pc);
 }
 
 ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream_srv_conf_t *us)
@@ -249,11 +247,11 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
 
 // ---- configuration ---------------------------------------------------------
 
-ngx_gtls_registry_t ngx_stream_gtls_registry(ngx_conf_t *cf)
+ngx_gtls_registry_t &ngx_stream_gtls_registry(ngx_conf_t *cf)
 {
     auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(
         ngx_stream_conf_get_module_main_conf(cf, ngx_stream_gateway_tls_module));
-    return {mcf->stores, mcf->status};
+    return *mcf->registry;
 }
 
 // In upstream{} the conf nginx hands a directive is the upstream's srv conf
@@ -303,33 +301,19 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      ngx_stream_gtls_verify_insecure, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
-void ngx_stream_gtls_delete_main(void *data)
-{
-    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(data);
-    ngx_gtls_free_session_cache(mcf->sessions);
-    delete mcf->stores;
-    delete mcf->status;
-    delete mcf->proxy;
-}
-
 void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
 {
     auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(ngx_pcalloc(cf->pool, sizeof(ngx_stream_gtls_main_conf_t)));
-    ngx_pool_cleanup_t *cln = mcf ? ngx_pool_cleanup_add(cf->pool, 0) : nullptr;
-    if (cln == nullptr) {
+    if (mcf == nullptr) {
         return nullptr;
     }
     try {
-        mcf->stores = new std::map<std::string, gtls::X509StoreShared>();
-        mcf->sessions = new ngx_gtls_session_cache_t();
-        mcf->status = new ngx_http_gtls_status_t();
-        mcf->proxy = new ngx_stream_gtls_proxy_layout_t();
+        mcf->registry = ngx_gtls_pool_new<ngx_gtls_registry_t>(cf->pool);
+        mcf->proxy = ngx_gtls_pool_new<ngx_stream_gtls_proxy_layout_t>(cf->pool);
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
-    cln->handler = ngx_stream_gtls_delete_main;
-    cln->data = mcf;
-    return mcf;
+    return mcf->registry && mcf->proxy ? mcf : nullptr;
 }
 
 // The stream proxy's srv conf fields, from its directive table.
