@@ -91,9 +91,13 @@ ngx_gtls_connection_t *ngx_gtls_connection(ngx_connection_t *c, bool create)
     return conn;
 }
 
-ngx_int_t ngx_gtls_set_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *policy,
-                               ngx_peer_connection_t *pc)
+namespace {
+
+ngx_int_t ngx_gtls_set_session(ngx_peer_connection_t *pc, void *data)
 {
+    auto *b = static_cast<ngx_gtls_balancer_t *>(data);
+    ngx_gtls_session_cache_t *cache = b->sessions;
+    const gtls::Policy *policy = b->policy;
     try {
         auto it = cache->find(ngx_gtls_session_key(policy, pc));
         if (it == cache->end()) {
@@ -113,9 +117,11 @@ ngx_int_t ngx_gtls_set_session(ngx_gtls_session_cache_t *cache, const gtls::Poli
     }
 }
 
-void ngx_gtls_save_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *policy,
-                           ngx_peer_connection_t *pc)
+void ngx_gtls_save_session(ngx_peer_connection_t *pc, void *data)
 {
+    auto *b = static_cast<ngx_gtls_balancer_t *>(data);
+    ngx_gtls_session_cache_t *cache = b->sessions;
+    const gtls::Policy *policy = b->policy;
     ngx_gtls_connection_t *conn = ngx_gtls_connection(pc->connection, false);
     if (conn == nullptr || conn->policy != policy || !conn->verdict
         || conn->verdict->status == gtls::Status::Failed) {
@@ -136,6 +142,76 @@ void ngx_gtls_save_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *
         SSL_SESSION_free(session);
         ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
     }
+}
+
+void ngx_gtls_close_cached(ngx_connection_t *c)
+{
+    if (c->ssl) {
+        c->ssl->no_wait_shutdown = 1;
+        c->ssl->no_send_shutdown = 1;
+        (void) ngx_ssl_shutdown(c);
+    }
+    ngx_destroy_pool(c->pool);
+    ngx_close_connection(c);
+}
+
+ngx_int_t ngx_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    auto *b = static_cast<ngx_gtls_balancer_t *>(data);
+
+    ngx_int_t rc = b->get(pc, b->data);
+    if (rc != NGX_DONE || pc->connection == nullptr) {
+        return rc;
+    }
+
+    // a cached keepalive connection: nginx matched it by address only
+    ngx_connection_t *c = pc->connection;
+    ngx_gtls_connection_t *conn = c->ssl ? ngx_gtls_connection(c, false) : nullptr;
+    if (conn != nullptr && conn->policy == b->policy && conn->verdict
+        && conn->verdict->status != gtls::Status::Failed) {
+        *b->verdict = conn->verdict;
+        return NGX_DONE;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, pc->log, 0,
+                  "gateway_tls: not reusing a keepalive connection to \"%V\" verified "
+                  "under another policy",
+                  pc->name);
+    ngx_gtls_close_cached(c);
+    pc->connection = nullptr;
+    pc->cached = 0;
+    return NGX_OK;  // the balancer's choice stands: connect afresh
+}
+
+void ngx_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
+{
+    auto *b = static_cast<ngx_gtls_balancer_t *>(data);
+    b->free(pc, b->data, state);
+}
+
+void ngx_gtls_notify_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t type)
+{
+    auto *b = static_cast<ngx_gtls_balancer_t *>(data);
+    b->notify(pc, b->data, type);
+}
+
+}  // namespace
+
+void ngx_gtls_wrap_balancer(ngx_peer_connection_t *peer, ngx_gtls_balancer_t *b)
+{
+    b->data = peer->data;
+    b->get = peer->get;
+    b->free = peer->free;
+    b->notify = peer->notify;
+    b->set_session = peer->set_session;
+    b->save_session = peer->save_session;
+
+    peer->data = b;
+    peer->get = ngx_gtls_get_peer;
+    peer->free = ngx_gtls_free_peer;
+    peer->notify = b->notify ? ngx_gtls_notify_peer : nullptr;
+    peer->set_session = ngx_gtls_set_session;
+    peer->save_session = ngx_gtls_save_session;
 }
 
 void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks)

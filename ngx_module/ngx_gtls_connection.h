@@ -29,11 +29,25 @@ ngx_int_t ngx_gtls_init_connection_index(ngx_log_t *log);
 ngx_gtls_connection_t *ngx_gtls_connection(ngx_connection_t *c, bool create);
 ngx_gtls_connection_t *ngx_gtls_connection(const SSL *ssl);
 
-// peer.set_session / peer.save_session for a policy's connections.
-ngx_int_t ngx_gtls_set_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *policy,
-                               ngx_peer_connection_t *pc);
-void ngx_gtls_save_session(ngx_gtls_session_cache_t *cache, const gtls::Policy *policy,
-                           ngx_peer_connection_t *pc);
+// The balancer of a connection made under a policy, wrapped: TLS sessions
+// come from and go to the per-policy cache, never nginx's per-peer one; a
+// keepalive connection is reused only under the policy that verified it
+// (its verdict then lands in *verdict); every other callback gets the
+// balancer's own data back.
+struct ngx_gtls_balancer_t {
+    const gtls::Policy                     *policy = nullptr;
+    ngx_gtls_session_cache_t               *sessions = nullptr;
+    std::shared_ptr<const gtls::Verdict>   *verdict = nullptr;
+
+    void                                   *data = nullptr;
+    ngx_event_get_peer_pt                   get = nullptr;
+    ngx_event_free_peer_pt                  free = nullptr;
+    ngx_event_notify_peer_pt                notify = nullptr;
+    ngx_event_set_peer_session_pt           set_session = nullptr;
+    ngx_event_save_peer_session_pt          save_session = nullptr;
+};
+
+void ngx_gtls_wrap_balancer(ngx_peer_connection_t *peer, ngx_gtls_balancer_t *b);
 
 // The module's side of a backend handshake: decide under the policy of the
 // connection's owner (returns what a cert_verify_callback returns), and

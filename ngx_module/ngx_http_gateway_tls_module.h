@@ -47,13 +47,7 @@ struct ngx_http_gtls_request_t {
     ngx_http_gtls_kind_e                    kind;
     std::shared_ptr<const gtls::Verdict>    verdict;
 
-    // the balancer being wrapped
-    void                                   *original_data;
-    ngx_event_get_peer_pt                   original_get;
-    ngx_event_free_peer_pt                  original_free;
-    ngx_event_notify_peer_pt                original_notify;
-    ngx_event_set_peer_session_pt           original_set_session;
-    ngx_event_save_peer_session_pt          original_save_session;
+    ngx_gtls_balancer_t                     balancer;
 };
 
 extern "C" ngx_module_t  ngx_http_gateway_tls_module;

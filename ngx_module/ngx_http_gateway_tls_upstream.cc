@@ -117,78 +117,6 @@ void ngx_http_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *co
     }
 }
 
-// ---- the balancer wrapper --------------------------------------------------
-
-void ngx_http_gtls_close_cached(ngx_connection_t *c)
-{
-    if (c->ssl) {
-        c->ssl->no_wait_shutdown = 1;
-        c->ssl->no_send_shutdown = 1;
-        (void) ngx_ssl_shutdown(c);
-    }
-    ngx_destroy_pool(c->pool);
-    ngx_close_connection(c);
-}
-
-// A keepalive connection is reused only under the policy that verified it.
-ngx_int_t ngx_http_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
-{
-    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
-
-    ngx_int_t rc = state->original_get(pc, state->original_data);
-    if (rc != NGX_DONE || pc->connection == nullptr) {
-        return rc;
-    }
-
-    ngx_connection_t *c = pc->connection;
-    ngx_gtls_connection_t *conn = c->ssl ? ngx_gtls_connection(c, false) : nullptr;
-    if (conn != nullptr && conn->policy == state->policy && conn->verdict
-        && conn->verdict->status != gtls::Status::Failed) {
-        state->verdict = conn->verdict;
-        return NGX_DONE;
-    }
-
-    ngx_log_error(NGX_LOG_INFO, pc->log, 0,
-                  "gateway_tls: not reusing a keepalive connection to \"%V\" verified "
-                  "under another policy",
-                  pc->name);
-    ngx_http_gtls_close_cached(c);
-    pc->connection = nullptr;
-    pc->cached = 0;
-    return NGX_OK;  // the balancer's choice stands: connect afresh
-}
-
-// Every balancer callback gets the balancer's own data back.
-void ngx_http_gtls_notify_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t type)
-{
-    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
-    state->original_notify(pc, state->original_data, type);
-}
-
-void ngx_http_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state_flags)
-{
-    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
-    state->original_free(pc, state->original_data, state_flags);
-}
-
-// Sessions of module-verified connections live in our cache, keyed by
-// policy and peer, never in nginx's per-peer one.
-ngx_int_t ngx_http_gtls_set_session(ngx_peer_connection_t *pc, void *data)
-{
-    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
-        ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
-    return ngx_gtls_set_session(&mcf->registry->sessions, state->policy, pc);
-}
-
-void ngx_http_gtls_save_session(ngx_peer_connection_t *pc, void *data)
-{
-    auto *state = static_cast<ngx_http_gtls_request_t *>(data);
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
-        ngx_http_get_module_main_conf(state->request, ngx_http_gateway_tls_module));
-    ngx_gtls_save_session(&mcf->registry->sessions, state->policy, pc);
-}
-
 }  // namespace
 
 ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool create)
@@ -264,19 +192,10 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
             return NGX_ERROR;
         }
 
-        state->original_data = u->peer.data;
-        state->original_get = u->peer.get;
-        state->original_free = u->peer.free;
-    state->original_notify = u->peer.notify;
-        state->original_set_session = u->peer.set_session;
-        state->original_save_session = u->peer.save_session;
-
-        u->peer.data = state;
-        u->peer.get = ngx_http_gtls_get_peer;
-        u->peer.free = ngx_http_gtls_free_peer;
-    u->peer.notify = u->peer.notify ? ngx_http_gtls_notify_peer : nullptr;
-        u->peer.set_session = ngx_http_gtls_set_session;
-        u->peer.save_session = ngx_http_gtls_save_session;
+        state->balancer.policy = policy;
+        state->balancer.sessions = &mcf->registry->sessions;
+        state->balancer.verdict = &state->verdict;
+        ngx_gtls_wrap_balancer(&u->peer, &state->balancer);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
         return NGX_ERROR;

@@ -41,13 +41,7 @@ typedef struct {
 struct ngx_stream_gtls_state_t {
     const gtls::Policy                     *policy = nullptr;
     std::shared_ptr<const gtls::Verdict>    verdict;
-    void                                   *original_data = nullptr;
-    ngx_event_get_peer_pt                   original_get = nullptr;
-    ngx_event_free_peer_pt                  original_free = nullptr;
-    ngx_event_notify_peer_pt                original_notify = nullptr;
-    ngx_event_set_peer_session_pt           original_set_session = nullptr;
-    ngx_event_save_peer_session_pt          original_save_session = nullptr;
-    ngx_stream_session_t                   *session = nullptr;
+    ngx_gtls_balancer_t                     balancer;
 };
 
 
@@ -78,7 +72,6 @@ ngx_stream_gtls_state_t *ngx_stream_gtls_state(ngx_stream_session_t *s, bool cre
     }
     state = ngx_gtls_pool_new<ngx_stream_gtls_state_t>(s->connection->pool);
     if (state != nullptr) {
-        state->session = s;
         ngx_stream_set_ctx(s, state, ngx_stream_gateway_tls_module);
     }
     return state;
@@ -167,39 +160,6 @@ void ngx_stream_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *
 
 const ngx_gtls_hooks_t ngx_stream_gtls_hooks = {ngx_stream_gtls_decide, ngx_stream_gtls_handshake_done};
 
-// ---- the balancer wrapper: sessions per policy and peer ------------------
-
-ngx_int_t ngx_stream_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
-{
-    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    return state->original_get(pc, state->original_data);
-}
-
-// Every balancer callback gets the balancer's own data back.
-void ngx_stream_gtls_notify_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t type)
-{
-    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    state->original_notify(pc, state->original_data, type);
-}
-
-void ngx_stream_gtls_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t flags)
-{
-    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    state->original_free(pc, state->original_data, flags);
-}
-
-ngx_int_t ngx_stream_gtls_set_session(ngx_peer_connection_t *pc, void *data)
-{
-    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    return ngx_gtls_set_session(&ngx_stream_gtls_main(state->session)->registry->sessions, state->policy, pc);
-}
-
-void ngx_stream_gtls_save_session(ngx_peer_connection_t *pc, void *data)
-{
-    auto *state = static_cast<ngx_stream_gtls_state_t *>(data);
-    ngx_gtls_save_session(&ngx_stream_gtls_main(state->session)->registry->sessions, state->policy, pc);
-}
-
 ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream_srv_conf_t *us)
 {
     ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
@@ -230,18 +190,10 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
     ngx_stream_upstream_t *u = s->upstream;
     state->policy = policy;
     state->verdict.reset();
-    state->original_data = u->peer.data;
-    state->original_get = u->peer.get;
-    state->original_free = u->peer.free;
-    state->original_notify = u->peer.notify;
-    state->original_set_session = u->peer.set_session;
-    state->original_save_session = u->peer.save_session;
-    u->peer.data = state;
-    u->peer.get = ngx_stream_gtls_get_peer;
-    u->peer.free = ngx_stream_gtls_free_peer;
-    u->peer.notify = u->peer.notify ? ngx_stream_gtls_notify_peer : nullptr;
-    u->peer.set_session = ngx_stream_gtls_set_session;
-    u->peer.save_session = ngx_stream_gtls_save_session;
+    state->balancer.policy = policy;
+    state->balancer.sessions = &mcf->registry->sessions;
+    state->balancer.verdict = &state->verdict;
+    ngx_gtls_wrap_balancer(&u->peer, &state->balancer);
     return NGX_OK;
 }
 
