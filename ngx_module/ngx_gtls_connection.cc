@@ -237,3 +237,17 @@ int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy
     X509_STORE_CTX_set_error(x509_ctx, ngx_gtls_x509_error(verdict.reason));
     return 0;
 }
+
+ngx_int_t ngx_gtls_variable_text(ngx_pool_t *pool, ngx_variable_value_t *v, const std::string &text)
+{
+    v->data = static_cast<u_char *>(ngx_pnalloc(pool, text.size() + 1));
+    if (v->data == nullptr) {
+        return NGX_ERROR;
+    }
+    ngx_memcpy(v->data, text.data(), text.size());
+    v->len = text.size();
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}

@@ -66,3 +66,7 @@ void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks);
 // The one error line per rejected backend, and the handshake's alert.
 int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy &policy,
                     ngx_str_t *upstream, const gtls::Verdict &verdict);
+
+// A variable's value: a copy of text in the pool (the verdict it comes from
+// may be replaced before the value is used).
+ngx_int_t ngx_gtls_variable_text(ngx_pool_t *pool, ngx_variable_value_t *v, const std::string &text);

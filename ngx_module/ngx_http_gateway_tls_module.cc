@@ -275,21 +275,6 @@ enum ngx_http_gtls_field_e {
     NGX_HTTP_GTLS_VERIFIED_BY,
 };
 
-ngx_int_t ngx_http_gtls_set_value(ngx_http_request_t *r, ngx_http_variable_value_t *v,
-                                  const std::string &text)
-{
-    v->data = static_cast<u_char *>(ngx_pnalloc(r->pool, text.size() + 1));
-    if (v->data == nullptr) {
-        return NGX_ERROR;
-    }
-    ngx_memcpy(v->data, text.data(), text.size());
-    v->len = text.size();
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    return NGX_OK;
-}
-
 ngx_int_t ngx_http_gtls_verdict_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
                                          uintptr_t data)
 {
@@ -300,12 +285,12 @@ ngx_int_t ngx_http_gtls_verdict_variable(ngx_http_request_t *r, ngx_http_variabl
 
         switch (data) {
         case NGX_HTTP_GTLS_VERIFY:
-            return ngx_http_gtls_set_value(r, v, verdict ? verdict->text() : "NONE");
+            return ngx_gtls_variable_text(r->pool, v, verdict ? verdict->text() : "NONE");
         case NGX_HTTP_GTLS_VERIFY_MODE:
-            return ngx_http_gtls_set_value(r, v, gtls::mode_name(policy ? policy->mode
+            return ngx_gtls_variable_text(r->pool, v, gtls::mode_name(policy ? policy->mode
                                                                         : gtls::Mode::Off));
         case NGX_HTTP_GTLS_POLICY:
-            return ngx_http_gtls_set_value(r, v, policy ? policy->name : "");
+            return ngx_gtls_variable_text(r->pool, v, policy ? policy->name : "");
         }
 
         if (verdict == nullptr) {
@@ -314,13 +299,13 @@ ngx_int_t ngx_http_gtls_verdict_variable(ngx_http_request_t *r, ngx_http_variabl
         }
         switch (data) {
         case NGX_HTTP_GTLS_CERT_SHA256:
-            return ngx_http_gtls_set_value(r, v, verdict->peer.cert_sha256_hex);
+            return ngx_gtls_variable_text(r->pool, v, verdict->peer.cert_sha256_hex);
         case NGX_HTTP_GTLS_SPKI_SHA256:
-            return ngx_http_gtls_set_value(r, v, verdict->peer.spki_sha256_base64);
+            return ngx_gtls_variable_text(r->pool, v, verdict->peer.spki_sha256_base64);
         case NGX_HTTP_GTLS_PEER_SAN:
-            return ngx_http_gtls_set_value(r, v, verdict->peer.sans_text());
+            return ngx_gtls_variable_text(r->pool, v, verdict->peer.sans_text());
         case NGX_HTTP_GTLS_VERIFIED_BY:
-            return ngx_http_gtls_set_value(r, v, verdict->verified_by);
+            return ngx_gtls_variable_text(r->pool, v, verdict->verified_by);
         }
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());

@@ -402,16 +402,7 @@ ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_
     case V_SAN: text = verdict ? verdict->peer.sans_text() : ""; break;
     case V_BY: text = verdict ? verdict->verified_by : ""; break;
     }
-    v->data = static_cast<u_char *>(ngx_pnalloc(s->connection->pool, text.size() + 1));
-    if (v->data == nullptr) {
-        return NGX_ERROR;
-    }
-    ngx_memcpy(v->data, text.data(), text.size());
-    v->len = text.size();
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    return NGX_OK;
+    return ngx_gtls_variable_text(s->connection->pool, v, text);
 }
 
 // For proxy_ssl_name: the upstream{} policy's hostname, else the
