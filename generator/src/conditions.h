@@ -95,6 +95,19 @@ inline Condition listener_invalid_certificate(const std::string &why)
 {
     return make("ResolvedRefs", false, "InvalidCertificateRef", why);
 }
+inline Condition listener_invalid_route_kinds(const std::string &protocol, const std::string &kinds)
+{
+    return make("ResolvedRefs", false, "InvalidRouteKinds",
+                "Route kinds " + kinds + " cannot attach to a " + protocol + " listener");
+}
+inline Condition listener_protocol_conflict(const std::string &why)
+{
+    return make("Accepted", false, "ProtocolConflict", why);
+}
+inline Condition listener_not_programmed(const std::string &why)
+{
+    return make("Programmed", false, "Invalid", why);
+}
 inline Condition listener_unsupported_protocol(const std::string &protocol)
 {
     return make("Accepted", false, "UnsupportedProtocol",

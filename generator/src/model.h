@@ -127,10 +127,12 @@ struct RouteRule {
     std::vector<BackendRef> backend_refs;
 };
 
-// HTTPRoute, and GRPCRoute read into the same shape: its service/method
-// matches become the gRPC paths /service/method.
+// HTTPRoute, and GRPCRoute and TLSRoute read into the same shape: GRPCRoute
+// service/method matches become the gRPC paths /service/method; a TLSRoute
+// has hostnames and backendRefs only.
 struct HTTPRoute {
     ObjectMeta meta;
+    std::string api_version = "gateway.networking.k8s.io/v1";
     std::string kind = "HTTPRoute";
     std::vector<ParentRef> parent_refs;
     std::vector<std::string> hostnames;
@@ -234,7 +236,8 @@ struct BackendTLSPolicy {
 struct Manifests {
     std::vector<GatewayClass> gateway_classes;
     std::vector<Gateway> gateways;
-    std::vector<HTTPRoute> http_routes;
+    std::vector<HTTPRoute> http_routes;  // and GRPCRoutes
+    std::vector<HTTPRoute> tls_routes;
     std::vector<Service> services;
     std::vector<EndpointSlice> endpoint_slices;
     std::vector<ConfigMap> config_maps;

@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 
+#include <arpa/inet.h>
+
 #include <openssl/evp.h>
 
 #include "parse_fields.h"
@@ -165,7 +167,8 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
     if ((l.protocol == "TCP" || l.protocol == "UDP") && !l.hostname.empty()) {
         doc.fail(node, path + ".hostname", "hostname must not be specified for protocols ['TCP', 'UDP']");
     }
-    if (l.protocol == "HTTPS" && l.tls_mode == "Terminate" && l.certificate_refs.empty()) {
+    if ((l.protocol == "HTTPS" || l.protocol == "TLS") && l.tls_mode == "Terminate"
+        && l.certificate_refs.empty() && !doc.child(tls, path + ".tls", "options").IsDefined()) {
         doc.fail(tls, path + ".tls", "certificateRefs or options must be specified when mode is Terminate");
     }
 
@@ -545,6 +548,62 @@ void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *ou
         r.rules.push_back(std::move(rr));
     }
     out->http_routes.push_back(std::move(r));
+}
+
+// TLSRoute v1 and the deprecated v1alpha2 (hostnames optional, up to 16
+// rules) and v1alpha3: hostnames and backendRefs, routed by SNI.
+void parse_tls_route(const Document &doc, const YAML::Node &root, const std::string &api_version,
+                     Manifests *out)
+{
+    const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
+    HTTPRoute r;
+    r.kind = "TLSRoute";
+    r.api_version = api_version;
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules", "useDefaultGateways"});
+    parse_parent_refs(doc, spec, &r);
+    std::vector<YAML::Node> hostnames = doc.list(spec, "spec", "hostnames", !v1alpha2);
+    if (!v1alpha2 && hostnames.empty()) {
+        doc.fail(spec, "spec.hostnames", "expected at least 1 hostname");
+    }
+    int i = 0;
+    for (const YAML::Node &h : hostnames) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
+            doc.fail(h, path, "not a valid hostname (RFC 1123, a wildcard only as the first label)");
+        }
+        unsigned char addr[16];
+        if (!v1alpha2 && inet_pton(AF_INET, h.Scalar().c_str(), addr) == 1) {
+            doc.fail(h, path, "Hostnames cannot contain an IP");
+        }
+        r.hostnames.push_back(h.Scalar());
+    }
+    std::vector<YAML::Node> rules = doc.list(spec, "spec", "rules", true);
+    if (rules.empty() || rules.size() > (v1alpha2 ? 16u : 1u)) {
+        doc.fail(spec, "spec.rules", v1alpha2 ? "expected 1 to 16 rules" : "expected exactly 1 rule");
+    }
+    std::set<std::string> names;
+    i = 0;
+    for (const YAML::Node &rule : rules) {
+        std::string path = "spec.rules[" + std::to_string(i++) + "]";
+        doc.only(rule, path, {"name", "backendRefs"});
+        RouteRule rr;
+        rr.name = doc.string(rule, path, "name");
+        if (!rr.name.empty() && !names.insert(rr.name).second) {
+            doc.fail(rule, path + ".name", "Rule name must be unique within the route");
+        }
+        std::vector<YAML::Node> refs = doc.list(rule, path, "backendRefs", true);
+        if (refs.empty() || refs.size() > 16) {
+            doc.fail(rule, path + ".backendRefs", "expected 1 to 16 backendRefs");
+        }
+        int j = 0;
+        for (const YAML::Node &b : refs) {
+            rr.backend_refs.push_back(parse_backend_ref(doc, b, path + ".backendRefs[" + std::to_string(j++) + "]"));
+        }
+        r.rules.push_back(std::move(rr));
+    }
+    out->tls_routes.push_back(std::move(r));
 }
 
 void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *out)
@@ -947,6 +1006,13 @@ void parse_object(const Document &doc, const YAML::Node &root, Manifests *out)
         if (kind == "Gateway") return parse_gateway(doc, root, out);
         if (kind == "HTTPRoute") return parse_http_route(doc, root, out);
         if (kind == "GRPCRoute") return parse_grpc_route(doc, root, out);
+        if (kind == "TLSRoute") {
+            if (api_version != "gateway.networking.k8s.io/v1" && api_version != "gateway.networking.k8s.io/v1alpha2"
+                && api_version != "gateway.networking.k8s.io/v1alpha3") {
+                doc.fail(root, "apiVersion", "TLSRoute is read as v1, v1alpha2 or v1alpha3, not " + api_version);
+            }
+            return parse_tls_route(doc, root, api_version, out);
+        }
         if (kind == "ReferenceGrant") return parse_reference_grant(doc, root, out);
         if (kind == "BackendTLSPolicy") {
             if (api_version != "gateway.networking.k8s.io/v1"

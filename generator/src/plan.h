@@ -25,6 +25,7 @@ struct ObjectStatus {
     struct ListenerStatus {
         std::string name;
         int attached_routes = 0;
+        std::vector<std::string> supported_kinds;  // route kinds of the gateway group
         std::vector<Condition> conditions;
     };
     std::vector<ListenerStatus> listeners;
@@ -110,6 +111,27 @@ struct Server {
     std::vector<Location> locations;
 };
 
+// One SNI name of a TLS listener (exact, "*.suffix", or "" for any) and
+// where its connections go.
+struct StreamRoute {
+    std::string hostname;
+    std::vector<WeightedUpstream> backends;  // an empty upstream name: refused
+    std::string source;   // "ns/route", for the comment
+};
+
+// A stream server: one TLS listener port. Passthrough reads the SNI from
+// the ClientHello (ssl_preread) and forwards the bytes untouched; Terminate
+// completes the handshake with the listener's certificate and forwards the
+// plaintext, re-encrypted when the backend has a BackendTLSPolicy.
+struct StreamServer {
+    std::string listen;
+    bool terminate = false;
+    bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
+    bool proxy_ssl = false;         // Terminate with BackendTLSPolicy backends
+    std::string certificate, certificate_key;
+    std::vector<StreamRoute> routes;  // sorted by hostname
+};
+
 struct OutputFile {
     std::string path;  // relative to OUTDIR
     std::string content;
@@ -119,6 +141,8 @@ struct OutputFile {
 struct Plan {
     std::vector<Server> servers;
     std::vector<Upstream> upstreams;
+    std::vector<StreamServer> stream_servers;
+    std::vector<Upstream> stream_upstreams;  // in stream{}: TLSRoute backends
     std::vector<OutputFile> files;    // CA bundles, listener keys
     std::vector<ObjectStatus> statuses;
     std::vector<std::string> warnings;

@@ -2,6 +2,7 @@
 // same Plan always gives the same bytes.
 #pragma once
 
+#include <sstream>
 #include <string>
 
 #include "plan.h"
@@ -11,6 +12,16 @@ namespace g2n {
 std::string render_nginx_conf(const Plan &plan, const Options &options);
 std::string render_http_conf(const Plan &plan, const Options &options = Options{});
 std::string render_stream_conf(const Plan &plan);
+
+// ---- shared by render.cc and render_stream.cc -----------------------------
+
+extern const char *const kHeader;
+// Debian's libnginx-mod-stream
+inline const char *const kStreamModule = "/usr/lib/nginx/modules/ngx_stream_module.so";
+// "12.50%": hundredths, rounded down, so that shares never pass 100%
+std::string percent(long part, long total);
+// upstream{} with its servers and the module directives of its policy
+void render_upstream(std::ostringstream &out, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);
 
 }  // namespace g2n

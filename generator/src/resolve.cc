@@ -17,6 +17,7 @@ struct ListenerState {
     const Listener *listener = nullptr;
     bool usable = false;
     std::string listen;
+    std::string category;  // what the listen socket speaks: HTTP, HTTPS, TLS/Passthrough, TLS/Terminate
     std::string certificate, certificate_key;
     ObjectStatus::ListenerStatus status;
 };
@@ -40,8 +41,7 @@ bool intersect(const std::string &listener, const std::string &route, std::strin
 bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
              const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
 {
-    const std::string from_group = from_kind == "Gateway" || from_kind == "HTTPRoute"
-                                       ? "gateway.networking.k8s.io" : "";
+    const std::string from_group = "gateway.networking.k8s.io";  // Gateway and every route kind
     for (const ReferenceGrant &g : m.reference_grants) {
         if (g.meta.namespace_ != to_ns) continue;
         bool from = std::any_of(g.from.begin(), g.from.end(), [&](const ReferenceGrantFrom &f) {
@@ -54,6 +54,10 @@ bool granted(const Manifests &m, const std::string &from_kind, const std::string
     }
     return false;
 }
+
+// What a backendRef feeds: the upstream's block and whether a
+// BackendTLSPolicy applies to it.
+enum class BackendTarget { Http, Grpc, StreamTerminate, StreamPassthrough };
 
 class Resolver {
 public:
@@ -72,8 +76,11 @@ public:
             }
         }
 
+        settle_protocol_conflicts();
+
         std::vector<const HTTPRoute *> routes;
         for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
+        for (const HTTPRoute &r : m_.tls_routes) routes.push_back(&r);
         // precedence: the oldest route, then namespace/name
         std::stable_sort(routes.begin(), routes.end(), [](const HTTPRoute *a, const HTTPRoute *b) {
             return older_first(a->meta, b->meta);
@@ -125,11 +132,32 @@ private:
         if (address.find(':') != std::string::npos) address = "[" + address + "]";
         s.listen = address + ":" + std::to_string(l.port + o_.port_offset);
 
-        if (l.protocol != "HTTP" && l.protocol != "HTTPS") {
+        static const std::map<std::string, std::vector<std::string>> kinds_of_protocol = {
+            {"HTTP", {"HTTPRoute", "GRPCRoute"}},
+            {"HTTPS", {"HTTPRoute", "GRPCRoute"}},
+            {"TLS", {"TLSRoute"}},
+        };
+        auto kinds = kinds_of_protocol.find(l.protocol);
+        if (kinds == kinds_of_protocol.end()) {
             s.status.conditions.push_back(cond::listener_unsupported_protocol(l.protocol));
             return s;
         }
-        if (l.protocol == "HTTPS") {
+        s.category = l.protocol == "TLS" ? "TLS/" + l.tls_mode : l.protocol;
+        // allowedRoutes.kinds narrows what the protocol carries; a kind the
+        // protocol cannot carry is reported, the others still attach
+        std::string invalid_kinds;
+        for (const std::string &kind : kinds->second) {
+            if (l.allowed_kinds.empty()
+                || std::find(l.allowed_kinds.begin(), l.allowed_kinds.end(), kind) != l.allowed_kinds.end()) {
+                s.status.supported_kinds.push_back(kind);
+            }
+        }
+        for (const std::string &kind : l.allowed_kinds) {
+            if (std::find(kinds->second.begin(), kinds->second.end(), kind) == kinds->second.end()) {
+                invalid_kinds += (invalid_kinds.empty() ? "" : ", ") + kind;
+            }
+        }
+        if (l.protocol == "HTTPS" || (l.protocol == "TLS" && l.tls_mode == "Terminate")) {
             std::string why;
             if (!resolve_certificate(gw, l, &s, &why)) {
                 s.status.conditions.push_back(cond::listener_accepted());
@@ -139,8 +167,39 @@ private:
         }
         s.usable = true;
         s.status.conditions = {cond::listener_accepted(), cond::listener_programmed(),
-                               cond::listener_refs_resolved()};
+                               invalid_kinds.empty() ? cond::listener_refs_resolved()
+                                                     : cond::listener_invalid_route_kinds(l.protocol, invalid_kinds)};
         return s;
+    }
+
+    // One listen socket speaks one protocol (and, for TLS, one mode): the
+    // listeners of one Gateway that disagree on a port all lose it; across
+    // Gateways sharing an address, the first Gateway's protocol keeps it.
+    void settle_protocol_conflicts()
+    {
+        std::map<std::string, std::set<std::string>> categories;  // "gateway listen" -> categories
+        for (const ListenerState &ls : listeners_) {
+            if (!ls.category.empty()) categories[ls.gateway->meta.key() + " " + ls.listen].insert(ls.category);
+        }
+        std::map<std::string, const ListenerState *> owner;  // listen -> first listener
+        for (ListenerState &ls : listeners_) {
+            if (ls.category.empty()) continue;
+            const std::set<std::string> &mine = categories[ls.gateway->meta.key() + " " + ls.listen];
+            std::string why;
+            if (mine.size() > 1) {
+                why = "listeners of this Gateway on port " + std::to_string(ls.listener->port)
+                      + " disagree on protocol or TLS mode (this implementation does not mix Terminate and Passthrough on one port)";
+            } else {
+                auto [it, first] = owner.emplace(ls.listen, &ls);
+                if (!first && it->second->category != ls.category) {
+                    why = ls.listen + " is served as " + it->second->category + " for Gateway "
+                          + it->second->gateway->meta.key();
+                }
+            }
+            if (why.empty()) continue;
+            ls.usable = false;
+            ls.status.conditions = {cond::listener_protocol_conflict(why), cond::listener_not_programmed(why)};
+        }
     }
 
     bool resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s, std::string *why)
@@ -178,7 +237,7 @@ private:
     ObjectStatus attach_route(const HTTPRoute &r)
     {
         ObjectStatus st;
-        st.api_version = "gateway.networking.k8s.io/v1";
+        st.api_version = r.api_version;
         st.kind = r.kind;
         st.meta = r.meta;
         st.refs_key = "parents";
@@ -236,9 +295,8 @@ private:
             const Listener &l = *ls->listener;
             bool ns_ok = l.allowed_namespaces_from == "All"
                          || (l.allowed_namespaces_from == "Same" && r.meta.namespace_ == gw.meta.namespace_);
-            bool kind_ok = l.allowed_kinds.empty()
-                           || std::find(l.allowed_kinds.begin(), l.allowed_kinds.end(), r.kind)
-                                  != l.allowed_kinds.end();
+            const std::vector<std::string> &kinds = ls->status.supported_kinds;
+            bool kind_ok = std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end();
             if (ls->usable && ns_ok && kind_ok) allowed.push_back(ls);
         }
         if (allowed.empty()) {
@@ -276,6 +334,11 @@ private:
                            + ", whose route is older";
                 continue;
             }
+            if (r.kind == "TLSRoute") {
+                add_tls_route(*ls, r, host, gw, &refs);
+                attached.insert(ls);
+                continue;
+            }
             Server &server = server_for(*ls, host);
             server.http2 |= r.kind == "GRPCRoute";
             for (size_t i = 0; i < r.rules.size(); i++) {
@@ -305,6 +368,43 @@ private:
         return s;
     }
 
+    // A TLSRoute hostname on a TLS listener: its connections go to the
+    // route's backends by SNI. The oldest route keeps a hostname.
+    void add_tls_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
+                       const Gateway &gw, Condition *refs)
+    {
+        StreamServer &server = stream_servers_[ls.listen];
+        if (server.listen.empty()) {
+            server.listen = ls.listen;
+            server.terminate = ls.listener->tls_mode == "Terminate";
+            server.insecure_allowed = gw.allows_insecure_backends;
+        }
+        if (server.terminate && !ls.certificate.empty()) {
+            stream_certificates_[ls.listen].emplace(ls.listener->hostname,
+                                                   std::make_pair(ls.certificate, ls.certificate_key));
+        }
+        StreamRoute route;
+        route.hostname = host;
+        route.source = r.meta.key();
+        const BackendTarget target = server.terminate ? BackendTarget::StreamTerminate
+                                                      : BackendTarget::StreamPassthrough;
+        for (const RouteRule &rule : r.rules) {
+            for (const BackendRef &b : rule.backend_refs) {
+                WeightedUpstream wu;
+                if (!resolve_backend(r, b, gw, target, &wu, refs)) wu = {"", false, b.weight};
+                if (wu.weight > 0) route.backends.push_back(wu);
+            }
+        }
+        auto taken = std::find_if(server.routes.begin(), server.routes.end(),
+                                  [&](const StreamRoute &sr) { return sr.hostname == host; });
+        if (taken != server.routes.end()) {
+            plan_->warnings.push_back("TLSRoute " + r.meta.key() + ": hostname \"" + host + "\" on " + ls.listen
+                                      + " is served by the older TLSRoute " + taken->source);
+            return;
+        }
+        server.routes.push_back(std::move(route));
+    }
+
     void add_rule(Server &server, const HTTPRoute &r, const RouteRule &rule, size_t index,
                   const Gateway &gw, Condition *refs)
     {
@@ -312,7 +412,8 @@ private:
         std::vector<WeightedUpstream> backends;
         for (const BackendRef &b : rule.backend_refs) {
             WeightedUpstream wu;
-            if (!resolve_backend(r, b, gw, &wu, refs)) {
+            BackendTarget target = r.kind == "GRPCRoute" ? BackendTarget::Grpc : BackendTarget::Http;
+            if (!resolve_backend(r, b, gw, target, &wu, refs)) {
                 wu = {"", false, b.weight};
             }
             if (wu.weight > 0) backends.push_back(wu);
@@ -459,7 +560,7 @@ private:
         return {"= " + prefix, prefix + "/"};
     }
 
-    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw,
+    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
                          WeightedUpstream *out, Condition *refs)
     {
         std::string ns = b.namespace_.empty() ? r.meta.namespace_ : b.namespace_;
@@ -467,7 +568,7 @@ private:
             *refs = cond::route_invalid_kind("backendRef " + b.name + ": kind " + b.kind + " is not supported");
             return false;
         }
-        if (ns != r.meta.namespace_ && !granted(m_, "HTTPRoute", r.meta.namespace_, "Service", ns, b.name)) {
+        if (ns != r.meta.namespace_ && !granted(m_, r.kind, r.meta.namespace_, "Service", ns, b.name)) {
             *refs = cond::route_ref_not_permitted("backendRef Service " + ns + "/" + b.name
                                                   + " is in another namespace and no ReferenceGrant allows it");
             return false;
@@ -485,11 +586,16 @@ private:
             return false;
         }
 
-        BoundPolicy *policy = policies_.find(ns, b.name, port->name);
-        policies_.reached(ns, b.name, port->name, gw.meta.key());
-        out->grpc = r.kind == "GRPCRoute";
+        // behind a Passthrough listener the client's TLS reaches the backend
+        // untouched: a BackendTLSPolicy has nothing to act on (GEP-1897)
+        BoundPolicy *policy = nullptr;
+        if (target != BackendTarget::StreamPassthrough) {
+            policy = policies_.find(ns, b.name, port->name);
+            policies_.reached(ns, b.name, port->name, gw.meta.key());
+        }
+        out->grpc = target == BackendTarget::Grpc;
         bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
-        out->upstream = upstream_for(*svc, *port, policy, out->grpc, denied ? &gw : nullptr);
+        out->upstream = upstream_for(*svc, *port, policy, target, denied ? &gw : nullptr);
         out->tls = policy != nullptr;
         out->weight = b.weight;
         return true;
@@ -498,13 +604,17 @@ private:
     // denied_by: a Gateway whose gate refuses the policy's insecure mode; its
     // routes get an upstream of their own that is never reached (a 5xx)
     std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
-                             bool grpc, const Gateway *denied_by)
+                             BackendTarget target, const Gateway *denied_by)
     {
+        const bool stream = target == BackendTarget::StreamTerminate || target == BackendTarget::StreamPassthrough;
         std::string name = "backend_" + safe_name(svc.meta.namespace_) + "_" + safe_name(svc.meta.name)
-                           + "_" + std::to_string(port.port) + (denied_by ? "_insecure_denied" : "");
-        bool known = upstreams_.count(name) != 0;
-        Upstream &u = upstreams_[name];
-        (grpc ? u.for_grpc : u.for_http) = true;
+                           + "_" + std::to_string(port.port) + (denied_by ? "_insecure_denied" : "")
+                           + (target == BackendTarget::StreamPassthrough ? "_passthrough" : "");
+        std::map<std::string, Upstream> &upstreams = stream ? stream_upstreams_ : upstreams_;
+        bool known = upstreams.count(name) != 0;
+        Upstream &u = upstreams[name];
+        if (target == BackendTarget::Grpc) u.for_grpc = true;
+        if (target == BackendTarget::Http || target == BackendTarget::StreamTerminate) u.for_http = true;
         if (known) return name;
 
         u.name = name;
@@ -613,6 +723,47 @@ private:
         for (auto &[name, u] : upstreams_) {
             plan_->upstreams.push_back(u);
         }
+        finish_stream_servers();
+    }
+
+    void finish_stream_servers()
+    {
+        for (auto &[listen, server] : stream_servers_) {
+            const auto &certificates = stream_certificates_[listen];
+            if (!certificates.empty()) {
+                // the listener without a hostname, else the first by name, answers
+                // when no other certificate's hostname is asked for
+                server.certificate = certificates.begin()->second.first;
+                server.certificate_key = certificates.begin()->second.second;
+                std::set<std::string> files;
+                for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
+                if (files.size() > 1) {
+                    plan_->warnings.push_back("stream listener " + listen + ": TLS listeners with different "
+                                              "certificates share the port; " + server.certificate + " is served");
+                }
+            }
+            for (const StreamRoute &route : server.routes) {
+                for (const WeightedUpstream &b : route.backends) server.proxy_ssl |= b.tls;
+            }
+            // proxy_ssl is per server: with it on, a backend without a policy
+            // cannot be reached in plaintext; refuse it rather than guess
+            for (StreamRoute &route : server.routes) {
+                for (WeightedUpstream &b : route.backends) {
+                    if (server.proxy_ssl && !b.tls && !b.upstream.empty()) {
+                        plan_->warnings.push_back("TLSRoute " + route.source + ": backend " + b.upstream
+                                                  + " has no BackendTLSPolicy but shares Terminate listener " + listen
+                                                  + " with backends that do; its connections are refused");
+                        b.upstream.clear();
+                    }
+                }
+            }
+            std::sort(server.routes.begin(), server.routes.end(),
+                      [](const StreamRoute &a, const StreamRoute &b) { return a.hostname < b.hostname; });
+            plan_->stream_servers.push_back(server);
+        }
+        for (auto &[name, u] : stream_upstreams_) {
+            plan_->stream_upstreams.push_back(u);
+        }
     }
 
     const Manifests &m_;
@@ -626,6 +777,10 @@ private:
     std::map<std::string, std::string> server_owner_;  // "listen host" -> Gateway
     std::map<const Server *, std::map<std::string, size_t>> location_index_;
     std::map<std::string, Upstream> upstreams_;
+    std::map<std::string, StreamServer> stream_servers_;  // by listen
+    // listen -> listener hostname -> (certificate, key) of its Terminate listeners
+    std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> stream_certificates_;
+    std::map<std::string, Upstream> stream_upstreams_;
     std::set<std::string> written_;
 };
 

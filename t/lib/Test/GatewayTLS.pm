@@ -28,7 +28,7 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
-                 status_port service_manifests);
+                 status_port service_manifests tls_exchange);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -38,6 +38,10 @@ my $Nginx = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 # The backends every test can reach, by certificate name. leaf_h2 is the
 # leaf certificate again, speaking HTTP/2 for grpc_pass.
 my @Backends = qw(leaf spiffe wrongsan expired notyet selfsigned untrusted wildcard ipemail leaf_h2);
+# TCP backends in stream{}: "tcp" answers in plaintext whether what it got
+# began with a TLS ClientHello and the SNI in it; "tcp_tls" terminates TLS
+# with the leaf certificate and answers the SNI it saw.
+my @StreamBackends = qw(tcp tcp_tls);
 
 my ($ServRoot, $BasePort);
 
@@ -53,6 +57,9 @@ sub backend_port {
     my $name = shift;
     for my $i (0 .. $#Backends) {
         return $BasePort + 1 + $i if $Backends[$i] eq $name;
+    }
+    for my $i (0 .. $#StreamBackends) {
+        return $BasePort + 22 + $i if $StreamBackends[$i] eq $name;
     }
     die "no backend named $name\n";
 }
@@ -83,7 +90,7 @@ sub _port_free {
 }
 
 sub _pick_ports {
-    my $span = @Backends + 13;
+    my $span = 22 + @StreamBackends;
     for (my $try = 0; $try < 200; $try++) {
         my $base = 20000 + (($$ + $try * 37) % 2000) * 16;
         return $base unless grep { !_port_free($_) } $base .. $base + $span - 1;
@@ -148,6 +155,40 @@ EOF
     return $out;
 }
 
+sub _stream_backend_servers {
+    my $certs = certs_dir();
+    my ($tcp, $tcp_tls) = (backend_port('tcp'), backend_port('tcp_tls'));
+    return <<"EOF";
+    map \$ssl_preread_protocol \$gtls_backend_tls { "" no; default yes; }
+    server {
+        listen 127.0.0.1:$tcp;
+        ssl_preread on;
+        preread_timeout 5s;
+        return "backend=tcp tls=\$gtls_backend_tls sni=\$ssl_preread_server_name\\n";
+    }
+    server {
+        listen 127.0.0.1:$tcp_tls ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        return "backend=tcp_tls tls=yes sni=\$ssl_server_name\\n";
+    }
+EOF
+}
+
+# Sends PAYLOAD over TLS to 127.0.0.1:PORT with SNI, verifying the server
+# against CA (and NAME); returns what came back, "" when the handshake or
+# the connection failed.
+sub tls_exchange {
+    my ($port, $sni, $payload, $ca, $name) = @_;
+    my $verify = $ca ? "-CAfile $ca -verify_return_error" . ($name ? " -verify_hostname $name" : '') : '';
+    my $in = "$ServRoot/tmp/tls_exchange.in";
+    open my $fh, '>', $in or die "$in: $!";
+    print $fh $payload;
+    close $fh;
+    my $out = `timeout 10 openssl s_client -connect 127.0.0.1:$port -servername $sni $verify -quiet < $in 2>/dev/null`;
+    return $? == 0 ? $out : '';
+}
+
 # Temporary files inside the server root, not Debian's /var/lib/nginx.
 sub _temp_paths {
     return join '', map { "    ${_}_temp_path tmp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi);
@@ -166,7 +207,7 @@ sub _write_config {
     my $stream = '';
     my $stream_modules = '';
     if (defined $block->stream_config) {
-        $stream = "stream {\n" . _expand($block->stream_config) . "\n}\n";
+        $stream = "stream {\n" . _expand($block->stream_config) . "\n" . _stream_backend_servers() . "}\n";
         $stream_modules = "load_module /usr/lib/nginx/modules/ngx_stream_module.so;\n"
                         . "load_module $StreamModule;\n";
     }
@@ -418,8 +459,10 @@ sub start_backends {
     my $dir = "$ServRoot/backends";
     make_path("$dir/conf", "$dir/logs", "$dir/tmp");
     my $backends = _backend_servers();
+    my $stream_backends = _stream_backend_servers();
     open my $fh, '>', "$dir/conf/nginx.conf" or die "$!";
     print $fh <<"CONF";
+load_module /usr/lib/nginx/modules/ngx_stream_module.so;
 daemon on;
 worker_processes 1;
 pid logs/nginx.pid;
@@ -429,6 +472,9 @@ http {
     access_log off;
 @{[_temp_paths()]}
 $backends
+}
+stream {
+$stream_backends
 }
 CONF
     close $fh;
@@ -608,7 +654,14 @@ sub read_status {
         my (@entries, %cond);
         my ($ref, $in_ref) = ('', 0);
         for my $line (split /\n/, $doc) {
-            if ($line =~ /^\s+- (?:ancestorRef|parentRef):/) {
+            # a Gateway's listeners: "listener NAME: ..." entries
+            if ($kind eq 'Gateway' && $line =~ /^    - name: (\S+)/) {
+                ($ref, $in_ref) = ("listener $1", 0);
+            } elsif ($kind eq 'Gateway' && $line =~ /^      attachedRoutes: (\d+)/) {
+                push @entries, "$ref: attachedRoutes=$1";
+            } elsif ($kind eq 'Gateway' && $line =~ /^          kind: (\S+)/) {
+                push @entries, "$ref: supportedKind=$1";
+            } elsif ($line =~ /^\s+- (?:ancestorRef|parentRef):/) {
                 ($ref, $in_ref) = ('', 1);
             } elsif ($in_ref && $line =~ /^\s+namespace: (\S+)/) {
                 $ref = $1;

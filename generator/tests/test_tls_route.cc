@@ -1,0 +1,289 @@
+// TLSRoute: parse (v1, v1alpha2, v1alpha3), TLS listeners (Passthrough,
+// Terminate, conflicts, route kinds), BackendTLSPolicy behind Terminate
+// only, and stream.conf.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "parse.h"
+#include "render.h"
+#include "resolve.h"
+
+using namespace g2n;
+
+namespace {
+
+// A real CA certificate, from the set t/lib/make-certs.sh made.
+std::string test_ca_indented()
+{
+    const char *dir = std::getenv("GTLS_TEST_CERTS");
+    BOOST_TEST_REQUIRE(dir != nullptr, "GTLS_TEST_CERTS is not set");
+    std::ifstream in(std::string(dir) + "/ca.crt");
+    std::string indented;
+    for (std::string line; std::getline(in, line);) indented += "    " + line + "\n";
+    BOOST_TEST_REQUIRE(!indented.empty());
+    return indented;
+}
+
+const char *const kSetupHead = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cert, namespace: ns}
+type: kubernetes.io/tls
+data: {tls.crt: Y2VydA==, tls.key: a2V5}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: ns}
+spec:
+  ports: [{name: tls, port: 5432}, {name: plain, port: 5433}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-1, namespace: ns, labels: {kubernetes.io/service-name: db}}
+ports: [{name: tls, port: 15432}, {name: plain, port: 15433}]
+endpoints: [{addresses: ["10.0.0.1"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: db-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: db, sectionName: tls}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: db.internal
+)";
+
+std::string setup()
+{
+    return std::string(kSetupHead) + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ca, namespace: ns}\n"
+           + "data:\n  ca.crt: |\n" + test_ca_indented();
+}
+
+
+std::string gateway(const std::string &name, const std::string &listeners)
+{
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: " + name
+           + ", namespace: ns}\nspec:\n  gatewayClassName: ours\n  listeners:\n" + listeners;
+}
+
+const char *const kPassthrough = "  - {name: pass, port: 443, protocol: TLS, tls: {mode: Passthrough}}\n";
+const char *const kTerminate =
+    "  - {name: term, port: 8443, protocol: TLS, hostname: \"*.example.com\", tls: {mode: Terminate, "
+    "certificateRefs: [{name: cert}]}}\n";
+
+std::string tls_route(const std::string &name, const std::string &gw, const std::string &hostnames,
+                      const std::string &backends, const std::string &version = "v1")
+{
+    return "---\napiVersion: gateway.networking.k8s.io/" + version + "\nkind: TLSRoute\nmetadata: {name: " + name
+           + ", namespace: ns}\nspec:\n  parentRefs: [{name: " + gw + "}]\n"
+           + (hostnames.empty() ? "" : "  hostnames: " + hostnames + "\n")
+           + "  rules:\n  - backendRefs: " + backends + "\n";
+}
+
+Manifests parse(const std::string &yaml)
+{
+    Manifests m;
+    std::istringstream in(yaml);
+    parse_stream(in, "in.yaml", &m);
+    return m;
+}
+
+std::string error_of(const std::string &yaml)
+{
+    try {
+        parse(yaml);
+    } catch (const InputError &e) {
+        return e.what();
+    }
+    BOOST_FAIL("expected an InputError for:\n" << yaml);
+    return {};
+}
+
+Plan plan_of(const std::string &yaml) { return resolve(parse(yaml), Options{}); }
+
+const ObjectStatus &status_of(const Plan &plan, const std::string &kind, const std::string &name)
+{
+    for (const ObjectStatus &st : plan.statuses) {
+        if (st.kind == kind && st.meta.name == name) return st;
+    }
+    BOOST_FAIL("no status for " << kind << " " << name);
+    return plan.statuses.front();
+}
+
+std::string route_reasons(const ObjectStatus &st)
+{
+    std::string out;
+    for (const auto &ref : st.refs) {
+        for (const Condition &c : ref.conditions) out += ref.name + ":" + c.type + "=" + c.status + "/" + c.reason + " ";
+    }
+    return out;
+}
+
+std::string listener_reasons(const ObjectStatus &gw, const std::string &listener)
+{
+    std::string out;
+    for (const auto &l : gw.listeners) {
+        if (l.name != listener) continue;
+        out += "attached=" + std::to_string(l.attached_routes) + " kinds=";
+        for (const std::string &k : l.supported_kinds) out += k + ",";
+        for (const Condition &c : l.conditions) out += " " + c.type + "=" + c.status + "/" + c.reason;
+    }
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_routes)
+
+BOOST_AUTO_TEST_CASE(versions_and_crd_rules)
+{
+    // v1alpha2: hostnames optional, up to 16 rules
+    Manifests m = parse(tls_route("a", "gw", "", "[{name: db, port: 5432}]\n  - backendRefs: [{name: db, port: 5433}]",
+                                  "v1alpha2"));
+    BOOST_TEST_REQUIRE(m.tls_routes.size() == 1u);
+    BOOST_TEST(m.tls_routes[0].api_version == "gateway.networking.k8s.io/v1alpha2");
+    BOOST_TEST(m.tls_routes[0].rules.size() == 2u);
+    BOOST_TEST(parse(tls_route("a", "gw", "[a.example.com]", "[{name: db, port: 5432}]", "v1alpha3")).tls_routes.size() == 1u);
+
+    BOOST_TEST(error_of(tls_route("a", "gw", "", "[{name: db, port: 5432}]")).find("spec.hostnames") != std::string::npos);
+    BOOST_TEST(error_of(tls_route("a", "gw", "[a.example.com]",
+                                  "[{name: db, port: 5432}]\n  - backendRefs: [{name: db, port: 5433}]"))
+                   .find("expected exactly 1 rule") != std::string::npos);
+    BOOST_TEST(error_of(tls_route("a", "gw", "[10.0.0.1]", "[{name: db, port: 5432}]")).find("spec.hostnames[0]")
+               != std::string::npos);
+    BOOST_TEST(error_of(tls_route("a", "gw", "[a.example.com]", "[{name: db}]")).find("Must have port for Service reference")
+               != std::string::npos);
+    BOOST_TEST(error_of(tls_route("a", "gw", "[a.example.com]", "[]")).find("expected 1 to 16 backendRefs")
+               != std::string::npos);
+    BOOST_TEST(error_of(tls_route("a", "gw", "[a.example.com]", "[{name: db, port: 5432}]", "v1beta1"))
+                   .find("TLSRoute is read as v1, v1alpha2 or v1alpha3") != std::string::npos);
+    // a TLS Terminate listener needs a certificate (CEL)
+    BOOST_TEST(error_of(gateway("gw", "  - {name: t, port: 443, protocol: TLS, tls: {mode: Terminate}}\n"))
+                   .find("certificateRefs or options must be specified when mode is Terminate") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
+{
+    Plan plan = plan_of(setup() + gateway("gw", kPassthrough)
+                        + tls_route("db", "gw", "[db.example.com, \"*.db.example.com\"]", "[{name: db, port: 5432}]"));
+    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "gw"), "pass")
+               == "attached=1 kinds=TLSRoute, Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=True/ResolvedRefs");
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    const StreamServer &s = plan.stream_servers[0];
+    BOOST_TEST(!s.terminate);
+    BOOST_TEST(!s.proxy_ssl);
+    BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
+    BOOST_TEST(!plan.stream_upstreams[0].tls);  // the client's TLS goes through untouched
+    BOOST_TEST(plan.upstreams.empty());
+    // the policy has nothing to act on behind Passthrough: no ancestor
+    BOOST_TEST(status_of(plan, "BackendTLSPolicy", "db-tls").refs.empty());
+
+    std::string conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
+                         "    *.db.example.com backend_ns_db_5432_passthrough;  # TLSRoute ns/db\n"
+                         "    db.example.com backend_ns_db_5432_passthrough;  # TLSRoute ns/db\n"
+                         "    default tls_route_refused;\n}") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 0.0.0.0:443;\n    ssl_preread on;\n    proxy_pass $tls_route_1;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("proxy_ssl on;") == std::string::npos);
+    BOOST_TEST(render_nginx_conf(plan, Options{}).find("load_module /usr/lib/nginx/modules/ngx_stream_module.so;")
+               != std::string::npos);
+    BOOST_TEST(render_stream_conf(plan) == conf);  // deterministic
+}
+
+BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
+{
+    Plan plan = plan_of(setup() + gateway("gw", kTerminate)
+                        + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]"));
+    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    const StreamServer &s = plan.stream_servers[0];
+    BOOST_TEST(s.terminate);
+    BOOST_TEST(s.proxy_ssl);
+    BOOST_TEST(s.certificate == "certs/listener-ns-cert.crt");
+    BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
+    BOOST_TEST(plan.stream_upstreams[0].policy.hostname == "db.internal");
+    BOOST_TEST(route_reasons(status_of(plan, "BackendTLSPolicy", "db-tls")).find("gw:Accepted=True/Accepted") != std::string::npos);
+
+    std::string conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("map $ssl_server_name $tls_route_1 {") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl;\n    ssl_certificate certs/listener-ns-cert.crt;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    proxy_ssl on;\n    proxy_ssl_server_name on;\n    proxy_ssl_name $upstream_ssl_policy_hostname;\n")
+               != std::string::npos, conf);
+    BOOST_TEST(conf.find("    proxy_ssl_policy_name ns/db-tls;\n    proxy_ssl_policy_hostname db.internal;\n") != std::string::npos, conf);
+}
+
+BOOST_AUTO_TEST_CASE(terminate_port_mixing_policies_refuses_the_plaintext_backend)
+{
+    Plan plan = plan_of(setup() + gateway("gw", kTerminate)
+                        + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]")
+                        + tls_route("plain", "gw", "[plain.example.com]", "[{name: db, port: 5433}]"));
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    const StreamServer &s = plan.stream_servers[0];
+    BOOST_TEST(s.proxy_ssl);
+    BOOST_TEST_REQUIRE(s.routes.size() == 2u);
+    BOOST_TEST(s.routes[1].hostname == "plain.example.com");
+    BOOST_TEST(s.routes[1].backends[0].upstream.empty());  // refused, never sent TLS it cannot expect
+    BOOST_TEST_REQUIRE(plan.warnings.size() == 1u);
+    BOOST_TEST(plan.warnings[0].find("has no BackendTLSPolicy but shares Terminate listener") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(route_kinds_follow_the_listener_protocol)
+{
+    std::string listeners = "  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {kinds: [{kind: HTTPRoute}, {kind: TLSRoute}]}}\n"
+                            + std::string(kPassthrough);
+    Plan plan = plan_of(setup() + gateway("gw", listeners)
+                        + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]")
+                        + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web, namespace: ns}\n"
+                          "spec:\n  parentRefs: [{name: gw, sectionName: pass}]\n  rules: [{backendRefs: [{name: db, port: 5433}]}]\n");
+    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    BOOST_TEST(listener_reasons(gw, "http")
+               == "attached=0 kinds=HTTPRoute, Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=False/InvalidRouteKinds");
+    BOOST_TEST(listener_reasons(gw, "pass").find("attached=1 kinds=TLSRoute,") == 0u);
+    BOOST_TEST(route_reasons(status_of(plan, "HTTPRoute", "web")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
+    BOOST_TEST(plan.servers.empty());
+}
+
+BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
+{
+    // one Gateway: Terminate and Passthrough on one port -> both lose it
+    std::string mixed = "  - {name: a, port: 443, protocol: TLS, hostname: a.example.com, tls: {mode: Passthrough}}\n"
+                        "  - {name: b, port: 443, protocol: TLS, hostname: b.example.com, tls: {mode: Terminate, "
+                        "certificateRefs: [{name: cert}]}}\n";
+    Plan plan = plan_of(setup() + gateway("gw", mixed)
+                        + tls_route("db", "gw", "[a.example.com]", "[{name: db, port: 5432}]"));
+    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    BOOST_TEST(listener_reasons(gw, "a") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict Programmed=False/Invalid");
+    BOOST_TEST(listener_reasons(gw, "b") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict Programmed=False/Invalid");
+    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
+    BOOST_TEST(plan.stream_servers.empty());
+
+    // two Gateways on one address: the first (by name) keeps the port's protocol
+    plan = plan_of(setup() + gateway("a-web", "  - {name: http, port: 443, protocol: HTTP}\n")
+                   + gateway("b-tls", kPassthrough));
+    BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "a-web"), "http").find("Accepted=True/Accepted") != std::string::npos);
+    BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "b-tls"), "pass").find("Accepted=False/ProtocolConflict")
+               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(weights_and_invalid_backends)
+{
+    Plan plan = plan_of(setup() + gateway("gw", kPassthrough)
+                        + tls_route("db", "gw", "[db.example.com]",
+                                    "[{name: db, port: 5432, weight: 3}, {name: missing, port: 1, weight: 1}]"));
+    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=False/BackendNotFound ");
+    std::string conf = render_stream_conf(plan);
+    // the missing Service keeps its quarter of the connections, refused
+    BOOST_TEST(conf.find("split_clients \"${remote_addr}${remote_port}${msec}\" $tls_split_1 {\n"
+                         "    75.00% backend_ns_db_5432_passthrough;\n    * tls_route_refused;\n}") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    db.example.com $tls_split_1;") != std::string::npos, conf);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,290 @@
+# Replays, locally, the Gateway API conformance tests for TLSRoute
+# (GEP-2643) and BackendTLSPolicy behind a TLSRoute in Terminate mode
+# (GEP-4274): the suite's own manifests from ../shared/gateway-api/conformance/,
+# its certificates made by t/lib/make-certs.sh, EndpointSlices that point
+# each Service at a local backend, gateway2nginx and the nginx it writes.
+#
+# Each Gateway is rendered alone (--gateway), as one nginx per Gateway, since
+# the suite gives every Gateway an address of its own and they share ports.
+# Backends: tls-backend = "leaf" (SANs abc.example.com, other.example.com),
+# tls-backend-2 = "wildcard" (*.example.com), tcp-backend echo-tcp-tls and
+# btls-terminate-tls-backend = "tcp_tls" (leaf certificate, answers its
+# SNI), tcp-backend echo-tcp-plain = "tcp" (answers whether it got TLS).
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use Cwd qw(abs_path);
+use File::Path qw(make_path remove_tree);
+
+my $root = abs_path('.');
+my $shared = "$root/../shared/gateway-api/conformance";
+plan skip_all => "no $shared" unless -d $shared;
+plan 'no_plan';
+
+setup();
+my $certs = certs_dir();
+my $dir = servroot();
+my $manifests = "$dir/manifests";
+make_path($manifests);
+
+sub slurp { local (@ARGV, $/) = @_; <> }
+sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
+sub indent { my $t = shift; $t =~ s/^/    /mg; $t }
+sub b64 { my $t = `base64 -w0 $_[0]`; $t }
+
+my @tests = qw(tlsroute-simple-same-namespace tlsroute-hostname-intersection
+               tlsroute-invalid-backendref-nonexistent tlsroute-invalid-backendref-unknown-kind
+               tlsroute-invalid-no-matching-listener-hostname tlsroute-invalid-no-matching-listener
+               tlsroute-invalid-reference-grant tlsroute-listener-passthrough-supported-kinds
+               tlsroute-listener-terminate-supported-kinds tlsroute-listener-mixed-termination-not-supported
+               tlsroute-terminate-simple-same-namespace backendtlspolicy-tlsroute-terminate);
+
+(my $base = slurp("$shared/base/manifests.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
+spit("$manifests/00-base.yaml", $base);
+for my $t (@tests) {
+    (my $text = slurp("$shared/tests/$t.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
+    spit("$manifests/10-$t.yaml", $text);
+}
+
+sub secret {
+    my ($name, $cert) = @_;
+    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $name\n  namespace: gateway-conformance-infra\n"
+         . "type: kubernetes.io/tls\ndata:\n  tls.crt: @{[b64(\"$certs/$cert.crt\")]}\n"
+         . "  tls.key: @{[b64(\"$certs/$cert.key\")]}\n";
+}
+
+sub endpoints {
+    my ($ns, $service, $port_name, $backend) = @_;
+    return "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n"
+         . "  name: $service-$backend\n  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $service\n"
+         . "addressType: IPv4\nports:\n- name: \"$port_name\"\n  port: @{[backend_port($backend)]}\n"
+         . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
+}
+
+# What the suite creates at start.
+my $setup = <<"YAML";
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: gateway2nginx
+spec:
+  controllerName: gateway2nginx.io/controller
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tls-checks-ca-certificate
+  namespace: gateway-conformance-infra
+data:
+  ca.crt: |
+@{[indent(slurp("$certs/ca.crt"))]}
+YAML
+$setup .= secret('tls-validity-checks-certificate', 'leaf');
+$setup .= secret('tls-terminate-checks-certificate', 'wildcard');  # tls.example.com
+$setup .= endpoints('gateway-conformance-infra', 'tls-backend', '', 'leaf');
+$setup .= endpoints('gateway-conformance-app-backend', 'tls-backend', '', 'leaf');
+$setup .= endpoints('gateway-conformance-infra', 'tls-backend-2', '', 'wildcard');
+$setup .= endpoints('gateway-conformance-infra', 'tcp-backend', 'echo-tcp-plain', 'tcp');
+$setup .= endpoints('gateway-conformance-infra', 'tcp-backend', 'echo-tcp-tls', 'tcp_tls');
+$setup .= endpoints('gateway-conformance-infra', 'btls-terminate-tls-backend', 'btls', 'tcp_tls');
+spit("$manifests/20-suite-setup.yaml", $setup);
+
+my $offset = server_port() + 30 - 443;  # 443 -> base+30, 8443 -> base+8030
+my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : "$root/build/nginx/objs";
+my $ns = 'gateway-conformance-infra';
+my $ca = "$certs/ca.crt";
+
+start_backends();
+
+# Renders one Gateway (nginx -t included) and starts its nginx; returns its
+# status, keyed as read_status does.
+my $running;
+sub serve_gateway {
+    my ($gateway, $first_port) = @_;
+    stop_nginx($running) if $running;
+    my $out = "$dir/out-$gateway";
+    my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--gateway', "$ns/$gateway",
+                                      '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check');
+    is($rc, 0, "$gateway: gateway2nginx writes a configuration that passes nginx -t") or diag $output;
+    if ($first_port) {
+        start_nginx($out, 'nginx.conf', $first_port + $offset);
+        $running = $out;
+    }
+    return read_status("$out/status.yaml");
+}
+
+sub conditions {
+    my ($status, $kind, $name) = @_;
+    return join "\n", @{$status->{"$kind $ns/$name"} || []};
+}
+
+sub https_get { "GET / HTTP/1.0\r\nHost: $_[0]\r\n\r\n" }
+
+# Connects with SNI NAME, verifying the gateway's (or the passthrough
+# backend's) certificate for NAME against the suite's CA.
+sub exchange {
+    my ($port, $name, $payload) = @_;
+    return tls_exchange($port + $offset, $name, $payload // https_get($name), $ca, $name);
+}
+
+sub route_accepted {
+    my ($st, $route, $gateway, $label) = @_;
+    my $c = conditions($st, 'TLSRoute', $route);
+    like($c, qr{^\Q$ns/$gateway\E: Accepted=True/Accepted$}m, "$label: $route Accepted");
+    like($c, qr{^\Q$ns/$gateway\E: ResolvedRefs=True/ResolvedRefs$}m, "$label: $route ResolvedRefs");
+}
+
+# ---- TLSRouteSimpleSameNamespace -------------------------------------------
+{
+    my $st = serve_gateway('gateway-tlsroute', 443);
+    route_accepted($st, 'gateway-conformance-infra-test', 'gateway-tlsroute', 'SimpleSameNamespace');
+    like(conditions($st, 'Gateway', 'gateway-tlsroute'), qr{^listener https: attachedRoutes=1$}m,
+         'SimpleSameNamespace: one route attached');
+    is(exchange(443, 'abc.example.com', "hello\n"), "backend=tcp_tls tls=yes sni=abc.example.com\n",
+       'SimpleSameNamespace: passthrough reaches the TLS backend, which saw the client SNI');
+    is(exchange(443, 'nomatch.example.com', "hello\n"), '',
+       'SimpleSameNamespace: an SNI no route claims is refused');
+}
+
+# ---- TLSRouteHostnameIntersection ------------------------------------------
+{
+    my %cases = (
+        'gw-tlsroute-exact-hostname-x-1' => [['tlsroute-more-specific-wc-hostname-x-1'], 'non.matching.com', 0],
+        'gw-tlsroute-more-specific-wc-hostname-x-2' =>
+            [['tlsroute-exact-hostname-x-2', 'tlsroute-less-specific-wc-hostname-x-2'], 'non.matching.com', 1],
+        'gw-tlsroute-less-specific-wc-hostname-x-3' =>
+            [['tlsroute-exact-hostname-x-3', 'tlsroute-more-specific-wc-hostname-x-3'], 'non.matching.com', 1],
+        'gw-tlsroute-empty-hostname-x-4' =>
+            [['tlsroute-exact-hostname-x-4', 'tlsroute-less-specific-wc-hostname-x-4'], 'non.matching.org', 1],
+    );
+    for my $gw (sort keys %cases) {
+        my ($routes, $nomatch, $other) = @{$cases{$gw}};
+        my $st = serve_gateway($gw, 443);
+        route_accepted($st, $_, $gw, 'HostnameIntersection') for @$routes;
+        like(exchange(443, 'abc.example.com'), qr/^backend=leaf sni=abc\.example\.com path=\/$/m,
+             "HostnameIntersection $gw: abc.example.com reaches tls-backend");
+        if ($other) {
+            like(exchange(443, 'other.example.com'), qr/^backend=wildcard sni=other\.example\.com path=\/$/m,
+                 "HostnameIntersection $gw: other.example.com reaches tls-backend-2");
+        } else {
+            is(exchange(443, 'other.example.com'), '',
+               "HostnameIntersection $gw: other.example.com is outside the intersection");
+        }
+        is(exchange(443, $nomatch), '', "HostnameIntersection $gw: $nomatch is refused");
+    }
+}
+
+# ---- TLSRouteInvalidBackendRefNonexistent / UnknownKind --------------------
+for my $case (['gateway-tlsroute-invalid-backend-ref-nonexistent', 'invalid-backend-ref-nonexistent', 'BackendNotFound'],
+              ['gateway-tlsroute-invalid-backend-ref-unknown-kind', 'invalid-backend-ref-unknown-kind', 'InvalidKind']) {
+    my ($gw, $route, $reason) = @$case;
+    my $st = serve_gateway($gw, 443);
+    my $c = conditions($st, 'TLSRoute', $route);
+    like($c, qr{^\Q$ns/$gw\E: Accepted=True/Accepted$}m, "InvalidBackendRef: $route Accepted");
+    like($c, qr{^\Q$ns/$gw\E: ResolvedRefs=False/$reason$}m, "InvalidBackendRef: $route ResolvedRefs=False/$reason");
+    is(exchange(443, 'example.com', "hello\n"), '', "InvalidBackendRef: $route: connections are refused");
+}
+
+# ---- TLSRouteInvalidNoMatchingListenerHostname -----------------------------
+for my $case (['gateway-tls-exact-hostname', 'tlsroute-hostname-mismatch-1'],
+              ['gateway-tls-wildcard-hostname', 'tlsroute-hostname-mismatch-2']) {
+    my ($gw, $route) = @$case;
+    my $st = serve_gateway($gw);
+    like(conditions($st, 'TLSRoute', $route), qr{^\Q$ns/$gw\E: Accepted=False/NoMatchingListenerHostname$}m,
+         "NoMatchingListenerHostname: $route");
+    unlike(conditions($st, 'TLSRoute', $route), qr{Accepted=True}, "NoMatchingListenerHostname: $route has no accepted parent");
+    like(conditions($st, 'Gateway', $gw), qr{^listener tls: attachedRoutes=0$}m, "NoMatchingListenerHostname: $gw has 0 routes");
+}
+
+# ---- TLSRouteInvalidNoMatchingListener -------------------------------------
+for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http', 'NotAllowedByListeners', 'http'],
+              ['gateway-tlsroute-https-only', 'tlsroute-not-allowed-protocol-https', 'NotAllowedByListeners', 'https'],
+              ['gateway-tlsroute-tls-passthrough-only', 'tlsroute-no-matching-section-name', 'NoMatchingParent', 'tls-passthrough']) {
+    my ($gw, $route, $reason, $listener) = @$case;
+    my $st = serve_gateway($gw);
+    like(conditions($st, 'TLSRoute', $route), qr{^\Q$ns/$gw\E: Accepted=False/$reason$}m, "NoMatchingListener: $route $reason");
+    unlike(conditions($st, 'TLSRoute', $route), qr{Accepted=True}, "NoMatchingListener: $route has no accepted parent");
+    like(conditions($st, 'Gateway', $gw), qr{^listener \Q$listener\E: attachedRoutes=0$}m, "NoMatchingListener: $gw has 0 routes");
+}
+
+# ---- TLSRouteInvalidReferenceGrant -----------------------------------------
+{
+    my $gw = 'gateway-tlsroute-referencegrant';
+    my $st = serve_gateway($gw, 443);
+    my $c = conditions($st, 'TLSRoute', 'gateway-conformance-infra-test');
+    like($c, qr{^\Q$ns/$gw\E: Accepted=True/Accepted$}m, 'InvalidReferenceGrant: route Accepted');
+    like($c, qr{^\Q$ns/$gw\E: ResolvedRefs=False/RefNotPermitted$}m, 'InvalidReferenceGrant: ResolvedRefs=False/RefNotPermitted');
+    is(exchange(443, 'abc.example.com'), '', 'InvalidReferenceGrant: the other namespace\'s Service is not reached');
+}
+
+# ---- TLSRouteListenerPassthroughSupportedKinds / TerminateSupportedKinds ---
+{
+    my $gw = 'gateway-tlsroute-passthrough-supported-kind';
+    my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
+    is(join(',', $c =~ /^listener tls-passthrough: supportedKind=(\S+)$/mg), 'TLSRoute',
+       'PassthroughSupportedKinds: supportedKinds is [TLSRoute] (TCPRoute dropped)');
+    like($c, qr{^listener tls-passthrough: ResolvedRefs=False/InvalidRouteKinds$}m,
+         'PassthroughSupportedKinds: ResolvedRefs=False/InvalidRouteKinds');
+    like($c, qr{^listener tls-passthrough: attachedRoutes=0$}m, 'PassthroughSupportedKinds: 0 routes');
+
+    $gw = 'gateway-tlsroute-terminate-supported';
+    $c = conditions(serve_gateway($gw), 'Gateway', $gw);
+    is(join(',', $c =~ /^listener tls-terminate: supportedKind=(\S+)$/mg), 'TLSRoute',
+       'TerminateSupportedKinds: supportedKinds is [TLSRoute]');
+    like($c, qr{^listener tls-terminate: Accepted=True/Accepted$}m, 'TerminateSupportedKinds: Accepted');
+    like($c, qr{^listener tls-terminate: attachedRoutes=0$}m, 'TerminateSupportedKinds: 0 routes');
+}
+
+# ---- TLSRouteListenerMixedTerminationNotSupported --------------------------
+{
+    my $gw = 'gateway-tlsroute-mixed-termination-not-supported';
+    my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
+    for my $listener (qw(tls-terminate tls-passthrough)) {
+        like($c, qr{^listener $listener: Accepted=False/ProtocolConflict$}m,
+             "MixedTerminationNotSupported: $listener Accepted=False/ProtocolConflict");
+        like($c, qr{^listener $listener: attachedRoutes=0$}m, "MixedTerminationNotSupported: $listener has 0 routes");
+    }
+}
+
+# ---- TLSRouteTerminateSimpleSameNamespace ----------------------------------
+{
+    my $gw = 'gateway-tlsroute-terminate';
+    my $st = serve_gateway($gw, 8443);
+    route_accepted($st, 'tlsroute-terminated-test', $gw, 'TerminateSimpleSameNamespace');
+    is(exchange(8443, 'tls.example.com', "hello\n"), "backend=tcp tls=no sni=\n",
+       'TerminateSimpleSameNamespace: the gateway terminates TLS and the backend gets plaintext');
+    is(tls_exchange(8443 + $offset, 'tls.example.com', "hello\n", "$certs/unrelated-ca.crt", 'tls.example.com'), '',
+       'TerminateSimpleSameNamespace: the listener certificate is the suite\'s (an unrelated CA refuses it)');
+    is(exchange(8443, 'abc.example.com', "hello\n"), '', 'TerminateSimpleSameNamespace: another SNI is refused');
+}
+
+# ---- BackendTLSPolicyTLSRouteTerminate -------------------------------------
+{
+    my $gw = 'gateway-btls-tlsroute-terminate';
+    my $st = serve_gateway($gw, 8443);
+    route_accepted($st, 'backendtlspolicy-tlsroute-terminate', $gw, 'BackendTLSPolicyTLSRouteTerminate');
+    my $c = conditions($st, 'BackendTLSPolicy', 'btls-tlsroute-terminate-test');
+    like($c, qr{^\Q$ns/$gw\E: Accepted=True/Accepted$}m, 'BackendTLSPolicyTLSRouteTerminate: policy Accepted');
+    like($c, qr{^\Q$ns/$gw\E: ResolvedRefs=True/ResolvedRefs$}m, 'BackendTLSPolicyTLSRouteTerminate: policy ResolvedRefs');
+    is(exchange(8443, 'tls.example.com', "hello\n"), "backend=tcp_tls tls=yes sni=abc.example.com\n",
+       'BackendTLSPolicyTLSRouteTerminate: re-encrypted to the backend with SNI abc.example.com');
+    like(slurp("$dir/out-$gw/stream.conf"), qr/proxy_ssl_verify_ca certs\/.*\n\s+proxy_ssl_policy_name \Q$ns\E\/btls-tlsroute-terminate-test;/,
+         'BackendTLSPolicyTLSRouteTerminate: the upstream carries the policy');
+
+    # the same policy with a hostname the backend certificate lacks: refused
+    my $file = "$manifests/10-backendtlspolicy-tlsroute-terminate.yaml";
+    my $orig = slurp($file);
+    (my $wrong = $orig) =~ s/hostname: "abc\.example\.com"/hostname: "wrong.example.com"/ or die 'no hostname to change';
+    spit($file, $wrong);
+    serve_gateway($gw, 8443);
+    is(exchange(8443, 'tls.example.com', "hello\n"), '',
+       'BackendTLSPolicyTLSRouteTerminate: a backend certificate without the policy hostname is refused');
+    like(slurp("$dir/out-$gw/logs/error.log"),
+         qr/gateway_tls: backend certificate rejected: policy "\Q$ns\E\/btls-tlsroute-terminate-test"/,
+         'BackendTLSPolicyTLSRouteTerminate: the rejection is logged with the policy');
+    spit($file, $orig);
+}
+
+stop_nginx($running) if $running;
+stop_backends();
