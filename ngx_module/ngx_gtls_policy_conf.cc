@@ -253,7 +253,8 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
         return NGX_ERROR;
     }
 
-    registry.status.policies.push_back({policy, prefix});
+    const char *kind = registry.status.kind != nullptr ? registry.status.kind : prefix;
+    registry.status.policies.push_back({policy, kind});
     if (gtls::mode_is_insecure(mode)) {
         // the audit trail GEP-4152 asks for: one line per degraded scope
         ngx_log_error(NGX_LOG_WARN, cf->log, 0,
@@ -262,7 +263,7 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
                       prefix, gtls::mode_name(mode), policy->name.c_str(), &pc->mode_file,
                       pc->mode_line);
         registry.status.audit.push_back({std::string(ngx_gtls_sv(pc->mode_file)), pc->mode_line, policy->name,
-                                      gtls::mode_name(mode), prefix});
+                                      gtls::mode_name(mode), kind});
     }
 
     pc->policy = policy;

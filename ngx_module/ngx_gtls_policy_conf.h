@@ -11,7 +11,7 @@
 
 #include "gtls_verify.h"
 #include "ngx_gtls_connection.h"
-#include "ngx_http_gateway_tls_status.h"
+#include "ngx_gtls_status.h"
 
 // The directives of one scope for one prefix (proxy_ or grpc_). Every
 // field is merged on its own, as nginx does; the core policy is built once
@@ -39,7 +39,7 @@ typedef struct {
 struct ngx_gtls_registry_t {
     std::map<std::string, gtls::X509StoreShared>  stores;
     ngx_gtls_session_cache_t                      sessions;
-    ngx_http_gtls_status_t                        status;
+    ngx_gtls_status_t                             status;
 
     ~ngx_gtls_registry_t()
     {

@@ -97,7 +97,7 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
 
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
-    ngx_http_gtls_count(&mcf->registry->status, policy, *verdict, c->log);
+    ngx_gtls_count(&mcf->registry->status, policy, *verdict, c->log);
 
     if (verdict->status == gtls::Status::Failed) {
         return ngx_gtls_reject(x509_ctx, c->log, *policy, u->peer.name, *verdict);

@@ -25,10 +25,12 @@ struct ngx_stream_gtls_proxy_layout_t {
     bool       found = false;
 };
 
+// The registry comes first: the http module's status endpoint finds it
+// there (ngx_http_gateway_tls_status.cc).
 typedef struct {
+    ngx_gtls_registry_t                                         *registry;
     ngx_stream_gtls_proxy_layout_t                              *proxy;
     ngx_stream_upstream_init_peer_pt                             implicit_init_peer;
-    ngx_gtls_registry_t                                         *registry;
 } ngx_stream_gtls_main_conf_t;
 
 typedef struct {
@@ -141,6 +143,7 @@ int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     state->verdict = verdict;
     conn->policy = policy;
     conn->verdict = verdict;
+    ngx_gtls_count(&ngx_stream_gtls_main(s)->registry->status, policy, *verdict, c->log);
 
     if (verdict->status == gtls::Status::Failed) {
         return ngx_gtls_reject(x509_ctx, c->log, *policy, s->upstream->peer.name, *verdict);
@@ -265,7 +268,11 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
-    return mcf->registry && mcf->proxy ? mcf : nullptr;
+    if (mcf->registry == nullptr || mcf->proxy == nullptr) {
+        return nullptr;
+    }
+    mcf->registry->status.kind = "stream";
+    return mcf;
 }
 
 // The stream proxy's srv conf fields, from its directive table.
@@ -456,6 +463,21 @@ ngx_int_t ngx_stream_gtls_add_variables(ngx_conf_t *cf)
     return NGX_OK;
 }
 
+// The counters go to the http block's gateway_tls_status_zone, when there
+// is one: found once the cycle has made its shared memory.
+ngx_int_t ngx_stream_gtls_init_module(ngx_cycle_t *cycle)
+{
+    if (cycle->conf_ctx[ngx_stream_module.index] == nullptr) {
+        return NGX_OK;  // no stream block
+    }
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(
+        ngx_stream_cycle_get_module_main_conf(cycle, ngx_stream_gateway_tls_module));
+    if (mcf != nullptr && mcf->registry != nullptr) {
+        mcf->registry->status.zone = ngx_gtls_status_find_zone(cycle);
+    }
+    return NGX_OK;
+}
+
 ngx_stream_module_t ngx_stream_gtls_module_ctx = {
     ngx_stream_gtls_add_variables,     // preconfiguration
     nullptr,                           // postconfiguration
@@ -473,7 +495,7 @@ ngx_module_t ngx_stream_gateway_tls_module = {
     ngx_stream_gtls_commands,     // module directives
     NGX_STREAM_MODULE,            // module type
     nullptr,                      // init master
-    nullptr,                      // init module
+    ngx_stream_gtls_init_module,  // init module
     nullptr,                      // init process
     nullptr,                      // init thread
     nullptr,                      // exit thread

@@ -135,3 +135,54 @@ qr/invalid value "1k" in "gateway_tls_status_zone" directive: expected a size of
 ["", "", "", "", '"name":"shop/good".*"verified":3,']
 --- error_log
 signal 1 (SIGHUP) received
+
+=== TEST 7: stream policies are counted in the same zone and shown beside the http ones
+--- main_config
+    worker_processes 2;
+--- http_config
+    gateway_tls_status_zone 256k;
+--- config
+    location = /status {
+        gateway_tls_status;
+    }
+--- stream_config
+    proxy_ssl_verify_insecure allow;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+        proxy_ssl_session_reuse off;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name tcp/db;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_WRONGSAN;
+        proxy_ssl on;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name tcp/wrong;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_2;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+        proxy_ssl on;
+        proxy_ssl_verify_mode skip;
+        proxy_ssl_policy_name tcp/dev;
+    }
+--- request eval
+['@0 GET /a', '@0 GET /b', '@1 GET /c', '@2 GET /d', 'GET /status', 'GET /status?format=prometheus']
+--- error_code eval
+[200, 200, 0, 200, 200, 200]
+--- response_body_like eval
+["", "", "", "",
+ '^\{"policies":\[' .
+ '\{"name":"tcp/db","kind":"stream","mode":"strict","trust":"[^"]+/ca.crt","sans":\[\],"pins":0,"handshakes":\{"verified":2,"skipped":0,"failed":\{"chain":0,"expired":0,"name":0,"san":0,"pin":0,"no_certificate":0\}\},"earliest_expiry_days":36[45]\},' .
+ '\{"name":"tcp/wrong","kind":"stream",[^{]+\{"verified":0,"skipped":0,"failed":\{"chain":0,"expired":0,"name":1,[^}]+\}\},[^}]+\},' .
+ '\{"name":"tcp/dev","kind":"stream","mode":"skip",[^{]+\{"verified":0,"skipped":1,[^}]+\}\},[^}]+\}' .
+ '\],"audit":\[\{"file":"[^"]+nginx.conf","line":\d+,"policy":"tcp/dev","kind":"stream","mode":"skip"\}\]\}$',
+ 'gateway_tls_handshakes_total\{policy="tcp/db",kind="stream",result="verified",reason=""\} 2\n']
+--- promtool
