@@ -93,7 +93,7 @@ CONF
 /usr/sbin/nginx -p "$work/backends/" -c nginx.conf 2>/dev/null
 
 manifests=""
-for ex in spiffe-backend system-ca weighted-two-policies rejected-policy; do
+for ex in spiffe-backend system-ca weighted-two-policies rejected-policy tls-route; do
     manifests="$manifests -f $here/$ex/manifests.yaml"
 done
 echo "\$ gateway2nginx -f conf-examples/gateway.yaml$(echo "$manifests" | sed "s|$here|conf-examples|g") -o OUT --port-offset 28000 --check"
@@ -111,6 +111,18 @@ for path in /pay /checkout /checkout /checkout /checkout /catalog /legacy; do
     body=$(curl -s -H 'Host: shop.example.com' -o "$work/body" -w '%{http_code}' "http://127.0.0.1:28080$path")
     printf '%-12s %-6s %s\n' "$path" "$body" "$(head -c 60 "$work/body" | tr -d '\n' | sed 's/<[^>]*>//g')"
 done
+
+echo
+echo "== TLSRoutes (stream): Passthrough by SNI, Terminate re-encrypting under a policy"
+tls_get() {  # PORT SNI: a TLS client that trusts the demo CA and checks the name
+    printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 openssl s_client -connect "127.0.0.1:$1" -servername "$2" \
+        -CAfile "$certs/ca.crt" -verify_return_error -verify_hostname "$2" -quiet 2>/dev/null | tail -n 1 \
+        || true
+}
+printf '%-40s %s\n' 'LISTENER / SNI' 'BACKEND ANSWER'
+printf '%-40s %s\n' 'passthrough :37443 other.example.com' "$(tls_get 37443 other.example.com)"
+printf '%-40s %s\n' 'terminate   :37444 abc.example.com' "$(tls_get 37444 abc.example.com)"
+printf '%-40s %s\n' 'passthrough :37443 nobody.example.com' "$(tls_get 37443 nobody.example.com || true)(refused)"
 
 echo
 echo "== BackendTLSPolicy status (status.yaml)"

@@ -3,7 +3,7 @@
 # test (t/110-examples.t) uses. Run after a deliberate change of output.
 set -eu
 cd "$(dirname "$0")/.."
-for ex in spiffe-backend system-ca weighted-two-policies rejected-policy; do
+for ex in spiffe-backend system-ca weighted-two-policies rejected-policy tls-route; do
     build/gateway2nginx -f conf-examples/gateway.yaml -f "conf-examples/$ex/manifests.yaml" \
         -o "conf-examples/$ex/expected" --port-offset 28000 --listen-address 127.0.0.1 \
         --status-listen 127.0.0.1:28113

@@ -205,3 +205,38 @@ GET /plain
 gateway_tls: policy "tcp/guarded" requires TLS, but upstream "guarded" is proxied without "proxy_ssl on"
 --- no_backend_log
 /plain
+
+=== TEST 10: http and stream policies in one nginx: each module keeps its own hooks and state
+--- config
+    location /http {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name web/leaf;
+        add_header X-Verify $upstream_ssl_verify always;
+        add_header X-Policy $upstream_ssl_policy always;
+    }
+--- stream_config
+    log_format verify '$upstream_ssl_verify $upstream_ssl_policy';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        access_log logs/access.log verify;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_SPIFFE;
+        proxy_ssl on;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+        proxy_ssl_policy_name tcp/spiffe;
+    }
+--- request eval
+['GET /http', '@0 GET /stream', 'GET /http', '@0 GET /stream']
+--- error_code eval
+[200, 200, 200, 200]
+--- response_headers eval
+["X-Verify: SUCCESS\nX-Policy: web/leaf", "", "X-Verify: SUCCESS\nX-Policy: web/leaf", ""]
+--- access_log
+SUCCESS tcp/spiffe
+--- no_error_log
+signal 11
+[alert]
