@@ -26,7 +26,7 @@ sub files_under {
     return \%files;
 }
 
-for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy)) {
+for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tls-route)) {
     my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/$ex/manifests.yaml",
                 '--port-offset', 28000, '--listen-address', '127.0.0.1', '--status-listen', '127.0.0.1:28113');
     my $expected = files_under("$root/conf-examples/$ex/expected");
