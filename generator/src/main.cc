@@ -45,7 +45,8 @@ would show.
       --listen-address ADDR where listeners listen when a Gateway has no IP
                             address (default 0.0.0.0)
       --port-offset N       add N to every listener port (unprivileged runs)
-      --module-dir DIR      where ngx_http_gateway_tls_module.so is
+      --module-dir DIR      where ngx_http_gateway_tls_module.so and
+                            ngx_stream_gateway_tls_module.so are
                             (default /usr/lib/nginx/modules)
       --resolver ADDR       nginx resolver for DNS names of backends
       --status-listen ADDR:PORT
