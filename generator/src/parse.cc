@@ -282,4 +282,36 @@ void parse_path(const std::string &path, Manifests *out)
     parse_stream(in, path, out);
 }
 
+// RFC 1123 subdomain: dot-separated labels of [a-z0-9-], starting and
+// ending alphanumeric. Hand-written: std::regex costs more than the YAML.
+bool valid_dns1123_subdomain(const std::string &s)
+{
+    if (s.empty() || s.size() > 253) return false;
+    size_t label = 0;
+    char prev = '.';
+    for (char ch : s) {
+        if (ch == '.') {
+            if (label == 0 || prev == '-') return false;
+            label = 0;
+        } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) {
+            label++;
+        } else if (ch == '-' && label > 0) {
+            label++;
+        } else {
+            return false;
+        }
+        prev = ch;
+    }
+    return label > 0 && prev != '-';
+}
+
+// Gateway API PreciseHostname / Hostname (a wildcard only as the first label).
+bool valid_hostname(const std::string &s, bool allow_wildcard)
+{
+    if (s.size() > 2 && s[0] == '*' && s[1] == '.') {
+        return allow_wildcard && valid_dns1123_subdomain(s.substr(2));
+    }
+    return valid_dns1123_subdomain(s);
+}
+
 }  // namespace g2n

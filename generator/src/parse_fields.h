@@ -55,7 +55,18 @@ private:
     int line_offset_;
 };
 
-// Per-kind parsers (parse_kinds.cc).
+inline const char *const kGatewayGroup = "gateway.networking.k8s.io";
+
+// RFC 1123 subdomain, and Gateway API Hostname / PreciseHostname (a
+// wildcard only as the first label).
+bool valid_dns1123_subdomain(const std::string &s);
+bool valid_hostname(const std::string &s, bool allow_wildcard);
+
+// Per-kind parsers (parse_kinds.cc), routes (parse_routes.cc).
 void parse_object(const Document &doc, const YAML::Node &root, Manifests *out);
+void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out);
+void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *out);
+void parse_tls_route(const Document &doc, const YAML::Node &root, const std::string &api_version,
+                     Manifests *out);
 
 }  // namespace g2n

@@ -1,0 +1,456 @@
+// Route parsers: HTTPRoute, GRPCRoute (read into the HTTPRoute shape) and
+// TLSRoute, with their parentRefs, matches, filters and backendRefs; the CRD
+// schema and CEL rules re-checked.
+#include <cstring>
+#include <regex>
+#include <set>
+
+#include <arpa/inet.h>
+
+#include "parse_fields.h"
+
+namespace g2n {
+
+namespace {
+
+ParentRef parse_parent_ref(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    ParentRef p;
+    doc.only(node, path, {"group", "kind", "name", "namespace", "sectionName", "port"});
+    p.group = doc.string(node, path, "group", false, kGatewayGroup);
+    p.kind = doc.string(node, path, "kind", false, "Gateway");
+    p.name = doc.string(node, path, "name", true);
+    p.namespace_ = doc.string(node, path, "namespace");
+    p.section_name = doc.string(node, path, "sectionName");
+    p.port = doc.integer(node, path, "port", 1, 65535);
+    return p;
+}
+
+// parentRefs, with the CEL rules on several references to one parent.
+void parse_parent_refs(const Document &doc, const YAML::Node &spec, HTTPRoute *r)
+{
+    std::vector<YAML::Node> refs = doc.list(spec, "spec", "parentRefs");
+    for (size_t i = 0; i < refs.size(); i++) {
+        ParentRef p = parse_parent_ref(doc, refs[i], "spec.parentRefs[" + std::to_string(i) + "]");
+        for (const ParentRef &seen : r->parent_refs) {
+            if (seen.group != p.group || seen.kind != p.kind || seen.name != p.name
+                || seen.namespace_ != p.namespace_) {
+                continue;
+            }
+            if (seen.section_name.empty() != p.section_name.empty()) {
+                doc.fail(refs[i], "spec.parentRefs", "sectionName must be specified when parentRefs includes 2 or more references to the same parent");
+            }
+            if (seen.section_name == p.section_name && seen.port == p.port) {
+                doc.fail(refs[i], "spec.parentRefs", "sectionName must be unique when parentRefs includes 2 or more references to the same parent");
+            }
+        }
+        r->parent_refs.push_back(p);
+    }
+}
+
+RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    RouteMatch m;
+    doc.only(node, path, {"path", "headers", "queryParams", "method"});
+    YAML::Node p = doc.child(node, path, "path");
+    if (p.IsDefined()) {
+        std::string type = doc.string(p, path + ".path", "type", false, "PathPrefix");
+        m.path = doc.string(p, path + ".path", "value", false, "/");
+        if (type == "PathPrefix") {
+            m.path_type = PathMatchType::PathPrefix;
+        } else if (type == "Exact") {
+            m.path_type = PathMatchType::Exact;
+        } else if (type == "RegularExpression") {
+            m.path_type = PathMatchType::RegularExpression;
+        } else {
+            doc.fail(p, path + ".path.type", "expected Exact, PathPrefix or RegularExpression");
+        }
+        if (m.path_type != PathMatchType::RegularExpression) {
+            // CEL rules of the HTTPRoute CRD
+            if (m.path.empty() || m.path[0] != '/') {
+                doc.fail(p, path + ".path.value", "value must be an absolute path and start with '/' when type one of ['Exact', 'PathPrefix']");
+            }
+            for (const char *bad : {"//", "/./", "/../", "%2f", "%2F", "#"}) {
+                if (m.path.find(bad) != std::string::npos) {
+                    doc.fail(p, path + ".path.value", std::string("must not contain '") + bad
+                                                          + "' when type one of ['Exact', 'PathPrefix']");
+                }
+            }
+            for (const char *bad : {"/..", "/."}) {
+                size_t n = std::strlen(bad);
+                if (m.path.size() >= n && m.path.compare(m.path.size() - n, n, bad) == 0) {
+                    doc.fail(p, path + ".path.value", std::string("must not end with '") + bad
+                                                          + "' when type one of ['Exact', 'PathPrefix']");
+                }
+            }
+            if (m.path.find_first_of("{};\"' \t") != std::string::npos) {
+                doc.fail(p, path + ".path.value", "contains a character nginx cannot take in a location");
+            }
+        }
+    }
+    int i = 0;
+    for (const YAML::Node &h : doc.list(node, path, "headers")) {
+        std::string hpath = path + ".headers[" + std::to_string(i++) + "]";
+        m.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
+                             doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
+    }
+    i = 0;
+    for (const YAML::Node &q : doc.list(node, path, "queryParams")) {
+        std::string qpath = path + ".queryParams[" + std::to_string(i++) + "]";
+        m.query_params.push_back({doc.string(q, qpath, "type", false, "Exact"),
+                                  doc.string(q, qpath, "name", true),
+                                  doc.string(q, qpath, "value", true)});
+    }
+    m.method = doc.string(node, path, "method");
+    return m;
+}
+
+BackendRef parse_backend_ref(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    BackendRef b;
+    doc.only(node, path, {"group", "kind", "name", "namespace", "port", "weight", "filters"});
+    b.group = doc.string(node, path, "group");
+    b.kind = doc.string(node, path, "kind", false, "Service");
+    b.name = doc.string(node, path, "name", true);
+    b.namespace_ = doc.string(node, path, "namespace");
+    b.port = doc.integer(node, path, "port", 1, 65535);
+    b.weight = doc.integer(node, path, "weight", 0, 1000000, false, 1);
+    if (b.group.empty() && b.kind == "Service" && b.port == 0) {
+        doc.fail(node, path, "Must have port for Service reference");
+    }
+    return b;
+}
+
+// A header name nginx can take as a directive argument: an RFC 7230 token.
+bool valid_header_name(const std::string &name)
+{
+    static const std::regex re("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$");
+    return !name.empty() && name.size() <= 256 && std::regex_match(name, re);
+}
+
+// A value nginx can carry literally: no variable sign, quote, backslash or
+// control character.
+bool literal_header_value(const std::string &value)
+{
+    return std::none_of(value.begin(), value.end(), [](char ch) {
+        return ch == '$' || ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20;
+    });
+}
+
+HeaderModifier parse_header_modifier(const Document &doc, const YAML::Node &node,
+                                     const std::string &path, std::string *unsupported)
+{
+    HeaderModifier m;
+    doc.only(node, path, {"set", "add", "remove"});
+    for (const char *key : {"set", "add"}) {
+        int i = 0;
+        for (const YAML::Node &h : doc.list(node, path, key)) {
+            std::string hpath = path + "." + key + "[" + std::to_string(i++) + "]";
+            std::string name = doc.string(h, hpath, "name", true);
+            std::string value = doc.string(h, hpath, "value", true);
+            if (!valid_header_name(name)) {
+                doc.fail(h, hpath + ".name", "not a valid header name: \"" + name + "\"");
+            }
+            if (!literal_header_value(value)) {
+                *unsupported = "header value of " + name + " holds $, a quote, a backslash or a control character";
+            }
+            (std::string(key) == "set" ? m.set : m.add).emplace_back(name, value);
+        }
+    }
+    int i = 0;
+    for (const YAML::Node &h : doc.list(node, path, "remove")) {
+        std::string hpath = path + ".remove[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_header_name(h.Scalar())) {
+            doc.fail(h, hpath, "not a valid header name");
+        }
+        m.remove.push_back(h.Scalar());
+    }
+    return m;
+}
+
+PathModifier parse_path_modifier(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    PathModifier p;
+    p.type = doc.string(node, path, "type", true);
+    bool full = doc.child(node, path, "replaceFullPath").IsDefined();
+    bool prefix = doc.child(node, path, "replacePrefixMatch").IsDefined();
+    if (full && p.type != "ReplaceFullPath") {
+        doc.fail(node, path, "type must be 'ReplaceFullPath' when replaceFullPath is set");
+    }
+    if (prefix && p.type != "ReplacePrefixMatch") {
+        doc.fail(node, path, "type must be 'ReplacePrefixMatch' when replacePrefixMatch is set");
+    }
+    if (p.type == "ReplaceFullPath") {
+        p.value = doc.string(node, path, "replaceFullPath", true);
+    } else if (p.type == "ReplacePrefixMatch") {
+        p.value = doc.string(node, path, "replacePrefixMatch", true);
+    } else {
+        doc.fail(node, path + ".type", "expected ReplaceFullPath or ReplacePrefixMatch");
+    }
+    if (p.value.empty() || p.value[0] != '/' || !literal_header_value(p.value)
+        || p.value.find_first_of(" {};'") != std::string::npos) {
+        doc.fail(node, path, "the replacement must be an absolute path nginx can take literally");
+    }
+    return p;
+}
+
+RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std::string &path,
+                         std::string *unsupported)
+{
+    RouteFilter f;
+    f.type = doc.string(node, path, "type", true);
+    // CEL: the field named after the type, and no other
+    static const std::map<std::string, std::string> field_of = {
+        {"RequestHeaderModifier", "requestHeaderModifier"}, {"ResponseHeaderModifier", "responseHeaderModifier"},
+        {"RequestMirror", "requestMirror"}, {"RequestRedirect", "requestRedirect"},
+        {"URLRewrite", "urlRewrite"}, {"ExtensionRef", "extensionRef"}, {"CORS", "cors"}};
+    for (const auto &[type, field] : field_of) {
+        bool present = doc.child(node, path, field.c_str()).IsDefined();
+        if (type == f.type && !present) {
+            doc.fail(node, path, "filter." + field + " must be specified for " + type + " filter.type");
+        }
+        if (type != f.type && present) {
+            doc.fail(node, path, "filter." + field + " must be nil if the filter.type is not " + type);
+        }
+    }
+    if (f.type == "RequestHeaderModifier" || f.type == "ResponseHeaderModifier") {
+        std::string key = f.type == "RequestHeaderModifier" ? "requestHeaderModifier" : "responseHeaderModifier";
+        YAML::Node m = doc.child(node, path, key.c_str());
+        if (!m.IsDefined()) doc.fail(node, path + "." + key, "required field is missing");
+        f.headers = parse_header_modifier(doc, m, path + "." + key, unsupported);
+    } else if (f.type == "RequestRedirect") {
+        YAML::Node r = doc.child(node, path, "requestRedirect");
+        std::string rpath = path + ".requestRedirect";
+        doc.only(r, rpath, {"scheme", "hostname", "path", "port", "statusCode"});
+        f.scheme = doc.string(r, rpath, "scheme");
+        if (!f.scheme.empty() && f.scheme != "http" && f.scheme != "https") {
+            doc.fail(r, rpath + ".scheme", "expected http or https");
+        }
+        f.hostname = doc.string(r, rpath, "hostname");
+        if (!f.hostname.empty() && !valid_hostname(f.hostname, false)) {
+            doc.fail(r, rpath + ".hostname", "not a valid precise hostname");
+        }
+        f.port = doc.integer(r, rpath, "port", 1, 65535);
+        f.status_code = doc.integer(r, rpath, "statusCode", 301, 308, false, 302);
+        if (f.status_code != 301 && f.status_code != 302 && f.status_code != 303
+            && f.status_code != 307 && f.status_code != 308) {
+            doc.fail(r, rpath + ".statusCode", "expected 301, 302, 303, 307 or 308");
+        }
+        YAML::Node p = doc.child(r, rpath, "path");
+        if (p.IsDefined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+    } else if (f.type == "URLRewrite") {
+        YAML::Node r = doc.child(node, path, "urlRewrite");
+        std::string rpath = path + ".urlRewrite";
+        doc.only(r, rpath, {"hostname", "path"});
+        f.hostname = doc.string(r, rpath, "hostname");
+        if (!f.hostname.empty() && !valid_hostname(f.hostname, false)) {
+            doc.fail(r, rpath + ".hostname", "not a valid precise hostname");
+        }
+        YAML::Node p = doc.child(r, rpath, "path");
+        if (p.IsDefined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+    } else {
+        *unsupported = "filter type " + f.type + " is not rendered yet";
+    }
+    return f;
+}
+
+// CEL rules of HTTPRoute rules on filters.
+void check_rule_filters(const Document &doc, const YAML::Node &rule, const std::string &path,
+                        const RouteRule &rr)
+{
+    std::map<std::string, int> count;
+    for (const RouteFilter &f : rr.filters) count[f.type]++;
+    if (count["RequestRedirect"] && count["URLRewrite"]) {
+        doc.fail(rule, path + ".filters", "May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both");
+    }
+    for (const char *once : {"RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite"}) {
+        if (count[once] > 1) {
+            doc.fail(rule, path + ".filters", std::string(once) + " filter cannot be repeated");
+        }
+    }
+    for (const RouteFilter &f : rr.filters) {
+        if (f.path.type != "ReplacePrefixMatch") continue;
+        bool prefix_only = std::all_of(rr.matches.begin(), rr.matches.end(), [](const RouteMatch &m) {
+            return m.path_type == PathMatchType::PathPrefix;
+        });
+        if (!prefix_only) {
+            doc.fail(rule, path, "When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch, exactly one PathPrefix match must be specified");
+        }
+    }
+}
+
+}  // namespace
+
+void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    HTTPRoute r;
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
+
+    parse_parent_refs(doc, spec, &r);
+    int i = 0;
+    for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
+            doc.fail(h, path, "not a valid hostname");
+        }
+        r.hostnames.push_back(h.Scalar());
+    }
+    i = 0;
+    for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
+        std::string path = "spec.rules[" + std::to_string(i++) + "]";
+        doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "timeouts", "retry", "sessionPersistence"});
+        RouteRule rr;
+        rr.name = doc.string(rule, path, "name");
+        int k = 0;
+        for (const YAML::Node &f : doc.list(rule, path, "filters")) {
+            std::string fpath = path + ".filters[" + std::to_string(k++) + "]";
+            RouteFilter filter = parse_filter(doc, f, fpath, &rr.unsupported);
+            rr.filters.push_back(filter);
+        }
+        int j = 0;
+        for (const YAML::Node &m : doc.list(rule, path, "matches")) {
+            rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
+        }
+        check_rule_filters(doc, rule, path, rr);
+        j = 0;
+        for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
+            std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
+            rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
+            if (!doc.list(b, bpath, "filters").empty()) {
+                rr.unsupported = "filters on a backendRef are not rendered yet";
+            }
+        }
+        r.rules.push_back(std::move(rr));
+    }
+    out->http_routes.push_back(std::move(r));
+}
+
+// TLSRoute v1 and the deprecated v1alpha2 (hostnames optional, up to 16
+// rules) and v1alpha3: hostnames and backendRefs, routed by SNI.
+void parse_tls_route(const Document &doc, const YAML::Node &root, const std::string &api_version,
+                     Manifests *out)
+{
+    const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
+    HTTPRoute r;
+    r.kind = "TLSRoute";
+    r.api_version = api_version;
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules", "useDefaultGateways"});
+    parse_parent_refs(doc, spec, &r);
+    std::vector<YAML::Node> hostnames = doc.list(spec, "spec", "hostnames", !v1alpha2);
+    if (!v1alpha2 && hostnames.empty()) {
+        doc.fail(spec, "spec.hostnames", "expected at least 1 hostname");
+    }
+    int i = 0;
+    for (const YAML::Node &h : hostnames) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
+            doc.fail(h, path, "not a valid hostname (RFC 1123, a wildcard only as the first label)");
+        }
+        unsigned char addr[16];
+        if (!v1alpha2 && inet_pton(AF_INET, h.Scalar().c_str(), addr) == 1) {
+            doc.fail(h, path, "Hostnames cannot contain an IP");
+        }
+        r.hostnames.push_back(h.Scalar());
+    }
+    std::vector<YAML::Node> rules = doc.list(spec, "spec", "rules", true);
+    if (rules.empty() || rules.size() > (v1alpha2 ? 16u : 1u)) {
+        doc.fail(spec, "spec.rules", v1alpha2 ? "expected 1 to 16 rules" : "expected exactly 1 rule");
+    }
+    std::set<std::string> names;
+    i = 0;
+    for (const YAML::Node &rule : rules) {
+        std::string path = "spec.rules[" + std::to_string(i++) + "]";
+        doc.only(rule, path, {"name", "backendRefs"});
+        RouteRule rr;
+        rr.name = doc.string(rule, path, "name");
+        if (!rr.name.empty() && !names.insert(rr.name).second) {
+            doc.fail(rule, path + ".name", "Rule name must be unique within the route");
+        }
+        std::vector<YAML::Node> refs = doc.list(rule, path, "backendRefs", true);
+        if (refs.empty() || refs.size() > 16) {
+            doc.fail(rule, path + ".backendRefs", "expected 1 to 16 backendRefs");
+        }
+        int j = 0;
+        for (const YAML::Node &b : refs) {
+            rr.backend_refs.push_back(parse_backend_ref(doc, b, path + ".backendRefs[" + std::to_string(j++) + "]"));
+        }
+        r.rules.push_back(std::move(rr));
+    }
+    out->tls_routes.push_back(std::move(r));
+}
+
+void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *out)
+{
+    static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
+    static const std::regex method_re("^[A-Za-z_][A-Za-z_0-9]*$");
+    HTTPRoute r;
+    r.kind = "GRPCRoute";
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
+    parse_parent_refs(doc, spec, &r);
+    int i = 0;
+    for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) doc.fail(h, path, "not a valid hostname");
+        r.hostnames.push_back(h.Scalar());
+    }
+    i = 0;
+    for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
+        std::string path = "spec.rules[" + std::to_string(i++) + "]";
+        doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "sessionPersistence"});
+        RouteRule rr;
+        rr.name = doc.string(rule, path, "name");
+        if (!doc.list(rule, path, "filters").empty()) rr.unsupported = "GRPCRoute filters are not rendered yet";
+        int j = 0;
+        for (const YAML::Node &m : doc.list(rule, path, "matches")) {
+            std::string mpath = path + ".matches[" + std::to_string(j++) + "]";
+            doc.only(m, mpath, {"method", "headers"});
+            RouteMatch match;
+            YAML::Node method = doc.child(m, mpath, "method");
+            if (method.IsDefined()) {
+                std::string type = doc.string(method, mpath + ".method", "type", false, "Exact");
+                std::string service = doc.string(method, mpath + ".method", "service");
+                std::string name = doc.string(method, mpath + ".method", "method");
+                if (service.empty() && name.empty()) {
+                    doc.fail(method, mpath + ".method", "One or both of 'service' or 'method' must be specified");
+                }
+                if (type != "Exact") {
+                    rr.unsupported = "GRPCRoute method match type " + type + " is not rendered yet";
+                } else if ((!service.empty() && !std::regex_match(service, service_re))
+                           || (!name.empty() && !std::regex_match(name, method_re))) {
+                    doc.fail(method, mpath + ".method", "not a valid gRPC service or method name");
+                } else if (service.empty()) {
+                    rr.unsupported = "a GRPCRoute method match without a service is not rendered yet";
+                } else if (name.empty()) {
+                    match.path_type = PathMatchType::PathPrefix;
+                    match.path = "/" + service;
+                } else {
+                    match.path_type = PathMatchType::Exact;
+                    match.path = "/" + service + "/" + name;
+                }
+            }
+            int k = 0;
+            for (const YAML::Node &h : doc.list(m, mpath, "headers")) {
+                std::string hpath = mpath + ".headers[" + std::to_string(k++) + "]";
+                match.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
+                                         doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
+            }
+            rr.matches.push_back(match);
+        }
+        j = 0;
+        for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
+            std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
+            rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
+            if (!doc.list(b, bpath, "filters").empty()) rr.unsupported = "filters on a backendRef are not rendered yet";
+        }
+        r.rules.push_back(std::move(rr));
+    }
+    out->http_routes.push_back(std::move(r));
+}
+
+}  // namespace g2n
