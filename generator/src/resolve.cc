@@ -1,10 +1,7 @@
-// Gateways, listeners, HTTPRoute attachment and backends.
+// Gateways, listeners, route attachment (HTTPRoute, GRPCRoute, TLSRoute) and backends.
 #include "resolve.h"
 
 #include <algorithm>
-#include <cstring>
-#include <regex>
-#include <tuple>
 
 #include "conditions.h"
 
@@ -12,15 +9,6 @@ namespace g2n {
 
 namespace {
 
-struct ListenerState {
-    const Gateway *gateway = nullptr;
-    const Listener *listener = nullptr;
-    bool usable = false;
-    std::string listen;
-    std::string category;  // what the listen socket speaks: HTTP, HTTPS, TLS/Passthrough, TLS/Terminate
-    std::string certificate, certificate_key;
-    ObjectStatus::ListenerStatus status;
-};
 
 // Gateway API hostname intersection: the more specific of the two, or
 // nothing. An empty hostname matches anything.
@@ -76,7 +64,7 @@ public:
             }
         }
 
-        settle_protocol_conflicts();
+        settle_protocol_conflicts(listeners_);
 
         std::vector<const HTTPRoute *> routes;
         for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
@@ -170,36 +158,6 @@ private:
                                invalid_kinds.empty() ? cond::listener_refs_resolved()
                                                      : cond::listener_invalid_route_kinds(l.protocol, invalid_kinds)};
         return s;
-    }
-
-    // One listen socket speaks one protocol (and, for TLS, one mode): the
-    // listeners of one Gateway that disagree on a port all lose it; across
-    // Gateways sharing an address, the first Gateway's protocol keeps it.
-    void settle_protocol_conflicts()
-    {
-        std::map<std::string, std::set<std::string>> categories;  // "gateway listen" -> categories
-        for (const ListenerState &ls : listeners_) {
-            if (!ls.category.empty()) categories[ls.gateway->meta.key() + " " + ls.listen].insert(ls.category);
-        }
-        std::map<std::string, const ListenerState *> owner;  // listen -> first listener
-        for (ListenerState &ls : listeners_) {
-            if (ls.category.empty()) continue;
-            const std::set<std::string> &mine = categories[ls.gateway->meta.key() + " " + ls.listen];
-            std::string why;
-            if (mine.size() > 1) {
-                why = "listeners of this Gateway on port " + std::to_string(ls.listener->port)
-                      + " disagree on protocol or TLS mode (this implementation does not mix Terminate and Passthrough on one port)";
-            } else {
-                auto [it, first] = owner.emplace(ls.listen, &ls);
-                if (!first && it->second->category != ls.category) {
-                    why = ls.listen + " is served as " + it->second->category + " for Gateway "
-                          + it->second->gateway->meta.key();
-                }
-            }
-            if (why.empty()) continue;
-            ls.usable = false;
-            ls.status.conditions = {cond::listener_protocol_conflict(why), cond::listener_not_programmed(why)};
-        }
     }
 
     bool resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s, std::string *why)
@@ -490,76 +448,6 @@ private:
         }
     }
 
-    static bool is_conditional(const RouteMatch &m)
-    {
-        return !m.headers.empty() || !m.query_params.empty() || !m.method.empty();
-    }
-
-    // The conditions of a match as nginx variables and anchored regexes, or
-    // why they cannot be rendered.
-    static std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out)
-    {
-        static const std::regex variable_safe("^[A-Za-z0-9_-]+$");
-        if (m.path_type == PathMatchType::RegularExpression
-            && m.path.find_first_of("\"\n\r") != std::string::npos) {
-            return "a regular-expression path holds a quote or a line break";
-        }
-        auto add = [&](const std::string &variable, const HeaderMatch &h) -> std::string {
-            if (h.type != "Exact" && h.type != "RegularExpression") {
-                return "match type " + h.type + " is not supported";
-            }
-            if (h.value.find_first_of("\"\n\r") != std::string::npos) {
-                return "a match value holds a quote or a line break";
-            }
-            if (out != nullptr) {
-                out->push_back({variable, h.type == "Exact" ? "^" + regex_quote(h.value) + "$"
-                                                            : "^(?:" + h.value + ")$"});
-            }
-            return "";
-        };
-        if (!m.method.empty()) {
-            std::string why = add("$request_method", {"Exact", "", m.method});
-            if (!why.empty()) return why;
-        }
-        for (const HeaderMatch &h : m.headers) {
-            if (!std::regex_match(h.name, variable_safe)) return "header name " + h.name + " cannot be matched";
-            std::string var = "$http_";
-            for (char ch : h.name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-            std::string why = add(var, h);
-            if (!why.empty()) return why;
-        }
-        for (const HeaderMatch &q : m.query_params) {
-            if (q.name.find('-') != std::string::npos || !std::regex_match(q.name, variable_safe)) {
-                return "query parameter " + q.name + " cannot be matched";
-            }
-            std::string why = add("$arg_" + q.name, q);
-            if (!why.empty()) return why;
-        }
-        return "";
-    }
-
-    static std::string regex_quote(const std::string &text)
-    {
-        std::string out;
-        for (char ch : text) {
-            if (std::strchr(".^$*+?()[]{}|\\/", ch)) out += '\\';
-            out += ch;
-        }
-        return out;
-    }
-
-    static std::vector<std::string> location_matches(const RouteMatch &m)
-    {
-        if (m.path_type == PathMatchType::Exact) return {"= " + m.path};
-        // whole-path PCRE; nginx tries regex locations before prefixes, in order
-        if (m.path_type == PathMatchType::RegularExpression) return {"~ \"^(?:" + m.path + ")$\""};
-        std::string prefix = m.path;
-        while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
-        if (prefix == "/") return {"/"};
-        // path-element prefix: /foo matches /foo and /foo/..., not /foobar
-        return {"= " + prefix, prefix + "/"};
-    }
-
     bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
                          WeightedUpstream *out, Condition *refs)
     {
@@ -694,30 +582,7 @@ private:
             }
         }
         for (auto &[key, server] : servers_) {
-            // Gateway API precedence among rules of one path: a method match,
-            // then more header matches, then more query matches, then age
-            for (Location &l : server.locations) {
-                std::stable_sort(l.conditional.begin(), l.conditional.end(),
-                                 [](const ConditionalTarget &a, const ConditionalTarget &b) {
-                                     auto rank = [](const ConditionalTarget &t) {
-                                         int method = 0, headers = 0, query = 0;
-                                         for (const MatchCondition &c : t.conditions) {
-                                             if (c.variable == "$request_method") method++;
-                                             else if (c.variable.compare(0, 6, "$http_") == 0) headers++;
-                                             else query++;
-                                         }
-                                         return std::make_tuple(method, headers, query);
-                                     };
-                                     return rank(a) > rank(b);
-                                 });
-            }
-            // sorted for stable output; regex locations keep route precedence order
-            std::stable_sort(server.locations.begin(), server.locations.end(),
-                             [](const Location &a, const Location &b) {
-                                 bool ra = a.match[0] == '~', rb = b.match[0] == '~';
-                                 if (ra || rb) return !ra && rb;
-                                 return a.match < b.match;
-                             });
+            order_locations(&server);
             plan_->servers.push_back(server);
         }
         for (auto &[name, u] : upstreams_) {
@@ -729,36 +594,7 @@ private:
     void finish_stream_servers()
     {
         for (auto &[listen, server] : stream_servers_) {
-            const auto &certificates = stream_certificates_[listen];
-            if (!certificates.empty()) {
-                // the listener without a hostname, else the first by name, answers
-                // when no other certificate's hostname is asked for
-                server.certificate = certificates.begin()->second.first;
-                server.certificate_key = certificates.begin()->second.second;
-                std::set<std::string> files;
-                for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
-                if (files.size() > 1) {
-                    plan_->warnings.push_back("stream listener " + listen + ": TLS listeners with different "
-                                              "certificates share the port; " + server.certificate + " is served");
-                }
-            }
-            for (const StreamRoute &route : server.routes) {
-                for (const WeightedUpstream &b : route.backends) server.proxy_ssl |= b.tls;
-            }
-            // proxy_ssl is per server: with it on, a backend without a policy
-            // cannot be reached in plaintext; refuse it rather than guess
-            for (StreamRoute &route : server.routes) {
-                for (WeightedUpstream &b : route.backends) {
-                    if (server.proxy_ssl && !b.tls && !b.upstream.empty()) {
-                        plan_->warnings.push_back("TLSRoute " + route.source + ": backend " + b.upstream
-                                                  + " has no BackendTLSPolicy but shares Terminate listener " + listen
-                                                  + " with backends that do; its connections are refused");
-                        b.upstream.clear();
-                    }
-                }
-            }
-            std::sort(server.routes.begin(), server.routes.end(),
-                      [](const StreamRoute &a, const StreamRoute &b) { return a.hostname < b.hostname; });
+            finish_stream_server(&server, stream_certificates_[listen], &plan_->warnings);
             plan_->stream_servers.push_back(server);
         }
         for (auto &[name, u] : stream_upstreams_) {

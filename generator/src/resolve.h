@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model.h"
 #include "plan.h"
@@ -71,5 +73,38 @@ bool older_first(const ObjectMeta &a, const ObjectMeta &b);
 
 // A file name made only of safe characters, for certs/ and upstream names.
 std::string safe_name(const std::string &text);
+
+// One Gateway listener as resolve sees it.
+struct ListenerState {
+    const Gateway *gateway = nullptr;
+    const Listener *listener = nullptr;
+    bool usable = false;
+    std::string listen;
+    std::string category;  // what the listen socket speaks: HTTP, HTTPS, TLS/Passthrough, TLS/Terminate
+    std::string certificate, certificate_key;
+    ObjectStatus::ListenerStatus status;
+};
+
+// ---- resolve_match.cc: HTTPRoute matches as nginx locations ----------------
+
+bool is_conditional(const RouteMatch &m);
+// The conditions of a match as nginx variables and anchored regexes (into
+// *out when not null), or why they cannot be rendered.
+std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out);
+std::string regex_quote(const std::string &text);
+// What follows `location` for a path match.
+std::vector<std::string> location_matches(const RouteMatch &m);
+// Gateway API precedence among a path's rules, and a stable location order.
+void order_locations(Server *server);
+
+// ---- resolve_stream.cc: TLS listeners ----------------------------------------
+
+// One listen socket speaks one protocol (and, for TLS, one mode).
+void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
+// The certificate, proxy_ssl and route order of one stream server, once
+// every route is in; certificates: listener hostname -> (certificate, key).
+void finish_stream_server(StreamServer *server,
+                          const std::map<std::string, std::pair<std::string, std::string>> &certificates,
+                          std::vector<std::string> *warnings);
 
 }  // namespace g2n

@@ -1,0 +1,111 @@
+// HTTPRoute matches as nginx locations: path matches as location
+// arguments, header, query and method matches as variables and anchored
+// regexes, and the order Gateway API gives them.
+#include <algorithm>
+#include <cstring>
+#include <regex>
+#include <tuple>
+
+#include "resolve.h"
+
+namespace g2n {
+
+bool is_conditional(const RouteMatch &m)
+{
+    return !m.headers.empty() || !m.query_params.empty() || !m.method.empty();
+}
+
+// The conditions of a match as nginx variables and anchored regexes, or
+// why they cannot be rendered.
+std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out)
+{
+    static const std::regex variable_safe("^[A-Za-z0-9_-]+$");
+    if (m.path_type == PathMatchType::RegularExpression
+        && m.path.find_first_of("\"\n\r") != std::string::npos) {
+        return "a regular-expression path holds a quote or a line break";
+    }
+    auto add = [&](const std::string &variable, const HeaderMatch &h) -> std::string {
+        if (h.type != "Exact" && h.type != "RegularExpression") {
+            return "match type " + h.type + " is not supported";
+        }
+        if (h.value.find_first_of("\"\n\r") != std::string::npos) {
+            return "a match value holds a quote or a line break";
+        }
+        if (out != nullptr) {
+            out->push_back({variable, h.type == "Exact" ? "^" + regex_quote(h.value) + "$"
+                                                        : "^(?:" + h.value + ")$"});
+        }
+        return "";
+    };
+    if (!m.method.empty()) {
+        std::string why = add("$request_method", {"Exact", "", m.method});
+        if (!why.empty()) return why;
+    }
+    for (const HeaderMatch &h : m.headers) {
+        if (!std::regex_match(h.name, variable_safe)) return "header name " + h.name + " cannot be matched";
+        std::string var = "$http_";
+        for (char ch : h.name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        std::string why = add(var, h);
+        if (!why.empty()) return why;
+    }
+    for (const HeaderMatch &q : m.query_params) {
+        if (q.name.find('-') != std::string::npos || !std::regex_match(q.name, variable_safe)) {
+            return "query parameter " + q.name + " cannot be matched";
+        }
+        std::string why = add("$arg_" + q.name, q);
+        if (!why.empty()) return why;
+    }
+    return "";
+}
+
+std::string regex_quote(const std::string &text)
+{
+    std::string out;
+    for (char ch : text) {
+        if (std::strchr(".^$*+?()[]{}|\\/", ch)) out += '\\';
+        out += ch;
+    }
+    return out;
+}
+
+std::vector<std::string> location_matches(const RouteMatch &m)
+{
+    if (m.path_type == PathMatchType::Exact) return {"= " + m.path};
+    // whole-path PCRE; nginx tries regex locations before prefixes, in order
+    if (m.path_type == PathMatchType::RegularExpression) return {"~ \"^(?:" + m.path + ")$\""};
+    std::string prefix = m.path;
+    while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+    if (prefix == "/") return {"/"};
+    // path-element prefix: /foo matches /foo and /foo/..., not /foobar
+    return {"= " + prefix, prefix + "/"};
+}
+
+void order_locations(Server *server)
+{
+    // Gateway API precedence among rules of one path: a method match,
+    // then more header matches, then more query matches, then age
+    for (Location &l : server->locations) {
+        std::stable_sort(l.conditional.begin(), l.conditional.end(),
+                         [](const ConditionalTarget &a, const ConditionalTarget &b) {
+                             auto rank = [](const ConditionalTarget &t) {
+                                 int method = 0, headers = 0, query = 0;
+                                 for (const MatchCondition &c : t.conditions) {
+                                     if (c.variable == "$request_method") method++;
+                                     else if (c.variable.compare(0, 6, "$http_") == 0) headers++;
+                                     else query++;
+                                 }
+                                 return std::make_tuple(method, headers, query);
+                             };
+                             return rank(a) > rank(b);
+                         });
+    }
+    // sorted for stable output; regex locations keep route precedence order
+    std::stable_sort(server->locations.begin(), server->locations.end(),
+                     [](const Location &a, const Location &b) {
+                         bool ra = a.match[0] == '~', rb = b.match[0] == '~';
+                         if (ra || rb) return !ra && rb;
+                         return a.match < b.match;
+                     });
+}
+
+}  // namespace g2n
