@@ -24,6 +24,7 @@ MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HD
 GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc))
 GEN_HDRS    := $(wildcard generator/src/*.h)
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
+GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto
 GENERATOR   := $(BUILD)/gateway2nginx
 
@@ -66,7 +67,7 @@ $(GENERATOR): $(GEN_SRCS) $(GEN_HDRS) generator/src/main.cc
 	@mkdir -p $(BUILD)
 	$(CXX) $(CXXFLAGS) -Igenerator/src -o $@ $(GEN_SRCS) generator/src/main.cc $(GEN_LIBS)
 
-$(BUILD)/generator_tests: $(GEN_SRCS) $(GEN_HDRS) $(GEN_TESTS)
+$(BUILD)/generator_tests: $(GEN_SRCS) $(GEN_HDRS) $(GEN_TESTS) $(GEN_TEST_HDRS)
 	@mkdir -p $(BUILD)
 	$(CXX) $(CXXFLAGS) -Igenerator/src -DBOOST_TEST_DYN_LINK -o $@ $(GEN_SRCS) $(GEN_TESTS) \
 	  -lboost_unit_test_framework $(GEN_LIBS)

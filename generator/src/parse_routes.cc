@@ -279,25 +279,44 @@ void check_rule_filters(const Document &doc, const YAML::Node &rule, const std::
     }
 }
 
+// What every route kind starts with: metadata, the spec's known fields,
+// parentRefs and hostnames (TLSRoute v1/v1alpha3: at least one, no IP).
+HTTPRoute parse_route_head(const Document &doc, const YAML::Node &root, const char *kind,
+                           std::initializer_list<const char *> spec_fields, bool hostnames_required = false,
+                           bool ip_forbidden = false)
+{
+    HTTPRoute r;
+    r.kind = kind;
+    r.meta = doc.meta(root);
+    YAML::Node spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", spec_fields);
+    parse_parent_refs(doc, spec, &r);
+    std::vector<YAML::Node> hostnames = doc.list(spec, "spec", "hostnames", hostnames_required);
+    if (hostnames_required && hostnames.empty()) {
+        doc.fail(spec, "spec.hostnames", "expected at least 1 hostname");
+    }
+    int i = 0;
+    for (const YAML::Node &h : hostnames) {
+        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
+        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
+            doc.fail(h, path, "not a valid hostname (RFC 1123, a wildcard only as the first label)");
+        }
+        unsigned char addr[4];
+        if (ip_forbidden && inet_pton(AF_INET, h.Scalar().c_str(), addr) == 1) {
+            doc.fail(h, path, "Hostnames cannot contain an IP");
+        }
+        r.hostnames.push_back(h.Scalar());
+    }
+    return r;
+}
+
 }  // namespace
 
 void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out)
 {
-    HTTPRoute r;
-    r.meta = doc.meta(root);
+    HTTPRoute r = parse_route_head(doc, root, "HTTPRoute", {"parentRefs", "hostnames", "rules"});
     YAML::Node spec = doc.child(root, "", "spec");
-    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
-
-    parse_parent_refs(doc, spec, &r);
     int i = 0;
-    for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
-        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
-        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
-            doc.fail(h, path, "not a valid hostname");
-        }
-        r.hostnames.push_back(h.Scalar());
-    }
-    i = 0;
     for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
         std::string path = "spec.rules[" + std::to_string(i++) + "]";
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "timeouts", "retry", "sessionPersistence"});
@@ -333,35 +352,16 @@ void parse_tls_route(const Document &doc, const YAML::Node &root, const std::str
                      Manifests *out)
 {
     const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
-    HTTPRoute r;
-    r.kind = "TLSRoute";
+    HTTPRoute r = parse_route_head(doc, root, "TLSRoute", {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
+                                   !v1alpha2, !v1alpha2);
     r.api_version = api_version;
-    r.meta = doc.meta(root);
     YAML::Node spec = doc.child(root, "", "spec");
-    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules", "useDefaultGateways"});
-    parse_parent_refs(doc, spec, &r);
-    std::vector<YAML::Node> hostnames = doc.list(spec, "spec", "hostnames", !v1alpha2);
-    if (!v1alpha2 && hostnames.empty()) {
-        doc.fail(spec, "spec.hostnames", "expected at least 1 hostname");
-    }
-    int i = 0;
-    for (const YAML::Node &h : hostnames) {
-        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
-        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
-            doc.fail(h, path, "not a valid hostname (RFC 1123, a wildcard only as the first label)");
-        }
-        unsigned char addr[16];
-        if (!v1alpha2 && inet_pton(AF_INET, h.Scalar().c_str(), addr) == 1) {
-            doc.fail(h, path, "Hostnames cannot contain an IP");
-        }
-        r.hostnames.push_back(h.Scalar());
-    }
     std::vector<YAML::Node> rules = doc.list(spec, "spec", "rules", true);
     if (rules.empty() || rules.size() > (v1alpha2 ? 16u : 1u)) {
         doc.fail(spec, "spec.rules", v1alpha2 ? "expected 1 to 16 rules" : "expected exactly 1 rule");
     }
     std::set<std::string> names;
-    i = 0;
+    int i = 0;
     for (const YAML::Node &rule : rules) {
         std::string path = "spec.rules[" + std::to_string(i++) + "]";
         doc.only(rule, path, {"name", "backendRefs"});
@@ -387,19 +387,9 @@ void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *ou
 {
     static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
     static const std::regex method_re("^[A-Za-z_][A-Za-z_0-9]*$");
-    HTTPRoute r;
-    r.kind = "GRPCRoute";
-    r.meta = doc.meta(root);
+    HTTPRoute r = parse_route_head(doc, root, "GRPCRoute", {"parentRefs", "hostnames", "rules"});
     YAML::Node spec = doc.child(root, "", "spec");
-    doc.only(spec, "spec", {"parentRefs", "hostnames", "rules"});
-    parse_parent_refs(doc, spec, &r);
     int i = 0;
-    for (const YAML::Node &h : doc.list(spec, "spec", "hostnames")) {
-        std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
-        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) doc.fail(h, path, "not a valid hostname");
-        r.hostnames.push_back(h.Scalar());
-    }
-    i = 0;
     for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
         std::string path = "spec.rules[" + std::to_string(i++) + "]";
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "sessionPersistence"});

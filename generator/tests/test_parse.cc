@@ -5,29 +5,13 @@
 #include <sstream>
 
 #include "parse.h"
+#include "test_support.h"
 
 using namespace g2n;
+using g2n_test::error_of;
+using g2n_test::parse;
 
 namespace {
-
-Manifests parse(const std::string &yaml)
-{
-    Manifests m;
-    std::istringstream in(yaml);
-    parse_stream(in, "in.yaml", &m);
-    return m;
-}
-
-std::string error_of(const std::string &yaml)
-{
-    try {
-        parse(yaml);
-    } catch (const InputError &e) {
-        return e.what();
-    }
-    BOOST_FAIL("expected an InputError for:\n" << yaml);
-    return {};
-}
 
 const char *const kPolicyHead = R"(apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy

@@ -8,22 +8,12 @@
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
+#include "test_support.h"
 
 using namespace g2n;
+using namespace g2n_test;
 
 namespace {
-
-// A real CA certificate, from the set t/lib/make-certs.sh made.
-std::string test_ca()
-{
-    const char *dir = std::getenv("GTLS_TEST_CERTS");
-    BOOST_TEST_REQUIRE(dir != nullptr, "GTLS_TEST_CERTS is not set");
-    std::ifstream in(std::string(dir) + "/ca.crt");
-    std::stringstream text;
-    text << in.rdbuf();
-    BOOST_TEST_REQUIRE(!text.str().empty());
-    return text.str();
-}
 
 std::string base_manifests()
 {
@@ -106,32 +96,6 @@ std::string policy(const std::string &name, const std::string &section, const st
            + (section.empty() ? "" : ", sectionName: " + section) + "}\n  validation:\n"
            + "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: " + ca_ref + "}]\n"
            + "    hostname: " + hostname + "\n";
-}
-
-Plan plan_of(const std::string &yaml)
-{
-    Manifests m;
-    std::istringstream in(yaml);
-    parse_stream(in, "test.yaml", &m);
-    return resolve(m, Options{});
-}
-
-const ObjectStatus &status_of(const Plan &plan, const std::string &kind, const std::string &name)
-{
-    for (const ObjectStatus &st : plan.statuses) {
-        if (st.kind == kind && st.meta.name == name) return st;
-    }
-    BOOST_FAIL("no status for " << kind << " " << name);
-    return plan.statuses.front();
-}
-
-std::string reasons(const ObjectStatus &st)
-{
-    std::string out;
-    for (const auto &ref : st.refs) {
-        for (const Condition &c : ref.conditions) out += ref.name + ":" + c.type + "=" + c.status + "/" + c.reason + " ";
-    }
-    return out;
 }
 
 const Upstream &upstream_named(const Plan &plan, const std::string &suffix)

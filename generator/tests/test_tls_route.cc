@@ -10,20 +10,18 @@
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
+#include "test_support.h"
 
 using namespace g2n;
+using namespace g2n_test;
 
 namespace {
 
-// A real CA certificate, from the set t/lib/make-certs.sh made.
 std::string test_ca_indented()
 {
-    const char *dir = std::getenv("GTLS_TEST_CERTS");
-    BOOST_TEST_REQUIRE(dir != nullptr, "GTLS_TEST_CERTS is not set");
-    std::ifstream in(std::string(dir) + "/ca.crt");
     std::string indented;
-    for (std::string line; std::getline(in, line);) indented += "    " + line + "\n";
-    BOOST_TEST_REQUIRE(!indented.empty());
+    std::istringstream lines(test_ca());
+    for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
     return indented;
 }
 
@@ -87,45 +85,6 @@ std::string tls_route(const std::string &name, const std::string &gw, const std:
            + "  rules:\n  - backendRefs: " + backends + "\n";
 }
 
-Manifests parse(const std::string &yaml)
-{
-    Manifests m;
-    std::istringstream in(yaml);
-    parse_stream(in, "in.yaml", &m);
-    return m;
-}
-
-std::string error_of(const std::string &yaml)
-{
-    try {
-        parse(yaml);
-    } catch (const InputError &e) {
-        return e.what();
-    }
-    BOOST_FAIL("expected an InputError for:\n" << yaml);
-    return {};
-}
-
-Plan plan_of(const std::string &yaml) { return resolve(parse(yaml), Options{}); }
-
-const ObjectStatus &status_of(const Plan &plan, const std::string &kind, const std::string &name)
-{
-    for (const ObjectStatus &st : plan.statuses) {
-        if (st.kind == kind && st.meta.name == name) return st;
-    }
-    BOOST_FAIL("no status for " << kind << " " << name);
-    return plan.statuses.front();
-}
-
-std::string route_reasons(const ObjectStatus &st)
-{
-    std::string out;
-    for (const auto &ref : st.refs) {
-        for (const Condition &c : ref.conditions) out += ref.name + ":" + c.type + "=" + c.status + "/" + c.reason + " ";
-    }
-    return out;
-}
-
 std::string listener_reasons(const ObjectStatus &gw, const std::string &listener)
 {
     std::string out;
@@ -173,7 +132,7 @@ BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
 {
     Plan plan = plan_of(setup() + gateway("gw", kPassthrough)
                         + tls_route("db", "gw", "[db.example.com, \"*.db.example.com\"]", "[{name: db, port: 5432}]"));
-    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST(reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
     BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "gw"), "pass")
                == "attached=1 kinds=TLSRoute, Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=True/ResolvedRefs");
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
@@ -202,7 +161,7 @@ BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
 {
     Plan plan = plan_of(setup() + gateway("gw", kTerminate)
                         + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]"));
-    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST(reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
     const StreamServer &s = plan.stream_servers[0];
     BOOST_TEST(s.terminate);
@@ -210,7 +169,7 @@ BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
     BOOST_TEST(s.certificate == "certs/listener-ns-cert.crt");
     BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
     BOOST_TEST(plan.stream_upstreams[0].policy.hostname == "db.internal");
-    BOOST_TEST(route_reasons(status_of(plan, "BackendTLSPolicy", "db-tls")).find("gw:Accepted=True/Accepted") != std::string::npos);
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "db-tls")).find("gw:Accepted=True/Accepted") != std::string::npos);
 
     std::string conf = render_stream_conf(plan);
     BOOST_TEST(conf.find("map $ssl_server_name $tls_route_1 {") != std::string::npos, conf);
@@ -247,7 +206,7 @@ BOOST_AUTO_TEST_CASE(route_kinds_follow_the_listener_protocol)
     BOOST_TEST(listener_reasons(gw, "http")
                == "attached=0 kinds=HTTPRoute, Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=False/InvalidRouteKinds");
     BOOST_TEST(listener_reasons(gw, "pass").find("attached=1 kinds=TLSRoute,") == 0u);
-    BOOST_TEST(route_reasons(status_of(plan, "HTTPRoute", "web")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "web")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
     BOOST_TEST(plan.servers.empty());
 }
 
@@ -262,7 +221,7 @@ BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
     const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener_reasons(gw, "a") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict Programmed=False/Invalid");
     BOOST_TEST(listener_reasons(gw, "b") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict Programmed=False/Invalid");
-    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
+    BOOST_TEST(reasons(status_of(plan, "TLSRoute", "db")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
     BOOST_TEST(plan.stream_servers.empty());
 
     // two Gateways on one address: the first (by name) keeps the port's protocol
@@ -278,7 +237,7 @@ BOOST_AUTO_TEST_CASE(weights_and_invalid_backends)
     Plan plan = plan_of(setup() + gateway("gw", kPassthrough)
                         + tls_route("db", "gw", "[db.example.com]",
                                     "[{name: db, port: 5432, weight: 3}, {name: missing, port: 1, weight: 1}]"));
-    BOOST_TEST(route_reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=False/BackendNotFound ");
+    BOOST_TEST(reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=False/BackendNotFound ");
     std::string conf = render_stream_conf(plan);
     // the missing Service keeps its quarter of the connections, refused
     BOOST_TEST(conf.find("split_clients \"${remote_addr}${remote_port}${msec}\" $tls_split_1 {\n"
