@@ -25,43 +25,18 @@ my $manifests = "$dir/manifests";
 my $out = "$dir/out";
 make_path($manifests);
 
-sub slurp { local (@ARGV, $/) = @_; <> }
-sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
 sub indent { my $t = shift; $t =~ s/^/    /mg; $t }
-sub b64 { my $t = `base64 -w0 $_[0]`; $t }
 
 my @tests = qw(backendtlspolicy backendtlspolicy-conflict-resolution
                backendtlspolicy-invalid-ca-certificate-ref backendtlspolicy-invalid-kind
                backendtlspolicy-san backendtlspolicy-observed-generation-bump);
 
-(my $base = slurp("$shared/base/manifests.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
-spit("$manifests/00-base.yaml", $base);
-my $all = $base;
-for my $t (@tests) {
-    my $text = slurp("$shared/tests/$t.yaml");
-    spit("$manifests/10-$t.yaml", $text);
-    $all .= "\n---\n$text";
-}
+my $all = conformance_manifests($shared, $manifests, @tests);
 
 # What the suite creates at start, and endpoints for every Service of the
 # infra namespace: each port by name, on the local TLS backend.
 my $backend = backend_port('leaf');
-my $extra = <<"YAML";
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: gateway2nginx
-spec:
-  controllerName: gateway2nginx.io/controller
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: tls-checks-ca-certificate
-  namespace: gateway-conformance-infra
-data:
-  ca.crt: |
-@{[indent(slurp("$certs/ca.crt"))]}
+my $extra = conformance_setup() . <<"YAML" . tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -71,16 +46,6 @@ metadata:
 data:
   ca.crt: |
 @{[indent(slurp("$certs/unrelated-ca.crt"))]}
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: tls-validity-checks-certificate
-  namespace: gateway-conformance-infra
-type: kubernetes.io/tls
-data:
-  tls.crt: @{[b64("$certs/leaf.crt")]}
-  tls.key: @{[b64("$certs/leaf.key")]}
 YAML
 for my $doc (split /^---\s*$/m, $all) {
     next unless $doc =~ /^kind: Service\s*$/m && $doc =~ /namespace: gateway-conformance-infra/;

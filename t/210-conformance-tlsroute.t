@@ -27,11 +27,6 @@ my $dir = servroot();
 my $manifests = "$dir/manifests";
 make_path($manifests);
 
-sub slurp { local (@ARGV, $/) = @_; <> }
-sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
-sub indent { my $t = shift; $t =~ s/^/    /mg; $t }
-sub b64 { my $t = `base64 -w0 $_[0]`; $t }
-
 my @tests = qw(tlsroute-simple-same-namespace tlsroute-hostname-intersection
                tlsroute-invalid-backendref-nonexistent tlsroute-invalid-backendref-unknown-kind
                tlsroute-invalid-no-matching-listener-hostname tlsroute-invalid-no-matching-listener
@@ -39,19 +34,7 @@ my @tests = qw(tlsroute-simple-same-namespace tlsroute-hostname-intersection
                tlsroute-listener-terminate-supported-kinds tlsroute-listener-mixed-termination-not-supported
                tlsroute-terminate-simple-same-namespace backendtlspolicy-tlsroute-terminate);
 
-(my $base = slurp("$shared/base/manifests.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
-spit("$manifests/00-base.yaml", $base);
-for my $t (@tests) {
-    (my $text = slurp("$shared/tests/$t.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
-    spit("$manifests/10-$t.yaml", $text);
-}
-
-sub secret {
-    my ($name, $cert) = @_;
-    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $name\n  namespace: gateway-conformance-infra\n"
-         . "type: kubernetes.io/tls\ndata:\n  tls.crt: @{[b64(\"$certs/$cert.crt\")]}\n"
-         . "  tls.key: @{[b64(\"$certs/$cert.key\")]}\n";
-}
+conformance_manifests($shared, $manifests, @tests);
 
 sub endpoints {
     my ($ns, $service, $port_name, $backend) = @_;
@@ -61,26 +44,9 @@ sub endpoints {
          . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
 }
 
-# What the suite creates at start.
-my $setup = <<"YAML";
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata:
-  name: gateway2nginx
-spec:
-  controllerName: gateway2nginx.io/controller
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: tls-checks-ca-certificate
-  namespace: gateway-conformance-infra
-data:
-  ca.crt: |
-@{[indent(slurp("$certs/ca.crt"))]}
-YAML
-$setup .= secret('tls-validity-checks-certificate', 'leaf');
-$setup .= secret('tls-terminate-checks-certificate', 'wildcard');  # tls.example.com
+my $setup = conformance_setup();
+$setup .= tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
+$setup .= tls_secret_yaml('tls-terminate-checks-certificate', 'wildcard');  # tls.example.com
 $setup .= endpoints('gateway-conformance-infra', 'tls-backend', '', 'leaf');
 $setup .= endpoints('gateway-conformance-app-backend', 'tls-backend', '', 'leaf');
 $setup .= endpoints('gateway-conformance-infra', 'tls-backend-2', '', 'wildcard');

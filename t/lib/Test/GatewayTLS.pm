@@ -28,7 +28,8 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
-                 status_port service_manifests tls_exchange);
+                 status_port service_manifests tls_exchange slurp spit
+                 conformance_manifests conformance_setup tls_secret_yaml);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -640,6 +641,43 @@ sub request {
 
 # status.yaml as { "Kind ns/name" => [ "GATEWAY-NS/NAME: Type=Status/Reason", ... ] },
 # read with a small line parser (Debian's base perl has no YAML module).
+sub slurp { local (@ARGV, $/) = @_; <> }
+sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
+
+# The Gateway API conformance suite (../shared/gateway-api/conformance): its
+# base manifests and the manifests of TESTS, with our GatewayClass name, as
+# DIR/00-base.yaml and DIR/10-TEST.yaml; returns all of them as one text.
+sub conformance_manifests {
+    my ($shared, $dir, @tests) = @_;
+    my $all = '';
+    for my $file (['00-base.yaml', "$shared/base/manifests.yaml"],
+                  map { ["10-$_.yaml", "$shared/tests/$_.yaml"] } @tests) {
+        (my $text = slurp($file->[1])) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
+        spit("$dir/$file->[0]", $text);
+        $all .= "\n---\n$text";
+    }
+    return $all;
+}
+
+# A kubernetes.io/tls Secret in the suite's namespace holding certificate NAME.
+sub tls_secret_yaml {
+    my ($secret, $cert) = @_;
+    my $b64 = sub { my $t = `base64 -w0 $_[0]`; $t };
+    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $secret\n  namespace: gateway-conformance-infra\n"
+         . "type: kubernetes.io/tls\ndata:\n  tls.crt: " . $b64->(certs_dir() . "/$cert.crt") . "\n"
+         . "  tls.key: " . $b64->(certs_dir() . "/$cert.key") . "\n";
+}
+
+# What the suite creates at start: our GatewayClass and the CA ConfigMap
+# tls-checks-ca-certificate (the test set's CA).
+sub conformance_setup {
+    (my $ca = slurp(certs_dir() . '/ca.crt')) =~ s/^/    /mg;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: gateway2nginx\n"
+         . "spec:\n  controllerName: gateway2nginx.io/controller\n"
+         . "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tls-checks-ca-certificate\n"
+         . "  namespace: gateway-conformance-infra\ndata:\n  ca.crt: |\n$ca";
+}
+
 sub read_status {
     my $file = shift;
     open my $fh, '<', $file or die "$file: $!\n";
