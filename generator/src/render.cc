@@ -22,6 +22,19 @@ std::string percent(long part, long total)
     return buf;
 }
 
+std::string split_clients_body(const std::vector<WeightedUpstream> &backends,
+                               const std::function<std::string(const WeightedUpstream &)> &target)
+{
+    long total = 0;
+    for (const WeightedUpstream &b : backends) total += b.weight;
+    std::ostringstream body;
+    for (size_t i = 0; i < backends.size(); i++) {
+        const WeightedUpstream &b = backends[i];
+        body << "    " << (i + 1 == backends.size() ? "*" : percent(b.weight, total)) << " " << target(b) << ";\n";
+    }
+    return body.str();
+}
+
 namespace {
 
 std::string scheme(const WeightedUpstream &b)
@@ -189,16 +202,11 @@ std::string proxy_target(Splits &splits, const std::vector<WeightedUpstream> &ba
     if (backends.size() == 1 && !backends[0].upstream.empty()) {
         return scheme(backends[0]);
     }
-    long total = 0;
-    for (const WeightedUpstream &b : backends) total += b.weight;
-    std::ostringstream body;
-    for (size_t i = 0; i < backends.size(); i++) {
-        const WeightedUpstream &b = backends[i];
+    std::string body = split_clients_body(backends, [&](const WeightedUpstream &b) {
         *failed_share |= b.upstream.empty();
-        body << "    " << (i + 1 == backends.size() ? "*" : percent(b.weight, total)) << " "
-             << (b.upstream.empty() ? "\"\"" : scheme(b)) << ";\n";
-    }
-    return splits.variable("backend_split", "split_clients \"${request_id}\"", body.str());
+        return b.upstream.empty() ? std::string("\"\"") : scheme(b);
+    });
+    return splits.variable("backend_split", "split_clients \"${request_id}\"", body);
 }
 
 // Header, query and method matches: one map per condition gives 1 or 0,

@@ -2,6 +2,7 @@
 // same Plan always gives the same bytes.
 #pragma once
 
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -20,6 +21,10 @@ extern const char *const kHeader;
 inline const char *const kStreamModule = "/usr/lib/nginx/modules/ngx_stream_module.so";
 // "12.50%": hundredths, rounded down, so that shares never pass 100%
 std::string percent(long part, long total);
+// The lines of a split_clients block over weighted backends, the last
+// taking the rest ("*"); target names what each share goes to.
+std::string split_clients_body(const std::vector<WeightedUpstream> &backends,
+                               const std::function<std::string(const WeightedUpstream &)> &target);
 // upstream{} with its servers and the module directives of its policy
 void render_upstream(std::ostringstream &out, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);

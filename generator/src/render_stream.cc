@@ -25,18 +25,13 @@ struct StreamSplits {
     {
         if (backends.empty()) return kRefused;
         if (backends.size() == 1) return backends[0].upstream.empty() ? kRefused : backends[0].upstream;
-        long total = 0;
-        for (const WeightedUpstream &b : backends) total += b.weight;
-        std::ostringstream body;
-        for (size_t i = 0; i < backends.size(); i++) {
-            const WeightedUpstream &b = backends[i];
-            body << "    " << (i + 1 == backends.size() ? "*" : percent(b.weight, total)) << " "
-                 << (b.upstream.empty() ? kRefused : b.upstream) << ";\n";
-        }
-        auto [it, added] = var_by_body.emplace(body.str(), "$tls_split_" + std::to_string(var_by_body.size() + 1));
+        std::string body = split_clients_body(backends, [](const WeightedUpstream &b) {
+            return b.upstream.empty() ? std::string(kRefused) : b.upstream;
+        });
+        auto [it, added] = var_by_body.emplace(body, "$tls_split_" + std::to_string(var_by_body.size() + 1));
         if (added) {
             text << "split_clients \"${remote_addr}${remote_port}${msec}\" " << it->second << " {\n"
-                 << body.str() << "}\n\n";
+                 << body << "}\n\n";
         }
         return it->second;
     }
