@@ -95,14 +95,16 @@ bool check_leaf_validity(X509 *leaf, std::time_t now, std::string *detail)
     return true;
 }
 
-const Pin *matching_pin(const Policy &policy, X509 *leaf)
+}  // namespace
+
+const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf)
 {
     unsigned char cert_md[EVP_MAX_MD_SIZE];
     unsigned char spki_md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     bool have_cert = false, have_spki = false;
 
-    for (const Pin &pin : policy.pins) {
+    for (const Pin &pin : pins) {
         if (pin.type == PinType::Cert) {
             if (!have_cert) {
                 have_cert = X509_digest(leaf, EVP_sha256(), cert_md, &len) == 1;
@@ -126,6 +128,8 @@ const Pin *matching_pin(const Policy &policy, X509 *leaf)
     }
     return nullptr;
 }
+
+namespace {
 
 std::string subject_common_name(X509 *leaf)
 {
@@ -290,7 +294,7 @@ Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
 
     const Pin *pin = nullptr;
     if (!policy.pins.empty()) {
-        pin = matching_pin(policy, leaf);
+        pin = match_pins(policy.pins, leaf);
         if (pin == nullptr) {
             return failed(std::move(v), Reason::Pin, "no pin matches the certificate");
         }

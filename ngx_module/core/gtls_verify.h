@@ -57,6 +57,9 @@ struct Verdict {
 
 PeerInfo describe_peer(X509 *leaf);
 
+// The first pin the leaf matches (its SPKI or whole-certificate hash), or null.
+const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf);
+
 // Verifies the backend's leaf (with the untrusted intermediates it sent)
 // under the policy. reference_name is the SNI name, checked when the
 // policy lists no SANs. `now` = 0 means the current time.

@@ -262,6 +262,24 @@ BOOST_AUTO_TEST_CASE(cert_pin_and_pin_certificate_file)
     BOOST_TEST(!load_pin_certificates(cert_path("ca.cnf"), &q.pins, &error));
 }
 
+BOOST_AUTO_TEST_CASE(match_pins_returns_the_pin_that_matched)
+{
+    Presented leaf("leaf");
+    Presented self("selfsigned");
+    Policy p;
+    add_pin(p, "sha256-cert:" + describe_peer(self.leaf.get()).cert_sha256_hex);
+    add_pin(p, "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64);
+    const Pin *by_spki = match_pins(p.pins, leaf.leaf.get());
+    BOOST_TEST_REQUIRE(by_spki != nullptr);
+    BOOST_TEST(by_spki->spec == p.pins[1].spec);
+    const Pin *by_cert = match_pins(p.pins, self.leaf.get());
+    BOOST_TEST_REQUIRE(by_cert != nullptr);
+    BOOST_TEST(by_cert->spec == p.pins[0].spec);
+    Presented other("wildcard");
+    BOOST_TEST(match_pins(p.pins, other.leaf.get()) == nullptr);
+    BOOST_TEST(match_pins({}, leaf.leaf.get()) == nullptr);
+}
+
 BOOST_AUTO_TEST_CASE(pin_plus_ca_requires_both)
 {
     Presented leaf("leaf");
