@@ -106,12 +106,22 @@ char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_poli
     return ngx_gtls_add_specs(cf, cmd, &pc->sans, gtls::parse_san_spec);
 }
 
+char *ngx_gtls_conf_pin_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array)
+{
+    return ngx_gtls_add_specs(cf, cmd, array, gtls::parse_pin_spec);
+}
+
 char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
 {
-    return ngx_gtls_add_specs(cf, cmd, &pc->pins, gtls::parse_pin_spec);
+    return ngx_gtls_conf_pin_specs(cf, cmd, &pc->pins);
 }
 
 char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+{
+    return ngx_gtls_conf_pin_certificate_specs(cf, cmd, &pc->pin_certificates);
+}
+
+char *ngx_gtls_conf_pin_certificate_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array)
 {
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
@@ -126,7 +136,7 @@ char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, n
         return ngx_gtls_invalid(cf, cmd, &value[1], error);
     }
 
-    ngx_array_t *specs = ngx_gtls_spec_array(cf, &pc->pin_certificates);
+    ngx_array_t *specs = ngx_gtls_spec_array(cf, array);
     if (specs == nullptr) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }

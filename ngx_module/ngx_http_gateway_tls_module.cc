@@ -55,6 +55,17 @@ char *ngx_http_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *co
     return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->insecure);
 }
 
+char *ngx_http_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_client_pin(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
+}
+
+char *ngx_http_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_client_pin_certificate(cf, cmd,
+                                                &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
+}
+
 #define NGX_HTTP_GTLS_ANY_CONF \
     (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF)
 
@@ -81,6 +92,12 @@ ngx_command_t ngx_http_gtls_commands[] = {
     {ngx_string("proxy_ssl_verify_insecure"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1, ngx_http_gtls_verify_insecure,
      NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+
+    {ngx_string("ssl_verify_client_pin"), NGX_HTTP_SRV_CONF | NGX_CONF_1MORE, ngx_http_gtls_client_pin,
+     NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+
+    {ngx_string("ssl_verify_client_pin_certificate"), NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_client_pin_certificate, NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
 
     {ngx_string("gateway_tls_status_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_status_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
@@ -115,6 +132,7 @@ void *ngx_http_gtls_create_srv_conf(ngx_conf_t *cf)
         return nullptr;
     }
     scf->insecure = NGX_CONF_UNSET_UINT;
+    ngx_gtls_init_client_pin_conf(&scf->client_pins);
     ngx_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_PROXY]);
     ngx_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_GRPC]);
     return scf;
@@ -127,6 +145,15 @@ char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_uint_value(conf->insecure, prev->insecure,
                               static_cast<ngx_uint_t>(NGX_GTLS_INSECURE_ALLOW));
+
+    // the ssl module has merged this server already: its SSL_CTX exists
+    auto *sscf = static_cast<ngx_http_ssl_srv_conf_t *>(ngx_http_conf_get_module_srv_conf(cf, ngx_http_ssl_module));
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
+    if (ngx_gtls_install_client_pins(cf, &conf->client_pins, sscf ? &sscf->ssl : nullptr, sscf ? sscf->verify : 0,
+                                     &mcf->registry->status) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     return NGX_CONF_OK;
 }
 
@@ -354,7 +381,27 @@ ngx_int_t ngx_http_gtls_policy_hostname_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
+// $ssl_client_spki_sha256, $ssl_client_cert_sha256, $ssl_client_pin
+ngx_int_t ngx_http_gtls_client_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    try {
+        auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_gateway_tls_module));
+        return ngx_gtls_variable_text(r->pool, v,
+                                      ngx_gtls_client_variable(r->connection, scf->client_pins.built,
+                                                               static_cast<ngx_gtls_client_variable_e>(data)));
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+}
+
 ngx_http_variable_t ngx_http_gtls_vars[] = {
+    {ngx_string("ssl_client_spki_sha256"), nullptr, ngx_http_gtls_client_variable, NGX_GTLS_CLIENT_SPKI,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ssl_client_cert_sha256"), nullptr, ngx_http_gtls_client_variable, NGX_GTLS_CLIENT_CERT,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("ssl_client_pin"), nullptr, ngx_http_gtls_client_variable, NGX_GTLS_CLIENT_PIN,
+     NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("upstream_ssl_verify"), nullptr, ngx_http_gtls_verdict_variable,
      NGX_HTTP_GTLS_VERIFY, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("upstream_ssl_verify_mode"), nullptr, ngx_http_gtls_verdict_variable,

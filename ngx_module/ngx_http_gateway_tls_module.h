@@ -11,6 +11,7 @@
 #include "ngx_gtls_nginx.h"
 
 #include "gtls_verify.h"
+#include "ngx_gtls_client_pins.h"
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_status.h"
@@ -25,6 +26,7 @@ typedef struct {
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
+    ngx_gtls_client_pin_conf_t      client_pins;  // ssl_verify_client_pin*
     ngx_uint_t                      insecure;     // proxy_ssl_verify_insecure
     ngx_http_gtls_policy_conf_t     policy[2];    // upstream{} level
     ngx_http_upstream_init_peer_pt  original_init_peer;

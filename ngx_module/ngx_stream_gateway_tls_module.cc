@@ -13,6 +13,7 @@ extern "C" {
 #include <ngx_stream.h>
 }
 
+#include "ngx_gtls_client_pins.h"
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 
@@ -23,6 +24,7 @@ struct ngx_stream_gtls_proxy_layout_t {
     ngx_int_t  ctx_index = -1;
     size_t     ssl_enable = 0, ssl_name = 0, ssl_verify = 0, ssl = 0;
     bool       found = false;
+    ngx_int_t  ssl_module_ctx_index = -1;  // ngx_stream_ssl_module: the server's own TLS
 };
 
 // The registry comes first: the http module's status endpoint finds it
@@ -34,6 +36,7 @@ typedef struct {
 } ngx_stream_gtls_main_conf_t;
 
 typedef struct {
+    ngx_gtls_client_pin_conf_t        client_pins;  // ssl_verify_client_pin*
     ngx_gtls_policy_conf_t            policy;
     ngx_uint_t                        insecure;
     ngx_stream_upstream_init_peer_pt  original_init_peer;
@@ -230,6 +233,17 @@ char *ngx_stream_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    ngx_stream_gtls_registry(cf));
 }
 
+char *ngx_stream_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_client_pin(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
+}
+
+char *ngx_stream_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_client_pin_certificate(cf, cmd,
+                                                &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
+}
+
 char *ngx_stream_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->insecure);
@@ -254,6 +268,10 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      ngx_stream_gtls_policy_hostname, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     {ngx_string("proxy_ssl_verify_insecure"), NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
      ngx_stream_gtls_verify_insecure, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("ssl_verify_client_pin"), NGX_STREAM_SRV_CONF | NGX_CONF_1MORE, ngx_stream_gtls_client_pin,
+     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("ssl_verify_client_pin_certificate"), NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_client_pin_certificate, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
 void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
@@ -283,6 +301,9 @@ char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
 
     for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
         ngx_module_t *m = cf->cycle->modules[i];
+        if (ngx_strcmp(m->name, "ngx_stream_ssl_module") == 0) {
+            proxy.ssl_module_ctx_index = m->ctx_index;
+        }
         if (ngx_strcmp(m->name, "ngx_stream_proxy_module") != 0) continue;
         proxy.ctx_index = m->ctx_index;
         bool enable = false, name = false, verify = false, commands = false;
@@ -338,6 +359,7 @@ void *ngx_stream_gtls_create_srv_conf(ngx_conf_t *cf)
     if (scf == nullptr) {
         return nullptr;
     }
+    ngx_gtls_init_client_pin_conf(&scf->client_pins);
     ngx_gtls_init_policy_conf(&scf->policy);
     scf->insecure = NGX_CONF_UNSET_UINT;
     return scf;
@@ -363,6 +385,16 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     const ngx_stream_gtls_proxy_layout_t &proxy = *mcf->proxy;
+
+    // the server's own TLS (ngx_stream_ssl_module, merged before us)
+    auto *sslcf = proxy.ssl_module_ctx_index >= 0
+                      ? static_cast<ngx_stream_ssl_conf_t *>(ctx->srv_conf[proxy.ssl_module_ctx_index])
+                      : nullptr;
+    if (ngx_gtls_install_client_pins(cf, &conf->client_pins, sslcf ? &sslcf->ssl : nullptr,
+                                     sslcf ? sslcf->verify : 0, &mcf->registry->status) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
     void *pscf = ctx->srv_conf[proxy.ctx_index];
     ngx_ssl_t *ssl = *ngx_stream_gtls_field<ngx_ssl_t *>(pscf, proxy.ssl);
     if (ssl != nullptr && ssl->ctx != nullptr) {
@@ -392,10 +424,18 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
 // ---- variables ---------------------------------------------------------------
 
-enum { V_VERIFY, V_MODE, V_POLICY, V_CERT, V_SPKI, V_SAN, V_BY };
+enum { V_VERIFY, V_MODE, V_POLICY, V_CERT, V_SPKI, V_SAN, V_BY, V_CLIENT = 100 };
 
 ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_value_t *v, uintptr_t data)
 {
+    if (data >= V_CLIENT) {  // $ssl_client_spki_sha256, _cert_sha256, $ssl_client_pin
+        auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(
+            ngx_stream_get_module_srv_conf(s, ngx_stream_gateway_tls_module));
+        return ngx_gtls_variable_text(
+            s->connection->pool, v,
+            ngx_gtls_client_variable(s->connection, scf->client_pins.built,
+                                     static_cast<ngx_gtls_client_variable_e>(data - V_CLIENT)));
+    }
     ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, false);
     const gtls::Policy *policy = state ? state->policy : ngx_stream_gtls_policy(s);
     const gtls::Verdict *verdict = state && state->verdict ? state->verdict.get() : nullptr;
@@ -450,7 +490,10 @@ ngx_int_t ngx_stream_gtls_add_variables(ngx_conf_t *cf)
         {"upstream_ssl_verify", V_VERIFY}, {"upstream_ssl_verify_mode", V_MODE},
         {"upstream_ssl_policy", V_POLICY}, {"upstream_ssl_peer_cert_sha256", V_CERT},
         {"upstream_ssl_peer_spki_sha256", V_SPKI}, {"upstream_ssl_peer_san", V_SAN},
-        {"upstream_ssl_verified_by", V_BY}};
+        {"upstream_ssl_verified_by", V_BY},
+        {"ssl_client_spki_sha256", V_CLIENT + NGX_GTLS_CLIENT_SPKI},
+        {"ssl_client_cert_sha256", V_CLIENT + NGX_GTLS_CLIENT_CERT},
+        {"ssl_client_pin", V_CLIENT + NGX_GTLS_CLIENT_PIN}};
     for (const auto &[name, data] : vars) {
         ngx_str_t n = {ngx_strlen(name), (u_char *) name};
         ngx_stream_variable_t *var = ngx_stream_add_variable(cf, &n, NGX_STREAM_VAR_NOCACHEABLE);

@@ -24,11 +24,15 @@ struct GeneralNamesFree {
 struct BioFree {
     void operator()(BIO *p) const { BIO_free(p); }
 };
+struct EvpMdCtxFree {
+    void operator()(EVP_MD_CTX *p) const { EVP_MD_CTX_free(p); }
+};
 
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 using X509StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, X509StoreCtxFree>;
 using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, GeneralNamesFree>;
 using BioPtr = std::unique_ptr<BIO, BioFree>;
+using EvpMdCtxPtr = std::unique_ptr<EVP_MD_CTX, EvpMdCtxFree>;
 
 // Trust stores are shared between policies that name the same CA file.
 using X509StoreShared = std::shared_ptr<X509_STORE>;

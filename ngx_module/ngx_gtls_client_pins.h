@@ -1,0 +1,48 @@
+// Client certificate pinning on listeners (GEP-4078, DESIGN §2.3), shared
+// by the http and stream modules: ssl_verify_client_pin and
+// ssl_verify_client_pin_certificate in a server, enforced in the TLS
+// handshake of that server's SSL_CTX.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ngx_gtls_nginx.h"
+
+#include "gtls_verify.h"
+#include "ngx_gtls_status.h"
+
+// What a server's handshakes check, built once at configuration time.
+struct ngx_gtls_client_pins_t {
+    gtls::Policy        record;   // the pins, and the name the status shows
+    ngx_uint_t          verify;   // ssl_verify_client: 1 on, 2 optional, 3 optional_no_ca
+    ngx_gtls_status_t  *status;   // where refusals and admissions are counted
+};
+
+// The directives of one server.
+typedef struct {
+    ngx_array_t             *pins;              // ngx_str_t SPECs
+    ngx_array_t             *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
+    ngx_str_t                file;              // where the first one was set
+    ngx_uint_t               line;
+    ngx_gtls_client_pins_t  *built;             // null: no client pins here
+} ngx_gtls_client_pin_conf_t;
+
+void ngx_gtls_init_client_pin_conf(ngx_gtls_client_pin_conf_t *conf);
+char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf);
+char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd,
+                                           ngx_gtls_client_pin_conf_t *conf);
+
+// Checks the server's TLS settings and hooks the pins into its SSL_CTX:
+// the client's certificate must match a pin (and, unless optional_no_ca,
+// pass the CA) or the handshake fails with an alert; the session ID
+// context carries the pins, so no session made under other pins (or none)
+// is resumed here, whichever server issued it.
+ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_t *conf, ngx_ssl_t *ssl,
+                                       ngx_uint_t verify, ngx_gtls_status_t *status);
+
+// $ssl_client_spki_sha256, $ssl_client_cert_sha256, $ssl_client_pin of a
+// connection (empty without a client certificate or a matching pin).
+enum ngx_gtls_client_variable_e { NGX_GTLS_CLIENT_SPKI, NGX_GTLS_CLIENT_CERT, NGX_GTLS_CLIENT_PIN };
+std::string ngx_gtls_client_variable(ngx_connection_t *c, const ngx_gtls_client_pins_t *pins,
+                                     ngx_gtls_client_variable_e which);

@@ -1,0 +1,290 @@
+# ssl_verify_client_pin and ssl_verify_client_pin_certificate (GEP-4078):
+# the client's certificate must match a pin, and pass the CA unless
+# optional_no_ca; a client that does not is refused in the handshake; a
+# session is resumed only under the same pins, across SNI servers too.
+# The clients are nginx itself: locations of the plain server proxy to the
+# TLS servers with proxy_ssl_certificate (a refused handshake is a 502).
+use lib 't/lib';
+use Test::GatewayTLS;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: pins alone (optional_no_ca) admit a self-signed client and refuse others in the handshake
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "verify=$ssl_client_verify pin=$ssl_client_pin spki=$ssl_client_spki_sha256 cert=$ssl_client_cert_sha256\n";
+    }
+--- config
+    location /selfsigned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/selfsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/selfsigned.key;
+        proxy_ssl_session_reuse off;
+    }
+    location /leaf {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        proxy_ssl_session_reuse off;
+    }
+    location /none {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_session_reuse off;
+    }
+--- request eval
+["GET /selfsigned", "GET /leaf", "GET /none"]
+--- error_code eval
+[200, 502, 200]
+--- response_body_like eval
+my $spki = Test::GatewayTLS::spki_pin('selfsigned');
+(my $b64 = $spki) =~ s/^sha256-spki://;
+my $cert = lc Test::GatewayTLS::cert_pin('selfsigned');
+$cert =~ s/^sha256-cert://;
+$cert =~ s/://g;
+["^\Qverify=SUCCESS pin=$spki spki=$b64 cert=$cert\E\n\$", "502 Bad Gateway", "^verify=NONE pin= spki= cert=\n\$"]
+--- error_log eval
+[qr/gateway_tls: client certificate rejected: pins "client\@[^"]+nginx.conf:\d+", reason "pin" \(no pin matches the certificate\), client SANs "dns:abc.example.com,uri:spiffe:\/\/abc.example.com\/test-identity,dns:other.example.com"/]
+
+=== TEST 2: with a CA (ssl_verify_client on) the client must pass the CA and match a pin
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client on;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_LEAF $TEST_NGINX_SPKI_UNTRUSTED;
+        return 200 "verify=$ssl_client_verify pin=$ssl_client_pin\n";
+    }
+--- config
+    proxy_ssl_session_reuse off;
+    location /leaf {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+    }
+    location /wildcard {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
+    }
+    location /untrusted {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/untrusted.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/untrusted.key;
+    }
+    location /none {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+    }
+--- request eval
+["GET /leaf", "GET /wildcard", "GET /untrusted", "GET /none"]
+--- error_code eval
+[200, 502, 502, 502]
+--- response_body_like eval
+["^verify=SUCCESS pin=sha256-spki:", "", "", ""]
+--- error_log eval
+[qr/client certificate rejected: pins "[^"]+", reason "pin"/,
+ qr/client certificate rejected: pins "[^"]+", reason "chain" \(unable to (?:get local issuer certificate|verify the first certificate)\), client SANs "dns:abc.example.com"/]
+
+=== TEST 3: pins from a certificate file; the status endpoint counts admissions and refusals
+--- http_config
+    gateway_tls_status_zone 256k;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin_certificate $TEST_NGINX_CERTS/selfsigned.leaf.crt;
+        return 200 "pin=$ssl_client_pin\n";
+    }
+--- config
+    proxy_ssl_session_reuse off;
+    location /selfsigned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/selfsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/selfsigned.key;
+    }
+    location /leaf {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+    }
+    location = /status {
+        gateway_tls_status;
+    }
+--- request eval
+["GET /selfsigned", "GET /selfsigned", "GET /leaf", "GET /status"]
+--- error_code eval
+[200, 200, 502, 200]
+--- response_body_like eval
+["^pin=sha256-cert:[0-9a-f]{64}\n\$", "", "",
+ '\{"name":"client@[^"]+nginx.conf:\d+","kind":"client","mode":"strict","trust":"","sans":\[\],"pins":1,"handshakes":\{"verified":2,"skipped":0,"failed":\{"chain":0,"expired":0,"name":0,"san":0,"pin":1,']
+
+=== TEST 4: a session is resumed only under the same pins, across SNI servers too
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        return 200 "open reused=$ssl_session_reused\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+--- config
+    # one upstream peer for both names: nginx offers the session it holds
+    # for the peer, whichever name it asks for next
+    proxy_ssl_server_name on;
+    proxy_ssl_session_reuse on;
+    proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
+    proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
+    location /open {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_name open.example.com;
+        proxy_set_header Host open.example.com;
+    }
+    location /pinned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_name pinned.example.com;
+        proxy_set_header Host pinned.example.com;
+    }
+--- request eval
+["GET /open", "GET /open", "GET /pinned"]
+--- error_code eval
+[200, 200, 421]
+--- response_body_like eval
+["^open reused=\\.\n", "^open reused=r\n", "Misdirected Request"]
+--- error_log
+client attempted to request the server name different from the one that was negotiated
+
+=== TEST 5: within the same pins sessions resume, with the identity they were made with
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_CERTPIN_SELFSIGNED;
+        return 200 "reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+--- config
+    proxy_ssl_session_reuse on;
+    location /selfsigned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/selfsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/selfsigned.key;
+    }
+--- request eval
+["GET /selfsigned", "GET /selfsigned"]
+--- error_code eval
+[200, 200]
+--- response_body_like eval
+["^reused=\\. pin=sha256-cert:[0-9a-f]{64}\n", "^reused=r pin=sha256-cert:[0-9a-f]{64}\n"]
+
+=== TEST 6: directive errors name the file and line
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+    }
+--- must_die
+--- error_log eval
+[qr/"ssl_verify_client_pin" in \S+nginx.conf:\d+ needs "ssl_verify_client on", "optional" or "optional_no_ca" in its server/]
+
+=== TEST 7: a malformed pin
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin sha256-spki:tooshort;
+    }
+--- must_die
+--- error_log eval
+[qr/invalid value "sha256-spki:tooshort" in "ssl_verify_client_pin" directive: .* in \S+nginx.conf:\d+/]
+
+=== TEST 8: pins in a server without TLS
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        ssl_verify_client_pin_certificate $TEST_NGINX_CERTS/selfsigned.leaf.crt;
+    }
+--- must_die
+--- error_log eval
+[qr/"ssl_verify_client_pin" in \S+nginx.conf:\d+ needs TLS in its server/]
+
+=== TEST 9: the stream module: pins on a TLS stream listener, refusal in the handshake, the variables in the stream log
+--- stream_config
+    log_format pins 'pin=$ssl_client_pin spki=$ssl_client_spki_sha256 verify=$ssl_client_verify';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_3 ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        access_log logs/access.log pins;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_STREAM_PORT_3;
+        proxy_ssl on;
+        proxy_ssl_session_reuse off;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/selfsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/selfsigned.key;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_pass 127.0.0.1:$TEST_NGINX_STREAM_PORT_3;
+        proxy_ssl on;
+        proxy_ssl_session_reuse off;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+    }
+--- request eval
+['@0 GET /pinned', '@1 GET /other']
+--- error_code eval
+[200, 0]
+--- response_body eval
+["backend=leaf sni= path=/pinned\n", ""]
+--- access_log eval
+my $spki = Test::GatewayTLS::spki_pin('selfsigned');
+(my $b64 = $spki) =~ s/^sha256-spki://;
+["pin=$spki spki=$b64 verify=SUCCESS"]
+--- error_log eval
+[qr/client certificate rejected: pins "client\@[^"]+", reason "pin"/]
+--- no_backend_log
+/other
+
+=== TEST 10: stream: pins need ssl_verify_client
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+--- must_die
+--- error_log eval
+[qr/"ssl_verify_client_pin" in \S+nginx.conf:\d+ needs "ssl_verify_client on", "optional" or "optional_no_ca"/]
