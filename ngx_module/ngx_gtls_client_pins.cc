@@ -182,9 +182,10 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
             return NGX_ERROR;
         }
         SSL_CTX_set_cert_verify_callback(ssl->ctx, ngx_gtls_client_verify_callback, pins);
-        if (verify == 1) {
+        if (verify == 1 || verify == 3) {
             // "on": a client without a certificate is refused in the handshake
-            // too, rather than by the 400 nginx answers after it
+            // too, rather than by the 400 nginx answers after it;
+            // "optional_no_ca": the pins are all that authenticates a client
             SSL_CTX_set_verify(ssl->ctx, SSL_CTX_get_verify_mode(ssl->ctx) | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
                                SSL_CTX_get_verify_callback(ssl->ctx));
         }
