@@ -56,34 +56,13 @@ $setup .= endpoints('gateway-conformance-infra', 'btls-terminate-tls-backend', '
 spit("$manifests/20-suite-setup.yaml", $setup);
 
 my $offset = server_port() + 30 - 443;  # 443 -> base+30, 8443 -> base+8030
-my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : "$root/build/nginx/objs";
 my $ns = 'gateway-conformance-infra';
 my $ca = "$certs/ca.crt";
 
 start_backends();
 
-# Renders one Gateway (nginx -t included) and starts its nginx; returns its
-# status, keyed as read_status does.
-my $running;
-sub serve_gateway {
-    my ($gateway, $first_port) = @_;
-    stop_nginx($running) if $running;
-    my $out = "$dir/out-$gateway";
-    my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--gateway', "$ns/$gateway",
-                                      '--port-offset', $offset, '--listen-address', '127.0.0.1',
-                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check');
-    is($rc, 0, "$gateway: gateway2nginx writes a configuration that passes nginx -t") or diag $output;
-    if ($first_port) {
-        start_nginx($out, 'nginx.conf', $first_port + $offset);
-        $running = $out;
-    }
-    return read_status("$out/status.yaml");
-}
-
-sub conditions {
-    my ($status, $kind, $name) = @_;
-    return join "\n", @{$status->{"$kind $ns/$name"} || []};
-}
+sub serve_gateway { serve_conformance_gateway($manifests, $_[0], $offset, $_[1]) }
+sub conditions { conformance_conditions(@_) }
 
 sub https_get { "GET / HTTP/1.0\r\nHost: $_[0]\r\n\r\n" }
 
@@ -252,5 +231,5 @@ for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http
     spit($file, $orig);
 }
 
-stop_nginx($running) if $running;
+stop_conformance_gateway();
 stop_backends();

@@ -108,6 +108,26 @@ inline Condition listener_not_programmed(const std::string &why)
 {
     return make("Programmed", false, "Invalid", why);
 }
+inline Condition listener_no_valid_ca(const std::string &why)
+{
+    return make("Accepted", false, "NoValidCACertificate", why);
+}
+// reason: InvalidCACertificateRef, InvalidCACertificateKind or RefNotPermitted
+inline Condition listener_invalid_ca(const char *reason, const std::string &why)
+{
+    return make("ResolvedRefs", false, reason, why);
+}
+inline Condition gateway_insecure_frontend()
+{
+    return make("InsecureFrontendValidationMode", true, "ConfigurationChanged",
+                "A listener admits clients whose certificate fails validation (AllowInsecureFallback)");
+}
+inline Condition gateway_refs_resolved() { return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved"); }
+// reason: InvalidClientCertificateRef or RefNotPermitted
+inline Condition gateway_invalid_client_certificate(const char *reason, const std::string &why)
+{
+    return make("ResolvedRefs", false, reason, why);
+}
 inline Condition listener_unsupported_protocol(const std::string &protocol)
 {
     return make("Accepted", false, "UnsupportedProtocol",

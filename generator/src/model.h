@@ -42,6 +42,15 @@ struct SecretObjectRef {
     std::string namespace_;  // empty: the referrer's
 };
 
+// GEP-91 client certificate validation of TLS listeners, with GEP-4078
+// pins (module SPECs).
+struct FrontendValidation {
+    std::vector<SecretObjectRef> ca_refs;  // ConfigMaps or Secrets, key ca.crt
+    std::string mode = "AllowValidOnly";   // or AllowInsecureFallback
+    std::vector<std::string> pins;
+    SourcePos pos;
+};
+
 struct Listener {
     std::string name;
     std::string hostname;  // empty: any
@@ -51,6 +60,7 @@ struct Listener {
     std::vector<SecretObjectRef> certificate_refs;
     std::string allowed_namespaces_from = "Same";  // Same, All, Selector
     std::vector<std::string> allowed_kinds;          // empty: the protocol's default
+    std::vector<std::string> client_pins;  // option gateway2nginx.io/client-certificate-pins
 };
 
 struct Gateway {
@@ -60,6 +70,11 @@ struct Gateway {
     std::vector<std::string> addresses;  // IP addresses only
     // GEP-4152 operator gate: spec.tls.backend.validation.mode
     bool allows_insecure_backends = false;  // AllowInsecureVerification
+    // GEP-91: spec.tls.frontend.default and perPort
+    std::optional<FrontendValidation> frontend_default;
+    std::map<int, FrontendValidation> frontend_per_port;
+    // GEP-3155: the gateway's client certificate to TLS backends
+    std::optional<SecretObjectRef> backend_client_certificate;
 };
 
 struct ParentRef {

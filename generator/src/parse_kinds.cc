@@ -74,6 +74,47 @@ bool valid_pin(const std::string &spec)
     return hex.size() == 64;
 }
 
+// A trustedCertificateHashes entry as a module pin SPEC, or "" and *why.
+std::string hash_to_pin(const std::string &type, const std::string &algorithm, const std::string &value,
+                        std::string *why)
+{
+    if (algorithm != "SHA256") {
+        *why = "algorithm: only SHA256 is supported";
+        return "";
+    }
+    std::string spec_text;
+    if (type == "SPKI") {
+        spec_text = "sha256-spki:" + value;
+    } else if (type == "Certificate") {
+        bool hex = value.find(':') != std::string::npos || value.size() == 64;
+        spec_text = "sha256-cert:" + (hex ? value : base64_to_hex(value));
+    } else {
+        *why = "type: expected SPKI or Certificate";
+        return "";
+    }
+    if (!valid_pin(spec_text)) {
+        *why = "value: not a SHA-256 " + type + " hash";
+        return "";
+    }
+    return spec_text;
+}
+
+// "SPKI:VALUE,Certificate:VALUE", as the options spell hashes: (type, value)
+std::vector<std::pair<std::string, std::string>> split_hash_list(const std::string &list)
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    size_t start = 0;
+    while (start <= list.size()) {
+        size_t end = list.find(',', start);
+        std::string item = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        size_t colon = item.find(':');
+        out.emplace_back(item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1));
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return out;
+}
+
 void parse_gateway_class(const Document &doc, const YAML::Node &root, Manifests *out)
 {
     GatewayClass gc;
@@ -117,6 +158,18 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
             r.namespace_ = doc.string(ref, rpath, "namespace");
             l.certificate_refs.push_back(r);
         }
+        std::map<std::string, std::string> options = doc.string_map(tls, tpath, "options");
+        auto pins = options.find("gateway2nginx.io/client-certificate-pins");
+        if (pins != options.end()) {
+            for (const auto &[type, value] : split_hash_list(pins->second)) {
+                std::string why, spec = hash_to_pin(type, "SHA256", value, &why);
+                if (spec.empty()) {
+                    doc.fail(tls, tpath + ".options[gateway2nginx.io/client-certificate-pins]", "\"" + type + ":"
+                             + value + "\": " + why);
+                }
+                l.client_pins.push_back(spec);
+            }
+        }
     }
     // CEL: tls is required for HTTPS and TLS, forbidden for HTTP, TCP, UDP
     if ((l.protocol == "HTTPS" || l.protocol == "TLS") && !tls.IsDefined()) {
@@ -154,6 +207,39 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
     return l;
 }
 
+FrontendValidation parse_frontend_validation(const Document &doc, const YAML::Node &node, const std::string &path)
+{
+    FrontendValidation v;
+    v.pos = doc.pos(node);
+    doc.only(node, path, {"caCertificateRefs", "mode", "trustedCertificateHashes"});
+    int i = 0;
+    for (const YAML::Node &ref : doc.list(node, path, "caCertificateRefs", true)) {
+        std::string rpath = path + ".caCertificateRefs[" + std::to_string(i++) + "]";
+        doc.only(ref, rpath, {"group", "kind", "name", "namespace"});
+        v.ca_refs.push_back({doc.string(ref, rpath, "group"), doc.string(ref, rpath, "kind", true),
+                             doc.string(ref, rpath, "name", true), doc.string(ref, rpath, "namespace")});
+    }
+    if (v.ca_refs.empty() || v.ca_refs.size() > 16) {
+        doc.fail(node, path + ".caCertificateRefs", "expected 1 to 16 references");
+    }
+    v.mode = doc.string(node, path, "mode", false, "AllowValidOnly");
+    if (v.mode != "AllowValidOnly" && v.mode != "AllowInsecureFallback") {
+        doc.fail(node, path + ".mode", "expected AllowValidOnly or AllowInsecureFallback");
+    }
+    i = 0;
+    for (const YAML::Node &h : doc.list(node, path, "trustedCertificateHashes")) {
+        std::string hpath = path + ".trustedCertificateHashes[" + std::to_string(i++) + "]";
+        std::string why, spec = hash_to_pin(doc.string(h, hpath, "type", true),
+                                            doc.string(h, hpath, "algorithm", false, "SHA256"),
+                                            doc.string(h, hpath, "value", true), &why);
+        if (spec.empty()) {
+            doc.fail(h, hpath + "." + why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
+        }
+        v.pins.push_back(spec);
+    }
+    return v;
+}
+
 void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
 {
     Gateway gw;
@@ -167,6 +253,36 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
         doc.fail(gate, "spec.tls.backend.validation.mode", "expected AllowStrictOnly or AllowInsecureVerification");
     }
     gw.allows_insecure_backends = gate_mode == "AllowInsecureVerification";
+
+    YAML::Node client = doc.child(backend, "spec.tls.backend", "clientCertificateRef");
+    if (client.IsDefined()) {
+        const std::string path = "spec.tls.backend.clientCertificateRef";
+        doc.only(client, path, {"group", "kind", "name", "namespace"});
+        gw.backend_client_certificate = SecretObjectRef{doc.string(client, path, "group"),
+                                                        doc.string(client, path, "kind", false, "Secret"),
+                                                        doc.string(client, path, "name", true),
+                                                        doc.string(client, path, "namespace")};
+    }
+
+    YAML::Node frontend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "frontend");
+    YAML::Node fallback = doc.child(frontend, "spec.tls.frontend", "default");
+    YAML::Node fallback_validation = doc.child(fallback, "spec.tls.frontend.default", "validation");
+    if (fallback_validation.IsDefined()) {
+        gw.frontend_default = parse_frontend_validation(doc, fallback_validation, "spec.tls.frontend.default.validation");
+    }
+    int k = 0;
+    for (const YAML::Node &entry : doc.list(frontend, "spec.tls.frontend", "perPort")) {
+        std::string path = "spec.tls.frontend.perPort[" + std::to_string(k++) + "]";
+        int port = doc.integer(entry, path, "port", 1, 65535, true);
+        YAML::Node validation = doc.child(doc.child(entry, path, "tls"), path + ".tls", "validation");
+        FrontendValidation v;
+        if (validation.IsDefined()) {
+            v = parse_frontend_validation(doc, validation, path + ".tls.validation");
+        }
+        if (!gw.frontend_per_port.emplace(port, v).second) {
+            doc.fail(entry, path + ".port", "Port for TLS configuration must be unique within the Gateway");
+        }
+    }
 
     std::vector<YAML::Node> listeners = doc.list(spec, "spec", "listeners", true);
     if (listeners.empty() || listeners.size() > 64) {
@@ -344,22 +460,9 @@ bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node
     auto add_hash = [&](const std::string &where, const std::string &type, const std::string &algorithm,
                         const std::string &value) {
         present = true;
-        if (algorithm != "SHA256") {
-            p->invalid_reasons.push_back(where + ".algorithm: only SHA256 is supported");
-            return;
-        }
-        std::string spec_text;
-        if (type == "SPKI") {
-            spec_text = "sha256-spki:" + value;
-        } else if (type == "Certificate") {
-            bool hex = value.find(':') != std::string::npos || value.size() == 64;
-            spec_text = "sha256-cert:" + (hex ? value : base64_to_hex(value));
-        } else {
-            p->invalid_reasons.push_back(where + ".type: expected SPKI or Certificate");
-            return;
-        }
-        if (!valid_pin(spec_text)) {
-            p->invalid_reasons.push_back(where + ".value: not a SHA-256 " + type + " hash");
+        std::string why, spec_text = hash_to_pin(type, algorithm, value, &why);
+        if (spec_text.empty()) {
+            p->invalid_reasons.push_back(where + "." + why);
             return;
         }
         p->pins.push_back(spec_text);
@@ -372,17 +475,8 @@ bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node
     }
     option = options.find("gateway2nginx.io/trusted-certificate-hashes");
     if (option != options.end()) {
-        // "SPKI:VALUE,Certificate:VALUE"
-        std::string list = option->second;
-        size_t start = 0;
-        while (start <= list.size()) {
-            size_t end = list.find(',', start);
-            std::string item = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
-            size_t colon = item.find(':');
-            add_hash("option gateway2nginx.io/trusted-certificate-hashes", item.substr(0, colon), "SHA256",
-                     colon == std::string::npos ? "" : item.substr(colon + 1));
-            if (end == std::string::npos) break;
-            start = end + 1;
+        for (const auto &[type, value] : split_hash_list(option->second)) {
+            add_hash("option gateway2nginx.io/trusted-certificate-hashes", type, "SHA256", value);
         }
     }
     for (const auto &[key, value] : options) {

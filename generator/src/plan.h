@@ -100,6 +100,18 @@ struct Location {
     std::vector<ConditionalTarget> conditional;  // in Gateway API precedence
 };
 
+// How a TLS listener checks client certificates (GEP-91, GEP-4078 pins).
+struct ClientValidation {
+    std::string verify;  // "" (none), "on" or "optional_no_ca" (AllowInsecureFallback)
+    std::string ca;      // file under OUTDIR
+    std::vector<std::string> pins;
+};
+
+// The gateway's own certificate to TLS backends (GEP-3155), files under OUTDIR.
+struct BackendClientCertificate {
+    std::string certificate, key;
+};
+
 struct Server {
     std::string listen;       // "ADDR:PORT"
     bool ssl = false;
@@ -108,6 +120,8 @@ struct Server {
     std::string server_name;  // "" for the port's default server
     std::string certificate;  // files under OUTDIR
     std::string certificate_key;
+    ClientValidation client;  // GEP-91 / GEP-4078
+    BackendClientCertificate backend_client;  // GEP-3155
     std::vector<Location> locations;
 };
 
@@ -129,6 +143,8 @@ struct StreamServer {
     bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
     bool proxy_ssl = false;         // Terminate with BackendTLSPolicy backends
     std::string certificate, certificate_key;
+    ClientValidation client;
+    BackendClientCertificate backend_client;
     std::vector<StreamRoute> routes;  // sorted by hostname
 };
 

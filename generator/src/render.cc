@@ -45,6 +45,31 @@ std::string scheme(const WeightedUpstream &b)
 
 }  // namespace
 
+void render_client_validation(std::ostringstream &out, const ClientValidation &client)
+{
+    if (client.verify.empty()) return;
+    out << "    ssl_verify_client " << client.verify << ";\n";
+    if (!client.ca.empty()) {
+        out << "    ssl_client_certificate " << client.ca << ";\n";
+        out << "    ssl_verify_depth 4;\n";  // leaf, intermediates, root
+    }
+    if (!client.pins.empty()) {
+        out << "    ssl_verify_client_pin";
+        for (const std::string &pin : client.pins) out << " " << pin;
+        out << ";\n";
+    }
+}
+
+void render_backend_client(std::ostringstream &out, const BackendClientCertificate &client,
+                           std::initializer_list<const char *> prefixes)
+{
+    if (client.certificate.empty()) return;
+    for (const char *prefix : prefixes) {
+        out << "    " << prefix << "_ssl_certificate " << client.certificate << ";\n";
+        out << "    " << prefix << "_ssl_certificate_key " << client.key << ";\n";
+    }
+}
+
 void render_upstream(std::ostringstream &out, const Upstream &u)
 {
     out << "upstream " << u.name << " {\n";
@@ -346,6 +371,8 @@ std::string render_http_conf(const Plan &plan, const Options &o)
             servers << "    ssl_certificate " << s.certificate << ";\n";
             servers << "    ssl_certificate_key " << s.certificate_key << ";\n";
         }
+        render_client_validation(servers, s.client);
+        render_backend_client(servers, s.backend_client, {"proxy", "grpc"});
         for (const Location &l : s.locations) {
             render_location(servers, splits, l);
         }

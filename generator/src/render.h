@@ -25,6 +25,12 @@ std::string percent(long part, long total);
 // taking the rest ("*"); target names what each share goes to.
 std::string split_clients_body(const std::vector<WeightedUpstream> &backends,
                                const std::function<std::string(const WeightedUpstream &)> &target);
+// ssl_verify_client, ssl_client_certificate and ssl_verify_client_pin of a
+// TLS listener (GEP-91, GEP-4078), and PREFIX_ssl_certificate{,_key} for
+// the gateway's client certificate to backends (GEP-3155).
+void render_client_validation(std::ostringstream &out, const ClientValidation &client);
+void render_backend_client(std::ostringstream &out, const BackendClientCertificate &client,
+                           std::initializer_list<const char *> prefixes);
 // upstream{} with its servers and the module directives of its policy
 void render_upstream(std::ostringstream &out, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);

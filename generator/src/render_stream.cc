@@ -87,6 +87,7 @@ std::string render_stream_conf(const Plan &plan)
         if (s.terminate) {
             servers << "    ssl_certificate " << s.certificate << ";\n";
             servers << "    ssl_certificate_key " << s.certificate_key << ";\n";
+            render_client_validation(servers, s.client);
         } else {
             servers << "    ssl_preread on;\n";
         }
@@ -96,6 +97,7 @@ std::string render_stream_conf(const Plan &plan)
             servers << "    proxy_ssl on;\n";
             servers << "    proxy_ssl_server_name on;\n";
             servers << "    proxy_ssl_name $upstream_ssl_policy_hostname;\n";
+            render_backend_client(servers, s.backend_client, {"proxy"});
         }
         servers << "}\n\n";
     }

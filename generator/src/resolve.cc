@@ -7,25 +7,6 @@
 
 namespace g2n {
 
-namespace {
-
-
-// Gateway API hostname intersection: the more specific of the two, or
-// nothing. An empty hostname matches anything.
-bool intersect(const std::string &listener, const std::string &route, std::string *out)
-{
-    auto wildcard_covers = [](const std::string &wild, const std::string &name) {
-        std::string suffix = wild.substr(1);  // ".example.com"
-        return name.size() > suffix.size()
-               && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
-    if (listener.empty()) { *out = route; return true; }
-    if (route.empty() || route == listener) { *out = listener; return true; }
-    if (listener[0] == '*' && wildcard_covers(listener, route)) { *out = route; return true; }
-    if (route[0] == '*' && wildcard_covers(route, listener)) { *out = listener; return true; }
-    return false;
-}
-
 bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
              const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
 {
@@ -43,6 +24,24 @@ bool granted(const Manifests &m, const std::string &from_kind, const std::string
     return false;
 }
 
+namespace {
+
+// Gateway API hostname intersection: the more specific of the two, or
+// nothing. An empty hostname matches anything.
+bool intersect(const std::string &listener, const std::string &route, std::string *out)
+{
+    auto wildcard_covers = [](const std::string &wild, const std::string &name) {
+        std::string suffix = wild.substr(1);  // ".example.com"
+        return name.size() > suffix.size()
+               && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (listener.empty()) { *out = route; return true; }
+    if (route.empty() || route == listener) { *out = listener; return true; }
+    if (listener[0] == '*' && wildcard_covers(listener, route)) { *out = route; return true; }
+    if (route[0] == '*' && wildcard_covers(route, listener)) { *out = listener; return true; }
+    return false;
+}
+
 // What a backendRef feeds: the upstream's block and whether a
 // BackendTLSPolicy applies to it.
 enum class BackendTarget { Http, Grpc, StreamTerminate, StreamPassthrough };
@@ -57,6 +56,8 @@ public:
         select_gateways();
         for (const Gateway *gw : gateways_) {
             if (gw->allows_insecure_backends) policies_.insecure_allowed.insert(gw->meta.key());
+            gateway_refs_[gw->meta.key()] = resolve_backend_client_certificate(
+                m_, objects_, *gw, plan_, &written_, &backend_clients_[gw->meta.key()]);
         }
         for (const Gateway *gw : gateways_) {
             for (const Listener &l : gw->listeners) {
@@ -152,6 +153,11 @@ private:
                 s.status.conditions.push_back(cond::listener_invalid_certificate(why));
                 return s;
             }
+            std::vector<Condition> failure;
+            if (!resolve_client_validation(m_, objects_, gw, l, plan_, &s.client, &failure)) {
+                s.status.conditions = failure;
+                return s;
+            }
         }
         s.usable = true;
         s.status.conditions = {cond::listener_accepted(), cond::listener_programmed(),
@@ -162,34 +168,11 @@ private:
 
     bool resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s, std::string *why)
     {
-        const SecretObjectRef &ref = l.certificate_refs.front();
-        std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
-        if (!ref.group.empty() || ref.kind != "Secret") {
-            *why = "certificateRefs[0]: kind " + ref.kind + " is not supported";
-            return false;
-        }
-        if (ns != gw.meta.namespace_ && !granted(m_, "Gateway", gw.meta.namespace_, "Secret", ns, ref.name)) {
-            *why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
-            return false;
-        }
-        if (const Secret *found = ObjectIndex::find(objects_.secrets, ns, ref.name)) {
-            const Secret &secret = *found;
-            auto crt = secret.data.find("tls.crt"), key = secret.data.find("tls.key");
-            if (secret.type != "kubernetes.io/tls" || crt == secret.data.end() || key == secret.data.end()) {
-                *why = "Secret " + ns + "/" + ref.name + " is not a kubernetes.io/tls Secret with tls.crt and tls.key";
-                return false;
-            }
-            std::string base = "certs/listener-" + safe_name(ns) + "-" + safe_name(ref.name);
-            s->certificate = base + ".crt";
-            s->certificate_key = base + ".key";
-            if (written_.insert(base).second) {
-                plan_->files.push_back({s->certificate, crt->second, 0644});
-                plan_->files.push_back({s->certificate_key, key->second, 0600});
-            }
-            return true;
-        }
-        *why = "Secret " + ns + "/" + ref.name + " does not exist";
-        return false;
+        SecretFiles files = tls_secret_files(m_, objects_, gw, l.certificate_refs.front(), "listener", plan_, &written_);
+        s->certificate = files.certificate;
+        s->certificate_key = files.key;
+        *why = files.why;
+        return files.ok();
     }
 
     ObjectStatus attach_route(const HTTPRoute &r)
@@ -323,6 +306,8 @@ private:
         s.server_name = host;
         s.certificate = ls.certificate;
         s.certificate_key = ls.certificate_key;
+        s.client = ls.client;
+        s.backend_client = backend_clients_[ls.gateway->meta.key()];
         return s;
     }
 
@@ -336,6 +321,8 @@ private:
             server.listen = ls.listen;
             server.terminate = ls.listener->tls_mode == "Terminate";
             server.insecure_allowed = gw.allows_insecure_backends;
+            server.client = ls.client;
+            server.backend_client = backend_clients_[gw.meta.key()];
         }
         if (server.terminate && !ls.certificate.empty()) {
             stream_certificates_[ls.listen].emplace(ls.listener->hostname,
@@ -556,10 +543,15 @@ private:
             st.kind = "Gateway";
             st.meta = gw->meta;
             st.conditions = {cond::gateway_accepted(), cond::gateway_programmed()};
+            if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
             if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
+            bool insecure_frontend = false;
             for (const ListenerState &ls : listeners_) {
-                if (ls.gateway == gw) st.listeners.push_back(ls.status);
+                if (ls.gateway != gw) continue;
+                st.listeners.push_back(ls.status);
+                insecure_frontend |= ls.usable && ls.client.verify == "optional_no_ca" && !ls.client.ca.empty();
             }
+            if (insecure_frontend) st.conditions.push_back(cond::gateway_insecure_frontend());
             plan_->statuses.push_back(std::move(st));
         }
     }
@@ -618,6 +610,8 @@ private:
     std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> stream_certificates_;
     std::map<std::string, Upstream> stream_upstreams_;
     std::set<std::string> written_;
+    std::map<std::string, BackendClientCertificate> backend_clients_;  // by Gateway
+    std::map<std::string, Condition> gateway_refs_;                    // ResolvedRefs, by Gateway
 };
 
 }  // namespace

@@ -71,6 +71,21 @@ void policy_statuses(const Manifests &manifests, PolicyIndex &index, Plan *plan)
 // object without one last), then namespace/name.
 bool older_first(const ObjectMeta &a, const ObjectMeta &b);
 
+// CA references (ConfigMaps or Secrets of namespace ns, key ca.crt) or,
+// with `trusted`, GEP-4152 trustedCertificates (any PEM value, as pins).
+struct CaResult {
+    std::string bundle;
+    std::vector<std::string> pins;           // from trustedCertificates
+    int valid = 0;
+    std::vector<std::string> invalid_refs;  // InvalidCACertificateRef messages
+    std::vector<std::string> invalid_kinds; // InvalidKind messages
+};
+CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
+                         const std::vector<LocalObjectRef> &refs, bool trusted);
+// The file under OUTDIR that holds a CA bundle, named by its content
+// (written once into the plan).
+std::string ca_bundle_file(const std::string &bundle, Plan *plan);
+
 // A file name made only of safe characters, for certs/ and upstream names.
 std::string safe_name(const std::string &text);
 
@@ -82,8 +97,35 @@ struct ListenerState {
     std::string listen;
     std::string category;  // what the listen socket speaks: HTTP, HTTPS, TLS/Passthrough, TLS/Terminate
     std::string certificate, certificate_key;
+    ClientValidation client;
     ObjectStatus::ListenerStatus status;
 };
+
+// Whether a ReferenceGrant lets a FROM_KIND of from_ns refer to a TO_KIND.
+bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
+             const std::string &to_kind, const std::string &to_ns, const std::string &to_name);
+
+// ---- resolve_gateway_tls.cc: a Gateway's own TLS material ------------------
+
+// A kubernetes.io/tls Secret as the files certs/PREFIX-NS-NAME.{crt,key};
+// on failure a reason (InvalidKind, RefNotPermitted, NotFound, Invalid) and why.
+struct SecretFiles {
+    std::string certificate, key, reason, why;
+    bool ok() const { return reason.empty(); }
+};
+SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+                             const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
+                             std::set<std::string> *written);
+// GEP-91 (perPort, else default) and GEP-4078 pins for one TLS listener:
+// false with the listener's conditions when a CA reference fails.
+bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+                               const Listener &l, Plan *plan, ClientValidation *out,
+                               std::vector<Condition> *failure);
+// GEP-3155: the Gateway's ResolvedRefs condition (none without a
+// clientCertificateRef), and the files when they resolve.
+Condition resolve_backend_client_certificate(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+                                             Plan *plan, std::set<std::string> *written,
+                                             BackendClientCertificate *out);
 
 // ---- resolve_match.cc: HTTPRoute matches as nginx locations ----------------
 

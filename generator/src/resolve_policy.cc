@@ -43,13 +43,6 @@ bool parse_pem_bundle(const std::string &pem)
     return count > 0;
 }
 
-struct CaResult {
-    std::string bundle;
-    std::vector<std::string> pins;           // from trustedCertificates
-    int valid = 0;
-    std::vector<std::string> invalid_refs;  // InvalidCACertificateRef messages
-    std::vector<std::string> invalid_kinds; // InvalidKind messages
-};
 
 // SHA-256 pins ("sha256-cert:HEX") of every certificate in a PEM text.
 std::vector<std::string> certificate_pins(const std::string &pem)
@@ -75,11 +68,12 @@ std::vector<std::string> certificate_pins(const std::string &pem)
 
 // caCertificateRefs (key ca.crt) or, with `trusted`, GEP-4152
 // trustedCertificates (key ca.crt, tls.crt or tls.pem... any PEM value)
-CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p,
+}  // namespace
+
+CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
                          const std::vector<LocalObjectRef> &refs, bool trusted)
 {
     CaResult out;
-    const std::string &ns = p.meta.namespace_;
     for (const LocalObjectRef &ref : refs) {
         const std::map<std::string, std::string> *data = nullptr;
         std::string what;
@@ -128,6 +122,8 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const BackendTLSPolicy &p,
     }
     return out;
 }
+
+namespace {
 
 std::string content_id(const std::string &content)
 {
@@ -236,8 +232,8 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
             invalid.push_back("wellKnownCACertificates \"" + p->well_known_ca_certificates
                               + "\" is not supported; only \"System\" is");
         }
-        CaResult ca = resolve_ca_refs(objects, *p, p->ca_certificate_refs, false);
-        CaResult trusted = resolve_ca_refs(objects, *p, p->trusted_certificates, true);
+        CaResult ca = resolve_ca_refs(objects, p->meta.namespace_, p->ca_certificate_refs, false);
+        CaResult trusted = resolve_ca_refs(objects, p->meta.namespace_, p->trusted_certificates, true);
         ca.invalid_refs.insert(ca.invalid_refs.end(), trusted.invalid_refs.begin(), trusted.invalid_refs.end());
         ca.invalid_kinds.insert(ca.invalid_kinds.end(), trusted.invalid_kinds.begin(), trusted.invalid_kinds.end());
 
@@ -254,10 +250,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
         } else if (ca.valid > 0) {
             // named by content: policies trusting the same CAs share one file,
             // and the module loads each file once
-            bound.upstream.ca = "certs/ca-" + content_id(ca.bundle) + ".pem";
-            bool have = std::any_of(plan->files.begin(), plan->files.end(),
-                                    [&](const OutputFile &f) { return f.path == bound.upstream.ca; });
-            if (!have) plan->files.push_back({bound.upstream.ca, ca.bundle, 0644});
+            bound.upstream.ca = ca_bundle_file(ca.bundle, plan);
         }
         // fail closed: any reference that does not resolve makes the traffic fail
         bound.usable = invalid.empty() && ca.invalid_refs.empty() && ca.invalid_kinds.empty();
@@ -354,6 +347,15 @@ void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
         }
         plan->statuses.push_back(std::move(st));
     }
+}
+
+std::string ca_bundle_file(const std::string &bundle, Plan *plan)
+{
+    std::string path = "certs/ca-" + content_id(bundle) + ".pem";
+    bool have = std::any_of(plan->files.begin(), plan->files.end(),
+                            [&](const OutputFile &f) { return f.path == path; });
+    if (!have) plan->files.push_back({path, bundle, 0644});
+    return path;
 }
 
 }  // namespace g2n

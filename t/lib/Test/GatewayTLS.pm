@@ -29,7 +29,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
                  status_port service_manifests tls_exchange slurp spit
-                 conformance_manifests conformance_setup tls_secret_yaml);
+                 conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
+                 conformance_conditions stop_conformance_gateway);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -43,8 +44,13 @@ my @Backends = qw(leaf spiffe wrongsan expired notyet selfsigned untrusted wildc
 # began with a TLS ClientHello and the SNI in it; "tcp_tls" terminates TLS
 # with the leaf certificate and answers the SNI it saw.
 my @StreamBackends = qw(tcp tcp_tls);
+# More http backends: "plain" answers cleartext HTTP; "mtls" (the leaf
+# certificate) asks for a client certificate signed by the test CA and
+# answers the fingerprint and subject it got.
+my @MoreBackends = qw(plain mtls);
 
 my ($ServRoot, $BasePort);
+my $ConformanceRunning;  # the out dir of the nginx serve_conformance_gateway started
 
 sub servroot { $ServRoot }
 sub certs_dir { "$ServRoot/certs" }
@@ -61,6 +67,9 @@ sub backend_port {
     }
     for my $i (0 .. $#StreamBackends) {
         return $BasePort + 22 + $i if $StreamBackends[$i] eq $name;
+    }
+    for my $i (0 .. $#MoreBackends) {
+        return $BasePort + 24 + $i if $MoreBackends[$i] eq $name;
     }
     die "no backend named $name\n";
 }
@@ -91,7 +100,7 @@ sub _port_free {
 }
 
 sub _pick_ports {
-    my $span = 22 + @StreamBackends;
+    my $span = 24 + @MoreBackends;
     for (my $try = 0; $try < 200; $try++) {
         my $base = 20000 + (($$ + $try * 37) % 2000) * 16;
         return $base unless grep { !_port_free($_) } $base .. $base + $span - 1;
@@ -153,6 +162,24 @@ sub _backend_servers {
     }
 EOF
     }
+    my ($plain, $mtls) = (backend_port('plain'), backend_port('mtls'));
+    $out .= <<"EOF";
+    server {
+        listen 127.0.0.1:$plain;
+        access_log logs/backend.log gtls_backend;
+        return 200 "backend=plain host=\$host path=\$uri\\n";
+    }
+    server {
+        listen 127.0.0.1:$mtls ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        ssl_verify_client optional;
+        ssl_verify_depth 3;
+        ssl_client_certificate $certs/ca-and-inter.crt;
+        access_log logs/backend.log gtls_backend;
+        return 200 "backend=mtls sni=\$ssl_server_name client_verify=\$ssl_client_verify client_fingerprint=\$ssl_client_fingerprint\\n";
+    }
+EOF
     return $out;
 }
 
@@ -628,6 +655,11 @@ sub serve_manifests {
 # Where a served configuration's gateway_tls_status answers.
 sub status_port { server_port() + 19 }
 
+sub stop_conformance_gateway {
+    stop_nginx($ConformanceRunning) if $ConformanceRunning;
+    $ConformanceRunning = undef;
+}
+
 sub stop_served {
     stop_nginx(servroot() . '/out');
     stop_backends();
@@ -676,6 +708,34 @@ sub conformance_setup {
          . "spec:\n  controllerName: gateway2nginx.io/controller\n"
          . "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tls-checks-ca-certificate\n"
          . "  namespace: gateway-conformance-infra\ndata:\n  ca.crt: |\n$ca";
+}
+
+# Renders one Gateway of the suite's namespace alone (--gateway, nginx -t
+# included) into servroot/out-GATEWAY with every listener port + OFFSET and,
+# given FIRST_PORT, starts its nginx (stopping the one started before);
+# returns its status, keyed as read_status does.
+sub serve_conformance_gateway {
+    my ($manifests, $gateway, $offset, $first_port) = @_;
+    stop_nginx($ConformanceRunning) if $ConformanceRunning;
+    $ConformanceRunning = undef;
+    my $out = "$ServRoot/out-$gateway";
+    my $module_dir = $Module =~ s{/[^/]+$}{}r;
+    my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--gateway', "gateway-conformance-infra/$gateway",
+                                      '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check');
+    Test::More::is($rc, 0, "$gateway: gateway2nginx writes a configuration that passes nginx -t")
+        or Test::More::diag($output);
+    if ($first_port) {
+        start_nginx($out, 'nginx.conf', $first_port + $offset);
+        $ConformanceRunning = $out;
+    }
+    return read_status("$out/status.yaml");
+}
+
+# The conditions (and listener entries) of one object of the suite's namespace.
+sub conformance_conditions {
+    my ($status, $kind, $name) = @_;
+    return join "\n", @{$status->{"$kind gateway-conformance-infra/$name"} || []};
 }
 
 sub read_status {

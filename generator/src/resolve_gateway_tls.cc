@@ -1,0 +1,121 @@
+// A Gateway's own TLS material: listener certificates, GEP-91 client
+// certificate validation (with GEP-4078 pins) and the GEP-3155 client
+// certificate it shows to TLS backends.
+#include <algorithm>
+
+#include "conditions.h"
+#include "resolve.h"
+
+namespace g2n {
+
+SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+                             const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
+                             std::set<std::string> *written)
+{
+    SecretFiles out;
+    std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
+    if (!ref.group.empty() || ref.kind != "Secret") {
+        out.reason = "InvalidKind";
+        out.why = "kind " + ref.kind + " in group \"" + ref.group + "\" is not supported; use a Secret";
+        return out;
+    }
+    if (ns != gw.meta.namespace_ && !granted(m, "Gateway", gw.meta.namespace_, "Secret", ns, ref.name)) {
+        out.reason = "RefNotPermitted";
+        out.why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
+        return out;
+    }
+    const Secret *secret = ObjectIndex::find(objects.secrets, ns, ref.name);
+    if (secret == nullptr) {
+        out.reason = "NotFound";
+        out.why = "Secret " + ns + "/" + ref.name + " does not exist";
+        return out;
+    }
+    auto crt = secret->data.find("tls.crt"), key = secret->data.find("tls.key");
+    if (secret->type != "kubernetes.io/tls" || crt == secret->data.end() || key == secret->data.end()) {
+        out.reason = "Invalid";
+        out.why = "Secret " + ns + "/" + ref.name + " is not a kubernetes.io/tls Secret with tls.crt and tls.key";
+        return out;
+    }
+    std::string base = "certs/" + prefix + "-" + safe_name(ns) + "-" + safe_name(ref.name);
+    out.certificate = base + ".crt";
+    out.key = base + ".key";
+    if (written->insert(base).second) {
+        plan->files.push_back({out.certificate, crt->second, 0644});
+        plan->files.push_back({out.key, key->second, 0600});
+    }
+    return out;
+}
+
+bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+                               const Listener &l, Plan *plan, ClientValidation *out,
+                               std::vector<Condition> *failure)
+{
+    auto port = gw.frontend_per_port.find(l.port);
+    const FrontendValidation *v = port != gw.frontend_per_port.end() ? &port->second
+                                  : gw.frontend_default ? &*gw.frontend_default : nullptr;
+    if (v != nullptr && v->ca_refs.empty()) v = nullptr;  // a perPort entry without validation
+    if (v == nullptr && l.client_pins.empty()) {
+        return true;
+    }
+
+    auto fail = [&](const char *reason, const std::string &why) {
+        *failure = {cond::listener_no_valid_ca(why), cond::listener_not_programmed(why),
+                    cond::listener_invalid_ca(reason, why)};
+        return false;
+    };
+    if (v != nullptr) {
+        // the references of one namespace at a time, each granted or not
+        std::string bundle;
+        for (const SecretObjectRef &ref : v->ca_refs) {
+            std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
+            if (!ref.group.empty() || (ref.kind != "ConfigMap" && ref.kind != "Secret")) {
+                return fail("InvalidCACertificateKind", "caCertificateRefs: kind " + ref.kind + " in group \""
+                                                            + ref.group + "\" (" + ref.name
+                                                            + ") is not supported; use a ConfigMap or a Secret");
+            }
+            if (ns != gw.meta.namespace_ && !granted(m, "Gateway", gw.meta.namespace_, ref.kind, ns, ref.name)) {
+                return fail("RefNotPermitted", ref.kind + " " + ns + "/" + ref.name
+                                                   + " is in another namespace and no ReferenceGrant allows it");
+            }
+            CaResult ca = resolve_ca_refs(objects, ns, {LocalObjectRef{ref.group, ref.kind, ref.name}}, false);
+            if (ca.valid == 0) {
+                return fail("InvalidCACertificateRef",
+                            ca.invalid_refs.empty() ? ref.name + " holds no CA certificate" : ca.invalid_refs.front());
+            }
+            bundle += ca.bundle;
+        }
+        out->ca = ca_bundle_file(bundle, plan);
+        out->verify = v->mode == "AllowInsecureFallback" ? "optional_no_ca" : "on";
+    } else {
+        out->verify = "optional_no_ca";  // pins alone authenticate the client
+    }
+    if (out->verify == "on" || v == nullptr) {
+        out->pins = v != nullptr ? v->pins : std::vector<std::string>{};
+        out->pins.insert(out->pins.end(), l.client_pins.begin(), l.client_pins.end());
+    } else if (!v->pins.empty() || !l.client_pins.empty()) {
+        plan->warnings.push_back("Gateway " + gw.meta.key() + " listener " + l.name
+                                 + ": client certificate pins are not enforced under AllowInsecureFallback");
+    }
+    return true;
+}
+
+Condition resolve_backend_client_certificate(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+                                             Plan *plan, std::set<std::string> *written,
+                                             BackendClientCertificate *out)
+{
+    if (!gw.backend_client_certificate) {
+        return {};  // no condition: nothing to resolve
+    }
+    SecretFiles files = tls_secret_files(m, objects, gw, *gw.backend_client_certificate, "backend-client", plan,
+                                         written);
+    if (!files.ok()) {
+        const char *reason = files.reason == "RefNotPermitted" ? "RefNotPermitted" : "InvalidClientCertificateRef";
+        return cond::gateway_invalid_client_certificate(
+            reason, "spec.tls.backend.clientCertificateRef: " + files.why + "; TLS backends get no client certificate");
+    }
+    out->certificate = files.certificate;
+    out->key = files.key;
+    return cond::gateway_refs_resolved();
+}
+
+}  // namespace g2n

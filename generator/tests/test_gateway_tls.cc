@@ -1,0 +1,195 @@
+// A Gateway's own TLS: GEP-91 client certificate validation (default and
+// perPort, with GEP-4078 pins) and the GEP-3155 client certificate to
+// backends.
+#include <boost/test/unit_test.hpp>
+
+#include "render.h"
+#include "test_support.h"
+
+using namespace g2n;
+using namespace g2n_test;
+
+namespace {
+
+const char *const kSpki = "sha256-spki:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
+
+std::string ca_configmap(const std::string &name, const std::string &ns = "ns")
+{
+    std::string indented;
+    std::istringstream lines(test_ca());
+    for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
+    return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns
+           + "}\ndata:\n  ca.crt: |\n" + indented;
+}
+
+std::string setup(const std::string &gateway_tls, const std::string &listener_tls_extra = "")
+{
+    return R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cert, namespace: ns}
+type: kubernetes.io/tls
+data: {tls.crt: Y2VydA==, tls.key: a2V5}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+)" + gateway_tls + R"(  listeners:
+  - name: http
+    port: 80
+    protocol: HTTP
+  - name: https
+    port: 443
+    protocol: HTTPS
+    tls:
+      certificateRefs: [{name: cert}]
+)" + listener_tls_extra + R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: missing, port: 80}]}]
+)" + ca_configmap("client-ca");
+}
+
+std::string listener(const ObjectStatus &gw, const std::string &name)
+{
+    std::string out;
+    for (const auto &l : gw.listeners) {
+        if (l.name != name) continue;
+        for (const Condition &c : l.conditions) out += c.type + "=" + c.status + "/" + c.reason + " ";
+    }
+    return out;
+}
+
+std::string gateway_conditions(const ObjectStatus &gw)
+{
+    std::string out;
+    for (const Condition &c : gw.conditions) out += c.type + "=" + c.status + "/" + c.reason + " ";
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(gateway_tls)
+
+BOOST_AUTO_TEST_CASE(frontend_validation_renders_on_tls_listeners_only)
+{
+    Plan plan = plan_of(setup(R"(  tls:
+    frontend:
+      default:
+        validation:
+          caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}]
+          trustedCertificateHashes: [{type: SPKI, algorithm: SHA256, value: "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}]
+)"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    ssl_verify_client on;\n    ssl_client_certificate certs/ca-") != std::string::npos, http);
+    BOOST_TEST(http.find(std::string("    ssl_verify_client_pin ") + kSpki + ";\n") != std::string::npos, http);
+    // the HTTP listener's server carries none of it
+    size_t plain = http.find("listen 0.0.0.0:80");
+    BOOST_TEST_REQUIRE(plain != std::string::npos);
+    BOOST_TEST(http.substr(plain, http.find("}", plain) - plain).find("ssl_verify_client") == std::string::npos);
+    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    BOOST_TEST(listener(gw, "https") == "Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST(gateway_conditions(gw).find("InsecureFrontendValidationMode") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(per_port_overrides_default_and_fallback_is_reported)
+{
+    Plan plan = plan_of(setup(R"(  tls:
+    frontend:
+      default:
+        validation:
+          caCertificateRefs: [{group: "", kind: ConfigMap, name: nope}]
+      perPort:
+      - port: 443
+        tls:
+          validation:
+            mode: AllowInsecureFallback
+            caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}]
+)"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    ssl_verify_client optional_no_ca;\n    ssl_client_certificate certs/ca-") != std::string::npos, http);
+    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    BOOST_TEST(listener(gw, "https").find("Accepted=True/Accepted") == 0u);
+    BOOST_TEST(gateway_conditions(gw).find("InsecureFrontendValidationMode=True/ConfigurationChanged") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_ca_references_take_the_listener_down)
+{
+    for (const auto &[ref, reason] : std::vector<std::pair<std::string, std::string>>{
+             {"{group: \"\", kind: ConfigMap, name: nope}", "InvalidCACertificateRef"},
+             {"{group: \"\", kind: Service, name: client-ca}", "InvalidCACertificateKind"},
+             {"{group: \"\", kind: ConfigMap, name: client-ca, namespace: other}", "RefNotPermitted"}}) {
+        Plan plan = plan_of(setup("  tls:\n    frontend:\n      default:\n        validation:\n          caCertificateRefs: ["
+                                  + ref + "]\n") + ca_configmap("client-ca", "other"));
+        const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+        BOOST_TEST(listener(gw, "https") == "Accepted=False/NoValidCACertificate Programmed=False/Invalid ResolvedRefs=False/"
+                                                + reason + " ",
+                   ref);
+        BOOST_TEST(listener(gw, "http").find("Accepted=True/Accepted") == 0u);
+        BOOST_TEST(render_http_conf(plan).find("listen 0.0.0.0:443") == std::string::npos);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(listener_option_pins_alone)
+{
+    Plan plan = plan_of(setup("", std::string("      options: {gateway2nginx.io/client-certificate-pins: \"SPKI:")
+                                      + (kSpki + 12) + "\"}\n"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find(std::string("    ssl_verify_client optional_no_ca;\n    ssl_verify_client_pin ") + kSpki + ";\n")
+                   != std::string::npos,
+               http);
+    BOOST_TEST(error_of(setup("", "      options: {gateway2nginx.io/client-certificate-pins: \"SPKI:short\"}\n"))
+                   .find("options[gateway2nginx.io/client-certificate-pins]: \"SPKI:short\": value: not a SHA-256 SPKI hash")
+               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(crd_rules_of_frontend_validation)
+{
+    BOOST_TEST(error_of(setup(R"(  tls:
+    frontend:
+      perPort:
+      - {port: 443, tls: {validation: {caCertificateRefs: [{kind: ConfigMap, name: a}]}}}
+      - {port: 443, tls: {validation: {caCertificateRefs: [{kind: ConfigMap, name: b}]}}}
+)")).find("spec.tls.frontend.perPort[1].port: Port for TLS configuration must be unique within the Gateway")
+               != std::string::npos);
+    BOOST_TEST(error_of(setup(R"(  tls:
+    frontend:
+      default: {validation: {mode: Sometimes, caCertificateRefs: [{kind: ConfigMap, name: a}]}}
+)")).find("spec.tls.frontend.default.validation.mode: expected AllowValidOnly or AllowInsecureFallback")
+               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(backend_client_certificate)
+{
+    Plan plan = plan_of(setup("  tls:\n    backend:\n      clientCertificateRef: {name: cert}\n"));
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    proxy_ssl_certificate certs/backend-client-ns-cert.crt;\n"
+                         "    proxy_ssl_certificate_key certs/backend-client-ns-cert.key;\n"
+                         "    grpc_ssl_certificate certs/backend-client-ns-cert.crt;\n")
+                   != std::string::npos,
+               http);
+    BOOST_TEST(gateway_conditions(status_of(plan, "Gateway", "gw")).find("ResolvedRefs=True/ResolvedRefs") != std::string::npos);
+    bool key_private = false;
+    for (const OutputFile &f : plan.files) key_private |= f.path == "certs/backend-client-ns-cert.key" && f.mode == 0600;
+    BOOST_TEST(key_private);
+
+    plan = plan_of(setup("  tls:\n    backend:\n      clientCertificateRef: {name: cert, namespace: other}\n"));
+    BOOST_TEST(gateway_conditions(status_of(plan, "Gateway", "gw")).find("Accepted=True/Accepted") == 0u);
+    BOOST_TEST(gateway_conditions(status_of(plan, "Gateway", "gw")).find("ResolvedRefs=False/RefNotPermitted")
+               != std::string::npos);
+    plan = plan_of(setup("  tls:\n    backend:\n      clientCertificateRef: {name: nope}\n"));
+    BOOST_TEST(gateway_conditions(status_of(plan, "Gateway", "gw")).find("ResolvedRefs=False/InvalidClientCertificateRef")
+               != std::string::npos);
+    BOOST_TEST(render_http_conf(plan).find("proxy_ssl_certificate") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

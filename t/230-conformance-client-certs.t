@@ -1,0 +1,188 @@
+# Replays, locally, the Gateway API conformance tests for client
+# certificates: GEP-91 frontend validation (GatewayFrontendClientCertificate-
+# Validation, ...InsecureFallback, GatewayInvalidFrontendClientCertificate-
+# Validation, GatewayFrontendInvalidDefaultClientCertificateValidation) and
+# GEP-3155 (GatewayTLSBackendClientCertificate,
+# GatewayInvalidTLSBackendConfiguration), with the suite's manifests.
+#
+# Certificates: the default port's clients are signed by "ca" (client
+# "leaf"), the per-port ones by "unrelated-ca" (client "untrusted"); the
+# listener certificate is "leaf". infra-backend-v1/v2 are a cleartext
+# backend; tls-backend-with-client-cert-validation is "mtls", which reports
+# the fingerprint of the client certificate it got.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use Cwd qw(abs_path);
+use File::Path qw(make_path);
+
+my $root = abs_path('.');
+my $shared = "$root/../shared/gateway-api/conformance";
+plan skip_all => "no $shared" unless -d $shared;
+plan 'no_plan';
+
+setup();
+my $certs = certs_dir();
+my $dir = servroot();
+my $manifests = "$dir/manifests";
+make_path($manifests);
+
+my @tests = qw(gateway-with-clientcertificate-validation gateway-with-clientcertificate-validation-insecure-fallback
+               gateway-with-invalid-clientcertificate-validation
+               gateway-invalid-default-frontend-client-certificate-validation
+               gateway-tls-backend-client-certificate gateway-invalid-tls-backend-configuration);
+conformance_manifests($shared, $manifests, @tests);
+
+sub ca_configmap {
+    my ($name, $cert) = @_;
+    (my $pem = slurp("$certs/$cert")) =~ s/^/    /mg;
+    return "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: $name\n  namespace: gateway-conformance-infra\n"
+         . "data:\n  ca.crt: |\n$pem";
+}
+
+sub endpoints {
+    my ($service, $port_name, $backend) = @_;
+    return "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n"
+         . "  name: $service-local\n  namespace: gateway-conformance-infra\n"
+         . "  labels:\n    kubernetes.io/service-name: $service\naddressType: IPv4\n"
+         . "ports:\n- name: \"$port_name\"\n  port: @{[backend_port($backend)]}\n"
+         . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
+}
+
+my $setup = conformance_setup();
+$setup .= tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
+$setup .= tls_secret_yaml('tls-checks-client-certificate', 'wildcard');
+$setup .= ca_configmap('tls-validity-checks-ca-certificate', 'ca.crt');
+$setup .= ca_configmap('tls-validity-checks-per-port-ca-certificate', 'unrelated-ca.crt');
+$setup .= endpoints('infra-backend-v1', 'first-port', 'plain');
+$setup .= endpoints('infra-backend-v2', '', 'plain');
+$setup .= endpoints('tls-backend-with-client-cert-validation', 'https', 'mtls');
+spit("$manifests/20-suite-setup.yaml", $setup);
+
+my $offset = server_port() + 30 - 443;  # 443 -> base+30, 8443 -> base+8030, 80 -> base-333
+start_backends();
+
+sub serve_gateway { serve_conformance_gateway($manifests, $_[0], $offset, $_[1]) }
+sub conditions { conformance_conditions(@_) }
+
+# A refused client: the TLS handshake fails (0) or nginx answers 400 after
+# it (CA validation without pins is stock nginx's ssl_verify_client, which
+# the suite's MakeTLSRequestAndExpectFailureResponse accepts: not a 200);
+# either way the backend is never reached.
+sub refused {
+    my ($code, $body) = @_;
+    return ($code == 0 || $code == 400) && $body !~ /backend=/;
+}
+
+# GET / over TLS to the listener PORT as HOST, with the client certificate
+# NAME (or none); returns the HTTP status (0: the TLS handshake failed) and body.
+sub https_get {
+    my ($port, $host, $client) = @_;
+    my $p = $port + $offset;
+    my $cert = $client ? "--cert $certs/$client.crt --key $certs/$client.key" : '';
+    my $out = `curl -sk --max-time 10 $cert --resolve $host:$p:127.0.0.1 -w '\\n%{http_code}' https://$host:$p/ 2>/dev/null`;
+    my ($body, $code) = $out =~ /^(.*)\n(\d+)$/s;
+    return (($code // 0) + 0, $body // "");
+}
+
+sub listener_like {
+    my ($c, $listener, $re, $label) = @_;
+    like($c, qr/^listener \Q$listener\E: $re$/m, $label);
+}
+
+# ---- GatewayFrontendClientCertificateValidation ----------------------------
+{
+    my $gw = 'client-validation-default';
+    my $st = serve_gateway($gw, 443);
+    for my $route (qw(client-certificate-validation-https-test client-certificate-validation-https-test-no-hostname)) {
+        like(conditions($st, 'HTTPRoute', $route), qr/: Accepted=True\/Accepted$/m, "ClientCertificateValidation: $route Accepted");
+    }
+    my ($code, $body) = https_get(443, 'example.org', 'leaf');
+    is($code, 200, 'ClientCertificateValidation: default port, a client of the default CA passes');
+    like($body, qr/^backend=plain host=example\.org/, 'ClientCertificateValidation: ...and reaches infra-backend-v1');
+    ok(refused(https_get(443, 'example.org', 'untrusted')),
+       'ClientCertificateValidation: default port, the per-port client is refused');
+    ok(refused(https_get(443, 'example.org')), 'ClientCertificateValidation: default port, no client certificate is refused');
+    is((https_get(8443, 'second-example.org', 'untrusted'))[0], 200,
+       'ClientCertificateValidation: per port, the per-port client passes');
+    ok(refused(https_get(8443, 'second-example.org', 'leaf')),
+       'ClientCertificateValidation: per port, the default client is refused');
+    like(slurp("$dir/out-$gw/http.conf"), qr/ssl_verify_client on;\n\s+ssl_client_certificate certs\/ca-\w+\.pem;/,
+         'ClientCertificateValidation: rendered as ssl_verify_client on with the CA bundle');
+}
+
+# ---- GatewayFrontendClientCertificateValidationInsecureFallback ------------
+{
+    my $gw = 'client-validation-insecure-fallback';
+    my $st = serve_gateway($gw, 443);
+    like(conditions($st, 'Gateway', $gw), qr/^: InsecureFrontendValidationMode=True\/ConfigurationChanged$/m,
+         'InsecureFallback: the Gateway says InsecureFrontendValidationMode=True/ConfigurationChanged');
+    for my $case ([443, 'example.org', 'leaf'], [443, 'example.org', 'untrusted'], [443, 'example.org', undef],
+                  [8443, 'second-example.org', 'untrusted'], [8443, 'second-example.org', 'leaf'],
+                  [8443, 'second-example.org', undef]) {
+        my ($port, $host, $client) = @$case;
+        is((https_get($port, $host, $client))[0], 200,
+           "InsecureFallback: port $port with " . ($client // 'no') . " client certificate passes");
+    }
+}
+
+# ---- GatewayInvalidFrontendClientCertificateValidation ---------------------
+{
+    my $gw = 'gateway-with-invalid-client-cert-validation';
+    my $c = conditions(serve_gateway($gw), 'Gateway', $gw);  # status only: its route names another Gateway
+    listener_like($c, 'https', 'ResolvedRefs=True/ResolvedRefs', 'InvalidClientCertificateValidation: https resolves');
+    listener_like($c, 'https', 'Accepted=True/Accepted', 'InvalidClientCertificateValidation: https Accepted');
+    listener_like($c, 'https', 'Programmed=True/Programmed', 'InvalidClientCertificateValidation: https Programmed');
+    for my $case (['https-unresolved', 'InvalidCACertificateRef'], ['https-invalid-kind', 'InvalidCACertificateKind'],
+                  ['https-grant-missing', 'RefNotPermitted']) {
+        my ($listener, $reason) = @$case;
+        listener_like($c, $listener, "ResolvedRefs=False/$reason", "InvalidClientCertificateValidation: $listener $reason");
+        listener_like($c, $listener, 'Accepted=False/NoValidCACertificate',
+                      "InvalidClientCertificateValidation: $listener Accepted=False/NoValidCACertificate");
+        listener_like($c, $listener, 'Programmed=False/\w+', "InvalidClientCertificateValidation: $listener not Programmed");
+    }
+    unlike(slurp("$dir/out-$gw/http.conf"), qr/listen 127\.0\.0\.1:@{[7443 + $offset]}/,
+           'InvalidClientCertificateValidation: an invalid listener is not served');
+}
+
+# ---- GatewayFrontendInvalidDefaultClientCertificateValidation --------------
+{
+    my $gw = 'invalid-default-client-validation-config';
+    my $c = conditions(serve_gateway($gw, 80), 'Gateway', $gw);
+    listener_like($c, 'http', 'Accepted=True/Accepted', 'InvalidDefault: the HTTP listener is untouched');
+    listener_like($c, 'http', 'ResolvedRefs=True/ResolvedRefs', 'InvalidDefault: the HTTP listener resolves');
+    listener_like($c, 'https', 'ResolvedRefs=False/InvalidCACertificateRef', 'InvalidDefault: https InvalidCACertificateRef');
+    listener_like($c, 'https', 'Accepted=False/NoValidCACertificate', 'InvalidDefault: https NoValidCACertificate');
+    my ($status) = http_request(80 + $offset, '/', 'example.org');
+    is($status, 200, 'InvalidDefault: HTTP traffic passes');
+    is((https_get(443, 'example.org', 'leaf'))[0], 0, 'InvalidDefault: HTTPS traffic fails');
+}
+
+# ---- GatewayTLSBackendClientCertificate ------------------------------------
+{
+    my $gw = 'gateway-tls-backend-client-certificate';
+    my $st = serve_gateway($gw, 80);
+    my ($status, undef, $body) = http_request(80 + $offset, '/', 'abc.example.com');
+    is($status, 200, 'TLSBackendClientCertificate: 200 through the BackendTLSPolicy');
+    my $fingerprint = lc `openssl x509 -in $certs/wildcard.leaf.crt -noout -fingerprint -sha1`;
+    $fingerprint =~ s/.*=//s;
+    $fingerprint =~ s/[:\s]//g;
+    like($body, qr/^backend=mtls sni=abc\.example\.com client_verify=SUCCESS client_fingerprint=\Q$fingerprint\E$/m,
+         'TLSBackendClientCertificate: the backend saw exactly the configured client certificate');
+    unlike(conditions($st, 'Gateway', $gw), qr/ResolvedRefs=False/, 'TLSBackendClientCertificate: the Gateway resolves');
+}
+
+# ---- GatewayInvalidTLSBackendConfiguration ---------------------------------
+for my $case (['gateway-client-certificate-nonexistent-secret', 'InvalidClientCertificateRef'],
+              ['gateway-client-certificate-unsupported-group', 'InvalidClientCertificateRef'],
+              ['gateway-client-certificate-unsupported-kind', 'InvalidClientCertificateRef'],
+              ['gateway-client-certificate-malformed-secret', 'InvalidClientCertificateRef'],
+              ['gateway-client-certificate-missing-reference-grant', 'RefNotPermitted']) {
+    my ($gw, $reason) = @$case;
+    my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
+    like($c, qr/^: ResolvedRefs=False\/$reason$/m, "InvalidTLSBackendConfiguration: $gw ResolvedRefs=False/$reason");
+    like($c, qr/^: Accepted=True\/Accepted$/m, "InvalidTLSBackendConfiguration: $gw stays Accepted");
+}
+
+stop_conformance_gateway();
+stop_backends();
