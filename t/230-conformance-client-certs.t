@@ -59,6 +59,42 @@ $setup .= endpoints('infra-backend-v2', '', 'plain');
 $setup .= endpoints('tls-backend-with-client-cert-validation', 'https', 'mtls');
 spit("$manifests/20-suite-setup.yaml", $setup);
 
+# Beyond the suite, GEP-4078: the default validation narrowed to one pinned
+# client key (the "leaf" client's) among all the CA signs.
+(my $leaf_spki = spki_pin('leaf')) =~ s/^sha256-spki://;
+spit("$manifests/30-pinned.yaml", <<"YAML");
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: client-validation-pinned
+  namespace: gateway-conformance-infra
+spec:
+  gatewayClassName: gateway2nginx
+  tls:
+    frontend:
+      default:
+        validation:
+          caCertificateRefs:
+          - {group: "", kind: ConfigMap, name: tls-validity-checks-ca-certificate}
+          trustedCertificateHashes:
+          - {type: SPKI, algorithm: SHA256, value: "$leaf_spki"}
+  listeners:
+  - name: https
+    port: 443
+    protocol: HTTPS
+    tls:
+      certificateRefs: [{name: tls-validity-checks-certificate}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: client-validation-pinned
+  namespace: gateway-conformance-infra
+spec:
+  parentRefs: [{name: client-validation-pinned}]
+  rules: [{backendRefs: [{name: infra-backend-v1, port: 8080}]}]
+YAML
+
 my $offset = server_port() + 30 - 443;  # 443 -> base+30, 8443 -> base+8030, 80 -> base-333
 start_backends();
 
@@ -156,6 +192,17 @@ sub listener_like {
     my ($status) = http_request(80 + $offset, '/', 'example.org');
     is($status, 200, 'InvalidDefault: HTTP traffic passes');
     is((https_get(443, 'example.org', 'leaf'))[0], 0, 'InvalidDefault: HTTPS traffic fails');
+}
+
+# ---- GEP-4078 pins on top of the CA (not in the suite) ---------------------
+{
+    my $gw = 'client-validation-pinned';
+    serve_gateway($gw, 443);
+    is((https_get(443, 'example.org', 'leaf'))[0], 200, 'Pinned: the pinned client of the CA passes');
+    is((https_get(443, 'example.org', 'wildcard'))[0], 0,
+       'Pinned: another client of the same CA fails the TLS handshake (its key is not pinned)');
+    like(slurp("$dir/out-$gw/logs/error.log"), qr/client certificate rejected: pins "client\@[^"]+", reason "pin"/,
+         'Pinned: the refusal is logged');
 }
 
 # ---- GatewayTLSBackendClientCertificate ------------------------------------

@@ -192,4 +192,51 @@ BOOST_AUTO_TEST_CASE(backend_client_certificate)
     BOOST_TEST(render_http_conf(plan).find("proxy_ssl_certificate") == std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(tls_terminate_listeners_get_both_too)
+{
+    std::string yaml = setup(R"(  tls:
+    backend:
+      clientCertificateRef: {name: cert}
+    frontend:
+      default:
+        validation:
+          caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}]
+)", R"(  - name: tls
+    port: 8443
+    protocol: TLS
+    tls:
+      mode: Terminate
+      certificateRefs: [{name: cert}]
+)") + R"(---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: ns}
+spec: {ports: [{name: tls, port: 5432}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: db-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: db}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}]
+    hostname: db.internal
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: db, namespace: ns}
+spec:
+  parentRefs: [{name: gw, sectionName: tls}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+)";
+    std::string stream = render_stream_conf(plan_of(yaml));
+    BOOST_TEST(stream.find("    ssl_verify_client on;\n    ssl_client_certificate certs/ca-") != std::string::npos, stream);
+    BOOST_TEST(stream.find("    proxy_ssl_certificate certs/backend-client-ns-cert.crt;\n"
+                           "    proxy_ssl_certificate_key certs/backend-client-ns-cert.key;\n")
+                   != std::string::npos,
+               stream);
+    BOOST_TEST(stream.find("grpc_ssl_certificate") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
