@@ -10,20 +10,12 @@
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
-use Cwd qw(abs_path);
-use File::Path qw(make_path);
+use Cwd ();
 
-my $root = abs_path('.');
-my $shared = "$root/../shared/gateway-api/conformance";
-plan skip_all => "no $shared" unless -d $shared;
-plan 'no_plan';
-
-setup();
+my ($shared, $manifests) = conformance_begin();
 my $certs = certs_dir();
 my $dir = servroot();
-my $manifests = "$dir/manifests";
 my $out = "$dir/out";
-make_path($manifests);
 
 sub indent { my $t = shift; $t =~ s/^/    /mg; $t }
 
@@ -63,7 +55,7 @@ spit("$manifests/20-suite-setup.yaml", $extra);
 my $offset = server_port() + 20 - 80;  # HTTP 80 -> base+20, HTTPS 443 -> base+383
 my $http = 80 + $offset;
 my $https = 443 + $offset;
-my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : "$root/build/nginx/objs";
+my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : Cwd::abs_path("build/nginx/objs");
 
 my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--port-offset', $offset,
                                   '--listen-address', '127.0.0.1', '--module-dir', $module_dir,

@@ -13,19 +13,10 @@
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
-use Cwd qw(abs_path);
-use File::Path qw(make_path);
 
-my $root = abs_path('.');
-my $shared = "$root/../shared/gateway-api/conformance";
-plan skip_all => "no $shared" unless -d $shared;
-plan 'no_plan';
-
-setup();
+my ($shared, $manifests) = conformance_begin();
 my $certs = certs_dir();
 my $dir = servroot();
-my $manifests = "$dir/manifests";
-make_path($manifests);
 
 my @tests = qw(gateway-with-clientcertificate-validation gateway-with-clientcertificate-validation-insecure-fallback
                gateway-with-invalid-clientcertificate-validation

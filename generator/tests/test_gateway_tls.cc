@@ -13,15 +13,6 @@ namespace {
 
 const char *const kSpki = "sha256-spki:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 
-std::string ca_configmap(const std::string &name, const std::string &ns = "ns")
-{
-    std::string indented;
-    std::istringstream lines(test_ca());
-    for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
-    return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns
-           + "}\ndata:\n  ca.crt: |\n" + indented;
-}
-
 std::string setup(const std::string &gateway_tls, const std::string &listener_tls_extra = "")
 {
     return R"(apiVersion: gateway.networking.k8s.io/v1
@@ -56,7 +47,7 @@ metadata: {name: web, namespace: ns}
 spec:
   parentRefs: [{name: gw}]
   rules: [{backendRefs: [{name: missing, port: 80}]}]
-)" + ca_configmap("client-ca");
+)" + ca_configmap_yaml("client-ca");
 }
 
 std::string listener(const ObjectStatus &gw, const std::string &name)
@@ -129,7 +120,7 @@ BOOST_AUTO_TEST_CASE(invalid_ca_references_take_the_listener_down)
              {"{group: \"\", kind: Service, name: client-ca}", "InvalidCACertificateKind"},
              {"{group: \"\", kind: ConfigMap, name: client-ca, namespace: other}", "RefNotPermitted"}}) {
         Plan plan = plan_of(setup("  tls:\n    frontend:\n      default:\n        validation:\n          caCertificateRefs: ["
-                                  + ref + "]\n") + ca_configmap("client-ca", "other"));
+                                  + ref + "]\n") + ca_configmap_yaml("client-ca", "other"));
         const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
         BOOST_TEST(listener(gw, "https") == "Accepted=False/NoValidCACertificate Programmed=False/Invalid ResolvedRefs=False/"
                                                 + reason + " ",

@@ -67,4 +67,14 @@ inline std::string test_ca()
     return text.str();
 }
 
+// A YAML ConfigMap NAME in namespace NS whose ca.crt is the test CA.
+inline std::string ca_configmap_yaml(const std::string &name, const std::string &ns = "ns")
+{
+    std::string indented;
+    std::istringstream lines(test_ca());
+    for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
+    return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns
+           + "}\ndata:\n  ca.crt: |\n" + indented;
+}
+
 }  // namespace g2n_test

@@ -17,14 +17,6 @@ using namespace g2n_test;
 
 namespace {
 
-std::string test_ca_indented()
-{
-    std::string indented;
-    std::istringstream lines(test_ca());
-    for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
-    return indented;
-}
-
 const char *const kSetupHead = R"(apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: ours}
@@ -60,8 +52,7 @@ spec:
 
 std::string setup()
 {
-    return std::string(kSetupHead) + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ca, namespace: ns}\n"
-           + "data:\n  ca.crt: |\n" + test_ca_indented();
+    return std::string(kSetupHead) + ca_configmap_yaml("ca");
 }
 
 

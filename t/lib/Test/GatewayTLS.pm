@@ -30,7 +30,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  run_generator read_status gateway_manifests serve_manifests stop_served request
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
-                 conformance_conditions stop_conformance_gateway);
+                 conformance_conditions stop_conformance_gateway conformance_begin);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -675,6 +675,18 @@ sub request {
 # read with a small line parser (Debian's base perl has no YAML module).
 sub slurp { local (@ARGV, $/) = @_; <> }
 sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
+
+# The start of a conformance replay: skips without the suite beside the
+# checkout, else sets up servroot; returns the suite's directory and the
+# directory the manifests go to.
+sub conformance_begin {
+    my $shared = "$Root/../shared/gateway-api/conformance";
+    Test::More::plan(skip_all => "no $shared") unless -d $shared;
+    Test::More::plan('no_plan');
+    _setup();
+    make_path("$ServRoot/manifests");
+    return ($shared, "$ServRoot/manifests");
+}
 
 # The Gateway API conformance suite (../shared/gateway-api/conformance): its
 # base manifests and the manifests of TESTS, with our GatewayClass name, as
