@@ -48,18 +48,19 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
     try {
         gtls::Verdict verdict;
         verdict.peer = gtls::describe_peer(leaf);
+        const bool pinned = !pins->record.pins.empty();
         const gtls::Pin *pin = gtls::match_pins(pins->record.pins, leaf);
         const bool ca_required = pins->verify != 3;  // optional_no_ca: pins alone
-        if (pin != nullptr && (chain_ok || !ca_required)) {
+        if ((pin != nullptr || !pinned) && (chain_ok || !ca_required)) {
             verdict.status = gtls::Status::Success;
-            verdict.verified_by = pin->spec;
+            verdict.verified_by = pin != nullptr ? pin->spec : "ca";
             ngx_gtls_count_client(pins, verdict, log);
             X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
             return 1;
         }
         verdict.status = gtls::Status::Failed;
-        verdict.reason = pin == nullptr ? gtls::Reason::Pin : gtls::Reason::Chain;
-        const char *why = pin == nullptr ? "no pin matches the certificate"
+        verdict.reason = pinned && pin == nullptr ? gtls::Reason::Pin : gtls::Reason::Chain;
+        const char *why = verdict.reason == gtls::Reason::Pin ? "no pin matches the certificate"
                                          : X509_verify_cert_error_string(X509_STORE_CTX_get_error(x509_ctx));
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "gateway_tls: client certificate rejected: pins \"%s\", reason \"%s\" (%s), "
@@ -119,6 +120,7 @@ void ngx_gtls_init_client_pin_conf(ngx_gtls_client_pin_conf_t *conf)
 {
     conf->pins = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     conf->pin_certificates = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
+    conf->handshake = NGX_CONF_UNSET;
 }
 
 namespace {
@@ -145,23 +147,42 @@ char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, n
     return ngx_gtls_conf_pin_certificate_specs(cf, cmd, &conf->pin_certificates);
 }
 
+char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf)
+{
+    if (conf->handshake != NGX_CONF_UNSET) {
+        return const_cast<char *>("is duplicate");
+    }
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    if (ngx_strcmp(value[1].data, "on") == 0) {
+        conf->handshake = 1;
+    } else if (ngx_strcmp(value[1].data, "off") == 0) {
+        conf->handshake = 0;
+    } else {
+        return ngx_gtls_invalid(cf, cmd, &value[1], "expected on or off");
+    }
+    if (conf->handshake) ngx_gtls_client_pin_where(cf, conf);
+    return NGX_CONF_OK;
+}
+
 ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_t *conf, ngx_ssl_t *ssl,
                                        ngx_uint_t verify, ngx_gtls_status_t *status)
 {
     if (conf->file.len == 0) {
-        return NGX_OK;
+        return NGX_OK;  // neither pins nor ssl_verify_client_handshake on
     }
+    const char *directive = conf->pins != NGX_CONF_UNSET_PTR || conf->pin_certificates != NGX_CONF_UNSET_PTR
+                                ? "ssl_verify_client_pin" : "ssl_verify_client_handshake";
     if (ssl == nullptr || ssl->ctx == nullptr) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"ssl_verify_client_pin\" in %V:%ui needs TLS in its server (\"ssl_certificate\")",
+                      "\"%s\" in %V:%ui needs TLS in its server (\"ssl_certificate\")", directive,
                       &conf->file, conf->line);
         return NGX_ERROR;
     }
     if (verify == 0) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"ssl_verify_client_pin\" in %V:%ui needs \"ssl_verify_client on\", \"optional\" "
+                      "\"%s\" in %V:%ui needs \"ssl_verify_client on\", \"optional\" "
                       "or \"optional_no_ca\" in its server",
-                      &conf->file, conf->line);
+                      directive, &conf->file, conf->line);
         return NGX_ERROR;
     }
 

@@ -23,6 +23,7 @@ struct ngx_gtls_client_pins_t {
 typedef struct {
     ngx_array_t             *pins;              // ngx_str_t SPECs
     ngx_array_t             *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
+    ngx_flag_t               handshake;         // ssl_verify_client_handshake
     ngx_str_t                file;              // where the first one was set
     ngx_uint_t               line;
     ngx_gtls_client_pins_t  *built;             // null: no client pins here
@@ -32,10 +33,12 @@ void ngx_gtls_init_client_pin_conf(ngx_gtls_client_pin_conf_t *conf);
 char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf);
 char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd,
                                            ngx_gtls_client_pin_conf_t *conf);
+char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf);
 
-// Checks the server's TLS settings and hooks the pins into its SSL_CTX:
-// the client's certificate must match a pin (and, unless optional_no_ca,
-// pass the CA) or the handshake fails with an alert; the session ID
+// Checks the server's TLS settings and hooks the pins (or, with
+// ssl_verify_client_handshake alone, the CA) into its SSL_CTX: the client's
+// certificate must match a pin, if any, and, unless optional_no_ca, pass
+// the CA, or the handshake fails with an alert; the session ID
 // context carries the pins, so no session made under other pins (or none)
 // is resumed here, whichever server issued it.
 ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_t *conf, ngx_ssl_t *ssl,

@@ -60,6 +60,11 @@ char *ngx_http_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return ngx_gtls_conf_client_pin(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
 }
 
+char *ngx_http_gtls_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_client_handshake(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
+}
+
 char *ngx_http_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     return ngx_gtls_conf_client_pin_certificate(cf, cmd,
@@ -98,6 +103,9 @@ ngx_command_t ngx_http_gtls_commands[] = {
 
     {ngx_string("ssl_verify_client_pin_certificate"), NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_client_pin_certificate, NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+
+    {ngx_string("ssl_verify_client_handshake"), NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_client_handshake, NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
 
     {ngx_string("gateway_tls_status_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_status_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},

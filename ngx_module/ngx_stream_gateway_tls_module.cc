@@ -238,6 +238,11 @@ char *ngx_stream_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return ngx_gtls_conf_client_pin(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
 }
 
+char *ngx_stream_gtls_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_client_handshake(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
+}
+
 char *ngx_stream_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     return ngx_gtls_conf_client_pin_certificate(cf, cmd,
@@ -272,6 +277,8 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     {ngx_string("ssl_verify_client_pin_certificate"), NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
      ngx_stream_gtls_client_pin_certificate, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("ssl_verify_client_handshake"), NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_client_handshake, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
 void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)

@@ -92,13 +92,11 @@ start_backends();
 sub serve_gateway { serve_conformance_gateway($manifests, $_[0], $offset, $_[1]) }
 sub conditions { conformance_conditions(@_) }
 
-# A refused client: the TLS handshake fails (0) or nginx answers 400 after
-# it (CA validation without pins is stock nginx's ssl_verify_client, which
-# the suite's MakeTLSRequestAndExpectFailureResponse accepts: not a 200);
-# either way the backend is never reached.
+# A refused client: the TLS handshake fails (ssl_verify_client_handshake),
+# so no HTTP status at all and the backend is never reached.
 sub refused {
     my ($code, $body) = @_;
-    return ($code == 0 || $code == 400) && $body !~ /backend=/;
+    return $code == 0 && $body !~ /backend=/;
 }
 
 # GET / over TLS to the listener PORT as HOST, with the client certificate
@@ -134,8 +132,11 @@ sub listener_like {
        'ClientCertificateValidation: per port, the per-port client passes');
     ok(refused(https_get(8443, 'second-example.org', 'leaf')),
        'ClientCertificateValidation: per port, the default client is refused');
-    like(slurp("$dir/out-$gw/http.conf"), qr/ssl_verify_client on;\n\s+ssl_client_certificate certs\/ca-\w+\.pem;/,
-         'ClientCertificateValidation: rendered as ssl_verify_client on with the CA bundle');
+    like(slurp("$dir/out-$gw/http.conf"),
+         qr/ssl_verify_client on;\n\s+ssl_verify_client_handshake on;\n\s+ssl_client_certificate certs\/ca-\w+\.pem;/,
+         'ClientCertificateValidation: rendered as ssl_verify_client on, refused in the handshake, with the CA bundle');
+    like(slurp("$dir/out-$gw/logs/error.log"), qr/client certificate rejected: pins "client\@[^"]+", reason "chain"/,
+         'ClientCertificateValidation: the refusal is logged');
 }
 
 # ---- GatewayFrontendClientCertificateValidationInsecureFallback ------------

@@ -288,3 +288,65 @@ my $spki = Test::GatewayTLS::spki_pin('selfsigned');
 --- must_die
 --- error_log eval
 [qr/"ssl_verify_client_pin" in \S+nginx.conf:\d+ needs "ssl_verify_client on", "optional" or "optional_no_ca"/]
+
+=== TEST 11: ssl_verify_client_handshake on: a client the CA refuses fails the handshake (stock nginx answers 400 after it)
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client on;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        ssl_verify_client_handshake on;
+        return 200 "verify=$ssl_client_verify pin=$ssl_client_pin\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1 ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client on;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        return 200 "stock verify=$ssl_client_verify\n";
+    }
+--- config
+    proxy_ssl_session_reuse off;
+    location /good {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
+    }
+    location /untrusted {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/untrusted.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/untrusted.key;
+    }
+    location /none {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+    }
+    location /stock-untrusted {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/untrusted.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/untrusted.key;
+    }
+--- request eval
+["GET /good", "GET /untrusted", "GET /none", "GET /stock-untrusted"]
+--- error_code eval
+[200, 502, 502, 400]
+--- response_body_like eval
+["^verify=SUCCESS pin=\n", "502 Bad Gateway", "502 Bad Gateway", "400 Bad Request"]
+--- error_log eval
+[qr/client certificate rejected: pins "client\@[^"]+", reason "chain"/]
+
+=== TEST 12: ssl_verify_client_handshake needs ssl_verify_client
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client_handshake on;
+    }
+--- must_die
+--- error_log eval
+[qr/"ssl_verify_client_handshake" in \S+nginx.conf:\d+ needs "ssl_verify_client on"/]

@@ -49,6 +49,10 @@ void render_client_validation(std::ostringstream &out, const ClientValidation &c
 {
     if (client.verify.empty()) return;
     out << "    ssl_verify_client " << client.verify << ";\n";
+    if (client.verify == "on") {
+        // a client that fails validation gets an alert, not a 400 page
+        out << "    ssl_verify_client_handshake on;\n";
+    }
     if (!client.ca.empty()) {
         out << "    ssl_client_certificate " << client.ca << ";\n";
         out << "    ssl_verify_depth 4;\n";  // leaf, intermediates, root

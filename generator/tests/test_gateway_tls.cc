@@ -81,7 +81,9 @@ BOOST_AUTO_TEST_CASE(frontend_validation_renders_on_tls_listeners_only)
           trustedCertificateHashes: [{type: SPKI, algorithm: SHA256, value: "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}]
 )"));
     std::string http = render_http_conf(plan);
-    BOOST_TEST(http.find("    ssl_verify_client on;\n    ssl_client_certificate certs/ca-") != std::string::npos, http);
+    BOOST_TEST(http.find("    ssl_verify_client on;\n    ssl_verify_client_handshake on;\n    ssl_client_certificate certs/ca-")
+                   != std::string::npos,
+               http);
     BOOST_TEST(http.find(std::string("    ssl_verify_client_pin ") + kSpki + ";\n") != std::string::npos, http);
     // the HTTP listener's server carries none of it
     size_t plain = http.find("listen 0.0.0.0:80");
@@ -108,6 +110,7 @@ BOOST_AUTO_TEST_CASE(per_port_overrides_default_and_fallback_is_reported)
 )"));
     std::string http = render_http_conf(plan);
     BOOST_TEST(http.find("    ssl_verify_client optional_no_ca;\n    ssl_client_certificate certs/ca-") != std::string::npos, http);
+    BOOST_TEST(http.find("ssl_verify_client_handshake") == std::string::npos, http);
     const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener(gw, "https").find("Accepted=True/Accepted") == 0u);
     BOOST_TEST(gateway_conditions(gw).find("InsecureFrontendValidationMode=True/ConfigurationChanged") != std::string::npos);
@@ -222,7 +225,9 @@ spec:
   rules: [{backendRefs: [{name: db, port: 5432}]}]
 )";
     std::string stream = render_stream_conf(plan_of(yaml));
-    BOOST_TEST(stream.find("    ssl_verify_client on;\n    ssl_client_certificate certs/ca-") != std::string::npos, stream);
+    BOOST_TEST(stream.find("    ssl_verify_client on;\n    ssl_verify_client_handshake on;\n    ssl_client_certificate certs/ca-")
+                   != std::string::npos,
+               stream);
     BOOST_TEST(stream.find("    proxy_ssl_certificate certs/backend-client-ns-cert.crt;\n"
                            "    proxy_ssl_certificate_key certs/backend-client-ns-cert.key;\n")
                    != std::string::npos,
