@@ -109,9 +109,7 @@ demo: deps
 # Benchmarks print ratios measured side by side in one run (bench/).
 bench: deps
 	$(MAKE) all
-	bash bench/generator.sh
-	bash bench/scale.sh
-	bash bench/dataplane.sh
+	bash bench/run.sh
 
 clean:
 	rm -rf $(BUILD) t/servroot*

@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
-# Generator benchmark (DESIGN §5): gateway2nginx on N routes, Services and
-# policies against yaml-cpp parsing the same file, side by side in one run
-# (best of 3 wall-clock runs each); then the time per route across sizes.
-# Usage: bench/generator.sh [SIZES...]   (default: 1000 10000)
+# Generator benchmark (DESIGN §5): gateway2nginx on N routes (each with its
+# Service, EndpointSlice and BackendTLSPolicy) against a program that only
+# event-parses the same file with yaml-cpp, interleaved, median of $RUNS
+# (default 3): wall seconds and peak RSS; then how time grows with N.
+# Usage: bench/generator.sh [SIZES...]   (default: 1000 10000 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=("${@:-1000}")
-[ $# -eq 0 ] && sizes=(1000 10000)
+sizes=("$@")
+[ $# -eq 0 ] && sizes=(1000 10000 100000)
+runs=${RUNS:-3}
 build=build/bench
 mkdir -p "$build"
 g++ -O2 -o "$build/yaml_parse_only" bench/yaml_parse_only.cc -lyaml-cpp
 
-best() {  # best of 3 wall-clock seconds of a command
-    local best=""
-    for _ in 1 2 3; do
-        local start end
-        start=$(date +%s.%N)
-        "$@" > /dev/null
-        end=$(date +%s.%N)
-        best=$(echo "$start $end ${best:-999999}" | awk '{t = $2 - $1; print (t < $3 ? t : $3)}')
-    done
-    echo "$best"
-}
+# "SECONDS KB" of one run
+measure() { /usr/bin/time -f '%e %M' "$@" 2>&1 > /dev/null | tail -1; }
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
-printf '%8s %10s %12s %14s %8s %14s\n' routes input_MB yaml-cpp_s gateway2nginx_s ratio us_per_route
+printf '%8s %8s %11s %11s %8s %12s %12s %10s\n' routes input_MB baseline_s g2n_s ratio baseline_MB g2n_MB us/route
+declare -A per_route
 for n in "${sizes[@]}"; do
     input="$build/manifests-$n.yaml"
     [ -f "$input" ] || perl bench/make-manifests.pl "$n" conf-examples/certs/ca.crt > "$input"
     mb=$(du -m "$input" | cut -f1)
-    base=$(best "$build/yaml_parse_only" "$input")
-    gen=$(best build/gateway2nginx -f "$input" -o "$build/out-$n")
-    echo "$n $mb $base $gen" | awk '{printf "%8d %10d %12.2f %14.2f %8.2f %14.1f\n", $1, $2, $3, $4, $4 / $3, $4 / $1 * 1e6}'
+    bs=() bk=() gs=() gk=()
+    for _ in $(seq "$runs"); do
+        read -r s k < <(measure "$build/yaml_parse_only" "$input"); bs+=("$s"); bk+=("$k")
+        read -r s k < <(measure build/gateway2nginx -f "$input" -o "$build/out-$n"); gs+=("$s"); gk+=("$k")
+    done
+    b=$(printf '%s\n' "${bs[@]}" | median); g=$(printf '%s\n' "${gs[@]}" | median)
+    bm=$(printf '%s\n' "${bk[@]}" | median); gm=$(printf '%s\n' "${gk[@]}" | median)
+    per_route[$n]=$g
+    echo "$n $mb $b $g $bm $gm" | awk '{printf "%8d %8d %11.2f %11.2f %8.2f %12.1f %12.1f %10.1f\n",
+        $1, $2, $3, $4, ($3 > 0 ? $4 / $3 : 0), $5 / 1024, $6 / 1024, $4 / $1 * 1e6}'
 done
+if [ -n "${per_route[10000]:-}" ] && [ -n "${per_route[100000]:-}" ]; then
+    echo "${per_route[100000]} ${per_route[10000]}" | awk '{printf "growth: 100,000 routes take %.1fx the time of 10,000 (linear: 10x, target <= 11x)\n", $1 / $2}'
+fi

@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
 # Scale benchmark (DESIGN §5): N TLS backends, each location with its own
-# policy (strict, its SAN, the CA bundle), written the module's way against
-# stock nginx's per-location proxy_ssl_verify + proxy_ssl_trusted_certificate.
-# `nginx -t` wall time and peak memory, side by side in one run (best of
-# $RUNS, default 1: stock nginx takes minutes and gigabytes at 10,000).
-# Usage: bench/scale.sh [N] (default 10000)
+# policy (strict, its SAN, the CA bundle) as the module reads them, against
+# the same locations in plain HTTP; stock nginx's per-location
+# proxy_ssl_verify + proxy_ssl_trusted_certificate is printed beside.
+# `nginx -t` wall time and peak RSS, median of $RUNS (default 3) interleaved
+# runs; stock once (it takes minutes and gigabytes with the System bundle).
+# Usage: bench/scale.sh [N...] (default 1000 10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n=${1:-10000}
+sizes=("$@")
+[ $# -eq 0 ] && sizes=(1000 10000)
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
-work=build/bench/scale-$n
-rm -rf "$work" && mkdir -p "$work/module/logs" "$work/stock/logs"
-# the trust bundle a System-CA policy would use: the test CA and Debian's
-# public roots (about 140 certificates)
-cat conf-examples/certs/ca.crt ${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt} > "$work/ca.pem"
 
-write() {  # write KIND: nginx.conf with N locations
-    local kind=$1 conf=$work/$1/nginx.conf
+write() {  # write DIR KIND CA N: nginx.conf with N locations
+    local dir=$1 kind=$2 ca=$3 n=$4
+    mkdir -p "$dir/logs"
     {
         [ "$kind" = module ] && echo "load_module $module;"
         echo "pid logs/nginx.pid; error_log logs/error.log; events {}"
@@ -24,33 +22,52 @@ write() {  # write KIND: nginx.conf with N locations
         echo "  proxy_ssl_server_name on;"
         echo "  server { listen 127.0.0.1:1;"
         for i in $(seq 0 $((n - 1))); do
-            echo "    location /svc-$i/ { proxy_pass https://127.0.0.1:$((10000 + i % 50000)); proxy_ssl_name svc-$i.example.com;"
-            if [ "$kind" = module ]; then
-                echo "      proxy_ssl_verify_mode strict; proxy_ssl_verify_ca ../ca.pem; proxy_ssl_verify_san dns:svc-$i.example.com; }"
-            else
-                echo "      proxy_ssl_verify on; proxy_ssl_trusted_certificate ../ca.pem; }"
-            fi
+            case $kind in
+            plain)
+                echo "    location /svc-$i/ { proxy_pass http://127.0.0.1:$((10000 + i % 50000)); }" ;;
+            module)
+                echo "    location /svc-$i/ { proxy_pass https://127.0.0.1:$((10000 + i % 50000)); proxy_ssl_name svc-$i.example.com;"
+                echo "      proxy_ssl_verify_mode strict; proxy_ssl_verify_ca $ca; proxy_ssl_verify_san dns:svc-$i.example.com; }" ;;
+            stock)
+                echo "    location /svc-$i/ { proxy_pass https://127.0.0.1:$((10000 + i % 50000)); proxy_ssl_name svc-$i.example.com;"
+                echo "      proxy_ssl_verify on; proxy_ssl_trusted_certificate $ca; }" ;;
+            esac
         done
         echo "  }"
         echo "}"
-    } > "$conf"
+    } > "$dir/nginx.conf"
 }
 
-measure() {  # best of $RUNS: seconds and peak KB of nginx -t
-    local dir=$1 best_s="" best_kb=""
-    for _ in $(seq "${RUNS:-1}"); do
-        local out
-        out=$(/usr/bin/time -f '%e %M' /usr/sbin/nginx -t -q -p "$dir/" -c nginx.conf 2>&1 | tail -1)
-        best_s=$(echo "$out ${best_s:-999999}" | awk '{print ($1 < $3 ? $1 : $3)}')
-        best_kb=$(echo "$out ${best_kb:-999999999}" | awk '{print ($2 < $3 ? $2 : $3)}')
+measure() { /usr/bin/time -f '%e %M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf 2>&1 | tail -1; }
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+printf '%8s %-8s %9s %9s %9s %9s %9s %9s %9s %9s\n' backends trust plain_s module_s stock_s plain_MB module_MB stock_MB time_x mem_x
+for n in "${sizes[@]}"; do
+    work=$PWD/build/bench/scale-$n
+    rm -rf "$work" && mkdir -p "$work"
+    cp conf-examples/certs/ca.crt "$work/private.pem"
+    # what a System policy trusts: Debian's public roots (about 140)
+    cat conf-examples/certs/ca.crt "${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" > "$work/system.pem"
+    write "$work/plain" plain "" "$n"
+    for trust in private system; do
+        write "$work/module-$trust" module "$work/$trust.pem" "$n"
+        ps=() pk=() ms=() mk=()
+        for _ in $(seq "${RUNS:-3}"); do
+            read -r s k < <(measure "$work/plain"); ps+=("$s"); pk+=("$k")
+            read -r s k < <(measure "$work/module-$trust"); ms+=("$s"); mk+=("$k")
+        done
+        stock="- -"
+        # stock with the System bundle: 18 s and 847 MB at 1,000 already
+        if [ "$trust" = private ] || [ "$n" -le 1000 ]; then
+            write "$work/stock-$trust" stock "$work/$trust.pem" "$n"
+            stock=$(measure "$work/stock-$trust")
+        fi
+        p=$(printf '%s\n' "${ps[@]}" | median); pm=$(printf '%s\n' "${pk[@]}" | median)
+        m=$(printf '%s\n' "${ms[@]}" | median); mm=$(printf '%s\n' "${mk[@]}" | median)
+        echo "$n $trust $p $m $stock $pm $mm" | awk '{
+            stock_s = ($5 == "-") ? "skipped" : sprintf("%.2f", $5);
+            stock_mb = ($6 == "-") ? "skipped" : sprintf("%.1f", $6 / 1024);
+            printf "%8d %-8s %9.2f %9.2f %9s %9.1f %9.1f %9s %9.2f %9.2f\n",
+                $1, $2, $3, $4, stock_s, $7 / 1024, $8 / 1024, stock_mb, ($3 > 0 ? $4 / $3 : 0), $8 / $7 }'
     done
-    echo "$best_s $best_kb"
-}
-
-write module
-write stock
-read -r ms mk < <(measure "$work/module")
-read -r ss sk < <(measure "$work/stock")
-printf '%8s %12s %12s %12s %12s %10s %10s\n' backends module_s stock_s module_MB stock_MB time_ratio mem_ratio
-echo "$n $ms $ss $mk $sk" | awk '{printf "%8d %12.2f %12.2f %12.1f %12.1f %10.2f %10.2f\n",
-    $1, $2, $3, $4 / 1024, $5 / 1024, $2 / $3, $4 / $5}'
+done

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, side by side in one run, into one table
+# printed and written to bench/results.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench/results.md
+{
+    echo "# Benchmark results"
+    echo
+    echo "Run $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, $(/usr/sbin/nginx -v 2>&1 | sed 's/.*: //'),"
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown). Each figure is a median of interleaved runs;"
+    echo "each ratio compares two things measured in this run. Reproduce with \`make bench\`."
+    echo
+    echo "## Data plane: requests/s, module (strict, CA, URI SAN, SPKI pin) / stock proxy_ssl_verify on (target >= 0.99)"
+    echo
+    echo '```'
+    bash bench/dataplane.sh "${BENCH_SECONDS:-5}"
+    echo '```'
+    echo
+    echo "## Scale: nginx -t, one policy per TLS backend, module / plain HTTP (target <= 2x at 10,000); stock beside"
+    echo
+    echo '```'
+    bash bench/scale.sh
+    echo '```'
+    echo
+    echo "## Generator: gateway2nginx / yaml-cpp event parse of the same file (target <= 1.3x and <= 100 MB at 10,000)"
+    echo
+    echo '```'
+    bash bench/generator.sh
+    echo '```'
+} | tee "$out.tmp"
+mv "$out.tmp" "$out"
