@@ -28,7 +28,7 @@ GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module unit-tests test test-unit test-nginx install demo bench clean
+.PHONY: all deps module unit-tests test test-unit test-nginx install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -105,6 +105,32 @@ install: module $(GENERATOR)
 demo: deps
 	$(MAKE) module $(GENERATOR)
 	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) bash conf-examples/demo.sh
+
+# libFuzzer targets (clang from Debian, ASan and UBSan): the module's SPEC
+# parsing and matching, its PEM loading, and the generator's whole pipeline
+# on arbitrary bytes as YAML. Each runs FUZZ_SECONDS from the seed corpus in
+# the repository; what it learns stays under build/fuzz.
+FUZZ_SECONDS ?= 60
+FUZZ_CXX     := clang++-14
+FUZZ_FLAGS   := -O1 -g -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+                -Ingx_module/core -Igenerator/src
+FUZZ_TARGETS := spec pem generator
+
+fuzz: DEPS += clang-14 libclang-rt-14-dev
+fuzz: deps
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/spec ngx_module/fuzz/fuzz_spec.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/pem ngx_module/fuzz/fuzz_pem.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/generator generator/fuzz/fuzz_generator.cc $(GEN_SRCS) $(GEN_LIBS)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  seeds=ngx_module/fuzz/corpus/$$t; [ $$t = generator ] && seeds=generator/fuzz/corpus; \
+	  mkdir -p $(BUILD)/fuzz/corpus-$$t $(BUILD)/fuzz/crashes-$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -rss_limit_mb=4096 \
+	    -artifact_prefix=$(BUILD)/fuzz/crashes-$$t/ $(BUILD)/fuzz/corpus-$$t $$seeds 2> $(BUILD)/fuzz/$$t.log \
+	    || { tail -40 $(BUILD)/fuzz/$$t.log; exit 1; }; \
+	  grep -E 'DONE|stat::number_of_executed_units|stat::peak_rss_mb' $(BUILD)/fuzz/$$t.log; \
+	done
 
 # Benchmarks print ratios measured side by side in one run (bench/).
 bench: deps
