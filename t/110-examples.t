@@ -59,6 +59,20 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'bad input leaves OUTDIR as it was');
 }
 
+# a full disk (a 1 KB file size limit, SIGXFSZ ignored so that the write
+# fails): exit 1 naming the file, OUTDIR byte for byte as it was, no
+# staging directory left behind
+{
+    my $before = files_under("$dir/spiffe-backend-1");
+    my $generator = $ENV{GATEWAY2NGINX} || "$root/build/gateway2nginx";
+    my $out = `sh -c 'trap "" XFSZ; ulimit -f 2; exec "\$0" "\$@"' $generator -f $root/conf-examples/gateway.yaml -f $root/conf-examples/tls-route/manifests.yaml -o $dir/spiffe-backend-1 2>&1`;
+    is($? >> 8, 1, 'a failed write exits 1');
+    like($out, qr/gateway2nginx: cannot write \S+/, 'a failed write names the file');
+    is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'a failed write leaves OUTDIR as it was');
+    opendir(my $dh, $dir) or die;
+    is_deeply([grep { /^\.spiffe-backend-1\.new-/ } readdir $dh], [], 'a failed write leaves no staging directory');
+}
+
 # a failing nginx check: exit 2, OUTDIR untouched
 {
     my $before = files_under("$dir/spiffe-backend-1");
