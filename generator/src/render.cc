@@ -7,7 +7,6 @@
 #include <set>
 #include <sstream>
 
-#include <yaml-cpp/yaml.h>
 
 namespace g2n {
 
@@ -420,85 +419,6 @@ std::string render_http_conf(const Plan &plan, const Options &o)
         out << "}\n";
     }
     return out.str();
-}
-
-namespace {
-
-void emit_conditions(YAML::Emitter &y, const std::vector<Condition> &conds, const ObjectMeta &meta)
-{
-    y << YAML::Key << "conditions" << YAML::Value << YAML::BeginSeq;
-    for (const Condition &c : conds) {
-        y << YAML::BeginMap;
-        y << YAML::Key << "type" << YAML::Value << c.type;
-        y << YAML::Key << "status" << YAML::Value << YAML::DoubleQuoted << c.status;
-        y << YAML::Key << "reason" << YAML::Value << c.reason;
-        y << YAML::Key << "message" << YAML::Value << c.message;
-        y << YAML::Key << "observedGeneration" << YAML::Value << meta.generation;
-        // deterministic output: the object's own timestamp stands in
-        y << YAML::Key << "lastTransitionTime" << YAML::Value
-          << (meta.creation_timestamp.empty() ? "1970-01-01T00:00:00Z" : meta.creation_timestamp);
-        y << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-}
-
-}  // namespace
-
-std::string render_status(const Plan &plan, const Options &o)
-{
-    YAML::Emitter y;
-    for (const ObjectStatus &st : plan.statuses) {
-        y << YAML::BeginDoc << YAML::BeginMap;
-        y << YAML::Key << "apiVersion" << YAML::Value << st.api_version;
-        y << YAML::Key << "kind" << YAML::Value << st.kind;
-        y << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
-        y << YAML::Key << "name" << YAML::Value << st.meta.name;
-        y << YAML::Key << "namespace" << YAML::Value << st.meta.namespace_;
-        y << YAML::Key << "generation" << YAML::Value << st.meta.generation;
-        y << YAML::EndMap;
-        y << YAML::Key << "status" << YAML::Value << YAML::BeginMap;
-        if (st.kind == "Gateway") {
-            emit_conditions(y, st.conditions, st.meta);
-            y << YAML::Key << "listeners" << YAML::Value << YAML::BeginSeq;
-            for (const auto &l : st.listeners) {
-                y << YAML::BeginMap;
-                y << YAML::Key << "name" << YAML::Value << l.name;
-                y << YAML::Key << "attachedRoutes" << YAML::Value << l.attached_routes;
-                y << YAML::Key << "supportedKinds" << YAML::Value << YAML::BeginSeq;
-                for (const std::string &kind : l.supported_kinds) {
-                    y << YAML::BeginMap << YAML::Key << "group" << YAML::Value << "gateway.networking.k8s.io"
-                      << YAML::Key << "kind" << YAML::Value << kind << YAML::EndMap;
-                }
-                y << YAML::EndSeq;
-                emit_conditions(y, l.conditions, st.meta);
-                y << YAML::EndMap;
-            }
-            y << YAML::EndSeq;
-        } else {
-            y << YAML::Key << st.refs_key << YAML::Value << YAML::BeginSeq;
-            for (const auto &ref : st.refs) {
-                y << YAML::BeginMap;
-                y << YAML::Key << (st.refs_key == "parents" ? "parentRef" : "ancestorRef") << YAML::Value
-                  << YAML::BeginMap;
-                y << YAML::Key << "group" << YAML::Value << ref.group;
-                y << YAML::Key << "kind" << YAML::Value << ref.kind;
-                y << YAML::Key << "namespace" << YAML::Value << ref.namespace_;
-                y << YAML::Key << "name" << YAML::Value << ref.name;
-                if (!ref.section_name.empty()) {
-                    y << YAML::Key << "sectionName" << YAML::Value << ref.section_name;
-                }
-                y << YAML::EndMap;
-                y << YAML::Key << "controllerName" << YAML::Value << o.controller_name;
-                emit_conditions(y, ref.conditions, st.meta);
-                y << YAML::EndMap;
-            }
-            y << YAML::EndSeq;
-        }
-        y << YAML::EndMap << YAML::EndMap;
-    }
-    std::string out = y.c_str();
-    if (!out.empty() && out.back() != '\n') out += '\n';
-    return out;
 }
 
 }  // namespace g2n

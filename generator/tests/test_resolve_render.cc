@@ -10,6 +10,8 @@
 #include "resolve.h"
 #include "test_support.h"
 
+#include <yaml-cpp/yaml.h>
+
 using namespace g2n;
 using namespace g2n_test;
 
@@ -543,6 +545,52 @@ BOOST_AUTO_TEST_CASE(weighted_rule_splits_over_upstreams)
                          "    20.00% http://backend_ns_svc_8443;\n"
                          "    * \"\";\n}") != std::string::npos, http);
     BOOST_TEST(http.find("if ($backend_split_1 = \"\") {\n            return 500;") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(status_yaml)
+
+// status.yaml is written by hand: whatever a message or name holds, a YAML
+// reader gets back exactly the text.
+BOOST_AUTO_TEST_CASE(every_scalar_round_trips)
+{
+    const std::vector<std::string> tricky = {
+        "plain words", "key: value", "- dash first", "quote \" inside", "back\\slash", "line\nbreak",
+        "tab\there", "true", "No", "~", "null", "# comment", "trailing colon:", " leading space",
+        "trailing space ", "ünïcödé ✓", "{braces}", "[list]", "a #b", "@at", "`tick`", "100", "0x1F",
+        "1970-01-01T00:00:00Z", "bell\x07", "", "*star", "&anchor", "!tag", "%percent", "'single'",
+        "spiffe://abc.example.com/test-identity", "a,b", "?q"};
+    Plan plan;
+    for (size_t i = 0; i < tricky.size(); i++) {
+        ObjectStatus st;
+        st.api_version = "gateway.networking.k8s.io/v1";
+        st.kind = "HTTPRoute";
+        st.meta.name = tricky[i];
+        st.meta.namespace_ = "ns";
+        st.meta.generation = static_cast<int64_t>(i);
+        st.refs_key = "parents";
+        ObjectStatus::RefStatus ref;
+        ref.namespace_ = "ns";
+        ref.name = tricky[i];
+        ref.section_name = tricky[i];
+        ref.conditions = {{"Accepted", "False", "Reason", tricky[i]}};
+        st.refs.push_back(ref);
+        plan.statuses.push_back(st);
+    }
+    std::string text = render_status(plan, Options{});
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    BOOST_TEST_REQUIRE(docs.size() == tricky.size());
+    for (size_t i = 0; i < tricky.size(); i++) {
+        BOOST_TEST(docs[i]["metadata"]["name"].as<std::string>("<missing>") == tricky[i]);
+        BOOST_TEST(docs[i]["metadata"]["generation"].as<int>() == static_cast<int>(i));
+        const YAML::Node parent = docs[i]["status"]["parents"][0];
+        // an empty sectionName is left out, as Kubernetes omits it
+        BOOST_TEST(parent["parentRef"]["sectionName"].as<std::string>("") == tricky[i]);
+        BOOST_TEST(parent["conditions"][0]["message"].as<std::string>("<missing>") == tricky[i]);
+        BOOST_TEST(parent["conditions"][0]["status"].as<std::string>() == "False");
+        BOOST_TEST(parent["conditions"][0]["status"].Tag() == "!");  // quoted: a string, not a boolean
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
