@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <signal.h>
 #include <unistd.h>
@@ -140,14 +141,19 @@ Args parse_args(int argc, char **argv)
     return a;
 }
 
-void write_file(const fs::path &path, const std::string &content, int mode)
+void write_file(const fs::path &path, int mode, const std::function<void(std::ostream &)> &write)
 {
     fs::create_directories(path.parent_path());
     std::ofstream out(path, std::ios::binary);
-    out << content;
+    write(out);
     out.close();
     if (!out) throw std::runtime_error("cannot write " + path.string());
     ::chmod(path.c_str(), static_cast<mode_t>(mode));
+}
+
+void write_file(const fs::path &path, const std::string &content, int mode)
+{
+    write_file(path, mode, [&](std::ostream &out) { out << content; });
 }
 
 bool nginx_check(const std::string &nginx, const fs::path &dir)
@@ -210,7 +216,7 @@ int main(int argc, char **argv)
         write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
         write_file(staged / "http.conf", render_http_conf(plan, args.options), 0644);
         write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
-        write_file(staged / "status.yaml", render_status(plan, args.options), 0644);
+        write_file(staged / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, args.options); });
         for (const OutputFile &f : plan.files) {
             write_file(staged / f.path, f.content, f.mode);
         }

@@ -34,5 +34,7 @@ void render_backend_client(std::ostringstream &out, const BackendClientCertifica
 // upstream{} with its servers and the module directives of its policy
 void render_upstream(std::ostringstream &out, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);
+// The same, straight into a stream: status.yaml is the largest output.
+void render_status(std::ostream &out, const Plan &plan, const Options &options);
 
 }  // namespace g2n

@@ -55,7 +55,7 @@ std::string quoted(const std::string &s)
 
 std::string scalar(const std::string &s) { return plain_safe(s) ? s : quoted(s); }
 
-void conditions(std::ostringstream &out, const std::string &indent, const std::vector<Condition> &conds,
+void conditions(std::ostream &out, const std::string &indent, const std::vector<Condition> &conds,
                 const ObjectMeta &meta)
 {
     out << indent << "conditions:" << (conds.empty() ? " []" : "") << "\n";
@@ -76,6 +76,12 @@ void conditions(std::ostringstream &out, const std::string &indent, const std::v
 std::string render_status(const Plan &plan, const Options &o)
 {
     std::ostringstream out;
+    render_status(out, plan, o);
+    return out.str();
+}
+
+void render_status(std::ostream &out, const Plan &plan, const Options &o)
+{
     for (const ObjectStatus &st : plan.statuses) {
         out << "---\n";
         out << "apiVersion: " << scalar(st.api_version) << "\n";
@@ -114,7 +120,6 @@ std::string render_status(const Plan &plan, const Options &o)
             conditions(out, "      ", ref.conditions, st.meta);
         }
     }
-    return out.str();
 }
 
 }  // namespace g2n
