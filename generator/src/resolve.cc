@@ -74,7 +74,11 @@ public:
         std::stable_sort(routes.begin(), routes.end(), [](const HTTPRoute *a, const HTTPRoute *b) {
             return older_first(a->meta, b->meta);
         });
+        // every status is known up front: no vector doubling on the way
+        plan_->statuses.reserve(plan_->statuses.size() + gateways_.size() + routes.size()
+                                + m_.backend_tls_policies.size());
         std::vector<ObjectStatus> route_statuses;
+        route_statuses.reserve(routes.size());
         for (const HTTPRoute *r : routes) {
             route_statuses.push_back(attach_route(*r));
         }
