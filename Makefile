@@ -15,7 +15,7 @@ CXXFLAGS     += -std=c++17 -Wall -Wextra -Werror -Ingx_module/core
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
         libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
-        ca-certificates time wrk prometheus
+        ca-certificates time wrk prometheus valgrind
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
@@ -28,7 +28,7 @@ GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module unit-tests test test-unit test-nginx install demo bench fuzz clean
+.PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -80,12 +80,21 @@ test-unit: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/leaf
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/unit_tests --report_level=short --color_output=no
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/generator_tests --report_level=short --color_output=no
 
+# Both unit test binaries under valgrind: no memory error, no definite or
+# indirect leak (OpenSSL's and yaml-cpp's process-lifetime caches are "still
+# reachable", which is not a leak).
+VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=3 --quiet
+test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/leaf.crt
+	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/unit_tests --report_level=short --color_output=no
+	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no
+
 test-nginx: module $(GENERATOR)
 	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
 
 test: deps
 	$(MAKE) all
 	$(MAKE) test-unit
+	$(MAKE) test-valgrind
 	$(MAKE) test-nginx
 
 install: module $(GENERATOR)
