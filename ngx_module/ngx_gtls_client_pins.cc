@@ -51,7 +51,10 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
         const bool pinned = !pins->record.pins.empty();
         const gtls::Pin *pin = gtls::match_pins(pins->record.pins, leaf);
         const bool ca_required = pins->verify != 3;  // optional_no_ca: pins alone
-        if ((pin != nullptr || !pinned) && (chain_ok || !ca_required)) {
+        // pins alone skip the chain, not the validity period
+        const bool current = X509_cmp_current_time(X509_get0_notBefore(leaf)) < 0
+                             && X509_cmp_current_time(X509_get0_notAfter(leaf)) > 0;
+        if ((pin != nullptr || !pinned) && (chain_ok || (!ca_required && current))) {
             verdict.status = gtls::Status::Success;
             verdict.verified_by = pin != nullptr ? pin->spec : "ca";
             ngx_gtls_count_client(pins, verdict, log);
@@ -59,9 +62,13 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
             return 1;
         }
         verdict.status = gtls::Status::Failed;
-        verdict.reason = pinned && pin == nullptr ? gtls::Reason::Pin : gtls::Reason::Chain;
-        const char *why = verdict.reason == gtls::Reason::Pin ? "no pin matches the certificate"
-                                         : X509_verify_cert_error_string(X509_STORE_CTX_get_error(x509_ctx));
+        verdict.reason = pinned && pin == nullptr ? gtls::Reason::Pin
+                         : !ca_required && !current ? gtls::Reason::Expired
+                                                    : gtls::Reason::Chain;
+        const char *why = verdict.reason == gtls::Reason::Pin       ? "no pin matches the certificate"
+                          : verdict.reason == gtls::Reason::Expired ? "outside its validity period"
+                                                                    : X509_verify_cert_error_string(
+                                                                          X509_STORE_CTX_get_error(x509_ctx));
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "gateway_tls: client certificate rejected: pins \"%s\", reason \"%s\" (%s), "
                       "client SANs \"%s\", SPKI sha256 \"%s\"",

@@ -18,7 +18,7 @@ __DATA__
         ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
         ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
         ssl_verify_client optional_no_ca;
-        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED $TEST_NGINX_SPKI_EXPIRED;
         return 200 "verify=$ssl_client_verify pin=$ssl_client_pin spki=$ssl_client_spki_sha256 cert=$ssl_client_cert_sha256\n";
     }
 --- config
@@ -38,19 +38,26 @@ __DATA__
         proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
         proxy_ssl_session_reuse off;
     }
+    location /expired {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/expired.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/expired.key;
+        proxy_ssl_session_reuse off;
+    }
 --- request eval
-["GET /selfsigned", "GET /leaf", "GET /none"]
+["GET /selfsigned", "GET /leaf", "GET /none", "GET /expired"]
 --- error_code eval
-[200, 502, 502]
+[200, 502, 502, 502]
 --- response_body_like eval
 my $spki = Test::GatewayTLS::spki_pin('selfsigned');
 (my $b64 = $spki) =~ s/^sha256-spki://;
 my $cert = lc Test::GatewayTLS::cert_pin('selfsigned');
 $cert =~ s/^sha256-cert://;
 $cert =~ s/://g;
-["^\Qverify=SUCCESS pin=$spki spki=$b64 cert=$cert\E\n\$", "502 Bad Gateway", "502 Bad Gateway"]
+["^\Qverify=SUCCESS pin=$spki spki=$b64 cert=$cert\E\n\$", "502 Bad Gateway", "502 Bad Gateway", "502 Bad Gateway"]
 --- error_log eval
-[qr/gateway_tls: client certificate rejected: pins "client\@[^"]+nginx.conf:\d+", reason "pin" \(no pin matches the certificate\), client SANs "dns:abc.example.com,uri:spiffe:\/\/abc.example.com\/test-identity,dns:other.example.com"/]
+[qr/gateway_tls: client certificate rejected: pins "client\@[^"]+nginx.conf:\d+", reason "pin" \(no pin matches the certificate\), client SANs "dns:abc.example.com,uri:spiffe:\/\/abc.example.com\/test-identity,dns:other.example.com"/,
+ qr/gateway_tls: client certificate rejected: pins "client\@[^"]+", reason "expired" \(outside its validity period\)/]
 
 === TEST 2: with a CA (ssl_verify_client on) the client must pass the CA and match a pin
 --- http_config
