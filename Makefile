@@ -37,7 +37,7 @@ GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc)
 GEN_HDRS    := $(wildcard generator/src/*.h)
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
-GEN_LIBS    := -lyaml-cpp -lcrypto
+GEN_LIBS    := -lyaml-cpp -lcrypto -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
 .PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx install demo bench fuzz clean

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <deque>
+#include <future>
 #include <iostream>
 
 #include "parse_fields.h"
@@ -18,73 +20,72 @@ std::string SourcePos::text() const
     return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
-SourcePos Document::pos(const YAML::Node &node) const
+SourcePos Document::pos(const YamlNode &node) const
 {
     SourcePos p;
     p.file = file_;
     // a missing parent has no position: the document's start stands in
-    YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
-    p.line = mark.is_null() ? line_offset_ + 1 : line_offset_ + mark.line + 1;
-    p.column = mark.is_null() ? 1 : mark.column + 1;
+    p.line = line_offset_ + (node.defined() ? node.line() : 0) + 1;
+    p.column = node.defined() ? node.column() + 1 : 1;
     return p;
 }
 
-void Document::fail(const YAML::Node &node, const std::string &path, const std::string &what) const
+void Document::fail(const YamlNode &node, const std::string &path, const std::string &what) const
 {
     throw InputError(pos(node).text() + ": " + path + ": " + what);
 }
 
-YAML::Node Document::child(const YAML::Node &node, const std::string &path, const char *key) const
+YamlNode Document::child(const YamlNode &node, const std::string &path, const char *key) const
 {
-    if (!node.IsDefined() || node.IsNull()) {
-        return YAML::Node(YAML::NodeType::Undefined);
+    if (!node.defined() || node.is_null()) {
+        return YamlNode();
     }
-    if (!node.IsMap()) {
+    if (!node.is_map()) {
         fail(node, path, "expected a mapping");
     }
-    return node[key];
+    return node.get(key);
 }
 
-YAML::Node Document::field(const YAML::Node &node, const std::string &path, const char *key,
+YamlNode Document::field(const YamlNode &node, const std::string &path, const char *key,
                            bool required, std::string *where) const
 {
-    YAML::Node value = child(node, path, key);
+    YamlNode value = child(node, path, key);
     *where = path.empty() ? key : path + "." + key;
-    if (!value.IsDefined() || value.IsNull()) {
+    if (!value.defined() || value.is_null()) {
         if (required) {
             fail(node, *where, "required field is missing");
         }
-        return YAML::Node(YAML::NodeType::Undefined);
+        return YamlNode();
     }
     return value;
 }
 
-std::string Document::string(const YAML::Node &node, const std::string &path, const char *key,
+std::string Document::string(const YamlNode &node, const std::string &path, const char *key,
                              bool required, const std::string &fallback) const
 {
     std::string where;
-    YAML::Node value = field(node, path, key, required, &where);
-    if (!value.IsDefined()) {
+    YamlNode value = field(node, path, key, required, &where);
+    if (!value.defined()) {
         return fallback;
     }
-    if (!value.IsScalar()) {
+    if (!value.is_scalar()) {
         fail(value, where, "expected a string");
     }
-    return value.Scalar();
+    return value.scalar();
 }
 
-int Document::integer(const YAML::Node &node, const std::string &path, const char *key, int min,
+int Document::integer(const YamlNode &node, const std::string &path, const char *key, int min,
                       int max, bool required, int fallback) const
 {
     std::string where;
-    YAML::Node value = field(node, path, key, required, &where);
-    if (!value.IsDefined()) {
+    YamlNode value = field(node, path, key, required, &where);
+    if (!value.defined()) {
         return fallback;
     }
-    if (!value.IsScalar()) {
+    if (!value.is_scalar()) {
         fail(value, where, "expected an integer");
     }
-    const std::string &text = value.Scalar();
+    const std::string &text = value.scalar();
     char *end = nullptr;
     errno = 0;
     long n = std::strtol(text.c_str(), &end, 10);
@@ -96,55 +97,52 @@ int Document::integer(const YAML::Node &node, const std::string &path, const cha
     return static_cast<int>(n);
 }
 
-std::vector<YAML::Node> Document::list(const YAML::Node &node, const std::string &path,
+std::vector<YamlNode> Document::list(const YamlNode &node, const std::string &path,
                                        const char *key, bool required) const
 {
     std::string where;
-    YAML::Node value = field(node, path, key, required, &where);
-    std::vector<YAML::Node> out;
-    if (!value.IsDefined()) {
+    YamlNode value = field(node, path, key, required, &where);
+    std::vector<YamlNode> out;
+    if (!value.defined()) {
         return out;
     }
-    if (!value.IsSequence()) {
+    if (!value.is_sequence()) {
         fail(value, where, "expected a list");
     }
-    for (const YAML::Node &item : value) {
-        out.push_back(item);
-    }
-    return out;
+    return value.items();
 }
 
-std::map<std::string, std::string> Document::string_map(const YAML::Node &node,
+std::map<std::string, std::string> Document::string_map(const YamlNode &node,
                                                         const std::string &path,
                                                         const char *key) const
 {
     std::string where;
-    YAML::Node value = field(node, path, key, false, &where);
+    YamlNode value = field(node, path, key, false, &where);
     std::map<std::string, std::string> out;
-    if (!value.IsDefined()) {
+    if (!value.defined()) {
         return out;
     }
-    if (!value.IsMap()) {
+    if (!value.is_map()) {
         fail(value, where, "expected a mapping of strings");
     }
-    for (const auto &entry : value) {
-        if (!entry.second.IsScalar()) {
-            fail(entry.second, where + "." + entry.first.Scalar(), "expected a string");
+    for (const auto &entry : value.entries()) {
+        if (!entry.second.is_scalar()) {
+            fail(entry.second, where + "." + entry.first.scalar(), "expected a string");
         }
-        out[entry.first.Scalar()] = entry.second.Scalar();
+        out[entry.first.scalar()] = entry.second.scalar();
     }
     return out;
 }
 
-std::vector<std::string> Document::unknown(const YAML::Node &node, const std::string &,
+std::vector<std::string> Document::unknown(const YamlNode &node, const std::string &,
                                            std::initializer_list<const char *> known) const
 {
     std::vector<std::string> out;
-    if (!node.IsMap()) {
+    if (!node.is_map()) {
         return out;
     }
-    for (const auto &entry : node) {
-        const std::string &key = entry.first.Scalar();
+    for (const auto &entry : node.entries()) {
+        const std::string &key = entry.first.scalar();
         if (std::none_of(known.begin(), known.end(),
                          [&](const char *k) { return key == k; })) {
             out.push_back(key);
@@ -153,19 +151,19 @@ std::vector<std::string> Document::unknown(const YAML::Node &node, const std::st
     return out;
 }
 
-void Document::only(const YAML::Node &node, const std::string &path,
+void Document::only(const YamlNode &node, const std::string &path,
                     std::initializer_list<const char *> known) const
 {
     for (const std::string &key : unknown(node, path, known)) {
-        fail(node[key], path.empty() ? key : path + "." + key, "unknown field");
+        fail(node.get(key.c_str()), path.empty() ? key : path + "." + key, "unknown field");
     }
 }
 
-ObjectMeta Document::meta(const YAML::Node &root, bool namespaced) const
+ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
 {
     ObjectMeta m;
-    YAML::Node metadata = child(root, "", "metadata");
-    if (!metadata.IsDefined()) {
+    YamlNode metadata = child(root, "", "metadata");
+    if (!metadata.defined()) {
         fail(root, "metadata", "required field is missing");
     }
     m.pos = pos(root);
@@ -179,7 +177,7 @@ ObjectMeta Document::meta(const YAML::Node &root, bool namespaced) const
 
 namespace {
 
-void parse_root(const Document &doc, const YAML::Node &root, Manifests *out);
+void parse_root(const Document &doc, const YamlNode &root, Manifests *out);
 
 bool is_document_marker(const std::string &line)
 {
@@ -187,37 +185,24 @@ bool is_document_marker(const std::string &line)
            && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
 }
 
-void parse_document(const std::string &text, const std::string &file, int line_offset,
+void parse_document(const YamlTree &tree, const std::string &file, int line_offset,
                     Manifests *out)
 {
     Document doc(file, line_offset);
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::Exception &e) {
-        SourcePos p{file, line_offset + e.mark.line + 1, e.mark.column + 1};
-        throw InputError(p.text() + ": invalid YAML: " + e.msg);
-    }
-    try {
-        parse_root(doc, root, out);
-    } catch (const YAML::Exception &e) {
-        // a shape the field readers did not foresee: still bad input, not a crash
-        SourcePos p{file, line_offset + e.mark.line + 1, e.mark.column + 1};
-        throw InputError(p.text() + ": " + e.msg);
-    }
+    parse_root(doc, tree.root(), out);
 }
 
-void parse_root(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_root(const Document &doc, const YamlNode &root, Manifests *out)
 {
-    if (!root.IsDefined() || root.IsNull()) {
+    if (!root.defined() || root.is_null()) {
         return;  // an empty document
     }
-    if (!root.IsMap()) {
+    if (!root.is_map()) {
         doc.fail(root, "", "expected an object (a mapping with apiVersion and kind)");
     }
 
     if (doc.string(root, "", "kind", true) == "List") {
-        for (const YAML::Node &item : doc.list(root, "", "items")) {
+        for (const YamlNode &item : doc.list(root, "", "items")) {
             parse_object(doc, item, out);
         }
         return;
@@ -227,31 +212,48 @@ void parse_root(const Document &doc, const YAML::Node &root, Manifests *out)
 
 }  // namespace
 
-void parse_stream(std::istream &in, const std::string &file, Manifests *out)
+void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs)
 {
-    // One document at a time: the input as a whole is never held as a tree.
+    // One document at a time, never the input as a whole: the text of each
+    // goes to the scanners (most of the run), its tree is typed here, in
+    // input order, while later documents are still being scanned.
+    YamlScanPool scanners(jobs > 1 ? jobs : 0);
+    const size_t in_flight = 8 * (scanners.threads() + 1);
+    std::deque<std::pair<std::future<YamlTree>, int>> scanned;
+    auto type_next = [&] {
+        YamlTree tree = scanned.front().first.get();
+        parse_document(tree, file, scanned.front().second, out);
+        scanned.pop_front();
+    };
+
     std::string text, line;
     int line_no = 0, start = 0;
     while (std::getline(in, line)) {
         if (is_document_marker(line)) {
-            parse_document(text, file, start, out);
+            scanned.emplace_back(scanners.submit(std::move(text), file, start), start);
             text.clear();
             start = line_no + 1;
+            if (scanned.size() >= in_flight) {
+                type_next();
+            }
         } else {
             text += line;
             text += '\n';
         }
         line_no++;
     }
-    parse_document(text, file, start, out);
+    scanned.emplace_back(scanners.submit(std::move(text), file, start), start);
+    while (!scanned.empty()) {
+        type_next();
+    }
 }
 
-void parse_path(const std::string &path, Manifests *out)
+void parse_path(const std::string &path, Manifests *out, unsigned jobs)
 {
     namespace fs = std::filesystem;
 
     if (path == "-") {
-        parse_stream(std::cin, "<stdin>", out);
+        parse_stream(std::cin, "<stdin>", out, jobs);
         return;
     }
 
@@ -270,7 +272,7 @@ void parse_path(const std::string &path, Manifests *out)
         }
         std::sort(files.begin(), files.end());
         for (const std::string &file : files) {
-            parse_path(file, out);
+            parse_path(file, out, jobs);
         }
         return;
     }
@@ -279,7 +281,22 @@ void parse_path(const std::string &path, Manifests *out)
     if (!in) {
         throw InputError(path + ":0:0: cannot open: " + std::strerror(errno));
     }
-    parse_stream(in, path, out);
+    parse_stream(in, path, out, jobs);
+}
+
+void release_spare_capacity(Manifests *m)
+{
+    m->gateway_classes.shrink_to_fit();
+    m->gateways.shrink_to_fit();
+    m->http_routes.shrink_to_fit();
+    m->tls_routes.shrink_to_fit();
+    m->services.shrink_to_fit();
+    m->endpoint_slices.shrink_to_fit();
+    m->config_maps.shrink_to_fit();
+    m->secrets.shrink_to_fit();
+    m->reference_grants.shrink_to_fit();
+    m->backend_tls_policies.shrink_to_fit();
+    m->ignored.shrink_to_fit();
 }
 
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], starting and

@@ -16,11 +16,17 @@ public:
     explicit InputError(const std::string &message) : std::runtime_error(message) {}
 };
 
-// Reads every document of the stream into *out. Throws InputError.
-void parse_stream(std::istream &in, const std::string &file, Manifests *out);
+// Reads every document of the stream into *out, scanning the YAML on
+// `jobs` threads when jobs > 1 (the result does not depend on it). Throws
+// InputError: the first error in input order.
+void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs = 1);
 
 // A file, a directory (every *.yaml, *.yml, *.json below it, sorted), or
 // "-" for standard input. Throws InputError.
-void parse_path(const std::string &path, Manifests *out);
+void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1);
+
+// Gives back the spare capacity the object lists grew while parsing; the
+// lists live through resolve, the memory peak.
+void release_spare_capacity(Manifests *m);
 
 }  // namespace g2n

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
 
 #include "model.h"
 #include "parse.h"
+#include "yaml_tree.h"
 
 namespace g2n {
 
@@ -16,37 +16,37 @@ class Document {
 public:
     Document(std::string file, int line_offset) : file_(std::move(file)), line_offset_(line_offset) {}
 
-    SourcePos pos(const YAML::Node &node) const;
-    [[noreturn]] void fail(const YAML::Node &node, const std::string &path,
+    SourcePos pos(const YamlNode &node) const;
+    [[noreturn]] void fail(const YamlNode &node, const std::string &path,
                            const std::string &what) const;
 
     // A mapping child, or an undefined node when absent. Fails when `node`
     // is not a mapping.
-    YAML::Node child(const YAML::Node &node, const std::string &path, const char *key) const;
+    YamlNode child(const YamlNode &node, const std::string &path, const char *key) const;
 
     // The value of `key` under `node`, undefined when absent or null (a
     // failure when required); *where gets the field's path.
-    YAML::Node field(const YAML::Node &node, const std::string &path, const char *key,
+    YamlNode field(const YamlNode &node, const std::string &path, const char *key,
                      bool required, std::string *where) const;
-    std::string string(const YAML::Node &node, const std::string &path, const char *key,
+    std::string string(const YamlNode &node, const std::string &path, const char *key,
                        bool required = false, const std::string &fallback = "") const;
-    int integer(const YAML::Node &node, const std::string &path, const char *key, int min,
+    int integer(const YamlNode &node, const std::string &path, const char *key, int min,
                 int max, bool required = false, int fallback = 0) const;
     // A sequence child (empty when absent); fails when it is not a sequence.
-    std::vector<YAML::Node> list(const YAML::Node &node, const std::string &path,
+    std::vector<YamlNode> list(const YamlNode &node, const std::string &path,
                                  const char *key, bool required = false) const;
-    std::map<std::string, std::string> string_map(const YAML::Node &node,
+    std::map<std::string, std::string> string_map(const YamlNode &node,
                                                   const std::string &path,
                                                   const char *key) const;
     // Fails on any key of `node` not in `known`.
-    void only(const YAML::Node &node, const std::string &path,
+    void only(const YamlNode &node, const std::string &path,
               std::initializer_list<const char *> known) const;
     // The keys of `node` not in `known`, for kinds that report them as a
     // condition instead.
-    std::vector<std::string> unknown(const YAML::Node &node, const std::string &path,
+    std::vector<std::string> unknown(const YamlNode &node, const std::string &path,
                                      std::initializer_list<const char *> known) const;
 
-    ObjectMeta meta(const YAML::Node &root, bool namespaced = true) const;
+    ObjectMeta meta(const YamlNode &root, bool namespaced = true) const;
 
     const std::string &file() const { return file_; }
 
@@ -63,10 +63,10 @@ bool valid_dns1123_subdomain(const std::string &s);
 bool valid_hostname(const std::string &s, bool allow_wildcard);
 
 // Per-kind parsers (parse_kinds.cc), routes (parse_routes.cc).
-void parse_object(const Document &doc, const YAML::Node &root, Manifests *out);
-void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out);
-void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *out);
-void parse_tls_route(const Document &doc, const YAML::Node &root, const std::string &api_version,
+void parse_object(const Document &doc, const YamlNode &root, Manifests *out);
+void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out);
+void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out);
+void parse_tls_route(const Document &doc, const YamlNode &root, const std::string &api_version,
                      Manifests *out);
 
 }  // namespace g2n

@@ -15,7 +15,7 @@ namespace g2n {
 
 namespace {
 
-std::string base64_decode(const Document &doc, const YAML::Node &node, const std::string &path,
+std::string base64_decode(const Document &doc, const YamlNode &node, const std::string &path,
                           const std::string &text)
 {
     std::string clean;
@@ -115,16 +115,16 @@ std::vector<std::pair<std::string, std::string>> split_hash_list(const std::stri
     return out;
 }
 
-void parse_gateway_class(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_gateway_class(const Document &doc, const YamlNode &root, Manifests *out)
 {
     GatewayClass gc;
     gc.meta = doc.meta(root, false);
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     gc.controller_name = doc.string(spec, "spec", "controllerName", true);
     out->gateway_classes.push_back(std::move(gc));
 }
 
-Listener parse_listener(const Document &doc, const YAML::Node &node, const std::string &path)
+Listener parse_listener(const Document &doc, const YamlNode &node, const std::string &path)
 {
     Listener l;
     doc.only(node, path, {"name", "hostname", "port", "protocol", "tls", "allowedRoutes"});
@@ -139,8 +139,8 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
     l.port = doc.integer(node, path, "port", 1, 65535, true);
     l.protocol = doc.string(node, path, "protocol", true);
 
-    YAML::Node tls = doc.child(node, path, "tls");
-    if (tls.IsDefined()) {
+    YamlNode tls = doc.child(node, path, "tls");
+    if (tls.defined()) {
         std::string tpath = path + ".tls";
         doc.only(tls, tpath, {"mode", "certificateRefs", "options", "frontendValidation"});
         l.tls_mode = doc.string(tls, tpath, "mode", false, "Terminate");
@@ -148,7 +148,7 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
             doc.fail(tls, tpath + ".mode", "expected Terminate or Passthrough");
         }
         int i = 0;
-        for (const YAML::Node &ref : doc.list(tls, tpath, "certificateRefs")) {
+        for (const YamlNode &ref : doc.list(tls, tpath, "certificateRefs")) {
             std::string rpath = tpath + ".certificateRefs[" + std::to_string(i++) + "]";
             doc.only(ref, rpath, {"group", "kind", "name", "namespace"});
             SecretObjectRef r;
@@ -172,10 +172,10 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
         }
     }
     // CEL: tls is required for HTTPS and TLS, forbidden for HTTP, TCP, UDP
-    if ((l.protocol == "HTTPS" || l.protocol == "TLS") && !tls.IsDefined()) {
+    if ((l.protocol == "HTTPS" || l.protocol == "TLS") && !tls.defined()) {
         doc.fail(node, path, "tls must be specified for protocols ['HTTPS', 'TLS']");
     }
-    if ((l.protocol == "HTTP" || l.protocol == "TCP" || l.protocol == "UDP") && tls.IsDefined()) {
+    if ((l.protocol == "HTTP" || l.protocol == "TCP" || l.protocol == "UDP") && tls.defined()) {
         doc.fail(tls, path + ".tls", "tls mode must not be set for protocols ['HTTP', 'TCP', 'UDP']");
     }
     if (l.protocol == "HTTPS" && l.tls_mode != "Terminate") {
@@ -185,21 +185,21 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
         doc.fail(node, path + ".hostname", "hostname must not be specified for protocols ['TCP', 'UDP']");
     }
     if ((l.protocol == "HTTPS" || l.protocol == "TLS") && l.tls_mode == "Terminate"
-        && l.certificate_refs.empty() && !doc.child(tls, path + ".tls", "options").IsDefined()) {
+        && l.certificate_refs.empty() && !doc.child(tls, path + ".tls", "options").defined()) {
         doc.fail(tls, path + ".tls", "certificateRefs or options must be specified when mode is Terminate");
     }
 
-    YAML::Node allowed = doc.child(node, path, "allowedRoutes");
-    if (allowed.IsDefined()) {
+    YamlNode allowed = doc.child(node, path, "allowedRoutes");
+    if (allowed.defined()) {
         std::string apath = path + ".allowedRoutes";
-        YAML::Node ns = doc.child(allowed, apath, "namespaces");
+        YamlNode ns = doc.child(allowed, apath, "namespaces");
         l.allowed_namespaces_from = doc.string(ns, apath + ".namespaces", "from", false, "Same");
         if (l.allowed_namespaces_from != "Same" && l.allowed_namespaces_from != "All"
             && l.allowed_namespaces_from != "Selector") {
             doc.fail(ns, apath + ".namespaces.from", "expected All, Selector or Same");
         }
         int i = 0;
-        for (const YAML::Node &kind : doc.list(allowed, apath, "kinds")) {
+        for (const YamlNode &kind : doc.list(allowed, apath, "kinds")) {
             l.allowed_kinds.push_back(
                 doc.string(kind, apath + ".kinds[" + std::to_string(i++) + "]", "kind", true));
         }
@@ -207,13 +207,13 @@ Listener parse_listener(const Document &doc, const YAML::Node &node, const std::
     return l;
 }
 
-FrontendValidation parse_frontend_validation(const Document &doc, const YAML::Node &node, const std::string &path)
+FrontendValidation parse_frontend_validation(const Document &doc, const YamlNode &node, const std::string &path)
 {
     FrontendValidation v;
     v.pos = doc.pos(node);
     doc.only(node, path, {"caCertificateRefs", "mode", "trustedCertificateHashes"});
     int i = 0;
-    for (const YAML::Node &ref : doc.list(node, path, "caCertificateRefs", true)) {
+    for (const YamlNode &ref : doc.list(node, path, "caCertificateRefs", true)) {
         std::string rpath = path + ".caCertificateRefs[" + std::to_string(i++) + "]";
         doc.only(ref, rpath, {"group", "kind", "name", "namespace"});
         v.ca_refs.push_back({doc.string(ref, rpath, "group"), doc.string(ref, rpath, "kind", true),
@@ -227,7 +227,7 @@ FrontendValidation parse_frontend_validation(const Document &doc, const YAML::No
         doc.fail(node, path + ".mode", "expected AllowValidOnly or AllowInsecureFallback");
     }
     i = 0;
-    for (const YAML::Node &h : doc.list(node, path, "trustedCertificateHashes")) {
+    for (const YamlNode &h : doc.list(node, path, "trustedCertificateHashes")) {
         std::string hpath = path + ".trustedCertificateHashes[" + std::to_string(i++) + "]";
         std::string why, spec = hash_to_pin(doc.string(h, hpath, "type", true),
                                             doc.string(h, hpath, "algorithm", false, "SHA256"),
@@ -240,22 +240,22 @@ FrontendValidation parse_frontend_validation(const Document &doc, const YAML::No
     return v;
 }
 
-void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Gateway gw;
     gw.meta = doc.meta(root);
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     gw.gateway_class_name = doc.string(spec, "spec", "gatewayClassName", true);
-    YAML::Node backend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "backend");
-    YAML::Node gate = doc.child(backend, "spec.tls.backend", "validation");
+    YamlNode backend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "backend");
+    YamlNode gate = doc.child(backend, "spec.tls.backend", "validation");
     std::string gate_mode = doc.string(gate, "spec.tls.backend.validation", "mode", false, "AllowStrictOnly");
     if (gate_mode != "AllowStrictOnly" && gate_mode != "AllowInsecureVerification") {
         doc.fail(gate, "spec.tls.backend.validation.mode", "expected AllowStrictOnly or AllowInsecureVerification");
     }
     gw.allows_insecure_backends = gate_mode == "AllowInsecureVerification";
 
-    YAML::Node client = doc.child(backend, "spec.tls.backend", "clientCertificateRef");
-    if (client.IsDefined()) {
+    YamlNode client = doc.child(backend, "spec.tls.backend", "clientCertificateRef");
+    if (client.defined()) {
         const std::string path = "spec.tls.backend.clientCertificateRef";
         doc.only(client, path, {"group", "kind", "name", "namespace"});
         gw.backend_client_certificate = SecretObjectRef{doc.string(client, path, "group"),
@@ -264,19 +264,19 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
                                                         doc.string(client, path, "namespace")};
     }
 
-    YAML::Node frontend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "frontend");
-    YAML::Node fallback = doc.child(frontend, "spec.tls.frontend", "default");
-    YAML::Node fallback_validation = doc.child(fallback, "spec.tls.frontend.default", "validation");
-    if (fallback_validation.IsDefined()) {
+    YamlNode frontend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "frontend");
+    YamlNode fallback = doc.child(frontend, "spec.tls.frontend", "default");
+    YamlNode fallback_validation = doc.child(fallback, "spec.tls.frontend.default", "validation");
+    if (fallback_validation.defined()) {
         gw.frontend_default = parse_frontend_validation(doc, fallback_validation, "spec.tls.frontend.default.validation");
     }
     int k = 0;
-    for (const YAML::Node &entry : doc.list(frontend, "spec.tls.frontend", "perPort")) {
+    for (const YamlNode &entry : doc.list(frontend, "spec.tls.frontend", "perPort")) {
         std::string path = "spec.tls.frontend.perPort[" + std::to_string(k++) + "]";
         int port = doc.integer(entry, path, "port", 1, 65535, true);
-        YAML::Node validation = doc.child(doc.child(entry, path, "tls"), path + ".tls", "validation");
+        YamlNode validation = doc.child(doc.child(entry, path, "tls"), path + ".tls", "validation");
         FrontendValidation v;
-        if (validation.IsDefined()) {
+        if (validation.defined()) {
             v = parse_frontend_validation(doc, validation, path + ".tls.validation");
         }
         if (!gw.frontend_per_port.emplace(port, v).second) {
@@ -284,7 +284,7 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
         }
     }
 
-    std::vector<YAML::Node> listeners = doc.list(spec, "spec", "listeners", true);
+    std::vector<YamlNode> listeners = doc.list(spec, "spec", "listeners", true);
     if (listeners.empty() || listeners.size() > 64) {
         doc.fail(spec, "spec.listeners", "expected 1 to 64 listeners");
     }
@@ -304,7 +304,7 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
 
     int i = 0;
     std::set<std::string> addresses;
-    for (const YAML::Node &addr : doc.list(spec, "spec", "addresses")) {
+    for (const YamlNode &addr : doc.list(spec, "spec", "addresses")) {
         std::string path = "spec.addresses[" + std::to_string(i++) + "]";
         std::string type = doc.string(addr, path, "type", false, "IPAddress");
         std::string value = doc.string(addr, path, "value", true);
@@ -318,18 +318,18 @@ void parse_gateway(const Document &doc, const YAML::Node &root, Manifests *out)
     out->gateways.push_back(std::move(gw));
 }
 
-void parse_service(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_service(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Service s;
     s.meta = doc.meta(root);
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     s.type = doc.string(spec, "spec", "type", false, "ClusterIP");
     s.external_name = doc.string(spec, "spec", "externalName");
     if (s.type == "ExternalName" && s.external_name.empty()) {
         doc.fail(spec, "spec.externalName", "required for type ExternalName");
     }
     int i = 0;
-    for (const YAML::Node &p : doc.list(spec, "spec", "ports")) {
+    for (const YamlNode &p : doc.list(spec, "spec", "ports")) {
         std::string path = "spec.ports[" + std::to_string(i++) + "]";
         ServicePort sp;
         sp.name = doc.string(p, path, "name");
@@ -341,7 +341,7 @@ void parse_service(const Document &doc, const YAML::Node &root, Manifests *out)
     out->services.push_back(std::move(s));
 }
 
-void parse_endpoint_slice(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_endpoint_slice(const Document &doc, const YamlNode &root, Manifests *out)
 {
     EndpointSlice e;
     e.meta = doc.meta(root);
@@ -351,30 +351,30 @@ void parse_endpoint_slice(const Document &doc, const YAML::Node &root, Manifests
     }
     e.service_name = it->second;
     int i = 0;
-    for (const YAML::Node &p : doc.list(root, "", "ports")) {
+    for (const YamlNode &p : doc.list(root, "", "ports")) {
         std::string path = "ports[" + std::to_string(i++) + "]";
         e.ports.push_back({doc.string(p, path, "name"), doc.integer(p, path, "port", 1, 65535, true)});
     }
     i = 0;
-    for (const YAML::Node &ep : doc.list(root, "", "endpoints")) {
+    for (const YamlNode &ep : doc.list(root, "", "endpoints")) {
         std::string path = "endpoints[" + std::to_string(i++) + "]";
-        YAML::Node conditions = doc.child(ep, path, "conditions");
+        YamlNode conditions = doc.child(ep, path, "conditions");
         std::string ready = doc.string(conditions, path + ".conditions", "ready", false, "true");
         int j = 0;
-        for (const YAML::Node &a : doc.list(ep, path, "addresses", true)) {
+        for (const YamlNode &a : doc.list(ep, path, "addresses", true)) {
             std::string apath = path + ".addresses[" + std::to_string(j++) + "]";
-            if (!a.IsScalar()) {
+            if (!a.is_scalar()) {
                 doc.fail(a, apath, "expected an address");
             }
             if (ready != "false") {
-                e.ready_addresses.push_back(a.Scalar());
+                e.ready_addresses.push_back(a.scalar());
             }
         }
     }
     out->endpoint_slices.push_back(std::move(e));
 }
 
-void parse_config_map(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_config_map(const Document &doc, const YamlNode &root, Manifests *out)
 {
     ConfigMap cm;
     cm.meta = doc.meta(root);
@@ -382,14 +382,14 @@ void parse_config_map(const Document &doc, const YAML::Node &root, Manifests *ou
     out->config_maps.push_back(std::move(cm));
 }
 
-void parse_secret(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_secret(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Secret s;
     s.meta = doc.meta(root);
     s.type = doc.string(root, "", "type", false, "Opaque");
-    YAML::Node data = doc.child(root, "", "data");
+    YamlNode data = doc.child(root, "", "data");
     for (const auto &entry : doc.string_map(root, "", "data")) {
-        s.data[entry.first] = base64_decode(doc, data[entry.first], "data." + entry.first, entry.second);
+        s.data[entry.first] = base64_decode(doc, data.get(entry.first.c_str()), "data." + entry.first, entry.second);
     }
     for (const auto &entry : doc.string_map(root, "", "stringData")) {
         s.data[entry.first] = entry.second;
@@ -397,19 +397,19 @@ void parse_secret(const Document &doc, const YAML::Node &root, Manifests *out)
     out->secrets.push_back(std::move(s));
 }
 
-void parse_reference_grant(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_reference_grant(const Document &doc, const YamlNode &root, Manifests *out)
 {
     ReferenceGrant g;
     g.meta = doc.meta(root);
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
-    for (const YAML::Node &f : doc.list(spec, "spec", "from", true)) {
+    for (const YamlNode &f : doc.list(spec, "spec", "from", true)) {
         std::string path = "spec.from[" + std::to_string(i++) + "]";
         g.from.push_back({doc.string(f, path, "group", true), doc.string(f, path, "kind", true),
                           doc.string(f, path, "namespace", true)});
     }
     i = 0;
-    for (const YAML::Node &t : doc.list(spec, "spec", "to", true)) {
+    for (const YamlNode &t : doc.list(spec, "spec", "to", true)) {
         std::string path = "spec.to[" + std::to_string(i++) + "]";
         g.to.push_back({doc.string(t, path, "group", true), doc.string(t, path, "kind", true),
                         doc.string(t, path, "name")});
@@ -421,7 +421,7 @@ void parse_reference_grant(const Document &doc, const YAML::Node &root, Manifest
 // as an alternative. Its validation rules make the policy Accepted=False/
 // Invalid (the CRD cannot check fields it does not know). Returns whether
 // any GEP-4152 setting is present.
-bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node &validation,
+bool parse_gep4152(const Document &doc, const YamlNode &spec, const YamlNode &validation,
                    BackendTLSPolicy *p)
 {
     static const std::map<std::string, std::string> modes = {
@@ -450,7 +450,7 @@ bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node
     }
 
     int i = 0;
-    for (const YAML::Node &ref : doc.list(validation, "spec.validation", "trustedCertificates")) {
+    for (const YamlNode &ref : doc.list(validation, "spec.validation", "trustedCertificates")) {
         std::string path = "spec.validation.trustedCertificates[" + std::to_string(i++) + "]";
         p->trusted_certificates.push_back({doc.string(ref, path, "group"), doc.string(ref, path, "kind", true),
                                            doc.string(ref, path, "name", true)});
@@ -468,7 +468,7 @@ bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node
         p->pins.push_back(spec_text);
     };
     i = 0;
-    for (const YAML::Node &h : doc.list(validation, "spec.validation", "trustedCertificateHashes")) {
+    for (const YamlNode &h : doc.list(validation, "spec.validation", "trustedCertificateHashes")) {
         std::string path = "spec.validation.trustedCertificateHashes[" + std::to_string(i++) + "]";
         add_hash(path, doc.string(h, path, "type", true), doc.string(h, path, "algorithm", false, "SHA256"),
                  doc.string(h, path, "value", true));
@@ -497,24 +497,24 @@ bool parse_gep4152(const Document &doc, const YAML::Node &spec, const YAML::Node
         p->invalid_reasons.push_back("spec.validation: mode needs caCertificateRefs, wellKnownCACertificates, "
                                      "trustedCertificates or trustedCertificateHashes");
     }
-    if ((p->mode == "skip" || p->mode == "skip_san") && doc.child(validation, "spec.validation", "subjectAltNames").IsDefined()) {
+    if ((p->mode == "skip" || p->mode == "skip_san") && doc.child(validation, "spec.validation", "subjectAltNames").defined()) {
         p->invalid_reasons.push_back("spec.validation.subjectAltNames must be empty when mode skips SAN verification");
     }
     return present;
 }
 
-void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
+void parse_backend_tls_policy(const Document &doc, const YamlNode &root,
                               const std::string &api_version, Manifests *out)
 {
     BackendTLSPolicy p;
     p.meta = doc.meta(root);
     p.api_version = api_version;
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     for (const std::string &key : doc.unknown(spec, "spec", {"targetRefs", "validation", "options"})) {
         p.invalid_reasons.push_back("unsupported field spec." + key);
     }
 
-    std::vector<YAML::Node> targets = doc.list(spec, "spec", "targetRefs", true);
+    std::vector<YamlNode> targets = doc.list(spec, "spec", "targetRefs", true);
     if (targets.empty() || targets.size() > 16) {
         doc.fail(spec, "spec.targetRefs", "expected 1 to 16 targetRefs");
     }
@@ -541,8 +541,8 @@ void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
         p.target_refs.push_back(t);
     }
 
-    YAML::Node validation = doc.child(spec, "spec", "validation");
-    if (!validation.IsDefined()) {
+    YamlNode validation = doc.child(spec, "spec", "validation");
+    if (!validation.defined()) {
         doc.fail(spec, "spec.validation", "required field is missing");
     }
     for (const std::string &key : doc.unknown(validation, "spec.validation",
@@ -552,7 +552,7 @@ void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
         p.invalid_reasons.push_back("unsupported field spec.validation." + key);
     }
     int i = 0;
-    for (const YAML::Node &ref : doc.list(validation, "spec.validation", "caCertificateRefs")) {
+    for (const YamlNode &ref : doc.list(validation, "spec.validation", "caCertificateRefs")) {
         std::string path = "spec.validation.caCertificateRefs[" + std::to_string(i++) + "]";
         p.ca_certificate_refs.push_back({doc.string(ref, path, "group", true),
                                          doc.string(ref, path, "kind", true),
@@ -574,7 +574,7 @@ void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
         doc.fail(validation, "spec.validation.hostname", "not a valid precise hostname: \"" + p.hostname + "\"");
     }
 
-    std::vector<YAML::Node> sans = doc.list(validation, "spec.validation", "subjectAltNames");
+    std::vector<YamlNode> sans = doc.list(validation, "spec.validation", "subjectAltNames");
     if (sans.size() > 5) {
         doc.fail(validation, "spec.validation.subjectAltNames", "expected at most 5 entries");
     }
@@ -613,7 +613,7 @@ void parse_backend_tls_policy(const Document &doc, const YAML::Node &root,
 
 }  // namespace
 
-void parse_object(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
 {
     std::string api_version = doc.string(root, "", "apiVersion", true);
     std::string kind = doc.string(root, "", "kind", true);

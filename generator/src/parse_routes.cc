@@ -13,7 +13,7 @@ namespace g2n {
 
 namespace {
 
-ParentRef parse_parent_ref(const Document &doc, const YAML::Node &node, const std::string &path)
+ParentRef parse_parent_ref(const Document &doc, const YamlNode &node, const std::string &path)
 {
     ParentRef p;
     doc.only(node, path, {"group", "kind", "name", "namespace", "sectionName", "port"});
@@ -27,9 +27,9 @@ ParentRef parse_parent_ref(const Document &doc, const YAML::Node &node, const st
 }
 
 // parentRefs, with the CEL rules on several references to one parent.
-void parse_parent_refs(const Document &doc, const YAML::Node &spec, HTTPRoute *r)
+void parse_parent_refs(const Document &doc, const YamlNode &spec, HTTPRoute *r)
 {
-    std::vector<YAML::Node> refs = doc.list(spec, "spec", "parentRefs");
+    std::vector<YamlNode> refs = doc.list(spec, "spec", "parentRefs");
     for (size_t i = 0; i < refs.size(); i++) {
         ParentRef p = parse_parent_ref(doc, refs[i], "spec.parentRefs[" + std::to_string(i) + "]");
         for (const ParentRef &seen : r->parent_refs) {
@@ -48,12 +48,12 @@ void parse_parent_refs(const Document &doc, const YAML::Node &spec, HTTPRoute *r
     }
 }
 
-RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::string &path)
+RouteMatch parse_match(const Document &doc, const YamlNode &node, const std::string &path)
 {
     RouteMatch m;
     doc.only(node, path, {"path", "headers", "queryParams", "method"});
-    YAML::Node p = doc.child(node, path, "path");
-    if (p.IsDefined()) {
+    YamlNode p = doc.child(node, path, "path");
+    if (p.defined()) {
         std::string type = doc.string(p, path + ".path", "type", false, "PathPrefix");
         m.path = doc.string(p, path + ".path", "value", false, "/");
         if (type == "PathPrefix") {
@@ -89,13 +89,13 @@ RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::s
         }
     }
     int i = 0;
-    for (const YAML::Node &h : doc.list(node, path, "headers")) {
+    for (const YamlNode &h : doc.list(node, path, "headers")) {
         std::string hpath = path + ".headers[" + std::to_string(i++) + "]";
         m.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
                              doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
     }
     i = 0;
-    for (const YAML::Node &q : doc.list(node, path, "queryParams")) {
+    for (const YamlNode &q : doc.list(node, path, "queryParams")) {
         std::string qpath = path + ".queryParams[" + std::to_string(i++) + "]";
         m.query_params.push_back({doc.string(q, qpath, "type", false, "Exact"),
                                   doc.string(q, qpath, "name", true),
@@ -105,7 +105,7 @@ RouteMatch parse_match(const Document &doc, const YAML::Node &node, const std::s
     return m;
 }
 
-BackendRef parse_backend_ref(const Document &doc, const YAML::Node &node, const std::string &path)
+BackendRef parse_backend_ref(const Document &doc, const YamlNode &node, const std::string &path)
 {
     BackendRef b;
     doc.only(node, path, {"group", "kind", "name", "namespace", "port", "weight", "filters"});
@@ -137,14 +137,14 @@ bool literal_header_value(const std::string &value)
     });
 }
 
-HeaderModifier parse_header_modifier(const Document &doc, const YAML::Node &node,
+HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
                                      const std::string &path, std::string *unsupported)
 {
     HeaderModifier m;
     doc.only(node, path, {"set", "add", "remove"});
     for (const char *key : {"set", "add"}) {
         int i = 0;
-        for (const YAML::Node &h : doc.list(node, path, key)) {
+        for (const YamlNode &h : doc.list(node, path, key)) {
             std::string hpath = path + "." + key + "[" + std::to_string(i++) + "]";
             std::string name = doc.string(h, hpath, "name", true);
             std::string value = doc.string(h, hpath, "value", true);
@@ -158,22 +158,22 @@ HeaderModifier parse_header_modifier(const Document &doc, const YAML::Node &node
         }
     }
     int i = 0;
-    for (const YAML::Node &h : doc.list(node, path, "remove")) {
+    for (const YamlNode &h : doc.list(node, path, "remove")) {
         std::string hpath = path + ".remove[" + std::to_string(i++) + "]";
-        if (!h.IsScalar() || !valid_header_name(h.Scalar())) {
+        if (!h.is_scalar() || !valid_header_name(h.scalar())) {
             doc.fail(h, hpath, "not a valid header name");
         }
-        m.remove.push_back(h.Scalar());
+        m.remove.push_back(h.scalar());
     }
     return m;
 }
 
-PathModifier parse_path_modifier(const Document &doc, const YAML::Node &node, const std::string &path)
+PathModifier parse_path_modifier(const Document &doc, const YamlNode &node, const std::string &path)
 {
     PathModifier p;
     p.type = doc.string(node, path, "type", true);
-    bool full = doc.child(node, path, "replaceFullPath").IsDefined();
-    bool prefix = doc.child(node, path, "replacePrefixMatch").IsDefined();
+    bool full = doc.child(node, path, "replaceFullPath").defined();
+    bool prefix = doc.child(node, path, "replacePrefixMatch").defined();
     if (full && p.type != "ReplaceFullPath") {
         doc.fail(node, path, "type must be 'ReplaceFullPath' when replaceFullPath is set");
     }
@@ -194,7 +194,7 @@ PathModifier parse_path_modifier(const Document &doc, const YAML::Node &node, co
     return p;
 }
 
-RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std::string &path,
+RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::string &path,
                          std::string *unsupported)
 {
     RouteFilter f;
@@ -205,7 +205,7 @@ RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std:
         {"RequestMirror", "requestMirror"}, {"RequestRedirect", "requestRedirect"},
         {"URLRewrite", "urlRewrite"}, {"ExtensionRef", "extensionRef"}, {"CORS", "cors"}};
     for (const auto &[type, field] : field_of) {
-        bool present = doc.child(node, path, field.c_str()).IsDefined();
+        bool present = doc.child(node, path, field.c_str()).defined();
         if (type == f.type && !present) {
             doc.fail(node, path, "filter." + field + " must be specified for " + type + " filter.type");
         }
@@ -215,11 +215,11 @@ RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std:
     }
     if (f.type == "RequestHeaderModifier" || f.type == "ResponseHeaderModifier") {
         std::string key = f.type == "RequestHeaderModifier" ? "requestHeaderModifier" : "responseHeaderModifier";
-        YAML::Node m = doc.child(node, path, key.c_str());
-        if (!m.IsDefined()) doc.fail(node, path + "." + key, "required field is missing");
+        YamlNode m = doc.child(node, path, key.c_str());
+        if (!m.defined()) doc.fail(node, path + "." + key, "required field is missing");
         f.headers = parse_header_modifier(doc, m, path + "." + key, unsupported);
     } else if (f.type == "RequestRedirect") {
-        YAML::Node r = doc.child(node, path, "requestRedirect");
+        YamlNode r = doc.child(node, path, "requestRedirect");
         std::string rpath = path + ".requestRedirect";
         doc.only(r, rpath, {"scheme", "hostname", "path", "port", "statusCode"});
         f.scheme = doc.string(r, rpath, "scheme");
@@ -236,18 +236,18 @@ RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std:
             && f.status_code != 307 && f.status_code != 308) {
             doc.fail(r, rpath + ".statusCode", "expected 301, 302, 303, 307 or 308");
         }
-        YAML::Node p = doc.child(r, rpath, "path");
-        if (p.IsDefined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+        YamlNode p = doc.child(r, rpath, "path");
+        if (p.defined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
     } else if (f.type == "URLRewrite") {
-        YAML::Node r = doc.child(node, path, "urlRewrite");
+        YamlNode r = doc.child(node, path, "urlRewrite");
         std::string rpath = path + ".urlRewrite";
         doc.only(r, rpath, {"hostname", "path"});
         f.hostname = doc.string(r, rpath, "hostname");
         if (!f.hostname.empty() && !valid_hostname(f.hostname, false)) {
             doc.fail(r, rpath + ".hostname", "not a valid precise hostname");
         }
-        YAML::Node p = doc.child(r, rpath, "path");
-        if (p.IsDefined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+        YamlNode p = doc.child(r, rpath, "path");
+        if (p.defined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
     } else {
         *unsupported = "filter type " + f.type + " is not rendered yet";
     }
@@ -255,7 +255,7 @@ RouteFilter parse_filter(const Document &doc, const YAML::Node &node, const std:
 }
 
 // CEL rules of HTTPRoute rules on filters.
-void check_rule_filters(const Document &doc, const YAML::Node &rule, const std::string &path,
+void check_rule_filters(const Document &doc, const YamlNode &rule, const std::string &path,
                         const RouteRule &rr)
 {
     std::map<std::string, int> count;
@@ -281,60 +281,60 @@ void check_rule_filters(const Document &doc, const YAML::Node &rule, const std::
 
 // What every route kind starts with: metadata, the spec's known fields,
 // parentRefs and hostnames (TLSRoute v1/v1alpha3: at least one, no IP).
-HTTPRoute parse_route_head(const Document &doc, const YAML::Node &root, const char *kind,
+HTTPRoute parse_route_head(const Document &doc, const YamlNode &root, const char *kind,
                            std::initializer_list<const char *> spec_fields, bool hostnames_required = false,
                            bool ip_forbidden = false)
 {
     HTTPRoute r;
     r.kind = kind;
     r.meta = doc.meta(root);
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     doc.only(spec, "spec", spec_fields);
     parse_parent_refs(doc, spec, &r);
-    std::vector<YAML::Node> hostnames = doc.list(spec, "spec", "hostnames", hostnames_required);
+    std::vector<YamlNode> hostnames = doc.list(spec, "spec", "hostnames", hostnames_required);
     if (hostnames_required && hostnames.empty()) {
         doc.fail(spec, "spec.hostnames", "expected at least 1 hostname");
     }
     int i = 0;
-    for (const YAML::Node &h : hostnames) {
+    for (const YamlNode &h : hostnames) {
         std::string path = "spec.hostnames[" + std::to_string(i++) + "]";
-        if (!h.IsScalar() || !valid_hostname(h.Scalar(), true)) {
+        if (!h.is_scalar() || !valid_hostname(h.scalar(), true)) {
             doc.fail(h, path, "not a valid hostname (RFC 1123, a wildcard only as the first label)");
         }
         unsigned char addr[4];
-        if (ip_forbidden && inet_pton(AF_INET, h.Scalar().c_str(), addr) == 1) {
+        if (ip_forbidden && inet_pton(AF_INET, h.scalar().c_str(), addr) == 1) {
             doc.fail(h, path, "Hostnames cannot contain an IP");
         }
-        r.hostnames.push_back(h.Scalar());
+        r.hostnames.push_back(h.scalar());
     }
     return r;
 }
 
 }  // namespace
 
-void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
     HTTPRoute r = parse_route_head(doc, root, "HTTPRoute", {"parentRefs", "hostnames", "rules"});
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
-    for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
+    for (const YamlNode &rule : doc.list(spec, "spec", "rules")) {
         std::string path = "spec.rules[" + std::to_string(i++) + "]";
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "timeouts", "retry", "sessionPersistence"});
         RouteRule rr;
         rr.name = doc.string(rule, path, "name");
         int k = 0;
-        for (const YAML::Node &f : doc.list(rule, path, "filters")) {
+        for (const YamlNode &f : doc.list(rule, path, "filters")) {
             std::string fpath = path + ".filters[" + std::to_string(k++) + "]";
             RouteFilter filter = parse_filter(doc, f, fpath, &rr.unsupported);
             rr.filters.push_back(filter);
         }
         int j = 0;
-        for (const YAML::Node &m : doc.list(rule, path, "matches")) {
+        for (const YamlNode &m : doc.list(rule, path, "matches")) {
             rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
         }
         check_rule_filters(doc, rule, path, rr);
         j = 0;
-        for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
+        for (const YamlNode &b : doc.list(rule, path, "backendRefs")) {
             std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
             rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
             if (!doc.list(b, bpath, "filters").empty()) {
@@ -348,21 +348,21 @@ void parse_http_route(const Document &doc, const YAML::Node &root, Manifests *ou
 
 // TLSRoute v1 and the deprecated v1alpha2 (hostnames optional, up to 16
 // rules) and v1alpha3: hostnames and backendRefs, routed by SNI.
-void parse_tls_route(const Document &doc, const YAML::Node &root, const std::string &api_version,
+void parse_tls_route(const Document &doc, const YamlNode &root, const std::string &api_version,
                      Manifests *out)
 {
     const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
     HTTPRoute r = parse_route_head(doc, root, "TLSRoute", {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
                                    !v1alpha2, !v1alpha2);
     r.api_version = api_version;
-    YAML::Node spec = doc.child(root, "", "spec");
-    std::vector<YAML::Node> rules = doc.list(spec, "spec", "rules", true);
+    YamlNode spec = doc.child(root, "", "spec");
+    std::vector<YamlNode> rules = doc.list(spec, "spec", "rules", true);
     if (rules.empty() || rules.size() > (v1alpha2 ? 16u : 1u)) {
         doc.fail(spec, "spec.rules", v1alpha2 ? "expected 1 to 16 rules" : "expected exactly 1 rule");
     }
     std::set<std::string> names;
     int i = 0;
-    for (const YAML::Node &rule : rules) {
+    for (const YamlNode &rule : rules) {
         std::string path = "spec.rules[" + std::to_string(i++) + "]";
         doc.only(rule, path, {"name", "backendRefs"});
         RouteRule rr;
@@ -370,12 +370,12 @@ void parse_tls_route(const Document &doc, const YAML::Node &root, const std::str
         if (!rr.name.empty() && !names.insert(rr.name).second) {
             doc.fail(rule, path + ".name", "Rule name must be unique within the route");
         }
-        std::vector<YAML::Node> refs = doc.list(rule, path, "backendRefs", true);
+        std::vector<YamlNode> refs = doc.list(rule, path, "backendRefs", true);
         if (refs.empty() || refs.size() > 16) {
             doc.fail(rule, path + ".backendRefs", "expected 1 to 16 backendRefs");
         }
         int j = 0;
-        for (const YAML::Node &b : refs) {
+        for (const YamlNode &b : refs) {
             rr.backend_refs.push_back(parse_backend_ref(doc, b, path + ".backendRefs[" + std::to_string(j++) + "]"));
         }
         r.rules.push_back(std::move(rr));
@@ -383,26 +383,26 @@ void parse_tls_route(const Document &doc, const YAML::Node &root, const std::str
     out->tls_routes.push_back(std::move(r));
 }
 
-void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *out)
+void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
     static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
     static const std::regex method_re("^[A-Za-z_][A-Za-z_0-9]*$");
     HTTPRoute r = parse_route_head(doc, root, "GRPCRoute", {"parentRefs", "hostnames", "rules"});
-    YAML::Node spec = doc.child(root, "", "spec");
+    YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
-    for (const YAML::Node &rule : doc.list(spec, "spec", "rules")) {
+    for (const YamlNode &rule : doc.list(spec, "spec", "rules")) {
         std::string path = "spec.rules[" + std::to_string(i++) + "]";
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "sessionPersistence"});
         RouteRule rr;
         rr.name = doc.string(rule, path, "name");
         if (!doc.list(rule, path, "filters").empty()) rr.unsupported = "GRPCRoute filters are not rendered yet";
         int j = 0;
-        for (const YAML::Node &m : doc.list(rule, path, "matches")) {
+        for (const YamlNode &m : doc.list(rule, path, "matches")) {
             std::string mpath = path + ".matches[" + std::to_string(j++) + "]";
             doc.only(m, mpath, {"method", "headers"});
             RouteMatch match;
-            YAML::Node method = doc.child(m, mpath, "method");
-            if (method.IsDefined()) {
+            YamlNode method = doc.child(m, mpath, "method");
+            if (method.defined()) {
                 std::string type = doc.string(method, mpath + ".method", "type", false, "Exact");
                 std::string service = doc.string(method, mpath + ".method", "service");
                 std::string name = doc.string(method, mpath + ".method", "method");
@@ -425,7 +425,7 @@ void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *ou
                 }
             }
             int k = 0;
-            for (const YAML::Node &h : doc.list(m, mpath, "headers")) {
+            for (const YamlNode &h : doc.list(m, mpath, "headers")) {
                 std::string hpath = mpath + ".headers[" + std::to_string(k++) + "]";
                 match.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
                                          doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
@@ -433,7 +433,7 @@ void parse_grpc_route(const Document &doc, const YAML::Node &root, Manifests *ou
             rr.matches.push_back(match);
         }
         j = 0;
-        for (const YAML::Node &b : doc.list(rule, path, "backendRefs")) {
+        for (const YamlNode &b : doc.list(rule, path, "backendRefs")) {
             std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
             rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
             if (!doc.list(b, bpath, "filters").empty()) rr.unsupported = "filters on a backendRef are not rendered yet";

@@ -577,13 +577,18 @@ private:
                                           "it speaks HTTP/2 only, so HTTP/1 clients of its HTTPRoutes fail");
             }
         }
+        // the plan takes them over: no second copy, no doubling at the peak
+        plan_->servers.reserve(plan_->servers.size() + servers_.size());
+        plan_->upstreams.reserve(plan_->upstreams.size() + upstreams_.size());
         for (auto &[key, server] : servers_) {
             order_locations(&server);
-            plan_->servers.push_back(server);
+            plan_->servers.push_back(std::move(server));
         }
+        servers_.clear();
         for (auto &[name, u] : upstreams_) {
-            plan_->upstreams.push_back(u);
+            plan_->upstreams.push_back(std::move(u));
         }
+        upstreams_.clear();
         finish_stream_servers();
     }
 
@@ -591,11 +596,13 @@ private:
     {
         for (auto &[listen, server] : stream_servers_) {
             finish_stream_server(&server, stream_certificates_[listen], &plan_->warnings);
-            plan_->stream_servers.push_back(server);
+            plan_->stream_servers.push_back(std::move(server));
         }
+        stream_servers_.clear();
         for (auto &[name, u] : stream_upstreams_) {
-            plan_->stream_upstreams.push_back(u);
+            plan_->stream_upstreams.push_back(std::move(u));
         }
+        stream_upstreams_.clear();
     }
 
     const Manifests &m_;

@@ -1,0 +1,154 @@
+// The compact YAML tree the parse stage reads, and documents scanned on
+// several threads: same objects, same first error, whatever the jobs.
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+
+#include "parse.h"
+#include "render.h"
+#include "resolve.h"
+#include "test_support.h"
+#include "yaml_tree.h"
+
+using namespace g2n;
+
+namespace {
+
+YamlTree tree_of(const std::string &text) { return YamlTree::parse(text, "t.yaml", 0); }
+
+// N routes with their Service, EndpointSlice and BackendTLSPolicy, as the
+// benchmark writes them, behind one Gateway.
+std::string many_documents(int n)
+{
+    std::ostringstream y;
+    y << "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: c}\n"
+         "spec: {controllerName: gateway2nginx.io/controller}\n---\n"
+         "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g, namespace: ns}\n"
+         "spec:\n  gatewayClassName: c\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n---\n"
+         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ca, namespace: ns}\ndata: {ca.crt: x}\n";
+    for (int i = 0; i < n; i++) {
+        std::string s = "svc-" + std::to_string(i);
+        y << "---\napiVersion: v1\nkind: Service\nmetadata: {name: " << s << ", namespace: ns}\n"
+          << "spec:\n  ports: [{name: https, port: 443}]\n"
+          << "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+          << "metadata: {name: " << s << "-x, namespace: ns, labels: {kubernetes.io/service-name: " << s << "}}\n"
+          << "ports: [{name: https, port: 8443}]\nendpoints: [{addresses: [\"10.0.0." << i % 250 << "\"]}]\n"
+          << "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\n"
+          << "metadata: {name: p-" << i << ", namespace: ns}\nspec:\n"
+          << "  targetRefs: [{group: \"\", kind: Service, name: " << s << "}]\n"
+          << "  validation:\n    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n"
+          << "    hostname: " << s << ".example.com\n"
+          << "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+          << "metadata: {name: r-" << i << ", namespace: ns}\nspec:\n  parentRefs: [{name: g}]\n"
+          << "  rules:\n  - matches: [{path: {type: PathPrefix, value: /" << s << "}}]\n"
+          << "    backendRefs: [{name: " << s << ", port: 443}]\n";
+    }
+    return y.str();
+}
+
+std::string error_with_jobs(const std::string &yaml, unsigned jobs)
+{
+    Manifests m;
+    std::istringstream in(yaml);
+    try {
+        parse_stream(in, "in.yaml", &m, jobs);
+    } catch (const InputError &e) {
+        return e.what();
+    }
+    BOOST_FAIL("expected an InputError");
+    return {};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(yaml_tree)
+
+BOOST_AUTO_TEST_CASE(shapes_scalars_nulls_and_positions)
+{
+    YamlTree t = tree_of("a: 1\nb: [x, 'y']\nc:\nd: ~\ne: \"null\"\nf: {g: h}\na: 2\n");
+    YamlNode root = t.root();
+    BOOST_TEST(root.is_map());
+    BOOST_TEST(root.get("a").scalar() == "1");  // the first of repeated keys
+    BOOST_TEST(root.get("b").is_sequence());
+    BOOST_TEST_REQUIRE(root.get("b").items().size() == 2u);
+    BOOST_TEST(root.get("b").items()[1].scalar() == "y");
+    BOOST_TEST(root.get("c").is_null());
+    BOOST_TEST(root.get("d").is_null());
+    BOOST_TEST(root.get("e").is_scalar());  // quoted: a string, not null
+    BOOST_TEST(root.get("f").get("g").scalar() == "h");
+    BOOST_TEST(!root.get("missing").defined());
+    BOOST_TEST(!root.get("a").get("x").defined());  // a scalar has no fields
+    BOOST_TEST(root.get("b").line() == 1);
+    BOOST_TEST(root.get("b").column() == 3);
+    BOOST_TEST_REQUIRE(root.entries().size() == 7u);
+    BOOST_TEST(root.entries()[6].first.scalar() == "a");
+    BOOST_TEST(root.entries()[6].second.scalar() == "2");
+    BOOST_TEST(!tree_of("").root().defined());
+    BOOST_TEST(!tree_of("# only a comment\n").root().defined());
+}
+
+BOOST_AUTO_TEST_CASE(aliases_share_the_anchored_node)
+{
+    YamlTree t = tree_of("base: &b {port: 443, name: https}\nports: [*b, *b]\n");
+    std::vector<YamlNode> ports = t.root().get("ports").items();
+    BOOST_TEST_REQUIRE(ports.size() == 2u);
+    BOOST_TEST(ports[1].get("port").scalar() == "443");
+    BOOST_TEST(ports[0].line() == 0);  // the anchored node itself
+}
+
+BOOST_AUTO_TEST_CASE(invalid_yaml_names_the_line_from_the_offset)
+{
+    try {
+        YamlTree::parse("a: [1,\n", "f.yaml", 10);
+        BOOST_FAIL("no error");
+    } catch (const InputError &e) {
+        BOOST_TEST(std::string(e.what()).find("f.yaml:12:") == 0u, e.what());
+    }
+    BOOST_CHECK_THROW(YamlTree::parse("a: *nowhere\n", "f.yaml", 0), InputError);
+}
+
+BOOST_AUTO_TEST_CASE(scanning_on_threads_changes_nothing)
+{
+    std::string yaml = many_documents(300);
+    std::string outputs[3];
+    unsigned jobs[3] = {1, 2, 5};
+    for (int k = 0; k < 3; k++) {
+        Manifests m;
+        std::istringstream in(yaml);
+        parse_stream(in, "in.yaml", &m, jobs[k]);
+        BOOST_TEST(m.http_routes.size() == 300u);
+        BOOST_TEST(m.backend_tls_policies.size() == 300u);
+        // positions count over the whole file: line 1 + 2 of the last route's document
+        std::istringstream lines(yaml);
+        std::string line;
+        for (int i = 0; i < m.http_routes[299].meta.pos.line + 2 && std::getline(lines, line); i++) {}
+        BOOST_TEST(line == "metadata: {name: r-299, namespace: ns}", "jobs " << jobs[k]);
+        Plan plan = resolve(m, Options{});
+        std::ostringstream status;
+        render_status(status, plan, Options{});
+        outputs[k] = render_http_conf(plan) + status.str();
+    }
+    BOOST_TEST(outputs[0].size() > 100000u);
+    BOOST_TEST(outputs[1] == outputs[0]);
+    BOOST_TEST(outputs[2] == outputs[0]);
+}
+
+BOOST_AUTO_TEST_CASE(the_first_error_in_input_order_wins_whatever_the_jobs)
+{
+    std::string good = many_documents(40);
+    // a typed error early, invalid YAML later: the typed one is reported
+    std::string typed = "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports: {port: 1}\n";
+    std::string yaml = good + "---\n" + typed + "---\nkey: [unclosed\n---\n" + good;
+    std::string expected = error_with_jobs(yaml, 1);
+    BOOST_TEST(expected.find("spec.ports: expected a list") != std::string::npos, expected);
+    for (int round = 0; round < 20; round++) {
+        BOOST_TEST(error_with_jobs(yaml, 3) == expected);
+    }
+    // and invalid YAML first: its line, counted over the whole file
+    std::string yaml_first = good + "---\nkey: [unclosed\n---\n" + typed + "---\n" + good;
+    std::string e = error_with_jobs(yaml_first, 4);
+    BOOST_TEST(e == error_with_jobs(yaml_first, 1));
+    BOOST_TEST(e.find("invalid YAML") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
