@@ -85,7 +85,7 @@ public:
 
         gateway_statuses();
         std::sort(route_statuses.begin(), route_statuses.end(),
-                  [](const ObjectStatus &a, const ObjectStatus &b) { return a.meta.key() < b.meta.key(); });
+                  [](const ObjectStatus &a, const ObjectStatus &b) { return key_less(a.meta, b.meta); });
         for (ObjectStatus &st : route_statuses) {
             if (!st.refs.empty()) plan_->statuses.push_back(std::move(st));
         }
@@ -112,7 +112,7 @@ private:
             }
         }
         std::sort(gateways_.begin(), gateways_.end(),
-                  [](const Gateway *a, const Gateway *b) { return a->meta.key() < b->meta.key(); });
+                  [](const Gateway *a, const Gateway *b) { return key_less(a->meta, b->meta); });
     }
 
     ListenerState resolve_listener(const Gateway &gw, const Listener &l)

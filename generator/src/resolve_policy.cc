@@ -162,7 +162,7 @@ bool older_first(const ObjectMeta &a, const ObjectMeta &b)
         if (b.creation_timestamp.empty()) return true;
         return a.creation_timestamp < b.creation_timestamp;
     }
-    return a.key() < b.key();
+    return key_less(a, b);
 }
 
 std::string safe_name(const std::string &text)
@@ -315,7 +315,7 @@ void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
     std::vector<const BackendTLSPolicy *> order;
     for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
     std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
-        return a->meta.key() < b->meta.key();
+        return key_less(a->meta, b->meta);
     });
 
     for (const BackendTLSPolicy *p : order) {

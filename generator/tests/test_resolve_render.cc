@@ -594,3 +594,17 @@ BOOST_AUTO_TEST_CASE(every_scalar_round_trips)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(key_less_orders_as_the_keys_do)
+{
+    // '-' sorts before '/', so namespace-then-name would differ from the key
+    const char *names[][2] = {{"a", "x"}, {"a-b", "x"}, {"a", "x-1"}, {"ab", ""}, {"a", ""}, {"", "a"},
+                              {"a0", "z"}, {"a", "x"}, {"b", "a"}, {"a/b", "c"}};
+    for (auto &l : names) {
+        for (auto &r : names) {
+            g2n::ObjectMeta a, b;
+            a.namespace_ = l[0], a.name = l[1], b.namespace_ = r[0], b.name = r[1];
+            BOOST_TEST(g2n::key_less(a, b) == (a.key() < b.key()), a.key() << " < " << b.key());
+        }
+    }
+}
