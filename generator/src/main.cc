@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <signal.h>
 #include <thread>
@@ -226,10 +227,15 @@ int main(int argc, char **argv)
         fs::create_directories(staged / "temp");
         fs::create_directories(staged / "certs");
         ::chmod((staged / "certs").c_str(), 0700);
+        // status.yaml is as large as the configuration and independent of it
+        auto write_status = [&] {
+            write_file(staged / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, args.options); });
+        };
+        std::future<void> status = std::async(args.jobs > 1 ? std::launch::async : std::launch::deferred, write_status);
         write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
-        write_file(staged / "http.conf", render_http_conf(plan, args.options), 0644);
+        write_file(staged / "http.conf", 0644, [&](std::ostream &out) { render_http_conf(out, plan, args.options); });
         write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
-        write_file(staged / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, args.options); });
+        status.get();
         for (const OutputFile &f : plan.files) {
             write_file(staged / f.path, f.content, f.mode);
         }

@@ -214,27 +214,45 @@ void parse_root(const Document &doc, const YamlNode &root, Manifests *out)
 
 void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs)
 {
-    // One document at a time, never the input as a whole: the text of each
-    // goes to the scanners (most of the run), its tree is typed here, in
-    // input order, while later documents are still being scanned.
+    // One document at a time, never the input as a whole: batches of texts
+    // go to the scanners (most of the run), their trees are typed here, in
+    // input order, while later batches are still being scanned.
+    constexpr size_t kBatchBytes = 32 * 1024;
     YamlScanPool scanners(jobs > 1 ? jobs : 0);
-    const size_t in_flight = 8 * (scanners.threads() + 1);
-    std::deque<std::pair<std::future<YamlTree>, int>> scanned;
+    const size_t in_flight = 2 * (scanners.threads() + 1);
+    std::deque<std::future<YamlScanPool::Batch>> scanned;
     auto type_next = [&] {
-        YamlTree tree = scanned.front().first.get();
-        parse_document(tree, file, scanned.front().second, out);
+        YamlScanPool::Batch batch = scanned.front().get();
         scanned.pop_front();
+        for (const YamlDocument &doc : batch) {
+            if (!doc.error.empty()) {
+                throw InputError(doc.error);
+            }
+            parse_document(doc.tree, file, doc.line_offset, out);
+        }
+    };
+
+    YamlScanPool::Batch batch;
+    size_t batch_bytes = 0;
+    auto submit = [&] {
+        scanned.push_back(scanners.submit(std::move(batch), file));
+        batch = YamlScanPool::Batch();
+        batch_bytes = 0;
+        if (scanned.size() >= in_flight) {
+            type_next();
+        }
     };
 
     std::string text, line;
     int line_no = 0, start = 0;
     while (std::getline(in, line)) {
         if (is_document_marker(line)) {
-            scanned.emplace_back(scanners.submit(std::move(text), file, start), start);
-            text.clear();
+            batch_bytes += text.size();
+            batch.push_back({std::move(text), start, {}, {}});
+            text = std::string();
             start = line_no + 1;
-            if (scanned.size() >= in_flight) {
-                type_next();
+            if (batch_bytes >= kBatchBytes) {
+                submit();
             }
         } else {
             text += line;
@@ -242,7 +260,8 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
         }
         line_no++;
     }
-    scanned.emplace_back(scanners.submit(std::move(text), file, start), start);
+    batch.push_back({std::move(text), start, {}, {}});
+    submit();
     while (!scanned.empty()) {
         type_next();
     }

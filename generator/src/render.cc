@@ -44,7 +44,7 @@ std::string scheme(const WeightedUpstream &b)
 
 }  // namespace
 
-void render_client_validation(std::ostringstream &out, const ClientValidation &client)
+void render_client_validation(std::ostream &out, const ClientValidation &client)
 {
     if (client.verify.empty()) return;
     out << "    ssl_verify_client " << client.verify << ";\n";
@@ -63,7 +63,7 @@ void render_client_validation(std::ostringstream &out, const ClientValidation &c
     }
 }
 
-void render_backend_client(std::ostringstream &out, const BackendClientCertificate &client,
+void render_backend_client(std::ostream &out, const BackendClientCertificate &client,
                            std::initializer_list<const char *> prefixes)
 {
     if (client.certificate.empty()) return;
@@ -73,7 +73,7 @@ void render_backend_client(std::ostringstream &out, const BackendClientCertifica
     }
 }
 
-void render_upstream(std::ostringstream &out, const Upstream &u)
+void render_upstream(std::ostream &out, const Upstream &u)
 {
     out << "upstream " << u.name << " {\n";
     out << "    # " << u.comment << "\n";
@@ -142,7 +142,7 @@ std::string regex_quote(const std::string &text)
 
 // rewrite directives for ReplaceFullPath / ReplacePrefixMatch (Gateway API
 // prefixes match whole path elements)
-void render_path_rewrite(std::ostringstream &out, const Location &l, const PathModifier &p,
+void render_path_rewrite(std::ostream &out, const Location &l, const PathModifier &p,
                          const char *flag)
 {
     if (p.type == "ReplaceFullPath") {
@@ -160,7 +160,7 @@ void render_path_rewrite(std::ostringstream &out, const Location &l, const PathM
     out << "        rewrite ^" << prefix << "(/.*)$ " << base << "$1" << flag << ";\n";
 }
 
-void render_request_headers(std::ostringstream &out, Splits &shared, const Location &l)
+void render_request_headers(std::ostream &out, Splits &shared, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
@@ -187,7 +187,7 @@ void render_request_headers(std::ostringstream &out, Splits &shared, const Locat
     }
 }
 
-void render_response_headers(std::ostringstream &out, const Location &l)
+void render_response_headers(std::ostream &out, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
     if (headers == nullptr) return;
@@ -203,7 +203,7 @@ void render_response_headers(std::ostringstream &out, const Location &l)
     }
 }
 
-void render_redirect(std::ostringstream &out, const Location &l, const RouteFilter &r)
+void render_redirect(std::ostream &out, const Location &l, const RouteFilter &r)
 {
     std::string target = r.scheme.empty() ? "$scheme" : r.scheme;
     target += "://";
@@ -265,7 +265,7 @@ std::string conditional_target(Splits &splits, const Location &l)
     return splits.variable("route_target", "map \"" + key + "\"", select);
 }
 
-void render_location(std::ostringstream &out, Splits &splits, const Location &l)
+void render_location(std::ostream &out, Splits &splits, const Location &l)
 {
     out << "    # " << l.source << "\n";
     out << "    location " << l.match << " {\n";
@@ -346,14 +346,12 @@ std::string render_nginx_conf(const Plan &plan, const Options &o)
     return out.str();
 }
 
-std::string render_http_conf(const Plan &plan, const Options &o)
+// Streamed: at 100,000 routes the text is 55 MB, and every copy of it
+// (string streams, str(), the file) cost more than rendering it.
+void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
 {
-    std::ostringstream upstreams, servers;
+    std::stringstream servers;  // after the maps and splits it brings
     Splits splits;
-
-    for (const Upstream &u : plan.upstreams) {
-        render_upstream(upstreams, u);
-    }
 
     std::map<std::string, bool> listen_has_default;  // listen -> ssl
     std::set<std::string> listens_with_catch_all, listens_http2;
@@ -393,7 +391,6 @@ std::string render_http_conf(const Plan &plan, const Options &o)
         servers << "}\n\n";
     }
 
-    std::ostringstream out;
     out << kHeader << "\n";
     // upstream{} policies answer to the http-level gate: it allows what any
     // Gateway allows, and each server says what its own Gateway allows
@@ -408,7 +405,13 @@ std::string render_http_conf(const Plan &plan, const Options &o)
     out << "proxy_ssl_name $upstream_ssl_policy_hostname;\n";
     out << "grpc_ssl_server_name on;\n";
     out << "grpc_ssl_name $upstream_ssl_policy_hostname;\n\n";
-    out << upstreams.str() << splits.text.str() << servers.str();
+    for (const Upstream &u : plan.upstreams) {
+        render_upstream(out, u);
+    }
+    out << splits.text.str();
+    if (servers.tellp() > 0) {
+        out << servers.rdbuf();  // inserting an empty buffer would fail the stream
+    }
     if (o.status_listen != "off") {
         // counters and the audit list for the security officer (DESIGN §2.4)
         out << "gateway_tls_status_zone 1m;\n\n";
@@ -418,6 +421,12 @@ std::string render_http_conf(const Plan &plan, const Options &o)
         out << "    location / {\n        return 404;\n    }\n";
         out << "}\n";
     }
+}
+
+std::string render_http_conf(const Plan &plan, const Options &o)
+{
+    std::ostringstream out;
+    render_http_conf(out, plan, o);
     return out.str();
 }
 

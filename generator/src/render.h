@@ -12,6 +12,7 @@ namespace g2n {
 
 std::string render_nginx_conf(const Plan &plan, const Options &options);
 std::string render_http_conf(const Plan &plan, const Options &options = Options{});
+void render_http_conf(std::ostream &out, const Plan &plan, const Options &options);
 std::string render_stream_conf(const Plan &plan);
 
 // ---- shared by render.cc and render_stream.cc -----------------------------
@@ -28,11 +29,11 @@ std::string split_clients_body(const std::vector<WeightedUpstream> &backends,
 // ssl_verify_client, ssl_client_certificate and ssl_verify_client_pin of a
 // TLS listener (GEP-91, GEP-4078), and PREFIX_ssl_certificate{,_key} for
 // the gateway's client certificate to backends (GEP-3155).
-void render_client_validation(std::ostringstream &out, const ClientValidation &client);
-void render_backend_client(std::ostringstream &out, const BackendClientCertificate &client,
+void render_client_validation(std::ostream &out, const ClientValidation &client);
+void render_backend_client(std::ostream &out, const BackendClientCertificate &client,
                            std::initializer_list<const char *> prefixes);
 // upstream{} with its servers and the module directives of its policy
-void render_upstream(std::ostringstream &out, const Upstream &u);
+void render_upstream(std::ostream &out, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);
 // The same, straight into a stream: status.yaml is the largest output.
 void render_status(std::ostream &out, const Plan &plan, const Options &options);

@@ -89,6 +89,7 @@ public:
         for (ObjectStatus &st : route_statuses) {
             if (!st.refs.empty()) plan_->statuses.push_back(std::move(st));
         }
+        route_statuses = std::vector<ObjectStatus>();  // moved out: free before the peak
         policy_statuses(m_, policies_, plan_);
         finish_servers();
     }
@@ -378,7 +379,7 @@ private:
 
         for (const RouteMatch &match : matches) {
             for (const std::string &loc : location_matches(match)) {
-                std::map<std::string, size_t> &index_of = location_index_[&server];
+                std::unordered_map<std::string, size_t> &index_of = location_index_[&server];
                 auto found = index_of.find(loc);
                 auto it = found == index_of.end() ? server.locations.end()
                                                   : server.locations.begin() + found->second;
@@ -614,7 +615,7 @@ private:
     std::vector<ListenerState> listeners_;
     std::map<std::string, Server> servers_;
     std::map<std::string, std::string> server_owner_;  // "listen host" -> Gateway
-    std::map<const Server *, std::map<std::string, size_t>> location_index_;
+    std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
     std::map<std::string, Upstream> upstreams_;
     std::map<std::string, StreamServer> stream_servers_;  // by listen
     // listen -> listener hostname -> (certificate, key) of its Terminate listeners

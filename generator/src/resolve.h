@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <string>
 #include <utility>
@@ -18,17 +19,18 @@ Plan resolve(const Manifests &manifests, const Options &options);
 // ---- shared between resolve.cc and resolve_policy.cc ----------------------
 
 // Objects by "namespace/name" (EndpointSlices by "namespace/service"), so
-// that resolving stays linear in the size of the input.
+// that resolving stays linear in the size of the input: hashed, since only
+// looked up (output order never comes from these).
 struct ObjectIndex {
-    std::map<std::string, const Service *> services;
-    std::map<std::string, const ConfigMap *> config_maps;
-    std::map<std::string, const Secret *> secrets;
-    std::map<std::string, std::vector<const EndpointSlice *>> endpoint_slices;
+    std::unordered_map<std::string, const Service *> services;
+    std::unordered_map<std::string, const ConfigMap *> config_maps;
+    std::unordered_map<std::string, const Secret *> secrets;
+    std::unordered_map<std::string, std::vector<const EndpointSlice *>> endpoint_slices;
 
     explicit ObjectIndex(const Manifests &m);
 
     template <typename T>
-    static const T *find(const std::map<std::string, const T *> &by_key, const std::string &ns,
+    static const T *find(const std::unordered_map<std::string, const T *> &by_key, const std::string &ns,
                          const std::string &name)
     {
         auto it = by_key.find(ns + "/" + name);
@@ -46,13 +48,13 @@ struct BoundPolicy {
 
 struct PolicyIndex {
     // "ns/service/portName" for a port policy, "ns/service/" for a whole one
-    std::map<std::string, BoundPolicy *> by_target;
-    std::map<std::string, BoundPolicy> by_policy;  // "ns/name"
-    std::map<std::string, std::vector<Condition>> conditions;  // "ns/name"
+    std::unordered_map<std::string, BoundPolicy *> by_target;
+    std::unordered_map<std::string, BoundPolicy> by_policy;  // "ns/name"
+    std::unordered_map<std::string, std::vector<Condition>> conditions;  // "ns/name"
     // Gateways whose spec.tls.backend.validation.mode is AllowInsecureVerification
     std::set<std::string> insecure_allowed;
     // every policy that names a Service, conflicts included: (section, policy)
-    std::map<std::string, std::vector<std::pair<std::string, BoundPolicy *>>> naming;
+    std::unordered_map<std::string, std::vector<std::pair<std::string, BoundPolicy *>>> naming;
 
     // Records that a route of `gateway` reaches this Service port: the
     // Gateway becomes an ancestor of each policy naming it.

@@ -199,11 +199,21 @@ YamlScanPool::~YamlScanPool()
     }
 }
 
-std::future<YamlTree> YamlScanPool::submit(std::string text, const std::string &file, int line_offset)
+std::future<YamlScanPool::Batch> YamlScanPool::submit(Batch batch, const std::string &file)
 {
-    std::packaged_task<YamlTree()> task(
-        [text = std::move(text), file, line_offset] { return YamlTree::parse(text, file, line_offset); });
-    std::future<YamlTree> result = task.get_future();
+    std::packaged_task<Batch()> task([batch = std::move(batch), file]() mutable {
+        for (YamlDocument &doc : batch) {
+            try {
+                doc.tree = YamlTree::parse(doc.text, file, doc.line_offset);
+            } catch (const InputError &e) {
+                doc.error = e.what();
+                break;
+            }
+            doc.text = std::string();  // scanned: only the tree is needed now
+        }
+        return std::move(batch);
+    });
+    std::future<Batch> result = task.get_future();
     if (threads_.empty()) {
         task();
         return result;
@@ -219,7 +229,7 @@ std::future<YamlTree> YamlScanPool::submit(std::string text, const std::string &
 void YamlScanPool::work()
 {
     for (;;) {
-        std::packaged_task<YamlTree()> task;
+        std::packaged_task<Batch()> task;
         {
             std::unique_lock<std::mutex> lock(mutex_);
             ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });

@@ -79,9 +79,19 @@ private:
     std::vector<uint32_t> children_;
 };
 
-// Scans documents into trees on worker threads (none: on the caller's);
-// each submit's future gives that document's tree or its InputError, so
-// the caller consumes them in input order and errors stay deterministic.
+// One document's text, where it starts in its file, and once scanned its
+// tree or the message of its InputError.
+struct YamlDocument {
+    std::string text;
+    int line_offset = 0;
+    YamlTree tree;
+    std::string error;
+};
+
+// Scans batches of documents into trees on worker threads (none: on the
+// caller's). A batch stops at its first invalid document: the caller types
+// them in input order, so the first error in the input is the one raised.
+// Batches, not documents, keep the threads' hand-offs few.
 class YamlScanPool {
 public:
     explicit YamlScanPool(unsigned threads);
@@ -89,7 +99,8 @@ public:
     YamlScanPool(const YamlScanPool &) = delete;
     YamlScanPool &operator=(const YamlScanPool &) = delete;
 
-    std::future<YamlTree> submit(std::string text, const std::string &file, int line_offset);
+    using Batch = std::vector<YamlDocument>;
+    std::future<Batch> submit(Batch batch, const std::string &file);
     unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
 
 private:
@@ -97,7 +108,7 @@ private:
 
     std::mutex mutex_;
     std::condition_variable ready_;
-    std::deque<std::packaged_task<YamlTree()>> tasks_;
+    std::deque<std::packaged_task<Batch()>> tasks_;
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };

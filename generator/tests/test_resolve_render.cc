@@ -608,3 +608,15 @@ BOOST_AUTO_TEST_CASE(key_less_orders_as_the_keys_do)
         }
     }
 }
+
+BOOST_AUTO_TEST_CASE(http_conf_streams_even_without_servers)
+{
+    // a Gateway with TLS listeners only: no server{} in http.conf, and the
+    // stream http.conf is written to must stay good
+    g2n::Plan plan;
+    std::ostringstream out;
+    g2n::render_http_conf(out, plan, g2n::Options{});
+    BOOST_TEST(out.good());
+    BOOST_TEST(out.str() == g2n::render_http_conf(plan));
+    BOOST_TEST(out.str().find("proxy_ssl_verify_insecure deny;") != std::string::npos);
+}
