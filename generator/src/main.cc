@@ -219,7 +219,12 @@ int main(int argc, char **argv)
 
     try {
         Plan plan = resolve(manifests, args.options);
-        manifests = Manifests();  // the plan holds all that is written: halves the peak
+        // the plan holds all that is written: the manifests go (halving the
+        // peak), freed beside the rendering when there is a thread for it
+        auto release = [m = std::move(manifests)]() mutable { m = Manifests(); };
+        std::future<void> released = std::async(args.jobs > 1 ? std::launch::async : std::launch::deferred,
+                                                std::move(release));
+        if (args.jobs <= 1) released.get();
         for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << w << "\n";
 
         fs::remove_all(staged);
@@ -255,6 +260,12 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
+        released.get();
+        // Done: the process ends without tearing the plan down one free()
+        // at a time (100,000 routes: a third of a second), as compilers do.
+        std::cout.flush();
+        std::cerr.flush();
+        std::_Exit(0);
     } catch (const std::exception &e) {
         std::error_code ec;
         fs::remove_all(staged, ec);

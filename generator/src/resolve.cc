@@ -185,7 +185,7 @@ private:
         ObjectStatus st;
         st.api_version = r.api_version;
         st.kind = r.kind;
-        st.meta = r.meta;
+        st.meta = status_meta(r.meta);
         st.refs_key = "parents";
 
         std::string unsupported;
@@ -546,7 +546,7 @@ private:
             ObjectStatus st;
             st.api_version = "gateway.networking.k8s.io/v1";
             st.kind = "Gateway";
-            st.meta = gw->meta;
+            st.meta = status_meta(gw->meta);
             st.conditions = {cond::gateway_accepted(), cond::gateway_programmed()};
             if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
             if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());

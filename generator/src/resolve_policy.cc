@@ -322,7 +322,7 @@ void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
         ObjectStatus st;
         st.api_version = p->api_version;
         st.kind = "BackendTLSPolicy";
-        st.meta = p->meta;
+        st.meta = status_meta(p->meta);
         st.refs_key = "ancestors";
         const BoundPolicy &bound = index.by_policy[p->meta.key()];
         // Kubernetes keeps at most 16 ancestors; the rest still get the
