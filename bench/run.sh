@@ -17,13 +17,25 @@ out=bench/results.md
     bash bench/dataplane.sh "${BENCH_SECONDS:-5}"
     echo '```'
     echo
+    echo "## Data plane: instructions per request under callgrind, module / stock (no machine noise)"
+    echo
+    echo '```'
+    bash bench/callgrind.sh "${CALLGRIND_REQUESTS:-200}"
+    echo '```'
+    echo
     echo "## Scale: nginx -t, one policy per TLS backend, module / plain HTTP (target <= 2x at 10,000); stock beside"
+    echo
+    echo "tls: the same locations proxying to https:// without any verification, the floor on nginx 1.22"
+    echo "(its proxy creates one SSL context per such location before any module sees it); /tls: what the module adds."
     echo
     echo '```'
     bash bench/scale.sh
     echo '```'
     echo
     echo "## Generator: gateway2nginx / yaml-cpp event parse of the same file (target <= 1.3x and <= 100 MB at 10,000)"
+    echo
+    echo "gateway2nginx scans YAML on $(nproc) threads here (--jobs: the CPUs, at most 4); its CPU seconds and its"
+    echo "time on one thread (--jobs 1) are beside."
     echo
     echo '```'
     bash bench/generator.sh

@@ -5,6 +5,10 @@
 # proxy_ssl_verify + proxy_ssl_trusted_certificate is printed beside.
 # `nginx -t` wall time and peak RSS, median of $RUNS (default 3) interleaved
 # runs; stock once (it takes minutes and gigabytes with the System bundle).
+# "tls" is the floor under any verification on nginx 1.22: the same
+# locations proxying to https:// with no verification at all. nginx 1.22's
+# proxy creates one SSL context per such location while merging, before any
+# module sees it (1.23.1 shares them); module / tls is what the module adds.
 # Usage: bench/scale.sh [N...] (default 1000 10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +29,8 @@ write() {  # write DIR KIND CA N: nginx.conf with N locations
             case $kind in
             plain)
                 echo "    location /svc-$i/ { proxy_pass http://127.0.0.1:$((10000 + i % 50000)); }" ;;
+            tls)
+                echo "    location /svc-$i/ { proxy_pass https://127.0.0.1:$((10000 + i % 50000)); proxy_ssl_name svc-$i.example.com; }" ;;
             module)
                 echo "    location /svc-$i/ { proxy_pass https://127.0.0.1:$((10000 + i % 50000)); proxy_ssl_name svc-$i.example.com;"
                 echo "      proxy_ssl_verify_mode strict; proxy_ssl_verify_ca $ca; proxy_ssl_verify_san dns:svc-$i.example.com; }" ;;
@@ -41,7 +47,8 @@ write() {  # write DIR KIND CA N: nginx.conf with N locations
 measure() { /usr/bin/time -f '%e %M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf 2>&1 | tail -1; }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
-printf '%8s %-8s %9s %9s %9s %9s %9s %9s %9s %9s\n' backends trust plain_s module_s stock_s plain_MB module_MB stock_MB time_x mem_x
+printf '%8s %-8s %8s %8s %8s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' backends trust plain_s tls_s module_s stock_s \
+    plain_MB tls_MB module_MB stock_MB time_x mem_x time_/tls mem_/tls
 for n in "${sizes[@]}"; do
     work=$PWD/build/bench/scale-$n
     rm -rf "$work" && mkdir -p "$work"
@@ -49,11 +56,13 @@ for n in "${sizes[@]}"; do
     # what a System policy trusts: Debian's public roots (about 140)
     cat conf-examples/certs/ca.crt "${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" > "$work/system.pem"
     write "$work/plain" plain "" "$n"
+    write "$work/tls" tls "" "$n"
     for trust in private system; do
         write "$work/module-$trust" module "$work/$trust.pem" "$n"
-        ps=() pk=() ms=() mk=()
+        ps=() pk=() ts=() tk=() ms=() mk=()
         for _ in $(seq "${RUNS:-3}"); do
             read -r s k < <(measure "$work/plain"); ps+=("$s"); pk+=("$k")
+            read -r s k < <(measure "$work/tls"); ts+=("$s"); tk+=("$k")
             read -r s k < <(measure "$work/module-$trust"); ms+=("$s"); mk+=("$k")
         done
         stock="- -"
@@ -63,11 +72,13 @@ for n in "${sizes[@]}"; do
             stock=$(measure "$work/stock-$trust")
         fi
         p=$(printf '%s\n' "${ps[@]}" | median); pm=$(printf '%s\n' "${pk[@]}" | median)
+        t=$(printf '%s\n' "${ts[@]}" | median); tm=$(printf '%s\n' "${tk[@]}" | median)
         m=$(printf '%s\n' "${ms[@]}" | median); mm=$(printf '%s\n' "${mk[@]}" | median)
-        echo "$n $trust $p $m $stock $pm $mm" | awk '{
+        echo "$n $trust $p $m $stock $pm $mm $t $tm" | awk '{
             stock_s = ($5 == "-") ? "skipped" : sprintf("%.2f", $5);
             stock_mb = ($6 == "-") ? "skipped" : sprintf("%.1f", $6 / 1024);
-            printf "%8d %-8s %9.2f %9.2f %9s %9.1f %9.1f %9s %9.2f %9.2f\n",
-                $1, $2, $3, $4, stock_s, $7 / 1024, $8 / 1024, stock_mb, ($3 > 0 ? $4 / $3 : 0), $8 / $7 }'
+            printf "%8d %-8s %8.2f %8.2f %8.2f %8s %9.1f %9.1f %9.1f %9s %7.2f %7.2f %9.2f %9.2f\n",
+                $1, $2, $3, $9, $4, stock_s, $7 / 1024, $10 / 1024, $8 / 1024, stock_mb,
+                ($3 > 0 ? $4 / $3 : 0), $8 / $7, ($9 > 0 ? $4 / $9 : 0), $8 / $10 }'
     done
 done

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Instructions per request (DESIGN §5), which do not drift with machine
+# noise: the proxying nginx runs as one process under
+# `valgrind --tool=callgrind`; each case is run twice, with 1 and with 1 + N
+# requests, and (instructions of the second - the first) / N is what one
+# request costs, startup and shutdown cancelling out. The TLS backend is a
+# separate nginx, not counted. Module (strict, CA, URI SAN, SPKI pin) and
+# stock `proxy_ssl_verify on`, with upstream keepalive and with a full
+# handshake per request.
+# Usage: bench/callgrind.sh [N] (default 200)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-200}
+module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
+work=$PWD/build/bench/callgrind
+rm -rf "$work" && mkdir -p "$work/backend/logs" "$work/proxy/logs"
+sh t/lib/make-certs.sh "$work/certs" > /dev/null
+spki=$(openssl x509 -in "$work/certs/leaf.leaf.crt" -pubkey -noout | openssl pkey -pubin -outform der \
+       | openssl dgst -sha256 -binary | base64)
+trap 'kill -QUIT $(cat "$work/backend/logs/nginx.pid" 2>/dev/null) 2>/dev/null || true' EXIT
+
+cat > "$work/backend/nginx.conf" <<CONF
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events {}
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:29543 ssl;
+        ssl_certificate $work/certs/leaf.crt;
+        ssl_certificate_key $work/certs/leaf.key;
+        keepalive_requests 100000;
+        location / { return 200 "ok\n"; }
+    }
+}
+CONF
+/usr/sbin/nginx -p "$work/backend/" -c nginx.conf
+
+cat > "$work/proxy/nginx.conf" <<CONF
+load_module $module;
+master_process off;
+daemon off;
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events {}
+http {
+    access_log off;
+    upstream backend_keepalive { server 127.0.0.1:29543; keepalive 4; }
+    upstream backend_fresh { server 127.0.0.1:29543; }
+    server {
+        listen 127.0.0.1:29180;
+        keepalive_requests 100000;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_ssl_server_name on;
+        proxy_ssl_name abc.example.com;
+        location /module/keepalive/ {
+            proxy_pass https://backend_keepalive;
+            proxy_ssl_verify_mode strict;
+            proxy_ssl_verify_ca $work/certs/ca.crt;
+            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+            proxy_ssl_verify_pin sha256-spki:$spki;
+        }
+        location /stock/keepalive/ {
+            proxy_pass https://backend_keepalive;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $work/certs/ca.crt;
+        }
+        location /module/handshake/ {
+            proxy_pass https://backend_fresh;
+            proxy_ssl_session_reuse off;
+            proxy_ssl_verify_mode strict;
+            proxy_ssl_verify_ca $work/certs/ca.crt;
+            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+            proxy_ssl_verify_pin sha256-spki:$spki;
+        }
+        location /stock/handshake/ {
+            proxy_pass https://backend_fresh;
+            proxy_ssl_session_reuse off;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $work/certs/ca.crt;
+        }
+    }
+}
+CONF
+
+# instructions (Ir) of one nginx run under callgrind serving `count`
+# requests to `path` on one client connection
+instructions() {
+    local path=$1 count=$2 out="$work/callgrind.out.$RANDOM"
+    valgrind --tool=callgrind --callgrind-out-file="$out" \
+        /usr/sbin/nginx -p "$work/proxy/" -c nginx.conf 2> "$work/valgrind.log" &
+    local vg=$!
+    for _ in $(seq 600); do
+        curl -s -o /dev/null "http://127.0.0.1:29180/none" && break
+        sleep 0.1
+    done
+    # the wake-up request above is the same in both runs of a case
+    local urls=()
+    for _ in $(seq "$count"); do urls+=(-o /dev/null "http://127.0.0.1:29180$path"); done
+    local codes
+    codes=$(curl -s -w '%{http_code}\n' "${urls[@]}" | sort -u | tr '\n' ' ')
+    [ "$codes" = "200 " ] || { echo "$path answered: $codes" >&2; kill "$vg"; exit 1; }
+    kill -QUIT "$(cat "$work/proxy/logs/nginx.pid")"
+    wait "$vg" || true
+    awk '/^(summary|totals):/ {print $2; exit}' "$out"
+}
+
+printf '%-10s %16s %16s %8s\n' case module_instr/req stock_instr/req ratio
+for kind in keepalive handshake; do
+    per_request=()
+    for who in module stock; do
+        one=$(instructions "/$who/$kind/" 1)
+        many=$(instructions "/$who/$kind/" $((n + 1)))
+        per_request+=($(( (many - one) / n )))
+    done
+    echo "$kind ${per_request[0]} ${per_request[1]}" \
+        | awk '{printf "%-10s %16d %16d %8.3f\n", $1, $2, $3, $2 / $3}'
+done
