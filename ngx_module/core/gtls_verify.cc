@@ -95,35 +95,74 @@ bool check_leaf_validity(X509 *leaf, std::time_t now, std::string *detail)
     return true;
 }
 
+constexpr unsigned kSha256Size = 32;
+
+// Fetched once: OpenSSL 3 fetches EVP_sha256() from its provider again on
+// every digest, which a handshake pays several times.
+const EVP_MD *sha256()
+{
+    static EVP_MD *const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return md != nullptr ? md : EVP_sha256();
+}
+
+bool cert_sha256(X509 *leaf, unsigned char *md)
+{
+    unsigned int len = 0;
+    return X509_digest(leaf, sha256(), md, &len) == 1 && len == kSha256Size;
+}
+
+bool spki_sha256(X509 *leaf, unsigned char *md)
+{
+    unsigned char *der = nullptr;
+    unsigned int len = 0;
+    int n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(leaf), &der);
+    bool ok = n > 0 && EVP_Digest(der, static_cast<size_t>(n), md, &len, sha256(), nullptr) == 1
+              && len == kSha256Size;
+    OPENSSL_free(der);
+    return ok;
+}
+
 }  // namespace
 
 const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf)
 {
-    unsigned char cert_md[EVP_MAX_MD_SIZE];
-    unsigned char spki_md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
+    unsigned char cert_md[kSha256Size];
+    unsigned char spki_md[kSha256Size];
     bool have_cert = false, have_spki = false;
 
     for (const Pin &pin : pins) {
         if (pin.type == PinType::Cert) {
             if (!have_cert) {
-                have_cert = X509_digest(leaf, EVP_sha256(), cert_md, &len) == 1;
+                have_cert = cert_sha256(leaf, cert_md);
             }
-            if (have_cert && std::memcmp(cert_md, pin.digest.data(), pin.digest.size()) == 0) {
+            if (have_cert && pin.digest.size() == kSha256Size
+                && std::memcmp(cert_md, pin.digest.data(), kSha256Size) == 0) {
                 return &pin;
             }
         } else {
             if (!have_spki) {
-                unsigned char *der = nullptr;
-                int n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(leaf), &der);
-                have_spki = n > 0
-                            && EVP_Digest(der, static_cast<size_t>(n), spki_md, &len,
-                                          EVP_sha256(), nullptr) == 1;
-                OPENSSL_free(der);
+                have_spki = spki_sha256(leaf, spki_md);
             }
-            if (have_spki && std::memcmp(spki_md, pin.digest.data(), pin.digest.size()) == 0) {
+            if (have_spki && pin.digest.size() == kSha256Size
+                && std::memcmp(spki_md, pin.digest.data(), kSha256Size) == 0) {
                 return &pin;
             }
+        }
+    }
+    return nullptr;
+}
+
+const Pin *match_pins(const std::vector<Pin> &pins, const PeerInfo &peer)
+{
+    for (const Pin &pin : pins) {
+        bool cert = pin.type == PinType::Cert;
+        if ((cert ? peer.cert_sha256_hex : peer.spki_sha256_base64).empty()
+            || pin.digest.size() != kSha256Size) {
+            continue;
+        }
+        const unsigned char *md = cert ? peer.cert_sha256.data() : peer.spki_sha256.data();
+        if (std::memcmp(md, pin.digest.data(), kSha256Size) == 0) {
+            return &pin;
         }
     }
     return nullptr;
@@ -212,19 +251,12 @@ std::string Verdict::text() const
 PeerInfo describe_peer(X509 *leaf)
 {
     PeerInfo info;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-
-    if (X509_digest(leaf, EVP_sha256(), md, &len) == 1) {
-        info.cert_sha256_hex = to_hex(md, len);
+    if (cert_sha256(leaf, info.cert_sha256.data())) {
+        info.cert_sha256_hex = to_hex(info.cert_sha256.data(), kSha256Size);
     }
-
-    unsigned char *der = nullptr;
-    int n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(leaf), &der);
-    if (n > 0 && EVP_Digest(der, static_cast<size_t>(n), md, &len, EVP_sha256(), nullptr) == 1) {
-        info.spki_sha256_base64 = to_base64(md, len);
+    if (spki_sha256(leaf, info.spki_sha256.data())) {
+        info.spki_sha256_base64 = to_base64(info.spki_sha256.data(), kSha256Size);
     }
-    OPENSSL_free(der);
 
     GeneralNamesPtr names(static_cast<GENERAL_NAMES *>(
         X509_get_ext_d2i(leaf, NID_subject_alt_name, nullptr, nullptr)));
@@ -294,7 +326,7 @@ Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
 
     const Pin *pin = nullptr;
     if (!policy.pins.empty()) {
-        pin = match_pins(policy.pins, leaf);
+        pin = match_pins(policy.pins, v.peer);
         if (pin == nullptr) {
             return failed(std::move(v), Reason::Pin, "no pin matches the certificate");
         }

@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <memory>
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +37,10 @@ struct Policy {
 
 // Facts about the peer certificate, for logs and variables.
 struct PeerInfo {
-    std::string cert_sha256_hex;
-    std::string spki_sha256_base64;
+    std::string cert_sha256_hex;     // empty if it could not be computed
+    std::string spki_sha256_base64;  // likewise
+    std::array<unsigned char, 32> cert_sha256{};
+    std::array<unsigned char, 32> spki_sha256{};
     std::vector<PresentedName> sans;
     std::time_t not_after = 0;
 
@@ -59,6 +62,8 @@ PeerInfo describe_peer(X509 *leaf);
 
 // The first pin the leaf matches (its SPKI or whole-certificate hash), or null.
 const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf);
+// The same from the hashes describe_peer computed.
+const Pin *match_pins(const std::vector<Pin> &pins, const PeerInfo &peer);
 
 // Verifies the backend's leaf (with the untrusted intermediates it sent)
 // under the policy. reference_name is the SNI name, checked when the

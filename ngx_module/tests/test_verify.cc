@@ -278,6 +278,12 @@ BOOST_AUTO_TEST_CASE(match_pins_returns_the_pin_that_matched)
     Presented other("wildcard");
     BOOST_TEST(match_pins(p.pins, other.leaf.get()) == nullptr);
     BOOST_TEST(match_pins({}, leaf.leaf.get()) == nullptr);
+    // from the hashes describe_peer already computed: the same answers
+    BOOST_TEST(match_pins(p.pins, describe_peer(leaf.leaf.get())) == by_spki);
+    BOOST_TEST(match_pins(p.pins, describe_peer(self.leaf.get())) == by_cert);
+    BOOST_TEST(match_pins(p.pins, describe_peer(other.leaf.get())) == nullptr);
+    PeerInfo unknown;  // hashes that could not be computed match nothing
+    BOOST_TEST(match_pins(p.pins, unknown) == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(pin_plus_ca_requires_both)
