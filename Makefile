@@ -19,9 +19,16 @@ CXXFLAGS     += -std=c++17 -Wall -Wextra -Werror -Ingx_module/core
 ifeq ($(SANITIZE),1)
 CXXFLAGS     += $(SAN_FLAGS) -Wno-maybe-uninitialized  # false positives in <regex> under ASan
 NGX_SAN_OPTS := --with-cc-opt="$(SAN_FLAGS)" --with-ld-opt="$(SAN_FLAGS)"
-SAN_ENV      := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-                ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1 \
-                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# nginx alone gets the runtimes, through a wrapper the tests use as their
+# nginx (TEST_NGINX_BINARY, and gateway2nginx --nginx for --check); what the
+# sanitizers find is logged under $(SAN_LOGS), and any log fails the run.
+SAN_LOGS     := $(BUILD)/sanitizer-logs
+SAN_NGINX    := $(BUILD)/nginx-sanitized
+SAN_CHECK    := if ls $(SAN_LOGS)/* >/dev/null 2>&1; then echo "sanitizer reports:"; cat $(SAN_LOGS)/*; exit 1; \
+                else echo "ASan and UBSan: no report from nginx and the modules or from gateway2nginx"; fi
+SAN_ENV      := TEST_NGINX_BINARY=$(SAN_NGINX) \
+                ASAN_OPTIONS=detect_leaks=0:log_path=$(SAN_LOGS)/asan \
+                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan
 endif
 
 # Debian packages the build, the tests and the demo need.
@@ -100,8 +107,17 @@ test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/unit_tests --report_level=short --color_output=no
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no
 
-test-nginx: module $(GENERATOR)
+test-nginx: module $(GENERATOR) $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
+	$(if $(filter 1,$(SANITIZE)),rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS))
 	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
+	$(if $(filter 1,$(SANITIZE)),@$(SAN_CHECK))
+
+# Debian's nginx with the ASan and UBSan runtimes preloaded, for SANITIZE=1.
+$(SAN_NGINX):
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nLD_PRELOAD="%s %s" ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=0}:verify_asan_link_order=0" exec /usr/sbin/nginx "$$@"\n' \
+	  "$$(gcc -print-file-name=libasan.so)" "$$(gcc -print-file-name=libubsan.so)" > $@
+	chmod +x $@
 
 test: deps
 	$(MAKE) all

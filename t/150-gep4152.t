@@ -120,7 +120,8 @@ like($gateways, qr/name: lab\n(?:.*\n)*?\s+- type: InsecureBackendValidationMode
 my $conf = slurp(servroot() . '/out/http.conf');
 like($conf, qr/proxy_ssl_verify_mode skip;/, 'skip is written for the lab Gateway');
 my $out = servroot() . '/out';
-my $audit = `/usr/sbin/nginx -t -p $out/ -c nginx.conf 2>&1`;
+my $nginx = nginx_binary();
+my $audit = `$nginx -t -p $out/ -c nginx.conf 2>&1`;
 like($audit, qr/\[warn\] .*insecure backend verification "proxy_ssl_verify_mode skip" for policy "ns\/dev-tls" in \S+http\.conf:\d+/,
      'nginx -t prints the audit line for each insecure policy, with file:line');
 

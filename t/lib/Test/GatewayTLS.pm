@@ -30,12 +30,15 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  run_generator read_status gateway_manifests serve_manifests stop_served request
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
-                 conformance_conditions stop_conformance_gateway conformance_begin);
+                 conformance_conditions stop_conformance_gateway conformance_begin nginx_binary);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
 (my $StreamModule = $Module) =~ s/ngx_http_gateway_tls_module\.so$/ngx_stream_gateway_tls_module.so/;
+# TEST_NGINX_BINARY: another nginx, or a wrapper (make SANITIZE=1 preloads
+# the ASan and UBSan runtimes into nginx alone through one)
 my $Nginx = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
+sub nginx_binary { return $Nginx }
 
 # The backends every test can reach, by certificate name. leaf_h2 is the
 # leaf certificate again, speaking HTTP/2 for grpc_pass.
@@ -556,6 +559,8 @@ sub http_request {
 sub run_generator {
     my @args = @_;
     my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
+    # its --check runs the same nginx as the tests
+    unshift @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY} && grep { $_ eq '--check' || $_ eq '--reload' } @args;
     my $cmd = join ' ', map { "'$_'" } $bin, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
