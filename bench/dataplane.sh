@@ -6,14 +6,13 @@
 # Usage: bench/dataplane.sh [SECONDS_PER_RUN] (default 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs=${1:-5}
 rounds=${ROUNDS:-3}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 work=$PWD/build/bench/dataplane
 rm -rf "$work" && mkdir -p "$work/logs"
-sh t/lib/make-certs.sh "$work/certs" > /dev/null
-spki=$(openssl x509 -in "$work/certs/leaf.leaf.crt" -pubkey -noout | openssl pkey -pubin -outform der \
-       | openssl dgst -sha256 -binary | base64)
+spki=$(bench_certs "$work/certs")
 trap 'kill -QUIT $(cat "$work/logs/nginx.pid" 2>/dev/null) 2>/dev/null || true' EXIT
 
 cat > "$work/nginx.conf" <<CONF
@@ -40,32 +39,7 @@ http {
         proxy_set_header Connection "";
         proxy_ssl_server_name on;
         proxy_ssl_name abc.example.com;
-        location /module/keepalive/ {
-            proxy_pass https://backend_keepalive;
-            proxy_ssl_verify_mode strict;
-            proxy_ssl_verify_ca $work/certs/ca.crt;
-            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
-            proxy_ssl_verify_pin sha256-spki:$spki;
-        }
-        location /stock/keepalive/ {
-            proxy_pass https://backend_keepalive;
-            proxy_ssl_verify on;
-            proxy_ssl_trusted_certificate $work/certs/ca.crt;
-        }
-        location /module/handshake/ {
-            proxy_pass https://backend_fresh;
-            proxy_ssl_session_reuse off;
-            proxy_ssl_verify_mode strict;
-            proxy_ssl_verify_ca $work/certs/ca.crt;
-            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
-            proxy_ssl_verify_pin sha256-spki:$spki;
-        }
-        location /stock/handshake/ {
-            proxy_pass https://backend_fresh;
-            proxy_ssl_session_reuse off;
-            proxy_ssl_verify on;
-            proxy_ssl_trusted_certificate $work/certs/ca.crt;
-        }
+$(proxy_locations "$work/certs/ca.crt" "$spki")
     }
 }
 CONF

@@ -1,0 +1,38 @@
+# Shared by the data-plane benchmarks (sourced): the test certificates and
+# the four proxying locations compared, module against stock.
+
+# bench_certs DIR: makes the test certificate set in DIR and prints the
+# backend leaf's SPKI pin (base64 SHA-256).
+bench_certs() {
+    sh t/lib/make-certs.sh "$1" > /dev/null
+    openssl x509 -in "$1/leaf.leaf.crt" -pubkey -noout | openssl pkey -pubin -outform der \
+        | openssl dgst -sha256 -binary | base64
+}
+
+# proxy_locations CA SPKI: /module/ and /stock/ locations, each with
+# upstream keepalive (upstream backend_keepalive) and with a full handshake
+# per request (upstream backend_fresh): the module in strict mode with the
+# CA, the backend's URI SAN and an SPKI pin; stock with proxy_ssl_verify on.
+proxy_locations() {
+    local ca=$1 spki=$2 kind upstream reuse
+    for kind in keepalive handshake; do
+        upstream=backend_keepalive reuse=""
+        [ "$kind" = handshake ] && upstream=backend_fresh reuse="proxy_ssl_session_reuse off;"
+        cat <<CONF
+        location /module/$kind/ {
+            proxy_pass https://$upstream;
+            $reuse
+            proxy_ssl_verify_mode strict;
+            proxy_ssl_verify_ca $ca;
+            proxy_ssl_verify_san uri:spiffe://abc.example.com/test-identity;
+            proxy_ssl_verify_pin sha256-spki:$spki;
+        }
+        location /stock/$kind/ {
+            proxy_pass https://$upstream;
+            $reuse
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $ca;
+        }
+CONF
+    done
+}
