@@ -47,15 +47,7 @@ http {
     access_log off;
     upstream backend_keepalive { server 127.0.0.1:29543; keepalive 4; }
     upstream backend_fresh { server 127.0.0.1:29543; }
-    server {
-        listen 127.0.0.1:29180;
-        keepalive_requests 100000;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        proxy_ssl_server_name on;
-        proxy_ssl_name abc.example.com;
-$(proxy_locations "$work/certs/ca.crt" "$spki")
-    }
+$(proxy_server 127.0.0.1:29180 "$work/certs/ca.crt" "$spki")
 }
 CONF
 

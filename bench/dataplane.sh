@@ -33,14 +33,7 @@ http {
         keepalive_requests 100000;
         location / { return 200 "ok\n"; }
     }
-    server {
-        listen 127.0.0.1:29080;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        proxy_ssl_server_name on;
-        proxy_ssl_name abc.example.com;
-$(proxy_locations "$work/certs/ca.crt" "$spki")
-    }
+$(proxy_server 127.0.0.1:29080 "$work/certs/ca.crt" "$spki")
 }
 CONF
 /usr/sbin/nginx -p "$work/" -c nginx.conf

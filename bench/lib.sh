@@ -9,12 +9,22 @@ bench_certs() {
         | openssl dgst -sha256 -binary | base64
 }
 
-# proxy_locations CA SPKI: /module/ and /stock/ locations, each with
+# proxy_server LISTEN CA SPKI: the proxying server{}: HTTP/1.1 upstream
+# keepalive, SNI abc.example.com, and /module/ and /stock/ locations, each with
 # upstream keepalive (upstream backend_keepalive) and with a full handshake
 # per request (upstream backend_fresh): the module in strict mode with the
 # CA, the backend's URI SAN and an SPKI pin; stock with proxy_ssl_verify on.
-proxy_locations() {
-    local ca=$1 spki=$2 kind upstream reuse
+proxy_server() {
+    local listen=$1 ca=$2 spki=$3 kind upstream reuse
+    cat <<CONF
+    server {
+        listen $listen;
+        keepalive_requests 100000;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_ssl_server_name on;
+        proxy_ssl_name abc.example.com;
+CONF
     for kind in keepalive handshake; do
         upstream=backend_keepalive reuse=""
         [ "$kind" = handshake ] && upstream=backend_fresh reuse="proxy_ssl_session_reuse off;"
@@ -35,4 +45,5 @@ proxy_locations() {
         }
 CONF
     done
+    echo "    }"
 }
