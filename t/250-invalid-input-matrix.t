@@ -14,6 +14,7 @@ setup();
 my $dir = servroot();
 my $certs = certs_dir();
 (my $key = slurp("$certs/leaf.key")) =~ s/^/    /mg;
+(my $ca_pem = slurp("$certs/ca.crt")) =~ s/^/    /mg;
 my $ca = "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n";
 
 # name => [backend, validation, what status.yaml says of ns/NAME-tls (or ''), what the error log says]
@@ -28,6 +29,9 @@ my %cases = (
                        'ResolvedRefs=False/InvalidCACertificateRef', 'no live upstreams'],
     'wrong-kind'   => ['leaf', "    caCertificateRefs: [{group: \"\", kind: Service, name: ca}]\n",
                        'ResolvedRefs=False/InvalidKind', 'no live upstreams'],
+    # the CA exists, but in another namespace: references never leave the policy's
+    'wrong-namespace' => ['leaf', "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: elsewhere}]\n",
+                       'Accepted=False/NoValidCACertificate', 'no live upstreams'],
     'bad-pin'      => ['leaf', "    trustedCertificateHashes: [{type: SPKI, algorithm: SHA256, value: \"tooshort\"}]\n",
                        'Accepted=False/Invalid', 'no live upstreams'],
     'insecure'     => ['selfsigned', "    mode: InsecureSkipVerification\n",
@@ -48,6 +52,13 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: garbage, namespace: ns}
 data: {ca.crt: "-----BEGIN CERTIFICATE-----\\nbm90IGEgY2VydGlmaWNhdGU=\\n-----END CERTIFICATE-----\\n"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: elsewhere, namespace: other}
+data:
+  ca.crt: |
+$ca_pem
 ---
 apiVersion: v1
 kind: ConfigMap
