@@ -15,18 +15,7 @@ const char *const kSpki = "sha256-spki:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSu
 
 std::string setup(const std::string &gateway_tls, const std::string &listener_tls_extra = "")
 {
-    return R"(apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: cert, namespace: ns}
-type: kubernetes.io/tls
-data: {tls.crt: Y2VydA==, tls.key: a2V5}
----
-apiVersion: gateway.networking.k8s.io/v1
+    return std::string(kClassAndCertificate) + R"(apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: ns}
 spec:

@@ -55,6 +55,21 @@ inline std::string reasons(const g2n::ObjectStatus &st)
     return out;
 }
 
+// Our GatewayClass "ours" and a listener certificate Secret ns/cert, for
+// the documents that follow.
+inline const char *const kClassAndCertificate = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cert, namespace: ns}
+type: kubernetes.io/tls
+data: {tls.crt: Y2VydA==, tls.key: a2V5}
+---
+)";
+
 // The CA certificate of the set t/lib/make-certs.sh made (GTLS_TEST_CERTS).
 inline std::string test_ca()
 {

@@ -17,18 +17,7 @@ using namespace g2n_test;
 
 namespace {
 
-const char *const kSetupHead = R"(apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: cert, namespace: ns}
-type: kubernetes.io/tls
-data: {tls.crt: Y2VydA==, tls.key: a2V5}
----
-apiVersion: v1
+const std::string kSetupHead = std::string(kClassAndCertificate) + R"(apiVersion: v1
 kind: Service
 metadata: {name: db, namespace: ns}
 spec:
@@ -52,7 +41,7 @@ spec:
 
 std::string setup()
 {
-    return std::string(kSetupHead) + ca_configmap_yaml("ca");
+    return kSetupHead + ca_configmap_yaml("ca");
 }
 
 
