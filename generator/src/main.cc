@@ -221,10 +221,12 @@ int main(int argc, char **argv)
         Plan plan = resolve(manifests, args.options);
         // the plan holds all that is written: the manifests go (halving the
         // peak), freed beside the rendering when there is a thread for it
-        auto release = [m = std::move(manifests)]() mutable { m = Manifests(); };
-        std::future<void> released = std::async(args.jobs > 1 ? std::launch::async : std::launch::deferred,
-                                                std::move(release));
-        if (args.jobs <= 1) released.get();
+        std::future<void> released;
+        if (args.jobs > 1) {
+            released = std::async(std::launch::async, [m = std::move(manifests)]() mutable { m = Manifests(); });
+        } else {
+            manifests = Manifests();
+        }
         for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << w << "\n";
 
         fs::remove_all(staged);
@@ -260,7 +262,7 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-        released.get();
+        if (released.valid()) released.get();
         // Done: the process ends without tearing the plan down one free()
         // at a time (100,000 routes: a third of a second), as compilers do.
         std::cout.flush();
