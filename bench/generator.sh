@@ -9,6 +9,7 @@
 # Usage: bench/generator.sh [SIZES...]   (default: 1000 10000 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 sizes=("$@")
 [ $# -eq 0 ] && sizes=(1000 10000 100000)
 runs=${RUNS:-3}
@@ -17,7 +18,7 @@ mkdir -p "$build"
 g++ -O2 -o "$build/yaml_parse_only" bench/yaml_parse_only.cc -lyaml-cpp
 
 # "SECONDS KB CPU_SECONDS" of one run
-measure() { /usr/bin/time -f '%e %M %U %S' "$@" 2>&1 > /dev/null | tail -1 | awk '{print $1, $2, $3 + $4}'; }
+measure() { timed '%e %M %U %S' "$@" | awk '{print $1, $2, $3 + $4}'; }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%8s %8s %11s %9s %8s %11s %9s %12s %9s %9s\n' routes input_MB baseline_s g2n_s ratio baseline_MB g2n_MB g2n_cpu_s g2n_j1_s ratio_j1

@@ -1,5 +1,22 @@
-# Shared by the data-plane benchmarks (sourced): the test certificates and
-# the four proxying locations compared, module against stock.
+# Shared by the benchmarks (sourced): timing a command, the test
+# certificates and the four proxying locations compared, module against stock.
+
+# timed FORMAT CMD...: /usr/bin/time's FORMAT line for one run of CMD. A run
+# that fails prints why and nothing else, so the caller's `read` fails and
+# the benchmark stops (set -e): a failed run gives no figure.
+timed() {
+    local format=$1 out
+    shift
+    out=$(mktemp)
+    if ! /usr/bin/time -o "$out" -f "$format" "$@" > /dev/null 2> "$out.err"; then
+        echo "bench: failed: $*" >&2
+        cat "$out.err" >&2
+        rm -f "$out" "$out.err"
+        return 1
+    fi
+    cat "$out"
+    rm -f "$out" "$out.err"
+}
 
 # bench_certs DIR: makes the test certificate set in DIR and prints the
 # backend leaf's SPKI pin (base64 SHA-256).

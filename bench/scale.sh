@@ -12,6 +12,7 @@
 # Usage: bench/scale.sh [N...] (default 1000 10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 sizes=("$@")
 [ $# -eq 0 ] && sizes=(1000 10000)
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
@@ -44,7 +45,7 @@ write() {  # write DIR KIND CA N: nginx.conf with N locations
     } > "$dir/nginx.conf"
 }
 
-measure() { /usr/bin/time -f '%e %M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf 2>&1 | tail -1; }
+measure() { timed '%e %M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf; }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%8s %-8s %8s %8s %8s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' backends trust plain_s tls_s module_s stock_s \
