@@ -90,7 +90,7 @@ public:
             if (!st.refs.empty()) plan_->statuses.push_back(std::move(st));
         }
         route_statuses = std::vector<ObjectStatus>();  // moved out: free before the peak
-        policy_statuses(m_, policies_, plan_);
+        policy_statuses(policies_, plan_);
         finish_servers();
     }
 
@@ -470,8 +470,8 @@ private:
         // untouched: a BackendTLSPolicy has nothing to act on (GEP-1897)
         BoundPolicy *policy = nullptr;
         if (target != BackendTarget::StreamPassthrough) {
-            policy = policies_.find(ns, b.name, port->name);
-            policies_.reached(ns, b.name, port->name, gw.meta.key());
+            policy = policies_.find(objects_.position(*svc), port->name);
+            policies_.reached(objects_.position(*svc), port->name, gw.meta.key());
         }
         out->grpc = target == BackendTarget::Grpc;
         bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
@@ -499,10 +499,7 @@ private:
 
         u.name = name;
         u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
-        auto slices = objects_.endpoint_slices.find(svc.meta.key());
-        for (const EndpointSlice *es_ptr : slices == objects_.endpoint_slices.end()
-                                               ? std::vector<const EndpointSlice *>{}
-                                               : slices->second) {
+        for (const EndpointSlice *es_ptr : objects_.slices_of_service[objects_.position(svc)]) {
             const EndpointSlice &es = *es_ptr;
             for (const EndpointPort &ep : es.ports) {
                 if (ep.name != port.name) continue;

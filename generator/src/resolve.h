@@ -18,16 +18,21 @@ Plan resolve(const Manifests &manifests, const Options &options);
 
 // ---- shared between resolve.cc and resolve_policy.cc ----------------------
 
-// Objects by "namespace/name" (EndpointSlices by "namespace/service"), so
-// that resolving stays linear in the size of the input: hashed, since only
-// looked up (output order never comes from these).
+// Objects by "namespace/name", so that resolving stays linear in the size
+// of the input: hashed, since only looked up (output order never comes from
+// these). What hangs off a Service (its EndpointSlices, the policies naming
+// it) is kept by the Service's position in Manifests::services: one hashed
+// lookup per backendRef, the rest array accesses.
 struct ObjectIndex {
     std::unordered_map<std::string, const Service *> services;
     std::unordered_map<std::string, const ConfigMap *> config_maps;
     std::unordered_map<std::string, const Secret *> secrets;
-    std::unordered_map<std::string, std::vector<const EndpointSlice *>> endpoint_slices;
+    std::vector<std::vector<const EndpointSlice *>> slices_of_service;  // by position
 
     explicit ObjectIndex(const Manifests &m);
+
+    // where a Service found here sits in Manifests::services
+    size_t position(const Service &s) const { return static_cast<size_t>(&s - services_base_); }
 
     template <typename T>
     static const T *find(const std::unordered_map<std::string, const T *> &by_key, const std::string &ns,
@@ -36,6 +41,9 @@ struct ObjectIndex {
         auto it = by_key.find(ns + "/" + name);
         return it == by_key.end() ? nullptr : it->second;
     }
+
+private:
+    const Service *services_base_ = nullptr;
 };
 
 // The policy that governs one Service port, after conflicts.
@@ -43,31 +51,30 @@ struct BoundPolicy {
     const BackendTLSPolicy *policy = nullptr;
     bool usable = false;            // false: its traffic gets a 5xx
     UpstreamPolicy upstream;        // the module directives
-    std::set<std::string> ancestors;  // gateways "ns/name" whose routes reach it
+    std::vector<Condition> conditions;  // Accepted, ResolvedRefs (before the GEP-4152 gate)
+    std::vector<std::string> ancestors; // gateways "ns/name" whose routes reach it, sorted
 };
 
 struct PolicyIndex {
-    // "ns/service/portName" for a port policy, "ns/service/" for a whole one
-    std::unordered_map<std::string, BoundPolicy *> by_target;
-    std::unordered_map<std::string, BoundPolicy> by_policy;  // "ns/name"
-    std::unordered_map<std::string, std::vector<Condition>> conditions;  // "ns/name"
+    // one per BackendTLSPolicy, in the order of Manifests::backend_tls_policies
+    std::vector<BoundPolicy> bound;
+    // by Service position: every policy naming the Service, conflicts
+    // included, in conflict order: (sectionName or "" for the whole Service, policy)
+    std::vector<std::vector<std::pair<std::string, BoundPolicy *>>> naming;
     // Gateways whose spec.tls.backend.validation.mode is AllowInsecureVerification
     std::set<std::string> insecure_allowed;
-    // every policy that names a Service, conflicts included: (section, policy)
-    std::unordered_map<std::string, std::vector<std::pair<std::string, BoundPolicy *>>> naming;
 
     // Records that a route of `gateway` reaches this Service port: the
     // Gateway becomes an ancestor of each policy naming it.
-    void reached(const std::string &ns, const std::string &service, const std::string &port_name,
-                 const std::string &gateway);
+    void reached(size_t service, const std::string &port_name, const std::string &gateway);
 
-    // The policy for a Service port: the port's own, else the Service's.
-    BoundPolicy *find(const std::string &ns, const std::string &service,
-                      const std::string &port_name);
+    // The policy for a Service port: the port's own, else the Service's (the
+    // first of each in conflict order; the others are Conflicted).
+    BoundPolicy *find(size_t service, const std::string &port_name) const;
 };
 
 PolicyIndex resolve_policies(const Manifests &manifests, const ObjectIndex &objects, Plan *plan);
-void policy_statuses(const Manifests &manifests, PolicyIndex &index, Plan *plan);
+void policy_statuses(const PolicyIndex &index, Plan *plan);
 
 // Conflict order of Gateway API: the oldest creationTimestamp first (an
 // object without one last), then namespace/name.

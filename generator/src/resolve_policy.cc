@@ -174,48 +174,53 @@ std::string safe_name(const std::string &text)
     return out;
 }
 
-BoundPolicy *PolicyIndex::find(const std::string &ns, const std::string &service,
-                               const std::string &port_name)
+BoundPolicy *PolicyIndex::find(size_t service, const std::string &port_name) const
 {
-    auto it = by_target.find(ns + "/" + service + "/" + port_name);
-    if (!port_name.empty() && it != by_target.end()) {
-        return it->second;
+    BoundPolicy *whole = nullptr;
+    for (const auto &[section, policy] : naming[service]) {
+        if (!port_name.empty() && section == port_name) return policy;
+        if (section.empty() && whole == nullptr) whole = policy;
     }
-    it = by_target.find(ns + "/" + service + "/");
-    return it == by_target.end() ? nullptr : it->second;
+    return whole;
 }
 
-void PolicyIndex::reached(const std::string &ns, const std::string &service,
-                          const std::string &port_name, const std::string &gateway)
+void PolicyIndex::reached(size_t service, const std::string &port_name, const std::string &gateway)
 {
-    auto it = naming.find(ns + "/" + service);
-    if (it == naming.end()) {
-        return;
-    }
-    for (auto &[section, bound] : it->second) {
+    for (auto &[section, bound] : naming[service]) {
         if (section.empty() || section == port_name) {
-            bound->ancestors.insert(gateway);
+            // nearly always one Gateway: a sorted vector, not a tree of nodes
+            auto at = std::lower_bound(bound->ancestors.begin(), bound->ancestors.end(), gateway);
+            if (at == bound->ancestors.end() || *at != gateway) bound->ancestors.insert(at, gateway);
         }
     }
 }
 
-ObjectIndex::ObjectIndex(const Manifests &m)
+ObjectIndex::ObjectIndex(const Manifests &m) : services_base_(m.services.data())
 {
+    services.reserve(m.services.size());
+    config_maps.reserve(m.config_maps.size());
+    secrets.reserve(m.secrets.size());
     // the first of two objects with one name wins, as the input order says
     for (const Service &o : m.services) services.emplace(o.meta.key(), &o);
     for (const ConfigMap &o : m.config_maps) config_maps.emplace(o.meta.key(), &o);
     for (const Secret &o : m.secrets) secrets.emplace(o.meta.key(), &o);
+    slices_of_service.resize(m.services.size());
     for (const EndpointSlice &o : m.endpoint_slices) {
-        endpoint_slices[o.meta.namespace_ + "/" + o.service_name].push_back(&o);
+        if (const Service *svc = find(services, o.meta.namespace_, o.service_name)) {
+            slices_of_service[position(*svc)].push_back(&o);
+        }
     }
 }
 
 PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Plan *plan)
 {
     PolicyIndex index;
+    index.bound.resize(m.backend_tls_policies.size());
+    index.naming.resize(m.services.size());
 
     // conflicts go to the oldest, then to the first by namespace/name
     std::vector<const BackendTLSPolicy *> order;
+    order.reserve(m.backend_tls_policies.size());
     for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
     std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
         return older_first(a->meta, b->meta);
@@ -224,7 +229,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
     for (const BackendTLSPolicy *p : order) {
         const std::string key = p->meta.key();
         const std::string &ns = p->meta.namespace_;
-        BoundPolicy &bound = index.by_policy[key];
+        BoundPolicy &bound = index.bound[static_cast<size_t>(p - m.backend_tls_policies.data())];
         bound.policy = p;
 
         std::vector<std::string> invalid = p->invalid_reasons;
@@ -276,17 +281,19 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
                 missing.push_back(what + " does not exist");
                 continue;
             }
-            index.naming[ns + "/" + t.name].emplace_back(t.section_name, &bound);
-            std::string target = ns + "/" + t.name + "/" + t.section_name;
-            auto [it, inserted] = index.by_target.emplace(target, &bound);
-            if (!inserted) {
-                conflicts.push_back(it->second->policy->meta.key());
+            auto &naming = index.naming[objects.position(*svc)];
+            auto winner = std::find_if(naming.begin(), naming.end(),
+                                       [&](const auto &named) { return named.first == t.section_name; });
+            if (winner != naming.end()) {
+                conflicts.push_back(winner->second->policy->meta.key());
+                naming.emplace_back(t.section_name, &bound);
                 continue;
             }
+            naming.emplace_back(t.section_name, &bound);
             bound_targets++;
         }
 
-        std::vector<Condition> &conds = index.conditions[key];
+        std::vector<Condition> &conds = bound.conditions;
         if (!invalid.empty()) {
             conds.push_back(cond::policy_invalid(join(invalid)));
         } else if (bound_targets == 0 && conflicts.empty()) {
@@ -310,21 +317,24 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
     return index;
 }
 
-void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
+void policy_statuses(const PolicyIndex &index, Plan *plan)
 {
-    std::vector<const BackendTLSPolicy *> order;
-    for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
-    std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
-        return key_less(a->meta, b->meta);
+    std::vector<const BoundPolicy *> order;
+    order.reserve(index.bound.size());
+    for (const BoundPolicy &b : index.bound) order.push_back(&b);
+    // two objects with one name (the same manifest given twice) keep input order
+    std::stable_sort(order.begin(), order.end(), [](const BoundPolicy *a, const BoundPolicy *b) {
+        return key_less(a->policy->meta, b->policy->meta);
     });
 
-    for (const BackendTLSPolicy *p : order) {
+    for (const BoundPolicy *bp : order) {
+        const BoundPolicy &bound = *bp;
+        const BackendTLSPolicy *p = bound.policy;
         ObjectStatus st;
         st.api_version = p->api_version;
         st.kind = "BackendTLSPolicy";
         st.meta = status_meta(p->meta);
         st.refs_key = "ancestors";
-        const BoundPolicy &bound = index.by_policy[p->meta.key()];
         // Kubernetes keeps at most 16 ancestors; the rest still get the
         // policy's verification (rendering never depends on this list)
         size_t n = 0;
@@ -337,7 +347,7 @@ void policy_statuses(const Manifests &m, PolicyIndex &index, Plan *plan)
             ObjectStatus::RefStatus ref;
             ref.namespace_ = gw.substr(0, gw.find('/'));
             ref.name = gw.substr(gw.find('/') + 1);
-            ref.conditions = index.conditions[p->meta.key()];
+            ref.conditions = bound.conditions;
             // GEP-4152 gate: accepted behind one Gateway, refused behind another
             if (p->insecure() && !index.insecure_allowed.count(gw) && !ref.conditions.empty()
                 && ref.conditions[0].status == "True") {
