@@ -369,20 +369,20 @@ private:
             if (wu.weight > 0) backends.push_back(wu);
         }
 
-        std::vector<RouteMatch> matches = rule.matches;
-        if (matches.empty()) matches.push_back(RouteMatch{});
+        static const std::vector<RouteMatch> kWholePath{RouteMatch{}};  // no match: PathPrefix "/"
+        const std::vector<RouteMatch> &matches = rule.matches.empty() ? kWholePath : rule.matches;
         bool redirects = std::any_of(rule.filters.begin(), rule.filters.end(),
                                      [](const RouteFilter &f) { return f.type == "RequestRedirect"; });
         bool forwards = std::any_of(backends.begin(), backends.end(),
                                     [](const WeightedUpstream &b) { return !b.upstream.empty(); });
         std::string source = r.meta.key() + " rule " + std::to_string(index);
 
+        std::unordered_map<std::string, size_t> &index_of = location_index_[&server];
         for (const RouteMatch &match : matches) {
             for (const std::string &loc : location_matches(match)) {
-                std::unordered_map<std::string, size_t> &index_of = location_index_[&server];
-                auto found = index_of.find(loc);
-                auto it = found == index_of.end() ? server.locations.end()
-                                                  : server.locations.begin() + found->second;
+                // one lookup: a path seen for the first time gets the next slot
+                auto [found, first_seen] = index_of.try_emplace(loc, server.locations.size());
+                auto it = first_seen ? server.locations.end() : server.locations.begin() + found->second;
                 if (is_conditional(match)) {
                     if (it == server.locations.end()) {
                         Location l;
@@ -390,8 +390,7 @@ private:
                         l.grpc = r.kind == "GRPCRoute";
                         l.source = source;
                         l.unconditional = false;
-                        index_of[loc] = server.locations.size();
-                        server.locations.push_back(l);
+                        server.locations.push_back(std::move(l));
                         it = server.locations.end() - 1;
                     } else if (it->unconditional && !it->filters.empty()) {
                         plan_->warnings.push_back(source + ": its header, query or method match on " + loc
@@ -415,7 +414,6 @@ private:
                     continue;
                 }
                 if (it == server.locations.end()) {
-                    index_of[loc] = server.locations.size();
                     server.locations.push_back(Location{});
                     it = server.locations.end() - 1;
                 }
@@ -491,11 +489,11 @@ private:
                            + "_" + std::to_string(port.port) + (denied_by ? "_insecure_denied" : "")
                            + (target == BackendTarget::StreamPassthrough ? "_passthrough" : "");
         std::map<std::string, Upstream> &upstreams = stream ? stream_upstreams_ : upstreams_;
-        bool known = upstreams.count(name) != 0;
-        Upstream &u = upstreams[name];
+        auto [slot, added] = upstreams.try_emplace(name);
+        Upstream &u = slot->second;
         if (target == BackendTarget::Grpc) u.for_grpc = true;
         if (target == BackendTarget::Http || target == BackendTarget::StreamTerminate) u.for_http = true;
-        if (known) return name;
+        if (!added) return name;
 
         u.name = name;
         u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
