@@ -7,9 +7,10 @@
 
 namespace g2n::cond {
 
-inline Condition make(const char *type, bool ok, const char *reason, std::string message)
+// type and reason: string literals
+inline Condition make(const char *type, bool ok, const char *reason, std::string_view message)
 {
-    return {type, ok ? "True" : "False", reason, std::move(message)};
+    return {type, ok ? "True" : "False", reason, intern(message)};
 }
 
 // BackendTLSPolicy

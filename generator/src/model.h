@@ -31,10 +31,11 @@ struct ObjectMeta {
 };
 
 // a.key() < b.key(), without building either: sorting 100,000 objects
-// must not allocate in the comparator.
-inline bool key_less(const ObjectMeta &a, const ObjectMeta &b)
+// must not allocate in the comparator. Meta: ObjectMeta, or a status's.
+template <typename Meta>
+bool key_less(const Meta &a, const Meta &b)
 {
-    auto at = [](const ObjectMeta &m, size_t i) -> unsigned char {
+    auto at = [](const Meta &m, size_t i) -> unsigned char {
         size_t ns = m.namespace_.size();
         return i < ns ? m.namespace_[i] : i == ns ? '/' : m.name[i - ns - 1];
     };

@@ -3,35 +3,46 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model.h"
 
 namespace g2n {
 
+// Status text outlives the manifests it came from and repeats across
+// 100,000 objects ("Route is accepted"): each distinct text is kept once,
+// for the life of the process, and statuses hold views of it.
+std::string_view intern(std::string_view text);
+
+// Four views: type, status and reason are literals (cond::make), the
+// message interned; copying a condition allocates nothing.
 struct Condition {
-    std::string type;
-    std::string status;  // "True" / "False"
-    std::string reason;
-    std::string message;
+    std::string_view type;
+    std::string_view status;  // "True" / "False"
+    std::string_view reason;
+    std::string_view message;
 };
 
 // What a status reports of its object: no labels, no source position
 // (one status per object: at 100,000 routes the copies add up).
-inline ObjectMeta status_meta(const ObjectMeta &m)
+struct StatusMeta {
+    std::string name;
+    std::string namespace_;
+    int64_t generation = 0;
+    std::string creation_timestamp;
+};
+
+inline StatusMeta status_meta(const ObjectMeta &m)
 {
-    ObjectMeta out;
-    out.name = m.name;
-    out.namespace_ = m.namespace_;
-    out.generation = m.generation;
-    out.creation_timestamp = m.creation_timestamp;
-    return out;
+    return {m.name, m.namespace_, m.generation, m.creation_timestamp};
 }
 
+// kind, refs_key, group: literals; api_version: interned
 struct ObjectStatus {
-    std::string api_version;
-    std::string kind;
-    ObjectMeta meta;
+    std::string_view api_version;
+    std::string_view kind;
+    StatusMeta meta;
     // Gateway: conditions, and per listener (name, attached routes, conditions)
     std::vector<Condition> conditions;
     struct ListenerStatus {
@@ -43,15 +54,15 @@ struct ObjectStatus {
     std::vector<ListenerStatus> listeners;
     // Routes (parents) and policies (ancestors): a Gateway reference each
     struct RefStatus {
-        std::string group = "gateway.networking.k8s.io";
-        std::string kind = "Gateway";
+        std::string_view group = "gateway.networking.k8s.io";
+        std::string_view kind = "Gateway";
         std::string namespace_;
         std::string name;
         std::string section_name;
         std::vector<Condition> conditions;
     };
     std::vector<RefStatus> refs;
-    std::string refs_key;  // "parents" or "ancestors"
+    std::string_view refs_key;  // "parents" or "ancestors"
 };
 
 // The TLS policy bound to one upstream (module directives in upstream{}).

@@ -13,7 +13,7 @@ namespace g2n {
 
 namespace {
 
-bool plain_safe(const std::string &s)
+bool plain_safe(std::string_view s)
 {
     if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
     if (std::string("-?:,[]{}#&*!|>'\"%@`").find(s.front()) != std::string::npos) return false;
@@ -31,7 +31,7 @@ bool plain_safe(const std::string &s)
     return true;
 }
 
-std::string quoted(const std::string &s)
+std::string quoted(std::string_view s)
 {
     std::string out = "\"";
     for (unsigned char ch : s) {
@@ -53,10 +53,10 @@ std::string quoted(const std::string &s)
     return out + "\"";
 }
 
-std::string scalar(const std::string &s) { return plain_safe(s) ? s : quoted(s); }
+std::string scalar(std::string_view s) { return plain_safe(s) ? std::string(s) : quoted(s); }
 
 void conditions(std::ostream &out, const std::string &indent, const std::vector<Condition> &conds,
-                const ObjectMeta &meta)
+                const StatusMeta &meta)
 {
     out << indent << "conditions:" << (conds.empty() ? " []" : "") << "\n";
     // deterministic output: the object's own timestamp stands in

@@ -2,10 +2,25 @@
 #include "resolve.h"
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
+#include <unordered_set>
 
 #include "conditions.h"
 
 namespace g2n {
+
+std::string_view intern(std::string_view text)
+{
+    // node-stable storage, and an index of views into it: a lookup builds no string
+    static std::mutex mutex;
+    static std::deque<std::string> storage;
+    static std::unordered_set<std::string_view> index;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto known = index.find(text);
+    if (known != index.end()) return *known;
+    return *index.insert(storage.emplace_back(text)).first;
+}
 
 bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
              const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
@@ -183,8 +198,8 @@ private:
     ObjectStatus attach_route(const HTTPRoute &r)
     {
         ObjectStatus st;
-        st.api_version = r.api_version;
-        st.kind = r.kind;
+        st.api_version = intern(r.api_version);
+        st.kind = intern(r.kind);
         st.meta = status_meta(r.meta);
         st.refs_key = "parents";
 

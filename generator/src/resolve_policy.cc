@@ -331,7 +331,7 @@ void policy_statuses(const PolicyIndex &index, Plan *plan)
         const BoundPolicy &bound = *bp;
         const BackendTLSPolicy *p = bound.policy;
         ObjectStatus st;
-        st.api_version = p->api_version;
+        st.api_version = intern(p->api_version);
         st.kind = "BackendTLSPolicy";
         st.meta = status_meta(p->meta);
         st.refs_key = "ancestors";

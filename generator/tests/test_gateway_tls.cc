@@ -44,7 +44,7 @@ std::string listener(const ObjectStatus &gw, const std::string &name)
     std::string out;
     for (const auto &l : gw.listeners) {
         if (l.name != name) continue;
-        for (const Condition &c : l.conditions) out += c.type + "=" + c.status + "/" + c.reason + " ";
+        for (const Condition &c : l.conditions) out += std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason) + " ";
     }
     return out;
 }
@@ -52,7 +52,7 @@ std::string listener(const ObjectStatus &gw, const std::string &name)
 std::string gateway_conditions(const ObjectStatus &gw)
 {
     std::string out;
-    for (const Condition &c : gw.conditions) out += c.type + "=" + c.status + "/" + c.reason + " ";
+    for (const Condition &c : gw.conditions) out += std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason) + " ";
     return out;
 }
 

@@ -50,7 +50,7 @@ inline std::string reasons(const g2n::ObjectStatus &st)
 {
     std::string out;
     for (const auto &ref : st.refs) {
-        for (const g2n::Condition &c : ref.conditions) out += ref.name + ":" + c.type + "=" + c.status + "/" + c.reason + " ";
+        for (const g2n::Condition &c : ref.conditions) out += ref.name + ":" + std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason) + " ";
     }
     return out;
 }

@@ -72,7 +72,7 @@ std::string listener_reasons(const ObjectStatus &gw, const std::string &listener
         if (l.name != listener) continue;
         out += "attached=" + std::to_string(l.attached_routes) + " kinds=";
         for (const std::string &k : l.supported_kinds) out += k + ",";
-        for (const Condition &c : l.conditions) out += " " + c.type + "=" + c.status + "/" + c.reason;
+        for (const Condition &c : l.conditions) out += " " + std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason);
     }
     return out;
 }
