@@ -16,24 +16,25 @@ namespace {
 bool plain_safe(std::string_view s)
 {
     if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
-    if (std::string("-?:,[]{}#&*!|>'\"%@`").find(s.front()) != std::string::npos) return false;
-    if (s.find(": ") != std::string::npos || s.find(" #") != std::string::npos) return false;
+    if (std::string_view("-?:,[]{}#&*!|>'\"%@`").find(s.front()) != std::string_view::npos) return false;
+    if (s.find(": ") != std::string_view::npos || s.find(" #") != std::string_view::npos) return false;
     for (unsigned char ch : s) {
         if (ch < 0x20 || ch == 0x7f) return false;
     }
-    // words YAML 1.1 readers take for booleans or null
+    // words YAML 1.1 readers take for booleans or null (none is longer than 5)
+    if (s.size() > 5) return true;
     static const char *const special[] = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"};
-    std::string lower;
-    for (char ch : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    char lower[6] = {};
+    for (size_t i = 0; i < s.size(); i++) lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
     for (const char *word : special) {
-        if (lower == word) return false;
+        if (std::string_view(lower, s.size()) == word) return false;
     }
     return true;
 }
 
-std::string quoted(std::string_view s)
+void append_quoted(std::string &out, std::string_view s)
 {
-    std::string out = "\"";
+    out += '"';
     for (unsigned char ch : s) {
         switch (ch) {
         case '"': out += "\\\""; break;
@@ -50,24 +51,92 @@ std::string quoted(std::string_view s)
             }
         }
     }
-    return out + "\"";
+    out += '"';
 }
 
-std::string scalar(std::string_view s) { return plain_safe(s) ? std::string(s) : quoted(s); }
+void append_scalar(std::string &out, std::string_view s)
+{
+    if (plain_safe(s)) {
+        out += s;
+    } else {
+        append_quoted(out, s);
+    }
+}
 
-void conditions(std::ostream &out, const std::string &indent, const std::vector<Condition> &conds,
+// `indent` `key` `value` newline, the value a YAML scalar
+void line(std::string &out, std::string_view indent, std::string_view key, std::string_view value)
+{
+    out += indent;
+    out += key;
+    append_scalar(out, value);
+    out += '\n';
+}
+
+void conditions(std::string &out, std::string_view indent, const std::vector<Condition> &conds,
                 const StatusMeta &meta)
 {
-    out << indent << "conditions:" << (conds.empty() ? " []" : "") << "\n";
+    out += indent;
+    out += conds.empty() ? "conditions: []\n" : "conditions:\n";
     // deterministic output: the object's own timestamp stands in
-    const std::string when = meta.creation_timestamp.empty() ? "1970-01-01T00:00:00Z" : meta.creation_timestamp;
+    std::string_view when = meta.creation_timestamp;
+    if (when.empty()) when = "1970-01-01T00:00:00Z";
+    const std::string generation = std::to_string(meta.generation);
     for (const Condition &c : conds) {
-        out << indent << "  - type: " << scalar(c.type) << "\n";
-        out << indent << "    status: " << quoted(c.status) << "\n";
-        out << indent << "    reason: " << scalar(c.reason) << "\n";
-        out << indent << "    message: " << scalar(c.message) << "\n";
-        out << indent << "    observedGeneration: " << meta.generation << "\n";
-        out << indent << "    lastTransitionTime: " << scalar(when) << "\n";
+        line(out, indent, "  - type: ", c.type);
+        out += indent;
+        out += "    status: ";
+        append_quoted(out, c.status);
+        out += '\n';
+        line(out, indent, "    reason: ", c.reason);
+        line(out, indent, "    message: ", c.message);
+        out += indent;
+        out += "    observedGeneration: ";
+        out += generation;
+        out += '\n';
+        line(out, indent, "    lastTransitionTime: ", when);
+    }
+}
+
+// One YAML document per status, appended to `out`.
+void render_one(std::string &out, const ObjectStatus &st, const Options &o)
+{
+    out += "---\n";
+    line(out, "", "apiVersion: ", st.api_version);
+    line(out, "", "kind: ", st.kind);
+    out += "metadata:\n";
+    line(out, "  ", "name: ", st.meta.name);
+    line(out, "  ", "namespace: ", st.meta.namespace_);
+    out += "  generation: " + std::to_string(st.meta.generation) + "\n";
+    out += "status:\n";
+    if (st.kind == "Gateway") {
+        conditions(out, "  ", st.conditions, st.meta);
+        out += st.listeners.empty() ? "  listeners: []\n" : "  listeners:\n";
+        for (const auto &l : st.listeners) {
+            line(out, "    ", "- name: ", l.name);
+            out += "      attachedRoutes: " + std::to_string(l.attached_routes) + "\n";
+            out += l.supported_kinds.empty() ? "      supportedKinds: []\n" : "      supportedKinds:\n";
+            for (const std::string &kind : l.supported_kinds) {
+                out += "        - group: gateway.networking.k8s.io\n";
+                line(out, "          ", "kind: ", kind);
+            }
+            conditions(out, "      ", l.conditions, st.meta);
+        }
+        return;
+    }
+    out += "  ";
+    out += st.refs_key;
+    out += st.refs.empty() ? ": []\n" : ":\n";
+    for (const auto &ref : st.refs) {
+        out += st.refs_key == "parents" ? "    - parentRef:\n" : "    - ancestorRef:\n";
+        line(out, "        ", "group: ", ref.group);
+        line(out, "        ", "kind: ", ref.kind);
+        line(out, "        ", "namespace: ", ref.namespace_);
+        line(out, "        ", "name: ", ref.name);
+        if (!ref.section_name.empty()) {
+            line(out, "        ", "sectionName: ", ref.section_name);
+        }
+        line(out, "      ", "controllerName: ", o.controller_name);
+        conditions(out, "      ", ref.conditions, st.meta);
     }
 }
 
@@ -82,44 +151,18 @@ std::string render_status(const Plan &plan, const Options &o)
 
 void render_status(std::ostream &out, const Plan &plan, const Options &o)
 {
+    // documents are built in one reused buffer and written a few at a
+    // time: one stream call per 64 KB rather than per scalar
+    std::string buffer;
+    buffer.reserve(1 << 17);
     for (const ObjectStatus &st : plan.statuses) {
-        out << "---\n";
-        out << "apiVersion: " << scalar(st.api_version) << "\n";
-        out << "kind: " << scalar(st.kind) << "\n";
-        out << "metadata:\n";
-        out << "  name: " << scalar(st.meta.name) << "\n";
-        out << "  namespace: " << scalar(st.meta.namespace_) << "\n";
-        out << "  generation: " << st.meta.generation << "\n";
-        out << "status:\n";
-        if (st.kind == "Gateway") {
-            conditions(out, "  ", st.conditions, st.meta);
-            out << "  listeners:" << (st.listeners.empty() ? " []" : "") << "\n";
-            for (const auto &l : st.listeners) {
-                out << "    - name: " << scalar(l.name) << "\n";
-                out << "      attachedRoutes: " << l.attached_routes << "\n";
-                out << "      supportedKinds:" << (l.supported_kinds.empty() ? " []" : "") << "\n";
-                for (const std::string &kind : l.supported_kinds) {
-                    out << "        - group: gateway.networking.k8s.io\n";
-                    out << "          kind: " << scalar(kind) << "\n";
-                }
-                conditions(out, "      ", l.conditions, st.meta);
-            }
-            continue;
-        }
-        out << "  " << st.refs_key << ":" << (st.refs.empty() ? " []" : "") << "\n";
-        for (const auto &ref : st.refs) {
-            out << "    - " << (st.refs_key == "parents" ? "parentRef" : "ancestorRef") << ":\n";
-            out << "        group: " << scalar(ref.group) << "\n";
-            out << "        kind: " << scalar(ref.kind) << "\n";
-            out << "        namespace: " << scalar(ref.namespace_) << "\n";
-            out << "        name: " << scalar(ref.name) << "\n";
-            if (!ref.section_name.empty()) {
-                out << "        sectionName: " << scalar(ref.section_name) << "\n";
-            }
-            out << "      controllerName: " << scalar(o.controller_name) << "\n";
-            conditions(out, "      ", ref.conditions, st.meta);
+        render_one(buffer, st, o);
+        if (buffer.size() >= (1 << 16)) {
+            out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+            buffer.clear();
         }
     }
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
 }
 
 }  // namespace g2n
