@@ -57,6 +57,35 @@ bool intersect(const std::string &listener, const std::string &route, std::strin
     return false;
 }
 
+// Upstreams by name, in the order first used; handed to the plan sorted by
+// name, without a second copy.
+class UpstreamTable {
+public:
+    // the upstream called `name`, and whether it was just added
+    std::pair<Upstream *, bool> get(const std::string &name)
+    {
+        auto [slot, added] = position_.try_emplace(name, list_.size());
+        if (added) list_.emplace_back();
+        return {&list_[slot->second], added};
+    }
+
+    void move_sorted_into(std::vector<Upstream> *out)
+    {
+        position_ = {};
+        sort_by_position(list_, [](const Upstream &a, const Upstream &b) { return a.name < b.name; });
+        if (out->empty()) {
+            *out = std::move(list_);
+        } else {
+            out->insert(out->end(), std::make_move_iterator(list_.begin()), std::make_move_iterator(list_.end()));
+        }
+        list_ = {};
+    }
+
+private:
+    std::vector<Upstream> list_;
+    std::unordered_map<std::string, size_t> position_;
+};
+
 // What a backendRef feeds: the upstream's block and whether a
 // BackendTLSPolicy applies to it.
 enum class BackendTarget { Http, Grpc, StreamTerminate, StreamPassthrough };
@@ -503,9 +532,8 @@ private:
         std::string name = "backend_" + safe_name(svc.meta.namespace_) + "_" + safe_name(svc.meta.name)
                            + "_" + std::to_string(port.port) + (denied_by ? "_insecure_denied" : "")
                            + (target == BackendTarget::StreamPassthrough ? "_passthrough" : "");
-        std::map<std::string, Upstream> &upstreams = stream ? stream_upstreams_ : upstreams_;
-        auto [slot, added] = upstreams.try_emplace(name);
-        Upstream &u = slot->second;
+        auto [upstream, added] = (stream ? stream_upstreams_ : upstreams_).get(name);
+        Upstream &u = *upstream;
         if (target == BackendTarget::Grpc) u.for_grpc = true;
         if (target == BackendTarget::Http || target == BackendTarget::StreamTerminate) u.for_http = true;
         if (!added) return name;
@@ -590,16 +618,12 @@ private:
         }
         // the plan takes them over: no second copy, no doubling at the peak
         plan_->servers.reserve(plan_->servers.size() + servers_.size());
-        plan_->upstreams.reserve(plan_->upstreams.size() + upstreams_.size());
         for (auto &[key, server] : servers_) {
             order_locations(&server);
             plan_->servers.push_back(std::move(server));
         }
         servers_.clear();
-        for (auto &[name, u] : upstreams_) {
-            plan_->upstreams.push_back(std::move(u));
-        }
-        upstreams_.clear();
+        upstreams_.move_sorted_into(&plan_->upstreams);
         finish_stream_servers();
     }
 
@@ -610,10 +634,7 @@ private:
             plan_->stream_servers.push_back(std::move(server));
         }
         stream_servers_.clear();
-        for (auto &[name, u] : stream_upstreams_) {
-            plan_->stream_upstreams.push_back(std::move(u));
-        }
-        stream_upstreams_.clear();
+        stream_upstreams_.move_sorted_into(&plan_->stream_upstreams);
     }
 
     const Manifests &m_;
@@ -626,11 +647,11 @@ private:
     std::map<std::string, Server> servers_;
     std::map<std::string, std::string> server_owner_;  // "listen host" -> Gateway
     std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
-    std::map<std::string, Upstream> upstreams_;
+    UpstreamTable upstreams_;
     std::map<std::string, StreamServer> stream_servers_;  // by listen
     // listen -> listener hostname -> (certificate, key) of its Terminate listeners
     std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> stream_certificates_;
-    std::map<std::string, Upstream> stream_upstreams_;
+    UpstreamTable stream_upstreams_;
     std::set<std::string> written_;
     std::map<std::string, BackendClientCertificate> backend_clients_;  // by Gateway
     std::map<std::string, Condition> gateway_refs_;                    // ResolvedRefs, by Gateway

@@ -2,6 +2,7 @@
 // references, settles conflicts, and computes every condition.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <set>
@@ -135,6 +136,31 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
 Condition resolve_backend_client_certificate(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
                                              Plan *plan, std::set<std::string> *written,
                                              BackendClientCertificate *out);
+
+// Stable-sorts `items` by `less`: positions are sorted, then each item is
+// moved once, in place along the permutation's cycles. Items may be large
+// and number 100,000: no second vector, no swapping of whole items in the sort.
+template <typename T, typename Less>
+void sort_by_position(std::vector<T> &items, Less less)
+{
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return less(items[x], items[y]); });
+    // position k takes the item at order[k]; a placed position points at itself
+    for (size_t start = 0; start < order.size(); start++) {
+        if (order[start] == start) continue;
+        T held = std::move(items[start]);
+        size_t k = start;
+        while (order[k] != start) {
+            size_t from = order[k];
+            items[k] = std::move(items[from]);
+            order[k] = k;
+            k = from;
+        }
+        items[k] = std::move(held);
+        order[k] = k;
+    }
+}
 
 // ---- resolve_match.cc: HTTPRoute matches as nginx locations ----------------
 

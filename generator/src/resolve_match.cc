@@ -99,22 +99,12 @@ void order_locations(Server *server)
                              return rank(a) > rank(b);
                          });
     }
-    // sorted for stable output; regex locations keep route precedence order.
-    // Positions are sorted, then each Location moved once: a server may
-    // hold 100,000 of them.
-    std::vector<Location> &locations = server->locations;
-    std::vector<size_t> order(locations.size());
-    for (size_t i = 0; i < order.size(); i++) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        const Location &a = locations[x], &b = locations[y];
+    // sorted for stable output; regex locations keep route precedence order
+    sort_by_position(server->locations, [](const Location &a, const Location &b) {
         bool ra = a.match[0] == '~', rb = b.match[0] == '~';
         if (ra || rb) return !ra && rb;
         return a.match < b.match;
     });
-    std::vector<Location> sorted;
-    sorted.reserve(locations.size());
-    for (size_t i : order) sorted.push_back(std::move(locations[i]));
-    locations = std::move(sorted);
 }
 
 }  // namespace g2n

@@ -609,6 +609,27 @@ BOOST_AUTO_TEST_CASE(key_less_orders_as_the_keys_do)
     }
 }
 
+BOOST_AUTO_TEST_CASE(sort_by_position_is_a_stable_sort)
+{
+    // (key, input position): many equal keys, long permutation cycles
+    for (unsigned seed : {1u, 7u, 42u}) {
+        std::vector<std::pair<int, std::string>> items;
+        unsigned x = seed;
+        for (int i = 0; i < 500; i++) {
+            x = x * 1103515245u + 12345u;
+            items.emplace_back(static_cast<int>((x >> 16) % 37), "item number " + std::to_string(i));
+        }
+        auto by_key = [](const auto &a, const auto &b) { return a.first < b.first; };
+        std::vector<std::pair<int, std::string>> expected = items;
+        std::stable_sort(expected.begin(), expected.end(), by_key);
+        g2n::sort_by_position(items, by_key);
+        BOOST_TEST((items == expected), "seed " << seed);
+    }
+    std::vector<std::string> none;
+    g2n::sort_by_position(none, std::less<std::string>());
+    BOOST_TEST(none.empty());
+}
+
 BOOST_AUTO_TEST_CASE(http_conf_streams_even_without_servers)
 {
     // a Gateway with TLS listeners only: no server{} in http.conf, and the
