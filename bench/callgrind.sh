@@ -25,13 +25,7 @@ error_log logs/error.log warn;
 events {}
 http {
     access_log off;
-    server {
-        listen 127.0.0.1:29543 ssl;
-        ssl_certificate $work/certs/leaf.crt;
-        ssl_certificate_key $work/certs/leaf.key;
-        keepalive_requests 100000;
-        location / { return 200 "ok\n"; }
-    }
+$(backend_server 127.0.0.1:29543 "$work/certs")
 }
 CONF
 /usr/sbin/nginx -p "$work/backend/" -c nginx.conf

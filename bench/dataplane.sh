@@ -26,13 +26,7 @@ http {
     upstream backend_keepalive { server 127.0.0.1:29443; keepalive 64; }
     upstream backend_fresh { server 127.0.0.1:29443; }
     # the backend
-    server {
-        listen 127.0.0.1:29443 ssl;
-        ssl_certificate $work/certs/leaf.crt;
-        ssl_certificate_key $work/certs/leaf.key;
-        keepalive_requests 100000;
-        location / { return 200 "ok\n"; }
-    }
+$(backend_server 127.0.0.1:29443 "$work/certs")
 $(proxy_server 127.0.0.1:29080 "$work/certs/ca.crt" "$spki")
 }
 CONF

@@ -26,6 +26,20 @@ bench_certs() {
         | openssl dgst -sha256 -binary | base64
 }
 
+# backend_server LISTEN CERTS: the TLS backend's server{} (the certificate
+# set's leaf), answering "ok" on every request of a keepalive connection.
+backend_server() {
+    cat <<CONF
+    server {
+        listen $1 ssl;
+        ssl_certificate $2/leaf.crt;
+        ssl_certificate_key $2/leaf.key;
+        keepalive_requests 100000;
+        location / { return 200 "ok\n"; }
+    }
+CONF
+}
+
 # proxy_server LISTEN CA SPKI: the proxying server{}: HTTP/1.1 upstream
 # keepalive, SNI abc.example.com, and /module/ and /stock/ locations, each with
 # upstream keepalive (upstream backend_keepalive) and with a full handshake
