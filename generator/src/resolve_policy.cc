@@ -222,7 +222,8 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
     std::vector<const BackendTLSPolicy *> order;
     order.reserve(m.backend_tls_policies.size());
     for (const BackendTLSPolicy &p : m.backend_tls_policies) order.push_back(&p);
-    std::sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
+    // stable: two objects with one name (a manifest given twice) keep input order
+    std::stable_sort(order.begin(), order.end(), [](const BackendTLSPolicy *a, const BackendTLSPolicy *b) {
         return older_first(a->meta, b->meta);
     });
 
@@ -286,11 +287,10 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
                                        [&](const auto &named) { return named.first == t.section_name; });
             if (winner != naming.end()) {
                 conflicts.push_back(winner->second->policy->meta.key());
-                naming.emplace_back(t.section_name, &bound);
-                continue;
+            } else {
+                bound_targets++;
             }
-            naming.emplace_back(t.section_name, &bound);
-            bound_targets++;
+            naming.emplace_back(t.section_name, &bound);  // conflicts too: they get ancestors
         }
 
         std::vector<Condition> &conds = bound.conditions;
