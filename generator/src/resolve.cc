@@ -2,6 +2,7 @@
 #include "resolve.h"
 
 #include <algorithm>
+#include <utility>
 #include <deque>
 #include <mutex>
 #include <unordered_set>
@@ -69,16 +70,12 @@ public:
         return {&list_[slot->second], added};
     }
 
-    void move_sorted_into(std::vector<Upstream> *out)
+    // all of them, sorted by name; the table is left empty
+    std::vector<Upstream> take_sorted()
     {
         position_ = {};
         sort_by_position(list_, [](const Upstream &a, const Upstream &b) { return a.name < b.name; });
-        if (out->empty()) {
-            *out = std::move(list_);
-        } else {
-            out->insert(out->end(), std::make_move_iterator(list_.begin()), std::make_move_iterator(list_.end()));
-        }
-        list_ = {};
+        return std::exchange(list_, {});
     }
 
 private:
@@ -623,7 +620,7 @@ private:
             plan_->servers.push_back(std::move(server));
         }
         servers_.clear();
-        upstreams_.move_sorted_into(&plan_->upstreams);
+        plan_->upstreams = upstreams_.take_sorted();
         finish_stream_servers();
     }
 
@@ -634,7 +631,7 @@ private:
             plan_->stream_servers.push_back(std::move(server));
         }
         stream_servers_.clear();
-        stream_upstreams_.move_sorted_into(&plan_->stream_upstreams);
+        plan_->stream_upstreams = stream_upstreams_.take_sorted();
     }
 
     const Manifests &m_;
