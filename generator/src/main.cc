@@ -207,7 +207,6 @@ int main(int argc, char **argv)
         for (const std::string &input : args.inputs) {
             parse_path(input, &manifests, args.jobs);
         }
-        release_spare_capacity(&manifests);
     } catch (const InputError &e) {
         std::cerr << e.what() << "\n";
         return 1;

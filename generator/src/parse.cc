@@ -303,21 +303,6 @@ void parse_path(const std::string &path, Manifests *out, unsigned jobs)
     parse_stream(in, path, out, jobs);
 }
 
-void release_spare_capacity(Manifests *m)
-{
-    m->gateway_classes.shrink_to_fit();
-    m->gateways.shrink_to_fit();
-    m->http_routes.shrink_to_fit();
-    m->tls_routes.shrink_to_fit();
-    m->services.shrink_to_fit();
-    m->endpoint_slices.shrink_to_fit();
-    m->config_maps.shrink_to_fit();
-    m->secrets.shrink_to_fit();
-    m->reference_grants.shrink_to_fit();
-    m->backend_tls_policies.shrink_to_fit();
-    m->ignored.shrink_to_fit();
-}
-
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], starting and
 // ending alphanumeric. Hand-written: std::regex costs more than the YAML.
 bool valid_dns1123_subdomain(const std::string &s)

@@ -25,8 +25,4 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
 // "-" for standard input. Throws InputError.
 void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1);
 
-// Gives back the spare capacity the object lists grew while parsing; the
-// lists live through resolve, the memory peak.
-void release_spare_capacity(Manifests *m);
-
 }  // namespace g2n
