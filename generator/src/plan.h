@@ -2,6 +2,7 @@
 // serve, and the status each object would carry. Render makes no decisions.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,7 +83,9 @@ struct Upstream {
     bool tls = false;
     bool for_http = false;   // proxy_ssl_* directives
     bool for_grpc = false;   // grpc_ssl_* directives
-    UpstreamPolicy policy;
+    // set when tls; shared with the other upstreams of the policy (one
+    // copy per policy, not per upstream)
+    std::shared_ptr<const UpstreamPolicy> policy;
     // why this upstream can never be reached (a policy that cannot be
     // honoured, a Service without endpoints); rendered as a down server
     std::string unusable;

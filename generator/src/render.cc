@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 
 namespace g2n {
@@ -75,6 +76,10 @@ void render_backend_client(std::ostream &out, const BackendClientCertificate &cl
 
 void render_upstream(std::ostream &out, const Upstream &u)
 {
+    if (u.tls && u.policy == nullptr) {
+        // resolve sets both together; a TLS upstream is never written unverified
+        throw std::logic_error("upstream " + u.name + " speaks TLS without a policy");
+    }
     out << "upstream " << u.name << " {\n";
     out << "    # " << u.comment << "\n";
     if (!u.unusable.empty()) {
@@ -90,7 +95,7 @@ void render_upstream(std::ostream &out, const Upstream &u)
     // the same policy for proxy_pass and for grpc_pass, as the upstream is used
     for (const char *prefix : {"proxy", "grpc"}) {
         if (!u.tls || !(std::string(prefix) == "proxy" ? u.for_http : u.for_grpc)) continue;
-        const UpstreamPolicy &p = u.policy;
+        const UpstreamPolicy &p = *u.policy;
         out << "    " << prefix << "_ssl_verify_mode " << p.mode << ";\n";
         if (!p.ca.empty()) out << "    " << prefix << "_ssl_verify_ca " << p.ca << ";\n";
         for (const auto &[directive, specs] : {std::make_pair("_ssl_verify_san", &p.sans),

@@ -51,7 +51,7 @@ private:
 struct BoundPolicy {
     const BackendTLSPolicy *policy = nullptr;
     bool usable = false;            // false: its traffic gets a 5xx
-    UpstreamPolicy upstream;        // the module directives
+    std::shared_ptr<const UpstreamPolicy> upstream;  // the module directives, shared with its upstreams
     std::vector<Condition> conditions;  // Accepted, ResolvedRefs (before the GEP-4152 gate)
     std::vector<std::string> ancestors; // gateways "ns/name" whose routes reach it, sorted
 };

@@ -243,21 +243,23 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
         ca.invalid_refs.insert(ca.invalid_refs.end(), trusted.invalid_refs.begin(), trusted.invalid_refs.end());
         ca.invalid_kinds.insert(ca.invalid_kinds.end(), trusted.invalid_kinds.begin(), trusted.invalid_kinds.end());
 
-        bound.upstream.name = key;
-        bound.upstream.mode = p->mode;
-        bound.upstream.hostname = p->hostname;
+        UpstreamPolicy upstream;
+        upstream.name = key;
+        upstream.mode = p->mode;
+        upstream.hostname = p->hostname;
         for (const SubjectAltName &san : p->subject_alt_names) {
-            bound.upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
+            upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
         }
-        bound.upstream.pins = p->pins;
-        bound.upstream.pins.insert(bound.upstream.pins.end(), trusted.pins.begin(), trusted.pins.end());
+        upstream.pins = p->pins;
+        upstream.pins.insert(upstream.pins.end(), trusted.pins.begin(), trusted.pins.end());
         if (!p->well_known_ca_certificates.empty()) {
-            bound.upstream.ca = "system";
+            upstream.ca = "system";
         } else if (ca.valid > 0) {
             // named by content: policies trusting the same CAs share one file,
             // and the module loads each file once
-            bound.upstream.ca = ca_bundle_file(ca.bundle, plan);
+            upstream.ca = ca_bundle_file(ca.bundle, plan);
         }
+        bound.upstream = std::make_shared<const UpstreamPolicy>(std::move(upstream));
         // fail closed: any reference that does not resolve makes the traffic fail
         bound.usable = invalid.empty() && ca.invalid_refs.empty() && ca.invalid_kinds.empty();
 

@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
     BOOST_TEST(s.proxy_ssl);
     BOOST_TEST(s.certificate == "certs/listener-ns-cert.crt");
     BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
-    BOOST_TEST(plan.stream_upstreams[0].policy.hostname == "db.internal");
+    BOOST_TEST(plan.stream_upstreams[0].policy->hostname == "db.internal");
     BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "db-tls")).find("gw:Accepted=True/Accepted") != std::string::npos);
 
     std::string conf = render_stream_conf(plan);
