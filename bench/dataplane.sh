@@ -2,13 +2,15 @@
 # Data-plane benchmark (DESIGN §5): requests/s through the module (strict +
 # URI SAN + SPKI pin) against stock `proxy_ssl_verify on`, to the same TLS
 # backend, with upstream keepalive and with a full TLS handshake per
-# request. Runs alternate module/stock and the medians are compared.
+# request. Runs alternate module/stock ($ROUNDS rounds, default 5, the
+# order swapped every round) and the medians are compared; each round's
+# figures are printed below the table.
 # Usage: bench/dataplane.sh [SECONDS_PER_RUN] (default 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 secs=${1:-5}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 work=$PWD/build/bench/dataplane
 rm -rf "$work" && mkdir -p "$work/logs"
@@ -41,13 +43,23 @@ rps() { wrk -t1 -c16 -d"${secs}s" "http://127.0.0.1:29080$1" | awk '/Requests\/s
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%-10s %14s %14s %8s\n' case module_rps stock_rps ratio
+spread=
 for kind in keepalive handshake; do
     m=() s=()
-    for _ in $(seq "$rounds"); do
-        m+=("$(rps "/module/$kind/")")
-        s+=("$(rps "/stock/$kind/")")
+    # the order alternates (module first, then stock first): whatever the
+    # machine drifts by within a round weighs on both sides alike
+    for round in $(seq "$rounds"); do
+        if [ $((round % 2)) = 1 ]; then
+            m+=("$(rps "/module/$kind/")")
+            s+=("$(rps "/stock/$kind/")")
+        else
+            s+=("$(rps "/stock/$kind/")")
+            m+=("$(rps "/module/$kind/")")
+        fi
     done
+    spread+="$kind rounds, module: ${m[*]} | stock: ${s[*]}"$'\n'
     mm=$(printf '%s\n' "${m[@]}" | median)
     sm=$(printf '%s\n' "${s[@]}" | median)
     echo "$kind $mm $sm" | awk '{printf "%-10s %14.0f %14.0f %8.3f\n", $1, $2, $3, $2 / $3}'
 done
+printf '%s' "$spread"
