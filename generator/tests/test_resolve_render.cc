@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "parse.h"
 #include "render.h"
@@ -482,6 +483,19 @@ BOOST_AUTO_TEST_CASE(missing_target_port)
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(render)
+
+// fail closed: an upstream that speaks TLS is written with its policy or not at all
+BOOST_AUTO_TEST_CASE(a_tls_upstream_without_its_policy_is_never_written)
+{
+    Plan plan;
+    Upstream u;
+    u.name = "backend_ns_svc_443";
+    u.tls = true;
+    u.for_http = true;
+    u.servers = {"10.0.0.1:8443"};
+    plan.upstreams.push_back(u);
+    BOOST_CHECK_THROW(render_http_conf(plan), std::logic_error);
+}
 
 BOOST_AUTO_TEST_CASE(deterministic_and_verifying)
 {
