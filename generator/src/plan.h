@@ -80,15 +80,17 @@ struct Upstream {
     std::string name;
     std::string comment;
     std::vector<std::string> servers;  // "host:port"
-    bool tls = false;
     bool for_http = false;   // proxy_ssl_* directives
     bool for_grpc = false;   // grpc_ssl_* directives
-    // set when tls; shared with the other upstreams of the policy (one
-    // copy per policy, not per upstream)
+    // the BackendTLSPolicy's directives, shared with the policy's other
+    // upstreams (one copy per policy, not per upstream); null: plaintext
     std::shared_ptr<const UpstreamPolicy> policy;
     // why this upstream can never be reached (a policy that cannot be
     // honoured, a Service without endpoints); rendered as a down server
     std::string unusable;
+
+    // TLS exactly when a policy applies: no flag that could disagree with it
+    bool tls() const { return policy != nullptr; }
 };
 
 struct WeightedUpstream {

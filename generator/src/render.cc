@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
 
 namespace g2n {
@@ -76,10 +75,6 @@ void render_backend_client(std::ostream &out, const BackendClientCertificate &cl
 
 void render_upstream(std::ostream &out, const Upstream &u)
 {
-    if (u.tls && u.policy == nullptr) {
-        // resolve sets both together; a TLS upstream is never written unverified
-        throw std::logic_error("upstream " + u.name + " speaks TLS without a policy");
-    }
     out << "upstream " << u.name << " {\n";
     out << "    # " << u.comment << "\n";
     if (!u.unusable.empty()) {
@@ -94,7 +89,7 @@ void render_upstream(std::ostream &out, const Upstream &u)
     }
     // the same policy for proxy_pass and for grpc_pass, as the upstream is used
     for (const char *prefix : {"proxy", "grpc"}) {
-        if (!u.tls || !(std::string(prefix) == "proxy" ? u.for_http : u.for_grpc)) continue;
+        if (!u.tls() || !(std::string(prefix) == "proxy" ? u.for_http : u.for_grpc)) continue;
         const UpstreamPolicy &p = *u.policy;
         out << "    " << prefix << "_ssl_verify_mode " << p.mode << ";\n";
         if (!p.ca.empty()) out << "    " << prefix << "_ssl_verify_ca " << p.ca << ";\n";

@@ -562,7 +562,6 @@ private:
             u.unusable = "no ready endpoints (with --resolver, the cluster DNS name is used)";
         }
         if (policy != nullptr) {
-            u.tls = true;
             u.policy = policy->upstream;
             u.comment += ", BackendTLSPolicy " + policy->policy->meta.key();
             if (!policy->usable) {

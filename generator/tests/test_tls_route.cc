@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
     BOOST_TEST(!s.terminate);
     BOOST_TEST(!s.proxy_ssl);
     BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
-    BOOST_TEST(!plan.stream_upstreams[0].tls);  // the client's TLS goes through untouched
+    BOOST_TEST(!plan.stream_upstreams[0].tls());  // the client's TLS goes through untouched
     BOOST_TEST(plan.upstreams.empty());
     // the policy has nothing to act on behind Passthrough: no ancestor
     BOOST_TEST(status_of(plan, "BackendTLSPolicy", "db-tls").refs.empty());
