@@ -3,6 +3,7 @@
 // the connection hooks are in ngx_http_gateway_tls_upstream.cc.
 
 #include "ngx_http_gateway_tls_module.h"
+#include "ngx_http_gateway_tls_ssl_share.h"
 
 #include <new>
 
@@ -220,6 +221,9 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
             auto *ucf = static_cast<ngx_http_upstream_conf_t *>(
                 ctx->loc_conf[mcf->ctx_index[kind]]);
 
+            if (kind == NGX_HTTP_GTLS_PROXY && ngx_http_gtls_adopt_shared_ssl(cf, ucf) != NGX_OK) {
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
             if (ucf->ssl != nullptr && ucf->ssl->ctx != nullptr) {
                 ngx_http_gtls_install_ssl_hooks(ucf->ssl->ctx);
             }

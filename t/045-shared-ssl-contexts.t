@@ -1,0 +1,115 @@
+# nginx 1.22's proxy makes one SSL context per "proxy_pass https://"
+# location; with the module loaded, locations whose TLS client settings are
+# the same share one (ngx_http_gateway_tls_ssl_share.cc), and a location
+# with other settings gets its own, with those settings in it.
+use lib 't/lib';
+use Test::GatewayTLS;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: locations with the same settings share one context, and each still speaks TLS
+--- config
+    location /a/ { proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF; }
+    location /b/ { proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF; }
+    location /c/ {
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_name abc.example.com;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+--- request eval
+["GET /a/", "GET /b/", "GET /c/"]
+--- response_body_like eval
+[qr/^backend=leaf sni= path=\/a\/$/, qr/^backend=leaf sni= path=\/b\/$/, qr/^backend=leaf sni= path=\/c\/$/]
+--- error_log eval
+qr/\[notice\] .*gateway_tls: 3 "proxy_pass https:\/\/" locations share 1 SSL contexts/
+
+=== TEST 2: a client certificate in one location is presented by that location only
+--- http_config
+    proxy_ssl_session_reuse off;
+--- config
+    location /before/ { proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_MTLS; }
+    location /cert/ {
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_MTLS;
+    }
+    location /after/ { proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_MTLS; }
+--- request eval
+["GET /before/", "GET /cert/", "GET /after/"]
+--- response_body_like eval
+[qr/client_verify=NONE/, qr/client_verify=SUCCESS client_fingerprint=[0-9a-f]{40}/, qr/client_verify=NONE/]
+--- error_log eval
+qr/gateway_tls: 3 "proxy_pass https:\/\/" locations share 2 SSL contexts/
+
+=== TEST 3: stock proxy_ssl_verify keeps each location's trusted certificates
+--- http_config
+    # the locations share one implicit upstream, whose peer would resume
+    # /ca/'s session in /unrelated/ (stock nginx does the same)
+    proxy_ssl_session_reuse off;
+    proxy_ssl_verify_depth 2;
+    proxy_ssl_name abc.example.com;
+--- config
+    location /ca/ {
+        proxy_ssl_verify on;
+        proxy_ssl_trusted_certificate $TEST_NGINX_CERTS/ca.crt;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+    location /unrelated/ {
+        proxy_ssl_verify on;
+        proxy_ssl_trusted_certificate $TEST_NGINX_CERTS/unrelated-ca.crt;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+    location /ca-again/ {
+        proxy_ssl_verify on;
+        proxy_ssl_trusted_certificate $TEST_NGINX_CERTS/ca.crt;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+--- request eval
+["GET /ca/", "GET /unrelated/", "GET /ca-again/"]
+--- error_code eval
+[200, 502, 200]
+--- error_log eval
+[qr/gateway_tls: 3 "proxy_pass https:\/\/" locations share 2 SSL contexts/,
+ qr/upstream SSL certificate verify error: \(\d+:unable to get (local )?issuer certificate\) while SSL handshaking to upstream, client: \S+, server: \S+, request: "GET \/unrelated\//]
+
+=== TEST 4: an if{} block and a proxy_pass with variables still speak TLS
+--- config
+    location /if/ {
+        if ($arg_deny) {
+            return 403;
+        }
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+    location /variable/ {
+        set $backend 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_pass https://$backend;
+    }
+--- request eval
+["GET /if/?x=1", "GET /variable/"]
+--- response_body_like eval
+[qr/^backend=leaf sni= path=\/if\/$/, qr/^backend=leaf sni= path=\/variable\/$/]
+--- error_log eval
+qr/gateway_tls: 1 "proxy_pass https:\/\/" locations share 1 SSL contexts/
+
+=== TEST 5: proxy_ssl_verify without trusted certificates is still refused
+--- config
+    location / {
+        proxy_ssl_verify on;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*no proxy_ssl_trusted_certificate for proxy_ssl_verify/
+
+=== TEST 6: a client certificate without its key is still refused
+--- config
+    location / {
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+    }
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*no "proxy_ssl_certificate_key" is defined for certificate "\S+leaf.crt"/
