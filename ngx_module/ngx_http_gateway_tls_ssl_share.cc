@@ -1,23 +1,24 @@
 // ngx_http_gateway_tls_ssl_share_module: one SSL context per distinct set
-// of proxy TLS client settings instead of one per `proxy_pass https://`
-// location.
+// of TLS client settings instead of one per `proxy_pass https://` or
+// `grpc_pass grpcs://` location.
 //
-// nginx 1.22's proxy creates an SSL_CTX for every such location while it
-// merges (in OpenSSL 3.0 about 110 us and 13 KB each before any
-// certificate is loaded: 10,000 locations cost 1.1 s and 137 MB); nginx
-// 1.23.1 shares them itself. This module is ordered before the proxy
-// module (ngx_module_order in `config`), so its merge runs first and clears
-// the proxy's private "create a context" flag of each such location. The
-// main module merges after the proxy, when the settings are final, and
-// calls ngx_http_gtls_adopt_shared_ssl(), which gives the location the
-// context for its settings, built as ngx_http_proxy_set_ssl() of 1.22.1
-// builds it. At run time nginx 1.22 speaks TLS to a location's backend
-// when the location has a context, so postconfiguration fails the
-// configuration if any deferred location was left without one.
+// nginx 1.22's proxy and grpc modules create an SSL_CTX for every such
+// location while they merge (in OpenSSL 3.0 about 110 us and 13 KB each
+// before any certificate is loaded: 10,000 locations cost 1.1 s and
+// 137 MB); nginx 1.23.1 shares them itself. This module is ordered before
+// both (ngx_module_order in `config`), so its merge runs first and clears
+// their private "create a context" flag of each such location. The main
+// module merges after them, when the settings are final, and calls
+// ngx_http_gtls_adopt_shared_ssl(), which gives the location the context
+// for its settings, built as ngx_http_proxy_set_ssl() and
+// ngx_http_grpc_set_ssl() of 1.22.1 build it. At run time nginx 1.22
+// speaks TLS to a location's backend when the location has a context, so
+// postconfiguration fails the configuration if a deferred location was
+// left without one.
 //
-// The flag is private to the proxy; its directive table gives the offsets
-// of the settings around it, and the flag is touched only where they lie
-// as in 1.22 (the flag immediately before proxy_ssl_protocols' field).
+// The flag is private; the directive table gives the offsets of the
+// settings around it, and the flag is touched only where they lie as in
+// 1.22 (the flag immediately before the *_ssl_protocols field).
 
 #include "ngx_http_gateway_tls_ssl_share.h"
 
@@ -30,16 +31,7 @@
 
 namespace {
 
-// Where the proxy keeps its TLS client settings, by offset into its loc
-// conf (which starts with ngx_http_upstream_conf_t).
-struct ngx_http_gtls_proxy_ssl_layout_t {
-    ngx_int_t  ctx_index = -1;
-    size_t     create = 0;  // ngx_uint_t ssl: set by proxy_pass https:// or with variables
-    size_t     protocols = 0, ciphers = 0, verify_depth = 0, trusted_certificate = 0, crl = 0,
-               conf_commands = 0;
-};
-
-// Everything ngx_http_proxy_set_ssl() of 1.22.1 puts into the context.
+// Everything the modules' set_ssl() of 1.22.1 puts into the context.
 // Password files and conf commands compare by identity (inherited values
 // share the pointer), the rest by value.
 struct ngx_http_gtls_ssl_settings_t {
@@ -61,21 +53,38 @@ struct ngx_http_gtls_ssl_settings_t {
     bool operator<(const ngx_http_gtls_ssl_settings_t &other) const { return tie() < other.tie(); }
 };
 
+// One upstream module's TLS client settings, by offset into its loc conf
+// (which starts with ngx_http_upstream_conf_t), and the contexts made so far.
+struct ngx_http_gtls_ssl_share_kind_t {
+    ngx_http_gtls_ssl_share_kind_t(const char *p, const char *m, bool h2) : prefix(p), module(m), alpn_h2(h2) {}
+
+    const char  *prefix;  // "proxy", "grpc"
+    const char  *module;
+    bool         alpn_h2;  // grpc offers h2 by ALPN
+
+    ngx_int_t    ctx_index = -1;
+    bool         enabled = false;
+    size_t       create = 0;  // ngx_uint_t ssl: set by proxy_pass https://, grpc_pass grpcs://
+    size_t       protocols = 0, ciphers = 0, verify_depth = 0, trusted_certificate = 0, crl = 0,
+                 conf_commands = 0;
+
+    std::map<ngx_http_gtls_ssl_settings_t, ngx_ssl_t *>  contexts;
+    std::vector<ngx_http_upstream_conf_t *>              deferred;
+};
+
 struct ngx_http_gtls_ssl_share_main_conf_t {
-    bool                                                     enabled = false;
-    ngx_http_gtls_proxy_ssl_layout_t                         proxy;
-    std::map<ngx_http_gtls_ssl_settings_t, ngx_ssl_t *>      contexts;
-    std::vector<ngx_http_upstream_conf_t *>                  deferred;
+    ngx_http_gtls_ssl_share_kind_t  kinds[2] = {{"proxy", "ngx_http_proxy_module", false},
+                                                {"grpc", "ngx_http_grpc_module", true}};
 };
 
 typedef struct {
-    ngx_flag_t  deferred;  // the proxy's context for this location is ours to give
+    ngx_flag_t  deferred[2];  // the context for this location is ours to give, by kind
 } ngx_http_gtls_ssl_share_loc_conf_t;
 
 template <typename T>
-T *ngx_http_gtls_proxy_field(void *plcf, size_t offset)
+T *ngx_http_gtls_field(void *conf, size_t offset)
 {
-    return reinterpret_cast<T *>(static_cast<u_char *>(plcf) + offset);
+    return reinterpret_cast<T *>(static_cast<u_char *>(conf) + offset);
 }
 
 std::string ngx_http_gtls_string(const ngx_str_t &s)
@@ -94,54 +103,62 @@ void *ngx_http_gtls_ssl_share_create_main_conf(ngx_conf_t *cf)
     return ngx_gtls_pool_new<ngx_http_gtls_ssl_share_main_conf_t>(cf->pool);
 }
 
-// The proxy's layout, from its directive table; sharing stays off (every
-// location gets its own context from the proxy, as in stock nginx) unless
-// the settings lie exactly as in 1.22.
-char *ngx_http_gtls_ssl_share_init_main_conf(ngx_conf_t *cf, void *conf)
+// The module's layout from its directive table. Sharing stays off for it
+// (every location gets its own context, as in stock nginx) unless the
+// settings lie exactly as in 1.22.
+void ngx_http_gtls_find_layout(ngx_conf_t *cf, ngx_http_gtls_ssl_share_kind_t &kind)
 {
-    auto *share = static_cast<ngx_http_gtls_ssl_share_main_conf_t *>(conf);
-#if (NGX_HTTP_SSL && nginx_version >= 1022000 && nginx_version < 1023000)
-    ngx_http_gtls_proxy_ssl_layout_t &proxy = share->proxy;
+    static const char *const suffixes[6] = {"_ssl_protocols", "_ssl_ciphers", "_ssl_verify_depth",
+                                            "_ssl_trusted_certificate", "_ssl_crl", "_ssl_conf_command"};
     size_t offsets[6] = {0, 0, 0, 0, 0, 0};
-    const char *const names[6] = {"proxy_ssl_protocols", "proxy_ssl_ciphers", "proxy_ssl_verify_depth",
-                                  "proxy_ssl_trusted_certificate", "proxy_ssl_crl",
-                                  "proxy_ssl_conf_command"};
     for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
         ngx_module_t *m = cf->cycle->modules[i];
-        if (m->type != NGX_HTTP_MODULE || ngx_strcmp(m->name, "ngx_http_proxy_module") != 0) {
+        if (m->type != NGX_HTTP_MODULE || ngx_strcmp(m->name, kind.module) != 0) {
             continue;
         }
-        proxy.ctx_index = m->ctx_index;
+        kind.ctx_index = m->ctx_index;
         for (ngx_command_t *cmd = m->commands; cmd->name.len; cmd++) {
+            std::string_view name(reinterpret_cast<const char *>(cmd->name.data), cmd->name.len);
             for (size_t k = 0; k < 6; k++) {
-                if (std::string_view(reinterpret_cast<const char *>(cmd->name.data), cmd->name.len)
-                    == names[k]) {
+                if (name == std::string(kind.prefix) + suffixes[k]) {
                     offsets[k] = cmd->offset;
                 }
             }
         }
     }
-    proxy.protocols = offsets[0];
-    proxy.ciphers = offsets[1];
-    proxy.verify_depth = offsets[2];
-    proxy.trusted_certificate = offsets[3];
-    proxy.crl = offsets[4];
-    proxy.conf_commands = offsets[5];
-    proxy.create = proxy.protocols - sizeof(ngx_uint_t);
-    share->enabled = proxy.ctx_index >= 0 && proxy.protocols >= sizeof(ngx_http_upstream_conf_t) + sizeof(ngx_uint_t)
-                     && proxy.ciphers == proxy.protocols + sizeof(ngx_uint_t)
-                     && proxy.verify_depth == proxy.ciphers + sizeof(ngx_str_t)
-                     && proxy.trusted_certificate == proxy.verify_depth + sizeof(ngx_uint_t)
-                     && proxy.crl == proxy.trusted_certificate + sizeof(ngx_str_t)
-                     && proxy.conf_commands == proxy.crl + sizeof(ngx_str_t);
-    if (!share->enabled && proxy.ctx_index >= 0) {
+    kind.protocols = offsets[0];
+    kind.ciphers = offsets[1];
+    kind.verify_depth = offsets[2];
+    kind.trusted_certificate = offsets[3];
+    kind.crl = offsets[4];
+    kind.conf_commands = offsets[5];
+    kind.create = kind.protocols - sizeof(ngx_uint_t);
+    kind.enabled = kind.ctx_index >= 0 && kind.protocols >= sizeof(ngx_http_upstream_conf_t) + sizeof(ngx_uint_t)
+                   && kind.ciphers == kind.protocols + sizeof(ngx_uint_t)
+                   && kind.verify_depth == kind.ciphers + sizeof(ngx_str_t)
+                   && kind.trusted_certificate == kind.verify_depth + sizeof(ngx_uint_t)
+                   && kind.crl == kind.trusted_certificate + sizeof(ngx_str_t)
+                   && kind.conf_commands == kind.crl + sizeof(ngx_str_t);
+    if (!kind.enabled && kind.ctx_index >= 0) {
         ngx_log_error(NGX_LOG_NOTICE, cf->log, 0,
-                      "gateway_tls: the proxy's TLS settings are not laid out as in nginx 1.22, "
-                      "every \"proxy_pass https://\" location keeps its own SSL context");
+                      "gateway_tls: %s's TLS settings are not laid out as in nginx 1.22, each of its "
+                      "locations keeps its own SSL context", kind.module);
+    }
+}
+
+char *ngx_http_gtls_ssl_share_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+#if (NGX_HTTP_SSL && nginx_version >= 1022000 && nginx_version < 1023000)
+    for (ngx_http_gtls_ssl_share_kind_t &kind : static_cast<ngx_http_gtls_ssl_share_main_conf_t *>(conf)->kinds) {
+        try {
+            ngx_http_gtls_find_layout(cf, kind);
+        } catch (const std::exception &) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
     }
 #else
     (void) cf;
-    share->enabled = false;
+    (void) conf;
 #endif
     return NGX_CONF_OK;
 }
@@ -153,7 +170,7 @@ void *ngx_http_gtls_ssl_share_create_loc_conf(ngx_conf_t *cf)
 
 // if{} and limit_except{} blocks copy their location's context pointer
 // while the proxy merges, before the location has one: such a location
-// keeps the proxy's own context.
+// keeps the module's own context.
 bool ngx_http_gtls_has_unnamed_block(ngx_http_core_loc_conf_t *clcf)
 {
     if (clcf->locations == nullptr) {
@@ -170,40 +187,45 @@ bool ngx_http_gtls_has_unnamed_block(ngx_http_core_loc_conf_t *clcf)
     return false;
 }
 
-// Runs before the proxy's merge of any location.
+// Runs before the proxy's and grpc's merge of any location.
 char *ngx_http_gtls_ssl_share_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 {
     (void) parent;
     auto *conf = static_cast<ngx_http_gtls_ssl_share_loc_conf_t *>(child);
-    ngx_http_gtls_ssl_share_main_conf_t *share = ngx_http_gtls_ssl_share(cf);
-    if (!share->enabled) {
-        return NGX_CONF_OK;
-    }
     auto *ctx = static_cast<ngx_http_conf_ctx_t *>(cf->ctx);
-    void *plcf = ctx->loc_conf[share->proxy.ctx_index];
-    ngx_uint_t *create = ngx_http_gtls_proxy_field<ngx_uint_t>(plcf, share->proxy.create);
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    if (*create != 1 || clcf->noname || ngx_http_gtls_has_unnamed_block(clcf)) {
+    if (clcf->noname || ngx_http_gtls_has_unnamed_block(clcf)) {
         return NGX_CONF_OK;
     }
-    try {
-        share->deferred.push_back(static_cast<ngx_http_upstream_conf_t *>(plcf));
-    } catch (const std::exception &) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+    ngx_http_gtls_ssl_share_kind_t *kinds = ngx_http_gtls_ssl_share(cf)->kinds;
+    for (size_t k = 0; k < 2; k++) {
+        if (!kinds[k].enabled) {
+            continue;
+        }
+        void *mcf = ctx->loc_conf[kinds[k].ctx_index];
+        ngx_uint_t *create = ngx_http_gtls_field<ngx_uint_t>(mcf, kinds[k].create);
+        if (*create != 1) {
+            continue;
+        }
+        try {
+            kinds[k].deferred.push_back(static_cast<ngx_http_upstream_conf_t *>(mcf));
+        } catch (const std::exception &) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        *create = 0;
+        conf->deferred[k] = 1;
     }
-    *create = 0;
-    conf->deferred = 1;
     return NGX_CONF_OK;
 }
 
-// ucf: a merged proxy loc conf whose certificate, if any, has its key
-ngx_http_gtls_ssl_settings_t ngx_http_gtls_ssl_settings(const ngx_http_gtls_proxy_ssl_layout_t &proxy,
+// ucf: a merged loc conf whose certificate, if any, has its key
+ngx_http_gtls_ssl_settings_t ngx_http_gtls_ssl_settings(const ngx_http_gtls_ssl_share_kind_t &kind,
                                                         ngx_http_upstream_conf_t *ucf)
 {
     ngx_http_gtls_ssl_settings_t s;
-    s.protocols = *ngx_http_gtls_proxy_field<ngx_uint_t>(ucf, proxy.protocols);
-    s.ciphers = ngx_http_gtls_string(*ngx_http_gtls_proxy_field<ngx_str_t>(ucf, proxy.ciphers));
+    s.protocols = *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.protocols);
+    s.ciphers = ngx_http_gtls_string(*ngx_http_gtls_field<ngx_str_t>(ucf, kind.ciphers));
     // a certificate with variables is loaded per connection, not into the context
     if (ucf->ssl_certificate != nullptr && ucf->ssl_certificate->lengths == nullptr
         && ucf->ssl_certificate_key->lengths == nullptr) {
@@ -213,27 +235,26 @@ ngx_http_gtls_ssl_settings_t ngx_http_gtls_ssl_settings(const ngx_http_gtls_prox
     }
     s.verify = ucf->ssl_verify;
     if (s.verify) {
-        s.trusted_certificate = ngx_http_gtls_string(
-            *ngx_http_gtls_proxy_field<ngx_str_t>(ucf, proxy.trusted_certificate));
-        s.crl = ngx_http_gtls_string(*ngx_http_gtls_proxy_field<ngx_str_t>(ucf, proxy.crl));
-        s.verify_depth = *ngx_http_gtls_proxy_field<ngx_uint_t>(ucf, proxy.verify_depth);
+        s.trusted_certificate = ngx_http_gtls_string(*ngx_http_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate));
+        s.crl = ngx_http_gtls_string(*ngx_http_gtls_field<ngx_str_t>(ucf, kind.crl));
+        s.verify_depth = *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.verify_depth);
     }
     s.session_reuse = ucf->ssl_session_reuse;
-    s.conf_commands = *ngx_http_gtls_proxy_field<ngx_array_t *>(ucf, proxy.conf_commands);
+    s.conf_commands = *ngx_http_gtls_field<ngx_array_t *>(ucf, kind.conf_commands);
     return s;
 }
 
-// ngx_http_proxy_set_ssl() of nginx 1.22.1, into a new context, but for
-// the passwords of certificates with variables, which stay per location.
-ngx_ssl_t *ngx_http_gtls_create_proxy_ssl(ngx_conf_t *cf, const ngx_http_gtls_proxy_ssl_layout_t &proxy,
-                                          ngx_http_upstream_conf_t *ucf)
+// The modules' set_ssl() of nginx 1.22.1, into a new context, but for the
+// passwords of certificates with variables, which stay per location.
+ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_share_kind_t &kind,
+                                    ngx_http_upstream_conf_t *ucf)
 {
     auto *ssl = static_cast<ngx_ssl_t *>(ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t)));
     if (ssl == nullptr) {
         return nullptr;
     }
     ssl->log = cf->log;
-    if (ngx_ssl_create(ssl, *ngx_http_gtls_proxy_field<ngx_uint_t>(ucf, proxy.protocols), nullptr) != NGX_OK) {
+    if (ngx_ssl_create(ssl, *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.protocols), nullptr) != NGX_OK) {
         return nullptr;
     }
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
@@ -244,7 +265,7 @@ ngx_ssl_t *ngx_http_gtls_create_proxy_ssl(ngx_conf_t *cf, const ngx_http_gtls_pr
     cln->handler = ngx_ssl_cleanup_ctx;
     cln->data = ssl;
 
-    if (ngx_ssl_ciphers(cf, ssl, ngx_http_gtls_proxy_field<ngx_str_t>(ucf, proxy.ciphers), 0) != NGX_OK) {
+    if (ngx_ssl_ciphers(cf, ssl, ngx_http_gtls_field<ngx_str_t>(ucf, kind.ciphers), 0) != NGX_OK) {
         return nullptr;
     }
     if (ucf->ssl_certificate != nullptr && ucf->ssl_certificate->lengths == nullptr
@@ -254,20 +275,27 @@ ngx_ssl_t *ngx_http_gtls_create_proxy_ssl(ngx_conf_t *cf, const ngx_http_gtls_pr
         return nullptr;
     }
     if (ucf->ssl_verify) {
-        ngx_str_t *trusted = ngx_http_gtls_proxy_field<ngx_str_t>(ucf, proxy.trusted_certificate);
+        ngx_str_t *trusted = ngx_http_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate);
         if (trusted->len == 0) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "no proxy_ssl_trusted_certificate for proxy_ssl_verify");
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "no %s_ssl_trusted_certificate for %s_ssl_verify",
+                          kind.prefix, kind.prefix);
             return nullptr;
         }
         if (ngx_ssl_trusted_certificate(cf, ssl, trusted,
-                                        *ngx_http_gtls_proxy_field<ngx_uint_t>(ucf, proxy.verify_depth)) != NGX_OK
-            || ngx_ssl_crl(cf, ssl, ngx_http_gtls_proxy_field<ngx_str_t>(ucf, proxy.crl)) != NGX_OK) {
+                                        *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.verify_depth)) != NGX_OK
+            || ngx_ssl_crl(cf, ssl, ngx_http_gtls_field<ngx_str_t>(ucf, kind.crl)) != NGX_OK) {
             return nullptr;
         }
     }
-    if (ngx_ssl_client_session_cache(cf, ssl, ucf->ssl_session_reuse) != NGX_OK
-        || ngx_ssl_conf_commands(cf, ssl, *ngx_http_gtls_proxy_field<ngx_array_t *>(ucf, proxy.conf_commands))
-               != NGX_OK) {
+    if (ngx_ssl_client_session_cache(cf, ssl, ucf->ssl_session_reuse) != NGX_OK) {
+        return nullptr;
+    }
+    static const unsigned char h2[] = "\x02h2";
+    if (kind.alpn_h2 && SSL_CTX_set_alpn_protos(ssl->ctx, h2, sizeof(h2) - 1) != 0) {
+        ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0, const_cast<char *>("SSL_CTX_set_alpn_protos() failed"));
+        return nullptr;
+    }
+    if (ngx_ssl_conf_commands(cf, ssl, *ngx_http_gtls_field<ngx_array_t *>(ucf, kind.conf_commands)) != NGX_OK) {
         return nullptr;
     }
     return ssl;
@@ -277,21 +305,21 @@ ngx_ssl_t *ngx_http_gtls_create_proxy_ssl(ngx_conf_t *cf, const ngx_http_gtls_pr
 // its requests in plaintext.
 ngx_int_t ngx_http_gtls_ssl_share_postconfiguration(ngx_conf_t *cf)
 {
-    ngx_http_gtls_ssl_share_main_conf_t *share = ngx_http_gtls_ssl_share(cf);
-    for (ngx_http_upstream_conf_t *ucf : share->deferred) {
-        if (ucf->ssl == nullptr || ucf->ssl->ctx == nullptr) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "gateway_tls: a \"proxy_pass https://\" location was left without an SSL context");
-            return NGX_ERROR;
+    for (ngx_http_gtls_ssl_share_kind_t &kind : ngx_http_gtls_ssl_share(cf)->kinds) {
+        for (ngx_http_upstream_conf_t *ucf : kind.deferred) {
+            if (ucf->ssl == nullptr || ucf->ssl->ctx == nullptr) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "gateway_tls: a %s location was left without an SSL context", kind.prefix);
+                return NGX_ERROR;
+            }
         }
+        if (!kind.deferred.empty()) {
+            ngx_log_error(NGX_LOG_NOTICE, cf->log, 0, "gateway_tls: %uz %s TLS locations share %uz SSL contexts",
+                          kind.deferred.size(), kind.prefix, kind.contexts.size());
+        }
+        kind.deferred = {};
+        kind.contexts = {};
     }
-    if (!share->deferred.empty()) {
-        ngx_log_error(NGX_LOG_NOTICE, cf->log, 0,
-                      "gateway_tls: %uz \"proxy_pass https://\" locations share %uz SSL contexts",
-                      share->deferred.size(), share->contexts.size());
-    }
-    share->deferred = {};
-    share->contexts = {};
     return NGX_OK;
 }
 
@@ -310,37 +338,41 @@ ngx_command_t ngx_http_gtls_ssl_share_commands[] = {ngx_null_command};
 
 }  // namespace
 
-ngx_int_t ngx_http_gtls_adopt_shared_ssl(ngx_conf_t *cf, ngx_http_upstream_conf_t *ucf)
+ngx_int_t ngx_http_gtls_adopt_shared_ssl(ngx_conf_t *cf, ngx_http_upstream_conf_t *ucf, ngx_uint_t kind_index)
 {
     auto *lcf = static_cast<ngx_http_gtls_ssl_share_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_gateway_tls_ssl_share_module));
-    if (!lcf->deferred) {
+    if (kind_index > 1 || !lcf->deferred[kind_index]) {
         return NGX_OK;
     }
-    ngx_http_gtls_ssl_share_main_conf_t *share = ngx_http_gtls_ssl_share(cf);
+    ngx_http_gtls_ssl_share_kind_t &kind = ngx_http_gtls_ssl_share(cf)->kinds[kind_index];
     if (ucf->ssl != nullptr) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "gateway_tls: the proxy made an SSL context the module had deferred: "
-                      "this nginx's proxy is not laid out as 1.22.1's");
+                      "gateway_tls: %s made an SSL context the module had deferred: "
+                      "it is not laid out as in nginx 1.22.1", kind.module);
         return NGX_ERROR;
     }
     if (ucf->ssl_certificate != nullptr && ucf->ssl_certificate_key == nullptr) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "no \"proxy_ssl_certificate_key\" is defined for certificate \"%V\"",
+                      "no \"%s_ssl_certificate_key\" is defined for certificate \"%V\"", kind.prefix,
                       &ucf->ssl_certificate->value);
         return NGX_ERROR;
     }
 
-    ngx_http_gtls_ssl_settings_t settings = ngx_http_gtls_ssl_settings(share->proxy, ucf);
-    auto found = share->contexts.find(settings);
-    if (found == share->contexts.end()) {
-        ngx_ssl_t *ssl = ngx_http_gtls_create_proxy_ssl(cf, share->proxy, ucf);
-        if (ssl == nullptr) {
-            return NGX_ERROR;
+    try {
+        ngx_http_gtls_ssl_settings_t settings = ngx_http_gtls_ssl_settings(kind, ucf);
+        auto found = kind.contexts.find(settings);
+        if (found == kind.contexts.end()) {
+            ngx_ssl_t *ssl = ngx_http_gtls_create_ssl(cf, kind, ucf);
+            if (ssl == nullptr) {
+                return NGX_ERROR;
+            }
+            found = kind.contexts.emplace(std::move(settings), ssl).first;
         }
-        found = share->contexts.emplace(std::move(settings), ssl).first;
+        ucf->ssl = found->second;
+    } catch (const std::exception &) {
+        return NGX_ERROR;
     }
-    ucf->ssl = found->second;
 
     if (ucf->ssl_certificate != nullptr
         && (ucf->ssl_certificate->lengths != nullptr || ucf->ssl_certificate_key->lengths != nullptr)) {
@@ -349,7 +381,7 @@ ngx_int_t ngx_http_gtls_adopt_shared_ssl(ngx_conf_t *cf, ngx_http_upstream_conf_
             return NGX_ERROR;
         }
     }
-    *ngx_http_gtls_proxy_field<ngx_uint_t>(ucf, share->proxy.create) = 1;
+    *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.create) = 1;
     return NGX_OK;
 }
 

@@ -1,4 +1,4 @@
-# nginx 1.22's proxy makes one SSL context per "proxy_pass https://"
+# nginx 1.22 makes one SSL context per "proxy_pass https://" or "grpc_pass grpcs://"
 # location; with the module loaded, locations whose TLS client settings are
 # the same share one (ngx_http_gateway_tls_ssl_share.cc), and a location
 # with other settings gets its own, with those settings in it.
@@ -24,7 +24,7 @@ __DATA__
 --- response_body_like eval
 [qr/^backend=leaf sni= path=\/a\/$/, qr/^backend=leaf sni= path=\/b\/$/, qr/^backend=leaf sni= path=\/c\/$/]
 --- error_log eval
-qr/\[notice\] .*gateway_tls: 3 "proxy_pass https:\/\/" locations share 1 SSL contexts/
+qr/\[notice\] .*gateway_tls: 3 proxy TLS locations share 1 SSL contexts/
 
 === TEST 2: a client certificate in one location is presented by that location only
 --- http_config
@@ -42,7 +42,7 @@ qr/\[notice\] .*gateway_tls: 3 "proxy_pass https:\/\/" locations share 1 SSL con
 --- response_body_like eval
 [qr/client_verify=NONE/, qr/client_verify=SUCCESS client_fingerprint=[0-9a-f]{40}/, qr/client_verify=NONE/]
 --- error_log eval
-qr/gateway_tls: 3 "proxy_pass https:\/\/" locations share 2 SSL contexts/
+qr/gateway_tls: 3 proxy TLS locations share 2 SSL contexts/
 
 === TEST 3: stock proxy_ssl_verify keeps each location's trusted certificates
 --- http_config
@@ -72,7 +72,7 @@ qr/gateway_tls: 3 "proxy_pass https:\/\/" locations share 2 SSL contexts/
 --- error_code eval
 [200, 502, 200]
 --- error_log eval
-[qr/gateway_tls: 3 "proxy_pass https:\/\/" locations share 2 SSL contexts/,
+[qr/gateway_tls: 3 proxy TLS locations share 2 SSL contexts/,
  qr/upstream SSL certificate verify error: \(\d+:unable to get (local )?issuer certificate\) while SSL handshaking to upstream, client: \S+, server: \S+, request: "GET \/unrelated\//]
 
 === TEST 4: an if{} block and a proxy_pass with variables still speak TLS
@@ -92,7 +92,7 @@ qr/gateway_tls: 3 "proxy_pass https:\/\/" locations share 2 SSL contexts/
 --- response_body_like eval
 [qr/^backend=leaf sni= path=\/if\/$/, qr/^backend=leaf sni= path=\/variable\/$/]
 --- error_log eval
-qr/gateway_tls: 1 "proxy_pass https:\/\/" locations share 1 SSL contexts/
+qr/gateway_tls: 1 proxy TLS locations share 1 SSL contexts/
 
 === TEST 5: proxy_ssl_verify without trusted certificates is still refused
 --- config
@@ -113,3 +113,19 @@ qr/\[emerg\] .*no proxy_ssl_trusted_certificate for proxy_ssl_verify/
 --- must_die
 --- error_log eval
 qr/\[emerg\] .*no "proxy_ssl_certificate_key" is defined for certificate "\S+leaf.crt"/
+
+=== TEST 7: grpc_pass grpcs:// locations share theirs too, which still offers h2 by ALPN
+--- config
+    location /pkg.A/ { grpc_pass grpcs://127.0.0.1:$TEST_NGINX_BACKEND_LEAF_H2; }
+    location /pkg.B/ {
+        grpc_ssl_verify_mode strict;
+        grpc_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        grpc_ssl_name abc.example.com;
+        grpc_pass grpcs://127.0.0.1:$TEST_NGINX_BACKEND_LEAF_H2;
+    }
+--- request eval
+["GET /pkg.A/Method", "GET /pkg.B/Method"]
+--- response_body_like eval
+[qr/^backend=leaf_h2 sni= path=\/pkg.A\/Method$/, qr/^backend=leaf_h2 sni= path=\/pkg.B\/Method$/]
+--- error_log eval
+qr/\[notice\] .*gateway_tls: 2 grpc TLS locations share 1 SSL contexts/
