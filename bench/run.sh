@@ -25,8 +25,8 @@ out=bench/results.md
     echo
     echo "## Scale: nginx -t, one policy per TLS backend, module / plain HTTP (target <= 2x at 10,000); stock beside"
     echo
-    echo "tls: the same locations proxying to https:// without any verification, the floor on nginx 1.22"
-    echo "(its proxy creates one SSL context per such location before any module sees it); /tls: what the module adds."
+    echo "tls: the same locations proxying to https:// without any verification, stock nginx 1.22 (its proxy"
+    echo "creates one SSL context per location; the module shares one among locations with the same settings)."
     echo
     echo '```'
     bash bench/scale.sh

@@ -5,10 +5,11 @@
 # proxy_ssl_verify + proxy_ssl_trusted_certificate is printed beside.
 # `nginx -t` wall time and peak RSS, median of $RUNS (default 3) interleaved
 # runs; stock once (it takes minutes and gigabytes with the System bundle).
-# "tls" is the floor under any verification on nginx 1.22: the same
-# locations proxying to https:// with no verification at all. nginx 1.22's
-# proxy creates one SSL context per such location while merging, before any
-# module sees it (1.23.1 shares them); module / tls is what the module adds.
+# "tls" is stock nginx 1.22 with no verification at all: the same locations
+# proxying to https://, for which its proxy creates one SSL context each
+# while merging (1.23.1 shares them). With the module loaded, locations with
+# the same TLS client settings share one (ngx_http_gateway_tls_ssl_share.cc),
+# so module / tls shows that saving plus what the policies cost.
 # Usage: bench/scale.sh [N...] (default 1000 10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
