@@ -73,7 +73,7 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
                       "gateway_tls: client certificate rejected: pins \"%s\", reason \"%s\" (%s), "
                       "client SANs \"%s\", SPKI sha256 \"%s\"",
                       pins->record.name.c_str(), gtls::reason_name(verdict.reason), why,
-                      verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64.c_str());
+                      verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64().c_str());
         ngx_gtls_count_client(pins, verdict, log);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, log, 0, "gateway_tls: %s", e.what());
@@ -237,8 +237,8 @@ std::string ngx_gtls_client_variable(ngx_connection_t *c, const ngx_gtls_client_
         return {};
     }
     switch (which) {
-    case NGX_GTLS_CLIENT_SPKI: return gtls::describe_peer(leaf).spki_sha256_base64;
-    case NGX_GTLS_CLIENT_CERT: return gtls::describe_peer(leaf).cert_sha256_hex;
+    case NGX_GTLS_CLIENT_SPKI: return gtls::describe_peer(leaf).spki_sha256_base64();
+    case NGX_GTLS_CLIENT_CERT: return gtls::describe_peer(leaf).cert_sha256_hex();
     case NGX_GTLS_CLIENT_PIN:
         if (pins != nullptr) {
             if (const gtls::Pin *pin = gtls::match_pins(pins->record.pins, leaf)) return pin->spec;

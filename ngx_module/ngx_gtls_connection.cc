@@ -233,7 +233,7 @@ int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy
                   "gateway_tls: backend certificate rejected: policy \"%s\", upstream \"%V\", "
                   "reason \"%s\" (%s), peer SANs \"%s\", peer SPKI sha256 \"%s\"",
                   policy.name.c_str(), upstream, gtls::reason_name(verdict.reason), verdict.detail.c_str(),
-                  verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64.c_str());
+                  verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64().c_str());
     X509_STORE_CTX_set_error(x509_ctx, ngx_gtls_x509_error(verdict.reason));
     return 0;
 }

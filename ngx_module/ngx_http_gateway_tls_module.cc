@@ -338,9 +338,9 @@ ngx_int_t ngx_http_gtls_verdict_variable(ngx_http_request_t *r, ngx_http_variabl
         }
         switch (data) {
         case NGX_HTTP_GTLS_CERT_SHA256:
-            return ngx_gtls_variable_text(r->pool, v, verdict->peer.cert_sha256_hex);
+            return ngx_gtls_variable_text(r->pool, v, verdict->peer.cert_sha256_hex());
         case NGX_HTTP_GTLS_SPKI_SHA256:
-            return ngx_gtls_variable_text(r->pool, v, verdict->peer.spki_sha256_base64);
+            return ngx_gtls_variable_text(r->pool, v, verdict->peer.spki_sha256_base64());
         case NGX_HTTP_GTLS_PEER_SAN:
             return ngx_gtls_variable_text(r->pool, v, verdict->peer.sans_text());
         case NGX_HTTP_GTLS_VERIFIED_BY:

@@ -451,8 +451,8 @@ ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_
     case V_VERIFY: text = verdict ? verdict->text() : "NONE"; break;
     case V_MODE: text = gtls::mode_name(policy ? policy->mode : gtls::Mode::Off); break;
     case V_POLICY: text = policy ? policy->name : ""; break;
-    case V_CERT: text = verdict ? verdict->peer.cert_sha256_hex : ""; break;
-    case V_SPKI: text = verdict ? verdict->peer.spki_sha256_base64 : ""; break;
+    case V_CERT: text = verdict ? verdict->peer.cert_sha256_hex() : ""; break;
+    case V_SPKI: text = verdict ? verdict->peer.spki_sha256_base64() : ""; break;
     case V_SAN: text = verdict ? verdict->peer.sans_text() : ""; break;
     case V_BY: text = verdict ? verdict->verified_by : ""; break;
     }

@@ -105,13 +105,13 @@ const EVP_MD *sha256()
     return md != nullptr ? md : EVP_sha256();
 }
 
-bool cert_sha256(X509 *leaf, unsigned char *md)
+bool digest_cert(X509 *leaf, unsigned char *md)
 {
     unsigned int len = 0;
     return X509_digest(leaf, sha256(), md, &len) == 1 && len == kSha256Size;
 }
 
-bool spki_sha256(X509 *leaf, unsigned char *md)
+bool digest_spki(X509 *leaf, unsigned char *md)
 {
     unsigned char *der = nullptr;
     unsigned int len = 0;
@@ -133,7 +133,7 @@ const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf)
     for (const Pin &pin : pins) {
         if (pin.type == PinType::Cert) {
             if (!have_cert) {
-                have_cert = cert_sha256(leaf, cert_md);
+                have_cert = digest_cert(leaf, cert_md);
             }
             if (have_cert && pin.digest.size() == kSha256Size
                 && std::memcmp(cert_md, pin.digest.data(), kSha256Size) == 0) {
@@ -141,7 +141,7 @@ const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf)
             }
         } else {
             if (!have_spki) {
-                have_spki = spki_sha256(leaf, spki_md);
+                have_spki = digest_spki(leaf, spki_md);
             }
             if (have_spki && pin.digest.size() == kSha256Size
                 && std::memcmp(spki_md, pin.digest.data(), kSha256Size) == 0) {
@@ -155,13 +155,11 @@ const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf)
 const Pin *match_pins(const std::vector<Pin> &pins, const PeerInfo &peer)
 {
     for (const Pin &pin : pins) {
-        bool cert = pin.type == PinType::Cert;
-        if ((cert ? peer.cert_sha256_hex : peer.spki_sha256_base64).empty()
-            || pin.digest.size() != kSha256Size) {
+        if (pin.digest.size() != kSha256Size) {
             continue;
         }
-        const unsigned char *md = cert ? peer.cert_sha256.data() : peer.spki_sha256.data();
-        if (std::memcmp(md, pin.digest.data(), kSha256Size) == 0) {
+        const unsigned char *md = pin.type == PinType::Cert ? peer.cert_sha256() : peer.spki_sha256();
+        if (md != nullptr && std::memcmp(md, pin.digest.data(), kSha256Size) == 0) {
             return &pin;
         }
     }
@@ -248,15 +246,45 @@ std::string Verdict::text() const
     return "NONE";
 }
 
+const PeerInfo::Digest &PeerInfo::cert_digest() const
+{
+    if (!cert_.computed) {
+        cert_.computed = true;
+        cert_.ok = leaf_ != nullptr && digest_cert(leaf_.get(), cert_.md.data());
+        if (cert_.ok) {
+            cert_.text = to_hex(cert_.md.data(), kSha256Size);
+        }
+    }
+    return cert_;
+}
+
+const PeerInfo::Digest &PeerInfo::spki_digest() const
+{
+    if (!spki_.computed) {
+        spki_.computed = true;
+        spki_.ok = leaf_ != nullptr && digest_spki(leaf_.get(), spki_.md.data());
+        if (spki_.ok) {
+            spki_.text = to_base64(spki_.md.data(), kSha256Size);
+        }
+    }
+    return spki_;
+}
+
+const std::string &PeerInfo::cert_sha256_hex() const { return cert_digest().text; }
+const std::string &PeerInfo::spki_sha256_base64() const { return spki_digest().text; }
+const unsigned char *PeerInfo::cert_sha256() const { return cert_digest().ok ? cert_.md.data() : nullptr; }
+const unsigned char *PeerInfo::spki_sha256() const { return spki_digest().ok ? spki_.md.data() : nullptr; }
+
+PeerInfo::PeerInfo(X509 *leaf)
+{
+    if (leaf != nullptr && X509_up_ref(leaf) == 1) {
+        leaf_.reset(leaf, X509_free);
+    }
+}
+
 PeerInfo describe_peer(X509 *leaf)
 {
-    PeerInfo info;
-    if (cert_sha256(leaf, info.cert_sha256.data())) {
-        info.cert_sha256_hex = to_hex(info.cert_sha256.data(), kSha256Size);
-    }
-    if (spki_sha256(leaf, info.spki_sha256.data())) {
-        info.spki_sha256_base64 = to_base64(info.spki_sha256.data(), kSha256Size);
-    }
+    PeerInfo info(leaf);
 
     GeneralNamesPtr names(static_cast<GENERAL_NAMES *>(
         X509_get_ext_d2i(leaf, NID_subject_alt_name, nullptr, nullptr)));

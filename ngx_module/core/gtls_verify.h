@@ -35,16 +35,35 @@ struct Policy {
     bool has_trust() const { return store != nullptr || !pins.empty(); }
 };
 
-// Facts about the peer certificate, for logs and variables.
-struct PeerInfo {
-    std::string cert_sha256_hex;     // empty if it could not be computed
-    std::string spki_sha256_base64;  // likewise
-    std::array<unsigned char, 32> cert_sha256{};
-    std::array<unsigned char, 32> spki_sha256{};
+// Facts about the peer certificate, for logs and variables. It holds a
+// reference to the certificate and hashes it when first asked: a handshake
+// needs at most the hash its pins name, the rest only a variable or a log.
+class PeerInfo {
+public:
+    PeerInfo() = default;
+    explicit PeerInfo(X509 *leaf);  // the SANs and notAfter, not the hashes
+
     std::vector<PresentedName> sans;
     std::time_t not_after = 0;
 
+    const std::string &cert_sha256_hex() const;     // empty if it cannot be computed
+    const std::string &spki_sha256_base64() const;  // likewise
+    const unsigned char *cert_sha256() const;       // 32 bytes, or null likewise
+    const unsigned char *spki_sha256() const;
     std::string sans_text() const;  // "dns:a,uri:spiffe://..." for logs
+
+private:
+    struct Digest {
+        bool computed = false;
+        bool ok = false;
+        std::array<unsigned char, 32> md{};
+        std::string text;  // hex for the certificate, base64 for the SPKI
+    };
+    const Digest &cert_digest() const;
+    const Digest &spki_digest() const;
+
+    std::shared_ptr<X509> leaf_;
+    mutable Digest cert_, spki_;
 };
 
 struct Verdict {
@@ -62,7 +81,7 @@ PeerInfo describe_peer(X509 *leaf);
 
 // The first pin the leaf matches (its SPKI or whole-certificate hash), or null.
 const Pin *match_pins(const std::vector<Pin> &pins, X509 *leaf);
-// The same from the hashes describe_peer computed.
+// The same from the peer's hashes (each computed once, if a pin needs it).
 const Pin *match_pins(const std::vector<Pin> &pins, const PeerInfo &peer);
 
 // Verifies the backend's leaf (with the untrusted intermediates it sent)

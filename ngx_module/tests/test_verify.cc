@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <cstring>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -88,8 +89,8 @@ BOOST_AUTO_TEST_CASE(ca_signed_through_intermediate_passes)
     BOOST_TEST(v.peer.sans_text()
                == "dns:abc.example.com,uri:spiffe://abc.example.com/test-identity,"
                   "dns:other.example.com");
-    BOOST_TEST(v.peer.cert_sha256_hex.size() == 64u);
-    BOOST_TEST(v.peer.spki_sha256_base64.size() == 44u);
+    BOOST_TEST(v.peer.cert_sha256_hex().size() == 64u);
+    BOOST_TEST(v.peer.spki_sha256_base64().size() == 44u);
     BOOST_TEST(v.peer.not_after > 0);
 }
 
@@ -212,7 +213,7 @@ BOOST_AUTO_TEST_CASE(skip_checks_nothing)
     p.mode = Mode::Skip;
     Verdict v = run(p, "selfsigned", "unrelated.example.net");
     BOOST_TEST(v.text() == "SKIPPED");
-    BOOST_TEST(!v.peer.spki_sha256_base64.empty());
+    BOOST_TEST(!v.peer.spki_sha256_base64().empty());
 }
 
 BOOST_AUTO_TEST_CASE(no_certificate)
@@ -230,7 +231,7 @@ BOOST_AUTO_TEST_SUITE(pins)
 BOOST_AUTO_TEST_CASE(spki_pin_alone_trusts_a_self_signed_leaf)
 {
     Presented self("selfsigned");
-    std::string spki = describe_peer(self.leaf.get()).spki_sha256_base64;
+    std::string spki = describe_peer(self.leaf.get()).spki_sha256_base64();
 
     Policy p;
     p.mode = Mode::Strict;
@@ -247,7 +248,7 @@ BOOST_AUTO_TEST_CASE(cert_pin_and_pin_certificate_file)
     Presented self("selfsigned");
     Policy p;
     p.mode = Mode::Strict;
-    add_pin(p, "sha256-cert:" + describe_peer(self.leaf.get()).cert_sha256_hex);
+    add_pin(p, "sha256-cert:" + describe_peer(self.leaf.get()).cert_sha256_hex());
     BOOST_TEST(run(p, "selfsigned").text() == "SUCCESS");
 
     Policy q;
@@ -267,8 +268,8 @@ BOOST_AUTO_TEST_CASE(match_pins_returns_the_pin_that_matched)
     Presented leaf("leaf");
     Presented self("selfsigned");
     Policy p;
-    add_pin(p, "sha256-cert:" + describe_peer(self.leaf.get()).cert_sha256_hex);
-    add_pin(p, "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64);
+    add_pin(p, "sha256-cert:" + describe_peer(self.leaf.get()).cert_sha256_hex());
+    add_pin(p, "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64());
     const Pin *by_spki = match_pins(p.pins, leaf.leaf.get());
     BOOST_TEST_REQUIRE(by_spki != nullptr);
     BOOST_TEST(by_spki->spec == p.pins[1].spec);
@@ -278,12 +279,30 @@ BOOST_AUTO_TEST_CASE(match_pins_returns_the_pin_that_matched)
     Presented other("wildcard");
     BOOST_TEST(match_pins(p.pins, other.leaf.get()) == nullptr);
     BOOST_TEST(match_pins({}, leaf.leaf.get()) == nullptr);
-    // from the hashes describe_peer already computed: the same answers
+    // from the peer's hashes, computed when a pin needs one: the same answers
     BOOST_TEST(match_pins(p.pins, describe_peer(leaf.leaf.get())) == by_spki);
     BOOST_TEST(match_pins(p.pins, describe_peer(self.leaf.get())) == by_cert);
     BOOST_TEST(match_pins(p.pins, describe_peer(other.leaf.get())) == nullptr);
     PeerInfo unknown;  // hashes that could not be computed match nothing
     BOOST_TEST(match_pins(p.pins, unknown) == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(peer_hashes_are_openssls_digests_and_survive_a_copy)
+{
+    Presented leaf("leaf");
+    unsigned char cert_md[32];
+    unsigned int len = 0;
+    BOOST_TEST_REQUIRE(X509_digest(leaf.leaf.get(), EVP_sha256(), cert_md, &len) == 1);
+    PeerInfo peer = describe_peer(leaf.leaf.get());
+    const PeerInfo copy = peer;  // copied before any hash is computed
+    BOOST_TEST_REQUIRE(peer.cert_sha256() != nullptr);
+    BOOST_TEST(std::memcmp(peer.cert_sha256(), cert_md, sizeof cert_md) == 0);
+    BOOST_TEST(peer.cert_sha256_hex().size() == 64u);
+    BOOST_TEST(copy.cert_sha256_hex() == peer.cert_sha256_hex());
+    BOOST_TEST(copy.spki_sha256_base64() == peer.spki_sha256_base64());
+    PeerInfo none;
+    BOOST_TEST(none.cert_sha256_hex().empty());
+    BOOST_TEST(none.spki_sha256() == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(pin_plus_ca_requires_both)
@@ -292,12 +311,12 @@ BOOST_AUTO_TEST_CASE(pin_plus_ca_requires_both)
     Presented self("selfsigned");
 
     Policy p = ca_policy();
-    add_pin(p, "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64);
+    add_pin(p, "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64());
     BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
     BOOST_TEST(run(p, "wildcard").text() == "FAILED:pin");  // CA ok, pin not
 
     Policy q = ca_policy();
-    add_pin(q, "sha256-spki:" + describe_peer(self.leaf.get()).spki_sha256_base64);
+    add_pin(q, "sha256-spki:" + describe_peer(self.leaf.get()).spki_sha256_base64());
     BOOST_TEST(run(q, "selfsigned").text() == "FAILED:chain");  // pin ok, CA not
 }
 
@@ -306,7 +325,7 @@ BOOST_AUTO_TEST_CASE(pinned_expired_leaf_needs_allow_expired)
     Presented expired("expired");
     Policy p;
     p.mode = Mode::Strict;
-    add_pin(p, "sha256-cert:" + describe_peer(expired.leaf.get()).cert_sha256_hex);
+    add_pin(p, "sha256-cert:" + describe_peer(expired.leaf.get()).cert_sha256_hex());
     BOOST_TEST(run(p, "expired").text() == "FAILED:expired");
     p.mode = Mode::AllowExpired;
     BOOST_TEST(run(p, "expired").text() == "SUCCESS");
