@@ -46,7 +46,13 @@ write() {  # write DIR KIND CA N: nginx.conf with N locations
     } > "$dir/nginx.conf"
 }
 
-measure() { timed '%e %M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf; }
+# wall seconds to the millisecond (/usr/bin/time's %e has two decimals, and
+# 1,000 locations take a few hundredths) and peak RSS in KB
+measure() {
+    local start=$EPOCHREALTIME kb
+    kb=$(timed '%M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf)
+    echo "$(echo "$EPOCHREALTIME - $start" | bc) $kb"
+}
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%8s %-8s %8s %8s %8s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' backends trust plain_s tls_s module_s stock_s \
@@ -77,9 +83,9 @@ for n in "${sizes[@]}"; do
         t=$(printf '%s\n' "${ts[@]}" | median); tm=$(printf '%s\n' "${tk[@]}" | median)
         m=$(printf '%s\n' "${ms[@]}" | median); mm=$(printf '%s\n' "${mk[@]}" | median)
         echo "$n $trust $p $m $stock $pm $mm $t $tm" | awk '{
-            stock_s = ($5 == "-") ? "skipped" : sprintf("%.2f", $5);
+            stock_s = ($5 == "-") ? "skipped" : sprintf("%.3f", $5);
             stock_mb = ($6 == "-") ? "skipped" : sprintf("%.1f", $6 / 1024);
-            printf "%8d %-8s %8.2f %8.2f %8.2f %8s %9.1f %9.1f %9.1f %9s %7.2f %7.2f %9.2f %9.2f\n",
+            printf "%8d %-8s %8.3f %8.3f %8.3f %8s %9.1f %9.1f %9.1f %9s %7.2f %7.2f %9.2f %9.2f\n",
                 $1, $2, $3, $9, $4, stock_s, $7 / 1024, $10 / 1024, $8 / 1024, stock_mb,
                 ($3 > 0 ? $4 / $3 : 0), $8 / $7, ($9 > 0 ? $4 / $9 : 0), $8 / $10 }'
     done
