@@ -39,8 +39,7 @@ error_log logs/error.log warn;
 events {}
 http {
     access_log off;
-    upstream backend_keepalive { server 127.0.0.1:29543; keepalive 4; }
-    upstream backend_fresh { server 127.0.0.1:29543; }
+$(backend_upstreams 127.0.0.1:29543 4)
 $(proxy_server 127.0.0.1:29180 "$work/certs/ca.crt" "$spki")
 }
 CONF

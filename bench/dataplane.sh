@@ -25,8 +25,7 @@ error_log logs/error.log warn;
 events { worker_connections 4096; }
 http {
     access_log off;
-    upstream backend_keepalive { server 127.0.0.1:29443; keepalive 64; }
-    upstream backend_fresh { server 127.0.0.1:29443; }
+$(backend_upstreams 127.0.0.1:29443 64)
     # the backend
 $(backend_server 127.0.0.1:29443 "$work/certs")
 $(proxy_server 127.0.0.1:29080 "$work/certs/ca.crt" "$spki")

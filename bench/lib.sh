@@ -40,11 +40,25 @@ backend_server() {
 CONF
 }
 
+# backend_upstreams ADDRESS KEEPALIVE: the upstreams proxy_server uses. Module
+# and stock keep their keepalive connections apart: the module reuses a
+# connection only under the policy that verified it, so in a shared pool
+# each module run would first close the connections stock left and pay
+# their handshakes, which stock would not.
+backend_upstreams() {
+    cat <<CONF
+    upstream backend_keepalive_module { server $1; keepalive $2; }
+    upstream backend_keepalive_stock { server $1; keepalive $2; }
+    upstream backend_fresh { server $1; }
+CONF
+}
+
 # proxy_server LISTEN CA SPKI: the proxying server{}: HTTP/1.1 upstream
 # keepalive, SNI abc.example.com, and /module/ and /stock/ locations, each with
-# upstream keepalive (upstream backend_keepalive) and with a full handshake
-# per request (upstream backend_fresh): the module in strict mode with the
-# CA, the backend's URI SAN and an SPKI pin; stock with proxy_ssl_verify on.
+# upstream keepalive (upstream backend_keepalive_module or _stock) and with a
+# full handshake per request (upstream backend_fresh): the module in strict
+# mode with the CA, the backend's URI SAN and an SPKI pin; stock with
+# proxy_ssl_verify on.
 proxy_server() {
     local listen=$1 ca=$2 spki=$3 kind upstream reuse
     cat <<CONF
@@ -57,7 +71,7 @@ proxy_server() {
         proxy_ssl_name abc.example.com;
 CONF
     for kind in keepalive handshake; do
-        upstream=backend_keepalive reuse=""
+        upstream=backend_keepalive_module reuse=""
         [ "$kind" = handshake ] && upstream=backend_fresh reuse="proxy_ssl_session_reuse off;"
         cat <<CONF
         location /module/$kind/ {
@@ -69,7 +83,7 @@ CONF
             proxy_ssl_verify_pin sha256-spki:$spki;
         }
         location /stock/$kind/ {
-            proxy_pass https://$upstream;
+            proxy_pass https://${upstream/_module/_stock};
             $reuse
             proxy_ssl_verify on;
             proxy_ssl_trusted_certificate $ca;
