@@ -246,29 +246,21 @@ std::string Verdict::text() const
     return "NONE";
 }
 
-const PeerInfo::Digest &PeerInfo::cert_digest() const
+const PeerInfo::Digest &PeerInfo::digest(Digest &d, bool (*hash)(X509 *, unsigned char *),
+                                         std::string (*text)(const unsigned char *, size_t)) const
 {
-    if (!cert_.computed) {
-        cert_.computed = true;
-        cert_.ok = leaf_ != nullptr && digest_cert(leaf_.get(), cert_.md.data());
-        if (cert_.ok) {
-            cert_.text = to_hex(cert_.md.data(), kSha256Size);
+    if (!d.computed) {
+        d.computed = true;
+        d.ok = leaf_ != nullptr && hash(leaf_.get(), d.md.data());
+        if (d.ok) {
+            d.text = text(d.md.data(), kSha256Size);
         }
     }
-    return cert_;
+    return d;
 }
 
-const PeerInfo::Digest &PeerInfo::spki_digest() const
-{
-    if (!spki_.computed) {
-        spki_.computed = true;
-        spki_.ok = leaf_ != nullptr && digest_spki(leaf_.get(), spki_.md.data());
-        if (spki_.ok) {
-            spki_.text = to_base64(spki_.md.data(), kSha256Size);
-        }
-    }
-    return spki_;
-}
+const PeerInfo::Digest &PeerInfo::cert_digest() const { return digest(cert_, digest_cert, to_hex); }
+const PeerInfo::Digest &PeerInfo::spki_digest() const { return digest(spki_, digest_spki, to_base64); }
 
 const std::string &PeerInfo::cert_sha256_hex() const { return cert_digest().text; }
 const std::string &PeerInfo::spki_sha256_base64() const { return spki_digest().text; }

@@ -59,6 +59,8 @@ private:
         std::array<unsigned char, 32> md{};
         std::string text;  // hex for the certificate, base64 for the SPKI
     };
+    const Digest &digest(Digest &d, bool (*hash)(X509 *, unsigned char *),
+                         std::string (*text)(const unsigned char *, size_t)) const;
     const Digest &cert_digest() const;
     const Digest &spki_digest() const;
 
