@@ -248,7 +248,8 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 }
 
 // Runs after the upstream module has set every upstream's peer.init and
-// after proxy and grpc have merged (dynamic modules come last): builds
+// after proxy and grpc have merged (this module is appended last; only the
+// share module in the same .so is ordered before them): builds
 // upstream{}-level policies and puts our balancer wrapper in front.
 char *ngx_http_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
 {
