@@ -120,6 +120,8 @@ public:
                                 + m_.backend_tls_policies.size());
         std::vector<ObjectStatus> route_statuses;
         route_statuses.reserve(routes.size());
+        servers_.reserve(routes.size());
+        server_owner_.reserve(routes.size());
         for (const HTTPRoute *r : routes) {
             route_statuses.push_back(attach_route(*r));
         }
@@ -612,11 +614,16 @@ private:
                                           "it speaks HTTP/2 only, so HTTP/1 clients of its HTTPRoutes fail");
             }
         }
-        // the plan takes them over: no second copy, no doubling at the peak
+        // the plan takes them over in key order: no second copy, no
+        // doubling at the peak
+        std::vector<std::pair<const std::string, Server> *> by_key;
+        by_key.reserve(servers_.size());
+        for (auto &entry : servers_) by_key.push_back(&entry);
+        std::sort(by_key.begin(), by_key.end(), [](const auto *a, const auto *b) { return a->first < b->first; });
         plan_->servers.reserve(plan_->servers.size() + servers_.size());
-        for (auto &[key, server] : servers_) {
-            order_locations(&server);
-            plan_->servers.push_back(std::move(server));
+        for (auto *entry : by_key) {
+            order_locations(&entry->second);
+            plan_->servers.push_back(std::move(entry->second));
         }
         servers_.clear();
         plan_->upstreams = upstreams_.take_sorted();
@@ -640,8 +647,10 @@ private:
     PolicyIndex policies_;
     std::vector<const Gateway *> gateways_;
     std::vector<ListenerState> listeners_;
-    std::map<std::string, Server> servers_;
-    std::map<std::string, std::string> server_owner_;  // "listen host" -> Gateway
+    // hashed, not ordered: one per hostname, and looked up for every
+    // route; finish_servers() hands them to the plan in key order
+    std::unordered_map<std::string, Server> servers_;                // by "listen host"
+    std::unordered_map<std::string, std::string> server_owner_;     // "listen host" -> Gateway
     std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
     UpstreamTable upstreams_;
     std::map<std::string, StreamServer> stream_servers_;  // by listen
