@@ -314,8 +314,10 @@ ngx_int_t ngx_http_gtls_ssl_share_postconfiguration(ngx_conf_t *cf)
             }
         }
         if (!kind.deferred.empty()) {
-            ngx_log_error(NGX_LOG_NOTICE, cf->log, 0, "gateway_tls: %uz %s TLS locations share %uz SSL contexts",
-                          kind.deferred.size(), kind.prefix, kind.contexts.size());
+            size_t locations = kind.deferred.size(), contexts = kind.contexts.size();
+            ngx_log_error(NGX_LOG_NOTICE, cf->log, 0, "gateway_tls: %uz %s TLS location%s use%s %uz SSL context%s",
+                          locations, kind.prefix, locations == 1 ? "" : "s", locations == 1 ? "s" : "",
+                          contexts, contexts == 1 ? "" : "s");
         }
         kind.deferred = {};
         kind.contexts = {};

@@ -24,7 +24,7 @@ __DATA__
 --- response_body_like eval
 [qr/^backend=leaf sni= path=\/a\/$/, qr/^backend=leaf sni= path=\/b\/$/, qr/^backend=leaf sni= path=\/c\/$/]
 --- error_log eval
-qr/\[notice\] .*gateway_tls: 3 proxy TLS locations share 1 SSL contexts/
+qr/\[notice\] .*gateway_tls: 3 proxy TLS locations use 1 SSL context\b/
 
 === TEST 2: a client certificate in one location is presented by that location only
 --- http_config
@@ -42,7 +42,7 @@ qr/\[notice\] .*gateway_tls: 3 proxy TLS locations share 1 SSL contexts/
 --- response_body_like eval
 [qr/client_verify=NONE/, qr/client_verify=SUCCESS client_fingerprint=[0-9a-f]{40}/, qr/client_verify=NONE/]
 --- error_log eval
-qr/gateway_tls: 3 proxy TLS locations share 2 SSL contexts/
+qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/
 
 === TEST 3: stock proxy_ssl_verify keeps each location's trusted certificates
 --- http_config
@@ -72,7 +72,7 @@ qr/gateway_tls: 3 proxy TLS locations share 2 SSL contexts/
 --- error_code eval
 [200, 502, 200]
 --- error_log eval
-[qr/gateway_tls: 3 proxy TLS locations share 2 SSL contexts/,
+[qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/,
  qr/upstream SSL certificate verify error: \(\d+:unable to get (local )?issuer certificate\) while SSL handshaking to upstream, client: \S+, server: \S+, request: "GET \/unrelated\//]
 
 === TEST 4: an if{} block and a proxy_pass with variables still speak TLS
@@ -92,7 +92,7 @@ qr/gateway_tls: 3 proxy TLS locations share 2 SSL contexts/
 --- response_body_like eval
 [qr/^backend=leaf sni= path=\/if\/$/, qr/^backend=leaf sni= path=\/variable\/$/]
 --- error_log eval
-qr/gateway_tls: 1 proxy TLS locations share 1 SSL contexts/
+qr/gateway_tls: 1 proxy TLS location uses 1 SSL context\b/
 
 === TEST 5: proxy_ssl_verify without trusted certificates is still refused
 --- config
@@ -128,4 +128,4 @@ qr/\[emerg\] .*no "proxy_ssl_certificate_key" is defined for certificate "\S+lea
 --- response_body_like eval
 [qr/^backend=leaf_h2 sni= path=\/pkg.A\/Method$/, qr/^backend=leaf_h2 sni= path=\/pkg.B\/Method$/]
 --- error_log eval
-qr/\[notice\] .*gateway_tls: 2 grpc TLS locations share 1 SSL contexts/
+qr/\[notice\] .*gateway_tls: 2 grpc TLS locations use 1 SSL context\b/
