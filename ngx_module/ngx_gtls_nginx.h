@@ -31,3 +31,11 @@ T *ngx_gtls_pool_new(ngx_pool_t *pool)
     return object;
 }
 
+// A field of another module's private conf struct, by the offset its
+// directive table gives (the stream proxy's srv conf, proxy's and grpc's
+// loc confs).
+template <typename T>
+T *ngx_gtls_field(void *conf, size_t offset)
+{
+    return reinterpret_cast<T *>(static_cast<u_char *>(conf) + offset);
+}

@@ -22,6 +22,8 @@
 
 #include "ngx_http_gateway_tls_ssl_share.h"
 
+#include "ngx_gtls_policy_conf.h"  // ngx_gtls_sv
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -81,15 +83,17 @@ typedef struct {
     ngx_flag_t  deferred[2];  // the context for this location is ours to give, by kind
 } ngx_http_gtls_ssl_share_loc_conf_t;
 
-template <typename T>
-T *ngx_http_gtls_field(void *conf, size_t offset)
+// A client certificate without variables goes into the context; one with
+// variables is loaded per connection. ucf's certificate, if any, has a key.
+bool ngx_http_gtls_static_certificate(const ngx_http_upstream_conf_t *ucf)
 {
-    return reinterpret_cast<T *>(static_cast<u_char *>(conf) + offset);
+    return ucf->ssl_certificate != nullptr && ucf->ssl_certificate->lengths == nullptr
+           && ucf->ssl_certificate_key->lengths == nullptr;
 }
 
 std::string ngx_http_gtls_string(const ngx_str_t &s)
 {
-    return std::string(reinterpret_cast<const char *>(s.data), s.len);
+    return std::string(ngx_gtls_sv(s));
 }
 
 ngx_http_gtls_ssl_share_main_conf_t *ngx_http_gtls_ssl_share(ngx_conf_t *cf)
@@ -111,6 +115,7 @@ void ngx_http_gtls_find_layout(ngx_conf_t *cf, ngx_http_gtls_ssl_share_kind_t &k
     static const char *const suffixes[6] = {"_ssl_protocols", "_ssl_ciphers", "_ssl_verify_depth",
                                             "_ssl_trusted_certificate", "_ssl_crl", "_ssl_conf_command"};
     size_t offsets[6] = {0, 0, 0, 0, 0, 0};
+    const std::string_view prefix = kind.prefix;
     for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
         ngx_module_t *m = cf->cycle->modules[i];
         if (m->type != NGX_HTTP_MODULE || ngx_strcmp(m->name, kind.module) != 0) {
@@ -118,9 +123,9 @@ void ngx_http_gtls_find_layout(ngx_conf_t *cf, ngx_http_gtls_ssl_share_kind_t &k
         }
         kind.ctx_index = m->ctx_index;
         for (ngx_command_t *cmd = m->commands; cmd->name.len; cmd++) {
-            std::string_view name(reinterpret_cast<const char *>(cmd->name.data), cmd->name.len);
+            std::string_view name = ngx_gtls_sv(cmd->name);
             for (size_t k = 0; k < 6; k++) {
-                if (name == std::string(kind.prefix) + suffixes[k]) {
+                if (name.substr(0, prefix.size()) == prefix && name.substr(prefix.size()) == suffixes[k]) {
                     offsets[k] = cmd->offset;
                 }
             }
@@ -150,11 +155,7 @@ char *ngx_http_gtls_ssl_share_init_main_conf(ngx_conf_t *cf, void *conf)
 {
 #if (NGX_HTTP_SSL && nginx_version >= 1022000 && nginx_version < 1023000)
     for (ngx_http_gtls_ssl_share_kind_t &kind : static_cast<ngx_http_gtls_ssl_share_main_conf_t *>(conf)->kinds) {
-        try {
-            ngx_http_gtls_find_layout(cf, kind);
-        } catch (const std::exception &) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
+        ngx_http_gtls_find_layout(cf, kind);
     }
 #else
     (void) cf;
@@ -204,7 +205,7 @@ char *ngx_http_gtls_ssl_share_merge_loc_conf(ngx_conf_t *cf, void *parent, void 
             continue;
         }
         void *mcf = ctx->loc_conf[kinds[k].ctx_index];
-        ngx_uint_t *create = ngx_http_gtls_field<ngx_uint_t>(mcf, kinds[k].create);
+        ngx_uint_t *create = ngx_gtls_field<ngx_uint_t>(mcf, kinds[k].create);
         if (*create != 1) {
             continue;
         }
@@ -224,23 +225,21 @@ ngx_http_gtls_ssl_settings_t ngx_http_gtls_ssl_settings(const ngx_http_gtls_ssl_
                                                         ngx_http_upstream_conf_t *ucf)
 {
     ngx_http_gtls_ssl_settings_t s;
-    s.protocols = *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.protocols);
-    s.ciphers = ngx_http_gtls_string(*ngx_http_gtls_field<ngx_str_t>(ucf, kind.ciphers));
-    // a certificate with variables is loaded per connection, not into the context
-    if (ucf->ssl_certificate != nullptr && ucf->ssl_certificate->lengths == nullptr
-        && ucf->ssl_certificate_key->lengths == nullptr) {
+    s.protocols = *ngx_gtls_field<ngx_uint_t>(ucf, kind.protocols);
+    s.ciphers = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.ciphers));
+    if (ngx_http_gtls_static_certificate(ucf)) {
         s.certificate = ngx_http_gtls_string(ucf->ssl_certificate->value);
         s.certificate_key = ngx_http_gtls_string(ucf->ssl_certificate_key->value);
         s.passwords = ucf->ssl_passwords;
     }
     s.verify = ucf->ssl_verify;
     if (s.verify) {
-        s.trusted_certificate = ngx_http_gtls_string(*ngx_http_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate));
-        s.crl = ngx_http_gtls_string(*ngx_http_gtls_field<ngx_str_t>(ucf, kind.crl));
-        s.verify_depth = *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.verify_depth);
+        s.trusted_certificate = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate));
+        s.crl = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.crl));
+        s.verify_depth = *ngx_gtls_field<ngx_uint_t>(ucf, kind.verify_depth);
     }
     s.session_reuse = ucf->ssl_session_reuse;
-    s.conf_commands = *ngx_http_gtls_field<ngx_array_t *>(ucf, kind.conf_commands);
+    s.conf_commands = *ngx_gtls_field<ngx_array_t *>(ucf, kind.conf_commands);
     return s;
 }
 
@@ -254,7 +253,7 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
         return nullptr;
     }
     ssl->log = cf->log;
-    if (ngx_ssl_create(ssl, *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.protocols), nullptr) != NGX_OK) {
+    if (ngx_ssl_create(ssl, *ngx_gtls_field<ngx_uint_t>(ucf, kind.protocols), nullptr) != NGX_OK) {
         return nullptr;
     }
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
@@ -265,25 +264,24 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
     cln->handler = ngx_ssl_cleanup_ctx;
     cln->data = ssl;
 
-    if (ngx_ssl_ciphers(cf, ssl, ngx_http_gtls_field<ngx_str_t>(ucf, kind.ciphers), 0) != NGX_OK) {
+    if (ngx_ssl_ciphers(cf, ssl, ngx_gtls_field<ngx_str_t>(ucf, kind.ciphers), 0) != NGX_OK) {
         return nullptr;
     }
-    if (ucf->ssl_certificate != nullptr && ucf->ssl_certificate->lengths == nullptr
-        && ucf->ssl_certificate_key->lengths == nullptr
+    if (ngx_http_gtls_static_certificate(ucf)
         && ngx_ssl_certificate(cf, ssl, &ucf->ssl_certificate->value, &ucf->ssl_certificate_key->value,
                                ucf->ssl_passwords) != NGX_OK) {
         return nullptr;
     }
     if (ucf->ssl_verify) {
-        ngx_str_t *trusted = ngx_http_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate);
+        ngx_str_t *trusted = ngx_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate);
         if (trusted->len == 0) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "no %s_ssl_trusted_certificate for %s_ssl_verify",
                           kind.prefix, kind.prefix);
             return nullptr;
         }
         if (ngx_ssl_trusted_certificate(cf, ssl, trusted,
-                                        *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.verify_depth)) != NGX_OK
-            || ngx_ssl_crl(cf, ssl, ngx_http_gtls_field<ngx_str_t>(ucf, kind.crl)) != NGX_OK) {
+                                        *ngx_gtls_field<ngx_uint_t>(ucf, kind.verify_depth)) != NGX_OK
+            || ngx_ssl_crl(cf, ssl, ngx_gtls_field<ngx_str_t>(ucf, kind.crl)) != NGX_OK) {
             return nullptr;
         }
     }
@@ -295,7 +293,7 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
         ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0, const_cast<char *>("SSL_CTX_set_alpn_protos() failed"));
         return nullptr;
     }
-    if (ngx_ssl_conf_commands(cf, ssl, *ngx_http_gtls_field<ngx_array_t *>(ucf, kind.conf_commands)) != NGX_OK) {
+    if (ngx_ssl_conf_commands(cf, ssl, *ngx_gtls_field<ngx_array_t *>(ucf, kind.conf_commands)) != NGX_OK) {
         return nullptr;
     }
     return ssl;
@@ -376,14 +374,13 @@ ngx_int_t ngx_http_gtls_adopt_shared_ssl(ngx_conf_t *cf, ngx_http_upstream_conf_
         return NGX_ERROR;
     }
 
-    if (ucf->ssl_certificate != nullptr
-        && (ucf->ssl_certificate->lengths != nullptr || ucf->ssl_certificate_key->lengths != nullptr)) {
+    if (ucf->ssl_certificate != nullptr && !ngx_http_gtls_static_certificate(ucf)) {
         ucf->ssl_passwords = ngx_ssl_preserve_passwords(cf, ucf->ssl_passwords);
         if (ucf->ssl_passwords == nullptr) {
             return NGX_ERROR;
         }
     }
-    *ngx_http_gtls_field<ngx_uint_t>(ucf, kind.create) = 1;
+    *ngx_gtls_field<ngx_uint_t>(ucf, kind.create) = 1;
     return NGX_OK;
 }
 

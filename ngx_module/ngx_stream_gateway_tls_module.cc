@@ -56,11 +56,6 @@ extern "C" ngx_module_t ngx_stream_gateway_tls_module;
 
 namespace {
 
-template <typename T>
-T *ngx_stream_gtls_field(void *conf, size_t offset)
-{
-    return reinterpret_cast<T *>(static_cast<u_char *>(conf) + offset);
-}
 
 ngx_stream_gtls_main_conf_t *ngx_stream_gtls_main(ngx_stream_session_t *s)
 {
@@ -107,7 +102,7 @@ std::string ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::
     }
     ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
     void *pscf = s->srv_conf[mcf->proxy->ctx_index];
-    auto *cv = *ngx_stream_gtls_field<ngx_stream_complex_value_t *>(pscf, mcf->proxy->ssl_name);
+    auto *cv = *ngx_gtls_field<ngx_stream_complex_value_t *>(pscf, mcf->proxy->ssl_name);
     ngx_str_t value = s->upstream->ssl_name;
     if (cv != nullptr && ngx_stream_complex_value(s, cv, &value) != NGX_OK) {
         return {};
@@ -182,7 +177,7 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
         return NGX_OK;
     }
     void *pscf = s->srv_conf[mcf->proxy->ctx_index];
-    if (*ngx_stream_gtls_field<ngx_flag_t>(pscf, mcf->proxy->ssl_enable) != 1) {
+    if (*ngx_gtls_field<ngx_flag_t>(pscf, mcf->proxy->ssl_enable) != 1) {
         // an upstream{} policy behind a server without proxy_ssl: fail closed
         ngx_log_error(NGX_LOG_ERR, s->connection->log, 0,
                       "gateway_tls: policy \"%s\" requires TLS, but upstream \"%V\" is proxied "
@@ -403,7 +398,7 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     void *pscf = ctx->srv_conf[proxy.ctx_index];
-    ngx_ssl_t *ssl = *ngx_stream_gtls_field<ngx_ssl_t *>(pscf, proxy.ssl);
+    ngx_ssl_t *ssl = *ngx_gtls_field<ngx_ssl_t *>(pscf, proxy.ssl);
     if (ssl != nullptr && ssl->ctx != nullptr) {
         ngx_gtls_install_ssl_hooks(ssl->ctx, &ngx_stream_gtls_hooks);
     }
@@ -413,13 +408,13 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_OK;
     }
     // fail closed: a policy never lets a stream go out in plaintext
-    if (*ngx_stream_gtls_field<ngx_flag_t>(pscf, proxy.ssl_enable) != 1 || ssl == nullptr || ssl->ctx == nullptr) {
+    if (*ngx_gtls_field<ngx_flag_t>(pscf, proxy.ssl_enable) != 1 || ssl == nullptr || ssl->ctx == nullptr) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "\"proxy_ssl_verify_mode %s\" in %V:%ui needs \"proxy_ssl on\"",
                       gtls::mode_name(pc.policy->mode), &pc.mode_file, pc.mode_line);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    ngx_flag_t *stock_verify = ngx_stream_gtls_field<ngx_flag_t>(pscf, proxy.ssl_verify);
+    ngx_flag_t *stock_verify = ngx_gtls_field<ngx_flag_t>(pscf, proxy.ssl_verify);
     if (*stock_verify == 1) {
         ngx_log_error(NGX_LOG_NOTICE, cf->log, 0,
                       "\"proxy_ssl_verify_mode %s\" in %V:%ui supersedes \"proxy_ssl_verify on\"",
