@@ -47,17 +47,36 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     is(sprintf('%o', $mode), '700', "$ex: certs/ is private");
 }
 
-# bad input: exit 1, FILE:LINE:COL, and the previous output untouched
+# bad input from the operator or a Gateway owner: exit 1, FILE:LINE:COL,
+# and the previous output untouched
 {
     my $bad = "$dir/bad.yaml";
     open my $fh, '>', $bad or die;
-    print $fh "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  ports:\n  - port: eighty\n";
+    print $fh "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: x}\nspec:\n"
+            . "  gatewayClassName: ours\n  listeners:\n  - name: a\n    port: eighty\n    protocol: HTTP\n";
     close $fh;
     my $before = files_under("$dir/spiffe-backend-1");
     my ($rc, $out) = run_generator('-f', $bad, '-o', "$dir/spiffe-backend-1");
     is($rc, 1, 'bad input exits 1');
-    like($out, qr{^\Q$bad\E:6:11: spec\.ports\[0\]\.port: expected an integer}m, 'bad input names FILE:LINE:COL and the field');
+    like($out, qr{^\Q$bad\E:8:11: spec\.listeners\[0\]\.port: expected an integer}m, 'bad input names FILE:LINE:COL and the field');
     is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'bad input leaves OUTDIR as it was');
+}
+
+# a tenant's bad object costs only its owner: a warning with FILE:LINE:COL
+# and the field, and the configuration of everyone else is written
+{
+    my $bad = "$dir/bad-tenant.yaml";
+    open my $fh, '>', $bad or die;
+    print $fh "apiVersion: v1\nkind: Service\nmetadata: {name: x, namespace: demo}\nspec:\n  ports:\n  - port: eighty\n";
+    close $fh;
+    my ($rc, $out) = run_generator('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
+                                   '-f', $bad, '-o', "$dir/tenant-out", '--port-offset', '28000', '--listen-address', '127.0.0.1',
+                                   '--status-listen', '127.0.0.1:28113');
+    is($rc, 0, "a tenant's bad Service does not stop the configuration");
+    like($out, qr{warning: Service demo/x is rejected: \Q$bad\E:6:11: spec\.ports\[0\]\.port: expected an integer},
+         'the warning names the object, FILE:LINE:COL and the field');
+    is(slurp("$dir/tenant-out/http.conf"), slurp("$root/conf-examples/spiffe-backend/expected/http.conf"),
+       'everyone else is rendered as without it');
 }
 
 # a full disk (a 1 KB file size limit, SIGXFSZ ignored so that the write

@@ -53,6 +53,6 @@ my $conf = do { local (@ARGV, $/) = (servroot() . '/out/http.conf'); <> };
 like($conf, qr/listen 127\.0\.0\.1:\d+ http2;/, 'the listener speaks HTTP/2');
 like($conf, qr/grpc_ssl_verify_mode strict;/, 'the upstream carries grpc_ssl_* directives');
 like($conf, qr/grpc_pass grpcs:\/\/backend_ns_spiffe_443;/, 'grpc_pass over TLS');
-like($conf, qr/default "grpcs:\/\/backend_ns_echo_443";/, 'grpc_pass over TLS behind a header match');
+like($conf, qr/default "?grpcs:\/\/backend_ns_echo_443"?;/, 'grpc_pass over TLS behind a header match');
 
 stop_served();

@@ -29,8 +29,9 @@ conformance_manifests($shared, $manifests, @tests);
 
 sub endpoints {
     my ($ns, $service, $port_name, $backend) = @_;
+    (my $slice = "$service-$backend") =~ tr/_/-/;  # an object name: RFC 1123
     return "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n"
-         . "  name: $service-$backend\n  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $service\n"
+         . "  name: $slice\n  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $service\n"
          . "addressType: IPv4\nports:\n- name: \"$port_name\"\n  port: @{[backend_port($backend)]}\n"
          . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
 }

@@ -2,9 +2,9 @@
 # can be wrong, and every way a backend certificate can be wrong, each behind
 # its own path of one generated configuration. Each case must end in a 5xx,
 # never a 2xx and never a request the backend sees in plaintext; the error
-# log or status.yaml must say why. Input the CRDs themselves would refuse
-# (a bad SAN, a bad hostname) is refused by gateway2nginx as a whole, with
-# FILE:LINE:COL and the field, and nothing is written.
+# log or status.yaml must say why. A policy the CRDs themselves would refuse
+# (a bad SAN, a bad hostname) is rejected alone, with FILE:LINE:COL and the
+# field: its traffic fails closed and everything else is still served.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -44,6 +44,11 @@ my %cases = (
     'plaintext'    => ['plain', $ca, 'Accepted=True/Accepted', 'SSL_do_handshake() failed'],
     'san-mismatch' => ['leaf', $ca . "    subjectAltNames: [{type: URI, uri: \"spiffe://abc.example.com/someone-else\"}]\n",
                        'Accepted=True/Accepted', 'reason "san"'],
+    # refused by the CRD's rules: rejected alone, never served unverified
+    'crd-bad-uri'  => ['leaf', $ca . "    subjectAltNames: [{type: URI, uri: \"not a uri\"}]\n",
+                       'Accepted=False/Invalid', 'no live upstreams'],
+    'crd-bad-host' => ['leaf', $ca . "    subjectAltNames: [{type: Hostname, hostname: \"bad..host\"}]\n",
+                       'Accepted=False/Invalid', 'no live upstreams'],
 );
 
 my $yaml = gateway_manifests() . <<"YAML";
@@ -117,17 +122,22 @@ for my $name (sort(keys %cases), 'conflict') {
     unlike($backend_log, qr{/\Q$name\E/secret}, "$name: the backend never saw the request");
 }
 
-# what the CRDs refuse, gateway2nginx refuses as a whole
+# what the CRDs refuse costs only its owner: a warning with FILE:LINE:COL
+# and the field, the configuration is written, the policy is not accepted
 for my $bad (["    subjectAltNames: [{type: URI, uri: \"not a uri\"}]\n", qr/spec\.validation\.subjectAltNames\[0\]\.uri: not a URI/],
              ["    subjectAltNames: [{type: Hostname, hostname: \"bad..host\"}]\n", qr/spec\.validation\.subjectAltNames\[0\]\.hostname: not a valid hostname/]) {
     my ($validation, $error) = @$bad;
-    spit("$dir/bad.yaml", gateway_manifests() . service_manifests('x', 'leaf', $ca . $validation));
-    my $before = slurp("$dir/out/http.conf");
-    my ($rc, $out) = run_generator('-f', "$dir/bad.yaml", '-o', "$dir/out");
-    is($rc, 1, "a CRD-invalid policy is bad input (exit 1)");
-    like($out, qr/\Q$dir\E\/bad\.yaml:\d+:\d+: /, 'the error names FILE:LINE:COL');
-    like($out, $error, 'the error names the field');
-    is(slurp("$dir/out/http.conf"), $before, 'nothing is written');
+    spit("$dir/bad.yaml", gateway_manifests() . service_manifests('x', 'leaf', $ca . $validation)
+         . "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{name: x, port: 443}]\n");
+    my ($rc, $out) = run_generator('-f', "$dir/bad.yaml", '-o', "$dir/bad-out");
+    is($rc, 0, "a CRD-invalid policy does not stop the configuration (exit 0)");
+    like($out, qr/BackendTLSPolicy ns\/x-tls is rejected: \Q$dir\E\/bad\.yaml:\d+:\d+: /, 'the warning names FILE:LINE:COL');
+    like($out, $error, 'the warning names the field');
+    like(join("\n", @{read_status("$dir/bad-out/status.yaml")->{'BackendTLSPolicy ns/x-tls'} || []}),
+         qr/Accepted=False\/Invalid/, 'status.yaml: the policy is not accepted');
+    like(slurp("$dir/bad-out/http.conf"), qr/upstream backend_ns_x_443 \{\n    # for [^\n]*\n    # unusable: [^\n]*\n    server 127\.0\.0\.1:1 down;/,
+         'its Service is never reached (fail closed)');
 }
 
 stop_served();

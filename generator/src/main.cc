@@ -2,6 +2,8 @@
 //   parse (YAML -> typed objects) -> resolve (attachment, references,
 //   conflicts, conditions) -> render (nginx text, status) -> write OUTDIR
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -168,11 +170,85 @@ void write_file(const fs::path &path, const std::string &content, int mode)
     write_file(path, mode, [&](std::ostream &out) { out << content; });
 }
 
-bool nginx_check(const std::string &nginx, const fs::path &dir)
+// A diagnostic line for a terminal or a log: input text in it (names,
+// values quoted in messages) cannot start a line of its own or send
+// control sequences. Control bytes and DEL become \xNN.
+std::string printable(const std::string &text)
 {
-    std::string cmd = "'" + nginx + "' -t -q -p '" + dir.string() + "/' -c nginx.conf";
-    int rc = std::system(cmd.c_str());
-    return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+    std::string out;
+    for (unsigned char ch : text) {
+        if (ch < 0x20 || ch == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof(buf), "\\x%02x", ch);
+            out += buf;
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out;
+}
+
+// Changes the owner of everything below `dir` (not following links).
+void chown_tree(const fs::path &dir, uid_t uid, gid_t gid)
+{
+    ::lchown(dir.c_str(), uid, gid);
+    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+        if (::lchown(it->path().c_str(), uid, gid) != 0) {
+            throw std::runtime_error("cannot change the owner of " + it->path().string() + ": " + std::strerror(errno));
+        }
+    }
+}
+
+// nginx -t on the staged directory, started with fork and execv (no shell
+// ever sees a path). Run as root, the check runs as the unprivileged user
+// nobody, on a copy of the configuration in a fresh directory under /tmp
+// that belongs to that user (the output's own directory may be out of its
+// reach): whatever the configuration makes nginx load runs without our
+// privileges. Rendered paths are relative to the prefix, so the copy
+// checks what will be served.
+bool nginx_check(const std::string &nginx, const fs::path &staged)
+{
+    const bool root = ::geteuid() == 0;
+    uid_t uid = 65534;
+    gid_t gid = 65534;
+    fs::path dir = staged;
+    if (root) {
+        if (const struct passwd *pw = ::getpwnam("nobody")) {
+            uid = pw->pw_uid;
+            gid = pw->pw_gid;
+        }
+        std::string tmpl = (fs::temp_directory_path() / "gateway2nginx-check-XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            throw std::runtime_error("cannot make a directory for nginx -t: " + std::string(std::strerror(errno)));
+        }
+        dir = tmpl;
+        fs::copy(staged, dir, fs::copy_options::recursive);
+        chown_tree(dir, uid, gid);
+    }
+    const std::string prefix = dir.string() + "/";
+    std::vector<std::string> args{nginx, "-t", "-q", "-e", "logs/check.log", "-p", prefix, "-c", "nginx.conf"};
+    std::vector<char *> argv;
+    for (std::string &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        if (root && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) {
+            std::perror("gateway2nginx: cannot drop privileges for nginx -t");
+            ::_exit(127);
+        }
+        ::execv(argv[0], argv.data());
+        std::fprintf(stderr, "gateway2nginx: cannot run %s: %s\n", printable(nginx).c_str(), std::strerror(errno));
+        ::_exit(127);
+    }
+    int status = 0;
+    bool ok = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (root) {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    return ok;
 }
 
 // A fresh sibling directory, swapped with OUTDIR in one rename.
@@ -208,7 +284,7 @@ int main(int argc, char **argv)
             parse_path(input, &manifests, args.jobs);
         }
     } catch (const InputError &e) {
-        std::cerr << e.what() << "\n";
+        std::cerr << printable(e.what()) << "\n";
         return 1;
     }
 
@@ -226,7 +302,7 @@ int main(int argc, char **argv)
         } else {
             manifests = Manifests();
         }
-        for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << w << "\n";
+        for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << printable(w) << "\n";
 
         fs::remove_all(staged);
         fs::create_directories(staged / "logs");
@@ -270,7 +346,7 @@ int main(int argc, char **argv)
     } catch (const std::exception &e) {
         std::error_code ec;
         fs::remove_all(staged, ec);
-        std::cerr << "gateway2nginx: " << e.what() << "\n";
+        std::cerr << "gateway2nginx: " << printable(e.what()) << "\n";
         return 1;
     }
     return 0;

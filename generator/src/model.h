@@ -264,6 +264,16 @@ struct BackendTLSPolicy {
     bool insecure() const { return mode != "strict"; }
 };
 
+// A tenant's object that failed validation: it is left out (as the API
+// server would have refused it) and reported, and costs nobody else.
+struct RejectedObject {
+    std::string api_version;
+    std::string kind;
+    ObjectMeta meta;  // name and namespace only when they are valid
+    std::vector<ParentRef> parent_refs;  // a route's, where they could be read
+    std::string message;  // FILE:LINE:COL: field: why
+};
+
 // Everything read from the input, in input order.
 struct Manifests {
     std::vector<GatewayClass> gateway_classes;
@@ -277,6 +287,7 @@ struct Manifests {
     std::vector<ReferenceGrant> reference_grants;
     std::vector<BackendTLSPolicy> backend_tls_policies;
     std::vector<std::string> ignored;  // "Kind ns/name" of kinds we do not handle
+    std::vector<RejectedObject> rejected;
 };
 
 }  // namespace g2n

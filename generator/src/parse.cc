@@ -169,6 +169,20 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
     m.pos = pos(root);
     m.name = string(metadata, "metadata", "name", true);
     m.namespace_ = namespaced ? string(metadata, "metadata", "namespace", false, "default") : "";
+    // the API server's own rules: names reach file names, upstream names,
+    // policy names and status
+    const std::string kind = root.get("kind").scalar();
+    if (!valid_object_name(kind, m.name)) {
+        fail(metadata.get("name"), "metadata.name",
+             kind == "Service" ? "a Service name must be an RFC 1035 label (lower case letters, digits, '-', "
+                                 "starting with a letter, at most 63 characters)"
+                               : "must be an RFC 1123 subdomain (lower case letters, digits, '-' and '.', "
+                                 "at most 253 characters)");
+    }
+    if (namespaced && !valid_dns1123_label(m.namespace_)) {
+        fail(metadata.get("namespace"), "metadata.namespace",
+             "must be an RFC 1123 label (lower case letters, digits and '-', at most 63 characters)");
+    }
     m.generation = integer(metadata, "metadata", "generation", 0, INT_MAX, false, 1);
     m.creation_timestamp = string(metadata, "metadata", "creationTimestamp");
     m.labels = string_map(metadata, "metadata", "labels");
@@ -324,6 +338,22 @@ bool valid_dns1123_subdomain(const std::string &s)
         prev = ch;
     }
     return label > 0 && prev != '-';
+}
+
+bool valid_dns1123_label(const std::string &s)
+{
+    return s.size() <= 63 && s.find('.') == std::string::npos && valid_dns1123_subdomain(s);
+}
+
+bool valid_dns1035_label(const std::string &s)
+{
+    return valid_dns1123_label(s) && s[0] >= 'a' && s[0] <= 'z';
+}
+
+bool valid_object_name(const std::string &kind, const std::string &name)
+{
+    // Services are DNS names inside the cluster: RFC 1035 labels
+    return kind == "Service" ? valid_dns1035_label(name) : valid_dns1123_subdomain(name);
 }
 
 // Gateway API PreciseHostname / Hostname (a wildcard only as the first label).

@@ -60,6 +60,11 @@ inline const char *const kGatewayGroup = "gateway.networking.k8s.io";
 // RFC 1123 subdomain, and Gateway API Hostname / PreciseHostname (a
 // wildcard only as the first label).
 bool valid_dns1123_subdomain(const std::string &s);
+// RFC 1123 label (namespaces, port names) and RFC 1035 label (Service names).
+bool valid_dns1123_label(const std::string &s);
+bool valid_dns1035_label(const std::string &s);
+// metadata.name as the API server checks it for `kind`.
+bool valid_object_name(const std::string &kind, const std::string &name);
 bool valid_hostname(const std::string &s, bool allow_wildcard);
 
 // Per-kind parsers (parse_kinds.cc), routes (parse_routes.cc).

@@ -613,6 +613,82 @@ void parse_backend_tls_policy(const Document &doc, const YamlNode &root,
 
 }  // namespace
 
+namespace {
+
+void parse_known_object(const Document &doc, const YamlNode &root, const std::string &api_version,
+                        const std::string &group, const std::string &kind, Manifests *out);
+
+// Tenants own these kinds (DESIGN §6): a failure in one of them rejects
+// that object alone. Gateways and GatewayClasses are the operator's and
+// the Gateway owner's, and a failure there is bad input as a whole.
+bool tenant_kind(const std::string &group, const std::string &kind)
+{
+    if (group == kGatewayGroup) {
+        return kind == "HTTPRoute" || kind == "GRPCRoute" || kind == "TLSRoute" || kind == "ReferenceGrant"
+               || kind == "BackendTLSPolicy";
+    }
+    return kind == "Service" || kind == "ConfigMap" || kind == "Secret" || kind == "EndpointSlice";
+}
+
+// What can still be read of a rejected object, each part only when valid:
+// its name for the status, a route's parents, a policy's targets (so that
+// the traffic the policy was meant to protect fails closed, never plain).
+void reject(const Document &doc, const YamlNode &root, const std::string &api_version,
+            const std::string &kind, const std::string &message, Manifests *out)
+{
+    RejectedObject r;
+    r.api_version = api_version;
+    r.kind = kind;
+    r.message = message;
+    r.meta.pos = doc.pos(root);
+    YamlNode metadata = root.get("metadata");
+    const std::string &name = metadata.get("name").scalar();
+    std::string ns = metadata.get("namespace").defined() ? metadata.get("namespace").scalar() : "default";
+    if (valid_object_name(kind, name) && valid_dns1123_label(ns)) {
+        r.meta.name = name;
+        r.meta.namespace_ = ns;
+        r.meta.creation_timestamp = metadata.get("creationTimestamp").scalar();
+        const std::string &generation = metadata.get("generation").scalar();
+        if (!generation.empty() && generation.size() < 10
+            && generation.find_first_not_of("0123456789") == std::string::npos) {
+            r.meta.generation = std::stoll(generation);
+        } else {
+            r.meta.generation = 1;
+        }
+    }
+    YamlNode spec = root.get("spec");
+    auto valid_ref = [](const YamlNode &ref) {
+        const std::string &ref_name = ref.get("name").scalar();
+        const std::string &section = ref.get("sectionName").scalar();
+        return valid_dns1123_subdomain(ref_name) && (section.empty() || valid_dns1123_subdomain(section));
+    };
+    if (kind != "BackendTLSPolicy") {
+        for (const YamlNode &ref : spec.get("parentRefs").items()) {
+            const std::string &ref_ns = ref.get("namespace").scalar();
+            if (!valid_ref(ref) || !(ref_ns.empty() || valid_dns1123_label(ref_ns))) continue;
+            ParentRef p;
+            p.name = ref.get("name").scalar();
+            p.namespace_ = ref_ns;
+            p.section_name = ref.get("sectionName").scalar();
+            r.parent_refs.push_back(p);
+        }
+    } else if (!r.meta.name.empty()) {
+        BackendTLSPolicy p;
+        p.meta = r.meta;
+        p.api_version = api_version;
+        for (const YamlNode &ref : spec.get("targetRefs").items()) {
+            if (!valid_ref(ref)) continue;
+            p.target_refs.push_back({ref.get("group").scalar(), ref.get("kind").scalar(), ref.get("name").scalar(),
+                                     ref.get("sectionName").scalar()});
+        }
+        p.invalid_reasons.push_back(message);
+        out->backend_tls_policies.push_back(std::move(p));
+    }
+    out->rejected.push_back(std::move(r));
+}
+
+}  // namespace
+
 void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
 {
     std::string api_version = doc.string(root, "", "apiVersion", true);
@@ -620,7 +696,22 @@ void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
     std::string group = api_version.find('/') == std::string::npos
                             ? std::string()
                             : api_version.substr(0, api_version.find('/'));
+    if (!tenant_kind(group, kind)) {
+        parse_known_object(doc, root, api_version, group, kind, out);
+        return;
+    }
+    try {
+        parse_known_object(doc, root, api_version, group, kind, out);
+    } catch (const InputError &e) {
+        reject(doc, root, api_version, kind, e.what(), out);
+    }
+}
 
+namespace {
+
+void parse_known_object(const Document &doc, const YamlNode &root, const std::string &api_version,
+                        const std::string &group, const std::string &kind, Manifests *out)
+{
     if (group == kGatewayGroup) {
         if (kind == "GatewayClass") return parse_gateway_class(doc, root, out);
         if (kind == "Gateway") return parse_gateway(doc, root, out);
@@ -652,5 +743,7 @@ void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
     ObjectMeta meta = doc.meta(root);
     out->ignored.push_back(kind + " " + meta.key());
 }
+
+}  // namespace
 
 }  // namespace g2n

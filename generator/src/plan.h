@@ -100,11 +100,25 @@ struct WeightedUpstream {
     bool grpc = false;  // grpc_pass rather than proxy_pass
 };
 
-// One header, query parameter or method condition: a variable and the
-// anchored regular expression its value must match.
+// One header, query parameter or method condition: the nginx variable
+// (without "$": request_method, http_NAME, arg_NAME) and the anchored
+// regular expression its value must match.
 struct MatchCondition {
     std::string variable;
     std::string regex;
+};
+
+// What a location matches (Gateway API path match types).
+struct LocationMatch {
+    enum class Kind { Exact, Prefix, Regex };
+    Kind kind = Kind::Prefix;
+    std::string path;  // the path, or the anchored regular expression
+
+    // "= /x", "/x/", "~ ^(?:/x)$": for ordering and for tests
+    std::string describe() const
+    {
+        return kind == Kind::Exact ? "= " + path : kind == Kind::Regex ? "~ " + path : path;
+    }
 };
 
 // A rule that applies only when its conditions hold (HTTPRoute header,
@@ -117,7 +131,7 @@ struct ConditionalTarget {
 };
 
 struct Location {
-    std::string match;       // "= /x", "/x/", "/" ...: what follows `location`
+    LocationMatch match;
     bool grpc = false;       // grpc_pass
     std::string path_prefix; // the PathPrefix matched, for ReplacePrefixMatch
     std::vector<RouteFilter> filters;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -21,104 +22,137 @@ std::string percent(long part, long total)
     return buf;
 }
 
-std::string split_clients_body(const std::vector<WeightedUpstream> &backends,
-                               const std::function<std::string(const WeightedUpstream &)> &target)
+nginx::Fragment split_clients_body(const std::vector<WeightedUpstream> &backends,
+                                   const std::function<nginx::Token(const WeightedUpstream &)> &target)
 {
     long total = 0;
     for (const WeightedUpstream &b : backends) total += b.weight;
-    std::ostringstream body;
-    for (size_t i = 0; i < backends.size(); i++) {
-        const WeightedUpstream &b = backends[i];
-        body << "    " << (i + 1 == backends.size() ? "*" : percent(b.weight, total)) << " " << target(b) << ";\n";
-    }
-    return body.str();
+    return nginx::Writer::capture(1, [&](nginx::Writer &w) {
+        for (size_t i = 0; i < backends.size(); i++) {
+            const WeightedUpstream &b = backends[i];
+            if (i + 1 == backends.size()) {
+                w.entry(nginx::Token::value("*"), {target(b)});
+            } else {
+                w.entry(nginx::Token::value(percent(b.weight, total)), {target(b)});
+            }
+        }
+    });
 }
 
 namespace {
 
-std::string scheme(const WeightedUpstream &b)
+nginx::Script scheme(const WeightedUpstream &b)
 {
-    if (b.grpc) return (b.tls ? "grpcs://" : "grpc://") + b.upstream;
-    return (b.tls ? "https://" : "http://") + b.upstream;
+    nginx::Script s(b.grpc ? (b.tls ? nginx::Word("grpcs://") : nginx::Word("grpc://"))
+                           : (b.tls ? nginx::Word("https://") : nginx::Word("http://")));
+    return s.name(nginx::Name(b.upstream));
+}
+
+std::vector<nginx::Token> values(const std::vector<std::string> &items)
+{
+    std::vector<nginx::Token> out;
+    out.reserve(items.size());
+    for (const std::string &item : items) out.push_back(nginx::Token::value(item));
+    return out;
 }
 
 }  // namespace
 
-void render_client_validation(std::ostream &out, const ClientValidation &client)
+void render_client_validation(nginx::Writer &w, const ClientValidation &client)
 {
     if (client.verify.empty()) return;
-    out << "    ssl_verify_client " << client.verify << ";\n";
+    w.directive("ssl_verify_client", {nginx::Token::value(client.verify)});
     if (client.verify == "on") {
         // a client that fails validation gets an alert, not a 400 page
-        out << "    ssl_verify_client_handshake on;\n";
+        w.directive("ssl_verify_client_handshake", {"on"});
     }
     if (!client.ca.empty()) {
-        out << "    ssl_client_certificate " << client.ca << ";\n";
-        out << "    ssl_verify_depth 4;\n";  // leaf, intermediates, root
+        w.directive("ssl_client_certificate", {nginx::Token::value(client.ca)});
+        w.directive("ssl_verify_depth", {"4"});  // leaf, intermediates, root
     }
-    if (!client.pins.empty()) {
-        out << "    ssl_verify_client_pin";
-        for (const std::string &pin : client.pins) out << " " << pin;
-        out << ";\n";
-    }
+    if (!client.pins.empty()) w.directive("ssl_verify_client_pin", values(client.pins));
 }
 
-void render_backend_client(std::ostream &out, const BackendClientCertificate &client,
-                           std::initializer_list<const char *> prefixes)
+void render_backend_client(nginx::Writer &w, const BackendClientCertificate &client, bool grpc_too)
 {
     if (client.certificate.empty()) return;
-    for (const char *prefix : prefixes) {
-        out << "    " << prefix << "_ssl_certificate " << client.certificate << ";\n";
-        out << "    " << prefix << "_ssl_certificate_key " << client.key << ";\n";
-    }
+    w.directive("proxy_ssl_certificate", {nginx::Token::value(client.certificate)});
+    w.directive("proxy_ssl_certificate_key", {nginx::Token::value(client.key)});
+    if (!grpc_too) return;
+    w.directive("grpc_ssl_certificate", {nginx::Token::value(client.certificate)});
+    w.directive("grpc_ssl_certificate_key", {nginx::Token::value(client.key)});
 }
 
-void render_upstream(std::ostream &out, const Upstream &u)
+namespace {
+
+// The module's directives for one prefix (proxy_ or grpc_), the same names
+// for both written out, so that every directive name is a literal.
+struct PolicyDirectives {
+    nginx::Word mode, ca, san, pin, name, hostname;
+};
+const PolicyDirectives kProxyPolicy{"proxy_ssl_verify_mode", "proxy_ssl_verify_ca", "proxy_ssl_verify_san",
+                                    "proxy_ssl_verify_pin", "proxy_ssl_policy_name", "proxy_ssl_policy_hostname"};
+const PolicyDirectives kGrpcPolicy{"grpc_ssl_verify_mode", "grpc_ssl_verify_ca", "grpc_ssl_verify_san",
+                                   "grpc_ssl_verify_pin", "grpc_ssl_policy_name", "grpc_ssl_policy_hostname"};
+
+void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p)
 {
-    out << "upstream " << u.name << " {\n";
-    out << "    # " << u.comment << "\n";
+    w.directive(d.mode, {nginx::Token::value(p.mode)});
+    if (!p.ca.empty()) w.directive(d.ca, {nginx::Token::value(p.ca)});
+    if (!p.sans.empty()) w.directive(d.san, values(p.sans));
+    if (!p.pins.empty()) w.directive(d.pin, values(p.pins));
+    w.directive(d.name, {nginx::Token::value(p.name)});
+    w.directive(d.hostname, {nginx::Token::value(p.hostname)});
+}
+
+}  // namespace
+
+void render_upstream(nginx::Writer &w, const Upstream &u)
+{
+    w.open("upstream", {nginx::Name(u.name)});
+    w.comment("for", {nginx::Token::value(u.comment)});
     if (!u.unusable.empty()) {
         // fail closed: nothing is ever sent, the route answers 502
-        out << "    # unusable: " << u.unusable << "\n";
-        out << "    server 127.0.0.1:1 down;\n";
-        out << "}\n\n";
+        w.comment("unusable:", {nginx::Token::value(u.unusable)});
+        w.directive("server", {"127.0.0.1:1", "down"});
+        w.close();
+        w.blank();
         return;
     }
     for (const std::string &server : u.servers) {
-        out << "    server " << server << ";\n";
+        w.directive("server", {nginx::Token::value(server)});
     }
     // the same policy for proxy_pass and for grpc_pass, as the upstream is used
-    for (const char *prefix : {"proxy", "grpc"}) {
-        if (!u.tls() || !(std::string(prefix) == "proxy" ? u.for_http : u.for_grpc)) continue;
-        const UpstreamPolicy &p = *u.policy;
-        out << "    " << prefix << "_ssl_verify_mode " << p.mode << ";\n";
-        if (!p.ca.empty()) out << "    " << prefix << "_ssl_verify_ca " << p.ca << ";\n";
-        for (const auto &[directive, specs] : {std::make_pair("_ssl_verify_san", &p.sans),
-                                               std::make_pair("_ssl_verify_pin", &p.pins)}) {
-            if (specs->empty()) continue;
-            out << "    " << prefix << directive;
-            for (const std::string &spec : *specs) out << " " << spec;
-            out << ";\n";
-        }
-        out << "    " << prefix << "_ssl_policy_name " << p.name << ";\n";
-        out << "    " << prefix << "_ssl_policy_hostname " << p.hostname << ";\n";
-    }
-    out << "}\n\n";
+    if (u.tls() && u.for_http) render_policy(w, kProxyPolicy, *u.policy);
+    if (u.tls() && u.for_grpc) render_policy(w, kGrpcPolicy, *u.policy);
+    w.close();
+    w.blank();
 }
 
 namespace {
 
 // http-level blocks that locations share: split_clients for weighted
-// backends, maps that append to request headers.
+// backends, maps that append to request headers or test conditions. Each
+// distinct block is written once and named by its variable.
 struct Splits {
     std::ostringstream text;
     std::map<std::string, std::string> var_by_body;
 
-    std::string variable(const std::string &kind, const std::string &head, const std::string &body)
+    // `head` (map, split_clients) over `source` with `body`: its variable
+    nginx::Name variable(const char *kind, nginx::Word head, const nginx::Token &source,
+                         const nginx::Fragment &body)
     {
-        auto [it, added] = var_by_body.emplace(kind + head + body, "$" + kind + "_" + std::to_string(var_by_body.size() + 1));
-        if (added) text << head << " " << it->second << " {\n" << body << "}\n\n";
-        return it->second;
+        std::string key = std::string(kind) + "\n" + source.text() + "\n" + body.text();
+        auto [it, added] = var_by_body.emplace(std::move(key), std::string(kind) + "_" + std::to_string(var_by_body.size() + 1));
+        nginx::Name name(it->second);
+        if (added) {
+            nginx::Writer w(text);
+            w.open(head, {source, nginx::Token::variable(name)});
+            w.fragment(body);
+            w.close();
+            w.blank();
+        }
+        return name;
     }
 };
 
@@ -141,26 +175,40 @@ std::string regex_quote(const std::string &text)
 }
 
 // rewrite directives for ReplaceFullPath / ReplacePrefixMatch (Gateway API
-// prefixes match whole path elements)
-void render_path_rewrite(std::ostream &out, const Location &l, const PathModifier &p,
-                         const char *flag)
+// prefixes match whole path elements); `last`: "break", or none
+void render_path_rewrite(nginx::Writer &w, const Location &l, const PathModifier &p, bool break_flag)
 {
+    auto rewrite = [&](const std::string &regex, const nginx::Script &replacement) {
+        if (break_flag) {
+            w.directive("rewrite", {nginx::Token::value(regex), replacement, "break"});
+        } else {
+            w.directive("rewrite", {nginx::Token::value(regex), replacement});
+        }
+    };
     if (p.type == "ReplaceFullPath") {
-        out << "        rewrite ^ " << p.value << flag << ";\n";
+        rewrite("^", nginx::Script().input(p.value));
         return;
     }
     std::string base = p.value;
     while (!base.empty() && base.back() == '/') base.pop_back();
     if (l.path_prefix == "/") {
-        out << "        rewrite ^/(.*)$ " << base << "/$1" << flag << ";\n";
+        rewrite("^/(.*)$", nginx::Script().input(base).word("/$1"));
         return;
     }
     std::string prefix = regex_quote(l.path_prefix);
-    out << "        rewrite ^" << prefix << "$ " << p.value << flag << ";\n";
-    out << "        rewrite ^" << prefix << "(/.*)$ " << base << "$1" << flag << ";\n";
+    rewrite("^" + prefix + "$", nginx::Script().input(p.value));
+    rewrite("^" + prefix + "(/.*)$", nginx::Script().input(base).word("$1"));
 }
 
-void render_request_headers(std::ostream &out, Splits &shared, const Location &l)
+// $http_NAME for a header name (the name was checked to be variable-safe)
+nginx::Name header_variable(const std::string &header)
+{
+    std::string var = "http_";
+    for (char ch : header) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return nginx::Name(var);
+}
+
+void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
@@ -168,190 +216,266 @@ void render_request_headers(std::ostream &out, Splits &shared, const Location &l
         return;
     }
     // a location's proxy_set_header replaces every inherited one: Host again
-    out << "        proxy_set_header Host "
-        << (rewrite && !rewrite->hostname.empty() ? rewrite->hostname : "$http_host") << ";\n";
+    if (rewrite && !rewrite->hostname.empty()) {
+        w.directive("proxy_set_header", {"Host", nginx::Script().input(rewrite->hostname)});
+    } else {
+        w.directive("proxy_set_header", {"Host", "$http_host"});
+    }
     if (headers == nullptr) return;
     for (const auto &[name, value] : headers->headers.set) {
-        out << "        proxy_set_header " << name << " \"" << value << "\";\n";
+        w.directive("proxy_set_header", {nginx::Token::value(name), nginx::Script().input(value)});
     }
     for (const auto &[name, value] : headers->headers.add) {
-        std::string var = "$http_";
-        for (char ch : name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        nginx::Name var = header_variable(name);
         // append to the client's value, or set it when there is none
-        std::string map_var = shared.variable("header_add", "map " + var,
-                                              "    \"\" \"" + value + "\";\n    default \"" + var + "," + value + "\";\n");
-        out << "        proxy_set_header " << name << " " << map_var << ";\n";
+        nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+            m.entry(nginx::Token::map_key(""), {nginx::Script().input(value)});
+            m.directive("default", {nginx::Script().variable(var).word(",").input(value)});
+        });
+        nginx::Name map_var = shared.variable("header_add", "map", nginx::Token::variable(var), body);
+        w.directive("proxy_set_header", {nginx::Token::value(name), nginx::Token::variable(map_var)});
     }
     for (const std::string &name : headers->headers.remove) {
-        out << "        proxy_set_header " << name << " \"\";\n";
+        w.directive("proxy_set_header", {nginx::Token::value(name), nginx::Token::value("")});
     }
 }
 
-void render_response_headers(std::ostream &out, const Location &l)
+void render_response_headers(nginx::Writer &w, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
     if (headers == nullptr) return;
     for (const std::string &name : headers->headers.remove) {
-        out << "        proxy_hide_header " << name << ";\n";
+        w.directive("proxy_hide_header", {nginx::Token::value(name)});
     }
     for (const auto &[name, value] : headers->headers.set) {
-        out << "        proxy_hide_header " << name << ";\n";
-        out << "        add_header " << name << " \"" << value << "\" always;\n";
+        w.directive("proxy_hide_header", {nginx::Token::value(name)});
+        w.directive("add_header", {nginx::Token::value(name), nginx::Script().input(value), "always"});
     }
     for (const auto &[name, value] : headers->headers.add) {
-        out << "        add_header " << name << " \"" << value << "\" always;\n";
+        w.directive("add_header", {nginx::Token::value(name), nginx::Script().input(value), "always"});
     }
 }
 
-void render_redirect(std::ostream &out, const Location &l, const RouteFilter &r)
+void render_redirect(nginx::Writer &w, const Location &l, const RouteFilter &r)
 {
-    std::string target = r.scheme.empty() ? "$scheme" : r.scheme;
-    target += "://";
+    nginx::Script target;
+    if (r.scheme.empty()) {
+        target.word("$scheme");
+    } else {
+        target.input(r.scheme);
+    }
+    target.word("://");
     if (!r.hostname.empty()) {
-        target += r.hostname;
+        target.input(r.hostname);
     } else {
-        target += r.port || !r.scheme.empty() ? "$host" : "$http_host";
+        target.word(r.port || !r.scheme.empty() ? nginx::Word("$host") : nginx::Word("$http_host"));
     }
-    if (r.port) target += ":" + std::to_string(r.port);
+    if (r.port) target.word(":").number(r.port);
     if (r.path.type.empty()) {
-        target += "$request_uri";
+        target.word("$request_uri");
     } else {
-        render_path_rewrite(out, l, r.path, "");
-        target += "$uri$is_args$args";
+        render_path_rewrite(w, l, r.path, false);
+        target.word("$uri$is_args$args");
     }
-    out << "        return " << r.status_code << " " << target << ";\n";
+    w.directive("return", {nginx::Token::number(r.status_code), target});
 }
 
 // What proxy_pass takes for a set of weighted backends: the upstream URL,
-// or a split_clients variable over them ("" stands for an invalid share).
-std::string proxy_target(Splits &splits, const std::vector<WeightedUpstream> &backends,
-                         bool *failed_share)
+// or a split_clients variable over them ("" stands for an invalid share:
+// then `failed_split` names the variable to test).
+nginx::Script proxy_target(Splits &splits, const std::vector<WeightedUpstream> &backends,
+                           std::optional<nginx::Name> *failed_split = nullptr)
 {
     if (backends.size() == 1 && !backends[0].upstream.empty()) {
         return scheme(backends[0]);
     }
-    std::string body = split_clients_body(backends, [&](const WeightedUpstream &b) {
-        *failed_share |= b.upstream.empty();
-        return b.upstream.empty() ? std::string("\"\"") : scheme(b);
+    bool failed = false;
+    nginx::Fragment body = split_clients_body(backends, [&](const WeightedUpstream &b) {
+        failed |= b.upstream.empty();
+        return b.upstream.empty() ? nginx::Token::value("") : nginx::Token(scheme(b));
     });
-    return splits.variable("backend_split", "split_clients \"${request_id}\"", body);
+    nginx::Name split = splits.variable("backend_split", "split_clients", "${request_id}", body);
+    if (failed && failed_split != nullptr) *failed_split = split;
+    return nginx::Script().variable(split);
 }
 
 // Header, query and method matches: one map per condition gives 1 or 0,
 // and a map over all of them picks the first rule whose conditions all
 // hold, in precedence order; "404" and "500" stand for answers.
-std::string conditional_target(Splits &splits, const Location &l)
+nginx::Name conditional_target(Splits &splits, const Location &l)
 {
-    std::string key, select;
+    nginx::Script key;
+    std::vector<std::pair<std::string, nginx::Token>> select;
     for (size_t i = 0; i < l.conditional.size(); i++) {
         const ConditionalTarget &t = l.conditional[i];
         for (const MatchCondition &c : t.conditions) {
-            key += splits.variable("match", "map " + c.variable,
-                                   "    \"~" + c.regex + "\" 1;\n    default 0;\n");
+            nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+                m.entry(nginx::Token::map_regex(c.regex), {"1"});
+                m.directive("default", {"0"});
+            });
+            key.variable(splits.variable("match", "map", nginx::Token::variable(nginx::Name(c.variable)), body));
         }
-        key += ":";
-        bool failed_share = false;
-        std::string value = t.return_code ? std::to_string(t.return_code)
-                                          : proxy_target(splits, t.backends, &failed_share);
-        select += "    \"~^([01]*:){" + std::to_string(i) + "}1{" + std::to_string(t.conditions.size())
-                  + "}:\" \"" + value + "\";\n";
+        key.word(":");
+        nginx::Token value = t.return_code ? nginx::Token::number(t.return_code)
+                                           : nginx::Token(proxy_target(splits, t.backends));
+        select.emplace_back("^([01]*:){" + std::to_string(i) + "}1{" + std::to_string(t.conditions.size()) + "}:",
+                            value);
     }
-    std::string fallback = "404";
+    nginx::Token fallback = nginx::Token::number(404);
     if (l.unconditional) {
-        bool failed_share = false;
-        fallback = l.return_code ? std::to_string(l.return_code) : proxy_target(splits, l.backends, &failed_share);
+        fallback = l.return_code ? nginx::Token::number(l.return_code)
+                                 : nginx::Token(proxy_target(splits, l.backends));
     }
-    select += "    default \"" + fallback + "\";\n";
-    return splits.variable("route_target", "map \"" + key + "\"", select);
+    nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+        for (const auto &[regex, value] : select) m.entry(nginx::Token::map_regex(regex), {value});
+        m.directive("default", {fallback});
+    });
+    return splits.variable("route_target", "map", key, body);
 }
 
-void render_location(std::ostream &out, Splits &splits, const Location &l)
+void render_location_match(nginx::Writer &w, const LocationMatch &match)
 {
-    out << "    # " << l.source << "\n";
-    out << "    location " << l.match << " {\n";
-    render_response_headers(out, l);
+    switch (match.kind) {
+    case LocationMatch::Kind::Exact:
+        w.open("location", {"=", nginx::Token::value(match.path)});
+        return;
+    case LocationMatch::Kind::Regex:
+        w.open("location", {"~", nginx::Token::value(match.path)});
+        return;
+    case LocationMatch::Kind::Prefix:
+        // one argument: a leading "=", "~", "^~" or "@" would be a modifier
+        if (match.path.empty() || match.path[0] != '/') {
+            throw nginx::RenderError("a location prefix must begin with /");
+        }
+        w.open("location", {nginx::Token::value(match.path)});
+        return;
+    }
+}
+
+void render_location(nginx::Writer &w, Splits &splits, const Location &l)
+{
+    w.comment("route", {nginx::Token::value(l.source)});
+    render_location_match(w, l.match);
+    render_response_headers(w, l);
     if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
-        render_redirect(out, l, *redirect);
-        out << "    }\n";
+        render_redirect(w, l, *redirect);
+        w.close();
         return;
     }
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
     if (rewrite && !rewrite->path.type.empty() && l.return_code == 0) {
-        render_path_rewrite(out, l, rewrite->path, " break");
+        render_path_rewrite(w, l, rewrite->path, true);
     }
-    render_request_headers(out, splits, l);
-    if (!l.conditional.empty()) {
-        std::string target = conditional_target(splits, l);
-        out << "        if (" << target << " = \"404\") {\n            return 404;\n        }\n";
-        out << "        if (" << target << " = \"500\") {\n            return 500;\n        }\n";
-        out << "        " << (l.grpc ? "grpc_pass " : "proxy_pass ") << target << ";\n";
-    } else if (l.return_code != 0) {
-        out << "        return " << l.return_code << ";\n";
-    } else {
-        bool failed_share = false;
-        std::string target = proxy_target(splits, l.backends, &failed_share);
-        if (failed_share) {
-            out << "        if (" << target << " = \"\") {\n            return 500;\n        }\n";
+    render_request_headers(w, splits, l);
+    auto pass = [&](const nginx::Token &target) {
+        if (l.grpc) {
+            w.directive("grpc_pass", {target});
+        } else {
+            w.directive("proxy_pass", {target});
         }
-        out << "        " << (l.grpc ? "grpc_pass " : "proxy_pass ") << target << ";\n";
+    };
+    auto answer_when = [&](const nginx::Name &variable, const nginx::Token &value, int code) {
+        w.open_if_equals(variable, value);
+        w.directive("return", {nginx::Token::number(code)});
+        w.close();
+    };
+    if (!l.conditional.empty()) {
+        nginx::Name target = conditional_target(splits, l);
+        answer_when(target, nginx::Token::number(404), 404);
+        answer_when(target, nginx::Token::number(500), 500);
+        pass(nginx::Token::variable(target));
+    } else if (l.return_code != 0) {
+        w.directive("return", {nginx::Token::number(l.return_code)});
+    } else {
+        std::optional<nginx::Name> failed_split;
+        nginx::Script target = proxy_target(splits, l.backends, &failed_split);
+        if (failed_split) answer_when(*failed_split, nginx::Token::value(""), 500);
+        pass(target);
     }
-    out << "    }\n";
+    w.close();
 }
 
 }  // namespace
 
+std::vector<nginx::Token> resolver_arguments(const std::string &resolver);
+
 std::string render_nginx_conf(const Plan &plan, const Options &o)
 {
     std::ostringstream out;
-    out << kHeader << "# Run: nginx -p OUTDIR -c nginx.conf\n\n";
-    out << "load_module " << o.module_dir << "/ngx_http_gateway_tls_module.so;\n";
+    out << kHeader;
+    nginx::Writer w(out);
+    w.comment("Run: nginx -p OUTDIR -c nginx.conf");
+    w.blank();
+    w.directive("load_module", {nginx::Token::value(o.module_dir + "/ngx_http_gateway_tls_module.so")});
     if (!plan.stream_servers.empty()) {
         // TLS listeners: Debian's stream module, then ours
-        out << "load_module " << kStreamModule << ";\n";
-        out << "load_module " << o.module_dir << "/ngx_stream_gateway_tls_module.so;\n";
+        w.directive("load_module", {nginx::Token::value(kStreamModule)});
+        w.directive("load_module", {nginx::Token::value(o.module_dir + "/ngx_stream_gateway_tls_module.so")});
     }
-    out << "\n";
-    out << "worker_processes auto;\n";
-    out << "pid nginx.pid;\n";
-    out << "error_log logs/error.log notice;\n\n";
-    out << "events {\n    worker_connections 1024;\n}\n\n";
-    out << "http {\n";
-    out << "    access_log logs/access.log;\n";
-    out << "    client_body_temp_path temp/client_body;\n";
-    out << "    proxy_temp_path temp/proxy;\n";
-    out << "    fastcgi_temp_path temp/fastcgi;\n";
-    out << "    uwsgi_temp_path temp/uwsgi;\n";
-    out << "    scgi_temp_path temp/scgi;\n";
-    if (!o.resolver.empty()) {
-        out << "    resolver " << o.resolver << ";\n";
-    }
-    out << "\n    include http.conf;\n";
-    out << "}\n";
+    w.blank();
+    w.directive("worker_processes", {"auto"});
+    w.directive("pid", {"nginx.pid"});
+    w.directive("error_log", {"logs/error.log", "notice"});
+    w.blank();
+    w.open("events");
+    w.directive("worker_connections", {"1024"});
+    w.close();
+    w.blank();
+    w.open("http");
+    w.directive("access_log", {"logs/access.log"});
+    w.directive("client_body_temp_path", {"temp/client_body"});
+    w.directive("proxy_temp_path", {"temp/proxy"});
+    w.directive("fastcgi_temp_path", {"temp/fastcgi"});
+    w.directive("uwsgi_temp_path", {"temp/uwsgi"});
+    w.directive("scgi_temp_path", {"temp/scgi"});
+    if (!o.resolver.empty()) w.directive("resolver", resolver_arguments(o.resolver));
+    w.blank();
+    w.directive("include", {"http.conf"});
+    w.close();
     if (!plan.stream_servers.empty()) {
-        out << "\nstream {\n";
+        w.blank();
+        w.open("stream");
         // the SNI, read by ssl_preread (Passthrough) or the handshake (Terminate)
-        out << "    map $ssl_preread_server_name $gateway_tls_sni {\n"
-               "        \"\" $ssl_server_name;\n"
-               "        default $ssl_preread_server_name;\n"
-               "    }\n";
-        out << "    log_format gateway_tls '$remote_addr [$time_local] $gateway_tls_sni "
-               "$upstream_addr $status $bytes_sent $bytes_received $upstream_ssl_verify $upstream_ssl_policy';\n";
-        out << "    access_log logs/stream-access.log gateway_tls;\n";
-        if (!o.resolver.empty()) {
-            out << "    resolver " << o.resolver << ";\n";
-        }
-        out << "\n    include stream.conf;\n";
-        out << "}\n";
+        w.open("map", {"$ssl_preread_server_name", "$gateway_tls_sni"});
+        w.entry(nginx::Token::map_key(""), {"$ssl_server_name"});
+        w.directive("default", {"$ssl_preread_server_name"});
+        w.close();
+        w.directive("log_format", {"gateway_tls", "$remote_addr [$time_local] $gateway_tls_sni $upstream_addr $status "
+                                                  "$bytes_sent $bytes_received $upstream_ssl_verify $upstream_ssl_policy"});
+        w.directive("access_log", {"logs/stream-access.log", "gateway_tls"});
+        if (!o.resolver.empty()) w.directive("resolver", resolver_arguments(o.resolver));
+        w.blank();
+        w.directive("include", {"stream.conf"});
+        w.close();
     }
     return out.str();
 }
 
+std::vector<nginx::Token> resolver_arguments(const std::string &resolver)
+{
+    // the operator's --resolver: addresses and parameters, split on spaces
+    std::vector<nginx::Token> out;
+    std::istringstream words(resolver);
+    for (std::string word; words >> word;) out.push_back(nginx::Token::value(word));
+    return out;
+}
+
 namespace {
+
+std::vector<nginx::Token> listen_arguments(const std::string &listen, bool ssl, bool http2, bool default_server)
+{
+    std::vector<nginx::Token> args{nginx::Token::value(listen)};
+    if (ssl) args.emplace_back("ssl");
+    if (http2) args.emplace_back("http2");
+    if (default_server) args.emplace_back("default_server");
+    return args;
+}
 
 // Every server with its locations, then a default server for each listen
 // that has none.
-void render_servers(std::ostream &servers, Splits &splits, const Plan &plan)
+void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
 {
+    nginx::Writer w(out);
     std::map<std::string, bool> listen_has_default;  // listen -> ssl
     std::set<std::string> listens_with_catch_all, listens_http2;
     for (const Server &s : plan.servers) {
@@ -361,33 +485,32 @@ void render_servers(std::ostream &servers, Splits &splits, const Plan &plan)
         listen_has_default.emplace(s.listen, s.ssl);
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
-        servers << "server {\n";
-        servers << "    listen " << s.listen << (s.ssl ? " ssl" : "")
-                << (listens_http2.count(s.listen) ? " http2" : "")
-                << (s.server_name.empty() ? " default_server" : "") << ";\n";
-        servers << "    server_name \"" << s.server_name << "\";\n";
-        servers << "    proxy_ssl_verify_insecure " << (s.insecure_allowed ? "allow" : "deny") << ";\n";
+        w.open("server");
+        w.directive("listen", listen_arguments(s.listen, s.ssl, listens_http2.count(s.listen) > 0, s.server_name.empty()));
+        w.directive("server_name", {nginx::Token::value(s.server_name)});
+        w.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
         if (s.ssl) {
-            servers << "    ssl_certificate " << s.certificate << ";\n";
-            servers << "    ssl_certificate_key " << s.certificate_key << ";\n";
+            w.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
+            w.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
         }
-        render_client_validation(servers, s.client);
-        render_backend_client(servers, s.backend_client, {"proxy", "grpc"});
+        render_client_validation(w, s.client);
+        render_backend_client(w, s.backend_client, true);
         for (const Location &l : s.locations) {
-            render_location(servers, splits, l);
+            render_location(w, splits, l);
         }
-        servers << "}\n\n";
+        w.close();
+        w.blank();
     }
     // a request for no known hostname gets 404 (or no TLS handshake)
     for (const auto &[listen, ssl] : listen_has_default) {
         if (listens_with_catch_all.count(listen)) continue;
-        servers << "server {\n";
-        servers << "    listen " << listen << (ssl ? " ssl" : "")
-                << (listens_http2.count(listen) ? " http2" : "") << " default_server;\n";
-        servers << "    server_name \"\";\n";
-        if (ssl) servers << "    ssl_reject_handshake on;\n";
-        servers << "    return 404;\n";
-        servers << "}\n\n";
+        w.open("server");
+        w.directive("listen", listen_arguments(listen, ssl, listens_http2.count(listen) > 0, true));
+        w.directive("server_name", {nginx::Token::value("")});
+        if (ssl) w.directive("ssl_reject_handshake", {"on"});
+        w.directive("return", {"404"});
+        w.close();
+        w.blank();
     }
 }
 
@@ -406,32 +529,44 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     render_servers(discard, splits, plan);
 
     out << kHeader << "\n";
+    nginx::Writer w(out);
     // upstream{} policies answer to the http-level gate: it allows what any
     // Gateway allows, and each server says what its own Gateway allows
     bool any_allowed = false;
     for (const Server &s : plan.servers) any_allowed |= s.insecure_allowed;
-    out << "# Backend TLS is verified by ngx_http_gateway_tls_module; insecure modes\n"
-           "# only where a Gateway allows them (GEP-4152).\n";
-    out << "proxy_ssl_verify_insecure " << (any_allowed ? "allow" : "deny") << ";\n";
-    out << "proxy_http_version 1.1;\n";
-    out << "proxy_set_header Host $http_host;\n";
-    out << "proxy_ssl_server_name on;\n";
-    out << "proxy_ssl_name $upstream_ssl_policy_hostname;\n";
-    out << "grpc_ssl_server_name on;\n";
-    out << "grpc_ssl_name $upstream_ssl_policy_hostname;\n\n";
+    w.comment("Backend TLS is verified by ngx_http_gateway_tls_module; insecure modes");
+    w.comment("only where a Gateway allows them (GEP-4152).");
+    w.directive("proxy_ssl_verify_insecure", {any_allowed ? nginx::Word("allow") : nginx::Word("deny")});
+    w.directive("proxy_http_version", {"1.1"});
+    w.directive("proxy_set_header", {"Host", "$http_host"});
+    w.directive("proxy_ssl_server_name", {"on"});
+    w.directive("proxy_ssl_name", {"$upstream_ssl_policy_hostname"});
+    w.directive("grpc_ssl_server_name", {"on"});
+    w.directive("grpc_ssl_name", {"$upstream_ssl_policy_hostname"});
+    w.blank();
+    // a literal "$" for input text in directives that interpolate variables
+    w.open("geo", {"$gateway_tls_dollar"});
+    w.directive("default", {nginx::Token::value("$")});
+    w.close();
+    w.blank();
     for (const Upstream &u : plan.upstreams) {
-        render_upstream(out, u);
+        render_upstream(w, u);
     }
     out << splits.text.str();
     render_servers(out, splits, plan);
     if (o.status_listen != "off") {
         // counters and the audit list for the security officer (DESIGN §2.4)
-        out << "gateway_tls_status_zone 1m;\n\n";
-        out << "server {\n";
-        out << "    listen " << o.status_listen << ";\n";
-        out << "    location = /status {\n        gateway_tls_status;\n    }\n";
-        out << "    location / {\n        return 404;\n    }\n";
-        out << "}\n";
+        w.directive("gateway_tls_status_zone", {"1m"});
+        w.blank();
+        w.open("server");
+        w.directive("listen", {nginx::Token::value(o.status_listen)});
+        w.open("location", {"=", "/status"});
+        w.directive("gateway_tls_status");
+        w.close();
+        w.open("location", {"/"});
+        w.directive("return", {"404"});
+        w.close();
+        w.close();
     }
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "nginx_text.h"
 #include "plan.h"
 
 namespace g2n {
@@ -24,16 +25,16 @@ inline const char *const kStreamModule = "/usr/lib/nginx/modules/ngx_stream_modu
 std::string percent(long part, long total);
 // The lines of a split_clients block over weighted backends, the last
 // taking the rest ("*"); target names what each share goes to.
-std::string split_clients_body(const std::vector<WeightedUpstream> &backends,
-                               const std::function<std::string(const WeightedUpstream &)> &target);
+nginx::Fragment split_clients_body(const std::vector<WeightedUpstream> &backends,
+                                   const std::function<nginx::Token(const WeightedUpstream &)> &target);
 // ssl_verify_client, ssl_client_certificate and ssl_verify_client_pin of a
-// TLS listener (GEP-91, GEP-4078), and PREFIX_ssl_certificate{,_key} for
-// the gateway's client certificate to backends (GEP-3155).
-void render_client_validation(std::ostream &out, const ClientValidation &client);
-void render_backend_client(std::ostream &out, const BackendClientCertificate &client,
-                           std::initializer_list<const char *> prefixes);
+// TLS listener (GEP-91, GEP-4078), and proxy_ (and grpc_)
+// ssl_certificate{,_key} for the gateway's client certificate to backends
+// (GEP-3155).
+void render_client_validation(nginx::Writer &w, const ClientValidation &client);
+void render_backend_client(nginx::Writer &w, const BackendClientCertificate &client, bool grpc_too);
 // upstream{} with its servers and the module directives of its policy
-void render_upstream(std::ostream &out, const Upstream &u);
+void render_upstream(nginx::Writer &w, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);
 // The same, straight into a stream: status.yaml is the largest output.
 void render_status(std::ostream &out, const Plan &plan, const Options &options);

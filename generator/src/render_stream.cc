@@ -14,26 +14,31 @@ namespace {
 
 // Connections nobody may receive: an SNI no route claims, an invalid
 // backendRef's share. A server that is always down closes them.
-const char *const kRefused = "tls_route_refused";
+const nginx::Word kRefused = "tls_route_refused";
 
 struct StreamSplits {
     std::ostringstream text;
     std::map<std::string, std::string> var_by_body;
 
     // the upstream for one route's backends, or a split_clients variable
-    std::string target(const std::vector<WeightedUpstream> &backends)
+    nginx::Token target(const std::vector<WeightedUpstream> &backends)
     {
+        auto upstream = [](const WeightedUpstream &b) {
+            return b.upstream.empty() ? nginx::Token(kRefused) : nginx::Token(nginx::Name(b.upstream));
+        };
         if (backends.empty()) return kRefused;
-        if (backends.size() == 1) return backends[0].upstream.empty() ? kRefused : backends[0].upstream;
-        std::string body = split_clients_body(backends, [](const WeightedUpstream &b) {
-            return b.upstream.empty() ? std::string(kRefused) : b.upstream;
-        });
-        auto [it, added] = var_by_body.emplace(body, "$tls_split_" + std::to_string(var_by_body.size() + 1));
+        if (backends.size() == 1) return upstream(backends[0]);
+        nginx::Fragment body = split_clients_body(backends, upstream);
+        auto [it, added] = var_by_body.emplace(body.text(), "tls_split_" + std::to_string(var_by_body.size() + 1));
+        nginx::Name name(it->second);
         if (added) {
-            text << "split_clients \"${remote_addr}${remote_port}${msec}\" " << it->second << " {\n"
-                 << body << "}\n\n";
+            nginx::Writer w(text);
+            w.open("split_clients", {"${remote_addr}${remote_port}${msec}", nginx::Token::variable(name)});
+            w.fragment(body);
+            w.close();
+            w.blank();
         }
-        return it->second;
+        return nginx::Token::variable(name);
     }
 };
 
@@ -43,63 +48,71 @@ std::string render_stream_conf(const Plan &plan)
 {
     std::ostringstream out;
     out << kHeader << "\n";
+    nginx::Writer w(out);
     if (plan.stream_servers.empty()) {
-        out << "# no TLS listeners\n";
+        w.comment("no TLS listeners");
         return out.str();
     }
     bool any_allowed = false;
     for (const StreamServer &s : plan.stream_servers) any_allowed |= s.insecure_allowed;
-    out << "# Backend TLS behind Terminate listeners is verified by\n"
-           "# ngx_stream_gateway_tls_module; insecure modes only where a Gateway allows\n"
-           "# them (GEP-4152).\n";
-    out << "proxy_ssl_verify_insecure " << (any_allowed ? "allow" : "deny") << ";\n\n";
+    w.comment("Backend TLS behind Terminate listeners is verified by");
+    w.comment("ngx_stream_gateway_tls_module; insecure modes only where a Gateway allows");
+    w.comment("them (GEP-4152).");
+    w.directive("proxy_ssl_verify_insecure", {any_allowed ? nginx::Word("allow") : nginx::Word("deny")});
+    w.blank();
 
     for (const Upstream &u : plan.stream_upstreams) {
-        render_upstream(out, u);
+        render_upstream(w, u);
     }
-    out << "upstream " << kRefused << " {\n";
-    out << "    # no route for this SNI, or an invalid backend: the connection is closed\n";
-    out << "    server 127.0.0.1:1 down;\n";
-    out << "}\n\n";
+    w.open("upstream", {kRefused});
+    w.comment("no route for this SNI, or an invalid backend: the connection is closed");
+    w.directive("server", {"127.0.0.1:1", "down"});
+    w.close();
+    w.blank();
 
     StreamSplits splits;
     std::ostringstream maps, servers;
+    nginx::Writer m(maps), sv(servers);
     int index = 0;
     for (const StreamServer &s : plan.stream_servers) {
-        std::string variable = "$tls_route_" + std::to_string(++index);
-        maps << "map " << (s.terminate ? "$ssl_server_name" : "$ssl_preread_server_name") << " " << variable
-             << " {\n";
-        maps << "    hostnames;\n";
-        std::string fallback = kRefused;
+        nginx::Name variable("tls_route_" + std::to_string(++index));
+        m.open("map", {s.terminate ? nginx::Word("$ssl_server_name") : nginx::Word("$ssl_preread_server_name"),
+                       nginx::Token::variable(variable)});
+        m.directive("hostnames");
+        nginx::Token fallback = kRefused;
         for (const StreamRoute &r : s.routes) {
-            std::string target = splits.target(r.backends);
+            nginx::Token target = splits.target(r.backends);
             if (r.hostname.empty()) {
                 fallback = target;  // a route for any name: clients without SNI too
                 continue;
             }
-            maps << "    " << r.hostname << " " << target << ";  # TLSRoute " << r.source << "\n";
+            m.comment("TLSRoute", {nginx::Token::value(r.source)});
+            m.entry(nginx::Token::map_key(r.hostname), {target});
         }
-        maps << "    default " << fallback << ";\n";
-        maps << "}\n\n";
+        m.directive("default", {fallback});
+        m.close();
+        m.blank();
 
-        servers << "server {\n";
-        servers << "    listen " << s.listen << (s.terminate ? " ssl" : "") << ";\n";
+        sv.open("server");
         if (s.terminate) {
-            servers << "    ssl_certificate " << s.certificate << ";\n";
-            servers << "    ssl_certificate_key " << s.certificate_key << ";\n";
-            render_client_validation(servers, s.client);
+            sv.directive("listen", {nginx::Token::value(s.listen), "ssl"});
+            sv.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
+            sv.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
+            render_client_validation(sv, s.client);
         } else {
-            servers << "    ssl_preread on;\n";
+            sv.directive("listen", {nginx::Token::value(s.listen)});
+            sv.directive("ssl_preread", {"on"});
         }
-        servers << "    proxy_pass " << variable << ";\n";
-        servers << "    proxy_ssl_verify_insecure " << (s.insecure_allowed ? "allow" : "deny") << ";\n";
+        sv.directive("proxy_pass", {nginx::Token::variable(variable)});
+        sv.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
         if (s.proxy_ssl) {
-            servers << "    proxy_ssl on;\n";
-            servers << "    proxy_ssl_server_name on;\n";
-            servers << "    proxy_ssl_name $upstream_ssl_policy_hostname;\n";
-            render_backend_client(servers, s.backend_client, {"proxy"});
+            sv.directive("proxy_ssl", {"on"});
+            sv.directive("proxy_ssl_server_name", {"on"});
+            sv.directive("proxy_ssl_name", {"$upstream_ssl_policy_hostname"});
+            render_backend_client(sv, s.backend_client, false);
         }
-        servers << "}\n\n";
+        sv.close();
+        sv.blank();
     }
     out << splits.text.str() << maps.str() << servers.str();
     return out.str();

@@ -126,6 +126,8 @@ public:
             route_statuses.push_back(attach_route(*r));
         }
 
+        rejected_statuses(&route_statuses);
+
         gateway_statuses();
         std::sort(route_statuses.begin(), route_statuses.end(),
                   [](const ObjectStatus &a, const ObjectStatus &b) { return key_less(a.meta, b.meta); });
@@ -221,6 +223,37 @@ private:
         s->certificate_key = files.key;
         *why = files.why;
         return files.ok();
+    }
+
+    // Objects rejected at parse: a warning each, and a route's parents on
+    // our Gateways say why (a policy reports through its own status, as
+    // an invalid policy).
+    void rejected_statuses(std::vector<ObjectStatus> *route_statuses)
+    {
+        for (const RejectedObject &x : m_.rejected) {
+            plan_->warnings.push_back(x.kind + " " + (x.meta.name.empty() ? "with an invalid name" : x.meta.key())
+                                      + " is rejected: " + x.message);
+            if (x.meta.name.empty() || x.kind == "BackendTLSPolicy") continue;
+            ObjectStatus st;
+            st.api_version = intern(x.api_version);
+            st.kind = intern(x.kind);
+            st.meta = status_meta(x.meta);
+            st.refs_key = "parents";
+            for (const ParentRef &p : x.parent_refs) {
+                std::string ns = p.namespace_.empty() ? x.meta.namespace_ : p.namespace_;
+                bool ours = std::any_of(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
+                    return g->meta.namespace_ == ns && g->meta.name == p.name;
+                });
+                if (!ours) continue;
+                ObjectStatus::RefStatus rs;
+                rs.namespace_ = ns;
+                rs.name = p.name;
+                rs.section_name = p.section_name;
+                rs.conditions = {cond::route_unsupported(x.message)};
+                st.refs.push_back(std::move(rs));
+            }
+            if (!st.refs.empty()) route_statuses->push_back(std::move(st));
+        }
     }
 
     ObjectStatus attach_route(const HTTPRoute &r)
@@ -422,14 +455,15 @@ private:
 
         std::unordered_map<std::string, size_t> &index_of = location_index_[&server];
         for (const RouteMatch &match : matches) {
-            for (const std::string &loc : location_matches(match)) {
+            for (const LocationMatch &loc_match : location_matches(match)) {
+                const std::string loc = loc_match.describe();
                 // one lookup: a path seen for the first time gets the next slot
                 auto [found, first_seen] = index_of.try_emplace(loc, server.locations.size());
                 auto it = first_seen ? server.locations.end() : server.locations.begin() + found->second;
                 if (is_conditional(match)) {
                     if (it == server.locations.end()) {
                         Location l;
-                        l.match = loc;
+                        l.match = loc_match;
                         l.grpc = r.kind == "GRPCRoute";
                         l.source = source;
                         l.unconditional = false;
@@ -461,7 +495,7 @@ private:
                     it = server.locations.end() - 1;
                 }
                 Location &l = *it;
-                l.match = loc;
+                l.match = loc_match;
                 l.grpc = r.kind == "GRPCRoute";
                 l.source = source;
                 l.unconditional = true;

@@ -170,7 +170,7 @@ bool is_conditional(const RouteMatch &m);
 std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out);
 std::string regex_quote(const std::string &text);
 // What follows `location` for a path match.
-std::vector<std::string> location_matches(const RouteMatch &m);
+std::vector<LocationMatch> location_matches(const RouteMatch &m);
 // Gateway API precedence among a path's rules, and a stable location order.
 void order_locations(Server *server);
 

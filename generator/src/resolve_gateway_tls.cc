@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "conditions.h"
+#include "pem.h"
 #include "resolve.h"
 
 namespace g2n {
@@ -36,12 +37,20 @@ SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, con
         out.why = "Secret " + ns + "/" + ref.name + " is not a kubernetes.io/tls Secret with tls.crt and tls.key";
         return out;
     }
+    // parsed, the key matched to the leaf, and written as OpenSSL encodes
+    // them: no input byte reaches the files nginx loads
+    std::string crt_pem, key_pem, why;
+    if (!tls_key_pair(crt->second, key->second, &crt_pem, &key_pem, &why)) {
+        out.reason = "Invalid";
+        out.why = "Secret " + ns + "/" + ref.name + ": " + why;
+        return out;
+    }
     std::string base = "certs/" + prefix + "-" + safe_name(ns) + "-" + safe_name(ref.name);
     out.certificate = base + ".crt";
     out.key = base + ".key";
     if (written->insert(base).second) {
-        plan->files.push_back({out.certificate, crt->second, 0644});
-        plan->files.push_back({out.key, key->second, 0600});
+        plan->files.push_back({out.certificate, std::move(crt_pem), 0644});
+        plan->files.push_back({out.key, std::move(key_pem), 0600});
     }
     return out;
 }

@@ -38,12 +38,12 @@ std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *o
         return "";
     };
     if (!m.method.empty()) {
-        std::string why = add("$request_method", {"Exact", "", m.method});
+        std::string why = add("request_method", {"Exact", "", m.method});
         if (!why.empty()) return why;
     }
     for (const HeaderMatch &h : m.headers) {
         if (!std::regex_match(h.name, variable_safe)) return "header name " + h.name + " cannot be matched";
-        std::string var = "$http_";
+        std::string var = "http_";
         for (char ch : h.name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
         std::string why = add(var, h);
         if (!why.empty()) return why;
@@ -52,7 +52,7 @@ std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *o
         if (q.name.find('-') != std::string::npos || !std::regex_match(q.name, variable_safe)) {
             return "query parameter " + q.name + " cannot be matched";
         }
-        std::string why = add("$arg_" + q.name, q);
+        std::string why = add("arg_" + q.name, q);
         if (!why.empty()) return why;
     }
     return "";
@@ -68,16 +68,17 @@ std::string regex_quote(const std::string &text)
     return out;
 }
 
-std::vector<std::string> location_matches(const RouteMatch &m)
+std::vector<LocationMatch> location_matches(const RouteMatch &m)
 {
-    if (m.path_type == PathMatchType::Exact) return {"= " + m.path};
+    using Kind = LocationMatch::Kind;
+    if (m.path_type == PathMatchType::Exact) return {{Kind::Exact, m.path}};
     // whole-path PCRE; nginx tries regex locations before prefixes, in order
-    if (m.path_type == PathMatchType::RegularExpression) return {"~ \"^(?:" + m.path + ")$\""};
+    if (m.path_type == PathMatchType::RegularExpression) return {{Kind::Regex, "^(?:" + m.path + ")$"}};
     std::string prefix = m.path;
     while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
-    if (prefix == "/") return {"/"};
+    if (prefix == "/") return {{Kind::Prefix, "/"}};
     // path-element prefix: /foo matches /foo and /foo/..., not /foobar
-    return {"= " + prefix, prefix + "/"};
+    return {{Kind::Exact, prefix}, {Kind::Prefix, prefix + "/"}};
 }
 
 void order_locations(Server *server)
@@ -90,8 +91,8 @@ void order_locations(Server *server)
                              auto rank = [](const ConditionalTarget &t) {
                                  int method = 0, headers = 0, query = 0;
                                  for (const MatchCondition &c : t.conditions) {
-                                     if (c.variable == "$request_method") method++;
-                                     else if (c.variable.compare(0, 6, "$http_") == 0) headers++;
+                                     if (c.variable == "request_method") method++;
+                                     else if (c.variable.compare(0, 5, "http_") == 0) headers++;
                                      else query++;
                                  }
                                  return std::make_tuple(method, headers, query);
@@ -101,9 +102,9 @@ void order_locations(Server *server)
     }
     // sorted for stable output; regex locations keep route precedence order
     sort_by_position(server->locations, [](const Location &a, const Location &b) {
-        bool ra = a.match[0] == '~', rb = b.match[0] == '~';
+        bool ra = a.match.kind == LocationMatch::Kind::Regex, rb = b.match.kind == LocationMatch::Kind::Regex;
         if (ra || rb) return !ra && rb;
-        return a.match < b.match;
+        return a.match.describe() < b.match.describe();
     });
 }
 

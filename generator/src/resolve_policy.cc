@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 
 #include "conditions.h"
+#include "pem.h"
 #include "resolve.h"
 
 namespace g2n {
@@ -16,33 +17,16 @@ namespace {
 
 constexpr size_t kMaxAncestors = 16;
 
-// At least one PEM certificate, and nothing unreadable. Thousands of
-// policies usually share a few bundles: each distinct one is parsed once.
-bool parse_pem_bundle(const std::string &pem);
-
-bool valid_pem_bundle(const std::string &pem)
+// The certificates of a bundle re-encoded ("" when none, or when a block
+// does not parse). Thousands of policies usually share a few bundles: each
+// distinct one is parsed once.
+const std::string &bundle_certificates(const std::string &pem)
 {
-    static std::unordered_map<std::string, bool> seen;
+    static std::unordered_map<std::string, std::string> seen;
     auto it = seen.find(pem);
-    if (it == seen.end()) it = seen.emplace(pem, parse_pem_bundle(pem)).first;
+    if (it == seen.end()) it = seen.emplace(pem, certificates_pem(pem)).first;
     return it->second;
 }
-
-bool parse_pem_bundle(const std::string &pem)
-{
-    BIO *bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-    if (bio == nullptr) {
-        return false;
-    }
-    int count = 0;
-    while (X509 *cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-        X509_free(cert);
-        count++;
-    }
-    BIO_free(bio);
-    return count > 0;
-}
-
 
 // SHA-256 pins ("sha256-cert:HEX") of every certificate in a PEM text.
 std::vector<std::string> certificate_pins(const std::string &pem)
@@ -98,7 +82,8 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
             // every value of the object is a PEM leaf (or several)
             std::string pem;
             for (const auto &[key, value] : *data) pem += value + "\n";
-            std::vector<std::string> pins = valid_pem_bundle(pem) ? certificate_pins(pem) : std::vector<std::string>{};
+            std::vector<std::string> pins = bundle_certificates(pem).empty() ? std::vector<std::string>{}
+                                                                              : certificate_pins(pem);
             if (pins.empty()) {
                 out.invalid_refs.push_back(what + " holds no PEM certificate");
                 continue;
@@ -112,12 +97,13 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
             out.invalid_refs.push_back(what + " has no key ca.crt");
             continue;
         }
-        if (!valid_pem_bundle(it->second)) {
-            out.invalid_refs.push_back(what + " key ca.crt holds no PEM certificate");
+        const std::string &certificates = bundle_certificates(it->second);
+        if (certificates.empty()) {
+            out.invalid_refs.push_back(what + " key ca.crt holds no PEM certificate, or a block that does not parse");
             continue;
         }
-        out.bundle += it->second;
-        if (!out.bundle.empty() && out.bundle.back() != '\n') out.bundle += '\n';
+        // what is written is OpenSSL's encoding of what parsed
+        out.bundle += certificates;
         out.valid++;
     }
     return out;

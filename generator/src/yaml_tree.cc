@@ -86,12 +86,11 @@ public:
         add(YamlTree::Kind::Null, mark, anchor);
     }
 
-    void OnAlias(const YAML::Mark &, YAML::anchor_t anchor) override
+    void OnAlias(const YAML::Mark &mark, YAML::anchor_t) override
     {
-        // the parser refuses undefined anchors before this is called
-        if (anchor < anchors_.size()) {
-            pending_.push_back(anchors_[anchor]);
-        }
+        // kubectl never prints aliases, and each one multiplies what the
+        // stages after this one read (2 KB of nested aliases: 800 MB)
+        throw YAML::ParserException(mark, "aliases (*name) are not accepted: write the value out");
     }
 
     void OnScalar(const YAML::Mark &mark, const std::string &, YAML::anchor_t anchor,
@@ -115,7 +114,7 @@ public:
     void OnMapEnd() override { close(2); }
 
 private:
-    uint32_t add(YamlTree::Kind kind, const YAML::Mark &mark, YAML::anchor_t anchor)
+    uint32_t add(YamlTree::Kind kind, const YAML::Mark &mark, YAML::anchor_t)
     {
         auto index = static_cast<uint32_t>(tree_->nodes_.size());
         YamlTree::Node node;
@@ -123,12 +122,6 @@ private:
         node.line = mark.line;
         node.column = mark.column;
         tree_->nodes_.push_back(std::move(node));
-        if (anchor != YAML::NullAnchor) {
-            if (anchors_.size() <= anchor) {
-                anchors_.resize(anchor + 1);
-            }
-            anchors_[anchor] = index;
-        }
         if (!open_.empty()) {
             pending_.push_back(index);
         }
@@ -161,7 +154,6 @@ private:
     YamlTree *tree_;
     std::vector<Open> open_;
     std::vector<uint32_t> pending_;
-    std::vector<uint32_t> anchors_;
 };
 
 YamlTree YamlTree::parse(const std::string &text, const std::string &file, int line_offset)

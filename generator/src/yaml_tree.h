@@ -1,7 +1,8 @@
 // One YAML document as a compact tree built from yaml-cpp's event API.
 // yaml-cpp's own YAML::Node trees cost more to build and to search than the
 // scanning itself; this keeps what the parse stage reads: shapes, scalars
-// and positions for FILE:LINE:COL errors. Aliases share the anchored node.
+// and positions for FILE:LINE:COL errors. Aliases are refused: the tree
+// is never larger than its text.
 #pragma once
 
 #include <condition_variable>

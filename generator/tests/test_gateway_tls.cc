@@ -15,7 +15,7 @@ const char *const kSpki = "sha256-spki:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSu
 
 std::string setup(const std::string &gateway_tls, const std::string &listener_tls_extra = "")
 {
-    return std::string(kClassAndCertificate) + R"(apiVersion: gateway.networking.k8s.io/v1
+    return class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: ns}
 spec:

@@ -17,7 +17,7 @@ using namespace g2n_test;
 
 namespace {
 
-const std::string kSetupHead = std::string(kClassAndCertificate) + R"(apiVersion: v1
+const std::string kSetupHead = class_and_certificate() + R"(apiVersion: v1
 kind: Service
 metadata: {name: db, namespace: ns}
 spec:
@@ -127,8 +127,8 @@ BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
 
     std::string conf = render_stream_conf(plan);
     BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
-                         "    *.db.example.com backend_ns_db_5432_passthrough;  # TLSRoute ns/db\n"
-                         "    db.example.com backend_ns_db_5432_passthrough;  # TLSRoute ns/db\n"
+                         "    # TLSRoute ns/db\n    *.db.example.com backend_ns_db_5432_passthrough;\n"
+                         "    # TLSRoute ns/db\n    db.example.com backend_ns_db_5432_passthrough;\n"
                          "    default tls_route_refused;\n}") != std::string::npos, conf);
     BOOST_TEST(conf.find("    listen 0.0.0.0:443;\n    ssl_preread on;\n    proxy_pass $tls_route_1;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("proxy_ssl on;") == std::string::npos);
