@@ -40,11 +40,12 @@ CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
 UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
 MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
-GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc))
+GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc)) \
+               ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc
 GEN_HDRS    := $(wildcard generator/src/*.h)
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
-GEN_LIBS    := -lyaml-cpp -lcrypto -pthread
+GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
 .PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx install demo bench fuzz clean
@@ -105,7 +106,8 @@ test-unit: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/leaf
 VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=3 --quiet
 test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/leaf.crt
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/unit_tests --report_level=short --color_output=no
-	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no
+	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no \
+	  --run_test='!hostile_input'
 
 test-nginx: module $(GENERATOR) $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
 	$(if $(filter 1,$(SANITIZE)),rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS))
@@ -151,19 +153,21 @@ FUZZ_SECONDS ?= 60
 FUZZ_CXX     := clang++-14
 FUZZ_FLAGS   := -O1 -g -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                 -Ingx_module/core -Igenerator/src
-FUZZ_TARGETS := spec pem generator
+FUZZ_TARGETS := spec pem generator hostile
 
 fuzz: DEPS += clang-14 libclang-rt-14-dev
-fuzz: deps
+fuzz: deps $(BUILD)/test-certs/leaf.crt
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/spec ngx_module/fuzz/fuzz_spec.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/pem ngx_module/fuzz/fuzz_pem.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/generator generator/fuzz/fuzz_generator.cc $(GEN_SRCS) $(GEN_LIBS)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/hostile generator/fuzz/fuzz_hostile.cc $(GEN_SRCS) $(GEN_LIBS)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  seeds=ngx_module/fuzz/corpus/$$t; [ $$t = generator ] && seeds=generator/fuzz/corpus; \
+	  [ $$t = hostile ] && seeds=generator/fuzz/corpus-hostile; \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$t $(BUILD)/fuzz/crashes-$$t; \
 	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
-	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -rss_limit_mb=4096 \
+	  GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -rss_limit_mb=4096 \
 	    -artifact_prefix=$(BUILD)/fuzz/crashes-$$t/ $(BUILD)/fuzz/corpus-$$t $$seeds 2> $(BUILD)/fuzz/$$t.log \
 	    || { tail -40 $(BUILD)/fuzz/$$t.log; exit 1; }; \
 	  grep -E 'DONE|stat::number_of_executed_units|stat::peak_rss_mb' $(BUILD)/fuzz/$$t.log; \

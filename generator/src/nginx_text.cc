@@ -69,7 +69,7 @@ const std::string kDollarReference = std::string("${") + kDollarVariable + "}";
 
 Name::Name(std::string text) : text_(std::move(text))
 {
-    if (text_.empty() || text_.size() > 200) throw RenderError("an nginx name must have 1 to 200 characters");
+    if (text_.empty() || text_.size() > 1000) throw RenderError("an nginx name must have 1 to 1000 characters");
     for (unsigned char ch : text_) {
         if (!is_name_char(ch)) throw RenderError("\"" + text_ + "\" is not an nginx name");
     }

@@ -1,6 +1,7 @@
 #include "parse.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -186,6 +187,12 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
     m.generation = integer(metadata, "metadata", "generation", 0, INT_MAX, false, 1);
     m.creation_timestamp = string(metadata, "metadata", "creationTimestamp");
     m.labels = string_map(metadata, "metadata", "labels");
+    for (const auto &[key, value] : m.labels) {
+        if (!valid_label_value(value)) {
+            fail(metadata.get("labels"), "metadata.labels." + key,
+                 "a label value has at most 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric");
+        }
+    }
     return m;
 }
 
@@ -348,6 +355,20 @@ bool valid_dns1123_label(const std::string &s)
 bool valid_dns1035_label(const std::string &s)
 {
     return valid_dns1123_label(s) && s[0] >= 'a' && s[0] <= 'z';
+}
+
+bool valid_label_value(const std::string &s)
+{
+    if (s.empty()) return true;
+    auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'); };
+    if (s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
+    return std::all_of(s.begin(), s.end(), [&](char ch) { return alnum(ch) || ch == '-' || ch == '_' || ch == '.'; });
+}
+
+bool valid_ip_address(const std::string &s)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
 }
 
 bool valid_object_name(const std::string &kind, const std::string &name)

@@ -63,6 +63,10 @@ bool valid_dns1123_subdomain(const std::string &s);
 // RFC 1123 label (namespaces, port names) and RFC 1035 label (Service names).
 bool valid_dns1123_label(const std::string &s);
 bool valid_dns1035_label(const std::string &s);
+// A label value as the API server checks it.
+bool valid_label_value(const std::string &s);
+// An IPv4 or IPv6 address in its textual form.
+bool valid_ip_address(const std::string &s);
 // metadata.name as the API server checks it for `kind`.
 bool valid_object_name(const std::string &kind, const std::string &name);
 bool valid_hostname(const std::string &s, bool allow_wildcard);

@@ -9,6 +9,7 @@
 
 #include <openssl/evp.h>
 
+#include "gtls_spec.h"
 #include "parse_fields.h"
 
 namespace g2n {
@@ -57,23 +58,6 @@ std::string base64_to_hex(const std::string &b64)
     return hex;
 }
 
-// The module's pin forms: sha256-spki: 32 bytes of base64, sha256-cert: 64
-// hex digits, colons allowed.
-bool valid_pin(const std::string &spec)
-{
-    if (spec.compare(0, 12, "sha256-spki:") == 0) {
-        std::string v = spec.substr(12);
-        return v.size() == 44 && v.back() == '=' && base64_to_hex(v).size() == 64;
-    }
-    std::string hex;
-    for (char ch : spec.substr(12)) {
-        if (ch == ':') continue;
-        if (!std::isxdigit(static_cast<unsigned char>(ch))) return false;
-        hex += ch;
-    }
-    return hex.size() == 64;
-}
-
 // A trustedCertificateHashes entry as a module pin SPEC, or "" and *why.
 std::string hash_to_pin(const std::string &type, const std::string &algorithm, const std::string &value,
                         std::string *why)
@@ -92,11 +76,14 @@ std::string hash_to_pin(const std::string &type, const std::string &algorithm, c
         *why = "type: expected SPKI or Certificate";
         return "";
     }
-    if (!valid_pin(spec_text)) {
-        *why = "value: not a SHA-256 " + type + " hash";
+    // the module's own parser: what it refuses never reaches nginx
+    std::string error;
+    std::optional<gtls::Pin> pin = gtls::parse_pin_spec(spec_text, &error);
+    if (!pin) {
+        *why = "value: not a SHA-256 " + type + " hash (" + error + ")";
         return "";
     }
-    return spec_text;
+    return pin->spec;
 }
 
 // "SPKI:VALUE,Certificate:VALUE", as the options spell hashes: (type, value)
@@ -312,6 +299,7 @@ void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
             doc.fail(addr, path, type == "IPAddress" ? "IPAddress values must be unique" : "Hostname values must be unique");
         }
         if (type == "IPAddress") {
+            if (!valid_ip_address(value)) doc.fail(addr, path + ".value", "not an IP address");
             gw.addresses.push_back(value);
         }
     }
@@ -325,6 +313,9 @@ void parse_service(const Document &doc, const YamlNode &root, Manifests *out)
     YamlNode spec = doc.child(root, "", "spec");
     s.type = doc.string(spec, "spec", "type", false, "ClusterIP");
     s.external_name = doc.string(spec, "spec", "externalName");
+    if (!s.external_name.empty() && !valid_dns1123_subdomain(s.external_name)) {
+        doc.fail(spec, "spec.externalName", "must be a DNS name (RFC 1123 subdomain)");
+    }
     if (s.type == "ExternalName" && s.external_name.empty()) {
         doc.fail(spec, "spec.externalName", "required for type ExternalName");
     }
@@ -336,6 +327,9 @@ void parse_service(const Document &doc, const YamlNode &root, Manifests *out)
         sp.port = doc.integer(p, path, "port", 1, 65535, true);
         sp.target_port = doc.string(p, path, "targetPort", false, std::to_string(sp.port));
         sp.app_protocol = doc.string(p, path, "appProtocol");
+        if (!sp.name.empty() && !valid_dns1123_label(sp.name)) {
+            doc.fail(p, path + ".name", "a port name must be an RFC 1123 label");
+        }
         s.ports.push_back(sp);
     }
     out->services.push_back(std::move(s));
@@ -354,6 +348,9 @@ void parse_endpoint_slice(const Document &doc, const YamlNode &root, Manifests *
     for (const YamlNode &p : doc.list(root, "", "ports")) {
         std::string path = "ports[" + std::to_string(i++) + "]";
         e.ports.push_back({doc.string(p, path, "name"), doc.integer(p, path, "port", 1, 65535, true)});
+        if (!e.ports.back().name.empty() && !valid_dns1123_label(e.ports.back().name)) {
+            doc.fail(p, path + ".name", "a port name must be an RFC 1123 label");
+        }
     }
     i = 0;
     for (const YamlNode &ep : doc.list(root, "", "endpoints")) {
@@ -363,8 +360,8 @@ void parse_endpoint_slice(const Document &doc, const YamlNode &root, Manifests *
         int j = 0;
         for (const YamlNode &a : doc.list(ep, path, "addresses", true)) {
             std::string apath = path + ".addresses[" + std::to_string(j++) + "]";
-            if (!a.is_scalar()) {
-                doc.fail(a, apath, "expected an address");
+            if (!a.is_scalar() || !valid_ip_address(a.scalar())) {
+                doc.fail(a, apath, "expected an IPv4 or IPv6 address");
             }
             if (ready != "false") {
                 e.ready_addresses.push_back(a.scalar());
@@ -598,12 +595,21 @@ void parse_backend_tls_policy(const Document &doc, const YamlNode &root,
         if (type != "URI" && !uri.empty()) {
             doc.fail(sans[j], path, "SubjectAltName element must not contain URI, if Type is not set to URI");
         }
-        static const std::regex uri_re("^(([^:/?#]+):)(//([^/?#]*))([^?#]*)(\\?([^#]*))?(#(.*))?");
-        if (type == "URI" && !std::regex_search(uri, uri_re)) {
+        // the CRD's pattern, anchored at both ends, on printable ASCII
+        static const std::regex uri_re("^(([^:/?#]+):)(//([^/?#]*))([^?#]*)(\\?([^#]*))?(#(.*))?$");
+        if (type == "URI" && (uri.size() > 253 || !std::all_of(uri.begin(), uri.end(), [](char ch) { return ch > 0x20 && ch < 0x7f; })
+                              || !std::regex_match(uri, uri_re))) {
             doc.fail(sans[j], path + ".uri", "not a URI with a scheme and an authority");
         }
         if (type == "Hostname" && !valid_hostname(hostname, true)) {
             doc.fail(sans[j], path + ".hostname", "not a valid hostname");
+        }
+        // what the module accepts, by the module's own parser: a value the
+        // CRD allows and the module refuses fails this policy alone
+        std::string error;
+        if (!gtls::parse_san_spec((type == "URI" ? "uri:" : "dns:") + (type == "URI" ? uri : hostname), &error)) {
+            p.invalid_reasons.push_back(path + ": not supported by the module: " + error);
+            continue;
         }
         p.subject_alt_names.push_back({type, type == "URI" ? uri : hostname});
     }

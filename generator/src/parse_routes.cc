@@ -1,12 +1,17 @@
 // Route parsers: HTTPRoute, GRPCRoute (read into the HTTPRoute shape) and
 // TLSRoute, with their parentRefs, matches, filters and backendRefs; the CRD
 // schema and CEL rules re-checked.
+#include <algorithm>
 #include <cstring>
 #include <regex>
 #include <set>
 
 #include <arpa/inet.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "nginx_text.h"
 #include "parse_fields.h"
 
 namespace g2n {
@@ -48,12 +53,56 @@ void parse_parent_refs(const Document &doc, const YamlNode &spec, HTTPRoute *r)
     }
 }
 
+bool valid_header_name(const std::string &name);
+
+// Why nginx would refuse `regex` (PCRE2, as nginx compiles it), or "".
+// Control characters are refused as well: they have no place in a path or
+// a header, and nginx's text could not carry some of them.
+std::string nginx_regex_error(const std::string &regex)
+{
+    for (unsigned char ch : regex) {
+        if (ch < 0x20 || ch == 0x7f) return "a regular expression must not hold control characters";
+    }
+    if (!nginx::fits_value(regex)) return "a regular expression must fit in one nginx argument";
+    int code = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code *re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(), 0, &code, &offset, nullptr);
+    if (re != nullptr) {
+        pcre2_code_free(re);
+        return "";
+    }
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(code, message, sizeof(message));
+    return "not a regular expression nginx compiles: " + std::string(reinterpret_cast<const char *>(message))
+           + " at offset " + std::to_string(offset);
+}
+
+// A header or query parameter match: CRD lengths, an HTTP token name, a
+// value with no control character, and a RegularExpression that compiles.
+HeaderMatch parse_header_match(const Document &doc, const YamlNode &node, const std::string &path)
+{
+    doc.only(node, path, {"type", "name", "value"});
+    HeaderMatch h{doc.string(node, path, "type", false, "Exact"), doc.string(node, path, "name", true),
+                  doc.string(node, path, "value", true)};
+    if (!valid_header_name(h.name)) doc.fail(node, path + ".name", "not a valid header or parameter name");
+    if (h.value.size() > 4096) doc.fail(node, path + ".value", "must be at most 4096 characters");
+    if (h.type == "RegularExpression") {
+        std::string why = nginx_regex_error("^(?:" + h.value + ")$");
+        if (!why.empty()) doc.fail(node, path + ".value", why);
+    } else if (std::any_of(h.value.begin(), h.value.end(),
+                           [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
+        doc.fail(node, path + ".value", "must not hold control characters");
+    }
+    return h;
+}
+
 RouteMatch parse_match(const Document &doc, const YamlNode &node, const std::string &path)
 {
     RouteMatch m;
     doc.only(node, path, {"path", "headers", "queryParams", "method"});
     YamlNode p = doc.child(node, path, "path");
     if (p.defined()) {
+        doc.only(p, path + ".path", {"type", "value"});
         std::string type = doc.string(p, path + ".path", "type", false, "PathPrefix");
         m.path = doc.string(p, path + ".path", "value", false, "/");
         if (type == "PathPrefix") {
@@ -64,6 +113,13 @@ RouteMatch parse_match(const Document &doc, const YamlNode &node, const std::str
             m.path_type = PathMatchType::RegularExpression;
         } else {
             doc.fail(p, path + ".path.type", "expected Exact, PathPrefix or RegularExpression");
+        }
+        if (m.path.size() > 1024) {
+            doc.fail(p, path + ".path.value", "must be at most 1024 characters");
+        }
+        if (m.path_type == PathMatchType::RegularExpression) {
+            std::string why = nginx_regex_error("^(?:" + m.path + ")$");
+            if (!why.empty()) doc.fail(p, path + ".path.value", why);
         }
         if (m.path_type != PathMatchType::RegularExpression) {
             // CEL rules of the HTTPRoute CRD
@@ -91,17 +147,17 @@ RouteMatch parse_match(const Document &doc, const YamlNode &node, const std::str
     int i = 0;
     for (const YamlNode &h : doc.list(node, path, "headers")) {
         std::string hpath = path + ".headers[" + std::to_string(i++) + "]";
-        m.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
-                             doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
+        m.headers.push_back(parse_header_match(doc, h, hpath));
     }
     i = 0;
     for (const YamlNode &q : doc.list(node, path, "queryParams")) {
         std::string qpath = path + ".queryParams[" + std::to_string(i++) + "]";
-        m.query_params.push_back({doc.string(q, qpath, "type", false, "Exact"),
-                                  doc.string(q, qpath, "name", true),
-                                  doc.string(q, qpath, "value", true)});
+        m.query_params.push_back(parse_header_match(doc, q, qpath));
     }
     m.method = doc.string(node, path, "method");
+    if (!m.method.empty() && m.method.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos) {
+        doc.fail(node, path + ".method", "expected an HTTP method (GET, POST, ...)");
+    }
     return m;
 }
 
@@ -121,12 +177,15 @@ BackendRef parse_backend_ref(const Document &doc, const YamlNode &node, const st
     return b;
 }
 
-// A header name nginx can take as a directive argument: an RFC 7230 token.
+// A header name nginx can take as a directive argument: an RFC 7230 token
+// (CRD: at most 256 characters).
 bool valid_header_name(const std::string &name)
 {
     static const std::regex re("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$");
     return !name.empty() && name.size() <= 256 && std::regex_match(name, re);
 }
+
+const char *const kVariableSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 // A value nginx can carry literally: no variable sign, quote, backslash or
 // control character.
@@ -151,8 +210,16 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
             if (!valid_header_name(name)) {
                 doc.fail(h, hpath + ".name", "not a valid header name: \"" + name + "\"");
             }
+            if (value.size() > 4096) doc.fail(h, hpath + ".value", "must be at most 4096 characters");
             if (!literal_header_value(value)) {
                 *unsupported = "header value of " + name + " holds $, a quote, a backslash or a control character";
+            } else if (!nginx::fits_script(value)) {
+                // the CRD allows 4,096 characters, nginx reads less as one argument
+                *unsupported = "header value of " + name + " is longer than nginx takes as one argument";
+            }
+            if (std::string(key) == "add" && name.find_first_not_of(kVariableSafe) != std::string::npos) {
+                // appended through the $http_NAME variable
+                *unsupported = "header " + name + " cannot be appended to: only letters, digits, '-' and '_'";
             }
             (std::string(key) == "set" ? m.set : m.add).emplace_back(name, value);
         }
@@ -403,6 +470,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
             RouteMatch match;
             YamlNode method = doc.child(m, mpath, "method");
             if (method.defined()) {
+                doc.only(method, mpath + ".method", {"type", "service", "method"});
                 std::string type = doc.string(method, mpath + ".method", "type", false, "Exact");
                 std::string service = doc.string(method, mpath + ".method", "service");
                 std::string name = doc.string(method, mpath + ".method", "method");
@@ -411,7 +479,8 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
                 }
                 if (type != "Exact") {
                     rr.unsupported = "GRPCRoute method match type " + type + " is not rendered yet";
-                } else if ((!service.empty() && !std::regex_match(service, service_re))
+                } else if (service.size() > 1024 || name.size() > 1024
+                           || (!service.empty() && !std::regex_match(service, service_re))
                            || (!name.empty() && !std::regex_match(name, method_re))) {
                     doc.fail(method, mpath + ".method", "not a valid gRPC service or method name");
                 } else if (service.empty()) {
@@ -427,8 +496,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
             int k = 0;
             for (const YamlNode &h : doc.list(m, mpath, "headers")) {
                 std::string hpath = mpath + ".headers[" + std::to_string(k++) + "]";
-                match.headers.push_back({doc.string(h, hpath, "type", false, "Exact"),
-                                         doc.string(h, hpath, "name", true), doc.string(h, hpath, "value", true)});
+                match.headers.push_back(parse_header_match(doc, h, hpath));
             }
             rr.matches.push_back(match);
         }

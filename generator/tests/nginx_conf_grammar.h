@@ -221,9 +221,10 @@ inline ConfTree read_conf(std::string_view text)
     return tree;
 }
 
-// The shape of a tree: names, argument counts and nesting, children in a
-// canonical order (an input value may move a block among its peers, as a
-// name sorts elsewhere, without changing what is configured).
+// The shape of a tree: names, argument counts and nesting, as the set of
+// distinct child shapes at each level (an input value may add or remove a
+// block like its peers, or move it, as a name sorts elsewhere; an injected
+// directive, argument or block is a shape that was not there).
 // Inside map, split_clients and geo the first word is a key, not a
 // directive: every key is "<key>" but the words those blocks treat
 // specially.
@@ -240,16 +241,30 @@ inline std::string directive_name(const ConfDirective &d, bool keyed)
     return "<key>";
 }
 
-inline std::string conf_shape(const std::vector<ConfDirective> &directives, bool keyed = false)
+// In an upstream, "server ADDR" and "server 127.0.0.1:1 down" (no ready
+// endpoint) are one shape: where endpoints are is not syntax.
+// `upstream_contents` false: every upstream block reads as empty (what
+// Services and EndpointSlices may change: endpoints, and an upstream that
+// has none is rendered down, without its policy).
+inline std::string conf_shape(const std::vector<ConfDirective> &directives, bool keyed = false, bool upstream = false,
+                              bool upstream_contents = true)
 {
     std::vector<std::string> parts;
     for (const ConfDirective &d : directives) {
         std::string part = directive_name(d, keyed);
-        part += "/" + std::to_string(d.args.size());
-        if (d.block) part += "{" + conf_shape(d.children, keyed_block(d)) + "}";
+        if (!(upstream && part == "server")) part += "/" + std::to_string(d.args.size());
+        if (d.block) {
+            bool is_upstream = !d.args.empty() && d.args[0] == "upstream";
+            part += "{";
+            if (!is_upstream || upstream_contents) {
+                part += conf_shape(d.children, keyed_block(d), is_upstream, upstream_contents);
+            }
+            part += "}";
+        }
         parts.push_back(part);
     }
     std::sort(parts.begin(), parts.end());
+    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
     std::string out;
     for (const std::string &p : parts) out += p + ";";
     return out;
