@@ -103,28 +103,6 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'a failing nginx -t leaves OUTDIR as it was');
 }
 
-# --check runs nginx -t with no shell: an output path full of shell syntax
-# is only a path (the harness's run_generator quotes for a shell, so the
-# generator is started here without one too)
-{
-    my $odd = "$dir/odd'\$(touch $dir/pwned);`touch $dir/pwned2`";
-    my $generator = $ENV{GATEWAY2NGINX} || "$root/build/gateway2nginx";
-    my @nginx = $ENV{TEST_NGINX_BINARY} ? ('--nginx', $ENV{TEST_NGINX_BINARY}) : ();
-    my $pid = fork // die;
-    if (!$pid) {
-        open STDOUT, '>', '/dev/null';
-        open STDERR, '>', '/dev/null';
-        exec { $generator } $generator, '-f', "$root/conf-examples/gateway.yaml",
-            '-f', "$root/conf-examples/spiffe-backend/manifests.yaml", '-o', $odd, '--module-dir', $module_dir,
-            @nginx, '--check';
-        exit 127;
-    }
-    waitpid $pid, 0;
-    is($? >> 8, 0, '--check passes with shell syntax in the output path');
-    ok(-f "$odd/http.conf", 'the configuration is written at that very path');
-    ok(!-e "$dir/pwned" && !-e "$dir/pwned2", 'nothing in the path was run by a shell');
-}
-
 # --help documents every flag; --version prints one
 {
     my ($rc, $help) = run_generator('--help');
