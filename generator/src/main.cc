@@ -2,6 +2,9 @@
 //   parse (YAML -> typed objects) -> resolve (attachment, references,
 //   conflicts, conditions) -> render (nginx text, status) -> write OUTDIR
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -170,24 +173,6 @@ void write_file(const fs::path &path, const std::string &content, int mode)
     write_file(path, mode, [&](std::ostream &out) { out << content; });
 }
 
-// A diagnostic line for a terminal or a log: input text in it (names,
-// values quoted in messages) cannot start a line of its own or send
-// control sequences. Control bytes and DEL become \xNN.
-std::string printable(const std::string &text)
-{
-    std::string out;
-    for (unsigned char ch : text) {
-        if (ch < 0x20 || ch == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\x%02x", ch);
-            out += buf;
-        } else {
-            out += static_cast<char>(ch);
-        }
-    }
-    return out;
-}
-
 // Changes the owner of everything below `dir` (not following links).
 void chown_tree(const fs::path &dir, uid_t uid, gid_t gid)
 {
@@ -199,13 +184,29 @@ void chown_tree(const fs::path &dir, uid_t uid, gid_t gid)
     }
 }
 
+// Becomes uid/gid with one capability left, CAP_NET_BIND_SERVICE, kept
+// across execv as an ambient capability: nginx -t binds the listeners
+// (ports 80 and 443 among them) and may do nothing else a root could.
+bool drop_privileges(uid_t uid, gid_t gid)
+{
+    if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0
+        || ::setuid(uid) != 0) {
+        return false;
+    }
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    data[0].effective = data[0].permitted = data[0].inheritable = 1u << CAP_NET_BIND_SERVICE;
+    return ::syscall(SYS_capset, &header, data) == 0
+           && ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0) == 0;
+}
+
 // nginx -t on the staged directory, started with fork and execv (no shell
 // ever sees a path). Run as root, the check runs as the unprivileged user
 // nobody, on a copy of the configuration in a fresh directory under /tmp
 // that belongs to that user (the output's own directory may be out of its
 // reach): whatever the configuration makes nginx load runs without our
-// privileges. Rendered paths are relative to the prefix, so the copy
-// checks what will be served.
+// privileges but binding ports. Rendered paths are relative to the
+// prefix, so the copy checks what will be served.
 bool nginx_check(const std::string &nginx, const fs::path &staged)
 {
     const bool root = ::geteuid() == 0;
@@ -234,7 +235,7 @@ bool nginx_check(const std::string &nginx, const fs::path &staged)
     std::cerr.flush();
     pid_t pid = ::fork();
     if (pid == 0) {
-        if (root && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) {
+        if (root && !drop_privileges(uid, gid)) {
             std::perror("gateway2nginx: cannot drop privileges for nginx -t");
             ::_exit(127);
         }
