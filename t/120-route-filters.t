@@ -50,6 +50,18 @@ spec:
     filters:
     - type: RequestRedirect
       requestRedirect: {port: 8443}
+  # header values with nginx syntax reach the wire as written, never as
+  # variables or directives
+  - matches: [{path: {type: PathPrefix, value: /literal}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set: [{name: X-Set, value: 'cost $host ${request_uri} "q" \ ; }'}]
+        add: [{name: X-Add, value: '$remote_addr'}]
+    - type: ResponseHeaderModifier
+      responseHeaderModifier:
+        add: [{name: X-Gateway, value: '$server_name;#'}]
+    backendRefs: [{name: svc, port: 443}]
 YAML
 
 sub get { request($port, 'GET', shift, 'Host: app.example.com', @_) }
@@ -78,5 +90,11 @@ is($hdrs->{location}, 'https://new.example.com/new/page?x=1', 'RequestRedirect s
 ($status, $hdrs) = get('/moved');
 is($status, 302, 'RequestRedirect default status');
 is($hdrs->{location}, 'http://app.example.com:8443/moved', 'RequestRedirect port');
+
+($status, $hdrs) = get('/literal/x');
+is($status, 200, 'header values with $, quotes, a backslash, ; and } are served');
+is($hdrs->{'x-echo-set'}, 'cost $host ${request_uri} "q" \\ ; }', 'set: the value reaches the backend as written');
+is($hdrs->{'x-echo-add'}, '$remote_addr', 'add: the value reaches the backend as written');
+is($hdrs->{'x-gateway'}, '$server_name;#', 'response add: the value reaches the client as written');
 
 stop_served();

@@ -2,6 +2,7 @@
 // TLSRoute, with their parentRefs, matches, filters and backendRefs; the CRD
 // schema and CEL rules re-checked.
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <regex>
 #include <set>
@@ -17,6 +18,27 @@
 namespace g2n {
 
 namespace {
+
+const char *const kPathCharacters =
+    "a path holds letters, digits, -._~!$&'()*+,;=:@/ and %XX escapes only";
+
+// The HTTPRoute CRD's pattern for Exact and PathPrefix values:
+// ^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$
+bool crd_path_characters(const std::string &path)
+{
+    auto hex = [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)) != 0; };
+    if (path.empty()) return false;
+    for (size_t i = 0; i < path.size(); i++) {
+        char ch = path[i];
+        if (std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("-/._~!$&'()*+,;=:@", ch) != nullptr) continue;
+        if (ch == '%' && i + 2 < path.size() && hex(path[i + 1]) && hex(path[i + 2])) {
+            i += 2;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
 
 ParentRef parse_parent_ref(const Document &doc, const YamlNode &node, const std::string &path)
 {
@@ -139,8 +161,8 @@ RouteMatch parse_match(const Document &doc, const YamlNode &node, const std::str
                                                           + "' when type one of ['Exact', 'PathPrefix']");
                 }
             }
-            if (m.path.find_first_of("{};\"' \t") != std::string::npos) {
-                doc.fail(p, path + ".path.value", "contains a character nginx cannot take in a location");
+            if (!crd_path_characters(m.path)) {
+                doc.fail(p, path + ".path.value", kPathCharacters);
             }
         }
     }
@@ -187,12 +209,12 @@ bool valid_header_name(const std::string &name)
 
 const char *const kVariableSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-// A value nginx can carry literally: no variable sign, quote, backslash or
-// control character.
-bool literal_header_value(const std::string &value)
+// An HTTP field value: no control character but a tab. Anything else,
+// "$" and quotes included, reaches nginx literally through nginx::Token.
+bool valid_header_value(const std::string &value)
 {
     return std::none_of(value.begin(), value.end(), [](char ch) {
-        return ch == '$' || ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20;
+        return (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f;
     });
 }
 
@@ -211,8 +233,8 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
                 doc.fail(h, hpath + ".name", "not a valid header name: \"" + name + "\"");
             }
             if (value.size() > 4096) doc.fail(h, hpath + ".value", "must be at most 4096 characters");
-            if (!literal_header_value(value)) {
-                *unsupported = "header value of " + name + " holds $, a quote, a backslash or a control character";
+            if (!valid_header_value(value)) {
+                doc.fail(h, hpath + ".value", "must not hold control characters");
             } else if (!nginx::fits_script(value)) {
                 // the CRD allows 4,096 characters, nginx reads less as one argument
                 *unsupported = "header value of " + name + " is longer than nginx takes as one argument";
@@ -254,9 +276,10 @@ PathModifier parse_path_modifier(const Document &doc, const YamlNode &node, cons
     } else {
         doc.fail(node, path + ".type", "expected ReplaceFullPath or ReplacePrefixMatch");
     }
-    if (p.value.empty() || p.value[0] != '/' || !literal_header_value(p.value)
-        || p.value.find_first_of(" {};'") != std::string::npos) {
-        doc.fail(node, path, "the replacement must be an absolute path nginx can take literally");
+    // absolute (a rewrite to "http://..." would be a redirect), and the
+    // characters the CRD allows in a path
+    if (p.value.empty() || p.value[0] != '/' || !crd_path_characters(p.value) || p.value.size() > 1024) {
+        doc.fail(node, path, "the replacement must be an absolute path (" + std::string(kPathCharacters) + ")");
     }
     return p;
 }
