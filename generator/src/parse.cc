@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,21 @@
 #include "parse_fields.h"
 
 namespace g2n {
+
+std::string printable(const std::string &text)
+{
+    std::string out;
+    for (unsigned char ch : text) {
+        if (ch < 0x20 || ch == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof(buf), "\\x%02x", ch);
+            out += buf;
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out;
+}
 
 std::string SourcePos::text() const
 {

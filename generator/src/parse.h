@@ -16,6 +16,11 @@ public:
     explicit InputError(const std::string &message) : std::runtime_error(message) {}
 };
 
+// Text for a diagnostic line on a terminal or in a log: input in it
+// (names, values quoted in messages) cannot start a line of its own or send
+// control sequences. Control bytes and DEL become \xNN.
+std::string printable(const std::string &text);
+
 // Reads every document of the stream into *out, scanning the YAML on
 // `jobs` threads when jobs > 1 (the result does not depend on it). Throws
 // InputError: the first error in input order.

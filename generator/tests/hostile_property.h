@@ -246,20 +246,15 @@ inline Rendered render_for_property(const std::string &yaml)
         g2n::Plan plan = g2n::resolve(m, options);
         for (const g2n::ObjectStatus &st : plan.statuses) {
             out.statuses += std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name + ":";
-            for (const g2n::Condition &c : st.conditions) {
-                out.statuses += " " + std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason);
-            }
-            for (const auto &ref : st.refs) {
-                for (const g2n::Condition &c : ref.conditions) {
-                    out.statuses += " " + ref.name + "/" + ref.section_name + ":" + std::string(c.type) + "=" + std::string(c.status) + "/"
+            auto conditions = [&](const std::string &where, const std::vector<g2n::Condition> &conds) {
+                for (const g2n::Condition &c : conds) {
+                    out.statuses += " " + where + std::string(c.type) + "=" + std::string(c.status) + "/"
                                     + std::string(c.reason);
                 }
-            }
-            for (const auto &l : st.listeners) {
-                for (const g2n::Condition &c : l.conditions) {
-                    out.statuses += " " + l.name + ":" + std::string(c.type) + "=" + std::string(c.status);
-                }
-            }
+            };
+            conditions("", st.conditions);
+            for (const auto &ref : st.refs) conditions(ref.name + "/" + ref.section_name + ":", ref.conditions);
+            for (const auto &l : st.listeners) conditions(l.name + ":", l.conditions);
             out.statuses += "\n";
         }
         for (const std::string &text : {g2n::render_nginx_conf(plan, options), g2n::render_http_conf(plan, options),
@@ -367,7 +362,7 @@ public:
         std::vector<std::string> texts = texts_;
         texts[p.document] = emit_one(doc);
         Rendered r = render_for_property(join(texts));
-        std::string at = p.where + (p.is_key ? " (key)" : "") + " = \"" + printable(value) + "\": ";
+        std::string at = p.where + (p.is_key ? " (key)" : "") + " = \"" + g2n::printable(value.substr(0, 60)) + (value.size() > 60 ? "..." : "") + "\": ";
         // a value YAML cannot carry (the emitter's own limits) is no input of ours
         if (r.error.find(": invalid YAML: ") != std::string::npos && r.error.find("hostile.yaml") != std::string::npos) {
             return "";
@@ -398,21 +393,6 @@ public:
         return std::all_of(value.begin(), value.end(), [](char ch) {
             return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-';
         });
-    }
-
-    static std::string printable(const std::string &text)
-    {
-        std::string out;
-        for (unsigned char ch : text.substr(0, 60)) {
-            if (ch < 0x20 || ch >= 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof(buf), "\\x%02x", ch);
-                out += buf;
-            } else {
-                out += static_cast<char>(ch);
-            }
-        }
-        return text.size() > 60 ? out + "..." : out;
     }
 
 private:

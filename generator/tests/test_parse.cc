@@ -331,3 +331,11 @@ BOOST_AUTO_TEST_CASE(unsupported_api_version)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Diagnostics carry input (names, quoted values): a newline or an escape
+// sequence in it must not start a forged line on stderr.
+BOOST_AUTO_TEST_CASE(diagnostics_print_control_characters_as_escapes)
+{
+    BOOST_TEST(g2n::printable("a\nb\r\x1b[31m\x7f\tz") == "a\\x0ab\\x0d\\x1b[31m\\x7f\\x09z");
+    BOOST_TEST(g2n::printable("caf\xc3\xa9 ns/name") == "caf\xc3\xa9 ns/name");
+}
