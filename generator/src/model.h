@@ -2,6 +2,7 @@
 // structs, validated field by field, with where each came from.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -9,6 +10,11 @@
 #include <vector>
 
 namespace g2n {
+
+// The longest hostname ("*." and a 253-byte DNS name) and HTTP header name
+// validation lets through: nginx's hashes of them are sized for these.
+inline constexpr size_t kMaxHostnameBytes = 255;
+inline constexpr size_t kMaxHeaderNameBytes = 256;
 
 // FILE:LINE:COL of a value in the input, 1-based.
 struct SourcePos {

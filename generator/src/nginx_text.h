@@ -32,6 +32,16 @@ public:
 // escapes included, stays below it with room to spare.
 inline constexpr size_t kMaxTokenBytes = 4000;
 
+// The *_hash_bucket_size nginx needs for keys of up to `longest_key`
+// bytes, a multiple of 64: ngx_hash_init refuses a key whose element (a
+// pointer, then the length and the key padded to a pointer) and the
+// bucket's closing pointer do not fit ("you should increase ...").
+inline constexpr size_t hash_bucket_size(size_t longest_key)
+{
+    size_t element = sizeof(void *) + (longest_key + 2 + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    return (element + sizeof(void *) + 63) / 64 * 64;
+}
+
 // The variable that holds a literal "$" (geo $gateway_tls_dollar, written
 // once in http{}): input text in a directive that interpolates variables
 // gets it in place of each "$".

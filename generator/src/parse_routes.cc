@@ -90,8 +90,12 @@ std::string nginx_regex_error(const std::string &regex)
     PCRE2_SIZE offset = 0;
     pcre2_code *re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(), 0, &code, &offset, nullptr);
     if (re != nullptr) {
+        // nginx makes every named group a variable of that name: `(?<uri>)`
+        // fails nginx -t, and others would overwrite variables we rely on
+        uint32_t named_groups = 0;
+        pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &named_groups);
         pcre2_code_free(re);
-        return "";
+        return named_groups == 0 ? "" : "named groups are not supported (nginx makes each a variable)";
     }
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(code, message, sizeof(message));
@@ -204,7 +208,7 @@ BackendRef parse_backend_ref(const Document &doc, const YamlNode &node, const st
 bool valid_header_name(const std::string &name)
 {
     static const std::regex re("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$");
-    return !name.empty() && name.size() <= 256 && std::regex_match(name, re);
+    return !name.empty() && name.size() <= kMaxHeaderNameBytes && std::regex_match(name, re);
 }
 
 const char *const kVariableSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -409,6 +409,11 @@ void render_location(nginx::Writer &w, Splits &splits, const Location &l)
 
 std::vector<nginx::Token> resolver_arguments(const std::string &resolver);
 
+nginx::Token hash_bucket_size(size_t longest_key)
+{
+    return nginx::Token::number(static_cast<long>(nginx::hash_bucket_size(longest_key)));
+}
+
 std::string render_nginx_conf(const Plan &plan, const Options &o)
 {
     std::ostringstream out;
@@ -438,6 +443,10 @@ std::string render_nginx_conf(const Plan &plan, const Options &o)
     w.directive("fastcgi_temp_path", {"temp/fastcgi"});
     w.directive("uwsgi_temp_path", {"temp/uwsgi"});
     w.directive("scgi_temp_path", {"temp/scgi"});
+    // server names and header names are the tenants': nginx's hashes of
+    // them must take the longest that validation lets through
+    w.directive("server_names_hash_bucket_size", {hash_bucket_size(kMaxHostnameBytes)});
+    w.directive("proxy_headers_hash_bucket_size", {hash_bucket_size(kMaxHeaderNameBytes)});
     if (!o.resolver.empty()) w.directive("resolver", resolver_arguments(o.resolver));
     w.blank();
     w.directive("include", {"http.conf"});
@@ -445,6 +454,8 @@ std::string render_nginx_conf(const Plan &plan, const Options &o)
     if (!plan.stream_servers.empty()) {
         w.blank();
         w.open("stream");
+        // before any map, which fixes the size: the SNI maps of TLSRoute hostnames
+        w.directive("map_hash_bucket_size", {hash_bucket_size(kMaxHostnameBytes)});
         // the SNI, read by ssl_preread (Passthrough) or the handshake (Terminate)
         w.open("map", {"$ssl_preread_server_name", "$gateway_tls_sni"});
         w.entry(nginx::Token::map_key(""), {"$ssl_server_name"});
