@@ -20,10 +20,13 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <signal.h>
 #include <thread>
 #include <unistd.h>
 
+#include "isolate.h"
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
@@ -200,14 +203,36 @@ bool drop_privileges(uid_t uid, gid_t gid)
            && ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0) == 0;
 }
 
+// Why nginx refuses a configuration, from the error log of nginx -t: its
+// last error, with the checked directory's prefix taken off the paths.
+std::string refusal_in_log(const fs::path &log, const std::string &prefix, int status)
+{
+    std::ifstream in(log);
+    std::string line;
+    std::string last;
+    while (std::getline(in, line)) {
+        for (const char *level : {"[emerg] ", "[alert] ", "[crit] "}) {
+            size_t at = line.find(level);
+            if (at == std::string::npos) continue;
+            size_t text = line.find(": ", at);  // after "PID#TID"
+            last = text == std::string::npos ? line.substr(at) : line.substr(text + 2);
+            break;
+        }
+    }
+    if (last.empty()) return "nginx -t exited with status " + std::to_string(status);
+    for (size_t at; (at = last.find(prefix)) != std::string::npos;) last.erase(at, prefix.size());
+    return last;
+}
+
 // nginx -t on the staged directory, started with fork and execv (no shell
-// ever sees a path). Run as root, the check runs as the unprivileged user
-// nobody, on a copy of the configuration in a fresh directory under /tmp
-// that belongs to that user (the output's own directory may be out of its
-// reach): whatever the configuration makes nginx load runs without our
-// privileges but binding ports. Rendered paths are relative to the
-// prefix, so the copy checks what will be served.
-bool nginx_check(const std::string &nginx, const fs::path &staged)
+// ever sees a path); nullopt when nginx accepts it, else why not. Run as
+// root, the check runs as the unprivileged user nobody, on a copy of the
+// configuration in a fresh directory under /tmp that belongs to that user
+// (the output's own directory may be out of its reach): whatever the
+// configuration makes nginx load runs without our privileges but binding
+// ports. Rendered paths are relative to the prefix, so the copy checks
+// what will be served. `quiet`: nginx's own messages are not shown.
+std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::path &staged, bool quiet)
 {
     const bool root = ::geteuid() == 0;
     uid_t uid = 65534;
@@ -235,6 +260,10 @@ bool nginx_check(const std::string &nginx, const fs::path &staged)
     std::cerr.flush();
     pid_t pid = ::fork();
     if (pid == 0) {
+        if (quiet) {
+            int null = ::open("/dev/null", O_WRONLY);
+            if (null >= 0) ::dup2(null, STDERR_FILENO);
+        }
         if (root && !drop_privileges(uid, gid)) {
             std::perror("gateway2nginx: cannot drop privileges for nginx -t");
             ::_exit(127);
@@ -245,11 +274,81 @@ bool nginx_check(const std::string &nginx, const fs::path &staged)
     }
     int status = 0;
     bool ok = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    std::optional<std::string> refusal;
+    if (!ok) {
+        refusal = refusal_in_log(dir / "logs" / "check.log", prefix, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
     if (root) {
         std::error_code ec;
         fs::remove_all(dir, ec);
     }
-    return ok;
+    return refusal;
+}
+
+// Writes what `plan` renders to `staged`, made afresh.
+void write_staged(const Plan &plan, const Args &args, const fs::path &staged)
+{
+    fs::remove_all(staged);
+    fs::create_directories(staged / "logs");
+    fs::create_directories(staged / "temp");
+    fs::create_directories(staged / "certs");
+    ::chmod((staged / "certs").c_str(), 0700);
+    // status.yaml is as large as the configuration and independent of it
+    auto write_status = [&] {
+        write_file(staged / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, args.options); });
+    };
+    std::future<void> status = std::async(args.jobs > 1 ? std::launch::async : std::launch::deferred, write_status);
+    write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
+    write_file(staged / "http.conf", 0644, [&](std::ostream &out) { render_http_conf(out, plan, args.options); });
+    write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
+    status.get();
+    for (const OutputFile &f : plan.files) {
+        write_file(staged / f.path, f.content, f.mode);
+    }
+}
+
+// nginx -t refused the configuration of `manifests` (`refusal`): finds the
+// tenant objects at fault and stages the configuration without them, each
+// rejected with nginx's reason. nullopt when nginx refuses even the
+// configuration without any tenant object (the operator's to fix).
+std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal, const Args &args,
+                                          const fs::path &staged)
+{
+    std::cerr << "gateway2nginx: nginx -t refuses the configuration (" << printable(refusal)
+              << "); looking for the objects at fault\n";
+    const std::vector<TenantObject> objects = tenant_objects(manifests);
+    auto stage_with = [&](const std::vector<bool> &included, const std::function<std::string(size_t)> &why) {
+        std::vector<Exclusion> excluded;
+        for (size_t i = 0; i < objects.size(); i++) {
+            if (!included[i]) excluded.push_back({objects[i], why(i)});
+        }
+        Plan plan = resolve(without(manifests, excluded), args.options);
+        write_staged(plan, args, staged);
+        return plan;
+    };
+    auto refusal_with = [&](const std::vector<bool> &included) {
+        stage_with(included, [](size_t) { return "left out while looking for what nginx -t refuses"; });
+        return nginx_refusal(args.nginx, staged, true);
+    };
+    if (std::optional<std::string> r = refusal_with(std::vector<bool>(objects.size(), false))) {
+        std::cerr << "gateway2nginx: nginx -t refuses the configuration even without any route, policy or object "
+                     "of theirs: " << printable(*r) << "\n";
+        return std::nullopt;
+    }
+    std::vector<Refused> refused = find_refused(objects.size(), refusal, refusal_with);
+    std::vector<bool> included(objects.size(), true);
+    std::map<size_t, std::string> why;
+    for (const Refused &r : refused) {
+        included[r.index] = false;
+        why[r.index] = "nginx -t refuses the configuration with it: " + r.why;
+    }
+    Plan plan = stage_with(included, [&](size_t i) { return why[i]; });
+    if (std::optional<std::string> r = nginx_refusal(args.nginx, staged, false)) {
+        std::cerr << "gateway2nginx: nginx -t refuses the configuration without the objects at fault: "
+                  << printable(*r) << "\n";
+        return std::nullopt;
+    }
+    return plan;
 }
 
 // A fresh sibling directory, swapped with OUTDIR in one rename.
@@ -296,38 +395,27 @@ int main(int argc, char **argv)
     try {
         Plan plan = resolve(manifests, args.options);
         // the plan holds all that is written: the manifests go (halving the
-        // peak), freed beside the rendering when there is a thread for it
+        // peak), freed beside the rendering when there is a thread for it;
+        // --check keeps them for rendering without what nginx -t refuses
         std::future<void> released;
-        if (args.jobs > 1) {
+        if (!args.check && args.jobs > 1) {
             released = std::async(std::launch::async, [m = std::move(manifests)]() mutable { m = Manifests(); });
-        } else {
+        } else if (!args.check) {
             manifests = Manifests();
         }
+        write_staged(plan, args, staged);
+        if (args.check) {
+            if (std::optional<std::string> refusal = nginx_refusal(args.nginx, staged, false)) {
+                std::optional<Plan> isolated = stage_without_refused(manifests, *refusal, args, staged);
+                if (!isolated) {
+                    std::cerr << "gateway2nginx: nginx -t failed; " << outdir.string() << " is unchanged\n";
+                    fs::remove_all(staged);
+                    return 2;
+                }
+                plan = std::move(*isolated);
+            }
+        }
         for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << printable(w) << "\n";
-
-        fs::remove_all(staged);
-        fs::create_directories(staged / "logs");
-        fs::create_directories(staged / "temp");
-        fs::create_directories(staged / "certs");
-        ::chmod((staged / "certs").c_str(), 0700);
-        // status.yaml is as large as the configuration and independent of it
-        auto write_status = [&] {
-            write_file(staged / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, args.options); });
-        };
-        std::future<void> status = std::async(args.jobs > 1 ? std::launch::async : std::launch::deferred, write_status);
-        write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
-        write_file(staged / "http.conf", 0644, [&](std::ostream &out) { render_http_conf(out, plan, args.options); });
-        write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
-        status.get();
-        for (const OutputFile &f : plan.files) {
-            write_file(staged / f.path, f.content, f.mode);
-        }
-
-        if (args.check && !nginx_check(args.nginx, staged)) {
-            std::cerr << "gateway2nginx: nginx -t failed; " << outdir.string() << " is unchanged\n";
-            fs::remove_all(staged);
-            return 2;
-        }
         replace_dir(staged, outdir);
 
         if (!args.reload_pidfile.empty()) {

@@ -648,7 +648,8 @@ YAML
 
 # Writes YAML under the server root, runs gateway2nginx on it (with
 # --check), starts the backends and the generated nginx; returns the port
-# of the Gateway's port-80 listener. stop_served() stops both.
+# of the Gateway's port-80 listener (in list context, and the generator's
+# output). stop_served() stops both.
 sub serve_manifests {
     my $yaml = shift;
     my $dir = servroot();
@@ -665,7 +666,7 @@ sub serve_manifests {
         or Test::More::diag($out);
     start_backends();
     start_nginx("$dir/out", 'nginx.conf', 80 + $offset);
-    return 80 + $offset;
+    return wantarray ? (80 + $offset, $out) : 80 + $offset;
 }
 
 # Where a served configuration's gateway_tls_status answers.

@@ -1,0 +1,163 @@
+#include "isolate.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace g2n {
+
+namespace {
+
+using Kind = TenantObject::Kind;
+
+const ObjectMeta &meta_of(const Manifests &m, const TenantObject &o)
+{
+    switch (o.kind) {
+    case Kind::Secret: return m.secrets[o.index].meta;
+    case Kind::ConfigMap: return m.config_maps[o.index].meta;
+    case Kind::ReferenceGrant: return m.reference_grants[o.index].meta;
+    case Kind::BackendTLSPolicy: return m.backend_tls_policies[o.index].meta;
+    case Kind::Service: return m.services[o.index].meta;
+    case Kind::EndpointSlice: return m.endpoint_slices[o.index].meta;
+    case Kind::TLSRoute: return m.tls_routes[o.index].meta;
+    case Kind::HTTPRoute: return m.http_routes[o.index].meta;
+    }
+    return m.secrets[o.index].meta;  // not reached
+}
+
+template <typename T>
+void add_all(const std::vector<T> &objects, Kind kind, std::vector<TenantObject> *out)
+{
+    for (size_t i = 0; i < objects.size(); i++) out->push_back({kind, i});
+}
+
+// Erases the objects at `positions` (in any order) from `objects`.
+template <typename T>
+void erase_at(std::vector<T> *objects, std::vector<size_t> positions)
+{
+    std::sort(positions.begin(), positions.end());
+    positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+    for (auto it = positions.rbegin(); it != positions.rend(); ++it) objects->erase(objects->begin() + *it);
+}
+
+RejectedObject rejected(const std::string &api_version, const std::string &kind, const ObjectMeta &meta,
+                        const std::string &why)
+{
+    RejectedObject r;
+    r.api_version = api_version;
+    r.kind = kind;
+    r.meta = meta;
+    r.meta.labels.clear();
+    r.message = meta.pos.text() + ": " + why;
+    return r;
+}
+
+}  // namespace
+
+std::vector<TenantObject> tenant_objects(const Manifests &m)
+{
+    std::vector<TenantObject> all;
+    add_all(m.secrets, Kind::Secret, &all);
+    add_all(m.config_maps, Kind::ConfigMap, &all);
+    add_all(m.reference_grants, Kind::ReferenceGrant, &all);
+    // policies rejected at parse are invalid already: nothing to gain
+    for (size_t i = 0; i < m.backend_tls_policies.size(); i++) {
+        if (m.backend_tls_policies[i].invalid_reasons.empty()) all.push_back({Kind::BackendTLSPolicy, i});
+    }
+    add_all(m.services, Kind::Service, &all);
+    add_all(m.endpoint_slices, Kind::EndpointSlice, &all);
+    add_all(m.tls_routes, Kind::TLSRoute, &all);
+    add_all(m.http_routes, Kind::HTTPRoute, &all);
+    std::stable_sort(all.begin(), all.end(), [&m](const TenantObject &a, const TenantObject &b) {
+        const ObjectMeta &x = meta_of(m, a);
+        const ObjectMeta &y = meta_of(m, b);
+        return std::tie(a.kind, x.creation_timestamp, x.namespace_, x.name)
+               < std::tie(b.kind, y.creation_timestamp, y.namespace_, y.name);
+    });
+    return all;
+}
+
+Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
+{
+    Manifests out = m;
+    std::vector<size_t> positions[static_cast<size_t>(Kind::HTTPRoute) + 1];
+    for (const Exclusion &e : excluded) {
+        const TenantObject &o = e.object;
+        if (o.kind != Kind::BackendTLSPolicy) positions[static_cast<size_t>(o.kind)].push_back(o.index);
+        switch (o.kind) {
+        case Kind::Secret: out.rejected.push_back(rejected("v1", "Secret", m.secrets[o.index].meta, e.why)); break;
+        case Kind::ConfigMap:
+            out.rejected.push_back(rejected("v1", "ConfigMap", m.config_maps[o.index].meta, e.why));
+            break;
+        case Kind::ReferenceGrant:
+            out.rejected.push_back(rejected("gateway.networking.k8s.io/v1beta1", "ReferenceGrant",
+                                            m.reference_grants[o.index].meta, e.why));
+            break;
+        case Kind::BackendTLSPolicy: {
+            // kept, invalid: its targets fail closed
+            BackendTLSPolicy &p = out.backend_tls_policies[o.index];
+            p.invalid_reasons.push_back(e.why);
+            out.rejected.push_back(rejected(p.api_version, "BackendTLSPolicy", p.meta, e.why));
+            break;
+        }
+        case Kind::Service: out.rejected.push_back(rejected("v1", "Service", m.services[o.index].meta, e.why)); break;
+        case Kind::EndpointSlice:
+            out.rejected.push_back(
+                rejected("discovery.k8s.io/v1", "EndpointSlice", m.endpoint_slices[o.index].meta, e.why));
+            break;
+        case Kind::TLSRoute:
+        case Kind::HTTPRoute: {
+            const HTTPRoute &r = o.kind == Kind::TLSRoute ? m.tls_routes[o.index] : m.http_routes[o.index];
+            RejectedObject x = rejected(r.api_version, r.kind, r.meta, e.why);
+            x.parent_refs = r.parent_refs;
+            out.rejected.push_back(std::move(x));
+            break;
+        }
+        }
+    }
+    erase_at(&out.secrets, positions[static_cast<size_t>(Kind::Secret)]);
+    erase_at(&out.config_maps, positions[static_cast<size_t>(Kind::ConfigMap)]);
+    erase_at(&out.reference_grants, positions[static_cast<size_t>(Kind::ReferenceGrant)]);
+    erase_at(&out.services, positions[static_cast<size_t>(Kind::Service)]);
+    erase_at(&out.endpoint_slices, positions[static_cast<size_t>(Kind::EndpointSlice)]);
+    erase_at(&out.tls_routes, positions[static_cast<size_t>(Kind::TLSRoute)]);
+    erase_at(&out.http_routes, positions[static_cast<size_t>(Kind::HTTPRoute)]);
+    return out;
+}
+
+std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_all,
+                                  const std::function<std::optional<std::string>(const std::vector<bool> &)> &refusal)
+{
+    std::vector<bool> included(count, false);
+    std::vector<Refused> refused;
+    // Adds [begin, end) to what is included if nginx accepts that, else
+    // looks into its halves. `known` is the refusal of exactly that
+    // configuration when it was seen already. Returns whether anything in
+    // the range was refused.
+    std::function<bool(size_t, size_t, std::optional<std::string>)> add = [&](size_t begin, size_t end,
+                                                                             std::optional<std::string> known) {
+        if (begin == end) return false;
+        if (!known) {
+            std::fill(included.begin() + begin, included.begin() + end, true);
+            known = refusal(included);
+            if (!known) return false;
+            std::fill(included.begin() + begin, included.begin() + end, false);
+        }
+        if (end - begin == 1) {
+            refused.push_back({begin, *known});
+            return true;
+        }
+        size_t middle = begin + (end - begin) / 2;
+        // if nginx takes all of the first half, the configuration with the
+        // second half is the one refused already
+        if (!add(begin, middle, std::nullopt)) {
+            add(middle, end, known);
+        } else {
+            add(middle, end, std::nullopt);
+        }
+        return true;
+    };
+    add(0, count, refusal_of_all);
+    return refused;
+}
+
+}  // namespace g2n

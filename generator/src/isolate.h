@@ -1,0 +1,55 @@
+// When nginx -t refuses what was rendered, the tenant objects at fault, so
+// that the configuration is written without them and one tenant's object
+// costs only that tenant (the Gateways and GatewayClasses are the
+// operator's: a refusal without any tenant object is still fatal).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model.h"
+
+namespace g2n {
+
+// A tenant's object, by its kind and its place in Manifests.
+struct TenantObject {
+    enum class Kind { Secret, ConfigMap, ReferenceGrant, BackendTLSPolicy, Service, EndpointSlice, TLSRoute, HTTPRoute };
+    Kind kind;
+    size_t index;  // in the Manifests vector of that kind
+};
+
+// Every tenant object, in the order they are added to a configuration
+// nginx accepts: what routes refer to first, routes last, and in each kind
+// the oldest first. An object that fails only beside another is blamed when
+// it comes second: the newer of two, a route rather than the Service that
+// other routes share (Gateway API's rule for conflicts: the oldest wins).
+std::vector<TenantObject> tenant_objects(const Manifests &m);
+
+// `m` with the given objects left out, each reported as rejected with its
+// reason (FILE:LINE:COL: reason). A BackendTLSPolicy stays as an invalid
+// policy: the traffic it was to protect fails closed, never plain.
+struct Exclusion {
+    TenantObject object;
+    std::string why;
+};
+Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded);
+
+// Group testing over `count` objects. `refusal(included)` renders with
+// exactly the included objects and says why nginx refuses it (nullopt
+// when it accepts). Given that the configuration with every object is
+// refused with `refusal_of_all` and the one with none is accepted, returns
+// the objects at fault, each with the refusal that blamed it: every object
+// not returned was included in a configuration nginx accepted, and all of
+// those together are that configuration. About 2 d log2(count) checks for
+// d objects at fault.
+struct Refused {
+    size_t index;
+    std::string why;
+};
+std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_all,
+                                  const std::function<std::optional<std::string>(const std::vector<bool> &)> &refusal);
+
+}  // namespace g2n

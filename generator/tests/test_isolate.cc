@@ -1,0 +1,205 @@
+// Isolation of what nginx -t refuses: the group testing that finds the
+// objects at fault, the order blame follows, and the manifests without them.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "isolate.h"
+#include "render.h"
+#include "test_support.h"
+
+using namespace g2n;
+using namespace g2n_test;
+
+namespace {
+
+// A configuration nginx refuses when it holds any of `culprits`; counts checks.
+struct RefusesAny {
+    std::set<size_t> culprits;
+    size_t checks = 0;
+
+    std::optional<std::string> operator()(const std::vector<bool> &included)
+    {
+        checks++;
+        for (size_t c : culprits) {
+            if (included[c]) return "refused " + std::to_string(c);
+        }
+        return std::nullopt;
+    }
+};
+
+std::set<size_t> indices_of(const std::vector<Refused> &refused)
+{
+    std::set<size_t> out;
+    for (const Refused &r : refused) out.insert(r.index);
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(isolate)
+
+// Every set of culprits among up to 64 objects is found exactly, each with
+// the refusal that names it, within 2 d (log2 n + 1) checks.
+BOOST_AUTO_TEST_CASE(finds_exactly_the_objects_at_fault)
+{
+    std::mt19937 random(16);
+    size_t cases = 0;
+    for (size_t count = 1; count <= 64; count++) {
+        for (size_t faults = 1; faults <= std::min<size_t>(count, 5); faults++) {
+            RefusesAny nginx;
+            while (nginx.culprits.size() < faults) nginx.culprits.insert(random() % count);
+            std::vector<bool> all(count, true);
+            std::string refusal_of_all = *nginx(all);
+            std::vector<Refused> refused = find_refused(count, refusal_of_all, std::ref(nginx));
+            BOOST_TEST((indices_of(refused) == nginx.culprits), count << " objects, " << faults << " at fault");
+            for (const Refused &r : refused) {
+                BOOST_TEST(r.why == "refused " + std::to_string(r.index));
+            }
+            double bound = 2.0 * static_cast<double>(faults) * (std::log2(static_cast<double>(count)) + 1);
+            BOOST_TEST(static_cast<double>(nginx.checks - 1) <= bound, count << "/" << faults << ": " << nginx.checks);
+            cases++;
+        }
+    }
+    BOOST_TEST(cases > 250u);
+}
+
+// Two objects refused only together: the later is blamed, the earlier kept,
+// and what is kept is a configuration nginx accepts.
+BOOST_AUTO_TEST_CASE(of_two_in_conflict_the_later_is_refused)
+{
+    for (size_t first = 0; first < 12; first++) {
+        for (size_t second = first + 1; second < 12; second++) {
+            auto conflict = [&](const std::vector<bool> &included) -> std::optional<std::string> {
+                if (included[first] && included[second]) return std::string("conflict");
+                return std::nullopt;
+            };
+            std::vector<Refused> refused = find_refused(12, "conflict", conflict);
+            BOOST_TEST_REQUIRE(refused.size() == 1u);
+            BOOST_TEST(refused[0].index == second);
+            std::vector<bool> kept(12, true);
+            kept[second] = false;
+            BOOST_TEST(!conflict(kept));
+        }
+    }
+}
+
+const std::string kManifests = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: ns}
+spec: {ports: [{port: 443}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: app-1, namespace: ns, labels: {kubernetes.io/service-name: app}}
+ports: [{port: 8443}]
+endpoints: [{addresses: ["10.0.0.1"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: app-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: app}]
+  validation: {hostname: app.example.com, wellKnownCACertificates: System}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: new, namespace: ns, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: app, port: 443}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: old, namespace: ns, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {value: /old}}], backendRefs: [{name: app, port: 443}]}]
+)";
+
+// Routes come last, the oldest first; what they refer to comes before them.
+BOOST_AUTO_TEST_CASE(routes_last_and_the_oldest_first)
+{
+    Manifests m = parse(kManifests);
+    std::vector<std::string> order;
+    for (const TenantObject &o : tenant_objects(m)) {
+        switch (o.kind) {
+        case TenantObject::Kind::Secret: order.push_back("Secret " + m.secrets[o.index].meta.name); break;
+        case TenantObject::Kind::BackendTLSPolicy:
+            order.push_back("BackendTLSPolicy " + m.backend_tls_policies[o.index].meta.name);
+            break;
+        case TenantObject::Kind::Service: order.push_back("Service " + m.services[o.index].meta.name); break;
+        case TenantObject::Kind::EndpointSlice:
+            order.push_back("EndpointSlice " + m.endpoint_slices[o.index].meta.name);
+            break;
+        case TenantObject::Kind::HTTPRoute: order.push_back("HTTPRoute " + m.http_routes[o.index].meta.name); break;
+        default: order.push_back("other"); break;
+        }
+    }
+    std::vector<std::string> expected{"Secret cert", "BackendTLSPolicy app-tls", "Service app",
+                                      "EndpointSlice app-1", "HTTPRoute old", "HTTPRoute new"};
+    BOOST_TEST(order == expected, boost::test_tools::per_element());
+}
+
+// A route left out is rejected with its parents, so its status says why;
+// a Service goes; a policy stays, invalid, so that its Service fails closed.
+BOOST_AUTO_TEST_CASE(what_is_left_out_is_reported_and_a_policy_fails_closed)
+{
+    Manifests m = parse(kManifests);
+    std::vector<Exclusion> excluded;
+    for (const TenantObject &o : tenant_objects(m)) {
+        if (o.kind == TenantObject::Kind::HTTPRoute && m.http_routes[o.index].meta.name == "new") {
+            excluded.push_back({o, "nginx -t refuses the configuration with it: because"});
+        }
+        if (o.kind == TenantObject::Kind::BackendTLSPolicy) excluded.push_back({o, "nginx -t refuses it too"});
+    }
+    BOOST_TEST_REQUIRE(excluded.size() == 2u);
+    Manifests left = without(m, excluded);
+    BOOST_TEST_REQUIRE(left.http_routes.size() == 1u);
+    BOOST_TEST(left.http_routes[0].meta.name == "old");
+    BOOST_TEST_REQUIRE(left.backend_tls_policies.size() == 1u);
+    BOOST_TEST(left.backend_tls_policies[0].invalid_reasons.size() == 1u);
+    BOOST_TEST_REQUIRE(left.rejected.size() == 2u);
+    auto route = std::find_if(left.rejected.begin(), left.rejected.end(),
+                              [](const RejectedObject &r) { return r.kind == "HTTPRoute"; });
+    BOOST_TEST_REQUIRE((route != left.rejected.end()));
+    BOOST_TEST(route->meta.name == "new");
+    BOOST_TEST(route->parent_refs.size() == 1u);
+    BOOST_TEST(route->message.rfind("in.yaml:", 0) == 0u, route->message);
+
+    Plan plan = resolve(left, Options{});
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "new")) == "gw:Accepted=False/UnsupportedValue ");
+    const std::string status_message{status_of(plan, "HTTPRoute", "new").refs.at(0).conditions.at(0).message};
+    BOOST_TEST(status_message.find("nginx -t refuses the configuration with it: because") != std::string::npos);
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "app-tls")).find("Accepted=False") != std::string::npos);
+    std::string http;
+    {
+        std::ostringstream out;
+        render_http_conf(out, plan, Options{});
+        http = out.str();
+    }
+    BOOST_TEST(http.find("server 10.0.0.1:8443") == std::string::npos, "the Service behind an invalid policy is never reached");
+    BOOST_TEST(http.find("unusable") != std::string::npos);
+
+    // the Service left out: its routes find no backend, nothing else changes
+    std::vector<Exclusion> service;
+    for (const TenantObject &o : tenant_objects(m)) {
+        if (o.kind == TenantObject::Kind::Service) service.push_back({o, "why"});
+    }
+    Manifests no_service = without(m, service);
+    BOOST_TEST(no_service.services.empty());
+    BOOST_TEST(no_service.http_routes.size() == 2u);
+    BOOST_TEST(no_service.rejected.at(0).kind == "Service");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
