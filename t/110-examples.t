@@ -93,13 +93,17 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     is_deeply([grep { /^\.spiffe-backend-1\.new-/ } readdir $dh], [], 'a failed write leaves no staging directory');
 }
 
-# a failing nginx check: exit 2, OUTDIR untouched
+# a failing nginx check that no tenant object explains (here nginx cannot
+# load the module, without any route or policy either) is the operator's:
+# exit 2, saying what nginx said, OUTDIR untouched
 {
     my $before = files_under("$dir/spiffe-backend-1");
     my ($rc, $out) = run_generator('-f', "$root/conf-examples/gateway.yaml",
                                    '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
                                    '-o', "$dir/spiffe-backend-1", '--module-dir', '/nonexistent', '--check');
     is($rc, 2, 'a failing nginx -t exits 2');
+    like($out, qr{nginx -t refuses the configuration even without any route, policy or object of theirs: dlopen\(\) "/nonexistent/},
+         'and says that no tenant object is at fault, with what nginx said');
     is_deeply(files_under("$dir/spiffe-backend-1"), $before, 'a failing nginx -t leaves OUTDIR as it was');
 }
 

@@ -135,15 +135,3 @@ for my $path ('/late', '/long') {
 like(join("\n", @{$status->{'HTTPRoute ns/late'} || []}), qr{ns/gw: Accepted=True/Accepted}, 'late: Accepted');
 unlike(slurp("$dir/out/http.conf"), qr/nowhere/, 'what nginx refused is not in the configuration');
 stop_served();
-
-# a refusal no tenant object explains is the operator's: exit 2, and the
-# output as it was (an nginx that cannot load the module refuses everything)
-{
-    my ($rc, $check_out) = run_generator('-f', "$dir/manifests.yaml", '-o', "$dir/out", '--check',
-                                         '--module-dir', "$dir/no-such-dir", '--port-offset', server_port() + 20 - 80,
-                                         '--listen-address', '127.0.0.1', '--status-listen', 'off');
-    is($rc, 2, 'nginx -t refusing even without any tenant object: exit 2');
-    like($check_out, qr/refuses the configuration even without any route, policy or object of theirs: .*no-such-dir/,
-         'and says so, with what nginx said');
-    like(slurp("$dir/out/status.yaml"), qr/nowhere-1/, 'the output is left as it was');
-}

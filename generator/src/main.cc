@@ -76,7 +76,9 @@ would show.
 Output: nginx.conf (run as `nginx -p OUTDIR -c nginx.conf`), http.conf,
 stream.conf, certs/, logs/, temp/, status.yaml.
 Exit status: 0 configuration written (rejected objects are in status.yaml),
-1 bad input (FILE:LINE:COL: message), 2 the nginx check failed (OUTDIR untouched).
+1 bad input (FILE:LINE:COL: message), 2 nginx -t refuses the configuration even
+without any route, policy or object of theirs (OUTDIR untouched); what it
+refuses because of a tenant's object is rendered without that object.
 )";
 
 struct Args {
