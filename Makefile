@@ -109,7 +109,7 @@ test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no \
 	  --run_test='!hostile_input'
 
-test-nginx: module $(GENERATOR) $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
+test-nginx: module $(GENERATOR) $(BUILD)/generator_tests $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
 	$(if $(filter 1,$(SANITIZE)),rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS))
 	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
 	$(if $(filter 1,$(SANITIZE)),@$(SAN_CHECK))

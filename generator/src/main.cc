@@ -2,13 +2,6 @@
 //   parse (YAML -> typed objects) -> resolve (attachment, references,
 //   conflicts, conditions) -> render (nginx text, status) -> write OUTDIR
 #include <fcntl.h>
-#include <linux/capability.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <grp.h>
-#include <pwd.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,8 +20,9 @@
 #include <unistd.h>
 
 #include "isolate.h"
+#include "nginx_check.h"
+#include "output.h"
 #include "parse.h"
-#include "render.h"
 #include "resolve.h"
 
 #ifndef GATEWAY2NGINX_VERSION
@@ -163,152 +157,6 @@ Args parse_args(int argc, char **argv)
     return a;
 }
 
-void write_file(const fs::path &path, int mode, const std::function<void(std::ostream &)> &write)
-{
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary);
-    write(out);
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + path.string());
-    ::chmod(path.c_str(), static_cast<mode_t>(mode));
-}
-
-void write_file(const fs::path &path, const std::string &content, int mode)
-{
-    write_file(path, mode, [&](std::ostream &out) { out << content; });
-}
-
-// Changes the owner of everything below `dir` (not following links).
-void chown_tree(const fs::path &dir, uid_t uid, gid_t gid)
-{
-    ::lchown(dir.c_str(), uid, gid);
-    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-        if (::lchown(it->path().c_str(), uid, gid) != 0) {
-            throw std::runtime_error("cannot change the owner of " + it->path().string() + ": " + std::strerror(errno));
-        }
-    }
-}
-
-// Becomes uid/gid with one capability left, CAP_NET_BIND_SERVICE, kept
-// across execv as an ambient capability: nginx -t binds the listeners
-// (ports 80 and 443 among them) and may do nothing else a root could.
-bool drop_privileges(uid_t uid, gid_t gid)
-{
-    if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0
-        || ::setuid(uid) != 0) {
-        return false;
-    }
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2] = {};
-    data[0].effective = data[0].permitted = data[0].inheritable = 1u << CAP_NET_BIND_SERVICE;
-    return ::syscall(SYS_capset, &header, data) == 0
-           && ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0) == 0;
-}
-
-// Why nginx refuses a configuration, from the error log of nginx -t: its
-// last error, with the checked directory's prefix taken off the paths.
-std::string refusal_in_log(const fs::path &log, const std::string &prefix, int status)
-{
-    std::ifstream in(log);
-    std::string line;
-    std::string last;
-    while (std::getline(in, line)) {
-        for (const char *level : {"[emerg] ", "[alert] ", "[crit] "}) {
-            size_t at = line.find(level);
-            if (at == std::string::npos) continue;
-            size_t text = line.find(": ", at);  // after "PID#TID"
-            last = text == std::string::npos ? line.substr(at) : line.substr(text + 2);
-            break;
-        }
-    }
-    if (last.empty()) return "nginx -t exited with status " + std::to_string(status);
-    for (size_t at; (at = last.find(prefix)) != std::string::npos;) last.erase(at, prefix.size());
-    return last;
-}
-
-// nginx -t on the staged directory, started with fork and execv (no shell
-// ever sees a path); nullopt when nginx accepts it, else why not. Run as
-// root, the check runs as the unprivileged user nobody, on a copy of the
-// configuration in a fresh directory under /tmp that belongs to that user
-// (the output's own directory may be out of its reach): whatever the
-// configuration makes nginx load runs without our privileges but binding
-// ports. Rendered paths are relative to the prefix, so the copy checks
-// what will be served. `quiet`: nginx's own messages are not shown.
-std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::path &staged, bool quiet)
-{
-    const bool root = ::geteuid() == 0;
-    uid_t uid = 65534;
-    gid_t gid = 65534;
-    fs::path dir = staged;
-    if (root) {
-        if (const struct passwd *pw = ::getpwnam("nobody")) {
-            uid = pw->pw_uid;
-            gid = pw->pw_gid;
-        }
-        std::string tmpl = (fs::temp_directory_path() / "gateway2nginx-check-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            throw std::runtime_error("cannot make a directory for nginx -t: " + std::string(std::strerror(errno)));
-        }
-        dir = tmpl;
-        fs::copy(staged, dir, fs::copy_options::recursive);
-        chown_tree(dir, uid, gid);
-    }
-    const std::string prefix = dir.string() + "/";
-    std::vector<std::string> args{nginx, "-t", "-q", "-e", "logs/check.log", "-p", prefix, "-c", "nginx.conf"};
-    std::vector<char *> argv;
-    for (std::string &a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::cout.flush();
-    std::cerr.flush();
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        if (quiet) {
-            int null = ::open("/dev/null", O_WRONLY);
-            if (null >= 0) ::dup2(null, STDERR_FILENO);
-        }
-        if (root && !drop_privileges(uid, gid)) {
-            std::perror("gateway2nginx: cannot drop privileges for nginx -t");
-            ::_exit(127);
-        }
-        ::execv(argv[0], argv.data());
-        std::fprintf(stderr, "gateway2nginx: cannot run %s: %s\n", printable(nginx).c_str(), std::strerror(errno));
-        ::_exit(127);
-    }
-    int status = 0;
-    bool ok = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    std::optional<std::string> refusal;
-    if (!ok) {
-        refusal = refusal_in_log(dir / "logs" / "check.log", prefix, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    }
-    if (root) {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-    return refusal;
-}
-
-// Writes what `plan` renders to `staged`, made afresh.
-void write_staged(const Plan &plan, const Args &args, const fs::path &staged)
-{
-    fs::remove_all(staged);
-    fs::create_directories(staged / "logs");
-    fs::create_directories(staged / "temp");
-    fs::create_directories(staged / "certs");
-    ::chmod((staged / "certs").c_str(), 0700);
-    // status.yaml is as large as the configuration and independent of it
-    auto write_status = [&] {
-        write_file(staged / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, args.options); });
-    };
-    std::future<void> status = std::async(args.jobs > 1 ? std::launch::async : std::launch::deferred, write_status);
-    write_file(staged / "nginx.conf", render_nginx_conf(plan, args.options), 0644);
-    write_file(staged / "http.conf", 0644, [&](std::ostream &out) { render_http_conf(out, plan, args.options); });
-    write_file(staged / "stream.conf", render_stream_conf(plan), 0644);
-    status.get();
-    for (const OutputFile &f : plan.files) {
-        write_file(staged / f.path, f.content, f.mode);
-    }
-}
-
 // nginx -t refused the configuration of `manifests` (`refusal`): finds the
 // tenant objects at fault and stages the configuration without them, each
 // rejected with nginx's reason. nullopt when nginx refuses even the
@@ -325,7 +173,7 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
             if (!included[i]) excluded.push_back({objects[i], why(i)});
         }
         Plan plan = resolve(without(manifests, excluded), args.options);
-        write_staged(plan, args, staged);
+        write_configuration(plan, args.options, staged, args.jobs > 1);
         return plan;
     };
     auto refusal_with = [&](const std::vector<bool> &included) {
@@ -405,7 +253,7 @@ int main(int argc, char **argv)
         } else if (!args.check) {
             manifests = Manifests();
         }
-        write_staged(plan, args, staged);
+        write_configuration(plan, args.options, staged, args.jobs > 1);
         if (args.check) {
             if (std::optional<std::string> refusal = nginx_refusal(args.nginx, staged, false)) {
                 std::optional<Plan> isolated = stage_without_refused(manifests, *refusal, args, staged);

@@ -216,7 +216,11 @@ inline std::vector<std::string> hostile_values()
     return {"\"", "'", ";", "{", "}", "#", "$", "\\", "${host}", "a b", "x\" ; include /etc/passwd; \"",
             "x; } server { listen 1; location / { root /; } } #", "a\nb", "a\rb", std::string("a\0b", 3), "\xff\xfe",
             std::string(5000, 'a'), "*.example.com", "default", "include", "~.*", "engine:x", "/etc/passwd", "..",
-            "http://evil.example/", "0", "1000001", "99999999999", "", "a\\", "%", "spiffe://a b/x;y{z}", "x-#", "\xc3\xa9"};
+            "http://evil.example/", "0", "1000001", "99999999999", "", "a\\", "%", "spiffe://a b/x;y{z}", "x-#", "\xc3\xa9",
+            // the longest a DNS name, a label and a header name may be; a
+            // regex group nginx would make a variable
+            std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(61, 'd'),
+            std::string(63, 'l'), "X-" + std::string(254, 'h'), "/(?<uri>.*)"};
 }
 
 struct Rendered {
@@ -294,8 +298,9 @@ inline const std::set<std::string> &generator_vocabulary()
                  "server", "gateway_tls_status_zone"});
         add("events>", {"worker_connections"});
         add("http>", {"access_log", "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
-                      "scgi_temp_path", "resolver", "include"});
-        add("stream>", {"map", "log_format", "access_log", "resolver", "include"});
+                      "scgi_temp_path", "server_names_hash_bucket_size", "proxy_headers_hash_bucket_size",
+                      "resolver", "include"});
+        add("stream>", {"map_hash_bucket_size", "map", "log_format", "access_log", "resolver", "include"});
         add("stream>map>", {"<key>", "default"});
         add("geo>", {"default"});
         add("map>", {"<key>", "default", "hostnames"});
@@ -353,16 +358,31 @@ public:
     const std::vector<ScalarPath> &paths() const { return paths_; }
     const Rendered &baseline() const { return baseline_; }
 
-    // "" when the property holds for `value` at `paths()[index]`.
-    std::string check(size_t index, const std::string &value) const
+    // The manifests with `value` at `paths()[index]`.
+    std::string manifests_with(size_t index, const std::string &value) const
     {
         const ScalarPath &p = paths_.at(index);
         YAML::Node doc = YAML::Clone(documents_[p.document]);
         substitute(doc, p, 0, value);
         std::vector<std::string> texts = texts_;
         texts[p.document] = emit_one(doc);
-        Rendered r = render_for_property(join(texts));
-        std::string at = p.where + (p.is_key ? " (key)" : "") + " = \"" + g2n::printable(value.substr(0, 60)) + (value.size() > 60 ? "..." : "") + "\": ";
+        return join(texts);
+    }
+
+    // "FIELD = \"VALUE\": ", for messages.
+    std::string where(size_t index, const std::string &value) const
+    {
+        const ScalarPath &p = paths_.at(index);
+        return p.where + (p.is_key ? " (key)" : "") + " = \"" + g2n::printable(value.substr(0, 60))
+               + (value.size() > 60 ? "..." : "") + "\": ";
+    }
+
+    // "" when the property holds for `value` at `paths()[index]`.
+    std::string check(size_t index, const std::string &value) const
+    {
+        const ScalarPath &p = paths_.at(index);
+        Rendered r = render_for_property(manifests_with(index, value));
+        std::string at = where(index, value);
         // a value YAML cannot carry (the emitter's own limits) is no input of ours
         if (r.error.find(": invalid YAML: ") != std::string::npos && r.error.find("hostile.yaml") != std::string::npos) {
             return "";

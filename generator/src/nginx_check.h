@@ -1,0 +1,17 @@
+// nginx -t on a configuration gateway2nginx wrote: without a shell, and
+// when run as root, as an unprivileged user.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace g2n {
+
+// nginx -t (the binary `nginx`) on the configuration in `dir` (nginx.conf,
+// paths relative to it); nullopt when nginx accepts it, else why not: its
+// last error, paths relative to `dir`. `quiet`: nginx's own messages are
+// not shown on stderr.
+std::optional<std::string> nginx_refusal(const std::string &nginx, const std::filesystem::path &dir, bool quiet);
+
+}  // namespace g2n
