@@ -93,7 +93,7 @@ std::string json_string(const std::string &text)
         if (ch == '"' || ch == '\\') {
             out += '\\';
             out += static_cast<char>(ch);
-        } else if (ch < 0x20) {
+        } else if (ch < 0x20 || ch == 0x7f) {
             char buf[8];
             std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
             out += buf;
@@ -104,17 +104,24 @@ std::string json_string(const std::string &text)
     return out + "\"";
 }
 
-// Prometheus label values escape backslash, quote and newline.
+// Prometheus label values escape backslash, quote and newline; any other
+// control character (a name in nginx's text may hold "\r") is written as
+// the text \xHH, so that no reader splits a line on it.
 std::string label(const std::string &text)
 {
     std::string out;
     for (char ch : text) {
+        auto byte = static_cast<unsigned char>(ch);
         if (ch == '\\' || ch == '"') out += '\\';
         if (ch == '\n') {
             out += "\\n";
-            continue;
+        } else if (byte < 0x20 || byte == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof(buf), "\\\\x%02X", byte);
+            out += buf;
+        } else {
+            out += ch;
         }
-        out += ch;
     }
     return out;
 }

@@ -177,3 +177,30 @@ X-Verified-By: uri:spiffe://abc.example.com/test-identity
 [200, 502]
 --- error_log
 reason "chain"
+
+=== TEST 9: a backend's SANs reach logs and variables escaped: a CR, LF or quote in its certificate starts no line
+--- config
+    location /verified {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_FORGED;
+        proxy_ssl_name forged.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        add_header X-Peer-San $upstream_ssl_peer_san always;
+    }
+    location /refused {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_FORGED;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name ns/forged;
+    }
+--- request eval
+["GET /verified", "GET /refused"]
+--- error_code eval
+[200, 502]
+--- response_headers eval
+['X-Peer-San: dns:forged.example.com,dns:x\x0D\x0A2020/01/01 00:00:00 [emerg] 1#1: forged line \x22quoted\x22', '']
+--- error_log
+reason "name" (certificate does not match "abc.example.com"), peer SANs "dns:forged.example.com,dns:x\x0D\x0A2020/01/01 00:00:00 [emerg] 1#1: forged line \x22quoted\x22"
+--- no_error_log eval
+[qr/^2020\/01\/01 00:00:00 \[emerg\]/m, qr/forged line "quoted"/]

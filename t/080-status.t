@@ -77,19 +77,28 @@ __DATA__
         proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
         proxy_ssl_policy_name shop/lenient;
     }
+    # nginx's quoted strings may hold CR and LF: neither may split a line
+    location /odd {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_name abc.example.com;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name "shop/line\r\nbreak";
+    }
     location = /metrics {
         gateway_tls_status;
     }
 --- request eval
-["GET /good", "GET /lenient", "GET /metrics?format=prometheus"]
+["GET /good", "GET /lenient", "GET /odd", "GET /metrics?format=prometheus"]
 --- error_code eval
-[200, 200, 200]
+[200, 200, 200, 200]
 --- response_headers eval
-["", "", "Content-Type: text/plain; version=0.0.4"]
+["", "", "", "Content-Type: text/plain; version=0.0.4"]
 --- response_body_like eval
-["", "",
+["", "", "",
  'gateway_tls_handshakes_total\{policy="shop/quoted \\\\"name\\\\"",kind="proxy",result="verified",reason=""\} 1\n(?s:.*)' .
  'gateway_tls_handshakes_total\{policy="shop/lenient",kind="proxy",result="verified",reason=""\} 1\n(?s:.*)' .
+ 'gateway_tls_handshakes_total\{policy="shop/line\x5c\x5cx0D\x5cnbreak",kind="proxy",result="verified",reason=""\} 1\n(?s:.*)' .
  'gateway_tls_certificate_expiry_seconds\{policy="shop/lenient",kind="proxy"\} -\d+\n(?s:.*)' .
  'gateway_tls_insecure_scope\{policy="shop/lenient",kind="proxy",mode="allow_expired",file="[^"]+",line="\d+"\} 1\n']
 --- promtool

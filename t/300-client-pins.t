@@ -357,3 +357,28 @@ my $spki = Test::GatewayTLS::spki_pin('selfsigned');
 --- must_die
 --- error_log eval
 [qr/"ssl_verify_client_handshake" in \S+nginx.conf:\d+ needs "ssl_verify_client on"/]
+
+=== TEST 13: a client's SANs reach the error log escaped: whoever connects cannot write a line of its own
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "verify=$ssl_client_verify\n";
+    }
+--- config
+    location /forged {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/forged.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/forged.key;
+        proxy_ssl_session_reuse off;
+    }
+--- request
+GET /forged
+--- error_code: 502
+--- error_log
+reason "pin" (no pin matches the certificate), client SANs "dns:forged.example.com,dns:x\x0D\x0A2020/01/01 00:00:00 [emerg] 1#1: forged line \x22quoted\x22"
+--- no_error_log eval
+[qr/^2020\/01\/01 00:00:00 \[emerg\]/m, qr/forged line "quoted"/]

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -176,11 +177,33 @@ bool san_matches(const SanMatcher &matcher, const PresentedName &name)
     return false;
 }
 
+std::string escaped_text(std::string_view text, size_t limit)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(std::min(text.size(), limit));
+    for (size_t i = 0; i < text.size(); i++) {
+        if (i == limit) {
+            out += "...";
+            break;
+        }
+        auto ch = static_cast<unsigned char>(text[i]);
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+            out += "\\x";
+            out += hex[ch >> 4];
+            out += hex[ch & 0xf];
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out;
+}
+
 std::string presented_name_text(const PresentedName &name)
 {
     std::string out = san_type_name(name.type);
     out += ':';
-    out += name.type == SanType::Ip ? format_ip(name.value) : name.value;
+    out += name.type == SanType::Ip ? format_ip(name.value) : escaped_text(name.value, kMaxNameText);
     return out;
 }
 

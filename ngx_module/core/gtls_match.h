@@ -44,8 +44,17 @@ std::string format_ip(std::string_view binary);
 
 bool san_matches(const SanMatcher &matcher, const PresentedName &name);
 
-// "dns:NAME", "uri:URI", "ip:ADDR", "email:ADDR": the form used by logs and
+// Text from a certificate made safe for a log line, a variable or a
+// header: `"`, `\`, control characters and bytes from 0x7f as \xHH, as
+// nginx escapes variables in its access log; past `limit` bytes of input
+// the rest is "...". A peer writes what it likes into its certificate: a
+// CR or LF would start a forged line in the audit trail.
+std::string escaped_text(std::string_view text, size_t limit);
+
+// "dns:NAME", "uri:URI", "ip:ADDR", "email:ADDR", the value escaped and
+// at most kMaxNameText bytes of it: the form used by logs and
 // $upstream_ssl_peer_san.
+inline constexpr size_t kMaxNameText = 256;
 std::string presented_name_text(const PresentedName &name);
 
 }  // namespace gtls

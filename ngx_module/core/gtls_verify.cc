@@ -230,6 +230,11 @@ std::string PeerInfo::sans_text() const
         if (!out.empty()) {
             out += ',';
         }
+        // a certificate may carry thousands: a log line keeps the first
+        if (out.size() >= kMaxSansText) {
+            out += "...";
+            break;
+        }
         out += presented_name_text(name);
     }
     return out;

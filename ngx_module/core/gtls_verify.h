@@ -50,7 +50,10 @@ public:
     const std::string &spki_sha256_base64() const;  // likewise
     const unsigned char *cert_sha256() const;       // 32 bytes, or null likewise
     const unsigned char *spki_sha256() const;
-    std::string sans_text() const;  // "dns:a,uri:spiffe://..." for logs
+    // "dns:a,uri:spiffe://..." for logs and variables: each escaped
+    // (escaped_text), the list cut after kMaxSansText bytes
+    static constexpr size_t kMaxSansText = 1024;
+    std::string sans_text() const;
 
 private:
     struct Digest {

@@ -332,3 +332,41 @@ BOOST_AUTO_TEST_CASE(pinned_expired_leaf_needs_allow_expired)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A peer writes what it likes into its certificate (t/lib/make-certs.sh's
+// "forged": a dNSName holding CR, LF, a quote and a whole error-log line):
+// the text logs and variables carry of it is one line, escaped as nginx
+// escapes variables in its access log, and bounded.
+BOOST_AUTO_TEST_SUITE(peer_text)
+
+BOOST_AUTO_TEST_CASE(sans_from_a_certificate_are_escaped)
+{
+    Policy p = ca_policy();
+    add_san(p, "dns:abc.example.com");
+    Verdict v = run(p, "forged");
+    BOOST_TEST(v.text() == "FAILED:san");
+    std::string text = v.peer.sans_text();
+    BOOST_TEST(text == "dns:forged.example.com,dns:x\\x0D\\x0A2020/01/01 00:00:00 [emerg] 1#1: forged line "
+                       "\\x22quoted\\x22");
+    BOOST_TEST(text.find_first_of("\r\n\"") == std::string::npos);
+    // the raw name still takes part in matching, unchanged
+    BOOST_TEST(v.peer.sans.at(1).value.find("\r\n") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(escaping_covers_every_byte_and_is_bounded)
+{
+    for (int ch = 0; ch < 256; ch++) {
+        std::string out = escaped_text(std::string(1, static_cast<char>(ch)), 16);
+        bool plain = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
+        BOOST_TEST((out.size() == (plain ? 1u : 4u)), ch);
+        for (unsigned char o : out) BOOST_TEST((o >= 0x20 && o < 0x7f && o != '"'), ch);
+    }
+    BOOST_TEST(escaped_text(std::string(300, 'a'), 256) == std::string(256, 'a') + "...");
+    PeerInfo many;
+    for (int i = 0; i < 1000; i++) many.sans.push_back({SanType::Dns, std::string(40, 'n') + ".example.com"});
+    std::string text = many.sans_text();
+    BOOST_TEST(text.size() < PeerInfo::kMaxSansText + 64);
+    BOOST_TEST(text.substr(text.size() - 3) == "...");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

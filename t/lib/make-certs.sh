@@ -9,6 +9,8 @@
 #   notyet        SAN abc.example.com, validity in the future; by inter
 #   wildcard      SAN *.example.com; by inter
 #   ipemail       SANs IP 127.0.0.1, email ops@example.com; by inter
+#   forged        SANs forged.example.com and a DNS name holding CR, LF, a
+#                 quote and a whole forged error-log line; by inter
 #   selfsigned    SAN abc.example.com, its own issuer
 #   unrelated-ca  another root; untrusted signed by it (SAN abc.example.com)
 # Leaves last $GTLS_CERT_DAYS days (default 365).
@@ -84,7 +86,17 @@ key inter
 sign inter ca v3_ca DNS:unused
 cp inter.leaf.crt inter.crt
 
+# A SAN no CA should sign, as DER (the config cannot carry CR or LF): a
+# GeneralNames SEQUENCE of two dNSNames ([2] IA5String).
+hex() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+der_length() { printf '%02x' "$1"; }  # short form: below 128
+forged_1='forged.example.com'
+forged_2=$(printf 'x\r\n2020/01/01 00:00:00 [emerg] 1#1: forged line "quoted"')
+forged_names="82$(der_length ${#forged_1})$(hex "$forged_1")82$(der_length ${#forged_2})$(hex "$forged_2")"
+forged_san="DER:30$(der_length $(( ${#forged_names} / 2 )))$forged_names"
+
 for spec in \
+    "forged $forged_san" \
     "leaf DNS:abc.example.com,URI:spiffe://abc.example.com/test-identity,DNS:other.example.com" \
     "spiffe URI:spiffe://abc.example.com/test-identity" \
     "wrongsan DNS:wrong.example.com" \

@@ -42,7 +42,7 @@ sub nginx_binary { return $Nginx }
 
 # The backends every test can reach, by certificate name. leaf_h2 is the
 # leaf certificate again, speaking HTTP/2 for grpc_pass.
-my @Backends = qw(leaf spiffe wrongsan expired notyet selfsigned untrusted wildcard ipemail leaf_h2);
+my @Backends = qw(leaf spiffe wrongsan expired notyet selfsigned untrusted wildcard ipemail leaf_h2 forged);
 # TCP backends in stream{}: "tcp" answers in plaintext whether what it got
 # began with a TLS ClientHello and the SNI in it; "tcp_tls" terminates TLS
 # with the leaf certificate and answers the SNI it saw.
