@@ -326,8 +326,7 @@ ngx_int_t ngx_gtls_merge_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *conf,
 ngx_int_t ngx_gtls_check_gate(ngx_conf_t *cf, const ngx_gtls_policy_conf_t *pc,
                               ngx_uint_t insecure, const char *prefix)
 {
-    if (pc->policy == nullptr || insecure != NGX_GTLS_INSECURE_DENY
-        || !gtls::mode_is_insecure(pc->policy->mode)) {
+    if (pc->policy == nullptr || !gtls::gate_refuses(insecure == NGX_GTLS_INSECURE_DENY, pc->policy->mode)) {
         return NGX_OK;
     }
     ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -338,3 +337,17 @@ ngx_int_t ngx_gtls_check_gate(ngx_conf_t *cf, const ngx_gtls_policy_conf_t *pc,
     return NGX_ERROR;
 }
 
+// The same gate where the peer is chosen: false (and why, in the log) when
+// the server's gate refuses the policy the request or session reached.
+bool ngx_gtls_gate_admits(ngx_log_t *log, ngx_uint_t insecure, const gtls::Policy &policy, ngx_str_t *upstream,
+                          const char *prefix)
+{
+    if (!gtls::gate_refuses(insecure == NGX_GTLS_INSECURE_DENY, policy.mode)) {
+        return true;
+    }
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "gateway_tls: policy \"%s\" of upstream \"%V\" (\"%s_ssl_verify_mode %s\") is not allowed by "
+                  "\"proxy_ssl_verify_insecure deny\" in this server",
+                  policy.name.c_str(), upstream, prefix, gtls::mode_name(policy.mode));
+    return false;
+}

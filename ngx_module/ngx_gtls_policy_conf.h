@@ -75,3 +75,5 @@ ngx_int_t ngx_gtls_merge_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *conf,
                                 ngx_gtls_registry_t &registry);
 ngx_int_t ngx_gtls_check_gate(ngx_conf_t *cf, const ngx_gtls_policy_conf_t *pc,
                               ngx_uint_t insecure, const char *prefix);
+bool ngx_gtls_gate_admits(ngx_log_t *log, ngx_uint_t insecure, const gtls::Policy &policy, ngx_str_t *upstream,
+                          const char *prefix);

@@ -192,6 +192,12 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
             return NGX_ERROR;
         }
 
+        auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_gateway_tls_module));
+        if (!ngx_gtls_gate_admits(r->connection->log, scf->insecure, *policy, &us->host,
+                                  kind == NGX_HTTP_GTLS_GRPC ? "grpc" : "proxy")) {
+            return NGX_ERROR;
+        }
+
         state->balancer.policy = policy;
         state->balancer.sessions = &mcf->registry->sessions;
         state->balancer.verdict = &state->verdict;

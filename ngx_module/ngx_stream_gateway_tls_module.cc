@@ -184,6 +184,11 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
                       "without \"proxy_ssl on\"", policy->name.c_str(), &us->host);
         return NGX_ERROR;
     }
+    auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(
+        ngx_stream_get_module_srv_conf(s, ngx_stream_gateway_tls_module));
+    if (!ngx_gtls_gate_admits(s->connection->log, scf->insecure, *policy, &us->host, "proxy")) {
+        return NGX_ERROR;
+    }
     ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
     if (state == nullptr) {
         return NGX_ERROR;

@@ -284,3 +284,36 @@ qr/invalid value "insecure" in "grpc_ssl_verify_mode" directive/
 --- must_die
 --- error_log eval
 qr/"grpc_ssl_verify_mode strict" in \S+nginx.conf:\d+ needs a trust source/
+
+=== TEST 26: the gate holds where the peer is chosen: an insecure upstream{} reached through a variable is refused
+--- http_config
+    upstream insecure_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+        proxy_ssl_verify_mode skip;
+        proxy_ssl_policy_name ns/insecure;
+    }
+    upstream strict_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name ns/strict;
+    }
+--- config
+    proxy_ssl_verify_insecure deny;
+    location /insecure {
+        set $backend insecure_backend;
+        proxy_pass https://$backend;
+    }
+    location /strict {
+        set $backend strict_backend;
+        proxy_ssl_name abc.example.com;
+        proxy_pass https://$backend;
+    }
+--- request eval
+["GET /insecure/secret", "GET /strict"]
+--- error_code eval
+[500, 200]
+--- error_log
+gateway_tls: policy "ns/insecure" of upstream "insecure_backend" ("proxy_ssl_verify_mode skip") is not allowed by "proxy_ssl_verify_insecure deny" in this server
+--- no_backend_log
+/insecure/secret

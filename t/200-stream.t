@@ -240,3 +240,28 @@ SUCCESS tcp/spiffe
 --- no_error_log
 signal 11
 [alert]
+
+=== TEST 11: the gate holds where the peer is chosen: an insecure upstream{} reached through a variable is refused
+--- stream_config
+    upstream insecure_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_SELFSIGNED;
+        proxy_ssl_verify_mode skip;
+        proxy_ssl_policy_name tcp/insecure;
+    }
+    map $server_port $gtls_backend {
+        default insecure_backend;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_verify_insecure deny;
+        proxy_pass $gtls_backend;
+        proxy_ssl on;
+    }
+--- stream
+--- request
+GET /insecure
+--- error_code: 0
+--- error_log
+gateway_tls: policy "tcp/insecure" of upstream "insecure_backend" ("proxy_ssl_verify_mode skip") is not allowed by "proxy_ssl_verify_insecure deny" in this server
+--- no_backend_log
+/insecure

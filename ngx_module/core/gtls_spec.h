@@ -18,6 +18,10 @@ std::optional<Mode> parse_mode(std::string_view text);
 const char *mode_name(Mode mode);
 // allow_expired, skip_san and skip degrade verification (GEP-4152 "Insecure*").
 bool mode_is_insecure(Mode mode);
+// The operator's gate ("proxy_ssl_verify_insecure deny") refuses a policy
+// in an insecure mode wherever the two meet: at load, and where the peer
+// is chosen (an upstream{} reached through a variable is known only then).
+inline bool gate_refuses(bool gate_denies, Mode mode) { return gate_denies && mode_is_insecure(mode); }
 
 class Regex;  // compiled PCRE2 pattern, defined in gtls_match.cc
 

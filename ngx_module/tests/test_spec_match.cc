@@ -50,6 +50,11 @@ BOOST_AUTO_TEST_CASE(insecure_modes)
     BOOST_TEST(mode_is_insecure(Mode::AllowExpired));
     BOOST_TEST(mode_is_insecure(Mode::SkipSan));
     BOOST_TEST(mode_is_insecure(Mode::Skip));
+    // the operator's gate refuses exactly the insecure modes, and only when it denies
+    for (Mode mode : {Mode::Off, Mode::Strict, Mode::AllowExpired, Mode::SkipSan, Mode::Skip}) {
+        BOOST_TEST(gate_refuses(true, mode) == mode_is_insecure(mode));
+        BOOST_TEST(!gate_refuses(false, mode));
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
