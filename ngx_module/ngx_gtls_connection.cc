@@ -52,9 +52,9 @@ int ngx_gtls_x509_error(gtls::Reason reason)
     }
 }
 
-std::string ngx_gtls_session_key(const gtls::Policy *policy, ngx_peer_connection_t *pc)
+std::string ngx_gtls_session_key(const ngx_gtls_balancer_t *b, ngx_peer_connection_t *pc)
 {
-    std::string key(reinterpret_cast<const char *>(&policy), sizeof(policy));
+    std::string key = b->binding;
     key.append(reinterpret_cast<const char *>(pc->sockaddr), pc->socklen);
     return key;
 }
@@ -99,7 +99,7 @@ ngx_int_t ngx_gtls_set_session(ngx_peer_connection_t *pc, void *data)
     ngx_gtls_session_cache_t *cache = b->sessions;
     const gtls::Policy *policy = b->policy;
     try {
-        auto it = cache->find(ngx_gtls_session_key(policy, pc));
+        auto it = cache->find(ngx_gtls_session_key(b, pc));
         if (it == cache->end()) {
             return NGX_OK;
         }
@@ -110,6 +110,7 @@ ngx_int_t ngx_gtls_set_session(ngx_peer_connection_t *pc, void *data)
         // provisional: a full handshake replaces it with its own verdict
         conn->policy = policy;
         conn->verdict = it->second.verdict;
+        conn->binding = b->binding;
         return ngx_ssl_set_session(pc->connection, it->second.session);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
@@ -123,7 +124,7 @@ void ngx_gtls_save_session(ngx_peer_connection_t *pc, void *data)
     ngx_gtls_session_cache_t *cache = b->sessions;
     const gtls::Policy *policy = b->policy;
     ngx_gtls_connection_t *conn = ngx_gtls_connection(pc->connection, false);
-    if (conn == nullptr || conn->policy != policy || !conn->verdict
+    if (conn == nullptr || conn->policy != policy || conn->binding != b->binding || !conn->verdict
         || conn->verdict->status == gtls::Status::Failed) {
         return;
     }
@@ -132,7 +133,7 @@ void ngx_gtls_save_session(ngx_peer_connection_t *pc, void *data)
         return;
     }
     try {
-        ngx_gtls_session_entry_t &entry = (*cache)[ngx_gtls_session_key(policy, pc)];
+        ngx_gtls_session_entry_t &entry = (*cache)[ngx_gtls_session_key(b, pc)];
         if (entry.session != nullptr) {
             SSL_SESSION_free(entry.session);
         }
@@ -167,15 +168,15 @@ ngx_int_t ngx_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
     // a cached keepalive connection: nginx matched it by address only
     ngx_connection_t *c = pc->connection;
     ngx_gtls_connection_t *conn = c->ssl ? ngx_gtls_connection(c, false) : nullptr;
-    if (conn != nullptr && conn->policy == b->policy && conn->verdict
+    if (conn != nullptr && conn->policy == b->policy && conn->binding == b->binding && conn->verdict
         && conn->verdict->status != gtls::Status::Failed) {
         *b->verdict = conn->verdict;
         return NGX_DONE;
     }
 
     ngx_log_error(NGX_LOG_INFO, pc->log, 0,
-                  "gateway_tls: not reusing a keepalive connection to \"%V\" verified "
-                  "under another policy",
+                  "gateway_tls: not reusing a keepalive connection to \"%V\" made under another "
+                  "policy, client certificate or name",
                   pc->name);
     ngx_gtls_close_cached(c);
     pc->connection = nullptr;

@@ -15,6 +15,7 @@
 struct ngx_gtls_connection_t {
     const gtls::Policy                    *policy = nullptr;
     std::shared_ptr<const gtls::Verdict>   verdict;
+    std::string                            binding;  // gtls::Binding::key() it was made under
 };
 
 struct ngx_gtls_session_entry_t {
@@ -30,12 +31,13 @@ ngx_gtls_connection_t *ngx_gtls_connection(ngx_connection_t *c, bool create);
 ngx_gtls_connection_t *ngx_gtls_connection(const SSL *ssl);
 
 // The balancer of a connection made under a policy, wrapped: TLS sessions
-// come from and go to the per-policy cache, never nginx's per-peer one; a
-// keepalive connection is reused only under the policy that verified it
-// (its verdict then lands in *verdict); every other callback gets the
-// balancer's own data back.
+// come from and go to the module's cache, keyed by the binding and the
+// peer, never nginx's per-peer one; a keepalive connection is reused only
+// under the same binding (its verdict then lands in *verdict); every other
+// callback gets the balancer's own data back.
 struct ngx_gtls_balancer_t {
     const gtls::Policy                     *policy = nullptr;
+    std::string                             binding;  // gtls::Binding::key() of this request or session
     ngx_gtls_session_cache_t               *sessions = nullptr;
     std::shared_ptr<const gtls::Verdict>   *verdict = nullptr;
 

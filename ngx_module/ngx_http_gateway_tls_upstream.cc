@@ -60,6 +60,28 @@ std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Poli
     return std::string(name.substr(0, name.find(':')));
 }
 
+// What this request's backend connection is made under (gtls::Binding):
+// the name is the one verified and sent, or where nginx takes it from;
+// the client certificate counts apart from the TLS context only when
+// proxy_ssl_certificate names it through variables. Empty on failure.
+std::string ngx_http_gtls_binding(ngx_http_request_t *r, const gtls::Policy *policy, ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_t *u = r->upstream;
+    gtls::Binding binding;
+    binding.policy = policy;
+    binding.tls_context = u->conf->ssl != nullptr ? u->conf->ssl->ctx : nullptr;
+    binding.reference_name = ngx_http_gtls_reference_name(r, policy) + "\n" + std::string(ngx_gtls_sv(us->host));
+    ngx_http_complex_value_t *certificate = u->conf->ssl_certificate;
+    if (certificate != nullptr && certificate->lengths != nullptr) {
+        ngx_str_t path;
+        if (ngx_http_complex_value(r, certificate, &path) != NGX_OK) {
+            return {};
+        }
+        binding.client_certificate = std::string(ngx_gtls_sv(path));
+    }
+    return binding.key();
+}
+
 int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
 {
     auto *r = static_cast<ngx_http_request_t *>(c->data);
@@ -94,6 +116,7 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     state->verdict = verdict;
     conn->policy = policy;
     conn->verdict = verdict;
+    conn->binding = state->balancer.binding;
 
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
@@ -199,6 +222,10 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
         }
 
         state->balancer.policy = policy;
+        state->balancer.binding = ngx_http_gtls_binding(r, policy, us);
+        if (state->balancer.binding.empty()) {
+            return NGX_ERROR;
+        }
         state->balancer.sessions = &mcf->registry->sessions;
         state->balancer.verdict = &state->verdict;
         ngx_gtls_wrap_balancer(&u->peer, &state->balancer);

@@ -22,7 +22,7 @@ namespace {
 // Where the stream proxy keeps what we need, by offset into its srv conf.
 struct ngx_stream_gtls_proxy_layout_t {
     ngx_int_t  ctx_index = -1;
-    size_t     ssl_enable = 0, ssl_name = 0, ssl_verify = 0, ssl = 0;
+    size_t     ssl_enable = 0, ssl_name = 0, ssl_verify = 0, ssl = 0, ssl_certificate = 0;
     bool       found = false;
     ngx_int_t  ssl_module_ctx_index = -1;  // ngx_stream_ssl_module: the server's own TLS
 };
@@ -115,6 +115,29 @@ std::string ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::
     return std::string(name.substr(0, name.find(':')));
 }
 
+// What this session's backend connection is made under (gtls::Binding),
+// as for http. Empty on failure.
+std::string ngx_stream_gtls_binding(ngx_stream_session_t *s, const gtls::Policy *policy,
+                                    ngx_stream_upstream_srv_conf_t *us)
+{
+    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
+    void *pscf = s->srv_conf[mcf->proxy->ctx_index];
+    ngx_ssl_t *ssl = *ngx_gtls_field<ngx_ssl_t *>(pscf, mcf->proxy->ssl);
+    gtls::Binding binding;
+    binding.policy = policy;
+    binding.tls_context = ssl != nullptr ? ssl->ctx : nullptr;
+    binding.reference_name = ngx_stream_gtls_reference_name(s, policy) + "\n" + std::string(ngx_gtls_sv(us->host));
+    auto *certificate = *ngx_gtls_field<ngx_stream_complex_value_t *>(pscf, mcf->proxy->ssl_certificate);
+    if (certificate != nullptr && certificate->lengths != nullptr) {
+        ngx_str_t path;
+        if (ngx_stream_complex_value(s, certificate, &path) != NGX_OK) {
+            return {};
+        }
+        binding.client_certificate = std::string(ngx_gtls_sv(path));
+    }
+    return binding.key();
+}
+
 int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
 {
     auto *s = static_cast<ngx_stream_session_t *>(c->data);
@@ -141,6 +164,7 @@ int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     state->verdict = verdict;
     conn->policy = policy;
     conn->verdict = verdict;
+    conn->binding = state->balancer.binding;
     ngx_gtls_count(&ngx_stream_gtls_main(s)->registry->status, policy, *verdict, c->log);
 
     if (verdict->status == gtls::Status::Failed) {
@@ -197,6 +221,10 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
     state->policy = policy;
     state->verdict.reset();
     state->balancer.policy = policy;
+    state->balancer.binding = ngx_stream_gtls_binding(s, policy, us);
+    if (state->balancer.binding.empty()) {
+        return NGX_ERROR;
+    }
     state->balancer.sessions = &mcf->registry->sessions;
     state->balancer.verdict = &state->verdict;
     ngx_gtls_wrap_balancer(&u->peer, &state->balancer);
@@ -313,18 +341,19 @@ char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
         }
         if (ngx_strcmp(m->name, "ngx_stream_proxy_module") != 0) continue;
         proxy.ctx_index = m->ctx_index;
-        bool enable = false, name = false, verify = false, commands = false;
+        bool enable = false, name = false, verify = false, commands = false, certificate = false;
         for (ngx_command_t *cmd = m->commands; cmd->name.len; cmd++) {
             std::string_view n = ngx_gtls_sv(cmd->name);
             if (n == "proxy_ssl") { proxy.ssl_enable = cmd->offset; enable = true; }
             if (n == "proxy_ssl_name") { proxy.ssl_name = cmd->offset; name = true; }
             if (n == "proxy_ssl_verify") { proxy.ssl_verify = cmd->offset; verify = true; }
+            if (n == "proxy_ssl_certificate") { proxy.ssl_certificate = cmd->offset; certificate = true; }
             if (n == "proxy_ssl_conf_command") {
                 proxy.ssl = cmd->offset + sizeof(ngx_array_t *);  // ngx_ssl_t *ssl comes next
                 commands = true;
             }
         }
-        proxy.found = enable && name && verify && commands;
+        proxy.found = enable && name && verify && commands && certificate;
     }
     if (!proxy.found) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,

@@ -175,3 +175,119 @@ gateway_tls: policy "ns/plain" requires TLS, but upstream "127.0.0.1" is proxied
 plaintext reached
 --- access_log eval
 [qr/"GET \/plain HTTP\/1.1" 500/]
+
+=== TEST 8: a session made with one client certificate is not resumed with another, under one upstream{} policy
+--- http_config
+    upstream mtls_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_MTLS;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_hostname abc.example.com;
+        proxy_ssl_policy_name ns/mtls;
+    }
+--- config
+    location /internal {
+        proxy_pass https://mtls_backend;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+    }
+    location /public {
+        proxy_pass https://mtls_backend;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/spiffe.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/spiffe.key;
+    }
+--- request eval
+["GET /internal", "GET /internal", "GET /public", "GET /internal"]
+--- error_code eval
+[200, 200, 200, 200]
+--- response_body_like eval
+my $fp = sub { my $f = `openssl x509 -in @{[Test::GatewayTLS::certs_dir()]}/$_[0].leaf.crt -noout -fingerprint -sha1`;
+               $f =~ s/^.*=//; $f =~ s/[:\s]//g; lc $f };
+["client_fingerprint=" . $fp->('leaf'), "client_fingerprint=" . $fp->('leaf'),
+ "client_fingerprint=" . $fp->('spiffe'), "client_fingerprint=" . $fp->('leaf')]
+
+=== TEST 9: nor is a keepalive connection reused with another client certificate
+--- http_config
+    upstream mtls_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_MTLS;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_hostname abc.example.com;
+        proxy_ssl_policy_name ns/mtls;
+        keepalive 8;
+    }
+--- config
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    location /internal {
+        proxy_pass https://mtls_backend;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+    }
+    location /public {
+        proxy_pass https://mtls_backend;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/spiffe.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/spiffe.key;
+    }
+--- request eval
+["GET /internal", "GET /public"]
+--- error_code eval
+[200, 200]
+--- response_body_like eval
+my $fp = sub { my $f = `openssl x509 -in @{[Test::GatewayTLS::certs_dir()]}/$_[0].leaf.crt -noout -fingerprint -sha1`;
+               $f =~ s/^.*=//; $f =~ s/[:\s]//g; lc $f };
+["client_fingerprint=" . $fp->('leaf'), "client_fingerprint=" . $fp->('spiffe')]
+--- error_log
+not reusing a keepalive connection to "127.0.0.1:
+
+=== TEST 10: a session verified for one name is not resumed for another (proxy_ssl_name from the request)
+--- http_config
+    upstream named_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name ns/named;
+    }
+--- config
+    location / {
+        proxy_pass https://named_backend;
+        proxy_ssl_server_name on;
+        proxy_ssl_name $arg_name;
+    }
+--- request eval
+["GET /a?name=abc.example.com", "GET /b?name=b.example.com"]
+--- error_code eval
+[200, 502]
+--- error_log
+reason "name" (certificate does not match "b.example.com")
+--- no_backend_log
+/b?name
+
+=== TEST 11: nor is a keepalive connection verified for one name reused for another
+--- http_config
+    upstream named_backend {
+        server 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_policy_name ns/named;
+        keepalive 8;
+    }
+--- config
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    location / {
+        proxy_pass https://named_backend;
+        proxy_ssl_server_name on;
+        proxy_ssl_name $arg_name;
+    }
+--- request eval
+["GET /a?name=abc.example.com", "GET /c?name=abc.example.com", "GET /b?name=b.example.com"]
+--- error_code eval
+[200, 200, 502]
+--- response_headers eval
+["X-Backend-Connection-Requests: 1", "X-Backend-Connection-Requests: 2", ""]
+--- error_log
+not reusing a keepalive connection to "127.0.0.1:
+reason "name" (certificate does not match "b.example.com")
+--- no_backend_log
+/b?name

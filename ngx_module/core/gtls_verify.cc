@@ -223,6 +223,20 @@ const char *reason_name(Reason reason)
     return "";
 }
 
+std::string Binding::key() const
+{
+    std::string out;
+    auto add = [&out](const void *data, size_t size) {
+        out.append(reinterpret_cast<const char *>(&size), sizeof(size));
+        out.append(static_cast<const char *>(data), size);
+    };
+    add(&policy, sizeof(policy));
+    add(&tls_context, sizeof(tls_context));
+    add(reference_name.data(), reference_name.size());
+    add(client_certificate.data(), client_certificate.size());
+    return out;
+}
+
 std::string PeerInfo::sans_text() const
 {
     std::string out;

@@ -95,6 +95,22 @@ const Pin *match_pins(const std::vector<Pin> &pins, const PeerInfo &peer);
 Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
                std::string_view reference_name, std::time_t now = 0);
 
+// Everything a backend connection's verdict and our identity on it were
+// made under. A TLS session, and a keepalive connection, carry over only
+// to a connection bound the same way: the same policy, the same TLS
+// context (our client certificate, protocols), the same reference name and
+// SNI, the same client certificate when one is chosen per request; the
+// peer's address is added where a session is cached.
+struct Binding {
+    const void *policy = nullptr;
+    const void *tls_context = nullptr;
+    std::string reference_name;
+    std::string client_certificate;
+
+    // Equal for equal bindings only: every part length-prefixed.
+    std::string key() const;
+};
+
 // Loads a PEM bundle into a new trust store ("system": OpenSSL's default
 // paths). On failure returns null and sets *error.
 X509StoreShared load_trust_store(const std::string &source, std::string *error);

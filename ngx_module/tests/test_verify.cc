@@ -370,3 +370,27 @@ BOOST_AUTO_TEST_CASE(escaping_covers_every_byte_and_is_bounded)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A session or keepalive connection carries over only to the same binding:
+// the key tells every part apart, and no two splits of the text collide.
+BOOST_AUTO_TEST_SUITE(binding)
+
+BOOST_AUTO_TEST_CASE(keys_differ_in_every_part)
+{
+    int policy_a = 0, policy_b = 0, context_a = 0, context_b = 0;
+    Binding base{&policy_a, &context_a, "abc.example.com", ""};
+    std::vector<Binding> others = {
+        {&policy_b, &context_a, "abc.example.com", ""},
+        {&policy_a, &context_b, "abc.example.com", ""},
+        {&policy_a, &context_a, "b.example.com", ""},
+        {&policy_a, &context_a, "abc.example.com", "client.crt"},
+        // the same text, split otherwise
+        {&policy_a, &context_a, "abc.example.co", "m"},
+        {&policy_a, &context_a, "", "abc.example.com"},
+    };
+    for (const Binding &other : others) BOOST_TEST(other.key() != base.key());
+    Binding same{&policy_a, &context_a, "abc.example.com", ""};
+    BOOST_TEST(same.key() == base.key());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
