@@ -201,10 +201,7 @@ plaintext reached
 --- error_code eval
 [200, 200, 200, 200]
 --- response_body_like eval
-my $fp = sub { my $f = `openssl x509 -in @{[Test::GatewayTLS::certs_dir()]}/$_[0].leaf.crt -noout -fingerprint -sha1`;
-               $f =~ s/^.*=//; $f =~ s/[:\s]//g; lc $f };
-["client_fingerprint=" . $fp->('leaf'), "client_fingerprint=" . $fp->('leaf'),
- "client_fingerprint=" . $fp->('spiffe'), "client_fingerprint=" . $fp->('leaf')]
+[map { "client_fingerprint=" . Test::GatewayTLS::client_fingerprint($_) } qw(leaf leaf spiffe leaf)]
 
 === TEST 9: nor is a keepalive connection reused with another client certificate
 --- http_config
@@ -234,9 +231,7 @@ my $fp = sub { my $f = `openssl x509 -in @{[Test::GatewayTLS::certs_dir()]}/$_[0
 --- error_code eval
 [200, 200]
 --- response_body_like eval
-my $fp = sub { my $f = `openssl x509 -in @{[Test::GatewayTLS::certs_dir()]}/$_[0].leaf.crt -noout -fingerprint -sha1`;
-               $f =~ s/^.*=//; $f =~ s/[:\s]//g; lc $f };
-["client_fingerprint=" . $fp->('leaf'), "client_fingerprint=" . $fp->('spiffe')]
+[map { "client_fingerprint=" . Test::GatewayTLS::client_fingerprint($_) } qw(leaf spiffe)]
 --- error_log
 not reusing a keepalive connection to "127.0.0.1:
 

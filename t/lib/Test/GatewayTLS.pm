@@ -93,6 +93,16 @@ sub cert_pin {
     return "sha256-cert:$1";
 }
 
+# nginx's $ssl_client_fingerprint of a test certificate's leaf (SHA-1,
+# lowercase hex), computed with the openssl CLI.
+sub client_fingerprint {
+    my $leaf = certs_dir() . "/" . shift() . ".leaf.crt";
+    my $out = `openssl x509 -in $leaf -noout -fingerprint -sha1`;
+    $out =~ /=([0-9A-F:]+)/ or die "no fingerprint for $leaf\n";
+    (my $hex = lc $1) =~ s/://g;
+    return $hex;
+}
+
 sub _port_free {
     my $port = shift;
     my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
