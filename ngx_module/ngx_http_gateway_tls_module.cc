@@ -446,9 +446,45 @@ ngx_int_t ngx_http_gtls_add_variables(ngx_conf_t *cf)
     return NGX_OK;
 }
 
+// nginx picks the server by Host after the handshake picked one by SNI,
+// and checks only that a verified handshake is not used for another name:
+// a handshake that verified nothing (an unknown SNI, or none, landing in a
+// default server without client validation) must not reach a server that
+// verifies its clients either.
+ngx_int_t ngx_http_gtls_client_handshake_handler(ngx_http_request_t *r)
+{
+    auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_gateway_tls_module));
+    if (scf->client_pins.built == nullptr || r->connection->ssl == nullptr) {
+        return NGX_DECLINED;
+    }
+    auto *sscf = static_cast<ngx_http_ssl_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_ssl_module));
+    const SSL_CTX *handshake = SSL_get_SSL_CTX(r->connection->ssl->connection);
+    if (gtls::client_verified_for_server(true, handshake, sscf->ssl.ctx)) {
+        return NGX_DECLINED;
+    }
+    const char *sni = SSL_get_servername(r->connection->ssl->connection, TLSEXT_NAMETYPE_host_name);
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "gateway_tls: client certificate pins \"%s\": the handshake was made for another server "
+                  "(SNI \"%s\"), the request is misdirected",
+                  scf->client_pins.built->record.name.c_str(),
+                  gtls::escaped_text(sni != nullptr ? sni : "", gtls::kMaxNameText).c_str());
+    return NGX_HTTP_MISDIRECTED_REQUEST;
+}
+
+ngx_int_t ngx_http_gtls_postconfiguration(ngx_conf_t *cf)
+{
+    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_POST_READ_PHASE].handlers));
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+    *h = ngx_http_gtls_client_handshake_handler;
+    return NGX_OK;
+}
+
 ngx_http_module_t ngx_http_gtls_module_ctx = {
     ngx_http_gtls_add_variables,     // preconfiguration
-    nullptr,                         // postconfiguration
+    ngx_http_gtls_postconfiguration, // postconfiguration
     ngx_http_gtls_create_main_conf,  // create main configuration
     ngx_http_gtls_init_main_conf,    // init main configuration
     ngx_http_gtls_create_srv_conf,   // create server configuration

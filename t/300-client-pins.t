@@ -382,3 +382,55 @@ GET /forged
 reason "pin" (no pin matches the certificate), client SANs "dns:forged.example.com,dns:x\x0D\x0A2020/01/01 00:00:00 [emerg] 1#1: forged line \x22quoted\x22"
 --- no_error_log eval
 [qr/^2020\/01\/01 00:00:00 \[emerg\]/m, qr/forged line "quoted"/]
+
+=== TEST 14: a handshake that verified nothing cannot reach a pinned server by Host: no SNI, or an unknown one, lands in the default server and gets 421
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name default.test;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        return 200 "server=default verify=$ssl_client_verify\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name pinned.test;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "server=pinned verify=$ssl_client_verify\n";
+    }
+--- config
+    proxy_ssl_session_reuse off;
+    location /no-sni {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_set_header Host pinned.test;
+    }
+    location /unknown-sni {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_server_name on;
+        proxy_ssl_name unknown.test;
+        proxy_set_header Host pinned.test;
+    }
+    location /default {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_set_header Host default.test;
+    }
+    location /pinned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_server_name on;
+        proxy_ssl_name pinned.test;
+        proxy_set_header Host pinned.test;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/selfsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/selfsigned.key;
+    }
+--- request eval
+["GET /no-sni", "GET /unknown-sni", "GET /default", "GET /pinned"]
+--- error_code eval
+[421, 421, 200, 200]
+--- response_body_like eval
+["421", "421", "^server=default verify=NONE\n\$", "^server=pinned verify=SUCCESS\n\$"]
+--- error_log eval
+[qr/client certificate pins "client\@[^"]+": the handshake was made for another server \(SNI ""\), the request is misdirected/,
+ qr/client certificate pins "client\@[^"]+": the handshake was made for another server \(SNI "unknown\.test"\), the request is misdirected/]

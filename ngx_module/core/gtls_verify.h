@@ -111,6 +111,17 @@ struct Binding {
     std::string key() const;
 };
 
+// Whether a request may be served on its connection: a server that verifies
+// its clients itself (pins, or verification in the handshake) serves only
+// connections whose handshake ran under its own TLS context. Another
+// context (an unknown SNI, none, or another server's name, with Host naming
+// this server) verified nothing for it: 421, and the client may retry.
+inline bool client_verified_for_server(bool server_verifies, const void *handshake_context,
+                                       const void *server_context)
+{
+    return !server_verifies || (handshake_context != nullptr && handshake_context == server_context);
+}
+
 // Loads a PEM bundle into a new trust store ("system": OpenSSL's default
 // paths). On failure returns null and sets *error.
 X509StoreShared load_trust_store(const std::string &source, std::string *error);

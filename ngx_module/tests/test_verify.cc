@@ -394,3 +394,19 @@ BOOST_AUTO_TEST_CASE(keys_differ_in_every_part)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A server that verifies its clients serves only connections whose
+// handshake ran under its own TLS context.
+BOOST_AUTO_TEST_SUITE(client_server_binding)
+
+BOOST_AUTO_TEST_CASE(only_the_servers_own_handshake_counts)
+{
+    int pinned = 0, fallback = 0;
+    BOOST_TEST(client_verified_for_server(true, &pinned, &pinned));
+    BOOST_TEST(!client_verified_for_server(true, &fallback, &pinned));
+    BOOST_TEST(!client_verified_for_server(true, nullptr, &pinned));
+    BOOST_TEST(!client_verified_for_server(true, nullptr, nullptr));
+    BOOST_TEST(client_verified_for_server(false, &fallback, &pinned));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
