@@ -46,35 +46,20 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
     X509 *leaf = X509_STORE_CTX_get0_cert(x509_ctx);
 
     try {
-        gtls::Verdict verdict;
-        verdict.peer = gtls::describe_peer(leaf);
-        const bool pinned = !pins->record.pins.empty();
-        const gtls::Pin *pin = gtls::match_pins(pins->record.pins, leaf);
-        const bool ca_required = pins->verify != 3;  // optional_no_ca: pins alone
-        // pins alone skip the chain, not the validity period
-        const bool current = X509_cmp_current_time(X509_get0_notBefore(leaf)) < 0
-                             && X509_cmp_current_time(X509_get0_notAfter(leaf)) > 0;
-        if ((pin != nullptr || !pinned) && (chain_ok || (!ca_required && current))) {
-            verdict.status = gtls::Status::Success;
-            verdict.verified_by = pin != nullptr ? pin->spec : "ca";
-            ngx_gtls_count_client(pins, verdict, log);
+        const gtls::Verdict verdict = gtls::verify_client(
+            pins->record.pins, leaf,
+            pins->verify == NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA ? gtls::ClientCa::NotRequired : gtls::ClientCa::Required,
+            chain_ok ? std::string() : X509_verify_cert_error_string(X509_STORE_CTX_get_error(x509_ctx)));
+        ngx_gtls_count_client(pins, verdict, log);
+        if (verdict.status == gtls::Status::Success) {
             X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
             return 1;
         }
-        verdict.status = gtls::Status::Failed;
-        verdict.reason = pinned && pin == nullptr ? gtls::Reason::Pin
-                         : !ca_required && !current ? gtls::Reason::Expired
-                                                    : gtls::Reason::Chain;
-        const char *why = verdict.reason == gtls::Reason::Pin       ? "no pin matches the certificate"
-                          : verdict.reason == gtls::Reason::Expired ? "outside its validity period"
-                                                                    : X509_verify_cert_error_string(
-                                                                          X509_STORE_CTX_get_error(x509_ctx));
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "gateway_tls: client certificate rejected: pins \"%s\", reason \"%s\" (%s), "
                       "client SANs \"%s\", SPKI sha256 \"%s\"",
-                      pins->record.name.c_str(), gtls::reason_name(verdict.reason), why,
+                      pins->record.name.c_str(), gtls::reason_name(verdict.reason), verdict.detail.c_str(),
                       verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64().c_str());
-        ngx_gtls_count_client(pins, verdict, log);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, log, 0, "gateway_tls: %s", e.what());
     }
@@ -185,7 +170,7 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
                       &conf->file, conf->line);
         return NGX_ERROR;
     }
-    if (verify == 0) {
+    if (verify == NGX_GTLS_VERIFY_CLIENT_OFF) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "\"%s\" in %V:%ui needs \"ssl_verify_client on\", \"optional\" "
                       "or \"optional_no_ca\" in its server",
@@ -210,7 +195,7 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
             return NGX_ERROR;
         }
         SSL_CTX_set_cert_verify_callback(ssl->ctx, ngx_gtls_client_verify_callback, pins);
-        if (verify == 1 || verify == 3) {
+        if (verify == NGX_GTLS_VERIFY_CLIENT_ON || verify == NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA) {
             // "on": a client without a certificate is refused in the handshake
             // too, rather than by the 400 nginx answers after it;
             // "optional_no_ca": the pins are all that authenticates a client

@@ -12,10 +12,19 @@
 #include "gtls_verify.h"
 #include "ngx_gtls_status.h"
 
+// The values of ngx_http_ssl_module's and ngx_stream_ssl_module's
+// ssl_verify_client (their ngx_conf_enum_t tables; nginx names none).
+enum {
+    NGX_GTLS_VERIFY_CLIENT_OFF = 0,
+    NGX_GTLS_VERIFY_CLIENT_ON = 1,
+    NGX_GTLS_VERIFY_CLIENT_OPTIONAL = 2,
+    NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA = 3
+};
+
 // What a server's handshakes check, built once at configuration time.
 struct ngx_gtls_client_pins_t {
     gtls::Policy        record;   // the pins, and the name the status shows
-    ngx_uint_t          verify;   // ssl_verify_client: 1 on, 2 optional, 3 optional_no_ca
+    ngx_uint_t          verify;   // ssl_verify_client (NGX_GTLS_VERIFY_CLIENT_*)
     ngx_gtls_status_t  *status;   // where refusals and admissions are counted
 };
 

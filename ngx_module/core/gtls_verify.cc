@@ -223,6 +223,31 @@ const char *reason_name(Reason reason)
     return "";
 }
 
+Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, const std::string &chain_error,
+                      std::time_t now)
+{
+    Verdict v;
+    if (leaf == nullptr) {
+        return failed(std::move(v), Reason::NoCertificate, "no client certificate");
+    }
+    v.peer = describe_peer(leaf);
+    const Pin *pin = match_pins(pins, v.peer);
+    if (!pins.empty() && pin == nullptr) {
+        return failed(std::move(v), Reason::Pin, "no pin matches the certificate");
+    }
+    std::string validity;
+    if (!chain_error.empty() && ca == ClientCa::Required) {
+        return failed(std::move(v), Reason::Chain, chain_error);
+    }
+    // pins alone skip the chain, not the validity period
+    if (!chain_error.empty() && !check_leaf_validity(leaf, now, &validity)) {
+        return failed(std::move(v), Reason::Expired, "outside its validity period");
+    }
+    v.status = Status::Success;
+    v.verified_by = pin != nullptr ? pin->spec : "ca";
+    return v;
+}
+
 std::string Binding::key() const
 {
     std::string out;

@@ -95,6 +95,19 @@ const Pin *match_pins(const std::vector<Pin> &pins, const PeerInfo &peer);
 Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
                std::string_view reference_name, std::time_t now = 0);
 
+// How a listener treats its clients' certificates (nginx's
+// ssl_verify_client): the CA must pass (on, optional), or pins alone
+// authenticate (optional_no_ca).
+enum class ClientCa { Required, NotRequired };
+
+// The listener's side (GEP-91, GEP-4078): `chain_error` is what OpenSSL's
+// chain check with the server's CA left (empty: it passed). The client
+// passes with a pin that matches its leaf, or with no pins configured; and
+// the chain, or, when the CA is not required, a leaf inside its validity
+// period. The verdict names the pin (or "ca") or the reason and its cause.
+Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, const std::string &chain_error,
+                      std::time_t now = 0);
+
 // Everything a backend connection's verdict and our identity on it were
 // made under. A TLS session, and a keepalive connection, carry over only
 // to a connection bound the same way: the same policy, the same TLS

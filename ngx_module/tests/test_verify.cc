@@ -410,3 +410,54 @@ BOOST_AUTO_TEST_CASE(only_the_servers_own_handshake_counts)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The listener's side (GEP-91, GEP-4078) on real certificates: pins, the
+// chain result OpenSSL reached, and the validity period when pins alone
+// authenticate.
+BOOST_AUTO_TEST_SUITE(client)
+
+std::vector<Pin> spki_pins(std::initializer_list<const char *> certificates)
+{
+    Policy p;
+    for (const char *name : certificates) {
+        Presented cert(name);
+        add_pin(p, "sha256-spki:" + describe_peer(cert.leaf.get()).spki_sha256_base64());
+    }
+    return p.pins;
+}
+
+Verdict client(const std::vector<Pin> &pins, const char *certificate, ClientCa ca, const std::string &chain_error)
+{
+    Presented cert(certificate);
+    return verify_client(pins, cert.leaf.get(), ca, chain_error);
+}
+
+BOOST_AUTO_TEST_CASE(pins_alone_admit_a_self_signed_client_inside_its_validity)
+{
+    std::vector<Pin> pins = spki_pins({"selfsigned", "expired"});
+    Verdict v = client(pins, "selfsigned", ClientCa::NotRequired, "self-signed certificate");
+    BOOST_TEST(v.text() == "SUCCESS");
+    BOOST_TEST(v.verified_by == pins.front().spec);
+    BOOST_TEST(client(pins, "leaf", ClientCa::NotRequired, "").text() == "FAILED:pin");
+    Verdict expired = client(pins, "expired", ClientCa::NotRequired, "certificate has expired");
+    BOOST_TEST(expired.text() == "FAILED:expired");
+    BOOST_TEST(expired.detail == "outside its validity period");
+}
+
+BOOST_AUTO_TEST_CASE(with_the_ca_required_the_chain_and_a_pin_must_both_pass)
+{
+    std::vector<Pin> pins = spki_pins({"leaf"});
+    BOOST_TEST(client(pins, "leaf", ClientCa::Required, "").text() == "SUCCESS");
+    Verdict chain = client(pins, "leaf", ClientCa::Required, "unable to get local issuer certificate");
+    BOOST_TEST(chain.text() == "FAILED:chain");
+    BOOST_TEST(chain.detail == "unable to get local issuer certificate");
+    BOOST_TEST(client(pins, "spiffe", ClientCa::Required, "").text() == "FAILED:pin");
+    // no pins: the CA alone
+    Verdict ca = client({}, "spiffe", ClientCa::Required, "");
+    BOOST_TEST(ca.text() == "SUCCESS");
+    BOOST_TEST(ca.verified_by == "ca");
+    BOOST_TEST(client({}, "untrusted", ClientCa::Required, "certificate signature failure").text() == "FAILED:chain");
+    BOOST_TEST(verify_client({}, nullptr, ClientCa::Required, "").text() == "FAILED:no_certificate");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
