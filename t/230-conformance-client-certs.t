@@ -223,5 +223,60 @@ for my $case (['gateway-client-certificate-nonexistent-secret', 'InvalidClientCe
     like($c, qr/^: Accepted=True\/Accepted$/m, "InvalidTLSBackendConfiguration: $gw stays Accepted");
 }
 
+# ---- GEP-4078 pins on one listener, beside a listener without validation ---
+# The listener without a hostname is the port's default server: a client
+# sending no SNI or an unknown one completes the handshake there, no
+# certificate asked. Naming the pinned listener's hostname in Host must not
+# reach its routes (421), while the pinned client, by SNI, does.
+{
+    my $gw = 'client-pins-beside-default';
+    (my $selfsigned_spki = spki_pin('selfsigned')) =~ s/^sha256-spki://;
+    spit("$manifests/40-pins-beside-default.yaml", <<"YAML");
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: $gw, namespace: gateway-conformance-infra}
+spec:
+  gatewayClassName: gateway2nginx
+  listeners:
+  - name: pinned
+    port: 443
+    protocol: HTTPS
+    hostname: pinned.example.org
+    tls:
+      certificateRefs: [{name: tls-validity-checks-certificate}]
+      options: {gateway2nginx.io/client-certificate-pins: "SPKI:$selfsigned_spki"}
+  - name: open
+    port: 443
+    protocol: HTTPS
+    tls:
+      certificateRefs: [{name: tls-validity-checks-certificate}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: $gw, namespace: gateway-conformance-infra}
+spec:
+  parentRefs: [{name: $gw}]
+  rules: [{backendRefs: [{name: infra-backend-v1, port: 8080}]}]
+YAML
+    serve_gateway($gw, 443);
+    my $p = 443 + $offset;
+    my $get = sub {
+        my ($sni, $host, $client) = @_;
+        my $cert = $client ? "--cert $certs/$client.crt --key $certs/$client.key" : '';
+        my $out = `curl -sk --max-time 10 $cert --resolve $sni:$p:127.0.0.1 -H 'Host: $host' -w '\\n%{http_code}' https://$sni:$p/ 2>/dev/null`;
+        my ($body, $code) = $out =~ /^(.*)\n(\d+)$/s;
+        return (($code // 0) + 0, $body // '');
+    };
+    my ($code, $body) = $get->('pinned.example.org', 'pinned.example.org', 'selfsigned');
+    is($code, 200, 'pins beside a default listener: the pinned client, by SNI, is served');
+    like($body, qr/^backend=plain host=pinned\.example\.org/, '... by the route');
+    is(($get->('other.example.org', 'pinned.example.org'))[0], 421,
+       'pins beside a default listener: an unknown SNI with the pinned Host gets 421, not the pinned routes');
+    is(($get->('other.example.org', 'other.example.org'))[0], 200,
+       'pins beside a default listener: the open listener serves its own hostnames');
+    ok(refused($get->('pinned.example.org', 'pinned.example.org')),
+       'pins beside a default listener: the pinned SNI without a certificate is refused in the handshake');
+}
+
 stop_conformance_gateway();
 stop_backends();
