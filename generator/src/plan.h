@@ -156,6 +156,7 @@ struct BackendClientCertificate {
 
 struct Server {
     std::string listen;       // "ADDR:PORT"
+    int listener_port = 0;    // the Gateway listener's port (before --port-offset)
     bool ssl = false;
     bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
     bool http2 = false;       // a GRPCRoute is attached

@@ -266,7 +266,17 @@ void render_response_headers(nginx::Writer &w, const Location &l)
     }
 }
 
-void render_redirect(nginx::Writer &w, const Location &l, const RouteFilter &r)
+// Gateway API's redirect port: the filter's, else the scheme's well-known
+// port when the filter names a scheme, else the listener's; left out of
+// Location where it is the scheme's own (http 80, https 443). 0: none.
+int redirect_port(const RouteFilter &r, const Server &s)
+{
+    const std::string scheme = !r.scheme.empty() ? r.scheme : s.ssl ? "https" : "http";
+    const int port = r.port != 0 ? r.port : !r.scheme.empty() ? 0 : s.listener_port;
+    return (scheme == "http" && port == 80) || (scheme == "https" && port == 443) ? 0 : port;
+}
+
+void render_redirect(nginx::Writer &w, const Server &s, const Location &l, const RouteFilter &r)
 {
     nginx::Script target;
     if (r.scheme.empty()) {
@@ -275,12 +285,16 @@ void render_redirect(nginx::Writer &w, const Location &l, const RouteFilter &r)
         target.input(r.scheme);
     }
     target.word("://");
-    if (!r.hostname.empty()) {
-        target.input(r.hostname);
+    if (r.hostname.empty() && r.port == 0 && r.scheme.empty()) {
+        target.word("$http_host");  // as the client named the listener, port included
     } else {
-        target.word(r.port || !r.scheme.empty() ? nginx::Word("$host") : nginx::Word("$http_host"));
+        if (r.hostname.empty()) {
+            target.word("$host");
+        } else {
+            target.input(r.hostname);
+        }
+        if (int port = redirect_port(r, s)) target.word(":").number(port);
     }
-    if (r.port) target.word(":").number(r.port);
     if (r.path.type.empty()) {
         target.word("$request_uri");
     } else {
@@ -362,13 +376,13 @@ void render_location_match(nginx::Writer &w, const LocationMatch &match)
     }
 }
 
-void render_location(nginx::Writer &w, Splits &splits, const Location &l)
+void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Location &l)
 {
     w.comment("route", {nginx::Token::value(l.source)});
     render_location_match(w, l.match);
     render_response_headers(w, l);
     if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
-        render_redirect(w, l, *redirect);
+        render_redirect(w, s, l, *redirect);
         w.close();
         return;
     }
@@ -517,7 +531,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
         render_client_validation(w, s.client);
         render_backend_client(w, s.backend_client, true);
         for (const Location &l : s.locations) {
-            render_location(w, splits, l);
+            render_location(w, splits, s, l);
         }
         w.close();
         w.blank();

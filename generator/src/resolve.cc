@@ -382,6 +382,7 @@ private:
         if (it != servers_.end()) return it->second;
         Server &s = servers_[key];
         s.listen = ls.listen;
+        s.listener_port = ls.listener->port;
         s.insecure_allowed = ls.gateway->allows_insecure_backends;
         s.ssl = ls.listener->protocol == "HTTPS";
         s.server_name = host;

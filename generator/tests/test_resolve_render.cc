@@ -649,3 +649,67 @@ BOOST_AUTO_TEST_CASE(http_conf_streams_even_without_servers)
     BOOST_TEST(out.str() == g2n::render_http_conf(plan));
     BOOST_TEST(out.str().find("proxy_ssl_verify_insecure deny;") != std::string::npos);
 }
+
+// Gateway API's redirect port (HTTPRouteRedirectPortAndScheme): the filter's,
+// else the scheme's well-known one when it names a scheme, else the
+// listener's; never written where it is the scheme's own (http 80, https 443).
+BOOST_AUTO_TEST_CASE(redirect_ports_follow_the_listener)
+{
+    std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: http-8080, port: 8080, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /nil-nil}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org}}]
+  - matches: [{path: {value: /nil-80}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org, port: 80}}]
+  - matches: [{path: {value: /nil-8080}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org, port: 8080}}]
+  - matches: [{path: {value: /https-nil}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org, scheme: https}}]
+  - matches: [{path: {value: /https-443}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org, scheme: https, port: 443}}]
+  - matches: [{path: {value: /https-8443}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org, scheme: https, port: 8443}}]
+  - matches: [{path: {value: /as-sent}}]
+    filters: [{type: RequestRedirect, requestRedirect: {statusCode: 301}}]
+)";
+    Plan plan = plan_of(yaml);
+    BOOST_TEST_REQUIRE(plan.servers.size() == 2u);
+    // each server's block, by its listener
+    std::map<int, std::string> by_port;
+    for (const Server &s : plan.servers) {
+        Plan one;
+        one.servers.push_back(s);
+        by_port[s.listener_port] = render_http_conf(one);
+    }
+    const std::map<std::string, std::pair<std::string, std::string>> expected = {
+        {"/nil-nil/", {"$scheme://example.org$request_uri", "$scheme://example.org:8080$request_uri"}},
+        {"/nil-80/", {"$scheme://example.org$request_uri", "$scheme://example.org$request_uri"}},
+        {"/nil-8080/", {"$scheme://example.org:8080$request_uri", "$scheme://example.org:8080$request_uri"}},
+        {"/https-nil/", {"https://example.org$request_uri", "https://example.org$request_uri"}},
+        {"/https-443/", {"https://example.org$request_uri", "https://example.org$request_uri"}},
+        {"/https-8443/", {"https://example.org:8443$request_uri", "https://example.org:8443$request_uri"}},
+    };
+    for (const auto &[path, targets] : expected) {
+        BOOST_TEST(by_port[80].find("location " + path + " {\n        return 302 " + targets.first + ";")
+                       != std::string::npos,
+                   path << " on 80:\n" << by_port[80]);
+        BOOST_TEST(by_port[8080].find("location " + path + " {\n        return 302 " + targets.second + ";")
+                       != std::string::npos,
+                   path << " on 8080");
+    }
+    // nothing named: the host and port the client used
+    BOOST_TEST(by_port[8080].find("return 301 $scheme://$http_host$request_uri;") != std::string::npos);
+}
