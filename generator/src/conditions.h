@@ -92,9 +92,11 @@ inline Condition listener_refs_resolved()
 {
     return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved");
 }
-inline Condition listener_invalid_certificate(const std::string &why)
+// reason: InvalidCertificateRef, or RefNotPermitted for a Secret in another
+// namespace that no ReferenceGrant allows
+inline Condition listener_invalid_certificate(bool ref_not_permitted, const std::string &why)
 {
-    return make("ResolvedRefs", false, "InvalidCertificateRef", why);
+    return make("ResolvedRefs", false, ref_not_permitted ? "RefNotPermitted" : "InvalidCertificateRef", why);
 }
 inline Condition listener_invalid_route_kinds(const std::string &protocol, const std::string &kinds)
 {

@@ -197,10 +197,11 @@ private:
             }
         }
         if (l.protocol == "HTTPS" || (l.protocol == "TLS" && l.tls_mode == "Terminate")) {
-            std::string why;
-            if (!resolve_certificate(gw, l, &s, &why)) {
+            SecretFiles files = resolve_certificate(gw, l, &s);
+            if (!files.ok()) {
                 s.status.conditions.push_back(cond::listener_accepted());
-                s.status.conditions.push_back(cond::listener_invalid_certificate(why));
+                s.status.conditions.push_back(
+                    cond::listener_invalid_certificate(files.reason == "RefNotPermitted", files.why));
                 return s;
             }
             std::vector<Condition> failure;
@@ -216,13 +217,12 @@ private:
         return s;
     }
 
-    bool resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s, std::string *why)
+    SecretFiles resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s)
     {
         SecretFiles files = tls_secret_files(m_, objects_, gw, l.certificate_refs.front(), "listener", plan_, &written_);
         s->certificate = files.certificate;
         s->certificate_key = files.key;
-        *why = files.why;
-        return files.ok();
+        return files;
     }
 
     // Objects rejected at parse: a warning each, and a route's parents on

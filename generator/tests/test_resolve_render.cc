@@ -192,9 +192,19 @@ spec:
 )" + g2n_test::tls_secret_yaml("cert", "certs");
     Plan denied = plan_of(base_manifests() + tls);
     const ObjectStatus &gw = status_of(denied, "Gateway", "secure");
-    BOOST_TEST(gw.listeners.at(0).conditions.back().reason == "InvalidCertificateRef");
+    // GatewaySecretMissingReferenceGrant: RefNotPermitted, whether the Secret exists or not
+    BOOST_TEST(gw.listeners.at(0).conditions.back().reason == "RefNotPermitted");
     BOOST_TEST(gw.listeners.at(0).conditions.back().message
                == "Secret certs/cert is in another namespace and no ReferenceGrant allows it");
+    std::string missing = tls;
+    missing.replace(missing.find("{name: cert, namespace: certs}"), 30, "{name: none, namespace: certs}");
+    BOOST_TEST(status_of(plan_of(base_manifests() + missing), "Gateway", "secure").listeners.at(0).conditions.back().reason
+               == "RefNotPermitted");
+    // a Secret in its own namespace that is not a certificate stays InvalidCertificateRef
+    std::string own = tls;
+    own.replace(own.find("{name: cert, namespace: certs}"), 30, "{name: nothing-here}");
+    BOOST_TEST(status_of(plan_of(base_manifests() + own), "Gateway", "secure").listeners.at(0).conditions.back().reason
+               == "InvalidCertificateRef");
 
     Plan allowed = plan_of(base_manifests() + tls + R"(---
 apiVersion: gateway.networking.k8s.io/v1beta1
