@@ -278,5 +278,51 @@ YAML
        'pins beside a default listener: the pinned SNI without a certificate is refused in the handshake');
 }
 
+# ---- HTTPRouteHTTPSListener's unknown SNI, beside a pinned listener ---------
+# With no listener for every hostname, an unknown SNI still completes a
+# handshake (the port's first certificate) and gets 404; naming the pinned
+# hostname in Host from there gets 421, never the pinned routes.
+{
+    my $gw = 'client-pins-alone';
+    (my $selfsigned_spki = spki_pin('selfsigned')) =~ s/^sha256-spki://;
+    spit("$manifests/41-pins-alone.yaml", <<"YAML");
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: $gw, namespace: gateway-conformance-infra}
+spec:
+  gatewayClassName: gateway2nginx
+  listeners:
+  - name: pinned
+    port: 443
+    protocol: HTTPS
+    hostname: pinned.example.org
+    tls:
+      certificateRefs: [{name: tls-validity-checks-certificate}]
+      options: {gateway2nginx.io/client-certificate-pins: "SPKI:$selfsigned_spki"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: $gw, namespace: gateway-conformance-infra}
+spec:
+  parentRefs: [{name: $gw}]
+  rules: [{backendRefs: [{name: infra-backend-v1, port: 8080}]}]
+YAML
+    serve_gateway($gw, 443);
+    my $p = 443 + $offset;
+    my $get = sub {
+        my ($sni, $host, $client) = @_;
+        my $cert = $client ? "--cert $certs/$client.crt --key $certs/$client.key" : '';
+        my $out = `curl -sk --max-time 10 $cert --resolve $sni:$p:127.0.0.1 -H 'Host: $host' -w '\\n%{http_code}' https://$sni:$p/ 2>/dev/null`;
+        my ($body, $code) = $out =~ /^(.*)\n(\d+)$/s;
+        return (($code // 0) + 0, $body // '');
+    };
+    is(($get->('unknown-example.org', 'unknown-example.org'))[0], 404,
+       'HTTPS listener: an unknown SNI completes the handshake and gets 404');
+    is(($get->('unknown-example.org', 'pinned.example.org'))[0], 421,
+       'HTTPS listener: ...and naming the pinned hostname from there gets 421');
+    is(($get->('pinned.example.org', 'pinned.example.org', 'selfsigned'))[0], 200,
+       'HTTPS listener: the pinned client is served');
+}
+
 stop_conformance_gateway();
 stop_backends();

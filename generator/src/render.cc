@@ -511,13 +511,13 @@ std::vector<nginx::Token> listen_arguments(const std::string &listen, bool ssl, 
 void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
 {
     nginx::Writer w(out);
-    std::map<std::string, bool> listen_has_default;  // listen -> ssl
+    std::map<std::string, const Server *> first_on_listen;
     std::set<std::string> listens_with_catch_all, listens_http2;
     for (const Server &s : plan.servers) {
         if (s.http2) listens_http2.insert(s.listen);
     }
     for (const Server &s : plan.servers) {
-        listen_has_default.emplace(s.listen, s.ssl);
+        first_on_listen.emplace(s.listen, &s);
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
         w.open("server");
@@ -536,13 +536,19 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
         w.close();
         w.blank();
     }
-    // a request for no known hostname gets 404 (or no TLS handshake)
-    for (const auto &[listen, ssl] : listen_has_default) {
+    // a request for no known hostname gets 404, over TLS too (with the
+    // port's first certificate): it completes a handshake that verified no
+    // client, which the module keeps from reaching a server that verifies
+    // its clients (421)
+    for (const auto &[listen, first] : first_on_listen) {
         if (listens_with_catch_all.count(listen)) continue;
         w.open("server");
-        w.directive("listen", listen_arguments(listen, ssl, listens_http2.count(listen) > 0, true));
+        w.directive("listen", listen_arguments(listen, first->ssl, listens_http2.count(listen) > 0, true));
         w.directive("server_name", {nginx::Token::value("")});
-        if (ssl) w.directive("ssl_reject_handshake", {"on"});
+        if (first->ssl) {
+            w.directive("ssl_certificate", {nginx::Token::value(first->certificate)});
+            w.directive("ssl_certificate_key", {nginx::Token::value(first->certificate_key)});
+        }
         w.directive("return", {"404"});
         w.close();
         w.blank();

@@ -312,7 +312,7 @@ inline const std::set<std::string> &generator_vocabulary()
         add("server>", {"listen", "server_name", "proxy_ssl_verify_insecure", "ssl_certificate", "ssl_certificate_key",
                         "ssl_verify_client", "ssl_verify_client_handshake", "ssl_client_certificate", "ssl_verify_depth",
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
-                        "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location", "ssl_reject_handshake",
+                        "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
                         "return", "ssl_preread", "proxy_pass", "proxy_ssl"});
         add("server>location>", {"proxy_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "gateway_tls_status"});

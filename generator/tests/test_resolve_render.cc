@@ -723,3 +723,33 @@ spec:
     // nothing named: the host and port the client used
     BOOST_TEST(by_port[8080].find("return 301 $scheme://$http_host$request_uri;") != std::string::npos);
 }
+
+// HTTPRouteHTTPSListener: with no listener for every hostname, an unknown
+// SNI still completes a handshake, with the port's first certificate, and
+// gets 404 (the module answers 421 where Host then names a server that
+// verifies its clients: t/230).
+BOOST_AUTO_TEST_CASE(an_https_port_without_a_catch_all_answers_404_over_tls)
+{
+    std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, hostname: example.org, tls: {certificateRefs: [{name: cert}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {value: /}}]}]
+)";
+    std::string http = render_http_conf(plan_of(yaml));
+    BOOST_TEST(http.find("server {\n    listen 0.0.0.0:443 ssl default_server;\n    server_name \"\";\n"
+                         "    ssl_certificate certs/listener-ns-cert.crt;\n"
+                         "    ssl_certificate_key certs/listener-ns-cert.key;\n    return 404;\n}")
+                   != std::string::npos,
+               http);
+    BOOST_TEST(http.find("ssl_reject_handshake") == std::string::npos);
+}
