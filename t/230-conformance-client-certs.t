@@ -99,13 +99,15 @@ sub refused {
     return $code == 0 && $body !~ /backend=/;
 }
 
-# GET / over TLS to the listener PORT as HOST, with the client certificate
-# NAME (or none); returns the HTTP status (0: the TLS handshake failed) and body.
+# GET / over TLS to the listener PORT with SNI NAME, with the client
+# certificate CLIENT (or none) and a Host header HOST (default: NAME);
+# returns the HTTP status (0: the TLS handshake failed) and body.
 sub https_get {
-    my ($port, $host, $client) = @_;
+    my ($port, $name, $client, $host) = @_;
     my $p = $port + $offset;
     my $cert = $client ? "--cert $certs/$client.crt --key $certs/$client.key" : '';
-    my $out = `curl -sk --max-time 10 $cert --resolve $host:$p:127.0.0.1 -w '\\n%{http_code}' https://$host:$p/ 2>/dev/null`;
+    my $header = $host ? "-H 'Host: $host'" : '';
+    my $out = `curl -sk --max-time 10 $cert $header --resolve $name:$p:127.0.0.1 -w '\\n%{http_code}' https://$name:$p/ 2>/dev/null`;
     my ($body, $code) = $out =~ /^(.*)\n(\d+)$/s;
     return (($code // 0) + 0, $body // "");
 }
@@ -259,22 +261,14 @@ spec:
   rules: [{backendRefs: [{name: infra-backend-v1, port: 8080}]}]
 YAML
     serve_gateway($gw, 443);
-    my $p = 443 + $offset;
-    my $get = sub {
-        my ($sni, $host, $client) = @_;
-        my $cert = $client ? "--cert $certs/$client.crt --key $certs/$client.key" : '';
-        my $out = `curl -sk --max-time 10 $cert --resolve $sni:$p:127.0.0.1 -H 'Host: $host' -w '\\n%{http_code}' https://$sni:$p/ 2>/dev/null`;
-        my ($body, $code) = $out =~ /^(.*)\n(\d+)$/s;
-        return (($code // 0) + 0, $body // '');
-    };
-    my ($code, $body) = $get->('pinned.example.org', 'pinned.example.org', 'selfsigned');
+    my ($code, $body) = https_get(443, 'pinned.example.org', 'selfsigned');
     is($code, 200, 'pins beside a default listener: the pinned client, by SNI, is served');
     like($body, qr/^backend=plain host=pinned\.example\.org/, '... by the route');
-    is(($get->('other.example.org', 'pinned.example.org'))[0], 421,
+    is((https_get(443, 'other.example.org', undef, 'pinned.example.org'))[0], 421,
        'pins beside a default listener: an unknown SNI with the pinned Host gets 421, not the pinned routes');
-    is(($get->('other.example.org', 'other.example.org'))[0], 200,
+    is((https_get(443, 'other.example.org'))[0], 200,
        'pins beside a default listener: the open listener serves its own hostnames');
-    ok(refused($get->('pinned.example.org', 'pinned.example.org')),
+    ok(refused(https_get(443, 'pinned.example.org')),
        'pins beside a default listener: the pinned SNI without a certificate is refused in the handshake');
 }
 
@@ -308,19 +302,11 @@ spec:
   rules: [{backendRefs: [{name: infra-backend-v1, port: 8080}]}]
 YAML
     serve_gateway($gw, 443);
-    my $p = 443 + $offset;
-    my $get = sub {
-        my ($sni, $host, $client) = @_;
-        my $cert = $client ? "--cert $certs/$client.crt --key $certs/$client.key" : '';
-        my $out = `curl -sk --max-time 10 $cert --resolve $sni:$p:127.0.0.1 -H 'Host: $host' -w '\\n%{http_code}' https://$sni:$p/ 2>/dev/null`;
-        my ($body, $code) = $out =~ /^(.*)\n(\d+)$/s;
-        return (($code // 0) + 0, $body // '');
-    };
-    is(($get->('unknown-example.org', 'unknown-example.org'))[0], 404,
+    is((https_get(443, 'unknown-example.org'))[0], 404,
        'HTTPS listener: an unknown SNI completes the handshake and gets 404');
-    is(($get->('unknown-example.org', 'pinned.example.org'))[0], 421,
+    is((https_get(443, 'unknown-example.org', undef, 'pinned.example.org'))[0], 421,
        'HTTPS listener: ...and naming the pinned hostname from there gets 421');
-    is(($get->('pinned.example.org', 'pinned.example.org', 'selfsigned'))[0], 200,
+    is((https_get(443, 'pinned.example.org', 'selfsigned'))[0], 200,
        'HTTPS listener: the pinned client is served');
 }
 
