@@ -454,12 +454,12 @@ ngx_int_t ngx_http_gtls_add_variables(ngx_conf_t *cf)
 ngx_int_t ngx_http_gtls_client_handshake_handler(ngx_http_request_t *r)
 {
     auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_gateway_tls_module));
-    if (scf->client_pins.built == nullptr || r->connection->ssl == nullptr) {
+    if (r->connection->ssl == nullptr) {
         return NGX_DECLINED;
     }
     auto *sscf = static_cast<ngx_http_ssl_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_ssl_module));
     const SSL_CTX *handshake = SSL_get_SSL_CTX(r->connection->ssl->connection);
-    if (gtls::client_verified_for_server(true, handshake, sscf->ssl.ctx)) {
+    if (gtls::client_verified_for_server(scf->client_pins.built != nullptr, handshake, sscf->ssl.ctx)) {
         return NGX_DECLINED;
     }
     const char *sni = SSL_get_servername(r->connection->ssl->connection, TLSEXT_NAMETYPE_host_name);

@@ -112,8 +112,8 @@ std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::pat
     pid_t pid = ::fork();
     if (pid == 0) {
         if (quiet) {
-            int null = ::open("/dev/null", O_WRONLY);
-            if (null >= 0) ::dup2(null, STDERR_FILENO);
+            int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (null >= 0) ::dup2(null, STDERR_FILENO);  // dup2 clears close-on-exec on stderr
         }
         if (root && !drop_privileges(uid, gid)) {
             std::perror("gateway2nginx: cannot drop privileges for nginx -t");
