@@ -78,9 +78,28 @@ inline Condition route_invalid_kind(const std::string &why)
     return make("ResolvedRefs", false, "InvalidKind", why);
 }
 
+// GatewayClasses
+inline Condition gateway_class_accepted() { return make("Accepted", true, "Accepted", "GatewayClass is accepted"); }
+inline Condition gateway_class_invalid_parameters(const std::string &ref)
+{
+    return make("Accepted", false, "InvalidParameters", "parametersRef " + ref + " is not supported");
+}
+
 // Gateways
 inline Condition gateway_accepted() { return make("Accepted", true, "Accepted", "Gateway is accepted"); }
 inline Condition gateway_programmed() { return make("Programmed", true, "Programmed", "Gateway is programmed"); }
+inline Condition gateway_not_programmed(const std::string &why) { return make("Programmed", false, "Invalid", why); }
+inline Condition gateway_invalid_parameters(const std::string &ref)
+{
+    return make("Accepted", false, "InvalidParameters", "infrastructure.parametersRef " + ref + " is not supported");
+}
+// Accepted (true: some listener is) with ListenersNotValid
+inline Condition gateway_listeners_not_valid(bool accepted, size_t invalid)
+{
+    return make("Accepted", accepted, "ListenersNotValid",
+                std::to_string(invalid) + (invalid == 1 ? " listener is" : " listeners are")
+                    + " not valid; see the listeners' conditions");
+}
 inline Condition gateway_insecure_backends_allowed()
 {
     return make("InsecureBackendValidationMode", true, "ConfigurationChanged",

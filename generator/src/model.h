@@ -53,9 +53,29 @@ bool key_less(const Meta &a, const Meta &b)
     return a_len < b_len;
 }
 
+// A Kubernetes label selector (metav1.LabelSelector): every matchLabels
+// pair and every expression must hold; an empty selector matches all.
+struct LabelRequirement {
+    std::string key;
+    std::string op;  // In, NotIn, Exists, DoesNotExist
+    std::vector<std::string> values;
+};
+
+struct LabelSelector {
+    std::map<std::string, std::string> match_labels;
+    std::vector<LabelRequirement> match_expressions;
+
+    bool matches(const std::map<std::string, std::string> &labels) const;
+};
+
+struct Namespace {
+    ObjectMeta meta;  // labels, with kubernetes.io/metadata.name as the API server sets it
+};
+
 struct GatewayClass {
     ObjectMeta meta;
     std::string controller_name;
+    std::string parameters_ref;  // "group/kind/name"; none is supported
 };
 
 struct SecretObjectRef {
@@ -82,6 +102,7 @@ struct Listener {
     std::string tls_mode = "Terminate";
     std::vector<SecretObjectRef> certificate_refs;
     std::string allowed_namespaces_from = "Same";  // Same, All, Selector
+    LabelSelector allowed_namespaces_selector;      // from: Selector
     std::vector<std::string> allowed_kinds;          // empty: the protocol's default
     std::vector<std::string> client_pins;  // option gateway2nginx.io/client-certificate-pins
 };
@@ -91,6 +112,7 @@ struct Gateway {
     std::string gateway_class_name;
     std::vector<Listener> listeners;
     std::vector<std::string> addresses;  // IP addresses only
+    std::string parameters_ref;          // spec.infrastructure.parametersRef "group/kind/name"; none is supported
     // GEP-4152 operator gate: spec.tls.backend.validation.mode
     bool allows_insecure_backends = false;  // AllowInsecureVerification
     // GEP-91: spec.tls.frontend.default and perPort
@@ -282,6 +304,7 @@ struct RejectedObject {
 
 // Everything read from the input, in input order.
 struct Manifests {
+    std::vector<Namespace> namespaces;
     std::vector<GatewayClass> gateway_classes;
     std::vector<Gateway> gateways;
     std::vector<HTTPRoute> http_routes;  // and GRPCRoutes

@@ -102,13 +102,71 @@ std::vector<std::pair<std::string, std::string>> split_hash_list(const std::stri
     return out;
 }
 
+// A parametersRef (of a GatewayClass, or a Gateway's infrastructure) as
+// "group/kind/name", empty when absent.
+std::string parameters_ref(const Document &doc, const YamlNode &parent, const std::string &parent_path)
+{
+    YamlNode ref = doc.child(parent, parent_path, "parametersRef");
+    if (!ref.defined()) return "";
+    const std::string path = parent_path + ".parametersRef";
+    doc.only(ref, path, {"group", "kind", "name", "namespace"});
+    return doc.string(ref, path, "group") + "/" + doc.string(ref, path, "kind", true) + "/"
+           + doc.string(ref, path, "name", true);
+}
+
 void parse_gateway_class(const Document &doc, const YamlNode &root, Manifests *out)
 {
     GatewayClass gc;
     gc.meta = doc.meta(root, false);
     YamlNode spec = doc.child(root, "", "spec");
     gc.controller_name = doc.string(spec, "spec", "controllerName", true);
+    gc.parameters_ref = parameters_ref(doc, spec, "spec");
     out->gateway_classes.push_back(std::move(gc));
+}
+
+LabelSelector parse_label_selector(const Document &doc, const YamlNode &node, const std::string &path)
+{
+    LabelSelector sel;
+    doc.only(node, path, {"matchLabels", "matchExpressions"});
+    sel.match_labels = doc.string_map(node, path, "matchLabels");
+    for (const auto &[key, value] : sel.match_labels) {
+        if (!valid_label_value(value)) {
+            doc.fail(node, path + ".matchLabels." + key, "not a valid label value");
+        }
+    }
+    int i = 0;
+    for (const YamlNode &e : doc.list(node, path, "matchExpressions")) {
+        std::string epath = path + ".matchExpressions[" + std::to_string(i++) + "]";
+        doc.only(e, epath, {"key", "operator", "values"});
+        LabelRequirement r;
+        r.key = doc.string(e, epath, "key", true);
+        r.op = doc.string(e, epath, "operator", true);
+        int j = 0;
+        for (const YamlNode &v : doc.list(e, epath, "values")) {
+            std::string vpath = epath + ".values[" + std::to_string(j++) + "]";
+            if (!v.is_scalar()) doc.fail(v, vpath, "expected a string");
+            r.values.push_back(v.scalar());
+        }
+        if (r.op == "In" || r.op == "NotIn") {
+            if (r.values.empty()) doc.fail(e, epath + ".values", "must be non-empty for operator " + r.op);
+        } else if (r.op == "Exists" || r.op == "DoesNotExist") {
+            if (!r.values.empty()) doc.fail(e, epath + ".values", "must be empty for operator " + r.op);
+        } else {
+            doc.fail(e, epath + ".operator", "expected In, NotIn, Exists or DoesNotExist");
+        }
+        sel.match_expressions.push_back(std::move(r));
+    }
+    return sel;
+}
+
+// A Namespace: its labels, for listeners that select namespaces. The API
+// server labels every namespace with its own name.
+void parse_namespace(const Document &doc, const YamlNode &root, Manifests *out)
+{
+    Namespace ns;
+    ns.meta = doc.meta(root, false);
+    ns.meta.labels["kubernetes.io/metadata.name"] = ns.meta.name;
+    out->namespaces.push_back(std::move(ns));
 }
 
 Listener parse_listener(const Document &doc, const YamlNode &node, const std::string &path)
@@ -185,6 +243,13 @@ Listener parse_listener(const Document &doc, const YamlNode &node, const std::st
             && l.allowed_namespaces_from != "Selector") {
             doc.fail(ns, apath + ".namespaces.from", "expected All, Selector or Same");
         }
+        YamlNode selector = doc.child(ns, apath + ".namespaces", "selector");
+        if (l.allowed_namespaces_from == "Selector") {
+            if (!selector.defined()) {
+                doc.fail(ns, apath + ".namespaces.selector", "required when from is Selector");
+            }
+            l.allowed_namespaces_selector = parse_label_selector(doc, selector, apath + ".namespaces.selector");
+        }
         int i = 0;
         for (const YamlNode &kind : doc.list(allowed, apath, "kinds")) {
             l.allowed_kinds.push_back(
@@ -233,6 +298,7 @@ void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
     gw.meta = doc.meta(root);
     YamlNode spec = doc.child(root, "", "spec");
     gw.gateway_class_name = doc.string(spec, "spec", "gatewayClassName", true);
+    gw.parameters_ref = parameters_ref(doc, doc.child(spec, "spec", "infrastructure"), "spec.infrastructure");
     YamlNode backend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "backend");
     YamlNode gate = doc.child(backend, "spec.tls.backend", "validation");
     std::string gate_mode = doc.string(gate, "spec.tls.backend.validation", "mode", false, "AllowStrictOnly");
@@ -739,6 +805,7 @@ void parse_known_object(const Document &doc, const YamlNode &root, const std::st
             return parse_backend_tls_policy(doc, root, api_version, out);
         }
     } else if (api_version == "v1") {
+        if (kind == "Namespace") return parse_namespace(doc, root, out);
         if (kind == "Service") return parse_service(doc, root, out);
         if (kind == "ConfigMap") return parse_config_map(doc, root, out);
         if (kind == "Secret") return parse_secret(doc, root, out);

@@ -53,6 +53,7 @@ struct ObjectStatus {
         std::vector<Condition> conditions;
     };
     std::vector<ListenerStatus> listeners;
+    std::vector<std::string> addresses;  // Gateway: IP addresses clients reach it at
     // Routes (parents) and policies (ancestors): a Gateway reference each
     struct RefStatus {
         std::string_view group = "gateway.networking.k8s.io";

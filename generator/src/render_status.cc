@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "gateway_features.h"
 #include "render.h"
 
 namespace g2n {
@@ -105,10 +106,21 @@ void render_one(std::string &out, const ObjectStatus &st, const Options &o)
     line(out, "", "kind: ", st.kind);
     out += "metadata:\n";
     line(out, "  ", "name: ", st.meta.name);
-    line(out, "  ", "namespace: ", st.meta.namespace_);
+    if (!st.meta.namespace_.empty()) line(out, "  ", "namespace: ", st.meta.namespace_);
     out += "  generation: " + std::to_string(st.meta.generation) + "\n";
     out += "status:\n";
+    if (st.kind == "GatewayClass") {
+        conditions(out, "  ", st.conditions, st.meta);
+        out += "  supportedFeatures:\n";
+        for (std::string_view feature : kSupportedFeatures) line(out, "    ", "- name: ", feature);
+        return;
+    }
     if (st.kind == "Gateway") {
+        out += st.addresses.empty() ? "  addresses: []\n" : "  addresses:\n";
+        for (const std::string &address : st.addresses) {
+            out += "    - type: IPAddress\n";
+            line(out, "      ", "value: ", address);
+        }
         conditions(out, "  ", st.conditions, st.meta);
         out += st.listeners.empty() ? "  listeners: []\n" : "  listeners:\n";
         for (const auto &l : st.listeners) {

@@ -40,6 +40,22 @@ bool granted(const Manifests &m, const std::string &from_kind, const std::string
     return false;
 }
 
+bool LabelSelector::matches(const std::map<std::string, std::string> &labels) const
+{
+    for (const auto &[key, value] : match_labels) {
+        auto it = labels.find(key);
+        if (it == labels.end() || it->second != value) return false;
+    }
+    for (const LabelRequirement &r : match_expressions) {
+        auto it = labels.find(r.key);
+        bool has = it != labels.end();
+        bool listed = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+        bool holds = r.op == "In" ? listed : r.op == "NotIn" ? !listed : r.op == "Exists" ? has : !has;
+        if (!holds) return false;
+    }
+    return true;
+}
+
 namespace {
 
 // Gateway API hostname intersection: the more specific of the two, or
@@ -144,10 +160,19 @@ private:
     {
         std::set<std::string> classes;
         for (const GatewayClass &gc : m_.gateway_classes) {
-            if (gc.controller_name == o_.controller_name
-                && (o_.gateway_class.empty() || gc.meta.name == o_.gateway_class)) {
-                classes.insert(gc.meta.name);
+            if (gc.controller_name != o_.controller_name) continue;  // its controller writes its status
+            ObjectStatus st;
+            st.api_version = "gateway.networking.k8s.io/v1";
+            st.kind = "GatewayClass";
+            st.meta = status_meta(gc.meta);
+            if (!gc.parameters_ref.empty()) {
+                // its Gateways are not programmed: nothing says what the parameters would have changed
+                st.conditions = {cond::gateway_class_invalid_parameters(gc.parameters_ref)};
+            } else {
+                st.conditions = {cond::gateway_class_accepted()};
+                if (o_.gateway_class.empty() || gc.meta.name == o_.gateway_class) classes.insert(gc.meta.name);
             }
+            plan_->statuses.push_back(std::move(st));
         }
         for (const Gateway &gw : m_.gateways) {
             bool wanted = o_.gateways.empty()
@@ -170,6 +195,10 @@ private:
         std::string address = gw.addresses.empty() ? o_.listen_address : gw.addresses.front();
         if (address.find(':') != std::string::npos) address = "[" + address + "]";
         s.listen = address + ":" + std::to_string(l.port + o_.port_offset);
+        if (!gw.parameters_ref.empty()) {
+            s.status.conditions = {cond::listener_not_programmed("the Gateway is not accepted")};
+            return s;
+        }
 
         static const std::map<std::string, std::vector<std::string>> kinds_of_protocol = {
             {"HTTP", {"HTTPRoute", "GRPCRoute"}},
@@ -199,9 +228,10 @@ private:
         if (l.protocol == "HTTPS" || (l.protocol == "TLS" && l.tls_mode == "Terminate")) {
             SecretFiles files = resolve_certificate(gw, l, &s);
             if (!files.ok()) {
-                s.status.conditions.push_back(cond::listener_accepted());
-                s.status.conditions.push_back(
-                    cond::listener_invalid_certificate(files.reason == "RefNotPermitted", files.why));
+                // routes still attach (GatewayWithAttachedRoutes), nothing is served
+                s.accepted = true;
+                s.status.conditions = {cond::listener_accepted(), cond::listener_not_programmed(files.why),
+                                       cond::listener_invalid_certificate(files.reason == "RefNotPermitted", files.why)};
                 return s;
             }
             std::vector<Condition> failure;
@@ -210,7 +240,7 @@ private:
                 return s;
             }
         }
-        s.usable = true;
+        s.accepted = s.usable = true;
         s.status.conditions = {cond::listener_accepted(), cond::listener_programmed(),
                                invalid_kinds.empty() ? cond::listener_refs_resolved()
                                                      : cond::listener_invalid_route_kinds(l.protocol, invalid_kinds)};
@@ -315,11 +345,10 @@ private:
         std::vector<ListenerState *> allowed;
         for (ListenerState *ls : candidates) {
             const Listener &l = *ls->listener;
-            bool ns_ok = l.allowed_namespaces_from == "All"
-                         || (l.allowed_namespaces_from == "Same" && r.meta.namespace_ == gw.meta.namespace_);
+            bool ns_ok = namespace_allowed(l, gw, r.meta.namespace_);
             const std::vector<std::string> &kinds = ls->status.supported_kinds;
             bool kind_ok = std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end();
-            if (ls->usable && ns_ok && kind_ok) allowed.push_back(ls);
+            if (ls->accepted && ns_ok && kind_ok) allowed.push_back(ls);
         }
         if (allowed.empty()) {
             return {cond::route_not_allowed("no listener of Gateway " + gw.meta.key()
@@ -347,6 +376,10 @@ private:
         std::set<ListenerState *> attached;
         std::string taken_by;
         for (auto &[ls, host] : hosts) {
+            if (!ls->usable) {
+                attached.insert(ls);
+                continue;
+            }
             // Gateways that share an address and port share the nginx
             // listener; a hostname there belongs to the oldest route's Gateway
             std::string &owner = server_owner_[ls->listen + " " + host];
@@ -373,6 +406,17 @@ private:
         }
         for (ListenerState *ls : attached) ls->status.attached_routes++;
         return {cond::route_accepted(), refs};
+    }
+
+    // allowedRoutes.namespaces: a namespace given no Namespace object has
+    // only the label the API server gives every namespace, its name
+    bool namespace_allowed(const Listener &l, const Gateway &gw, const std::string &ns) const
+    {
+        if (l.allowed_namespaces_from == "All") return true;
+        if (l.allowed_namespaces_from == "Same") return ns == gw.meta.namespace_;
+        auto it = objects_.namespaces.find(ns);
+        if (it != objects_.namespaces.end()) return l.allowed_namespaces_selector.matches(it->second->meta.labels);
+        return l.allowed_namespaces_selector.matches({{"kubernetes.io/metadata.name", ns}});
     }
 
     Server &server_for(const ListenerState &ls, const std::string &host)
@@ -618,15 +662,33 @@ private:
             st.api_version = "gateway.networking.k8s.io/v1";
             st.kind = "Gateway";
             st.meta = status_meta(gw->meta);
-            st.conditions = {cond::gateway_accepted(), cond::gateway_programmed()};
-            if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
-            if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
             bool insecure_frontend = false;
+            size_t accepted = 0, programmed = 0;
             for (const ListenerState &ls : listeners_) {
                 if (ls.gateway != gw) continue;
                 st.listeners.push_back(ls.status);
+                accepted += ls.accepted;
+                programmed += ls.usable;
                 insecure_frontend |= ls.usable && ls.client.verify == "optional_no_ca" && !ls.client.ca.empty();
             }
+            const size_t listeners = st.listeners.size();
+            if (!gw->parameters_ref.empty()) {
+                st.conditions = {cond::gateway_invalid_parameters(gw->parameters_ref),
+                                 cond::gateway_not_programmed("the Gateway is not accepted")};
+            } else {
+                // a listener that is not programmed makes the Gateway's
+                // listeners not valid; none accepted, the Gateway is not
+                st.conditions = {programmed == listeners ? cond::gateway_accepted()
+                                                         : cond::gateway_listeners_not_valid(accepted > 0,
+                                                                                             listeners - programmed),
+                                 programmed > 0 ? cond::gateway_programmed()
+                                                : cond::gateway_not_programmed("no listener is programmed")};
+            }
+            // where clients reach it: the address it listens on, unless that is every address
+            std::string address = gw->addresses.empty() ? o_.listen_address : gw->addresses.front();
+            if (programmed > 0 && address != "0.0.0.0" && address != "::") st.addresses.push_back(address);
+            if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
+            if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
             if (insecure_frontend) st.conditions.push_back(cond::gateway_insecure_frontend());
             plan_->statuses.push_back(std::move(st));
         }

@@ -28,6 +28,7 @@ struct ObjectIndex {
     std::unordered_map<std::string, const Service *> services;
     std::unordered_map<std::string, const ConfigMap *> config_maps;
     std::unordered_map<std::string, const Secret *> secrets;
+    std::unordered_map<std::string, const Namespace *> namespaces;  // by name
     std::vector<std::vector<const EndpointSlice *>> slices_of_service;  // by position
 
     explicit ObjectIndex(const Manifests &m);
@@ -103,7 +104,8 @@ std::string safe_name(const std::string &text);
 struct ListenerState {
     const Gateway *gateway = nullptr;
     const Listener *listener = nullptr;
-    bool usable = false;
+    bool accepted = false;  // routes attach to it and count in its attachedRoutes
+    bool usable = false;    // and it is Programmed: served
     std::string listen;
     std::string category;  // what the listen socket speaks: HTTP, HTTPS, TLS/Passthrough, TLS/Terminate
     std::string certificate, certificate_key;

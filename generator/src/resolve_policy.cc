@@ -190,6 +190,7 @@ ObjectIndex::ObjectIndex(const Manifests &m) : services_base_(m.services.data())
     for (const Service &o : m.services) services.emplace(o.meta.key(), &o);
     for (const ConfigMap &o : m.config_maps) config_maps.emplace(o.meta.key(), &o);
     for (const Secret &o : m.secrets) secrets.emplace(o.meta.key(), &o);
+    for (const Namespace &o : m.namespaces) namespaces.emplace(o.meta.name, &o);
     slices_of_service.resize(m.services.size());
     for (const EndpointSlice &o : m.endpoint_slices) {
         if (const Service *svc = find(services, o.meta.namespace_, o.service_name)) {

@@ -33,7 +33,7 @@ void settle_protocol_conflicts(std::vector<ListenerState> &listeners)
             }
         }
         if (why.empty()) continue;
-        ls.usable = false;
+        ls.accepted = ls.usable = false;
         ls.status.conditions = {cond::listener_protocol_conflict(why), cond::listener_not_programmed(why)};
     }
 }

@@ -225,6 +225,154 @@ spec:
     BOOST_TEST(key_private);
 }
 
+BOOST_AUTO_TEST_CASE(allowed_routes_select_namespaces_by_label)
+{
+    // a listener that takes routes from namespaces labelled team=a, with
+    // three routes: in a labelled namespace, an unlabelled one, and one
+    // given no Namespace object (only its name label, as the API server sets)
+    auto yaml = [](const std::string &selector) {
+        std::string out = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: a, labels: {team: a}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: b, labels: {team: b}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - name: http
+    port: 80
+    protocol: HTTP
+    allowedRoutes: {namespaces: {from: Selector, selector: )" + selector + R"(}}
+)";
+        for (const char *ns : {"a", "b", "c"}) {
+            out += std::string("---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ")
+                   + ns + "}\nspec:\n  parentRefs: [{name: gw, namespace: infra}]\n  hostnames: [" + ns
+                   + ".example.com]\n";
+        }
+        return out;
+    };
+    auto accepted = [](const Plan &plan) {
+        std::string out;
+        for (const ObjectStatus &st : plan.statuses) {
+            if (st.kind == "HTTPRoute" && reasons(st).find("Accepted=True") != std::string::npos) out += st.meta.namespace_;
+        }
+        return out;
+    };
+    Plan by_label = plan_of(yaml("{matchLabels: {team: a}}"));
+    BOOST_TEST(accepted(by_label) == "a");
+    for (const ObjectStatus &st : by_label.statuses) {
+        if (st.kind == "HTTPRoute" && st.meta.namespace_ == "b") {
+            BOOST_TEST(reasons(st).find("Accepted=False/NotAllowedByListeners") != std::string::npos);
+        }
+    }
+    BOOST_TEST(status_of(by_label, "Gateway", "gw").listeners.at(0).attached_routes == 1);
+    BOOST_TEST(accepted(plan_of(yaml("{matchLabels: {kubernetes.io/metadata.name: c}}"))) == "c");
+    BOOST_TEST(accepted(plan_of(yaml("{matchExpressions: [{key: team, operator: In, values: [a, b]}]}"))) == "ab");
+    BOOST_TEST(accepted(plan_of(yaml("{matchExpressions: [{key: team, operator: NotIn, values: [a]}]}"))) == "bc");
+    BOOST_TEST(accepted(plan_of(yaml("{matchExpressions: [{key: team, operator: Exists}]}"))) == "ab");
+    BOOST_TEST(accepted(plan_of(yaml("{matchExpressions: [{key: team, operator: DoesNotExist}]}"))) == "c");
+    BOOST_TEST(accepted(plan_of(yaml("{matchLabels: {team: a}, matchExpressions: [{key: team, operator: In, values: [b]}]}")))
+               == "");
+    BOOST_TEST(accepted(plan_of(yaml("{}"))) == "abc");
+    // a selector that cannot be read is the Gateway's error, with where it is
+    BOOST_TEST(error_of(yaml("{matchExpressions: [{key: team, operator: In}]}"))
+               .find("spec.listeners[0].allowedRoutes.namespaces.selector.matchExpressions[0].values: must be non-empty")
+               != std::string::npos);
+    BOOST_TEST(error_of(yaml("{matchExpressions: [{key: team, operator: Near, values: [a]}]}"))
+               .find("operator: expected In, NotIn, Exists or DoesNotExist") != std::string::npos);
+    std::string no_selector = yaml("{}");
+    no_selector.replace(no_selector.find(", selector: {}"), 14, "");
+    BOOST_TEST(error_of(no_selector).find("namespaces.selector: required when from is Selector") != std::string::npos);
+}
+
+// "Type=Status/Reason " for each of a status's own conditions (a Gateway's
+// or a GatewayClass's), or of listener `listener`'s.
+std::string own_reasons(const ObjectStatus &st, int listener = -1)
+{
+    std::string out;
+    for (const Condition &c : listener < 0 ? st.conditions : st.listeners.at(listener).conditions) {
+        out += std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason) + " ";
+    }
+    return out;
+}
+
+BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
+{
+    // GatewayClass: ours Accepted, with the features it supports; another
+    // controller's class gets no status from us
+    Plan plan = plan_of(base_manifests());
+    BOOST_TEST(own_reasons(status_of(plan, "GatewayClass", "ours")) == "Accepted=True/Accepted ");
+    for (const ObjectStatus &st : plan.statuses) BOOST_TEST(st.meta.name != "theirs");
+    std::string text = render_status(plan, Options{});
+    BOOST_TEST(text.find("kind: GatewayClass\nmetadata:\n  name: ours\n  generation: 1\nstatus:\n") != std::string::npos);
+    BOOST_TEST(text.find("  supportedFeatures:\n    - name: BackendTLSPolicy\n    - name: GRPCRoute\n    - name: Gateway\n")
+               != std::string::npos);
+
+    // status.addresses: where it listens, unless that is every address
+    BOOST_TEST(status_of(plan, "Gateway", "gw").addresses.empty());
+    Options local;
+    local.listen_address = "127.0.0.1";
+    Plan listening = resolve(parse(base_manifests()), local);
+    BOOST_TEST(status_of(listening, "Gateway", "gw").addresses == std::vector<std::string>{"127.0.0.1"});
+    BOOST_TEST(render_status(listening, local).find("  addresses:\n    - type: IPAddress\n      value: 127.0.0.1\n")
+               != std::string::npos);
+
+    // a parametersRef we cannot honour: InvalidParameters, nothing served
+    std::string class_params = base_manifests();
+    const std::string class_spec = "spec: {controllerName: gateway2nginx.io/controller}";
+    class_params.replace(class_params.find(class_spec), class_spec.size(),
+                         "spec: {controllerName: gateway2nginx.io/controller, parametersRef: {group: x.io, kind: P, name: p}}");
+    Plan bad_class = plan_of(class_params);
+    BOOST_TEST(own_reasons(status_of(bad_class, "GatewayClass", "ours")) == "Accepted=False/InvalidParameters ");
+    BOOST_TEST(bad_class.servers.empty());
+    std::string gateway_params = base_manifests();
+    gateway_params.replace(gateway_params.find("  gatewayClassName: ours\n"), 0,
+                           "  infrastructure: {parametersRef: {group: invalid.io, kind: InvalidParameters, name: invalid}}\n");
+    Plan bad_gateway = resolve(parse(gateway_params), local);
+    BOOST_TEST(own_reasons(status_of(bad_gateway, "Gateway", "gw")) == "Accepted=False/InvalidParameters Programmed=False/Invalid ");
+    BOOST_TEST(status_of(bad_gateway, "Gateway", "gw").addresses.empty());
+    BOOST_TEST(bad_gateway.servers.empty());
+    BOOST_TEST(reasons(status_of(bad_gateway, "HTTPRoute", "route")).find("Accepted=False/NotAllowedByListeners") != std::string::npos);
+
+    // GatewayListenerUnsupportedProtocol: a Gateway is accepted while one
+    // of its listeners is, and says that the others are not valid
+    auto with_listeners = [](const std::string &listeners) {
+        std::string yaml = base_manifests();
+        const std::string http = "  - {name: http, port: 80, protocol: HTTP}\n";
+        yaml.replace(yaml.find(http), http.size(), listeners);
+        return plan_of(yaml);
+    };
+    Plan only_bad = with_listeners("  - {name: invalid, port: 1111, protocol: INVALID}\n");
+    BOOST_TEST(own_reasons(status_of(only_bad, "Gateway", "gw")) == "Accepted=False/ListenersNotValid Programmed=False/Invalid ");
+    BOOST_TEST(own_reasons(status_of(only_bad, "Gateway", "gw"), 0) == "Accepted=False/UnsupportedProtocol ");
+    BOOST_TEST(status_of(only_bad, "Gateway", "gw").listeners.at(0).supported_kinds.empty());
+    Plan mixed = with_listeners("  - {name: http, port: 80, protocol: HTTP}\n  - {name: invalid, port: 1111, protocol: INVALID}\n");
+    BOOST_TEST(own_reasons(status_of(mixed, "Gateway", "gw")) == "Accepted=True/ListenersNotValid Programmed=True/Programmed ");
+    BOOST_TEST(mixed.servers.size() == 1u);
+
+    // GatewayWithAttachedRoutes: a listener whose certificate is not
+    // there is accepted and counts its routes, but is not programmed,
+    // and serves nothing
+    Plan unresolved = with_listeners("  - {name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: does-not-exist}]}}\n");
+    const ObjectStatus &gw = status_of(unresolved, "Gateway", "gw");
+    BOOST_TEST(own_reasons(gw, 0) == "Accepted=True/Accepted Programmed=False/Invalid ResolvedRefs=False/InvalidCertificateRef ");
+    BOOST_TEST(gw.listeners.at(0).attached_routes == 1);
+    BOOST_TEST(own_reasons(gw) == "Accepted=True/ListenersNotValid Programmed=False/Invalid ");
+    BOOST_TEST(reasons(status_of(unresolved, "HTTPRoute", "route")).find("gw:Accepted=True/Accepted") != std::string::npos);
+    BOOST_TEST(unresolved.servers.empty());
+}
+
 BOOST_AUTO_TEST_CASE(v1alpha3_policies_are_read_too)
 {
     std::string yaml = base_manifests() + policy("p", "https", "abc.example.com");

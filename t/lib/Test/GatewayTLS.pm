@@ -698,7 +698,8 @@ sub request {
     return _http($port, "$method $path", join("\n", @headers));
 }
 
-# status.yaml as { "Kind ns/name" => [ "GATEWAY-NS/NAME: Type=Status/Reason", ... ] },
+# status.yaml as { "Kind ns/name" => [ "GATEWAY-NS/NAME: Type=Status/Reason", ... ] }
+# (a GatewayClass: "GatewayClass name"; a Gateway's addresses: "address=IP"),
 # read with a small line parser (Debian's base perl has no YAML module).
 sub slurp { local (@ARGV, $/) = @_; <> }
 sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
@@ -798,6 +799,10 @@ sub read_status {
                 push @entries, "$ref: attachedRoutes=$1";
             } elsif ($kind eq 'Gateway' && $line =~ /^          kind: (\S+)/) {
                 push @entries, "$ref: supportedKind=$1";
+            } elsif ($kind eq 'Gateway' && $line =~ /^      value: (\S+)/) {
+                push @entries, "address=$1";
+            } elsif ($kind eq 'GatewayClass' && $line =~ /^    - name: (\S+)/) {
+                push @entries, "supportedFeature=$1";
             } elsif ($line =~ /^\s+- (?:ancestorRef|parentRef):/) {
                 ($ref, $in_ref) = ('', 1);
             } elsif ($in_ref && $line =~ /^\s+namespace: (\S+)/) {
@@ -813,7 +818,7 @@ sub read_status {
                 push @entries, "$ref: $cond{type}=$cond{status}/$1";
             }
         }
-        $status{"$kind $ns/$name"} = \@entries;
+        $status{defined $ns ? "$kind $ns/$name" : "$kind $name"} = \@entries;  # GatewayClass: no namespace
     }
     return \%status;
 }

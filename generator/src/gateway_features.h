@@ -1,0 +1,21 @@
+// The Gateway API features (conformance feature names) gateway2nginx
+// implements: GatewayClass status.supportedFeatures, which the conformance
+// suite reads to choose its tests. Sorted, as the API requires. A name is
+// added here only with the replay of its conformance tests passing
+// (t/400-conformance.t).
+#pragma once
+
+#include <string_view>
+
+namespace g2n {
+
+inline constexpr std::string_view kSupportedFeatures[] = {
+    "BackendTLSPolicy",
+    "GRPCRoute",
+    "Gateway",
+    "HTTPRoute",
+    "ReferenceGrant",
+    "TLSRoute",
+};
+
+}  // namespace g2n
