@@ -48,7 +48,7 @@ GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx install demo bench fuzz clean
+.PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -113,6 +113,13 @@ test-nginx: module $(GENERATOR) $(BUILD)/generator_tests $(if $(filter 1,$(SANIT
 	$(if $(filter 1,$(SANITIZE)),rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS))
 	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
 	$(if $(filter 1,$(SANITIZE)),@$(SAN_CHECK))
+
+# The Gateway API conformance replay alone (t/400-conformance.t, also part of
+# test-nginx), and its ConformanceReport.
+conformance: module $(GENERATOR)
+	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v t/400-conformance.t
+	cp t/servroot-400-conformance/conformance-report.yaml $(BUILD)/conformance-report.yaml
+	@echo "ConformanceReport: $(BUILD)/conformance-report.yaml"
 
 # Debian's nginx with the ASan and UBSan runtimes preloaded, for SANITIZE=1.
 $(SAN_NGINX):

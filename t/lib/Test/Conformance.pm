@@ -1,0 +1,444 @@
+package Test::Conformance;
+
+# A local replay of the Gateway API conformance suite: its manifests
+# (../shared/gateway-api/conformance), the requests and assertions of its Go
+# tests (conformance/tests/NAME.go in kubernetes-sigs/gateway-api), written
+# down as data in t/conformance/*.pl, and echo backends answering as the
+# suite's echo server (t/lib/echo-server.pl). Each test: gateway2nginx
+# renders every Gateway it names alone (--gateway, nginx -t included), each
+# on an address of its own (127.0.0.2, ...) as a cluster gives each Gateway
+# one, and an nginx serves each; the suite's status checks read status.yaml,
+# its requests go to the address status.addresses reports.
+#
+# The run ends with a ConformanceReport (upstream format) in
+# servroot/conformance-report.yaml.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use Exporter 'import';
+use IO::Socket::INET;
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use POSIX qw(strftime);
+
+use Test::GatewayTLS;
+
+our @EXPORT = qw(replay);
+
+my $Infra = 'gateway-conformance-infra';
+
+# Profiles as the suite defines them: the features a test may need to
+# belong to the profile, and which of them are core.
+# (conformance/utils/suite/profiles.go, pkg/features/*.go).
+my @GatewayExtended = qw(GatewayAddressEmpty GatewayFrontendClientCertificateValidation
+                         GatewayFrontendClientCertificateValidationInsecureFallback GatewayHTTPListenerIsolation
+                         GatewayInfrastructurePropagation GatewayPort8080 GatewayStaticAddresses
+                         GatewayTLSBackendClientCertificate);
+my %Profiles = (
+    'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
+                        extended => [@GatewayExtended, qw(BackendTLSPolicy BackendTLSPolicySANValidation
+                            HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode
+                            HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket
+                            HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteCORS
+                            HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching
+                            HTTPRouteNamedRouteRule HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite
+                            HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestMirror
+                            HTTPRouteRequestMultipleMirrors HTTPRouteRequestPercentageMirror HTTPRouteRequestTimeout
+                            HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect)] },
+    'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)],
+                        extended => [@GatewayExtended, qw(GRPCRouteNamedRouteRule)] },
+    'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
+                        extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
+);
+
+my ($Shared, $Dir, $Offset, %Echo, @Running, $EchoPid);
+
+# ---- backends --------------------------------------------------------------
+
+# Every Service of TEXT (YAML documents) that is not a TLS backend: an echo
+# identity each, and an EndpointSlice pointing it at its echo port.
+sub _echo_endpoints {
+    my $text = shift;
+    my $slices = '';
+    for my $doc (split /^---\s*$/m, $text) {
+        next unless $doc =~ /^kind: Service\s*$/m;
+        my ($name) = $doc =~ /^  name: (\S+)/m or next;
+        my ($ns) = $doc =~ /^  namespace: (\S+)/m;
+        $ns //= 'default';
+        next if $name =~ /tls|grpc|coredns|tcp/;  # replayed by t/100, t/140, t/210
+        my $key = "$ns/$name";
+        $Echo{$key} //= server_port() + 40 + keys %Echo;
+        my ($ports) = $doc =~ /^  ports:\n((?:    .*\n?)*)/m;
+        my @names = ($ports // '') =~ /^\s+-?\s*name:\s*(\S+)/mg;
+        @names = ('') unless @names;
+        (my $slice = "$name-echo") =~ s/^(.{58}).*/$1/;
+        $slices .= "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: $slice\n"
+                 . "  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $name\naddressType: IPv4\nports:\n"
+                 . join('', map { "- name: \"$_\"\n  port: $Echo{$key}\n" } @names)
+                 . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
+    }
+    return $slices;
+}
+
+sub _start_echo {
+    my @args = map { my ($ns, $svc) = split m{/}; "$Echo{$_}=$ns/$svc-0" } sort keys %Echo;
+    my $script = (__FILE__ =~ s{Test/Conformance\.pm$}{echo-server.pl}r);
+    pipe(my $ready, my $w) or die "pipe: $!";
+    $EchoPid = fork // die "fork: $!";
+    if ($EchoPid == 0) {
+        close $ready;
+        open STDOUT, '>&', $w or die;
+        exec $^X, $script, @args or die "exec: $!";
+    }
+    close $w;
+    my $line = <$ready> // '';
+    die "the echo server did not start\n" unless $line eq "ready\n";
+}
+
+END { kill 'TERM', $EchoPid if $EchoPid; }
+
+# ---- gateways --------------------------------------------------------------
+
+sub _stop_gateways {
+    stop_nginx($_) for @Running;
+    @Running = ();
+}
+
+sub _wait_port {
+    my ($addr, $port) = @_;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my $s = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port, Proto => 'tcp');
+        return 1 if $s;
+        sleep 0.02;
+    }
+    return 0;
+}
+
+# Renders and serves Gateway NAME of the infra namespace on ADDRESS from
+# the manifests in $Dir; returns its status (read_status) or undef.
+sub _serve_gateway {
+    my ($test, $name, $address) = @_;
+    my $out = servroot() . "/out-$test->{name}-$name";
+    my $module_dir = ($ENV{GTLS_MODULE} || abs_path('build/nginx/objs/ngx_http_gateway_tls_module.so'))
+                     =~ s{/[^/]+$}{}r;
+    my ($rc, $output) = run_generator('-f', $Dir, '-o', $out, '--gateway', "$Infra/$name",
+                                      '--port-offset', $Offset, '--listen-address', $address,
+                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check');
+    if ($rc != 0) {
+        diag("$test->{name}: gateway2nginx for $name: $output");
+        return undef;
+    }
+    my $status = read_status("$out/status.yaml");
+    my $nginx = nginx_binary();
+    my $started = `$nginx -p $out/ -c nginx.conf 2>&1`;
+    if ($? != 0) {
+        diag("$test->{name}: nginx for $name does not start: $started");
+        return undef;
+    }
+    push @Running, $out;
+    # wait for the listeners the Gateway declares
+    for my $port (_listener_ports($name)) {
+        _wait_port($address, $port + $Offset);
+    }
+    return $status;
+}
+
+# Listener ports of Gateway NAME in the manifests.
+sub _listener_ports {
+    my $name = shift;
+    my $all = join "\n---\n", map { slurp($_) } glob("$Dir/*.yaml");
+    for my $doc (split /^---\s*$/m, $all) {
+        next unless $doc =~ /^kind: Gateway\s*$/m && $doc =~ /^  name: \Q$name\E\s*$/m;
+        my %seen;
+        return grep { !$seen{$_}++ } $doc =~ /^\s+port: (\d+)/mg;
+    }
+    return ();
+}
+
+# ---- requests --------------------------------------------------------------
+
+# One HTTP/1.1 request: (status, {lc header => [values]}, body).
+sub _http {
+    my ($addr, $port, $req) = @_;
+    my $sock = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port, Proto => 'tcp', Timeout => 10)
+        or return (0, {}, "cannot connect to $addr:$port: $!");
+    my $host = $req->{host} // "$addr:" . ($port - $Offset);
+    my $head = ($req->{method} // 'GET') . " $req->{path} HTTP/1.1\r\nHost: $host\r\nConnection: close\r\n"
+             . "User-Agent: Go-http-client/1.1\r\n";
+    my $headers = $req->{headers} || {};
+    $head .= "$_: $headers->{$_}\r\n" for sort keys %$headers;
+    print $sock "$head\r\n";
+    local $/;
+    my $raw = <$sock> // '';
+    close $sock;
+    my ($head_text, $body) = split /\r\n\r\n/, $raw, 2;
+    my @lines = split /\r\n/, $head_text // '';
+    my ($status) = (shift(@lines) // '') =~ m{^HTTP/1\.\d (\d{3})};
+    my %h;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        push @{$h{lc $k}}, $v;
+    }
+    return ($status // 0, \%h, $body // '');
+}
+
+# The suite's CompareRoundTrip (conformance/utils/http/http.go): why the
+# response is not what EXPECTED says, or ''.
+sub _compare {
+    my ($req, $exp, $status, $headers, $body) = @_;
+    my $want = $exp->{status} // 200;
+    return "expected status code to be $want, got $status" if $status != $want;
+    if ($status == 200) {
+        my $echo = eval { decode_json($body) } or return "the answer is not the echo server's: $body";
+        my $er = $exp->{request} // {};
+        my $path = $er->{path} // $req->{path};
+        my $method = $er->{method} // $req->{method} // 'GET';
+        my $host = exists $er->{host} ? $er->{host} : $req->{host};
+        return "expected host to be $host, got $echo->{host}" if defined $host && $host ne '' && $host ne $echo->{host};
+        return "expected path to be $path, got $echo->{path}" if $path ne $echo->{path};
+        return "expected method to be $method, got $echo->{method}" if $method ne $echo->{method};
+        my $ns = $exp->{namespace} // '';
+        return "expected namespace to be $ns, got $echo->{namespace}" if $ns ne $echo->{namespace};
+        my %got = map { lc($_) => join(',', @{$echo->{headers}{$_}}) } keys %{$echo->{headers}};
+        for my $name (sort keys %{$er->{headers} || {}}) {
+            return "expected $name header to be set" unless exists $got{lc $name};
+            return "expected $name header to be set to $er->{headers}{$name}, got $got{lc $name}"
+                if $got{lc $name} ne $er->{headers}{$name};
+        }
+        for my $name (@{$er->{absent} || []}) {
+            return "expected $name header to not be set, got $got{lc $name}" if exists $got{lc $name};
+        }
+        for my $name (sort keys %{$exp->{response_headers} || {}}) {
+            my $v = $headers->{lc $name};
+            return "expected response header $name" unless $v;
+            return "expected response header $name to be $exp->{response_headers}{$name}, got " . join(',', @$v)
+                if join(',', @$v) ne $exp->{response_headers}{$name};
+        }
+        for my $name (@{$exp->{absent_response_headers} || []}) {
+            return "expected response header $name to not be set" if $headers->{lc $name};
+        }
+        my $backend = $exp->{backend} // '';
+        return "expected pod name to start with $backend, got $echo->{pod}" if index($echo->{pod}, $backend) != 0;
+    } elsif ($status >= 300 && $status < 400 && $exp->{redirect}) {
+        my $location = ($headers->{location} || [''])->[0];
+        my ($scheme, $host, $port, $path) = $location =~ m{^(\w+)://([^/:]+)(?::(\d+))?(/[^?]*)?}
+            or return "no absolute Location: $location";
+        my $r = $exp->{redirect};
+        my $want_host = $r->{host} // $host;
+        return "expected redirected hostname to be $want_host, got $host" if $want_host ne $host;
+        my $want_scheme = $r->{scheme} // 'http';
+        return "expected redirected scheme to be $want_scheme, got $scheme" if lc $want_scheme ne lc $scheme;
+        $port //= '';
+        if (!defined $r->{port}) {
+            return "for http scheme, expected redirected port to be 80 or not set, got $port"
+                if lc $scheme eq 'http' && $port ne '' && $port ne '80';
+            return "for https scheme, expected redirected port to be 443 or not set, got $port"
+                if lc $scheme eq 'https' && $port ne '' && $port ne '443';
+        } elsif ($r->{port} ne $port) {
+            return "expected redirected port to be $r->{port}, got $port";
+        }
+        my $want_path = $r->{path} // ($req->{path} =~ s/\?.*//r);
+        return "expected redirected path to be $want_path, got " . ($path // '') if $want_path ne ($path // '');
+    }
+    return '';
+}
+
+# ---- status ----------------------------------------------------------------
+
+sub _entries { my ($status, $key) = @_; join "\n", @{$status->{$key} || []} }
+
+# GatewayAndHTTPRoutesMustBeAccepted and HTTPRouteMustHaveResolvedRefsConditionsTrue.
+sub _accepted {
+    my ($status, $gw, $kind, @routes) = @_;
+    my @why;
+    my $g = _entries($status, "Gateway $Infra/$gw");
+    push @why, "Gateway $gw is not Programmed" unless $g =~ /^: Programmed=True/m;
+    push @why, "Gateway $gw has no address" unless $g =~ /^address=/m;
+    for my $route (@routes) {
+        my ($ns, $name) = $route =~ m{/} ? split(m{/}, $route) : ($Infra, $route);
+        my $r = _entries($status, "$kind $ns/$name");
+        push @why, "$kind $name is not Accepted by $gw" unless $r =~ m{^\Q$Infra/$gw\E: Accepted=True/}m;
+        push @why, "$kind $name refs are not resolved" unless $r =~ m{^\Q$Infra/$gw\E: ResolvedRefs=True/}m;
+    }
+    return @why;
+}
+
+# A condition check: [KIND, NAME (NS/NAME, else in the infra namespace),
+# PATTERN matched against its entries (read_status)].
+sub _condition {
+    my ($status, $check) = @_;
+    my ($kind, $name, $pattern) = @$check;
+    $name = "$Infra/$name" unless $name =~ m{/} || $kind eq 'GatewayClass';
+    my $text = _entries($status, "$kind $name");
+    return $text =~ $pattern ? () : ("$kind $name: no $pattern in\n$text");
+}
+
+# ---- the replay ------------------------------------------------------------
+
+# Runs TEST; returns the reasons it fails (none: passed).
+sub _run_test {
+    my ($test, $gateway_class) = @_;
+    _stop_gateways();
+    unlink glob("$Dir/1*.yaml");
+    my @generations = @{$test->{manifests}};
+    my $i = 0;
+    for my $m (@generations) {
+        (my $text = slurp("$Shared/tests/$m.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
+        spit(sprintf("%s/1%d-%s.yaml", $Dir, $i++, $m), $text);
+    }
+    my @why;
+    my %address;
+    my $n = 2;
+    my %status;
+    for my $gw (@{$test->{gateways}}) {
+        my $st = _serve_gateway($test, $gw, "127.0.0.$n") or return ("$gw is not served");
+        $status{$gw} = $st;
+        ($address{$gw}) = map { /^address=(\S+)/ ? $1 : () } @{$st->{"Gateway $Infra/$gw"} || []};
+        $n++;
+    }
+    my $first = $status{$test->{gateways}[0]};
+    push @why, "GatewayClass is not Accepted"
+        unless _entries($first, "GatewayClass gateway2nginx") =~ /^: Accepted=True/m;
+    for my $a (@{$test->{accepted} || []}) {
+        my ($gw, $kind, @routes) = @$a;
+        push @why, _accepted($status{$gw}, $gw, $kind, @routes);
+    }
+    for my $c (@{$test->{conditions} || []}) {
+        my ($gw, @check) = @$c;
+        push @why, _condition($status{$gw}, \@check);
+    }
+    my $k = 0;
+    for my $r (@{$test->{requests} || []}) {
+        my ($gw, $port, $req, $exp) = @$r;
+        $k++;
+        my $addr = $address{$gw} or do { push @why, "request $k: $gw has no address"; next };
+        my @answer = _http($addr, $port + $Offset, $req);
+        my $diff = _compare($req, $exp, @answer);
+        push @why, "request $k (" . ($req->{method} // 'GET') . " " . ($req->{host} // '') . "$req->{path}): $diff" if $diff;
+    }
+    return @why;
+}
+
+# The profiles a test belongs to (those of the route kinds it needs; all
+# three when it needs none), and whether it is core there.
+sub _profiles_of {
+    my $test = shift;
+    my @features = @{$test->{features}};
+    my @routes = grep { /^(HTTPRoute|GRPCRoute|TLSRoute)/ } @features;
+    my %out;
+    for my $p (sort keys %Profiles) {
+        my $kind = $Profiles{$p}{core}[1];
+        next if @routes && !grep { index($_, $kind) == 0 } @routes;
+        my %core = map { $_ => 1 } @{$Profiles{$p}{core}};
+        $out{$p} = (grep { !$core{$_} } @features) ? 'extended' : 'core';
+    }
+    return \%out;
+}
+
+# The suite's test manifests no test of TESTS applies, by profile (by
+# name: grpcroute-*, tlsroute-*, the rest of gateway-*, httproute-*,
+# backendtlspolicy-*): the report counts them as skipped.
+sub _pending {
+    my $tests = shift;
+    my %used = map { $_ => 1 } map { @{$_->{manifests}} } @$tests;
+    my %pending;
+    for my $file (sort glob("$Shared/tests/*.yaml")) {
+        my ($stem) = $file =~ m{([^/]+)\.yaml$};
+        next if $used{$stem};
+        my $p = $stem =~ /^grpcroute-/ ? 'GATEWAY-GRPC' : $stem =~ /^tlsroute-/ ? 'GATEWAY-TLS'
+              : $stem =~ /^(?:httproute|gateway|backendtlspolicy)-/ ? 'GATEWAY-HTTP' : next;
+        push @{$pending{$p}}, $stem;
+    }
+    return \%pending;
+}
+
+# Replays TESTS (the data of t/conformance/*.pl).
+sub replay {
+    my ($tests) = @_;
+    ($Shared, $Dir) = conformance_begin();
+    my $pending = _pending($tests);
+    $Offset = server_port() + 30 - 443;  # 80 -> base-333, 443 -> base+30, 8080 -> base+7667
+    my $setup = conformance_setup();
+    $setup .= tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
+    conformance_manifests($Shared, $Dir);  # 00-base.yaml
+    my $all = slurp("$Dir/00-base.yaml");
+    $all .= slurp("$Shared/tests/$_.yaml") for map { @{$_->{manifests}} } @$tests;
+    $setup .= _echo_endpoints($all);
+    spit("$Dir/05-suite-setup.yaml", $setup);
+    _start_echo();
+
+    my %results;  # name -> [passed?, reasons]
+    my $supported;
+    for my $test (@$tests) {
+        my @why = _run_test($test);
+        if (!$supported) {
+            my $out = servroot() . "/out-$test->{name}-$test->{gateways}[0]";
+            my $st = -f "$out/status.yaml" ? read_status("$out/status.yaml") : {};
+            $supported = [map { /^supportedFeature=(\S+)/ ? $1 : () } @{$st->{'GatewayClass gateway2nginx'} || []}];
+        }
+        my %have = map { $_ => 1 } @$supported;
+        my @missing = grep { !$have{$_} } @{$test->{features}};
+        if (@missing) {
+            $results{$test->{name}} = ['skipped', "unsupported features: @missing"];
+            note("$test->{name}: skipped (unsupported: @missing)");
+            next;
+        }
+        ok(!@why, "$test->{name}") or diag(join "\n", map { "  $_" } @why);
+        $results{$test->{name}} = [@why ? 'failed' : 'passed', join('; ', @why)];
+    }
+    _stop_gateways();
+    _write_report($tests, $pending, \%results, $supported || []);
+    return \%results;
+}
+
+sub _write_report {
+    my ($tests, $pending, $results, $supported) = @_;
+    my %have = map { $_ => 1 } @$supported;
+    my $out = "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
+            . "date: \"" . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime) . "\"\n"
+            . "gatewayAPIChannel: experimental\ngatewayAPIVersion: v1.4.0\n"
+            . "implementation:\n  organization: nginx-gateway-tls\n  project: gateway2nginx\n"
+            . "  url: https://github.com/nginx-gateway-tls/nginx-gateway-tls\n  version: 0.1.0\n"
+            . "  contact: []\nmode: default\nprofiles:\n";
+    for my $p (sort keys %Profiles) {
+        my (%stats, @skipped, @failed);
+        for my $level (qw(core extended)) {
+            $stats{$level} = {Passed => 0, Failed => 0, Skipped => 0};
+        }
+        for my $test (@$tests) {
+            my $level = _profiles_of($test)->{$p} or next;
+            my ($state) = @{$results->{$test->{name}}};
+            $stats{$level}{ucfirst $state}++;
+            push @skipped, $test->{name} if $state eq 'skipped' && $level eq 'core';
+            push @failed, $test->{name} if $state eq 'failed';
+        }
+        for my $name (@{$pending->{$p} || []}) {
+            $stats{core}{Skipped}++;
+            push @skipped, "$name (manifests not replayed here yet)";
+        }
+        my $result = sub {
+            my $s = shift;
+            return $s->{Failed} ? 'failure' : $s->{Skipped} ? 'partial' : 'success';
+        };
+        my %ext = map { $_ => 1 } @{$Profiles{$p}{extended}};
+        my @ext = grep { $ext{$_} } sort @$supported;
+        my @unsupported = grep { !$have{$_} } sort @{$Profiles{$p}{extended}};
+        $out .= "- name: $p\n  core:\n    result: " . $result->($stats{core}) . "\n    statistics:\n"
+              . join('', map { "      $_: $stats{core}{$_}\n" } qw(Failed Passed Skipped))
+              . (@skipped ? "    skippedTests:\n" . join('', map { "    - $_\n" } @skipped) : '')
+              . (@failed ? "    failedTests:\n" . join('', map { "    - $_\n" } @failed) : '')
+              . "  extended:\n    result: " . $result->($stats{extended}) . "\n    statistics:\n"
+              . join('', map { "      $_: $stats{extended}{$_}\n" } qw(Failed Passed Skipped))
+              . "    supportedFeatures:" . (@ext ? "\n" . join('', map { "    - $_\n" } @ext) : " []\n")
+              . "    unsupportedFeatures:" . (@unsupported ? "\n" . join('', map { "    - $_\n" } @unsupported) : " []\n")
+              . "  summary: core " . $result->($stats{core}) . ", extended " . $result->($stats{extended}) . "\n";
+    }
+    spit(servroot() . '/conformance-report.yaml', $out);
+    note("ConformanceReport: " . servroot() . '/conformance-report.yaml');
+}
+
+1;

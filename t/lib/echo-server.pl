@@ -1,0 +1,84 @@
+#!/usr/bin/perl
+# An HTTP/1.1 echo server answering as the Gateway API conformance suite's
+# echo-basic (kubernetes-sigs/gateway-api-conformance-images) does: a JSON
+# object with the request's path (request URI), host, method, protocol and
+# headers, and the namespace and pod of the backend that answered. One
+# process serves every backend of a replay, one port each.
+#
+#   echo-server.pl PORT=NAMESPACE/POD ...
+#
+# Runs until killed; a child per connection, keep-alive honoured.
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IO::Select;
+use JSON::PP;
+use POSIX qw(WNOHANG);
+
+my %identity;  # listening socket -> [namespace, pod]
+my $select = IO::Select->new;
+for my $arg (@ARGV) {
+    my ($port, $ns, $pod) = $arg =~ m{^(\d+)=([^/]+)/(.+)$} or die "bad argument $arg\n";
+    my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Proto => 'tcp',
+                                     ReuseAddr => 1, Listen => 128)
+        or die "cannot listen on 127.0.0.1:$port: $!\n";
+    $identity{fileno $sock} = [$ns, $pod];
+    $select->add($sock);
+}
+$SIG{CHLD} = sub { 1 while waitpid(-1, WNOHANG) > 0 };
+$| = 1;
+print "ready\n";
+
+# Go's canonical header key: "x-foo-bar" -> "X-Foo-Bar".
+sub canonical { join '-', map { ucfirst lc } split /-/, shift, -1 }
+
+sub serve {
+    my ($conn, $ns, $pod) = @_;
+    local $/ = "\r\n";
+    while (1) {
+        my $line = <$conn>;
+        return unless defined $line;
+        $line =~ s/\r\n$//;
+        next if $line eq '';
+        my ($method, $uri, $proto) = split / /, $line;
+        my (%headers, $host, $length);
+        while (defined(my $h = <$conn>)) {
+            $h =~ s/\r\n$//;
+            last if $h eq '';
+            my ($name, $value) = $h =~ /^([^:]+):\s*(.*?)\s*$/ or next;
+            if (lc $name eq 'host') {
+                $host = $value;  # Go moves Host out of the header map
+                next;
+            }
+            $length = $value if lc $name eq 'content-length';
+            push @{$headers{canonical($name)}}, $value;
+        }
+        if ($length) {
+            local $/ = \$length;
+            my $body = <$conn>;
+        }
+        my $json = JSON::PP->new->canonical->encode({
+            path => $uri, host => $host // '', method => $method, proto => $proto,
+            headers => \%headers, namespace => $ns, ingress => '', service => '', pod => $pod,
+        });
+        my $close = ($headers{Connection} && grep { lc $_ eq 'close' } @{$headers{Connection}})
+                    || $proto eq 'HTTP/1.0';
+        print $conn "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n"
+                  . "Content-Length: " . length($json) . "\r\n" . ($close ? "Connection: close\r\n" : '')
+                  . "\r\n$json";
+        return if $close;
+    }
+}
+
+while (1) {
+    for my $listener ($select->can_read) {
+        my $conn = $listener->accept or next;
+        my $pid = fork;
+        if (defined $pid && $pid == 0) {
+            $SIG{CHLD} = 'DEFAULT';
+            serve($conn, @{$identity{fileno $listener}});
+            exit 0;
+        }
+        close $conn;
+    }
+}
