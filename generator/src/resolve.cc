@@ -375,11 +375,13 @@ private:
         Condition refs = cond::route_refs_resolved();
         std::set<ListenerState *> attached;
         std::string taken_by;
+        bool served = false;
         for (auto &[ls, host] : hosts) {
             if (!ls->usable) {
                 attached.insert(ls);
                 continue;
             }
+            served = true;
             // Gateways that share an address and port share the nginx
             // listener; a hostname there belongs to the oldest route's Gateway
             std::string &owner = server_owner_[ls->listen + " " + host];
@@ -403,6 +405,16 @@ private:
         }
         if (attached.empty()) {
             return {cond::route_not_allowed(taken_by), refs};
+        }
+        if (!served) {
+            // attached to listeners that serve nothing: its references are
+            // still reported
+            for (const RouteRule &rule : r.rules) {
+                for (const BackendRef &b : rule.backend_refs) {
+                    const Service *svc = nullptr;
+                    referenced_port(r, b, &svc, &refs);
+                }
+            }
         }
         for (ListenerState *ls : attached) ls->status.attached_routes++;
         return {cond::route_accepted(), refs};
@@ -560,31 +572,43 @@ private:
         }
     }
 
-    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
-                         WeightedUpstream *out, Condition *refs)
+    // The Service and port a backendRef names; null, and why in *refs,
+    // when the route may not or cannot refer to it.
+    const ServicePort *referenced_port(const HTTPRoute &r, const BackendRef &b, const Service **svc_out,
+                                       Condition *refs) const
     {
         std::string ns = b.namespace_.empty() ? r.meta.namespace_ : b.namespace_;
         if (!b.group.empty() || b.kind != "Service") {
             *refs = cond::route_invalid_kind("backendRef " + b.name + ": kind " + b.kind + " is not supported");
-            return false;
+            return nullptr;
         }
         if (ns != r.meta.namespace_ && !granted(m_, r.kind, r.meta.namespace_, "Service", ns, b.name)) {
             *refs = cond::route_ref_not_permitted("backendRef Service " + ns + "/" + b.name
                                                   + " is in another namespace and no ReferenceGrant allows it");
-            return false;
+            return nullptr;
         }
         const Service *svc = ObjectIndex::find(objects_.services, ns, b.name);
         if (svc == nullptr) {
             *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " does not exist");
-            return false;
+            return nullptr;
         }
         auto port = std::find_if(svc->ports.begin(), svc->ports.end(),
                                  [&](const ServicePort &p) { return p.port == b.port; });
         if (port == svc->ports.end()) {
             *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " has no port "
                                                   + std::to_string(b.port));
-            return false;
+            return nullptr;
         }
+        *svc_out = svc;
+        return &*port;
+    }
+
+    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
+                         WeightedUpstream *out, Condition *refs)
+    {
+        const Service *svc = nullptr;
+        const ServicePort *port = referenced_port(r, b, &svc, refs);
+        if (port == nullptr) return false;
 
         // behind a Passthrough listener the client's TLS reaches the backend
         // untouched: a BackendTLSPolicy has nothing to act on (GEP-1897)

@@ -371,6 +371,15 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
     BOOST_TEST(own_reasons(gw) == "Accepted=True/ListenersNotValid Programmed=False/Invalid ");
     BOOST_TEST(reasons(status_of(unresolved, "HTTPRoute", "route")).find("gw:Accepted=True/Accepted") != std::string::npos);
     BOOST_TEST(unresolved.servers.empty());
+    // and its routes' references are still checked
+    std::string missing_backend = base_manifests();
+    missing_backend.replace(missing_backend.find("backendRefs: [{name: svc, port: 8443}]"), 38,
+                            "backendRefs: [{name: nope, port: 1}]");
+    const std::string http = "  - {name: http, port: 80, protocol: HTTP}\n";
+    missing_backend.replace(missing_backend.find(http), http.size(),
+                            "  - {name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: does-not-exist}]}}\n");
+    BOOST_TEST(reasons(status_of(plan_of(missing_backend), "HTTPRoute", "route"))
+               == "gw:Accepted=True/Accepted gw:ResolvedRefs=False/BackendNotFound ");
 }
 
 BOOST_AUTO_TEST_CASE(v1alpha3_policies_are_read_too)

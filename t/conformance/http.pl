@@ -134,4 +134,146 @@ return [
             ],
         }
     },
+    {
+        name => 'HTTPRouteCrossNamespace',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-cross-namespace'],
+        gateways => ['backend-namespaces'],
+        accepted => [['backend-namespaces', 'HTTPRoute', 'gateway-conformance-web-backend/cross-namespace']],
+        requests => [['backend-namespaces', 80, {path => '/'},
+                      {backend => 'web-backend', namespace => 'gateway-conformance-web-backend'}]],
+    },
+    do {
+        my $gw = 'httproute-listener-hostname-matching';
+        {
+            name => 'HTTPRouteListenerHostnameMatching',
+            features => [qw(Gateway HTTPRoute)],
+            manifests => ['httproute-listener-hostname-matching'],
+            gateways => [$gw],
+            accepted => [[$gw, 'HTTPRoute', qw(backend-v1 backend-v2 backend-v3)]],
+            requests => [
+                to($gw, 'infra-backend-v1', host => 'bar.com', path => '/'),
+                to($gw, 'infra-backend-v2', host => 'foo.bar.com', path => '/'),
+                to($gw, 'infra-backend-v3', host => 'baz.bar.com', path => '/'),
+                to($gw, 'infra-backend-v3', host => 'boo.bar.com', path => '/'),
+                to($gw, 'infra-backend-v3', host => 'multiple.prefixes.bar.com', path => '/'),
+                to($gw, 'infra-backend-v3', host => 'multiple.prefixes.foo.com', path => '/'),
+                answer($gw, 404, host => 'foo.com', path => '/'),
+                answer($gw, 404, host => 'no.matching.host', path => '/'),
+            ],
+        }
+    },
+    {
+        name => 'HTTPRouteMatchingAcrossRoutes',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-matching-across-routes'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', qw(matching-part1 matching-part2)]],
+        requests => [
+            to($same, 'infra-backend-v1', host => 'example.com', path => '/'),
+            to($same, 'infra-backend-v1', host => 'example.com', path => '/example'),
+            to($same, 'infra-backend-v1', host => 'example.net', path => '/example'),
+            to($same, 'infra-backend-v1', host => 'example.com', path => '/example', headers => {Version => 'one'}),
+            to($same, 'infra-backend-v2', host => 'example.com', path => '/v2'),
+            to($same, 'infra-backend-v1', host => 'example.net', path => '/v2'),
+            to($same, 'infra-backend-v2', host => 'example.com', path => '/v2/example'),
+            to($same, 'infra-backend-v2', host => 'example.com', path => '/', headers => {Version => 'two'}),
+        ],
+    },
+    do {
+        # the request sent, and the request the backend must see
+        my $modified = sub {
+            my ($sent, $seen) = @_;
+            [$same, 80, $sent, {backend => 'infra-backend-v1', namespace => $ns, request => $seen}];
+        };
+        {
+            name => 'HTTPRouteRequestHeaderModifier',
+            features => [qw(Gateway HTTPRoute)],
+            manifests => ['httproute-request-header-modifier'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'request-header-modifier']],
+            requests => [
+                $modified->({path => '/set', headers => {'Some-Other-Header' => 'val'}},
+                            {path => '/set', headers => {'Some-Other-Header' => 'val', 'X-Header-Set' => 'set-overwrites-values'}}),
+                $modified->({path => '/set', headers => {'Some-Other-Header' => 'val', 'X-Header-Set' => 'some-other-value'}},
+                            {path => '/set', headers => {'Some-Other-Header' => 'val', 'X-Header-Set' => 'set-overwrites-values'}}),
+                $modified->({path => '/add', headers => {'Some-Other-Header' => 'val'}},
+                            {path => '/add', headers => {'Some-Other-Header' => 'val', 'X-Header-Add' => 'add-appends-values'}}),
+                $modified->({path => '/add', headers => {'Some-Other-Header' => 'val', 'X-Header-Add' => 'some-other-value'}},
+                            {path => '/add', headers => {'Some-Other-Header' => 'val',
+                                                         'X-Header-Add' => 'some-other-value,add-appends-values'}}),
+                $modified->({path => '/remove', headers => {'X-Header-Remove' => 'val'}},
+                            {path => '/remove', absent => ['X-Header-Remove']}),
+                $modified->({path => '/multiple', headers => {'X-Header-Set-2' => 'set-val-2', 'X-Header-Add-2' => 'add-val-2',
+                                                              'X-Header-Remove-2' => 'remove-val-2',
+                                                              'Another-Header' => 'another-header-val'}},
+                            {path => '/multiple', headers => {'X-Header-Set-1' => 'header-set-1', 'X-Header-Set-2' => 'header-set-2',
+                                                              'X-Header-Add-1' => 'header-add-1',
+                                                              'X-Header-Add-2' => 'add-val-2,header-add-2',
+                                                              'X-Header-Add-3' => 'header-add-3',
+                                                              'Another-Header' => 'another-header-val'},
+                             absent => ['X-Header-Remove-1', 'X-Header-Remove-2']}),
+                $modified->({path => '/case-insensitivity', headers => {'x-header-set' => 'original-val-set',
+                                                                        'x-header-add' => 'original-val-add',
+                                                                        'x-header-remove' => 'original-val-remove',
+                                                                        'Another-Header' => 'another-header-val'}},
+                            {path => '/case-insensitivity', headers => {'X-Header-Set' => 'header-set',
+                                                                        'X-Header-Add' => 'original-val-add,header-add',
+                                                                        'Another-Header' => 'another-header-val'},
+                             absent => ['x-header-remove', 'X-Header-Remove']}),
+            ],
+        }
+    },
+    {
+        name => 'GatewayListenerUnsupportedProtocol',
+        features => [qw(Gateway)],
+        manifests => ['gateway-invalid-listeners-unsupported-protocol'],
+        gateways => [qw(gateway-only-unsupported-protocols gateway-supported-and-unsupported-protocols)],
+        conditions => [
+            ['gateway-only-unsupported-protocols', 'Gateway', 'gateway-only-unsupported-protocols',
+             qr{^: Accepted=False/ListenersNotValid$}m],
+            ['gateway-only-unsupported-protocols', 'Gateway', 'gateway-only-unsupported-protocols',
+             qr{^listener invalid: attachedRoutes=0\nlistener invalid: Accepted=False/UnsupportedProtocol$}m],
+            ['gateway-supported-and-unsupported-protocols', 'Gateway', 'gateway-supported-and-unsupported-protocols',
+             qr{^: Accepted=True/ListenersNotValid$}m],
+            ['gateway-supported-and-unsupported-protocols', 'Gateway', 'gateway-supported-and-unsupported-protocols',
+             qr{^listener http: supportedKind=HTTPRoute$}m],
+            ['gateway-supported-and-unsupported-protocols', 'Gateway', 'gateway-supported-and-unsupported-protocols',
+             qr{^listener http: Accepted=True/Accepted$}m],
+            ['gateway-supported-and-unsupported-protocols', 'Gateway', 'gateway-supported-and-unsupported-protocols',
+             qr{^listener invalid: attachedRoutes=0\nlistener invalid: Accepted=False/UnsupportedProtocol$}m],
+        ],
+    },
+    {
+        name => 'GatewayInvalidParametersRef',
+        features => [qw(Gateway)],
+        manifests => ['gateway-invalid-parameters-ref'],
+        gateways => ['gateway-invalid-parameters-ref'],
+        conditions => [['gateway-invalid-parameters-ref', 'Gateway', 'gateway-invalid-parameters-ref',
+                        qr{^: Accepted=False/InvalidParameters$}m]],
+    },
+    do {
+        my ($one, $two, $bad) = qw(gateway-with-one-attached-route gateway-with-two-attached-routes
+                                   unresolved-gateway-with-one-attached-unresolved-route);
+        {
+            # the listeners and routes of the suite's manifests, as the issue
+            # and the test's comments name them (the stored Go source is older)
+            name => 'GatewayWithAttachedRoutes',
+            features => [qw(Gateway HTTPRoute)],
+            manifests => ['gateway-with-attached-routes'],
+            gateways => [$one, $two, $bad],
+            conditions => [
+                [$one, 'Gateway', $one, qr{^listener http: attachedRoutes=1\nlistener http: supportedKind=HTTPRoute\n}m],
+                [$one, 'Gateway', $one, qr{^listener http: Accepted=True/.*\n(?:.*\n)*listener http: ResolvedRefs=True/}m],
+                [$two, 'Gateway', $two, qr{^listener http: attachedRoutes=2$}m],
+                [$two, 'HTTPRoute', 'http-route-not-accepted', qr{^\Q$ns/$two\E: Accepted=False/NoMatchingListenerHostname$}m],
+                [$bad, 'Gateway', $bad, qr{^listener tls: attachedRoutes=1$}m],
+                [$bad, 'Gateway', $bad, qr{^listener tls: Accepted=True/}m],
+                [$bad, 'Gateway', $bad, qr{^listener tls: Programmed=False/}m],
+                [$bad, 'Gateway', $bad, qr{^listener tls: ResolvedRefs=False/InvalidCertificateRef$}m],
+                [$bad, 'HTTPRoute', 'http-route-4', qr{^\Q$ns/$bad\E: Accepted=True/}m],
+                [$bad, 'HTTPRoute', 'http-route-4', qr{^\Q$ns/$bad\E: ResolvedRefs=False/BackendNotFound$}m],
+            ],
+        }
+    },
 ];
