@@ -14,6 +14,8 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "GRPCRoute",
     "Gateway",
     "HTTPRoute",
+    "HTTPRouteMethodMatching",
+    "HTTPRouteQueryParamMatching",
     "ReferenceGrant",
     "TLSRoute",
 };
