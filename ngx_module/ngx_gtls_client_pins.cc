@@ -45,6 +45,21 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
     bool chain_ok = chain > 0 && X509_STORE_CTX_get_error(x509_ctx) == X509_V_OK;
     X509 *leaf = X509_STORE_CTX_get0_cert(x509_ctx);
 
+    if (pins->handshake == NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK) {
+        int error = X509_STORE_CTX_get_error(x509_ctx);
+        if (!chain_ok && !gtls::fallback_error_admitted_by_nginx(error)) {
+            // optional_no_ca forgives an unknown issuer only: a certificate
+            // whose issuer's name is trusted but whose signature is not
+            // (another CA of the same name) would get nginx's 400. Its
+            // verdict stays a failure, one that optional_no_ca admits.
+            ngx_log_debug2(NGX_LOG_DEBUG_EVENT, log, 0,
+                           "gateway_tls: client certificate admitted by fallback: %s (%d)",
+                           X509_verify_cert_error_string(error), error);
+            X509_STORE_CTX_set_error(x509_ctx, gtls::kFallbackChainError);
+        }
+        return 1;
+    }
+
     try {
         const gtls::Verdict verdict = gtls::verify_client(
             pins->record.pins, leaf,
@@ -146,11 +161,13 @@ char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtl
     }
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     if (ngx_strcmp(value[1].data, "on") == 0) {
-        conf->handshake = 1;
+        conf->handshake = NGX_GTLS_CLIENT_HANDSHAKE_ON;
     } else if (ngx_strcmp(value[1].data, "off") == 0) {
-        conf->handshake = 0;
+        conf->handshake = NGX_GTLS_CLIENT_HANDSHAKE_OFF;
+    } else if (ngx_strcmp(value[1].data, "fallback") == 0) {
+        conf->handshake = NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK;
     } else {
-        return ngx_gtls_invalid(cf, cmd, &value[1], "expected on or off");
+        return ngx_gtls_invalid(cf, cmd, &value[1], "expected on, off or fallback");
     }
     if (conf->handshake) ngx_gtls_client_pin_where(cf, conf);
     return NGX_CONF_OK;
@@ -178,12 +195,24 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
         return NGX_ERROR;
     }
 
+    const bool has_pins = conf->pins != NGX_CONF_UNSET_PTR || conf->pin_certificates != NGX_CONF_UNSET_PTR;
+    if (conf->handshake == NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK
+        && (verify != NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA || has_pins)) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"ssl_verify_client_handshake fallback\" in %V:%ui needs \"ssl_verify_client "
+                      "optional_no_ca\" and no \"ssl_verify_client_pin\" in its server: it admits every client",
+                      &conf->file, conf->line);
+        return NGX_ERROR;
+    }
+
     try {
         auto *pins = ngx_gtls_pool_new<ngx_gtls_client_pins_t>(cf->pool);
         if (pins == nullptr) {
             return NGX_ERROR;
         }
         pins->verify = verify;
+        pins->handshake = conf->handshake == NGX_CONF_UNSET ? static_cast<ngx_uint_t>(NGX_GTLS_CLIENT_HANDSHAKE_OFF)
+                                                            : static_cast<ngx_uint_t>(conf->handshake);
         pins->status = status;
         pins->record.mode = gtls::Mode::Strict;
         pins->record.name = "client@" + std::string(ngx_gtls_sv(conf->file)) + ":" + std::to_string(conf->line);
@@ -195,7 +224,8 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
             return NGX_ERROR;
         }
         SSL_CTX_set_cert_verify_callback(ssl->ctx, ngx_gtls_client_verify_callback, pins);
-        if (verify == NGX_GTLS_VERIFY_CLIENT_ON || verify == NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA) {
+        if ((verify == NGX_GTLS_VERIFY_CLIENT_ON || verify == NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA)
+            && pins->handshake != NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK) {
             // "on": a client without a certificate is refused in the handshake
             // too, rather than by the 400 nginx answers after it;
             // "optional_no_ca": the pins are all that authenticates a client

@@ -21,10 +21,20 @@ enum {
     NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA = 3
 };
 
+// ssl_verify_client_handshake: off, on (a client that fails is refused in
+// the handshake), fallback (every client is admitted, GEP-91
+// AllowInsecureFallback, whatever its chain's error).
+enum {
+    NGX_GTLS_CLIENT_HANDSHAKE_OFF = 0,
+    NGX_GTLS_CLIENT_HANDSHAKE_ON = 1,
+    NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK = 2
+};
+
 // What a server's handshakes check, built once at configuration time.
 struct ngx_gtls_client_pins_t {
     gtls::Policy        record;   // the pins, and the name the status shows
     ngx_uint_t          verify;   // ssl_verify_client (NGX_GTLS_VERIFY_CLIENT_*)
+    ngx_uint_t          handshake;  // NGX_GTLS_CLIENT_HANDSHAKE_*
     ngx_gtls_status_t  *status;   // where refusals and admissions are counted
 };
 
@@ -32,7 +42,7 @@ struct ngx_gtls_client_pins_t {
 typedef struct {
     ngx_array_t             *pins;              // ngx_str_t SPECs
     ngx_array_t             *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
-    ngx_flag_t               handshake;         // ssl_verify_client_handshake
+    ngx_int_t                handshake;         // ssl_verify_client_handshake (NGX_GTLS_CLIENT_HANDSHAKE_*)
     ngx_str_t                file;              // where the first one was set
     ngx_uint_t               line;
     ngx_gtls_client_pins_t  *built;             // null: no client pins here

@@ -147,7 +147,10 @@ sub listener_like {
     my $st = serve_gateway($gw, 443);
     like(conditions($st, 'Gateway', $gw), qr/^: InsecureFrontendValidationMode=True\/ConfigurationChanged$/m,
          'InsecureFallback: the Gateway says InsecureFrontendValidationMode=True/ConfigurationChanged');
+    # twinsigned: issued by another CA of the trusted CA's name, a signature
+    # failure that nginx's optional_no_ca alone answers with 400
     for my $case ([443, 'example.org', 'leaf'], [443, 'example.org', 'untrusted'], [443, 'example.org', undef],
+                  [443, 'example.org', 'twinsigned'],
                   [8443, 'second-example.org', 'untrusted'], [8443, 'second-example.org', 'leaf'],
                   [8443, 'second-example.org', undef]) {
         my ($port, $host, $client) = @$case;

@@ -434,3 +434,71 @@ reason "pin" (no pin matches the certificate), client SANs "dns:forged.example.c
 --- error_log eval
 [qr/client certificate pins "client\@[^"]+": the handshake was made for another server \(SNI ""\), the request is misdirected/,
  qr/client certificate pins "client\@[^"]+": the handshake was made for another server \(SNI "unknown\.test"\), the request is misdirected/]
+
+=== TEST 15: ssl_verify_client_handshake fallback: every client is served, its chain's failure kept for $ssl_client_verify (stock optional_no_ca answers 400 to a signature under the trusted CA's name)
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        ssl_verify_client_handshake fallback;
+        return 200 "verify=$ssl_client_verify\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1 ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        return 200 "stock verify=$ssl_client_verify\n";
+    }
+--- config
+    proxy_ssl_session_reuse off;
+    location /good {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
+    }
+    location /twin {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/twinsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/twinsigned.key;
+    }
+    location /expired {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/expired.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/expired.key;
+    }
+    location /none {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+    }
+    location /stock-twin {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/twinsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/twinsigned.key;
+    }
+--- request eval
+["GET /good", "GET /twin", "GET /expired", "GET /none", "GET /stock-twin"]
+--- error_code eval
+[200, 200, 200, 200, 400]
+--- response_body_like eval
+["^verify=SUCCESS\n", "^verify=FAILED:unable to verify the first certificate\n",
+ "^verify=FAILED:unable to verify the first certificate\n", "^verify=NONE\n", "400 Bad Request"]
+
+=== TEST 16: ssl_verify_client_handshake fallback needs optional_no_ca and no pins: it admits every client
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client on;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        ssl_verify_client_handshake fallback;
+    }
+--- must_die
+--- error_log eval
+[qr/"ssl_verify_client_handshake fallback" in \S+nginx.conf:\d+ needs "ssl_verify_client optional_no_ca" and no "ssl_verify_client_pin"/]

@@ -74,6 +74,10 @@ void render_client_validation(nginx::Writer &w, const ClientValidation &client)
     if (client.verify == "on") {
         // a client that fails validation gets an alert, not a 400 page
         w.directive("ssl_verify_client_handshake", {"on"});
+    } else if (client.verify == "optional_no_ca" && client.pins.empty()) {
+        // AllowInsecureFallback: every client, whatever its chain's error
+        // (nginx alone answers 400 to some)
+        w.directive("ssl_verify_client_handshake", {"fallback"});
     }
     if (!client.ca.empty()) {
         w.directive("ssl_client_certificate", {nginx::Token::value(client.ca)});

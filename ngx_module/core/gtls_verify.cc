@@ -223,6 +223,21 @@ const char *reason_name(Reason reason)
     return "";
 }
 
+bool fallback_error_admitted_by_nginx(int x509_error)
+{
+    static_assert(kFallbackChainError == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, "OpenSSL's number");
+    switch (x509_error) {
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, const std::string &chain_error,
                       std::time_t now)
 {

@@ -100,6 +100,15 @@ Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
 // authenticate (optional_no_ca).
 enum class ClientCa { Required, NotRequired };
 
+// GEP-91 AllowInsecureFallback: every client is admitted, and a chain that
+// does not verify stays a failure for $ssl_client_verify. nginx's
+// optional_no_ca admits only the errors of an issuer it cannot find
+// (ngx_ssl_verify_error_optional in nginx 1.22 to 1.29); any other failure
+// (a signature under a trusted issuer's name, an expired certificate) is
+// left as kFallbackChainError, one of those.
+bool fallback_error_admitted_by_nginx(int x509_error);
+inline constexpr int kFallbackChainError = 21;  // X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE
+
 // The listener's side (GEP-91, GEP-4078): `chain_error` is what OpenSSL's
 // chain check with the server's CA left (empty: it passed). The client
 // passes with a pin that matches its leaf, or with no pins configured; and

@@ -460,4 +460,30 @@ BOOST_AUTO_TEST_CASE(with_the_ca_required_the_chain_and_a_pin_must_both_pass)
     BOOST_TEST(verify_client({}, nullptr, ClientCa::Required, "").text() == "FAILED:no_certificate");
 }
 
+BOOST_AUTO_TEST_CASE(fallback_leaves_every_chain_failure_as_one_optional_no_ca_admits)
+{
+    // the chain errors of real certificates against the test CA, as a
+    // listener's handshake sees them
+    std::string error;
+    auto store = load_trust_store(cert_path("ca.crt"), &error);
+    BOOST_TEST_REQUIRE(store.get() != nullptr, error);
+    auto chain_error = [&](const char *name) {
+        Presented cert(name);
+        std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(), X509_STORE_CTX_free);
+        BOOST_TEST_REQUIRE(X509_STORE_CTX_init(ctx.get(), store.get(), cert.leaf.get(), cert.chain) == 1);
+        X509_verify_cert(ctx.get());
+        return X509_STORE_CTX_get_error(ctx.get());
+    };
+    BOOST_TEST(chain_error("leaf") == X509_V_OK);
+    // an issuer nginx cannot find: admitted by optional_no_ca as it is
+    BOOST_TEST(fallback_error_admitted_by_nginx(chain_error("untrusted")));
+    BOOST_TEST(fallback_error_admitted_by_nginx(chain_error("selfsigned")));
+    // another CA of the trusted CA's name, an expired leaf: nginx answers
+    // 400 to these, so the fallback leaves kFallbackChainError instead
+    BOOST_TEST(chain_error("twinsigned") == X509_V_ERR_CERT_SIGNATURE_FAILURE);
+    BOOST_TEST(!fallback_error_admitted_by_nginx(chain_error("twinsigned")));
+    BOOST_TEST(!fallback_error_admitted_by_nginx(chain_error("expired")));
+    BOOST_TEST(fallback_error_admitted_by_nginx(kFallbackChainError));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

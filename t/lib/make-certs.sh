@@ -13,6 +13,9 @@
 #                 quote and a whole forged error-log line; by inter
 #   selfsigned    SAN abc.example.com, its own issuer
 #   unrelated-ca  another root; untrusted signed by it (SAN abc.example.com)
+#   twin-ca       another root named as ca is (CN=ca); twinsigned signed by it
+#                 (SAN abc.example.com, no authority key id): its chain finds
+#                 ca by name and fails on the signature
 # Leaves last $GTLS_CERT_DAYS days (default 365).
 # Each server certificate NAME has NAME.crt (leaf then intermediate where
 # there is one), NAME.key, and NAME.leaf.crt (the leaf alone).
@@ -52,6 +55,12 @@ basicConstraints = critical,CA:false
 keyUsage = critical,digitalSignature,keyEncipherment
 extendedKeyUsage = serverAuth,clientAuth
 subjectAltName = $ENV::SAN
+[ v3_leaf_no_akid ]
+basicConstraints = critical,CA:false
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth,clientAuth
+subjectAltName = $ENV::SAN
+authorityKeyIdentifier = none
 EOF
 mkdir -p newcerts
 [ -f serial ] || echo 1000 > serial
@@ -123,6 +132,15 @@ export SAN=DNS:abc.example.com CA_NAME=selfsigned
 openssl req -x509 -new -key selfsigned.key -subj "/CN=abc.example.com" -days 365 \
     -config ca.cnf -extensions v3_leaf -out selfsigned.leaf.crt 2>/dev/null
 cp selfsigned.leaf.crt selfsigned.crt
+
+key twin-ca
+export SAN=DNS:unused CA_NAME=twin-ca
+openssl req -x509 -new -key twin-ca.key -subj "/CN=ca" -days 3650 \
+    -config ca.cnf -extensions v3_ca -out twin-ca.leaf.crt 2>/dev/null
+cp twin-ca.leaf.crt twin-ca.crt
+key twinsigned
+sign twinsigned twin-ca v3_leaf_no_akid DNS:abc.example.com
+cp twinsigned.leaf.crt twinsigned.crt
 
 # chain files a client or test may want
 cat ca.crt inter.crt > ca-and-inter.crt
