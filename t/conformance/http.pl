@@ -19,6 +19,14 @@ sub answer { my ($gw, $status, %req) = @_; [$gw, 80, \%req, {status => $status}]
 
 my $same = 'same-namespace';
 
+# TEXT with object NAME at generation N, as the API server counts an edit
+# of its spec (the suite's manifests carry none: generation 1).
+sub generation {
+    my ($text, $name, $n) = @_;
+    $text =~ s/^(metadata:\n(?:  .*\n)*?  name: \Q$name\E\n)/$1  generation: $n\n/m or die "no object $name";
+    return $text;
+}
+
 return [
     {
         name => 'HTTPRouteSimpleSameNamespace',
@@ -446,5 +454,60 @@ return [
             to($same, 'infra-backend-v1', method => 'PATCH', path => '/path5'),
             to($same, 'infra-backend-v2', method => 'PATCH', path => '/', headers => {version => 'four'}),
         ],
+    },
+    {
+        name => 'GatewayClassObservedGenerationBump',
+        features => [qw(Gateway)],
+        manifests => ['gatewayclass-observed-generation-bump'],
+        gateways => [$same],  # any Gateway: status.yaml holds every GatewayClass of ours
+        conditions => [[$same, 'GatewayClass', 'gatewayclass-observed-generation-bump',
+                        qr{\Ageneration=1\n: Accepted=True/Accepted\n(?!.*stale)}s]],
+        steps => [{
+            edit => sub {
+                my $text = shift;
+                return $text unless $text =~ s/description: "old"/description: "new"/;
+                return generation($text, 'gatewayclass-observed-generation-bump', 2);
+            },
+            conditions => [[$same, 'GatewayClass', 'gatewayclass-observed-generation-bump',
+                            qr{\Ageneration=2\n: Accepted=True/Accepted\n(?!.*stale)}s]],
+        }],
+    },
+    {
+        name => 'GatewayObservedGenerationBump',
+        features => [qw(Gateway)],
+        manifests => ['gateway-observed-generation-bump'],
+        gateways => ['gateway-observed-generation-bump'],
+        conditions => [['gateway-observed-generation-bump', 'Gateway', 'gateway-observed-generation-bump',
+                        qr{\Ageneration=1\n(?!.*stale)}s]],
+        steps => [{
+            edit => sub {
+                my $text = shift;
+                return $text unless $text =~ s/(          from: All\n)/$1    - name: alternate\n      hostname: "foo.com"\n      port: 80\n      protocol: HTTP\n      allowedRoutes:\n        namespaces:\n          from: All\n/;
+                return generation($text, 'gateway-observed-generation-bump', 2);
+            },
+            conditions => [['gateway-observed-generation-bump', 'Gateway', 'gateway-observed-generation-bump',
+                            qr{\Ageneration=2\n(?:address=.*\n)?: Accepted=True/Accepted\n: Programmed=True/Programmed\n(?!.*stale)}s],
+                           ['gateway-observed-generation-bump', 'Gateway', 'gateway-observed-generation-bump',
+                            qr{^listener alternate: Accepted=True/Accepted$}m]],
+        }],
+    },
+    {
+        name => 'HTTPRouteObservedGenerationBump',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-observed-generation-bump'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'observed-generation-bump']],
+        requests => [to($same, 'infra-backend-v1', path => '/')],
+        steps => [{
+            edit => sub {
+                my $text = shift;
+                return $text unless $text =~ s/- name: infra-backend-v1/- name: infra-backend-v2/;
+                return generation($text, 'observed-generation-bump', 2);
+            },
+            accepted => [[$same, 'HTTPRoute', 'observed-generation-bump']],
+            conditions => [[$same, 'HTTPRoute', 'observed-generation-bump', qr{\Ageneration=2\n}]],
+            # the new generation is served too
+            requests => [to($same, 'infra-backend-v2', path => '/')],
+        }],
     },
 ];

@@ -260,10 +260,12 @@ sub _accepted {
     my $g = _entries($status, "Gateway $Infra/$gw");
     push @why, "Gateway $gw is not Programmed" unless $g =~ /^: Programmed=True/m;
     push @why, "Gateway $gw has no address" unless $g =~ /^address=/m;
+    push @why, "Gateway $gw: $1" if $g =~ /^(.*stale.*)$/m;
     for my $route (@routes) {
         my ($ns, $name) = $route =~ m{/} ? split(m{/}, $route) : ($Infra, $route);
         my $r = _entries($status, "$kind $ns/$name");
         push @why, "$kind $name is not Accepted by $gw" unless $r =~ m{^\Q$Infra/$gw\E: Accepted=True/}m;
+        push @why, "$kind $name: $1" if $r =~ /^(.*stale.*)$/m;
         push @why, "$kind $name refs are not resolved"
             if $refs && $r !~ m{^\Q$Infra/$gw\E: ResolvedRefs=True/}m;
     }
@@ -282,49 +284,81 @@ sub _condition {
 
 # ---- the replay ------------------------------------------------------------
 
-# Runs TEST; returns the reasons it fails (none: passed).
-sub _run_test {
-    my ($test, $gateway_class) = @_;
-    _stop_gateways();
-    unlink glob("$Dir/1*.yaml");
-    my @generations = @{$test->{manifests}};
-    my $i = 0;
-    for my $m (@generations) {
-        (my $text = slurp("$Shared/tests/$m.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
-        spit(sprintf("%s/1%d-%s.yaml", $Dir, $i++, $m), $text);
-    }
+# What SPEC (a test, or one of its steps) asks of the served Gateways:
+# statuses (accepted, admitted, conditions), then requests; the reasons it
+# fails.
+sub _check {
+    my ($spec, $status, $address) = @_;
     my @why;
-    my %address;
+    for my $a (@{$spec->{accepted} || []}) {
+        push @why, _accepted($status->{$a->[0]}, $a->[0], 1, @$a[1 .. $#$a]);
+    }
+    for my $a (@{$spec->{admitted} || []}) {
+        push @why, _accepted($status->{$a->[0]}, $a->[0], 0, @$a[1 .. $#$a]);
+    }
+    for my $c (@{$spec->{conditions} || []}) {
+        my ($gw, @check) = @$c;
+        push @why, _condition($status->{$gw}, \@check);
+    }
+    my $k = 0;
+    for my $r (@{$spec->{requests} || []}) {
+        my ($gw, $port, $req, $exp) = @$r;
+        $k++;
+        my $addr = $address->{$gw} or do { push @why, "request $k: $gw has no address"; next };
+        my @answer = _http($addr, $port + $Offset, $req);
+        my $diff = _compare($req, $exp, @answer);
+        push @why, "request $k (" . ($req->{method} // 'GET') . " " . ($req->{host} // '') . "$req->{path}): $diff"
+            if $diff;
+    }
+    return @why;
+}
+
+# Renders and serves every Gateway of TEST (stopping what ran before);
+# returns (status by Gateway, address by Gateway) or the reason it cannot.
+sub _serve {
+    my ($test) = @_;
+    _stop_gateways();
+    my (%status, %address);
     my $n = 2;
-    my %status;
     for my $gw (@{$test->{gateways}}) {
-        my $st = _serve_gateway($test, $gw, "127.0.0.$n") or return ("$gw is not served");
+        my $st = _serve_gateway($test, $gw, "127.0.0.$n") or return "$gw is not served";
         $status{$gw} = $st;
         ($address{$gw}) = map { /^address=(\S+)/ ? $1 : () } @{$st->{"Gateway $Infra/$gw"} || []};
         $n++;
     }
-    my $first = $status{$test->{gateways}[0]};
+    return (\%status, \%address);
+}
+
+# Runs TEST; returns the reasons it fails (none: passed). Its steps are the
+# edits a Go test makes to objects it applied: each edits the manifests
+# (a new generation of an object), which are rendered and served anew.
+sub _run_test {
+    my ($test) = @_;
+    unlink glob("$Dir/1*.yaml");
+    my $i = 0;
+    for my $m (@{$test->{manifests}}) {
+        (my $text = slurp("$Shared/tests/$m.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
+        $text =~ s/\{GATEWAY_CONTROLLER_NAME\}/gateway2nginx.io\/controller/g;
+        spit(sprintf("%s/1%d-%s.yaml", $Dir, $i++, $m), $text);
+    }
+    my ($status, $address) = _serve($test);
+    return ($status) unless ref $status;
+    my $first = $status->{$test->{gateways}[0]};
+    my @why;
     push @why, "GatewayClass is not Accepted"
         unless _entries($first, "GatewayClass gateway2nginx") =~ /^: Accepted=True/m;
-    # accepted: GatewayAndHTTPRoutesMustBeAccepted and ResolvedRefs; admitted: the first alone
-    for my $a (@{$test->{accepted} || []}) {
-        push @why, _accepted($status{$a->[0]}, $a->[0], 1, @$a[1 .. $#$a]);
-    }
-    for my $a (@{$test->{admitted} || []}) {
-        push @why, _accepted($status{$a->[0]}, $a->[0], 0, @$a[1 .. $#$a]);
-    }
-    for my $c (@{$test->{conditions} || []}) {
-        my ($gw, @check) = @$c;
-        push @why, _condition($status{$gw}, \@check);
-    }
-    my $k = 0;
-    for my $r (@{$test->{requests} || []}) {
-        my ($gw, $port, $req, $exp) = @$r;
-        $k++;
-        my $addr = $address{$gw} or do { push @why, "request $k: $gw has no address"; next };
-        my @answer = _http($addr, $port + $Offset, $req);
-        my $diff = _compare($req, $exp, @answer);
-        push @why, "request $k (" . ($req->{method} // 'GET') . " " . ($req->{host} // '') . "$req->{path}): $diff" if $diff;
+    push @why, _check($test, $status, $address);
+    my $step = 0;
+    for my $s (@{$test->{steps} || []}) {
+        $step++;
+        for my $file (glob("$Dir/1*.yaml")) {
+            my $text = slurp($file);
+            my $edited = $s->{edit}->($text);
+            spit($file, $edited) if $edited ne $text;
+        }
+        ($status, $address) = _serve({%$test, requests => $s->{requests}});
+        return (@why, "step $step: $status") unless ref $status;
+        push @why, map { "step $step: $_" } _check($s, $status, $address);
     }
     return @why;
 }

@@ -699,7 +699,8 @@ sub request {
 }
 
 # status.yaml as { "Kind ns/name" => [ "GATEWAY-NS/NAME: Type=Status/Reason", ... ] }
-# (a GatewayClass: "GatewayClass name"; a Gateway's addresses: "address=IP"),
+# (a GatewayClass: "GatewayClass name"; a Gateway's addresses: "address=IP";
+# "generation=N"; a condition whose observedGeneration is not N: "REF: stale TYPE ..."),
 # read with a small line parser (Debian's base perl has no YAML module).
 sub slurp { local (@ARGV, $/) = @_; <> }
 sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
@@ -791,6 +792,8 @@ sub read_status {
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
         my (@entries, %cond);
         my ($ref, $in_ref) = ('', 0);
+        my ($generation) = $doc =~ /^  generation: (\d+)/m;
+        push @entries, "generation=$generation" if defined $generation;
         for my $line (split /\n/, $doc) {
             # a Gateway's listeners: "listener NAME: ..." entries
             if ($kind eq 'Gateway' && $line =~ /^    - name: (\S+)/) {
@@ -816,6 +819,8 @@ sub read_status {
                 $cond{status} = $1;
             } elsif ($line =~ /^\s+reason: (\S+)/) {
                 push @entries, "$ref: $cond{type}=$cond{status}/$1";
+            } elsif ($line =~ /^\s+observedGeneration: (\d+)/ && defined $generation && $1 != $generation) {
+                push @entries, "$ref: stale $cond{type} (observedGeneration $1)";
             }
         }
         $status{defined $ns ? "$kind $ns/$name" : "$kind $name"} = \@entries;  # GatewayClass: no namespace
