@@ -510,4 +510,29 @@ return [
             requests => [to($same, 'infra-backend-v2', path => '/')],
         }],
     },
+    do {
+        my $gw = 'same-namespace-with-https-listener';
+        my $tls = sub {
+            my ($sni, $host, $expected) = @_;
+            [$gw, 443, {sni => $sni, host => $host, path => '/'}, $expected];
+        };
+        my $v1 = {backend => 'infra-backend-v1', namespace => $ns};
+        my $v2 = {backend => 'infra-backend-v2', namespace => $ns};
+        {
+            # the suite's v1.4 manifest: the route without hostnames is
+            # attached to the https-with-hostname listener and goes to
+            # infra-backend-v2 (the stored Go source is older); a Host
+            # unlike the SNI belongs to ...DetectMisdirectedRequests
+            name => 'HTTPRouteHTTPSListener',
+            features => [qw(Gateway HTTPRoute)],
+            manifests => ['httproute-https-listener'],
+            gateways => [$gw],
+            accepted => [[$gw, 'HTTPRoute', qw(httproute-https-test httproute-https-test-no-hostname)]],
+            requests => [
+                $tls->('example.org', 'example.org', $v1),
+                $tls->('second-example.org', 'second-example.org', $v2),
+                $tls->('unknown-example.org', 'unknown-example.org', {status => 404}),
+            ],
+        }
+    },
 ];

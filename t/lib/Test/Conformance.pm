@@ -162,9 +162,12 @@ sub _listener_ports {
 
 # ---- requests --------------------------------------------------------------
 
-# One HTTP/1.1 request: (status, {lc header => [values]}, body).
+# One HTTP/1.1 request: (status, {lc header => [values]}, body). With
+# {sni}, over TLS with that SNI (curl; the server's certificate is not
+# checked here: t/230 does).
 sub _http {
     my ($addr, $port, $req) = @_;
+    return _https($addr, $port, $req) if $req->{sni};
     my $sock = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port, Proto => 'tcp', Timeout => 10)
         or return (0, {}, "cannot connect to $addr:$port: $!");
     my $host = $req->{host} // "$addr:" . ($port - $Offset);
@@ -179,6 +182,28 @@ sub _http {
     my ($head_text, $body) = split /\r\n\r\n/, $raw, 2;
     my @lines = split /\r\n/, $head_text // '';
     my ($status) = (shift(@lines) // '') =~ m{^HTTP/1\.\d (\d{3})};
+    my %h;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        push @{$h{lc $k}}, $v;
+    }
+    return ($status // 0, \%h, $body // '');
+}
+
+sub _https {
+    my ($addr, $port, $req) = @_;
+    my @cmd = ('curl', '-sk', '-i', '--max-time', '10', '--resolve', "$req->{sni}:$port:$addr",
+               '-X', $req->{method} // 'GET', '-H', 'Host: ' . ($req->{host} // $req->{sni}));
+    my $headers = $req->{headers} || {};
+    push @cmd, '-H', "$_: $headers->{$_}" for sort keys %$headers;
+    push @cmd, "https://$req->{sni}:$port$req->{path}";
+    open my $fh, '-|', @cmd or return (0, {}, "curl: $!");
+    local $/;
+    my $raw = <$fh> // '';
+    close $fh;
+    my ($head_text, $body) = split /\r\n\r\n/, $raw, 2;
+    my @lines = split /\r\n/, $head_text // '';
+    my ($status) = (shift(@lines) // '') =~ m{^HTTP/\S+ (\d{3})};
     my %h;
     for (@lines) {
         my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
