@@ -535,4 +535,62 @@ return [
             ],
         }
     },
+    {
+        name => 'GatewaySecretInvalidReferenceGrant',
+        features => [qw(Gateway ReferenceGrant)],
+        manifests => ['gateway-secret-invalid-reference-grant'],
+        gateways => ['gateway-secret-invalid-reference-grant'],
+        conditions => [
+            ['gateway-secret-invalid-reference-grant', 'Gateway', 'gateway-secret-invalid-reference-grant', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-secret-invalid-reference-grant', 'Gateway', 'gateway-secret-invalid-reference-grant', qr{^listener https: ResolvedRefs=False/RefNotPermitted$}m],
+        ],
+    },
+    {
+        name => 'GatewaySecretMissingReferenceGrant',
+        features => [qw(Gateway ReferenceGrant)],
+        manifests => ['gateway-secret-missing-reference-grant'],
+        gateways => ['gateway-secret-missing-reference-grant'],
+        conditions => [
+            ['gateway-secret-missing-reference-grant', 'Gateway', 'gateway-secret-missing-reference-grant', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-secret-missing-reference-grant', 'Gateway', 'gateway-secret-missing-reference-grant', qr{^listener https: ResolvedRefs=False/RefNotPermitted$}m],
+        ],
+    },
+    {
+        name => 'GatewaySecretReferenceGrantAllInNamespace',
+        features => [qw(Gateway ReferenceGrant)],
+        manifests => ['gateway-secret-reference-grant-all-in-namespace'],
+        gateways => ['gateway-secret-reference-grant-all-in-namespace'],
+        conditions => [
+            ['gateway-secret-reference-grant-all-in-namespace', 'Gateway', 'gateway-secret-reference-grant-all-in-namespace', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-secret-reference-grant-all-in-namespace', 'Gateway', 'gateway-secret-reference-grant-all-in-namespace', qr{^listener https: ResolvedRefs=True/ResolvedRefs$}m],
+            ['gateway-secret-reference-grant-all-in-namespace', 'Gateway', 'gateway-secret-reference-grant-all-in-namespace', qr{^listener https: Programmed=True/Programmed$}m],
+        ],
+    },
+    {
+        name => 'GatewaySecretReferenceGrantSpecific',
+        features => [qw(Gateway ReferenceGrant)],
+        manifests => ['gateway-secret-reference-grant-specific'],
+        gateways => ['gateway-secret-reference-grant-specific'],
+        conditions => [
+            ['gateway-secret-reference-grant-specific', 'Gateway', 'gateway-secret-reference-grant-specific', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-secret-reference-grant-specific', 'Gateway', 'gateway-secret-reference-grant-specific', qr{^listener https: ResolvedRefs=True/ResolvedRefs$}m],
+            ['gateway-secret-reference-grant-specific', 'Gateway', 'gateway-secret-reference-grant-specific', qr{^listener https: Programmed=True/Programmed$}m],
+        ],
+    },
+    {
+        name => 'GatewayInvalidTLSConfiguration',
+        features => [qw(Gateway)],
+        manifests => ['gateway-invalid-tls-configuration'],
+        gateways => [qw(gateway-certificate-nonexistent-secret gateway-certificate-unsupported-group gateway-certificate-unsupported-kind gateway-certificate-malformed-secret)],
+        conditions => [
+            ['gateway-certificate-nonexistent-secret', 'Gateway', 'gateway-certificate-nonexistent-secret', qr{^listener https: ResolvedRefs=False/InvalidCertificateRef$}m],
+            ['gateway-certificate-nonexistent-secret', 'Gateway', 'gateway-certificate-nonexistent-secret', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-certificate-unsupported-group', 'Gateway', 'gateway-certificate-unsupported-group', qr{^listener https: ResolvedRefs=False/InvalidCertificateRef$}m],
+            ['gateway-certificate-unsupported-group', 'Gateway', 'gateway-certificate-unsupported-group', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-certificate-unsupported-kind', 'Gateway', 'gateway-certificate-unsupported-kind', qr{^listener https: ResolvedRefs=False/InvalidCertificateRef$}m],
+            ['gateway-certificate-unsupported-kind', 'Gateway', 'gateway-certificate-unsupported-kind', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+            ['gateway-certificate-malformed-secret', 'Gateway', 'gateway-certificate-malformed-secret', qr{^listener https: ResolvedRefs=False/InvalidCertificateRef$}m],
+            ['gateway-certificate-malformed-secret', 'Gateway', 'gateway-certificate-malformed-secret', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
+        ],
+    },
 ];

@@ -429,6 +429,7 @@ sub replay {
     $Offset = server_port() + 30 - 443;  # 80 -> base-333, 443 -> base+30, 8080 -> base+7667
     my $setup = conformance_setup();
     $setup .= tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
+    $setup .= tls_secret_yaml('certificate', 'leaf', 'gateway-conformance-web-backend');
     conformance_manifests($Shared, $Dir);  # 00-base.yaml
     my $all = slurp("$Dir/00-base.yaml");
     $all .= slurp("$Shared/tests/$_.yaml") for map { @{$_->{manifests}} } @$tests;

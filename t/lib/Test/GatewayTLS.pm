@@ -732,11 +732,13 @@ sub conformance_manifests {
     return $all;
 }
 
-# A kubernetes.io/tls Secret in the suite's namespace holding certificate NAME.
+# A kubernetes.io/tls Secret in the suite's namespace (or NAMESPACE)
+# holding certificate NAME.
 sub tls_secret_yaml {
-    my ($secret, $cert) = @_;
+    my ($secret, $cert, $ns) = @_;
+    $ns //= 'gateway-conformance-infra';
     my $b64 = sub { my $t = `base64 -w0 $_[0]`; $t };
-    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $secret\n  namespace: gateway-conformance-infra\n"
+    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $secret\n  namespace: $ns\n"
          . "type: kubernetes.io/tls\ndata:\n  tls.crt: " . $b64->(certs_dir() . "/$cert.crt") . "\n"
          . "  tls.key: " . $b64->(certs_dir() . "/$cert.key") . "\n";
 }
