@@ -15,6 +15,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "Gateway",
     "HTTPRoute",
     "HTTPRouteMethodMatching",
+    "HTTPRoutePathRewrite",
     "HTTPRouteQueryParamMatching",
     "ReferenceGrant",
     "TLSRoute",

@@ -593,4 +593,42 @@ return [
             ['gateway-certificate-malformed-secret', 'Gateway', 'gateway-certificate-malformed-secret', qr{^listener https: attachedRoutes=0\nlistener https: supportedKind=HTTPRoute$}m],
         ],
     },
+    {
+        name => 'HTTPRouteRedirectHostAndStatus',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-redirect-host-and-status'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'redirect-host-and-status']],
+        requests => [
+            [$same, 80, {path => '/hostname-redirect'}, {status => 302, redirect => {host => 'example.org'}}],
+            [$same, 80, {path => '/host-and-status'}, {status => 301, redirect => {host => 'example.org'}}],
+        ],
+    },
+    do {
+        my $rewritten = sub {
+            my ($sent, $seen) = @_;
+            [$same, 80, $sent, {backend => 'infra-backend-v1', namespace => $ns, request => $seen}];
+        };
+        my %modified = ('X-Header-Add' => 'header-val-1', 'X-Header-Add-Append' => 'append-val-1,header-val-2',
+                        'X-Header-Set' => 'set-overwrites-values');
+        my %sent = ('X-Header-Remove' => 'remove-val', 'X-Header-Add-Append' => 'append-val-1', 'X-Header-Set' => 'set-val');
+        {
+            name => 'HTTPRouteRewritePath',
+            features => [qw(Gateway HTTPRoute HTTPRoutePathRewrite)],
+            manifests => ['httproute-rewrite-path'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'rewrite-path']],
+            requests => [
+                $rewritten->({path => '/prefix/one/two'}, {path => '/one/two'}),
+                $rewritten->({path => '/full/one/two'}, {path => '/one'}),
+                $rewritten->({path => '/full/rewrite-path-and-modify-headers/test', headers => {%sent}},
+                             {path => '/test', headers => {%modified}, absent => ['X-Header-Remove']}),
+                $rewritten->({path => '/prefix/rewrite-path-and-modify-headers/one', headers => {%sent}},
+                             {path => '/prefix/one', headers => {%modified}, absent => ['X-Header-Remove']}),
+                # the v1.4 manifest's /strip-prefix rule (replacePrefixMatch "/"), as the spec defines it
+                $rewritten->({path => '/strip-prefix/three'}, {path => '/three'}),
+                $rewritten->({path => '/strip-prefix'}, {path => '/'}),
+            ],
+        }
+    },
 ];
