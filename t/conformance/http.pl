@@ -631,4 +631,14 @@ return [
             ],
         }
     },
+    {
+        name => 'HTTPRouteWeight',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-weight'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'weighted-backends']],
+        requests => [[$same, 80, {path => '/'}, {namespace => $ns}]],
+        distributions => [[$same, 80, {path => '/'},
+                           {'infra-backend-v1' => 0.7, 'infra-backend-v2' => 0.3, 'infra-backend-v3' => 0.0}, 500, 0.05]],
+    },
 ];

@@ -335,7 +335,45 @@ sub _check {
         push @why, "request $k (" . ($req->{method} // 'GET') . " " . ($req->{host} // '') . "$req->{path}): $diff"
             if $diff;
     }
+    for my $d (@{$spec->{distributions} || []}) {
+        push @why, _distribution($address, @$d);
+    }
     return @why;
+}
+
+# The suite's testDistribution (httproute-weight.go): TOTAL requests, the
+# share each backend got within TOLERANCE of WEIGHTS ({backend => share}),
+# no other backend; tried up to ten times, as there.
+sub _distribution {
+    my ($address, $gw, $port, $req, $weights, $total, $tolerance) = @_;
+    my $addr = $address->{$gw} or return "distribution: $gw has no address";
+    my $last = '';
+    for my $try (1 .. 10) {
+        my (%seen, @errors);
+        for (1 .. $total) {
+            my ($status, $headers, $body) = _http($addr, $port + $Offset, $req);
+            my $echo = $status == 200 ? eval { decode_json($body) } : undef;
+            if (!$echo) {
+                push @errors, "status $status";
+                last;
+            }
+            my ($backend) = grep { index($echo->{pod}, $_) == 0 } keys %$weights;
+            if (!defined $backend) {
+                push @errors, "request was handled by an unexpected pod $echo->{pod}";
+                last;
+            }
+            $seen{$backend}++;
+        }
+        for my $backend (sort keys %$weights) {
+            my $got = ($seen{$backend} // 0) / $total;
+            push @errors, sprintf("backend %s got %.3f of the traffic, not %.2f +/- %.2f",
+                                  $backend, $got, $weights->{$backend}, $tolerance)
+                if abs($got - $weights->{$backend}) > $tolerance;
+        }
+        return () unless @errors;
+        $last = join '; ', @errors;
+    }
+    return "distribution: $last";
 }
 
 # Renders and serves every Gateway of TEST (stopping what ran before);
