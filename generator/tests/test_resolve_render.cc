@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gateway_features.h"
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
@@ -309,6 +310,11 @@ std::string own_reasons(const ObjectStatus &st, int listener = -1)
 
 BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
 {
+    // supportedFeatures: sorted by name and without repeats, as the API requires
+    BOOST_TEST(std::adjacent_find(std::begin(kSupportedFeatures), std::end(kSupportedFeatures),
+                                  [](std::string_view a, std::string_view b) { return a >= b; })
+               == std::end(kSupportedFeatures));
+
     // GatewayClass: ours Accepted, with the features it supports; another
     // controller's class gets no status from us
     Plan plan = plan_of(base_manifests());

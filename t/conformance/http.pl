@@ -641,4 +641,66 @@ return [
         distributions => [[$same, 80, {path => '/'},
                            {'infra-backend-v1' => 0.7, 'infra-backend-v2' => 0.3, 'infra-backend-v3' => 0.0}, 500, 0.05]],
     },
+    {
+        name => 'HTTPRoutePathMatchOrder',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-path-match-order'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'path-matching-order']],
+        requests => [
+            to($same, 'infra-backend-v3', path => '/match/exact/one'),
+            to($same, 'infra-backend-v2', path => '/match/exact'),
+            to($same, 'infra-backend-v1', path => '/match'),
+            to($same, 'infra-backend-v2', path => '/match/prefix/one/any'),
+            to($same, 'infra-backend-v1', path => '/match/prefix/any'),
+            to($same, 'infra-backend-v3', path => '/match/any'),
+        ],
+    },
+    do {
+        my $redirect = sub {
+            my ($path, $status, %to) = @_;
+            [$same, 80, {path => $path}, {status => $status, redirect => {%to}}];
+        };
+        {
+            name => 'HTTPRouteRedirectPath',
+            features => [qw(Gateway HTTPRoute HTTPRoutePathRedirect)],
+            manifests => ['httproute-redirect-path'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'redirect-path']],
+            requests => [
+                $redirect->('/original-prefix/lemon', 302, path => '/replacement-prefix/lemon'),
+                $redirect->('/full/path/original', 302, path => '/full-path-replacement'),
+                $redirect->('/path-and-host', 302, host => 'example.org', path => '/replacement-prefix'),
+                $redirect->('/path-and-status', 301, path => '/replacement-prefix'),
+                $redirect->('/full-path-and-host', 302, host => 'example.org', path => '/replacement-full'),
+                $redirect->('/full-path-and-status', 301, path => '/replacement-full'),
+            ],
+        }
+    },
+    do {
+        my $rewritten = sub {
+            my ($backend, $sent, $seen) = @_;
+            [$same, 80, $sent, {backend => $backend, namespace => $ns, request => $seen}];
+        };
+        {
+            name => 'HTTPRouteRewriteHost',
+            features => [qw(Gateway HTTPRoute HTTPRouteHostRewrite)],
+            manifests => ['httproute-rewrite-host'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'rewrite-host']],
+            requests => [
+                $rewritten->('infra-backend-v1', {path => '/one', host => 'rewrite.example'},
+                             {path => '/one', host => 'one.example.org'}),
+                $rewritten->('infra-backend-v2', {path => '/two', host => 'rewrite.example'},
+                             {path => '/two', host => 'example.org'}),
+                $rewritten->('infra-backend-v2',
+                             {path => '/rewrite-host-and-modify-headers', host => 'rewrite.example',
+                              headers => {'X-Header-Remove' => 'remove-val', 'X-Header-Add-Append' => 'append-val-1'}},
+                             {path => '/rewrite-host-and-modify-headers', host => 'test.example.org',
+                              headers => {'X-Header-Add' => 'header-val-1', 'X-Header-Add-Append' => 'append-val-1,header-val-2',
+                                          'X-Header-Set' => 'set-overwrites-values'},
+                              absent => ['X-Header-Remove']}),
+            ],
+        }
+    },
 ];
