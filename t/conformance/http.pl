@@ -703,4 +703,42 @@ return [
             ],
         }
     },
+    do {
+        my ($gw80, $gw8080, $gw443) = ($same, 'same-namespace-with-http-listener-on-8080', 'same-namespace-with-https-listener');
+        # PATH on GATEWAY's PORT (over TLS with SNI example.org on 443): a
+        # 302 to SCHEME://example.org[:PORT], the port unset meaning "the
+        # scheme's own or none"
+        my $redirect = sub {
+            my ($gw, $port, $path, $scheme, $to_port) = @_;
+            my %req = (path => $path, ($port == 443 ? (sni => 'example.org', host => 'example.org') : ()));
+            [$gw, $port, \%req, {status => 302, redirect => {scheme => $scheme, host => 'example.org',
+                                                             (defined $to_port ? (port => $to_port) : ())}}];
+        };
+        {
+            name => 'HTTPRouteRedirectPortAndScheme',
+            features => [qw(Gateway HTTPRoute HTTPRoutePortRedirect GatewayPort8080)],
+            manifests => ['httproute-redirect-port-and-scheme'],
+            gateways => [$gw80, $gw8080, $gw443],
+            accepted => [[$gw80, 'HTTPRoute', 'http-route-for-listener-on-port-80'],
+                         [$gw8080, 'HTTPRoute', 'http-route-for-listener-on-port-8080'],
+                         [$gw443, 'HTTPRoute', 'http-route-for-listener-on-port-443']],
+            requests => [
+                $redirect->($gw80, 80, '/scheme-nil-and-port-nil', 'http'),
+                $redirect->($gw80, 80, '/scheme-nil-and-port-80', 'http'),
+                $redirect->($gw80, 80, '/scheme-nil-and-port-8080', 'http', '8080'),
+                $redirect->($gw80, 80, '/scheme-https-and-port-nil', 'https'),
+                $redirect->($gw80, 80, '/scheme-https-and-port-443', 'https'),
+                $redirect->($gw80, 80, '/scheme-https-and-port-8443', 'https', '8443'),
+                $redirect->($gw8080, 8080, '/scheme-nil-and-port-nil', 'http', '8080'),
+                $redirect->($gw8080, 8080, '/scheme-nil-and-port-80', 'http'),
+                $redirect->($gw8080, 8080, '/scheme-https-and-port-nil', 'https'),
+                $redirect->($gw443, 443, '/scheme-nil-and-port-nil', 'https'),
+                $redirect->($gw443, 443, '/scheme-nil-and-port-443', 'https'),
+                $redirect->($gw443, 443, '/scheme-nil-and-port-8443', 'https', '8443'),
+                $redirect->($gw443, 443, '/scheme-http-and-port-nil', 'http'),
+                $redirect->($gw443, 443, '/scheme-http-and-port-80', 'http'),
+                $redirect->($gw443, 443, '/scheme-http-and-port-8080', 'http', '8080'),
+            ],
+        }
+    },
 ];
