@@ -741,4 +741,40 @@ return [
             ],
         }
     },
+    do {
+        my ($add, $remove) = qw(gateway-add-listener gateway-remove-listener);
+        my $listener = sub {
+            my ($gw, $name) = @_;
+            ([$gw, 'Gateway', $gw, qr{^listener $name: attachedRoutes=1\nlistener $name: supportedKind=HTTPRoute$}m],
+             [$gw, 'Gateway', $gw, qr{^listener $name: Accepted=True/}m],
+             [$gw, 'Gateway', $gw, qr{^listener $name: ResolvedRefs=True/}m]);
+        };
+        {
+            name => 'GatewayModifyListeners',
+            features => [qw(Gateway)],
+            manifests => ['gateway-modify-listeners'],
+            gateways => [$add, $remove],
+            conditions => [[$add, 'Gateway', $add, qr{\Ageneration=1\n(?!.*stale)}s],
+                           [$remove, 'Gateway', $remove, qr{\Ageneration=1\n(?!.*stale)}s]],
+            steps => [{
+                edit => sub {
+                    my $text = shift;
+                    # an http listener added to one Gateway, the https one removed from the other
+                    $text =~ s{(        namespace: gateway-conformance-infra\n)(---\napiVersion: gateway\.networking\.k8s\.io/v1\nkind: HTTPRoute\nmetadata:\n  name: http-route-1\n)}
+                              {$1  - name: http\n    port: 80\n    protocol: HTTP\n    hostname: "data.test.com"\n    allowedRoutes:\n      namespaces:\n        from: All\n$2}
+                        or return $text;
+                    $text =~ s{(  name: gateway-remove-listener\n(?:.*\n)*?  listeners:\n)  - name: https\n(?:    .*\n)+?(?=  - name: http\n)}{$1}
+                        or die 'no https listener to remove';
+                    return generation(generation($text, $add, 2), $remove, 2);
+                },
+                conditions => [
+                    [$add, 'Gateway', $add, qr{\Ageneration=2\n(?!.*stale)}s],
+                    $listener->($add, 'https'), $listener->($add, 'http'),
+                    [$remove, 'Gateway', $remove, qr{\Ageneration=2\n(?!.*stale)}s],
+                    [$remove, 'Gateway', $remove, qr{\A(?!.*listener https)}s],
+                    $listener->($remove, 'http'),
+                ],
+            }],
+        }
+    },
 ];
