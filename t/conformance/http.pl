@@ -777,4 +777,49 @@ return [
             }],
         }
     },
+    do {
+        my $redirect = sub {
+            my ($path, $status, %to) = @_;
+            [$same, 80, {path => $path}, {status => $status, redirect => {%to}}];
+        };
+        (
+            {
+                name => 'HTTPRouteRedirectScheme',
+                features => [qw(Gateway HTTPRoute HTTPRouteSchemeRedirect)],
+                manifests => ['httproute-redirect-scheme'],
+                gateways => [$same],
+                accepted => [[$same, 'HTTPRoute', 'redirect-scheme']],
+                requests => [
+                    $redirect->('/scheme', 302, scheme => 'https'),
+                    $redirect->('/scheme-and-host', 302, scheme => 'https', host => 'example.org'),
+                    $redirect->('/scheme-and-status', 301, scheme => 'https'),
+                    $redirect->('/scheme-and-host-and-status', 302, scheme => 'https', host => 'example.org'),
+                ],
+            },
+            {
+                name => 'HTTPRouteRedirectPort',
+                features => [qw(Gateway HTTPRoute HTTPRoutePortRedirect)],
+                manifests => ['httproute-redirect-port'],
+                gateways => [$same],
+                accepted => [[$same, 'HTTPRoute', 'redirect-port']],
+                requests => [
+                    $redirect->('/port', 302, port => '8083'),
+                    $redirect->('/port-and-host', 302, host => 'example.org', port => '8083'),
+                    $redirect->('/port-and-status', 301, port => '8083'),
+                    $redirect->('/port-and-host-and-status', 302, host => 'example.org', port => '8083'),
+                ],
+            },
+            map {
+                my ($code, $path) = @$_;
+                {
+                    name => "HTTPRoute${code}Redirect",
+                    features => ['Gateway', 'HTTPRoute', "HTTPRoute${code}RedirectStatusCode"],
+                    manifests => ["httproute-$code-redirect"],
+                    gateways => [$same],
+                    accepted => [[$same, 'HTTPRoute', "$code-redirect"]],
+                    requests => [$redirect->($path, $code)],
+                }
+            } ([303, '/see-other'], [307, '/temporary'], [308, '/permanent'])
+        )
+    },
 ];
