@@ -20,6 +20,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRoute308RedirectStatusCode",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
+    "HTTPRouteParentRefPort",
     "HTTPRoutePathRedirect",
     "HTTPRoutePathRewrite",
     "HTTPRoutePortRedirect",

@@ -822,4 +822,52 @@ return [
             } ([303, '/see-other'], [307, '/temporary'], [308, '/permanent'])
         )
     },
+    do {
+        my $gw = 'httproute-listener-port-matching';
+        my $on = sub {
+            my ($port, $host, $expected) = @_;
+            [$gw, $port, {host => $host, path => '/'}, $expected];
+        };
+        {
+            name => 'HTTPRouteListenerPortMatching',
+            features => [qw(Gateway HTTPRoute HTTPRouteParentRefPort)],
+            manifests => ['httproute-listener-port-matching'],
+            gateways => [$gw],
+            accepted => [[$gw, 'HTTPRoute', qw(backend-v1 backend-v2 backend-v3)]],
+            requests => [
+                $on->(80, 'foo.com', {backend => 'infra-backend-v1', namespace => $ns}),
+                $on->(8080, 'foo.com:8080', {backend => 'infra-backend-v2', namespace => $ns}),
+                $on->(8080, 'bar.com:8080', {backend => 'infra-backend-v2', namespace => $ns}),
+                $on->(8090, 'foo.com:8090', {backend => 'infra-backend-v3', namespace => $ns}),
+                $on->(8090, 'bar.com:8090', {status => 404}),
+            ],
+        }
+    },
+    {
+        name => 'HTTPRouteInvalidParentRefNotMatchingListenerPort',
+        features => [qw(Gateway HTTPRoute HTTPRouteParentRefPort)],
+        manifests => ['httproute-invalid-parentref-not-matching-listener-port'],
+        gateways => [$same],
+        conditions => [
+            [$same, 'HTTPRoute', 'httproute-listener-not-matching-route-port',
+             qr{^\Q$ns/$same\E: Accepted=False/NoMatchingParent$}m],
+            [$same, 'HTTPRoute', 'httproute-listener-not-matching-route-port', qr{\A(?!.*Accepted=True)}s],
+            [$same, 'Gateway', $same, qr{\A(?!.*attachedRoutes=[1-9])}s],
+        ],
+    },
+    do {
+        my $gw = 'gateway-with-one-not-matching-port-and-section-name-route';
+        {
+            name => 'HTTPRouteInvalidParentRefSectionNameNotMatchingPort',
+            features => [qw(Gateway HTTPRoute HTTPRouteParentRefPort)],
+            manifests => ['httproute-invalid-parentref-section-name-not-matching-port'],
+            gateways => [$gw],
+            conditions => [
+                [$gw, 'HTTPRoute', 'httproute-listener-section-name-not-matching-port',
+                 qr{^\Q$ns/$gw\E: Accepted=False/NoMatchingParent$}m],
+                [$gw, 'HTTPRoute', 'httproute-listener-section-name-not-matching-port', qr{\A(?!.*Accepted=True)}s],
+                [$gw, 'Gateway', $gw, qr{\A(?!.*attachedRoutes=[1-9])}s],
+            ],
+        }
+    },
 ];
