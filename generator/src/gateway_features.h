@@ -13,6 +13,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "BackendTLSPolicy",
     "GRPCRoute",
     "Gateway",
+    "GatewayHTTPListenerIsolation",
     "GatewayPort8080",
     "HTTPRoute",
     "HTTPRoute303RedirectStatusCode",

@@ -537,6 +537,9 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
         for (const Location &l : s.locations) {
             render_location(w, splits, s, l);
         }
+        if (s.locations.empty()) {
+            w.directive("return", {"404"});  // a listener's hostname that no route serves
+        }
         w.close();
         w.blank();
     }

@@ -152,6 +152,7 @@ public:
         }
         route_statuses = std::vector<ObjectStatus>();  // moved out: free before the peak
         policy_statuses(policies_, plan_);
+        isolate_listener_hostnames();
         finish_servers();
     }
 
@@ -357,12 +358,15 @@ private:
         }
 
         std::vector<std::pair<ListenerState *, std::string>> hosts;
+        std::set<std::pair<ListenerState *, std::string>> isolated;
         for (ListenerState *ls : allowed) {
             std::vector<std::string> route_hosts = r.hostnames;
             if (route_hosts.empty()) route_hosts.push_back("");
             for (const std::string &h : route_hosts) {
                 std::string out;
-                if (intersect(ls->listener->hostname, h, &out)) hosts.emplace_back(ls, out);
+                if (!intersect(ls->listener->hostname, h, &out)) continue;
+                hosts.emplace_back(ls, out);
+                if (claimed_by_a_more_specific_listener(*ls, out)) isolated.emplace(ls, out);
             }
         }
         if (hosts.empty()) {
@@ -377,7 +381,7 @@ private:
         std::string taken_by;
         bool served = false;
         for (auto &[ls, host] : hosts) {
-            if (!ls->usable) {
+            if (!ls->usable || isolated.count({ls, host})) {
                 attached.insert(ls);
                 continue;
             }
@@ -418,6 +422,50 @@ private:
         }
         for (ListenerState *ls : attached) ls->status.attached_routes++;
         return {cond::route_accepted(), refs};
+    }
+
+    // Listener isolation (GEP-1713): a request goes to the most specific
+    // listener of its Gateway and port whose hostname matches it, so a
+    // route's hostname that such a listener claims whole is not served
+    // through a broader one (nginx would merge both into one server).
+    bool claimed_by_a_more_specific_listener(const ListenerState &ls, const std::string &host) const
+    {
+        auto specificity = [](const std::string &h) {
+            return std::make_pair(h.empty() ? 0 : h[0] == '*' ? 1 : 2, h.size());
+        };
+        auto covers = [](const std::string &listener, const std::string &h) {
+            if (listener[0] != '*') return h == listener;
+            const std::string suffix = listener.substr(1);  // ".example.com"
+            const std::string name = h.empty() || h[0] != '*' ? h : h.substr(1);
+            return h == listener
+                   || (name.size() > suffix.size()
+                       && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+        };
+        for (const ListenerState &other : listeners_) {
+            if (&other == &ls || other.gateway != ls.gateway || other.listen != ls.listen || !other.accepted) continue;
+            const std::string &theirs = other.listener->hostname;
+            if (theirs.empty() || host.empty() || specificity(theirs) <= specificity(ls.listener->hostname)) continue;
+            if (covers(theirs, host)) return true;
+        }
+        return false;
+    }
+
+    // A listener with a hostname beside a broader listener on its port owns
+    // its hostname even without routes: a server of its own answers 404,
+    // where nginx would otherwise pick the broader listener's server.
+    void isolate_listener_hostnames()
+    {
+        for (ListenerState &ls : listeners_) {
+            const std::string &name = ls.listener->hostname;
+            if (!ls.usable || name.empty() || (ls.category != "HTTP" && ls.category != "HTTPS")) continue;
+            bool broader = std::any_of(listeners_.begin(), listeners_.end(), [&](const ListenerState &other) {
+                return &other != &ls && other.gateway == ls.gateway && other.listen == ls.listen && other.usable
+                       && claimed_by_a_more_specific_listener(other, name);
+            });
+            std::string &owner = server_owner_[ls.listen + " " + name];
+            if (owner.empty()) owner = ls.gateway->meta.key();
+            if (broader && owner == ls.gateway->meta.key()) server_for(ls, name);
+        }
     }
 
     // allowedRoutes.namespaces: a namespace given no Namespace object has

@@ -388,6 +388,61 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
                == "gw:Accepted=True/Accepted gw:ResolvedRefs=False/BackendNotFound ");
 }
 
+BOOST_AUTO_TEST_CASE(listeners_are_isolated_by_their_hostnames)
+{
+    // GEP-1713: a route on the catch-all listener that names *.example.com
+    // does not serve *.example.com where a listener of that hostname
+    // exists on the same port; bar.com stays its own
+    std::string yaml = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: any, port: 80, protocol: HTTP}
+  - {name: wild, port: 80, protocol: HTTP, hostname: "*.example.com"}
+  - {name: exact, port: 80, protocol: HTTP, hostname: abc.example.com}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: broad, namespace: ns}
+spec:
+  parentRefs: [{name: gw, sectionName: any}]
+  hostnames: [bar.com, "*.example.com", abc.example.com]
+  rules: [{matches: [{path: {type: PathPrefix, value: /broad}}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: wild, namespace: ns}
+spec:
+  parentRefs: [{name: gw, sectionName: wild}]
+  hostnames: ["*.example.com", abc.example.com]
+  rules: [{matches: [{path: {type: PathPrefix, value: /wild}}]}]
+)";
+    Plan plan = plan_of(yaml);
+    std::map<std::string, std::set<std::string>> sources;  // server_name -> routes served there
+    for (const Server &server : plan.servers) {
+        std::set<std::string> &served = sources[server.server_name];
+        for (const Location &l : server.locations) served.insert(l.source.substr(0, l.source.find(' ')));
+    }
+    BOOST_TEST(sources["bar.com"] == std::set<std::string>{"ns/broad"});
+    BOOST_TEST(sources["*.example.com"] == std::set<std::string>{"ns/wild"});
+    // the exact listener has no route, yet owns its hostname: a server of
+    // its own without locations (404), not the wildcard's
+    BOOST_TEST_REQUIRE(sources.count("abc.example.com") == 1u);
+    BOOST_TEST(sources["abc.example.com"].empty());
+    BOOST_TEST(render_http_conf(plan, Options{}).find("server_name abc.example.com;\n    proxy_ssl_verify_insecure deny;\n    return 404;\n")
+               != std::string::npos);
+    // still attached, and counted where they attach
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "broad")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST(status_of(plan, "Gateway", "gw").listeners.at(0).attached_routes == 1);
+}
+
 BOOST_AUTO_TEST_CASE(v1alpha3_policies_are_read_too)
 {
     std::string yaml = base_manifests() + policy("p", "https", "abc.example.com");

@@ -870,4 +870,29 @@ return [
             ],
         }
     },
+    do {
+        my ($gw, $gwi) = qw(http-listener-isolation http-listener-isolation-with-hostname-intersection);
+        my @paths = qw(/empty-hostname /wildcard-example-com /wildcard-foo-example-com /abc-foo-example-com);
+        # each host reaches the routes of its own listener only
+        my %served_by = ('bar.com' => '/empty-hostname', 'bar.example.com' => '/wildcard-example-com',
+                         'bar.foo.example.com' => '/wildcard-foo-example-com',
+                         'abc.foo.example.com' => '/abc-foo-example-com');
+        my $cases = sub {
+            my $g = shift;
+            map {
+                my $host = $_;
+                map { $_ eq $served_by{$host} ? to($g, 'infra-backend-v1', host => $host, path => $_)
+                                              : answer($g, 404, host => $host, path => $_) } @paths
+            } ('bar.com', 'bar.example.com', 'bar.foo.example.com', 'abc.foo.example.com');
+        };
+        {
+            name => 'GatewayHTTPListenerIsolation',
+            features => [qw(Gateway GatewayHTTPListenerIsolation HTTPRoute)],
+            manifests => ['gateway-http-listener-isolation', 'gateway-http-listener-isolation-with-hostname-intersection'],
+            gateways => [$gw, $gwi],
+            accepted => [[$gw, 'HTTPRoute', map { "attaches-to-" . substr($_, 1) } @paths],
+                         [$gwi, 'HTTPRoute', map { "attaches-to-" . substr($_, 1) . "-with-hostname-intersection" } @paths]],
+            requests => [$cases->($gw), $cases->($gwi)],
+        }
+    },
 ];
