@@ -125,15 +125,19 @@ sub _serve_gateway {
     my $out = servroot() . "/out-$test->{name}-$name";
     my $module_dir = ($ENV{GTLS_MODULE} || abs_path('build/nginx/objs/ngx_http_gateway_tls_module.so'))
                      =~ s{/[^/]+$}{}r;
+    # an nginx already serving this Gateway (an earlier generation) is
+    # reloaded with the new configuration, as a running Gateway would be
+    my $running = grep { $_ eq $out } @Running;
     my ($rc, $output) = run_generator('-f', $Dir, '-o', $out, '--gateway', "$Infra/$name",
                                       '--port-offset', $Offset, '--listen-address', $address,
-                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check');
+                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check',
+                                      ($running ? ('--reload', "$out/nginx.pid") : ()));
     if ($rc != 0) {
         diag("$test->{name}: gateway2nginx for $name: $output");
         return undef;
     }
     my $status = read_status("$out/status.yaml");
-    return $status unless $test->{requests};  # a test of status alone
+    return $status if $running || !$test->{requests};  # reloaded, or a test of status alone
     my $nginx = nginx_binary();
     my $started = `$nginx -p $out/ -c nginx.conf 2>&1`;
     if ($? != 0) {
@@ -379,8 +383,8 @@ sub _distribution {
 # Renders and serves every Gateway of TEST (stopping what ran before);
 # returns (status by Gateway, address by Gateway) or the reason it cannot.
 sub _serve {
-    my ($test) = @_;
-    _stop_gateways();
+    my ($test, $keep_running) = @_;
+    _stop_gateways() unless $keep_running;
     my (%status, %address);
     my $n = 2;
     for my $gw (@{$test->{gateways}}) {
@@ -394,7 +398,9 @@ sub _serve {
 
 # Runs TEST; returns the reasons it fails (none: passed). Its steps are the
 # edits a Go test makes to objects it applied: each edits the manifests
-# (a new generation of an object), which are rendered and served anew.
+# (a new generation of an object), which are rendered anew and reloaded
+# into the nginx serving them; a step's requests are retried for up to
+# 5 s until they pass, as the suite waits for a consistent answer.
 sub _run_test {
     my ($test) = @_;
     unlink glob("$Dir/1*.yaml");
@@ -419,9 +425,15 @@ sub _run_test {
             my $edited = $s->{edit}->($text);
             spit($file, $edited) if $edited ne $text;
         }
-        ($status, $address) = _serve({%$test, requests => $s->{requests}});
+        ($status, $address) = _serve({%$test, requests => $s->{requests}}, 1);
         return (@why, "step $step: $status") unless ref $status;
-        push @why, map { "step $step: $_" } _check($s, $status, $address);
+        my @step_why;
+        my $deadline = time + 5;
+        do {
+            @step_why = _check($s, $status, $address);
+            sleep 0.2 if @step_why;
+        } while (@step_why && time < $deadline);
+        push @why, map { "step $step: $_" } @step_why;
     }
     return @why;
 }
