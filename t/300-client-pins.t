@@ -502,3 +502,55 @@ reason "pin" (no pin matches the certificate), client SANs "dns:forged.example.c
 --- must_die
 --- error_log eval
 [qr/"ssl_verify_client_handshake fallback" in \S+nginx.conf:\d+ needs "ssl_verify_client optional_no_ca" and no "ssl_verify_client_pin"/]
+
+=== TEST 17: stream: ssl_verify_client_handshake fallback serves a client that stock optional_no_ca refuses after the handshake
+--- stream_config
+    log_format fallback 'verify=$ssl_client_verify';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_3 ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        ssl_verify_client_handshake fallback;
+        access_log logs/access.log fallback;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_2 ssl;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_depth 3;
+        ssl_client_certificate $TEST_NGINX_CERTS/ca-and-inter.crt;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_pass 127.0.0.1:$TEST_NGINX_STREAM_PORT_3;
+        proxy_ssl on;
+        proxy_ssl_session_reuse off;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/twinsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/twinsigned.key;
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1;
+        proxy_pass 127.0.0.1:$TEST_NGINX_STREAM_PORT_2;
+        proxy_ssl on;
+        proxy_ssl_session_reuse off;
+        proxy_ssl_certificate $TEST_NGINX_CERTS/twinsigned.crt;
+        proxy_ssl_certificate_key $TEST_NGINX_CERTS/twinsigned.key;
+    }
+--- request eval
+['@0 GET /fallback', '@1 GET /stock']
+--- error_code eval
+[200, 0]
+--- response_body eval
+["backend=leaf sni= path=/fallback\n", ""]
+--- access_log eval
+["verify=FAILED:unable to verify the first certificate"]
+--- no_backend_log
+/stock
