@@ -58,15 +58,18 @@ bool LabelSelector::matches(const std::map<std::string, std::string> &labels) co
 
 namespace {
 
+// Whether hostname `name` (exact, or itself a wildcard) lies strictly below
+// wildcard `wild` ("*.example.com" covers "a.example.com" and "*.a.example.com").
+bool wildcard_covers(const std::string &wild, const std::string &name)
+{
+    std::string suffix = wild.substr(1);  // ".example.com"
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // Gateway API hostname intersection: the more specific of the two, or
 // nothing. An empty hostname matches anything.
 bool intersect(const std::string &listener, const std::string &route, std::string *out)
 {
-    auto wildcard_covers = [](const std::string &wild, const std::string &name) {
-        std::string suffix = wild.substr(1);  // ".example.com"
-        return name.size() > suffix.size()
-               && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     if (listener.empty()) { *out = route; return true; }
     if (route.empty() || route == listener) { *out = listener; return true; }
     if (listener[0] == '*' && wildcard_covers(listener, route)) { *out = route; return true; }
@@ -433,19 +436,11 @@ private:
         auto specificity = [](const std::string &h) {
             return std::make_pair(h.empty() ? 0 : h[0] == '*' ? 1 : 2, h.size());
         };
-        auto covers = [](const std::string &listener, const std::string &h) {
-            if (listener[0] != '*') return h == listener;
-            const std::string suffix = listener.substr(1);  // ".example.com"
-            const std::string name = h.empty() || h[0] != '*' ? h : h.substr(1);
-            return h == listener
-                   || (name.size() > suffix.size()
-                       && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
-        };
         for (const ListenerState &other : listeners_) {
             if (&other == &ls || other.gateway != ls.gateway || other.listen != ls.listen || !other.accepted) continue;
             const std::string &theirs = other.listener->hostname;
             if (theirs.empty() || host.empty() || specificity(theirs) <= specificity(ls.listener->hostname)) continue;
-            if (covers(theirs, host)) return true;
+            if (host == theirs || (theirs[0] == '*' && wildcard_covers(theirs, host))) return true;
         }
         return false;
     }
@@ -462,9 +457,10 @@ private:
                 return &other != &ls && other.gateway == ls.gateway && other.listen == ls.listen && other.usable
                        && claimed_by_a_more_specific_listener(other, name);
             });
+            if (!broader) continue;
             std::string &owner = server_owner_[ls.listen + " " + name];
             if (owner.empty()) owner = ls.gateway->meta.key();
-            if (broader && owner == ls.gateway->meta.key()) server_for(ls, name);
+            if (owner == ls.gateway->meta.key()) server_for(ls, name);
         }
     }
 
