@@ -6,6 +6,6 @@ use lib 't/lib';
 use Test::Conformance;
 use Test::More;
 
-my @tests = map { @{ do "./t/conformance/$_" or die "t/conformance/$_: $@$!" } } qw(http.pl);
+my @tests = map { @{ do "./t/conformance/$_" or die "t/conformance/$_: $@$!" } } qw(http.pl grpc.pl);
 
 replay(\@tests);

@@ -49,56 +49,80 @@ my %Profiles = (
                             HTTPRouteRequestMultipleMirrors HTTPRouteRequestPercentageMirror HTTPRouteRequestTimeout
                             HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect)] },
     'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(GRPCRouteNamedRouteRule)] },
+                        extended => [@GatewayExtended, qw(GRPCRouteNamedRouteRule GRPCRouteRequestHeaderModifier)] },
     'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
                         extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
 );
 
-my ($Shared, $Dir, $Offset, %Echo, @Running, $EchoPid);
+my ($Shared, $Dir, $Offset, %Echo, %GrpcEcho, @Running, @EchoPids);
+my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
 
 # Every Service of TEXT (YAML documents) that is not a TLS backend: an echo
-# identity each, and an EndpointSlice pointing it at its echo port.
+# identity each, and an EndpointSlice pointing it at its echo port; the
+# Services of a Deployment whose echo-basic runs as a gRPC server
+# (GRPC_ECHO_SERVER, the suite's grpc-infra-backend-*) at a gRPC echo
+# server's, the rest at an HTTP one's.
 sub _echo_endpoints {
     my $text = shift;
     my $slices = '';
+    my %grpc;
+    for my $doc (split /^---\s*$/m, $text) {
+        next unless $doc =~ /^kind: Deployment\s*$/m && $doc =~ /name: GRPC_ECHO_SERVER\s*\n\s*value: "1"/;
+        my ($name) = $doc =~ /^  name: (\S+)/m;
+        my ($ns) = $doc =~ /^  namespace: (\S+)/m;
+        $grpc{($ns // 'default') . "/$name"} = 1;
+    }
     for my $doc (split /^---\s*$/m, $text) {
         next unless $doc =~ /^kind: Service\s*$/m;
         my ($name) = $doc =~ /^  name: (\S+)/m or next;
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
         $ns //= 'default';
-        next if $name =~ /tls|grpc|coredns|tcp/;  # replayed by t/100, t/140, t/210
+        next if $name =~ /tls|coredns|tcp/;  # replayed by t/100, t/210
         my $key = "$ns/$name";
-        $Echo{$key} //= server_port() + 40 + keys %Echo;
+        my $echo = $grpc{$key} ? \%GrpcEcho : \%Echo;
+        $echo->{$key} //= server_port() + 40 + $EchoPorts++;
         my ($ports) = $doc =~ /^  ports:\n((?:    .*\n?)*)/m;
         my @names = ($ports // '') =~ /^\s+-?\s*name:\s*(\S+)/mg;
         @names = ('') unless @names;
         (my $slice = "$name-echo") =~ s/^(.{58}).*/$1/;
         $slices .= "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: $slice\n"
                  . "  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $name\naddressType: IPv4\nports:\n"
-                 . join('', map { "- name: \"$_\"\n  port: $Echo{$key}\n" } @names)
+                 . join('', map { "- name: \"$_\"\n  port: $echo->{$key}\n" } @names)
                  . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
     }
     return $slices;
 }
 
-sub _start_echo {
-    my @args = map { my ($ns, $svc) = split m{/}; "$Echo{$_}=$ns/$svc-0" } sort keys %Echo;
-    my $script = (__FILE__ =~ s{Test/Conformance\.pm$}{echo-server.pl}r);
+# Starts COMMAND (a list), which prints "ready" once it listens.
+sub _start_server {
+    my @command = @_;
     pipe(my $ready, my $w) or die "pipe: $!";
-    $EchoPid = fork // die "fork: $!";
-    if ($EchoPid == 0) {
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
         close $ready;
         open STDOUT, '>&', $w or die;
-        exec $^X, $script, @args or die "exec: $!";
+        exec @command or die "exec: $!";
     }
     close $w;
+    push @EchoPids, $pid;
     my $line = <$ready> // '';
-    die "the echo server did not start\n" unless $line eq "ready\n";
+    die "$command[1] did not start\n" unless $line eq "ready\n";
 }
 
-END { kill 'TERM', $EchoPid if $EchoPid; }
+# Debian's python3, which has python3-grpcio (not one earlier in PATH).
+my $Python = '/usr/bin/python3';
+(my $GrpcEchoScript = __FILE__) =~ s{Test/Conformance\.pm$}{grpc-echo.py};
+
+sub _start_echo {
+    my $identity = sub { my $echo = shift; map { my ($ns, $svc) = split m{/}; "$echo->{$_}=$ns/$svc-0" } sort keys %$echo };
+    (my $script = __FILE__) =~ s{Test/Conformance\.pm$}{echo-server.pl};
+    _start_server($^X, $script, $identity->(\%Echo));
+    _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho)) if %GrpcEcho;
+}
+
+END { kill 'TERM', @EchoPids if @EchoPids; }
 
 # ---- gateways --------------------------------------------------------------
 
@@ -278,6 +302,54 @@ sub _compare {
     return '';
 }
 
+# gRPC calls, each [ADDRESS, PORT, REQUEST {grpc => METHOD, authority,
+# metadata}], made by the suite's client (grpc-echo.py call) in one run;
+# its results, in order.
+sub _grpc_calls {
+    my @calls = map {
+        my ($addr, $port, $req) = @$_;
+        {address => "$addr:$port", method => $req->{grpc},
+         ($req->{authority} ? (authority => $req->{authority}) : ()), metadata => $req->{metadata} || {}}
+    } @_;
+    return () unless @calls;
+    my $in = servroot() . "/grpc-calls.json";
+    spit($in, encode_json(\@calls));
+    # grpc's own log lines (a 404's text/html content type) go to stderr
+    my $out = `$Python $GrpcEchoScript call < $in 2>$in.log`;
+    my $results = eval { decode_json($out) };
+    return map { {code => 'CLIENT', details => $out . slurp("$in.log")} } @calls unless ref $results eq 'ARRAY';
+    return @$results;
+}
+
+# The suite's grpc compareResponse (conformance/utils/grpc/grpc.go): the
+# status code, then for OK the method the backend saw, its namespace and
+# pod. With {headers}, also the metadata the backend must have got (the
+# suite lists them in its test cases; the stored source does not compare
+# them).
+sub _grpc_compare {
+    my ($req, $exp, $got) = @_;
+    my $want = $exp->{code} // 'OK';
+    return "expected status code to be $want, got $got->{code}" . ($got->{details} ? " ($got->{details})" : '')
+        if $got->{code} ne $want;
+    return '' unless $want eq 'OK';
+    my $method = "/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/$req->{grpc}";
+    return "expected path to be $method, got $got->{method}" if $got->{method} ne $method;
+    my $ns = $exp->{namespace} // '';
+    return "expected namespace to be $ns, got $got->{namespace}" if $ns ne '' && $ns ne $got->{namespace};
+    my $backend = $exp->{backend} // '';
+    return "expected pod name to start with $backend, got $got->{pod}" if index($got->{pod}, $backend) != 0;
+    my %seen;
+    push @{$seen{lc $_->[0]}}, $_->[1] for @{$got->{headers}};
+    for my $name (sort keys %{$exp->{headers} || {}}) {
+        my $have = join ',', @{$seen{lc $name} || []};
+        return "expected metadata $name to be $exp->{headers}{$name}, got '$have'" if $have ne $exp->{headers}{$name};
+    }
+    for my $name (@{$exp->{absent} || []}) {
+        return "expected metadata $name to not be set, got " . join(',', @{$seen{lc $name}}) if $seen{lc $name};
+    }
+    return '';
+}
+
 # ---- status ----------------------------------------------------------------
 
 sub _entries { my ($status, $key) = @_; join "\n", @{$status->{$key} || []} }
@@ -330,10 +402,19 @@ sub _check {
         push @why, _condition($status->{$gw}, \@check);
     }
     my $k = 0;
-    for my $r (@{$spec->{requests} || []}) {
+    my @requests = @{$spec->{requests} || []};
+    my @grpc = grep { $_->[2]{grpc} && $address->{$_->[0]} } @requests;
+    my @grpc_results = _grpc_calls(map { [$address->{$_->[0]}, $_->[1] + $Offset, $_->[2]] } @grpc);
+    for my $r (@requests) {
         my ($gw, $port, $req, $exp) = @$r;
         $k++;
         my $addr = $address->{$gw} or do { push @why, "request $k: $gw has no address"; next };
+        if ($req->{grpc}) {
+            my $diff = _grpc_compare($req, $exp, shift @grpc_results);
+            push @why, "request $k ($req->{grpc}" . ($req->{authority} ? " to $req->{authority}" : '') . "): $diff"
+                if $diff;
+            next;
+        }
         my @answer = _http($addr, $port + $Offset, $req);
         my $diff = _compare($req, $exp, @answer);
         push @why, "request $k (" . ($req->{method} // 'GET') . " " . ($req->{host} // '') . "$req->{path}): $diff"
@@ -354,13 +435,20 @@ sub _distribution {
     my $last = '';
     for my $try (1 .. 10) {
         my (%seen, @errors);
+        # gRPC: all calls in one run of the client (testGRPCDistribution)
+        my @grpc = $req->{grpc} ? _grpc_calls(map { [$addr, $port + $Offset, $req] } 1 .. $total) : ();
         for (1 .. $total) {
-            my ($status, $headers, $body) = _http($addr, $port + $Offset, $req);
-            my $echo = $status == 200 ? eval { decode_json($body) } : undef;
-            if (!$echo) {
-                push @errors, "status $status";
-                last;
+            my $echo;
+            if ($req->{grpc}) {
+                my $r = shift @grpc;
+                push @errors, "expected OK response, got $r->{code}" if $r->{code} ne 'OK';
+                $echo = $r if $r->{code} eq 'OK';
+            } else {
+                my ($status, $headers, $body) = _http($addr, $port + $Offset, $req);
+                push @errors, "status $status" if $status != 200;
+                $echo = $status == 200 ? eval { decode_json($body) } : undef;
             }
+            last unless $echo;
             my ($backend) = grep { index($echo->{pod}, $_) == 0 } keys %$weights;
             if (!defined $backend) {
                 push @errors, "request was handled by an unexpected pod $echo->{pod}";
