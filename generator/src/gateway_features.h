@@ -12,6 +12,8 @@ namespace g2n {
 inline constexpr std::string_view kSupportedFeatures[] = {
     "BackendTLSPolicy",
     "GRPCRoute",
+    "GRPCRouteNamedRouteRule",
+    "GRPCRouteRequestHeaderModifier",
     "Gateway",
     "GatewayHTTPListenerIsolation",
     "GatewayPort8080",
@@ -21,6 +23,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRoute308RedirectStatusCode",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
+    "HTTPRouteNamedRouteRule",
     "HTTPRouteParentRefPort",
     "HTTPRoutePathRedirect",
     "HTTPRoutePathRewrite",

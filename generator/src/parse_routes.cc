@@ -477,6 +477,9 @@ void parse_tls_route(const Document &doc, const YamlNode &root, const std::strin
     out->tls_routes.push_back(std::move(r));
 }
 
+// ngx_http_grpc_module's headers hash: bucket_size ngx_align(64, ngx_cacheline_size)
+constexpr size_t kGrpcHeadersHashBucketSize = 64;
+
 void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
     static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
@@ -489,7 +492,33 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "sessionPersistence"});
         RouteRule rr;
         rr.name = doc.string(rule, path, "name");
-        if (!doc.list(rule, path, "filters").empty()) rr.unsupported = "GRPCRoute filters are not rendered yet";
+        int k = 0;
+        for (const YamlNode &f : doc.list(rule, path, "filters")) {
+            std::string fpath = path + ".filters[" + std::to_string(k++) + "]";
+            RouteFilter filter = parse_filter(doc, f, fpath, &rr.unsupported);
+            static const std::set<std::string> grpc_types = {"RequestHeaderModifier", "ResponseHeaderModifier",
+                                                             "RequestMirror", "ExtensionRef"};
+            if (grpc_types.count(filter.type) == 0) {
+                doc.fail(f, fpath + ".type",
+                         "expected RequestHeaderModifier, ResponseHeaderModifier, RequestMirror or ExtensionRef");
+            }
+            // nginx's grpc module hashes the header names of grpc_set_header
+            // and grpc_hide_header in buckets of a fixed 64 bytes (no
+            // *_hash_bucket_size directive, unlike proxy_)
+            for (const auto *names : {&filter.headers.set, &filter.headers.add}) {
+                for (const auto &header : *names) {
+                    if (nginx::hash_bucket_size(header.first.size()) > kGrpcHeadersHashBucketSize) {
+                        rr.unsupported = "header name " + header.first + " is longer than nginx's gRPC proxy takes";
+                    }
+                }
+            }
+            for (const std::string &name : filter.headers.remove) {
+                if (nginx::hash_bucket_size(name.size()) > kGrpcHeadersHashBucketSize) {
+                    rr.unsupported = "header name " + name + " is longer than nginx's gRPC proxy takes";
+                }
+            }
+            rr.filters.push_back(filter);
+        }
         int j = 0;
         for (const YamlNode &m : doc.list(rule, path, "matches")) {
             std::string mpath = path + ".matches[" + std::to_string(j++) + "]";
@@ -527,6 +556,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
             }
             rr.matches.push_back(match);
         }
+        check_rule_filters(doc, rule, path, rr);
         j = 0;
         for (const YamlNode &b : doc.list(rule, path, "backendRefs")) {
             std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";

@@ -228,15 +228,17 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
     if (headers == nullptr && (rewrite == nullptr || rewrite->hostname.empty())) {
         return;
     }
+    // gRPC (GRPCRoute) has no URLRewrite and inherits no grpc_set_header
+    const nginx::Word set_header = l.grpc ? nginx::Word("grpc_set_header") : nginx::Word("proxy_set_header");
     // a location's proxy_set_header replaces every inherited one: Host again
     if (rewrite && !rewrite->hostname.empty()) {
         w.directive("proxy_set_header", {"Host", nginx::Script().input(rewrite->hostname)});
-    } else {
+    } else if (!l.grpc) {
         w.directive("proxy_set_header", {"Host", "$http_host"});
     }
     if (headers == nullptr) return;
     for (const auto &[name, value] : headers->headers.set) {
-        w.directive("proxy_set_header", {nginx::Token::value(name), nginx::Script().input(value)});
+        w.directive(set_header, {nginx::Token::value(name), nginx::Script().input(value)});
     }
     for (const auto &header : headers->headers.add) {
         const std::string &value = header.second;
@@ -247,10 +249,10 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
             m.directive("default", {nginx::Script().variable(var).word(",").input(value)});
         });
         nginx::Name map_var = shared.variable("header_add", "map", nginx::Token::variable(var), body);
-        w.directive("proxy_set_header", {nginx::Token::value(header.first), nginx::Token::variable(map_var)});
+        w.directive(set_header, {nginx::Token::value(header.first), nginx::Token::variable(map_var)});
     }
     for (const std::string &name : headers->headers.remove) {
-        w.directive("proxy_set_header", {nginx::Token::value(name), nginx::Token::value("")});
+        w.directive(set_header, {nginx::Token::value(name), nginx::Token::value("")});
     }
 }
 
@@ -258,11 +260,12 @@ void render_response_headers(nginx::Writer &w, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
     if (headers == nullptr) return;
+    const nginx::Word hide_header = l.grpc ? nginx::Word("grpc_hide_header") : nginx::Word("proxy_hide_header");
     for (const std::string &name : headers->headers.remove) {
-        w.directive("proxy_hide_header", {nginx::Token::value(name)});
+        w.directive(hide_header, {nginx::Token::value(name)});
     }
     for (const auto &[name, value] : headers->headers.set) {
-        w.directive("proxy_hide_header", {nginx::Token::value(name)});
+        w.directive(hide_header, {nginx::Token::value(name)});
         w.directive("add_header", {nginx::Token::value(name), nginx::Script().input(value), "always"});
     }
     for (const auto &[name, value] : headers->headers.add) {

@@ -119,6 +119,13 @@ spec:
   rules:
   - matches: [{method: {service: shop.Cart, method: Add}, headers: [{name: x-user, value: alice}]}]
     backendRefs: [{name: api, port: 443}]
+  - matches: [{method: {service: shop.Cart, method: List}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {set: [{name: x-cart, value: one}], add: [{name: x-trace, value: two}], remove: [x-drop]}
+    - type: ResponseHeaderModifier
+      responseHeaderModifier: {set: [{name: x-served, value: three}], remove: [x-internal]}
+    backendRefs: [{name: api, port: 443}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: TLSRoute
@@ -314,8 +321,8 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
                         "return", "ssl_preread", "proxy_pass", "proxy_ssl"});
-        add("server>location>", {"proxy_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
-                                 "proxy_pass", "grpc_pass", "gateway_tls_status"});
+        add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
+                                 "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status"});
         add("server>location>if>", {"return"});
         return w;
     }();

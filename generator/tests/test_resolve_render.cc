@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
     for (const ObjectStatus &st : plan.statuses) BOOST_TEST(st.meta.name != "theirs");
     std::string text = render_status(plan, Options{});
     BOOST_TEST(text.find("kind: GatewayClass\nmetadata:\n  name: ours\n  generation: 1\nstatus:\n") != std::string::npos);
-    BOOST_TEST(text.find("  supportedFeatures:\n    - name: BackendTLSPolicy\n    - name: GRPCRoute\n    - name: Gateway\n")
+    BOOST_TEST(text.find("  supportedFeatures:\n    - name: BackendTLSPolicy\n    - name: GRPCRoute\n    - name: GRPCRouteNamedRouteRule\n")
                != std::string::npos);
 
     // status.addresses: where it listens, unless that is every address
@@ -757,6 +757,65 @@ BOOST_AUTO_TEST_CASE(filters_render_as_nginx_directives)
                          "        rewrite \"^/old$\" /new;\n"
                          "        rewrite \"^/old(/.*)$\" /new$1;\n"
                          "        return 301 https://$host$uri$is_args$args;\n") != std::string::npos, http);
+}
+
+// GRPCRoute filters (its CRD allows RequestHeaderModifier,
+// ResponseHeaderModifier, RequestMirror, ExtensionRef): grpc_* directives
+BOOST_AUTO_TEST_CASE(grpc_route_filters_render_as_grpc_directives)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules:
+  - matches: [{method: {service: pkg.Echo, method: Say}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {set: [{name: X-Set, value: one}], add: [{name: X-Add, value: two}], remove: [X-Drop]}
+    - type: ResponseHeaderModifier
+      responseHeaderModifier: {set: [{name: X-Resp, value: three}], remove: [Server-Timing]}
+    backendRefs: [{name: svc, port: 443}]
+)";
+    std::string http = render_http_conf(plan_of(base_manifests() + route));
+    BOOST_TEST(http.find("    location = /pkg.Echo/Say {\n"
+                         "        grpc_hide_header Server-Timing;\n"
+                         "        grpc_hide_header X-Resp;\n"
+                         "        add_header X-Resp three always;\n"
+                         "        grpc_set_header X-Set one;\n"
+                         "        grpc_set_header X-Add $header_add_1;\n"
+                         "        grpc_set_header X-Drop \"\";\n"
+                         "        grpc_pass grpc://backend_ns_svc_443;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("proxy_set_header X-") == std::string::npos, http);
+
+    // the grpc module hashes header names in fixed 64-byte buckets: a name
+    // of 46 bytes fits, one of 47 would stop nginx -t, so its rule is not
+    // served (the route is not accepted, with the reason)
+    for (size_t length : {46u, 47u}) {
+        std::string named = route;
+        named.replace(named.find("remove: [X-Drop]"), 16, "remove: [" + std::string(length, 'h') + "]");
+        const ObjectStatus &st = status_of(plan_of(base_manifests() + named), "GRPCRoute", "grpc");
+        BOOST_TEST_REQUIRE(st.refs.size() == 1u);
+        const Condition &accepted = st.refs[0].conditions.front();
+        BOOST_TEST(accepted.status == (length == 46 ? "True" : "False"), length);
+        if (length == 47) BOOST_TEST(accepted.message.find("longer than nginx's gRPC proxy takes") != std::string::npos);
+    }
+
+    // filters of HTTPRoute only, and repeats, are refused with the field path
+    for (const auto &[filter, message] : std::vector<std::pair<std::string, std::string>>{
+             {"{type: URLRewrite, urlRewrite: {hostname: a.example.com}}",
+              "spec.rules[0].filters[0].type: expected RequestHeaderModifier, ResponseHeaderModifier, RequestMirror or ExtensionRef"},
+             {"{type: RequestHeaderModifier, requestHeaderModifier: {remove: [A]}}, "
+              "{type: RequestHeaderModifier, requestHeaderModifier: {remove: [B]}}",
+              "spec.rules[0].filters: RequestHeaderModifier filter cannot be repeated"}}) {
+        std::string bad = route;
+        std::string filters = bad.substr(bad.find("    filters:"), bad.find("    backendRefs") - bad.find("    filters:"));
+        bad.replace(bad.find(filters), filters.size(), "    filters: [" + filter + "]\n");
+        std::string e = error_of(bad);
+        BOOST_TEST(e.find(message) != std::string::npos, e);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(unusable_upstream_is_a_down_server)

@@ -632,6 +632,15 @@ return [
         }
     },
     {
+        name => 'HTTPRouteNamedRule',
+        features => [qw(Gateway HTTPRoute HTTPRouteNamedRouteRule)],
+        manifests => ['httproute-named-rule'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'http-named-rules']],
+        requests => [[$same, 80, {path => '/named'}, {namespace => $ns}],
+                     [$same, 80, {path => '/unnamed'}, {namespace => $ns}]],
+    },
+    {
         name => 'HTTPRouteWeight',
         features => [qw(Gateway HTTPRoute)],
         manifests => ['httproute-weight'],
