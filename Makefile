@@ -111,14 +111,22 @@ test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/
 
 test-nginx: module $(GENERATOR) $(BUILD)/generator_tests $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
 	$(if $(filter 1,$(SANITIZE)),rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS))
+	rm -f $(CONFORMANCE_RESULTS)
 	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
 	$(if $(filter 1,$(SANITIZE)),@$(SAN_CHECK))
+	perl t/lib/conformance-report.pl $(BUILD)/conformance-report.yaml $(CONFORMANCE_RESULTS) > /dev/null
+	@echo "ConformanceReport: $(BUILD)/conformance-report.yaml"
 
-# The Gateway API conformance replay alone (t/400-conformance.t, also part of
-# test-nginx), and its ConformanceReport.
+# The Gateway API conformance replays alone (also part of test-nginx): the
+# suite's BackendTLSPolicy, TLSRoute and client certificate tests, then the
+# rest (t/400), and the ConformanceReport of all of them.
+CONFORMANCE_T := t/100-conformance-backendtls.t t/210-conformance-tlsroute.t t/230-conformance-client-certs.t \
+                 t/400-conformance.t
+CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
 conformance: module $(GENERATOR)
-	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v t/400-conformance.t
-	cp t/servroot-400-conformance/conformance-report.yaml $(BUILD)/conformance-report.yaml
+	rm -f $(CONFORMANCE_RESULTS)
+	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v $(CONFORMANCE_T)
+	perl t/lib/conformance-report.pl $(BUILD)/conformance-report.yaml $(CONFORMANCE_RESULTS)
 	@echo "ConformanceReport: $(BUILD)/conformance-report.yaml"
 
 # Debian's nginx with the ASan and UBSan runtimes preloaded, for SANITIZE=1.

@@ -8,6 +8,7 @@
 # "unrelated-ca" is the mismatch CA), EndpointSlices that point every
 # Service at a local TLS backend, gateway2nginx, and the nginx it configures.
 use lib 't/lib';
+use Test::ConformanceReport;
 use Test::GatewayTLS;
 use Test::More;
 use Cwd ();
@@ -81,7 +82,7 @@ sub conditions_of {
 }
 
 # ---- BackendTLSPolicy ------------------------------------------------------
-{
+conformance_test 'BackendTLSPolicy', [qw(Gateway HTTPRoute BackendTLSPolicy)], ['backendtlspolicy'], sub {
     my ($code, $body) = get('/backendtlspolicy');
     is($code, 200, 'BackendTLSPolicy: 200 through the policy');
     is(sni_of($body), 'abc.example.com', 'BackendTLSPolicy: the backend saw SNI abc.example.com');
@@ -98,10 +99,10 @@ sub conditions_of {
     like(conditions_of('normative-test'),
          qr{gateway-conformance-infra/same-namespace-with-https-listener: Accepted=True/Accepted},
          'BackendTLSPolicy: the HTTPS Gateway is an ancestor too');
-}
+};
 
 # ---- BackendTLSPolicyConflictResolution ------------------------------------
-{
+conformance_test 'BackendTLSPolicyConflictResolution', [qw(Gateway HTTPRoute BackendTLSPolicy)], ['backendtlspolicy-conflict-resolution'], sub {
     my ($code, $body) = get('/backendtlspolicy-conflicted-without-section-name');
     is($code, 200, 'ConflictResolution: whole-Service conflict still serves');
     is(sni_of($body), 'other.example.com', 'ConflictResolution: the winner (-1, first by name) sets SNI');
@@ -119,10 +120,10 @@ sub conditions_of {
     for my $p (qw(conflicted-without-section-name-2 conflicted-with-section-name-2)) {
         like(conditions_of($p), qr{\Q$gw\E: Accepted=False/Conflicted}, "ConflictResolution: $p Conflicted");
     }
-}
+};
 
 # ---- BackendTLSPolicyInvalidCACertificateRef / InvalidKind -----------------
-{
+conformance_test 'BackendTLSPolicyInvalidCACertificateRef', [qw(Gateway HTTPRoute BackendTLSPolicy)], ['backendtlspolicy-invalid-ca-certificate-ref'], sub {
     for my $case (['nonexistent-ca-certificate-ref', '/backendtlspolicy-nonexistent-ca-certificate-ref'],
                   ['malformed-ca-certificate-ref', '/backendtlspolicy-malformed-ca-certificate-ref']) {
         my ($policy, $path) = @$case;
@@ -132,15 +133,17 @@ sub conditions_of {
         like(conditions_of($policy), qr{\Q$gw\E: ResolvedRefs=False/InvalidCACertificateRef},
              "InvalidCACertificateRef: $policy ResolvedRefs=False/InvalidCACertificateRef");
     }
+};
+conformance_test 'BackendTLSPolicyInvalidKind', [qw(Gateway HTTPRoute BackendTLSPolicy)], ['backendtlspolicy-invalid-kind'], sub {
     like((get('/backendtlspolicy-invalid-kind'))[0], qr/^50[023]$/, 'InvalidKind: 5xx');
     like(conditions_of('invalid-kind'), qr{\Q$gw\E: Accepted=False/NoValidCACertificate},
          'InvalidKind: Accepted=False/NoValidCACertificate');
     like(conditions_of('invalid-kind'), qr{\Q$gw\E: ResolvedRefs=False/InvalidKind},
          'InvalidKind: ResolvedRefs=False/InvalidKind');
-}
+};
 
 # ---- BackendTLSPolicySANValidation -----------------------------------------
-{
+conformance_test 'BackendTLSPolicySANValidation', [qw(Gateway HTTPRoute BackendTLSPolicy BackendTLSPolicySANValidation)], ['backendtlspolicy-san'], sub {
     my %expect = ('/backendtlspolicy-san-dns' => 200, '/backendtlspolicy-san-dns-mismatch' => 0,
                   '/backendtlspolicy-san-uri' => 200, '/backendtlspolicy-san-uri-mismatch' => 0,
                   '/backendtlspolicy-multiple-sans' => 200,
@@ -153,12 +156,12 @@ sub conditions_of {
             isnt($code, 200, "SANValidation: $path is refused");
         }
     }
-}
+};
 
 stop_nginx($out);
 
 # ---- BackendTLSPolicyObservedGenerationBump (status only) ------------------
-{
+conformance_test 'BackendTLSPolicyObservedGenerationBump', [qw(Gateway HTTPRoute BackendTLSPolicy)], ['backendtlspolicy-observed-generation-bump'], sub {
     my $policy = qr/kind: BackendTLSPolicy\nmetadata:\n  name: observed-generation-bump\n  namespace: gateway-conformance-infra\n  generation: (\d+)\n(?:.*\n)*?\s+observedGeneration: (\d+)/;
     my ($gen, $observed) = slurp("$out/status.yaml") =~ $policy;
     is("$gen/$observed", '1/1', 'ObservedGenerationBump: observedGeneration follows generation 1');
@@ -171,6 +174,6 @@ stop_nginx($out);
     is($rc, 0, 'ObservedGenerationBump: regenerated') or diag $output;
     ($gen, $observed) = slurp("$out/status.yaml") =~ $policy;
     is("$gen/$observed", '2/2', 'ObservedGenerationBump: observedGeneration follows generation 2');
-}
+};
 
 stop_backends();

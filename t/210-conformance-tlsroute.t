@@ -11,6 +11,7 @@
 # btls-terminate-tls-backend = "tcp_tls" (leaf certificate, answers its
 # SNI), tcp-backend echo-tcp-plain = "tcp" (answers whether it got TLS).
 use lib 't/lib';
+use Test::ConformanceReport;
 use Test::GatewayTLS;
 use Test::More;
 
@@ -23,7 +24,8 @@ my @tests = qw(tlsroute-simple-same-namespace tlsroute-hostname-intersection
                tlsroute-invalid-no-matching-listener-hostname tlsroute-invalid-no-matching-listener
                tlsroute-invalid-reference-grant tlsroute-listener-passthrough-supported-kinds
                tlsroute-listener-terminate-supported-kinds tlsroute-listener-mixed-termination-not-supported
-               tlsroute-terminate-simple-same-namespace backendtlspolicy-tlsroute-terminate);
+               tlsroute-terminate-simple-same-namespace backendtlspolicy-tlsroute-terminate
+               tlsroute-listener-terminate-not-supported);
 
 conformance_manifests($shared, $manifests, @tests);
 
@@ -73,7 +75,7 @@ sub route_accepted {
 }
 
 # ---- TLSRouteSimpleSameNamespace -------------------------------------------
-{
+conformance_test 'TLSRouteSimpleSameNamespace', [qw(Gateway TLSRoute)], ['tlsroute-simple-same-namespace'], sub {
     my $st = serve_gateway('gateway-tlsroute', 443);
     route_accepted($st, 'gateway-conformance-infra-test', 'gateway-tlsroute', 'SimpleSameNamespace');
     like(conditions($st, 'Gateway', 'gateway-tlsroute'), qr{^listener https: attachedRoutes=1$}m,
@@ -82,10 +84,10 @@ sub route_accepted {
        'SimpleSameNamespace: passthrough reaches the TLS backend, which saw the client SNI');
     is(exchange(443, 'nomatch.example.com', "hello\n"), '',
        'SimpleSameNamespace: an SNI no route claims is refused');
-}
+};
 
 # ---- TLSRouteHostnameIntersection ------------------------------------------
-{
+conformance_test 'TLSRouteHostnameIntersection', [qw(Gateway TLSRoute)], ['tlsroute-hostname-intersection'], sub {
     my %cases = (
         'gw-tlsroute-exact-hostname-x-1' => [['tlsroute-more-specific-wc-hostname-x-1'], 'non.matching.com', 0],
         'gw-tlsroute-more-specific-wc-hostname-x-2' =>
@@ -110,20 +112,25 @@ sub route_accepted {
         }
         is(exchange(443, $nomatch), '', "HostnameIntersection $gw: $nomatch is refused");
     }
-}
+};
 
 # ---- TLSRouteInvalidBackendRefNonexistent / UnknownKind --------------------
-for my $case (['gateway-tlsroute-invalid-backend-ref-nonexistent', 'invalid-backend-ref-nonexistent', 'BackendNotFound'],
-              ['gateway-tlsroute-invalid-backend-ref-unknown-kind', 'invalid-backend-ref-unknown-kind', 'InvalidKind']) {
-    my ($gw, $route, $reason) = @$case;
+for my $case (['TLSRouteInvalidBackendRefNonexistent', 'gateway-tlsroute-invalid-backend-ref-nonexistent',
+               'invalid-backend-ref-nonexistent', 'BackendNotFound', 'tlsroute-invalid-backendref-nonexistent'],
+              ['TLSRouteInvalidBackendRefUnknownKind', 'gateway-tlsroute-invalid-backend-ref-unknown-kind',
+               'invalid-backend-ref-unknown-kind', 'InvalidKind', 'tlsroute-invalid-backendref-unknown-kind']) {
+  my ($name, $gw, $route, $reason, $manifest) = @$case;
+  conformance_test $name, [qw(Gateway TLSRoute)], [$manifest], sub {
     my $st = serve_gateway($gw, 443);
     my $c = conditions($st, 'TLSRoute', $route);
     like($c, qr{^\Q$ns/$gw\E: Accepted=True/Accepted$}m, "InvalidBackendRef: $route Accepted");
     like($c, qr{^\Q$ns/$gw\E: ResolvedRefs=False/$reason$}m, "InvalidBackendRef: $route ResolvedRefs=False/$reason");
     is(exchange(443, 'example.com', "hello\n"), '', "InvalidBackendRef: $route: connections are refused");
+  };
 }
 
 # ---- TLSRouteInvalidNoMatchingListenerHostname -----------------------------
+conformance_test 'TLSRouteInvalidNoMatchingListenerHostname', [qw(Gateway TLSRoute)], ['tlsroute-invalid-no-matching-listener-hostname'], sub {
 for my $case (['gateway-tls-exact-hostname', 'tlsroute-hostname-mismatch-1'],
               ['gateway-tls-wildcard-hostname', 'tlsroute-hostname-mismatch-2']) {
     my ($gw, $route) = @$case;
@@ -133,8 +140,10 @@ for my $case (['gateway-tls-exact-hostname', 'tlsroute-hostname-mismatch-1'],
     unlike(conditions($st, 'TLSRoute', $route), qr{Accepted=True}, "NoMatchingListenerHostname: $route has no accepted parent");
     like(conditions($st, 'Gateway', $gw), qr{^listener tls: attachedRoutes=0$}m, "NoMatchingListenerHostname: $gw has 0 routes");
 }
+};
 
 # ---- TLSRouteInvalidNoMatchingListener -------------------------------------
+conformance_test 'TLSRouteInvalidNoMatchingListener', [qw(Gateway TLSRoute)], ['tlsroute-invalid-no-matching-listener'], sub {
 for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http', 'NotAllowedByListeners', 'http'],
               ['gateway-tlsroute-https-only', 'tlsroute-not-allowed-protocol-https', 'NotAllowedByListeners', 'https'],
               ['gateway-tlsroute-tls-passthrough-only', 'tlsroute-no-matching-section-name', 'NoMatchingParent', 'tls-passthrough']) {
@@ -144,19 +153,21 @@ for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http
     unlike(conditions($st, 'TLSRoute', $route), qr{Accepted=True}, "NoMatchingListener: $route has no accepted parent");
     like(conditions($st, 'Gateway', $gw), qr{^listener \Q$listener\E: attachedRoutes=0$}m, "NoMatchingListener: $gw has 0 routes");
 }
+};
 
 # ---- TLSRouteInvalidReferenceGrant -----------------------------------------
-{
+conformance_test 'TLSRouteInvalidReferenceGrant', [qw(Gateway TLSRoute ReferenceGrant)], ['tlsroute-invalid-reference-grant'], sub {
     my $gw = 'gateway-tlsroute-referencegrant';
     my $st = serve_gateway($gw, 443);
     my $c = conditions($st, 'TLSRoute', 'gateway-conformance-infra-test');
     like($c, qr{^\Q$ns/$gw\E: Accepted=True/Accepted$}m, 'InvalidReferenceGrant: route Accepted');
     like($c, qr{^\Q$ns/$gw\E: ResolvedRefs=False/RefNotPermitted$}m, 'InvalidReferenceGrant: ResolvedRefs=False/RefNotPermitted');
     is(exchange(443, 'abc.example.com'), '', 'InvalidReferenceGrant: the other namespace\'s Service is not reached');
-}
+};
 
 # ---- TLSRouteListenerPassthroughSupportedKinds / TerminateSupportedKinds ---
-{
+conformance_test 'TLSRouteListenerPassthroughSupportedKinds', [qw(Gateway TLSRoute)],
+                 ['tlsroute-listener-passthrough-supported-kinds'], sub {
     my $gw = 'gateway-tlsroute-passthrough-supported-kind';
     my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
     is(join(',', $c =~ /^listener tls-passthrough: supportedKind=(\S+)$/mg), 'TLSRoute',
@@ -164,17 +175,33 @@ for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http
     like($c, qr{^listener tls-passthrough: ResolvedRefs=False/InvalidRouteKinds$}m,
          'PassthroughSupportedKinds: ResolvedRefs=False/InvalidRouteKinds');
     like($c, qr{^listener tls-passthrough: attachedRoutes=0$}m, 'PassthroughSupportedKinds: 0 routes');
-
-    $gw = 'gateway-tlsroute-terminate-supported';
-    $c = conditions(serve_gateway($gw), 'Gateway', $gw);
+};
+conformance_test 'TLSRouteListenerTerminateSupportedKinds', [qw(Gateway TLSRoute TLSRouteModeTerminate)],
+                 ['tlsroute-listener-terminate-supported-kinds'], sub {
+    my $gw = 'gateway-tlsroute-terminate-supported';
+    my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
     is(join(',', $c =~ /^listener tls-terminate: supportedKind=(\S+)$/mg), 'TLSRoute',
        'TerminateSupportedKinds: supportedKinds is [TLSRoute]');
     like($c, qr{^listener tls-terminate: Accepted=True/Accepted$}m, 'TerminateSupportedKinds: Accepted');
     like($c, qr{^listener tls-terminate: attachedRoutes=0$}m, 'TerminateSupportedKinds: 0 routes');
-}
+};
+
+# ---- TLSRouteListenerTerminateNotSupported ---------------------------------
+# The suite runs it only where TLSRouteModeTerminate is not claimed (the
+# listener then Accepted=False/UnsupportedValue); it is claimed, so the
+# listener must be accepted and served.
+conformance_test 'TLSRouteListenerTerminateNotSupported', [qw(Gateway TLSRoute)],
+                 ['tlsroute-listener-terminate-not-supported'], sub {
+    my $gw = 'gateway-tlsroute-terminate-unsupported';
+    my $st = serve_gateway($gw);
+    like(join("\n", @{$st->{'GatewayClass gateway2nginx'} || []}), qr/^supportedFeature=TLSRouteModeTerminate$/m,
+         'TerminateNotSupported: the GatewayClass claims TLSRouteModeTerminate');
+    like(conditions($st, 'Gateway', $gw), qr{^listener tls-terminate: Accepted=True/Accepted$}m,
+         'TerminateNotSupported: so the Terminate listener is accepted');
+};
 
 # ---- TLSRouteListenerMixedTerminationNotSupported --------------------------
-{
+conformance_test 'TLSRouteListenerMixedTerminationNotSupported', [qw(Gateway TLSRoute TLSRouteModeTerminate)], ['tlsroute-listener-mixed-termination-not-supported'], sub {
     my $gw = 'gateway-tlsroute-mixed-termination-not-supported';
     my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
     for my $listener (qw(tls-terminate tls-passthrough)) {
@@ -182,10 +209,13 @@ for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http
              "MixedTerminationNotSupported: $listener Accepted=False/ProtocolConflict");
         like($c, qr{^listener $listener: attachedRoutes=0$}m, "MixedTerminationNotSupported: $listener has 0 routes");
     }
-}
+};
 
 # ---- TLSRouteTerminateSimpleSameNamespace ----------------------------------
-{
+# The suite sends MQTT through the Gateway (TLS 1.3) to a broker behind
+# tcp-backend and waits for its message to come back; here the backend
+# answers whether the bytes it got came in plaintext.
+conformance_test 'TLSRouteTerminateSimpleSameNamespace', [qw(Gateway TLSRoute TLSRouteModeTerminate)], ['tlsroute-terminate-simple-same-namespace'], sub {
     my $gw = 'gateway-tlsroute-terminate';
     my $st = serve_gateway($gw, 8443);
     route_accepted($st, 'tlsroute-terminated-test', $gw, 'TerminateSimpleSameNamespace');
@@ -194,10 +224,10 @@ for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http
     is(tls_exchange(8443 + $offset, 'tls.example.com', "hello\n", "$certs/unrelated-ca.crt", 'tls.example.com'), '',
        'TerminateSimpleSameNamespace: the listener certificate is the suite\'s (an unrelated CA refuses it)');
     is(exchange(8443, 'abc.example.com', "hello\n"), '', 'TerminateSimpleSameNamespace: another SNI is refused');
-}
+};
 
 # ---- BackendTLSPolicyTLSRouteTerminate -------------------------------------
-{
+conformance_test 'BackendTLSPolicyTLSRouteTerminate', [qw(Gateway TLSRoute TLSRouteModeTerminate BackendTLSPolicy)], ['backendtlspolicy-tlsroute-terminate'], sub {
     my $gw = 'gateway-btls-tlsroute-terminate';
     my $st = serve_gateway($gw, 8443);
     route_accepted($st, 'backendtlspolicy-tlsroute-terminate', $gw, 'BackendTLSPolicyTLSRouteTerminate');
@@ -221,7 +251,7 @@ for my $case (['gateway-tlsroute-http-only', 'tlsroute-not-allowed-protocol-http
          qr/gateway_tls: backend certificate rejected: policy "\Q$ns\E\/btls-tlsroute-terminate-test"/,
          'BackendTLSPolicyTLSRouteTerminate: the rejection is logged with the policy');
     spit($file, $orig);
-}
+};
 
 stop_conformance_gateway();
 stop_backends();

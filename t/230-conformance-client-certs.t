@@ -3,7 +3,9 @@
 # Validation, ...InsecureFallback, GatewayInvalidFrontendClientCertificate-
 # Validation, GatewayFrontendInvalidDefaultClientCertificateValidation) and
 # GEP-3155 (GatewayTLSBackendClientCertificate,
-# GatewayInvalidTLSBackendConfiguration), with the suite's manifests.
+# GatewayInvalidTLSBackendConfiguration; feature GatewayBackendClientCertificate,
+# which older sources of the suite name GatewayTLSBackendClientCertificate),
+# with the suite's manifests.
 #
 # Certificates: the default port's clients are signed by "ca" (client
 # "leaf"), the per-port ones by "unrelated-ca" (client "untrusted"); the
@@ -11,6 +13,7 @@
 # backend; tls-backend-with-client-cert-validation is "mtls", which reports
 # the fingerprint of the client certificate it got.
 use lib 't/lib';
+use Test::ConformanceReport;
 use Test::GatewayTLS;
 use Test::More;
 
@@ -118,7 +121,8 @@ sub listener_like {
 }
 
 # ---- GatewayFrontendClientCertificateValidation ----------------------------
-{
+conformance_test 'GatewayFrontendClientCertificateValidation', [qw(Gateway HTTPRoute GatewayFrontendClientCertificateValidation)],
+                 ['gateway-with-clientcertificate-validation'], sub {
     my $gw = 'client-validation-default';
     my $st = serve_gateway($gw, 443);
     for my $route (qw(client-certificate-validation-https-test client-certificate-validation-https-test-no-hostname)) {
@@ -139,10 +143,11 @@ sub listener_like {
          'ClientCertificateValidation: rendered as ssl_verify_client on, refused in the handshake, with the CA bundle');
     like(slurp("$dir/out-$gw/logs/error.log"), qr/client certificate rejected: pins "client\@[^"]+", reason "chain"/,
          'ClientCertificateValidation: the refusal is logged');
-}
+};
 
 # ---- GatewayFrontendClientCertificateValidationInsecureFallback ------------
-{
+conformance_test 'GatewayFrontendClientCertificateValidationInsecureFallback', [qw(Gateway HTTPRoute GatewayFrontendClientCertificateValidation GatewayFrontendClientCertificateValidationInsecureFallback)],
+                 ['gateway-with-clientcertificate-validation-insecure-fallback'], sub {
     my $gw = 'client-validation-insecure-fallback';
     my $st = serve_gateway($gw, 443);
     like(conditions($st, 'Gateway', $gw), qr/^: InsecureFrontendValidationMode=True\/ConfigurationChanged$/m,
@@ -157,10 +162,11 @@ sub listener_like {
         is((https_get($port, $host, $client))[0], 200,
            "InsecureFallback: port $port with " . ($client // 'no') . " client certificate passes");
     }
-}
+};
 
 # ---- GatewayInvalidFrontendClientCertificateValidation ---------------------
-{
+conformance_test 'GatewayInvalidFrontendClientCertificateValidation', [qw(Gateway HTTPRoute ReferenceGrant GatewayFrontendClientCertificateValidation)],
+                 ['gateway-with-invalid-clientcertificate-validation'], sub {
     my $gw = 'gateway-with-invalid-client-cert-validation';
     my $c = conditions(serve_gateway($gw), 'Gateway', $gw);  # status only: its route names another Gateway
     listener_like($c, 'https', 'ResolvedRefs=True/ResolvedRefs', 'InvalidClientCertificateValidation: https resolves');
@@ -176,10 +182,11 @@ sub listener_like {
     }
     unlike(slurp("$dir/out-$gw/http.conf"), qr/listen 127\.0\.0\.1:@{[7443 + $offset]}/,
            'InvalidClientCertificateValidation: an invalid listener is not served');
-}
+};
 
 # ---- GatewayFrontendInvalidDefaultClientCertificateValidation --------------
-{
+conformance_test 'GatewayFrontendInvalidDefaultClientCertificateValidation', [qw(Gateway HTTPRoute GatewayFrontendClientCertificateValidation)],
+                 ['gateway-invalid-default-frontend-client-certificate-validation'], sub {
     my $gw = 'invalid-default-client-validation-config';
     my $c = conditions(serve_gateway($gw, 80), 'Gateway', $gw);
     listener_like($c, 'http', 'Accepted=True/Accepted', 'InvalidDefault: the HTTP listener is untouched');
@@ -189,7 +196,7 @@ sub listener_like {
     my ($status) = http_request(80 + $offset, '/', 'example.org');
     is($status, 200, 'InvalidDefault: HTTP traffic passes');
     is((https_get(443, 'example.org', 'leaf'))[0], 0, 'InvalidDefault: HTTPS traffic fails');
-}
+};
 
 # ---- GEP-4078 pins on top of the CA (not in the suite) ---------------------
 {
@@ -203,7 +210,8 @@ sub listener_like {
 }
 
 # ---- GatewayTLSBackendClientCertificate ------------------------------------
-{
+conformance_test 'GatewayTLSBackendClientCertificate', [qw(Gateway HTTPRoute BackendTLSPolicy GatewayBackendClientCertificate)],
+                 ['gateway-tls-backend-client-certificate'], sub {
     my $gw = 'gateway-tls-backend-client-certificate';
     my $st = serve_gateway($gw, 80);
     my ($status, undef, $body) = http_request(80 + $offset, '/', 'abc.example.com');
@@ -214,9 +222,11 @@ sub listener_like {
     like($body, qr/^backend=mtls sni=abc\.example\.com client_verify=SUCCESS client_fingerprint=\Q$fingerprint\E$/m,
          'TLSBackendClientCertificate: the backend saw exactly the configured client certificate');
     unlike(conditions($st, 'Gateway', $gw), qr/ResolvedRefs=False/, 'TLSBackendClientCertificate: the Gateway resolves');
-}
+};
 
 # ---- GatewayInvalidTLSBackendConfiguration ---------------------------------
+conformance_test 'GatewayInvalidTLSBackendConfiguration', [qw(Gateway HTTPRoute BackendTLSPolicy GatewayBackendClientCertificate)],
+                 ['gateway-invalid-tls-backend-configuration'], sub {
 for my $case (['gateway-client-certificate-nonexistent-secret', 'InvalidClientCertificateRef'],
               ['gateway-client-certificate-unsupported-group', 'InvalidClientCertificateRef'],
               ['gateway-client-certificate-unsupported-kind', 'InvalidClientCertificateRef'],
@@ -227,6 +237,7 @@ for my $case (['gateway-client-certificate-nonexistent-secret', 'InvalidClientCe
     like($c, qr/^: ResolvedRefs=False\/$reason$/m, "InvalidTLSBackendConfiguration: $gw ResolvedRefs=False/$reason");
     like($c, qr/^: Accepted=True\/Accepted$/m, "InvalidTLSBackendConfiguration: $gw stays Accepted");
 }
+};
 
 # ---- GEP-4078 pins on one listener, beside a listener without validation ---
 # The listener without a hostname is the port's default server: a client

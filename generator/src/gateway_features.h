@@ -11,10 +11,14 @@ namespace g2n {
 
 inline constexpr std::string_view kSupportedFeatures[] = {
     "BackendTLSPolicy",
+    "BackendTLSPolicySANValidation",
     "GRPCRoute",
     "GRPCRouteNamedRouteRule",
     "GRPCRouteRequestHeaderModifier",
     "Gateway",
+    "GatewayBackendClientCertificate",
+    "GatewayFrontendClientCertificateValidation",
+    "GatewayFrontendClientCertificateValidationInsecureFallback",
     "GatewayHTTPListenerIsolation",
     "GatewayPort8080",
     "HTTPRoute",
@@ -32,6 +36,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
     "TLSRoute",
+    "TLSRouteModeTerminate",
 };
 
 }  // namespace g2n

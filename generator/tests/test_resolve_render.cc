@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
     for (const ObjectStatus &st : plan.statuses) BOOST_TEST(st.meta.name != "theirs");
     std::string text = render_status(plan, Options{});
     BOOST_TEST(text.find("kind: GatewayClass\nmetadata:\n  name: ours\n  generation: 1\nstatus:\n") != std::string::npos);
-    BOOST_TEST(text.find("  supportedFeatures:\n    - name: BackendTLSPolicy\n    - name: GRPCRoute\n    - name: GRPCRouteNamedRouteRule\n")
+    BOOST_TEST(text.find("  supportedFeatures:\n    - name: BackendTLSPolicy\n    - name: BackendTLSPolicySANValidation\n    - name: GRPCRoute\n")
                != std::string::npos);
 
     // status.addresses: where it listens, unless that is every address

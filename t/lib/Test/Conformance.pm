@@ -10,8 +10,8 @@ package Test::Conformance;
 # one, and an nginx serves each; the suite's status checks read status.yaml,
 # its requests go to the address status.addresses reports.
 #
-# The run ends with a ConformanceReport (upstream format) in
-# servroot/conformance-report.yaml.
+# Each test's result is recorded (Test::ConformanceReport) for the
+# ConformanceReport t/lib/conformance-report.pl writes.
 
 use strict;
 use warnings;
@@ -22,37 +22,13 @@ use IO::Socket::INET;
 use JSON::PP;
 use Test::More;
 use Time::HiRes qw(sleep time);
-use POSIX qw(strftime);
 
+use Test::ConformanceReport;
 use Test::GatewayTLS;
 
 our @EXPORT = qw(replay);
 
 my $Infra = 'gateway-conformance-infra';
-
-# Profiles as the suite defines them: the features a test may need to
-# belong to the profile, and which of them are core.
-# (conformance/utils/suite/profiles.go, pkg/features/*.go).
-my @GatewayExtended = qw(GatewayAddressEmpty GatewayFrontendClientCertificateValidation
-                         GatewayFrontendClientCertificateValidationInsecureFallback GatewayHTTPListenerIsolation
-                         GatewayInfrastructurePropagation GatewayPort8080 GatewayStaticAddresses
-                         GatewayTLSBackendClientCertificate);
-my %Profiles = (
-    'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(BackendTLSPolicy BackendTLSPolicySANValidation
-                            HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode
-                            HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket
-                            HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteCORS
-                            HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching
-                            HTTPRouteNamedRouteRule HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite
-                            HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestMirror
-                            HTTPRouteRequestMultipleMirrors HTTPRouteRequestPercentageMirror HTTPRouteRequestTimeout
-                            HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect)] },
-    'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(GRPCRouteNamedRouteRule GRPCRouteRequestHeaderModifier)] },
-    'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
-);
 
 my ($Shared, $Dir, $Offset, %Echo, %GrpcEcho, @Running, @EchoPids);
 my $EchoPorts = 0;
@@ -526,44 +502,10 @@ sub _run_test {
     return @why;
 }
 
-# The profiles a test belongs to (those of the route kinds it needs; all
-# three when it needs none), and whether it is core there.
-sub _profiles_of {
-    my $test = shift;
-    my @features = @{$test->{features}};
-    my @routes = grep { /^(HTTPRoute|GRPCRoute|TLSRoute)/ } @features;
-    my %out;
-    for my $p (sort keys %Profiles) {
-        my $kind = $Profiles{$p}{core}[1];
-        next if @routes && !grep { index($_, $kind) == 0 } @routes;
-        my %core = map { $_ => 1 } @{$Profiles{$p}{core}};
-        $out{$p} = (grep { !$core{$_} } @features) ? 'extended' : 'core';
-    }
-    return \%out;
-}
-
-# The suite's test manifests no test of TESTS applies, by profile (by
-# name: grpcroute-*, tlsroute-*, the rest of gateway-*, httproute-*,
-# backendtlspolicy-*): the report counts them as skipped.
-sub _pending {
-    my $tests = shift;
-    my %used = map { $_ => 1 } map { @{$_->{manifests}} } @$tests;
-    my %pending;
-    for my $file (sort glob("$Shared/tests/*.yaml")) {
-        my ($stem) = $file =~ m{([^/]+)\.yaml$};
-        next if $used{$stem};
-        my $p = $stem =~ /^grpcroute-/ ? 'GATEWAY-GRPC' : $stem =~ /^tlsroute-/ ? 'GATEWAY-TLS'
-              : $stem =~ /^(?:httproute|gateway|backendtlspolicy)-/ ? 'GATEWAY-HTTP' : next;
-        push @{$pending{$p}}, $stem;
-    }
-    return \%pending;
-}
-
 # Replays TESTS (the data of t/conformance/*.pl).
 sub replay {
     my ($tests) = @_;
     ($Shared, $Dir) = conformance_begin();
-    my $pending = _pending($tests);
     $Offset = server_port() + 30 - 443;  # 80 -> base-333, 443 -> base+30, 8080 -> base+7667
     my $setup = conformance_setup();
     $setup .= tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
@@ -575,7 +517,7 @@ sub replay {
     spit("$Dir/05-suite-setup.yaml", $setup);
     _start_echo();
 
-    my %results;  # name -> [passed?, reasons]
+    my %results;  # name -> [passed, failed or skipped, reasons]
     my $supported;
     for my $test (@$tests) {
         my @why = _run_test($test);
@@ -583,66 +525,21 @@ sub replay {
             my $out = servroot() . "/out-$test->{name}-$test->{gateways}[0]";
             my $st = -f "$out/status.yaml" ? read_status("$out/status.yaml") : {};
             $supported = [map { /^supportedFeature=(\S+)/ ? $1 : () } @{$st->{'GatewayClass gateway2nginx'} || []}];
+            record_supported_features($supported);
         }
         my %have = map { $_ => 1 } @$supported;
         my @missing = grep { !$have{$_} } @{$test->{features}};
         if (@missing) {
             $results{$test->{name}} = ['skipped', "unsupported features: @missing"];
             note("$test->{name}: skipped (unsupported: @missing)");
-            next;
+        } else {
+            ok(!@why, "$test->{name}") or diag(join "\n", map { "  $_" } @why);
+            $results{$test->{name}} = [@why ? 'failed' : 'passed', join('; ', @why)];
         }
-        ok(!@why, "$test->{name}") or diag(join "\n", map { "  $_" } @why);
-        $results{$test->{name}} = [@why ? 'failed' : 'passed', join('; ', @why)];
+        record_result($test->{name}, $test->{features}, $test->{manifests}, @{$results{$test->{name}}});
     }
     _stop_gateways();
-    _write_report($tests, $pending, \%results, $supported || []);
     return \%results;
-}
-
-sub _write_report {
-    my ($tests, $pending, $results, $supported) = @_;
-    my %have = map { $_ => 1 } @$supported;
-    my $out = "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
-            . "date: \"" . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime) . "\"\n"
-            . "gatewayAPIChannel: experimental\ngatewayAPIVersion: v1.4.0\n"
-            . "implementation:\n  organization: nginx-gateway-tls\n  project: gateway2nginx\n"
-            . "  url: https://github.com/nginx-gateway-tls/nginx-gateway-tls\n  version: 0.1.0\n"
-            . "  contact: []\nmode: default\nprofiles:\n";
-    for my $p (sort keys %Profiles) {
-        my (%stats, @skipped, @failed);
-        for my $level (qw(core extended)) {
-            $stats{$level} = {Passed => 0, Failed => 0, Skipped => 0};
-        }
-        for my $test (@$tests) {
-            my $level = _profiles_of($test)->{$p} or next;
-            my ($state) = @{$results->{$test->{name}}};
-            $stats{$level}{ucfirst $state}++;
-            push @skipped, $test->{name} if $state eq 'skipped' && $level eq 'core';
-            push @failed, $test->{name} if $state eq 'failed';
-        }
-        for my $name (@{$pending->{$p} || []}) {
-            $stats{core}{Skipped}++;
-            push @skipped, "$name (manifests not replayed here yet)";
-        }
-        my $result = sub {
-            my $s = shift;
-            return $s->{Failed} ? 'failure' : $s->{Skipped} ? 'partial' : 'success';
-        };
-        my %ext = map { $_ => 1 } @{$Profiles{$p}{extended}};
-        my @ext = grep { $ext{$_} } sort @$supported;
-        my @unsupported = grep { !$have{$_} } sort @{$Profiles{$p}{extended}};
-        $out .= "- name: $p\n  core:\n    result: " . $result->($stats{core}) . "\n    statistics:\n"
-              . join('', map { "      $_: $stats{core}{$_}\n" } qw(Failed Passed Skipped))
-              . (@skipped ? "    skippedTests:\n" . join('', map { "    - $_\n" } @skipped) : '')
-              . (@failed ? "    failedTests:\n" . join('', map { "    - $_\n" } @failed) : '')
-              . "  extended:\n    result: " . $result->($stats{extended}) . "\n    statistics:\n"
-              . join('', map { "      $_: $stats{extended}{$_}\n" } qw(Failed Passed Skipped))
-              . "    supportedFeatures:" . (@ext ? "\n" . join('', map { "    - $_\n" } @ext) : " []\n")
-              . "    unsupportedFeatures:" . (@unsupported ? "\n" . join('', map { "    - $_\n" } @unsupported) : " []\n")
-              . "  summary: core " . $result->($stats{core}) . ", extended " . $result->($stats{extended}) . "\n";
-    }
-    spit(servroot() . '/conformance-report.yaml', $out);
-    note("ConformanceReport: " . servroot() . '/conformance-report.yaml');
 }
 
 1;

@@ -1,0 +1,14 @@
+#!/usr/bin/perl
+# Writes the ConformanceReport of the conformance replays' results:
+#   conformance-report.pl OUT [RESULTS.json ...]
+# (default: every t/servroot-*/conformance-results.json), and prints it.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin";
+use Test::ConformanceReport qw(write_report);
+
+my $out = shift or die "usage: $0 OUT [RESULTS.json ...]\n";
+my @files = @ARGV ? @ARGV : glob("$FindBin::Bin/../servroot-*/conformance-results.json");
+die "no conformance results: run make conformance (or make test-nginx) first\n" unless @files;
+print write_report($out, "$FindBin::Bin/../../../shared/gateway-api/conformance", @files);
