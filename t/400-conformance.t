@@ -1,11 +1,18 @@
 # The Gateway API conformance suite replayed locally (t/lib/Test/Conformance.pm):
 # every test written down in t/conformance/*.pl, with the suite's manifests,
-# requests and assertions; ends with a ConformanceReport in the server root
-# (make conformance copies it to build/conformance-report.yaml).
+# requests and assertions. Its results, with those of t/100, t/210 and
+# t/230, make the ConformanceReport (make conformance writes it to
+# build/conformance-report.yaml).
 use lib 't/lib';
 use Test::Conformance;
+use Test::ConformanceReport;
 use Test::More;
 
 my @tests = map { @{ do "./t/conformance/$_" or die "t/conformance/$_: $@$!" } } qw(http.pl grpc.pl);
 
 replay(\@tests);
+
+# the suite's tests not replayed yet: skipped, in the profile their features give
+for my $test (@{ do "./t/conformance/not-replayed.pl" or die "t/conformance/not-replayed.pl: $@$!" }) {
+    record_result(@$test{qw(name features manifests)}, 'skipped', 'not replayed here yet');
+}

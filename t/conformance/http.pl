@@ -284,6 +284,46 @@ return [
             ],
         }
     },
+    do {
+        my $gw = 'gateway-with-two-listeners-and-one-attached-route';
+        {
+            name => 'GatewayWithAttachedRoutesWithPort8080',
+            features => [qw(Gateway GatewayPort8080 HTTPRoute)],
+            manifests => ['gateway-with-attached-routes-with-port-8080'],
+            gateways => [$gw],
+            conditions => [
+                [$gw, 'Gateway', $gw, qr{^listener http-unattached: attachedRoutes=0\nlistener http-unattached: supportedKind=HTTPRoute\n}m],
+                [$gw, 'Gateway', $gw, qr{^listener http-unattached: Accepted=True/.*\n(?:.*\n)*listener http-unattached: ResolvedRefs=True/}m],
+                [$gw, 'Gateway', $gw, qr{^listener http: attachedRoutes=1\nlistener http: supportedKind=HTTPRoute\n}m],
+                [$gw, 'Gateway', $gw, qr{^listener http: Accepted=True/.*\n(?:.*\n)*listener http: ResolvedRefs=True/}m],
+            ],
+        }
+    },
+    do {
+        # 253 characters, the longest name the API server takes
+        my $gw = 'gateway-name-maximum-length-' . ('a' x (253 - length 'gateway-name-maximum-length-'));
+        {
+            name => 'GatewayNameMaximumLength',
+            features => [qw(Gateway)],
+            manifests => ['gateway-name-maximum-length'],
+            gateways => [$gw],
+            # GatewayMustHaveLatestConditions: conditions, none stale
+            conditions => [[$gw, 'Gateway', $gw, qr{^: Accepted=}m],
+                           [$gw, 'Gateway', $gw, qr{\A(?!(?s:.*)stale)}]],
+        }
+    },
+    {
+        name => 'HTTPRouteNoBackendRefs',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-omitted-backendrefs'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'omitted-backendrefs']],
+        requests => [
+            to($same, 'infra-backend-v1', path => '/forward'),
+            answer($same, 500, path => '/omitted-no-forward'),
+            answer($same, 500, path => '/empty-no-forward'),
+        ],
+    },
     {
         name => 'HTTPRouteInvalidNonExistentBackendRef',
         features => [qw(Gateway HTTPRoute)],

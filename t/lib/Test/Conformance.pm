@@ -118,11 +118,18 @@ sub _wait_port {
     return 0;
 }
 
+# Where TEST's Gateway NAME is rendered: a directory name (at most 255
+# bytes) even for the longest object name (253).
+sub _out_dir {
+    my ($test, $name) = @_;
+    return servroot() . "/out-$test->{name}-" . substr($name, 0, 100);
+}
+
 # Renders and serves Gateway NAME of the infra namespace on ADDRESS from
 # the manifests in $Dir; returns its status (read_status) or undef.
 sub _serve_gateway {
     my ($test, $name, $address) = @_;
-    my $out = servroot() . "/out-$test->{name}-$name";
+    my $out = _out_dir($test, $name);
     my $module_dir = ($ENV{GTLS_MODULE} || abs_path('build/nginx/objs/ngx_http_gateway_tls_module.so'))
                      =~ s{/[^/]+$}{}r;
     # an nginx already serving this Gateway (an earlier generation) is
@@ -522,7 +529,7 @@ sub replay {
     for my $test (@$tests) {
         my @why = _run_test($test);
         if (!$supported) {
-            my $out = servroot() . "/out-$test->{name}-$test->{gateways}[0]";
+            my $out = _out_dir($test, $test->{gateways}[0]);
             my $st = -f "$out/status.yaml" ? read_status("$out/status.yaml") : {};
             $supported = [map { /^supportedFeature=(\S+)/ ? $1 : () } @{$st->{'GatewayClass gateway2nginx'} || []}];
             record_supported_features($supported);
