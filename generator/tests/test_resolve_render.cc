@@ -796,7 +796,8 @@ spec:
     for (size_t length : {46u, 47u}) {
         std::string named = route;
         named.replace(named.find("remove: [X-Drop]"), 16, "remove: [" + std::string(length, 'h') + "]");
-        const ObjectStatus &st = status_of(plan_of(base_manifests() + named), "GRPCRoute", "grpc");
+        Plan plan = plan_of(base_manifests() + named);
+        const ObjectStatus &st = status_of(plan, "GRPCRoute", "grpc");
         BOOST_TEST_REQUIRE(st.refs.size() == 1u);
         const Condition &accepted = st.refs[0].conditions.front();
         BOOST_TEST(accepted.status == (length == 46 ? "True" : "False"), length);
