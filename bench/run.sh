@@ -40,5 +40,11 @@ out=bench/results.md
     echo '```'
     bash bench/generator.sh
     echo '```'
+    echo
+    echo "gateway2nginx on N Gateways of three listeners (listener isolation) against the YAML parse alone:"
+    echo
+    echo '```'
+    bash bench/gateways.sh
+    echo '```'
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

@@ -120,9 +120,11 @@ public:
                 m_, objects_, *gw, plan_, &written_, &backend_clients_[gw->meta.key()]);
         }
         for (const Gateway *gw : gateways_) {
+            size_t first = listeners_.size();
             for (const Listener &l : gw->listeners) {
                 listeners_.push_back(resolve_listener(*gw, l));
             }
+            listener_ranges_[gw] = {first, listeners_.size()};
         }
 
         settle_protocol_conflicts(listeners_);
@@ -334,8 +336,7 @@ private:
                                              const Gateway &gw, const std::string &unsupported)
     {
         std::vector<ListenerState *> candidates;
-        for (ListenerState &ls : listeners_) {
-            if (ls.gateway != &gw) continue;
+        for (ListenerState &ls : listeners_of(gw)) {
             if (!ref.section_name.empty() && ls.listener->name != ref.section_name) continue;
             if (ref.port != 0 && ls.listener->port != ref.port) continue;
             candidates.push_back(&ls);
@@ -436,8 +437,8 @@ private:
         auto specificity = [](const std::string &h) {
             return std::make_pair(h.empty() ? 0 : h[0] == '*' ? 1 : 2, h.size());
         };
-        for (const ListenerState &other : listeners_) {
-            if (&other == &ls || other.gateway != ls.gateway || other.listen != ls.listen || !other.accepted) continue;
+        for (const ListenerState &other : listeners_of(*ls.gateway)) {
+            if (&other == &ls || other.listen != ls.listen || !other.accepted) continue;
             const std::string &theirs = other.listener->hostname;
             if (theirs.empty() || host.empty() || specificity(theirs) <= specificity(ls.listener->hostname)) continue;
             if (host == theirs || (theirs[0] == '*' && wildcard_covers(theirs, host))) return true;
@@ -453,8 +454,9 @@ private:
         for (ListenerState &ls : listeners_) {
             const std::string &name = ls.listener->hostname;
             if (!ls.usable || name.empty() || (ls.category != "HTTP" && ls.category != "HTTPS")) continue;
-            bool broader = std::any_of(listeners_.begin(), listeners_.end(), [&](const ListenerState &other) {
-                return &other != &ls && other.gateway == ls.gateway && other.listen == ls.listen && other.usable
+            ListenerRange<ListenerState> mine = listeners_of(*ls.gateway);
+            bool broader = std::any_of(mine.begin(), mine.end(), [&](const ListenerState &other) {
+                return &other != &ls && other.listen == ls.listen && other.usable
                        && claimed_by_a_more_specific_listener(other, name);
             });
             if (!broader) continue;
@@ -732,8 +734,7 @@ private:
             st.meta = status_meta(gw->meta);
             bool insecure_frontend = false;
             size_t accepted = 0, programmed = 0;
-            for (const ListenerState &ls : listeners_) {
-                if (ls.gateway != gw) continue;
+            for (const ListenerState &ls : listeners_of(*gw)) {
                 st.listeners.push_back(ls.status);
                 accepted += ls.accepted;
                 programmed += ls.usable;
@@ -812,6 +813,29 @@ private:
     PolicyIndex policies_;
     std::vector<const Gateway *> gateways_;
     std::vector<ListenerState> listeners_;
+    // each Gateway's listeners: [first, last) of listeners_, where run()
+    // adds them together (looked up per route and per listener: a scan of
+    // every Gateway's listeners would grow with the number of Gateways)
+    std::unordered_map<const Gateway *, std::pair<size_t, size_t>> listener_ranges_;
+
+    template <typename T>
+    struct ListenerRange {
+        T *first, *last;
+        T *begin() const { return first; }
+        T *end() const { return last; }
+    };
+    ListenerRange<ListenerState> listeners_of(const Gateway &gw)
+    {
+        auto it = listener_ranges_.find(&gw);
+        if (it == listener_ranges_.end()) return {nullptr, nullptr};
+        return {listeners_.data() + it->second.first, listeners_.data() + it->second.second};
+    }
+    ListenerRange<const ListenerState> listeners_of(const Gateway &gw) const
+    {
+        auto it = listener_ranges_.find(&gw);
+        if (it == listener_ranges_.end()) return {nullptr, nullptr};
+        return {listeners_.data() + it->second.first, listeners_.data() + it->second.second};
+    }
     // hashed, not ordered: one per hostname, and looked up for every
     // route; finish_servers() hands them to the plan in key order
     std::unordered_map<std::string, Server> servers_;                // by "listen host"
