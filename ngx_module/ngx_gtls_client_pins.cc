@@ -46,16 +46,16 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
     X509 *leaf = X509_STORE_CTX_get0_cert(x509_ctx);
 
     if (pins->handshake == NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK) {
-        int error = X509_STORE_CTX_get_error(x509_ctx);
-        if (!chain_ok && !gtls::fallback_error_admitted_by_nginx(error)) {
+        if (!chain_ok) {
             // optional_no_ca forgives an unknown issuer only: a certificate
             // whose issuer's name is trusted but whose signature is not
             // (another CA of the same name) would get nginx's 400. Its
             // verdict stays a failure, one that optional_no_ca admits.
+            int error = X509_STORE_CTX_get_error(x509_ctx);
             ngx_log_debug2(NGX_LOG_DEBUG_EVENT, log, 0,
                            "gateway_tls: client certificate admitted by fallback: %s (%d)",
                            X509_verify_cert_error_string(error), error);
-            X509_STORE_CTX_set_error(x509_ctx, gtls::kFallbackChainError);
+            X509_STORE_CTX_set_error(x509_ctx, gtls::fallback_chain_error(error));
         }
         return 1;
     }

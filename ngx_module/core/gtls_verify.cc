@@ -238,6 +238,11 @@ bool fallback_error_admitted_by_nginx(int x509_error)
     }
 }
 
+int fallback_chain_error(int x509_error)
+{
+    return fallback_error_admitted_by_nginx(x509_error) ? x509_error : kFallbackChainError;
+}
+
 Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, const std::string &chain_error,
                       std::time_t now)
 {

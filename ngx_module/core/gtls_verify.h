@@ -108,6 +108,9 @@ enum class ClientCa { Required, NotRequired };
 // left as kFallbackChainError, one of those.
 bool fallback_error_admitted_by_nginx(int x509_error);
 inline constexpr int kFallbackChainError = 21;  // X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE
+// The chain error a fallback handshake leaves for nginx: `x509_error` when
+// optional_no_ca admits it, else kFallbackChainError.
+int fallback_chain_error(int x509_error);
 
 // The listener's side (GEP-91, GEP-4078): `chain_error` is what OpenSSL's
 // chain check with the server's CA left (empty: it passed). The client

@@ -484,6 +484,10 @@ BOOST_AUTO_TEST_CASE(fallback_leaves_every_chain_failure_as_one_optional_no_ca_a
     BOOST_TEST(!fallback_error_admitted_by_nginx(chain_error("twinsigned")));
     BOOST_TEST(!fallback_error_admitted_by_nginx(chain_error("expired")));
     BOOST_TEST(fallback_error_admitted_by_nginx(kFallbackChainError));
+    // what the handshake leaves: the error itself where nginx admits it
+    BOOST_TEST(fallback_chain_error(chain_error("untrusted")) == chain_error("untrusted"));
+    BOOST_TEST(fallback_chain_error(chain_error("twinsigned")) == kFallbackChainError);
+    BOOST_TEST(fallback_chain_error(chain_error("expired")) == kFallbackChainError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
