@@ -680,6 +680,23 @@ return [
         requests => [[$same, 80, {path => '/named'}, {namespace => $ns}],
                      [$same, 80, {path => '/unnamed'}, {namespace => $ns}]],
     },
+    do {
+        my $all = 'all-namespaces';
+        {
+            name => 'HTTPRouteMultipleGateways',
+            features => [qw(Gateway HTTPRoute)],
+            manifests => ['httproute-multiple-gateways'],
+            gateways => [$same, $all],
+            accepted => [[$same, 'HTTPRoute', 'multiple-gateways-shared-route', 'same-namespace-dedicated-route'],
+                         [$all, 'HTTPRoute', 'multiple-gateways-shared-route', 'all-namespaces-dedicated-route']],
+            requests => [
+                to($same, 'infra-backend-v1', path => '/shared'),
+                to($same, 'infra-backend-v2', path => '/'),
+                to($all, 'infra-backend-v1', path => '/shared'),
+                to($all, 'infra-backend-v3', path => '/'),
+            ],
+        }
+    },
     {
         name => 'HTTPRouteWeight',
         features => [qw(Gateway HTTPRoute)],
