@@ -8,6 +8,8 @@
 # status (200), backend, namespace, request {host, path, method, headers,
 # absent} as the backend must see it, response_headers,
 # absent_response_headers, redirect {scheme, host, port, path}.
+# endpoint_slices {SLICE => DEPLOYMENT}: EndpointSlices of the manifests the
+# Go test fills with the pods of DEPLOYMENT.
 use strict;
 use warnings;
 
@@ -696,6 +698,17 @@ return [
                 to($all, 'infra-backend-v3', path => '/'),
             ],
         }
+    },
+    {
+        name => 'HTTPRouteServiceTypes',
+        features => [qw(Gateway HTTPRoute)],
+        manifests => ['httproute-service-types'],
+        endpoint_slices => {map { ("$_-ip4" => 'infra-backend-v1', "$_-ip6" => 'infra-backend-v1') }
+                            qw(manual-endpointslices headless-manual-endpointslices)},
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'service-types']],
+        requests => [map { to($same, 'infra-backend-v1', path => "/$_") }
+                     qw(headless manual-endpointslices headless-manual-endpointslices)],
     },
     {
         name => 'HTTPRouteWeight',

@@ -35,40 +35,99 @@ my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
 
-# Every Service of TEXT (YAML documents) that is not a TLS backend: an echo
-# identity each, and an EndpointSlice pointing it at its echo port; the
-# Services of a Deployment whose echo-basic runs as a gRPC server
-# (GRPC_ECHO_SERVER, the suite's grpc-infra-backend-*) at a gRPC echo
-# server's, the rest at an HTTP one's.
-sub _echo_endpoints {
+# Labels under KEY (selector:, labels:) at the start of DOC's text AFTER.
+sub _labels {
+    my ($block) = @_;
+    return {} unless defined $block;
+    return {$block =~ /^\s+([\w.\/-]+):\s*"?([^"\s]+)"?\s*$/mg};
+}
+
+# The Deployments of TEXT (YAML documents): "NS/NAME" -> {labels of its
+# pods, grpc: its echo-basic runs as a gRPC server (GRPC_ECHO_SERVER, the
+# suite's grpc-infra-backend-*)}.
+sub _deployments {
     my $text = shift;
-    my $slices = '';
-    my %grpc;
+    my %deployments;
     for my $doc (split /^---\s*$/m, $text) {
-        next unless $doc =~ /^kind: Deployment\s*$/m && $doc =~ /name: GRPC_ECHO_SERVER\s*\n\s*value: "1"/;
+        next unless $doc =~ /^kind: Deployment\s*$/m;
         my ($name) = $doc =~ /^  name: (\S+)/m;
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
-        $grpc{($ns // 'default') . "/$name"} = 1;
+        my ($labels) = $doc =~ /^  template:\n    metadata:\n      labels:\n((?:        .*\n)+)/m;
+        $deployments{($ns // 'default') . "/$name"} =
+            {labels => _labels($labels), grpc => scalar($doc =~ /name: GRPC_ECHO_SERVER\s*\n\s*value: "1"/)};
     }
+    return \%deployments;
+}
+
+# The Deployment (NS/NAME) whose pods SELECTOR selects in NS, as the
+# EndpointSlice controller finds a Service's pods.
+sub _selected {
+    my ($deployments, $ns, $selector) = @_;
+    for my $key (sort keys %$deployments) {
+        next unless $key =~ m{^\Q$ns\E/};
+        my $labels = $deployments->{$key}{labels};
+        return $key unless grep { ($labels->{$_} // "\0") ne $selector->{$_} } keys %$selector;
+    }
+    return undef;
+}
+
+# The echo port serving the pods of DEPLOYMENT (NS/NAME): a gRPC echo
+# server's for a gRPC echo-basic, an HTTP one's for the rest.
+sub _echo_port {
+    my ($deployments, $key) = @_;
+    my $echo = ($deployments->{$key} && $deployments->{$key}{grpc}) ? \%GrpcEcho : \%Echo;
+    return $echo->{$key} //= server_port() + 40 + $EchoPorts++;
+}
+
+# What the EndpointSlice controller makes of TEXT (YAML documents): every
+# Service with a selector that is not a TLS backend gets an EndpointSlice
+# of the pods it selects, each pod an echo identity answering on an echo
+# port of its own (a pod's IP and port, here 127.0.0.1 and that port); a
+# selector that selects no Deployment of the manifests stands for pods of
+# the Service's own name. Services without a selector get no slice: their
+# endpoints are the manifests' own EndpointSlices.
+sub _echo_endpoints {
+    my $text = shift;
+    my $deployments = _deployments($text);
+    my $slices = '';
     for my $doc (split /^---\s*$/m, $text) {
         next unless $doc =~ /^kind: Service\s*$/m;
         my ($name) = $doc =~ /^  name: (\S+)/m or next;
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
         $ns //= 'default';
         next if $name =~ /tls|coredns|tcp/;  # replayed by t/100, t/210
-        my $key = "$ns/$name";
-        my $echo = $grpc{$key} ? \%GrpcEcho : \%Echo;
-        $echo->{$key} //= server_port() + 40 + $EchoPorts++;
-        my ($ports) = $doc =~ /^  ports:\n((?:    .*\n?)*)/m;
+        my ($selector) = $doc =~ /^  selector:\n((?:    .*\n)+)/m or next;
+        my $pods = _selected($deployments, $ns, _labels($selector)) // "$ns/$name";
+        my $port = _echo_port($deployments, $pods);
+        my ($ports) = $doc =~ /^  ports:\n((?:  [ -].*\n?)*)/m;
         my @names = ($ports // '') =~ /^\s+-?\s*name:\s*(\S+)/mg;
         @names = ('') unless @names;
         (my $slice = "$name-echo") =~ s/^(.{58}).*/$1/;
         $slices .= "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: $slice\n"
                  . "  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $name\naddressType: IPv4\nports:\n"
-                 . join('', map { "- name: \"$_\"\n  port: $echo->{$key}\n" } @names)
+                 . join('', map { "- name: \"$_\"\n  port: $port\n" } @names)
                  . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
     }
     return $slices;
+}
+
+# The suite's setupEndpointSlices: each EndpointSlice of TEXT named in
+# PODS (slice name -> Deployment of the infra namespace) gets that
+# Deployment's pods as its endpoints, as the Go test patches them in. Only
+# IPv4 slices: the pods here, like a single-stack cluster's, have IPv4
+# addresses only; a pod's port, here, is its echo port.
+sub _fill_endpoint_slices {
+    my ($text, $pods) = @_;
+    return join '---', map {
+        my $doc = $_;
+        my ($name) = $doc =~ /^  name: (\S+)/m;
+        if ($doc =~ /^kind: EndpointSlice\s*$/m && defined $name && $pods->{$name} && $doc =~ /^addressType: IPv4\s*$/m) {
+            my $port = $Echo{"$Infra/$pods->{$name}"} // die "no echo pods for $pods->{$name}";
+            $doc =~ s/^(  port:) \d+$/$1 $port/mg;
+            $doc =~ s/\n*\z/\nendpoints:\n- addresses: ["127.0.0.1"]\n  conditions: {ready: true, serving: true, terminating: false}\n/;
+        }
+        $doc
+    } split /^---/m, $text;
 }
 
 # Starts COMMAND (a list), which prints "ready" once it listens.
@@ -92,7 +151,7 @@ my $Python = '/usr/bin/python3';
 (my $GrpcEchoScript = __FILE__) =~ s{Test/Conformance\.pm$}{grpc-echo.py};
 
 sub _start_echo {
-    my $identity = sub { my $echo = shift; map { my ($ns, $svc) = split m{/}; "$echo->{$_}=$ns/$svc-0" } sort keys %$echo };
+    my $identity = sub { my $echo = shift; map { my ($ns, $pod) = split m{/}; "$echo->{$_}=$ns/$pod-0" } sort keys %$echo };
     (my $script = __FILE__) =~ s{Test/Conformance\.pm$}{echo-server.pl};
     _start_server($^X, $script, $identity->(\%Echo));
     _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho)) if %GrpcEcho;
@@ -479,6 +538,7 @@ sub _run_test {
     for my $m (@{$test->{manifests}}) {
         (my $text = slurp("$Shared/tests/$m.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
         $text =~ s/\{GATEWAY_CONTROLLER_NAME\}/gateway2nginx.io\/controller/g;
+        $text = _fill_endpoint_slices($text, $test->{endpoint_slices}) if $test->{endpoint_slices};
         spit(sprintf("%s/1%d-%s.yaml", $Dir, $i++, $m), $text);
     }
     my ($status, $address) = _serve($test);

@@ -37,7 +37,10 @@ my %Profiles = (
                             HTTPRouteNamedRouteRule HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite
                             HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestMirror
                             HTTPRouteRequestMultipleMirrors HTTPRouteRequestPercentageMirror HTTPRouteRequestTimeout
-                            HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect)] },
+                            HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect),
+                            # features of tests newer than v1.4 in the suite's copy here
+                            qw(HTTPRouteBackendRequestRedirect HTTPRouteBackendURLRewrite HTTPRouteRetry
+                               HTTPRouteRetryBackendTimeout HTTPRouteRetryConnectionError)] },
     'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)],
                         extended => [@GatewayExtended, qw(GRPCRouteNamedRouteRule GRPCRouteRequestHeaderModifier)] },
     'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
