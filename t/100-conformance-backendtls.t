@@ -18,8 +18,6 @@ my $certs = certs_dir();
 my $dir = servroot();
 my $out = "$dir/out";
 
-sub indent { my $t = shift; $t =~ s/^/    /mg; $t }
-
 my @tests = qw(backendtlspolicy backendtlspolicy-conflict-resolution
                backendtlspolicy-invalid-ca-certificate-ref backendtlspolicy-invalid-kind
                backendtlspolicy-san backendtlspolicy-observed-generation-bump);
@@ -29,17 +27,7 @@ my $all = conformance_manifests($shared, $manifests, @tests);
 # What the suite creates at start, and endpoints for every Service of the
 # infra namespace: each port by name, on the local TLS backend.
 my $backend = backend_port('leaf');
-my $extra = conformance_setup() . <<"YAML" . tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: mismatch-ca-certificate
-  namespace: gateway-conformance-infra
-data:
-  ca.crt: |
-@{[indent(slurp("$certs/unrelated-ca.crt"))]}
-YAML
+my $extra = conformance_setup() . tls_secret_yaml('tls-validity-checks-certificate', 'leaf');
 for my $doc (split /^---\s*$/m, $all) {
     next unless $doc =~ /^kind: Service\s*$/m && $doc =~ /namespace: gateway-conformance-infra/;
     my ($name) = $doc =~ /^  name: (\S+)/m;

@@ -6,7 +6,7 @@
 # requests: [GATEWAY, LISTENER PORT, CALL, EXPECTED]; CALL {grpc => Echo,
 # EchoTwo or EchoThree, authority, metadata}; EXPECTED as the suite's
 # grpc.ExpectedResponse: code (OK), backend, namespace, and headers/absent:
-# the metadata the backend must (not) have got.
+# the metadata the backend must (not) have got; fails: any code but OK.
 use strict;
 use warnings;
 
@@ -23,6 +23,23 @@ my $v2 = 'grpc-infra-backend-v2';
 my $v3 = 'grpc-infra-backend-v3';
 
 return [
+    do {
+        my $ok = sub { my $policy = shift; map { [$same, 'BackendTLSPolicy', $policy, qr{^\Q$ns/$same\E: $_=True/$_$}m] }
+                                               qw(Accepted ResolvedRefs) };
+        {
+            name => 'BackendTLSPolicyGRPCRoute',
+            features => [qw(Gateway GRPCRoute BackendTLSPolicy)],
+            manifests => ['backendtlspolicy-grpcroute'],
+            gateways => [$same],
+            accepted => [[$same, 'GRPCRoute', 'backendtlspolicy-grpcroute', 'backendtlspolicy-grpcroute-cert-mismatch']],
+            conditions => [map { $ok->($_) } qw(grpc-normative-test grpc-host-mismatch grpc-cert-mismatch)],
+            requests => [
+                call($same, $v1, 'Echo', authority => 'abc.example.com'),
+                [$same, 80, {grpc => 'EchoTwo', authority => 'abc.example.com'}, {fails => 1}],
+                [$same, 80, {grpc => 'Echo', authority => 'cert-mismatch.example.com'}, {fails => 1}],
+            ],
+        }
+    },
     {
         name => 'GRPCExactMethodMatching',
         features => [qw(Gateway GRPCRoute)],

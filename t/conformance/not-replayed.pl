@@ -37,7 +37,6 @@ return [
     ['HTTPRouteRetryWithTimeouts', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryBackendTimeout
                                        HTTPRouteRequestTimeout HTTPRouteBackendTimeout)],
      'httproute-retry-with-timeouts'],
-    ['BackendTLSPolicyGRPCRoute', [qw(Gateway GRPCRoute BackendTLSPolicy)], 'backendtlspolicy-grpcroute'],
     ['GatewayStaticAddresses', [qw(Gateway GatewayStaticAddresses)], 'gateway-static-addresses'],
     ['GatewayOptionalAddressValue', [qw(Gateway GatewayAddressEmpty)], 'gateway-optional-address-value'],
     ['GatewayInfrastructure', [qw(Gateway GatewayInfrastructurePropagation)], 'gateway-infrastructure'],

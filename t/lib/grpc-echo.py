@@ -2,9 +2,10 @@
 """The Gateway API conformance suite's gRPC echo server and client, on
 Debian's python3-grpcio and python3-protobuf.
 
-    grpc-echo.py serve PORT=NAMESPACE/POD ...
+    grpc-echo.py serve PORT=NAMESPACE/POD[,CERT,KEY] ...
         Answers as echo-basic does with GRPC_ECHO_SERVER=1 (plaintext
-        HTTP/2, kubernetes-sigs/gateway-api-conformance-images): service
+        HTTP/2, or TLS with CERT and KEY as with TLS_SERVER_CERT,
+        kubernetes-sigs/gateway-api-conformance-images): service
         gateway_api_conformance.echo_basic.grpcecho.GrpcEcho, methods Echo,
         EchoTwo and EchoThree, each answering an EchoResponse whose
         assertions carry the method, the request's metadata and the
@@ -77,7 +78,9 @@ EchoRequest, EchoResponse = _messages()
 def serve(args):
     servers = []
     for arg in args:
+        # PORT=NS/POD, or PORT=NS/POD,CERT,KEY to serve over TLS
         port, identity = arg.split("=", 1)
+        identity, *tls = identity.split(",")
         namespace, pod = identity.split("/", 1)
 
         def handler(method, namespace=namespace, pod=pod):
@@ -98,7 +101,13 @@ def serve(args):
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         server.add_generic_rpc_handlers(
             [grpc.method_handlers_generic_handler(SERVICE, {m: handler(m) for m in METHODS})])
-        if server.add_insecure_port("127.0.0.1:" + port) == 0:
+        if tls:
+            with open(tls[0], "rb") as crt, open(tls[1], "rb") as key:
+                credentials = grpc.ssl_server_credentials([(key.read(), crt.read())])
+            bound = server.add_secure_port("127.0.0.1:" + port, credentials)
+        else:
+            bound = server.add_insecure_port("127.0.0.1:" + port)
+        if bound == 0:
             sys.exit("cannot listen on 127.0.0.1:" + port)
         server.start()
         servers.append(server)

@@ -30,7 +30,7 @@ our @EXPORT = qw(replay);
 
 my $Infra = 'gateway-conformance-infra';
 
-my ($Shared, $Dir, $Offset, %Echo, %GrpcEcho, @Running, @EchoPids);
+my ($Shared, $Dir, $Offset, %Echo, %GrpcEcho, %GrpcEchoTls, @Running, @EchoPids);
 my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
@@ -44,7 +44,8 @@ sub _labels {
 
 # The Deployments of TEXT (YAML documents): "NS/NAME" -> {labels of its
 # pods, grpc: its echo-basic runs as a gRPC server (GRPC_ECHO_SERVER, the
-# suite's grpc-infra-backend-*)}.
+# suite's grpc-infra-backend-*), tls: it also serves TLS on 8443
+# (TLS_SERVER_CERT)}.
 sub _deployments {
     my $text = shift;
     my %deployments;
@@ -54,7 +55,8 @@ sub _deployments {
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
         my ($labels) = $doc =~ /^  template:\n    metadata:\n      labels:\n((?:        .*\n)+)/m;
         $deployments{($ns // 'default') . "/$name"} =
-            {labels => _labels($labels), grpc => scalar($doc =~ /name: GRPC_ECHO_SERVER\s*\n\s*value: "1"/)};
+            {labels => _labels($labels), grpc => scalar($doc =~ /name: GRPC_ECHO_SERVER\s*\n\s*value: "1"/),
+             tls => scalar($doc =~ /name: TLS_SERVER_CERT\b/)};
     }
     return \%deployments;
 }
@@ -71,21 +73,26 @@ sub _selected {
     return undef;
 }
 
-# The echo port serving the pods of DEPLOYMENT (NS/NAME): a gRPC echo
-# server's for a gRPC echo-basic, an HTTP one's for the rest.
+# The echo port serving the pods of DEPLOYMENT (NS/NAME) on TARGET_PORT:
+# a gRPC echo server's for a gRPC echo-basic (over TLS with the suite's
+# tls-checks-certificate, here the leaf of t/lib/make-certs.sh, on 8443 of
+# one that has TLS_SERVER_CERT), an HTTP one's for the rest.
 sub _echo_port {
-    my ($deployments, $key) = @_;
-    my $echo = ($deployments->{$key} && $deployments->{$key}{grpc}) ? \%GrpcEcho : \%Echo;
+    my ($deployments, $key, $target_port) = @_;
+    my $d = $deployments->{$key} || {};
+    my $echo = !$d->{grpc} ? \%Echo : ($d->{tls} && ($target_port // 0) == 8443) ? \%GrpcEchoTls : \%GrpcEcho;
     return $echo->{$key} //= server_port() + 40 + $EchoPorts++;
 }
 
 # What the EndpointSlice controller makes of TEXT (YAML documents): every
-# Service with a selector that is not a TLS backend gets an EndpointSlice
-# of the pods it selects, each pod an echo identity answering on an echo
-# port of its own (a pod's IP and port, here 127.0.0.1 and that port); a
-# selector that selects no Deployment of the manifests stands for pods of
-# the Service's own name. Services without a selector get no slice: their
-# endpoints are the manifests' own EndpointSlices.
+# Service with a selector gets an EndpointSlice of the pods it selects,
+# each pod an echo identity answering on an echo port of its own (a pod's
+# IP and port, here 127.0.0.1 and that port), each Service port on the
+# echo port of its targetPort; a selector that selects no Deployment of
+# the manifests stands for pods of the Service's own name. Services
+# without a selector get no slice: their endpoints are the manifests' own
+# EndpointSlices. Pods of TLS, TCP and UDP backends are replayed by t/100
+# and t/210.
 sub _echo_endpoints {
     my $text = shift;
     my $deployments = _deployments($text);
@@ -95,17 +102,21 @@ sub _echo_endpoints {
         my ($name) = $doc =~ /^  name: (\S+)/m or next;
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
         $ns //= 'default';
-        next if $name =~ /tls|coredns|tcp/;  # replayed by t/100, t/210
         my ($selector) = $doc =~ /^  selector:\n((?:    .*\n)+)/m or next;
         my $pods = _selected($deployments, $ns, _labels($selector)) // "$ns/$name";
-        my $port = _echo_port($deployments, $pods);
+        next if $pods =~ m{/.*(?:tls|coredns|tcp|udp)};
         my ($ports) = $doc =~ /^  ports:\n((?:  [ -].*\n?)*)/m;
-        my @names = ($ports // '') =~ /^\s+-?\s*name:\s*(\S+)/mg;
-        @names = ('') unless @names;
+        my @items = map {
+            my ($port_name) = /^\s*name:\s*"?([^"\s]+)"?\s*$/m;
+            my ($target) = /^\s*targetPort:\s*(\d+)/m;
+            {name => $port_name // '', target => $target}
+        } grep { /\S/ } split /^\s*-\s/m, $ports // '';
+        @items = ({name => ''}) unless @items;
         (my $slice = "$name-echo") =~ s/^(.{58}).*/$1/;
         $slices .= "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: $slice\n"
                  . "  namespace: $ns\n  labels:\n    kubernetes.io/service-name: $name\naddressType: IPv4\nports:\n"
-                 . join('', map { "- name: \"$_\"\n  port: $port\n" } @names)
+                 . join('', map { "- name: \"$_->{name}\"\n  port: " . _echo_port($deployments, $pods, $_->{target}) . "\n" }
+                            @items)
                  . "endpoints:\n- addresses: [\"127.0.0.1\"]\n  conditions: {ready: true}\n";
     }
     return $slices;
@@ -154,7 +165,9 @@ sub _start_echo {
     my $identity = sub { my $echo = shift; map { my ($ns, $pod) = split m{/}; "$echo->{$_}=$ns/$pod-0" } sort keys %$echo };
     (my $script = __FILE__) =~ s{Test/Conformance\.pm$}{echo-server.pl};
     _start_server($^X, $script, $identity->(\%Echo));
-    _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho)) if %GrpcEcho;
+    my $tls = join ',', map { certs_dir() . "/leaf.$_" } qw(crt key);
+    _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho), map { "$_,$tls" } $identity->(\%GrpcEchoTls))
+        if %GrpcEcho || %GrpcEchoTls;
 }
 
 END { kill 'TERM', @EchoPids if @EchoPids; }
@@ -364,12 +377,15 @@ sub _grpc_calls {
 }
 
 # The suite's grpc compareResponse (conformance/utils/grpc/grpc.go): the
-# status code, then for OK the method the backend saw, its namespace and
-# pod. With {headers}, also the metadata the backend must have got (the
+# status code (any but OK with {fails}), then for OK the method the
+# backend saw, its namespace and pod. With {headers}, also the metadata the backend must have got (the
 # suite lists them in its test cases; the stored source does not compare
 # them).
 sub _grpc_compare {
     my ($req, $exp, $got) = @_;
+    if ($exp->{fails}) {  # the suite's MakeRequestAndExpectEventuallyConsistentFailure
+        return $got->{code} eq 'OK' ? "expected the call to fail, it was answered by $got->{pod}" : '';
+    }
     my $want = $exp->{code} // 'OK';
     return "expected status code to be $want, got $got->{code}" . ($got->{details} ? " ($got->{details})" : '')
         if $got->{code} ne $want;

@@ -743,14 +743,19 @@ sub tls_secret_yaml {
          . "  tls.key: " . $b64->(certs_dir() . "/$cert.key") . "\n";
 }
 
-# What the suite creates at start: our GatewayClass and the CA ConfigMap
-# tls-checks-ca-certificate (the test set's CA).
+# What the suite creates at start: our GatewayClass, the CA ConfigMap
+# tls-checks-ca-certificate (the test set's CA) and mismatch-ca-certificate
+# (a CA that signed none of the backends' certificates).
 sub conformance_setup {
-    (my $ca = slurp(certs_dir() . '/ca.crt')) =~ s/^/    /mg;
+    my $ca_map = sub {
+        my ($name, $file) = @_;
+        (my $ca = slurp(certs_dir() . "/$file")) =~ s/^/    /mg;
+        return "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: $name\n"
+             . "  namespace: gateway-conformance-infra\ndata:\n  ca.crt: |\n$ca";
+    };
     return "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: gateway2nginx\n"
          . "spec:\n  controllerName: gateway2nginx.io/controller\n"
-         . "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tls-checks-ca-certificate\n"
-         . "  namespace: gateway-conformance-infra\ndata:\n  ca.crt: |\n$ca";
+         . $ca_map->('tls-checks-ca-certificate', 'ca.crt') . $ca_map->('mismatch-ca-certificate', 'unrelated-ca.crt');
 }
 
 # Renders one Gateway of the suite's namespace alone (--gateway, nginx -t
