@@ -33,6 +33,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRoutePathRewrite",
     "HTTPRoutePortRedirect",
     "HTTPRouteQueryParamMatching",
+    "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
     "TLSRoute",

@@ -18,8 +18,6 @@ return [
     ['HTTPRouteBackendProtocolH2C', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolH2C)], 'httproute-backend-protocol-h2c'],
     ['HTTPRouteBackendProtocolWebSocket', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolWebSocket)],
      'httproute-backend-protocol-websocket'],
-    ['HTTPRouteResponseHeaderModifier', [qw(Gateway HTTPRoute HTTPRouteResponseHeaderModification)],
-     'httproute-response-header-modifier'],
     ['HTTPRouteBackendRequestHeaderModifier', [qw(Gateway HTTPRoute HTTPRouteBackendRequestHeaderModification)],
      'httproute-request-header-modifier-backend'],
     ['HTTPRouteHTTPSListenerDetectMisdirectedRequests',

@@ -63,8 +63,15 @@ sub serve {
         });
         my $close = ($headers{Connection} && grep { lc $_ eq 'close' } @{$headers{Connection}})
                     || $proto eq 'HTTP/1.0';
+        # echo-basic's X-Echo-Set-Header: "Name:value,Name2:value2", each
+        # set on the response (the suite's BackendSetResponseHeaders)
+        my $set = '';
+        for my $item (split /,/, join(',', @{$headers{'X-Echo-Set-Header'} || []})) {
+            my ($name, $value) = $item =~ /^\s*([^:\s]+)\s*:\s*(.*?)\s*$/ or next;
+            $set .= canonical($name) . ": $value\r\n";
+        }
         print $conn "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n"
-                  . "Content-Length: " . length($json) . "\r\n" . ($close ? "Connection: close\r\n" : '')
+                  . $set . "Content-Length: " . length($json) . "\r\n" . ($close ? "Connection: close\r\n" : '')
                   . "\r\n$json";
         return if $close;
     }

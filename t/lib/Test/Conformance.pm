@@ -245,6 +245,17 @@ sub _listener_ports {
 
 # ---- requests --------------------------------------------------------------
 
+# The headers REQUEST sends: its {headers}, and its {backend_sets} (the
+# suite's BackendSetResponseHeaders: headers the echo server is to answer
+# with) as X-Echo-Set-Header, as the suite's request does.
+sub _request_headers {
+    my $req = shift;
+    my %headers = %{$req->{headers} || {}};
+    my $sets = $req->{backend_sets} || {};
+    $headers{'X-Echo-Set-Header'} = join ',', map { "$_:$sets->{$_}" } sort keys %$sets if %$sets;
+    return \%headers;
+}
+
 # One HTTP/1.1 request: (status, {lc header => [values]}, body). With
 # {sni}, over TLS with that SNI (curl; the server's certificate is not
 # checked here: t/230 does).
@@ -256,7 +267,7 @@ sub _http {
     my $host = $req->{host} // "$addr:" . ($port - $Offset);
     my $head = ($req->{method} // 'GET') . " $req->{path} HTTP/1.1\r\nHost: $host\r\nConnection: close\r\n"
              . "User-Agent: Go-http-client/1.1\r\n";
-    my $headers = $req->{headers} || {};
+    my $headers = _request_headers($req);
     $head .= "$_: $headers->{$_}\r\n" for sort keys %$headers;
     print $sock "$head\r\n";
     local $/;
@@ -277,7 +288,7 @@ sub _https {
     my ($addr, $port, $req) = @_;
     my @cmd = ('curl', '-sk', '-i', '--max-time', '10', '--resolve', "$req->{sni}:$port:$addr",
                '-X', $req->{method} // 'GET', '-H', 'Host: ' . ($req->{host} // $req->{sni}));
-    my $headers = $req->{headers} || {};
+    my $headers = _request_headers($req);
     push @cmd, '-H', "$_: $headers->{$_}" for sort keys %$headers;
     push @cmd, "https://$req->{sni}:$port$req->{path}";
     open my $fh, '-|', @cmd or return (0, {}, "curl: $!");
