@@ -131,14 +131,6 @@ struct ParentRef {
     int port = 0;
 };
 
-struct BackendRef {
-    std::string group;  // "" = core
-    std::string kind = "Service";
-    std::string name;
-    std::string namespace_;
-    int port = 0;
-    int weight = 1;
-};
 
 enum class PathMatchType { PathPrefix, Exact, RegularExpression };
 
@@ -177,6 +169,16 @@ struct RouteFilter {
     int status_code = 302;
     // RequestRedirect and URLRewrite
     PathModifier path;
+};
+
+struct BackendRef {
+    std::string group;  // "" = core
+    std::string kind = "Service";
+    std::string name;
+    std::string namespace_;
+    int port = 0;
+    int weight = 1;
+    std::vector<RouteFilter> filters;  // HTTPRoute: applied to requests sent to this backend
 };
 
 struct RouteRule {

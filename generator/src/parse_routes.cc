@@ -348,27 +348,28 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
     return f;
 }
 
-// CEL rules of HTTPRoute rules on filters.
-void check_rule_filters(const Document &doc, const YamlNode &rule, const std::string &path,
-                        const RouteRule &rr)
+// CEL rules of HTTPRoute filters (a rule's, or a backendRef's at NODE,
+// PATH), with the rule's MATCHES.
+void check_filters(const Document &doc, const YamlNode &node, const std::string &path,
+                   const std::vector<RouteFilter> &filters, const std::vector<RouteMatch> &matches)
 {
     std::map<std::string, int> count;
-    for (const RouteFilter &f : rr.filters) count[f.type]++;
+    for (const RouteFilter &f : filters) count[f.type]++;
     if (count["RequestRedirect"] && count["URLRewrite"]) {
-        doc.fail(rule, path + ".filters", "May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both");
+        doc.fail(node, path + ".filters", "May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both");
     }
     for (const char *once : {"RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite"}) {
         if (count[once] > 1) {
-            doc.fail(rule, path + ".filters", std::string(once) + " filter cannot be repeated");
+            doc.fail(node, path + ".filters", std::string(once) + " filter cannot be repeated");
         }
     }
-    for (const RouteFilter &f : rr.filters) {
+    for (const RouteFilter &f : filters) {
         if (f.path.type != "ReplacePrefixMatch") continue;
-        bool prefix_only = std::all_of(rr.matches.begin(), rr.matches.end(), [](const RouteMatch &m) {
+        bool prefix_only = std::all_of(matches.begin(), matches.end(), [](const RouteMatch &m) {
             return m.path_type == PathMatchType::PathPrefix;
         });
         if (!prefix_only) {
-            doc.fail(rule, path, "When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch, exactly one PathPrefix match must be specified");
+            doc.fail(node, path, "When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch, exactly one PathPrefix match must be specified");
         }
     }
 }
@@ -426,14 +427,18 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
         for (const YamlNode &m : doc.list(rule, path, "matches")) {
             rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
         }
-        check_rule_filters(doc, rule, path, rr);
+        check_filters(doc, rule, path, rr.filters, rr.matches);
         j = 0;
         for (const YamlNode &b : doc.list(rule, path, "backendRefs")) {
             std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";
-            rr.backend_refs.push_back(parse_backend_ref(doc, b, bpath));
-            if (!doc.list(b, bpath, "filters").empty()) {
-                rr.unsupported = "filters on a backendRef are not rendered yet";
+            BackendRef ref = parse_backend_ref(doc, b, bpath);
+            int n = 0;
+            for (const YamlNode &f : doc.list(b, bpath, "filters")) {
+                std::string fpath = bpath + ".filters[" + std::to_string(n++) + "]";
+                ref.filters.push_back(parse_filter(doc, f, fpath, &rr.unsupported));
             }
+            check_filters(doc, b, bpath, ref.filters, rr.matches);
+            rr.backend_refs.push_back(std::move(ref));
         }
         r.rules.push_back(std::move(rr));
     }
@@ -552,7 +557,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
             }
             rr.matches.push_back(match);
         }
-        check_rule_filters(doc, rule, path, rr);
+        check_filters(doc, rule, path, rr.filters, rr.matches);
         j = 0;
         for (const YamlNode &b : doc.list(rule, path, "backendRefs")) {
             std::string bpath = path + ".backendRefs[" + std::to_string(j++) + "]";

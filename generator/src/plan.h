@@ -99,6 +99,9 @@ struct WeightedUpstream {
     bool tls = false;
     int weight = 1;
     bool grpc = false;  // grpc_pass rather than proxy_pass
+    // its backendRef's RequestHeaderModifier, when the rule has several
+    // backendRefs (one backendRef's filters are the rule's own)
+    HeaderModifier request_headers;
 };
 
 // One header, query parameter or method condition: the nginx variable

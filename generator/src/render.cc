@@ -169,6 +169,23 @@ struct Splits {
     }
 };
 
+// The split_clients variable choosing among several BACKENDS by weight
+// (each choice the proxy_pass URL; *failed: one is "", an invalid share).
+nginx::Name backend_split(Splits &splits, const std::vector<WeightedUpstream> &backends, bool *failed)
+{
+    nginx::Fragment body = split_clients_body(backends, [&](const WeightedUpstream &b) {
+        *failed |= b.upstream.empty();
+        return b.upstream.empty() ? nginx::Token::value("") : nginx::Token(scheme(b));
+    });
+    return splits.variable("backend_split", "split_clients", "${request_id}", body);
+}
+
+// What proxy_pass takes for a set of weighted backends: the upstream URL,
+// or a split_clients variable over them ("" stands for an invalid share:
+// then `failed_split` names the variable to test).
+nginx::Script proxy_target(Splits &splits, const std::vector<WeightedUpstream> &backends,
+                           std::optional<nginx::Name> *failed_split = nullptr);
+
 const RouteFilter *filter_of(const Location &l, const char *type)
 {
     for (const RouteFilter &f : l.filters) {
@@ -221,11 +238,91 @@ nginx::Name header_variable(const std::string &header)
     return nginx::Name(var);
 }
 
+// The client's value of HEADER with VALUE appended, or VALUE alone when
+// there is none: a shared map's variable.
+nginx::Name appended_header(Splits &shared, const std::string &header, const std::string &value)
+{
+    nginx::Name var = header_variable(header);
+    nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+        m.entry(nginx::Token::map_key(""), {nginx::Script().input(value)});
+        m.directive("default", {nginx::Script().variable(var).word(",").input(value)});
+    });
+    return shared.variable("header_add", "map", nginx::Token::variable(var), body);
+}
+
+void render_header_modifier(nginx::Writer &w, Splits &shared, const nginx::Word &set_header,
+                            const HeaderModifier &headers)
+{
+    for (const auto &[name, value] : headers.set) {
+        w.directive(set_header, {nginx::Token::value(name), nginx::Script().input(value)});
+    }
+    for (const auto &[name, value] : headers.add) {
+        w.directive(set_header, {nginx::Token::value(name), nginx::Token::variable(appended_header(shared, name, value))});
+    }
+    for (const std::string &name : headers.remove) {
+        w.directive(set_header, {nginx::Token::value(name), nginx::Token::value("")});
+    }
+}
+
+bool same_header(const std::string &a, const std::string &b)
+{
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+        return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+    });
+}
+
+// Request headers set per backend (backendRef RequestHeaderModifier of a
+// rule with several backends): per header name, a map over the split's
+// choice gives each backend's value; the backends that leave the header
+// alone pass on the client's.
+void render_per_backend_headers(nginx::Writer &w, Splits &shared, const nginx::Word &set_header,
+                                const Location &l, const nginx::Name &split)
+{
+    std::vector<std::string> names;
+    for (const WeightedUpstream &b : l.backends) {
+        const HeaderModifier &h = b.request_headers;
+        std::vector<std::string> mine = h.remove;
+        for (const auto &kv : h.set) mine.push_back(kv.first);
+        for (const auto &kv : h.add) mine.push_back(kv.first);
+        for (const std::string &n : mine) {
+            if (std::none_of(names.begin(), names.end(), [&](const std::string &x) { return same_header(x, n); })) {
+                names.push_back(n);
+            }
+        }
+    }
+    for (const std::string &name : names) {
+        nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+            for (const WeightedUpstream &b : l.backends) {
+                if (b.upstream.empty()) continue;
+                const HeaderModifier &h = b.request_headers;
+                std::optional<nginx::Token> value;
+                for (const auto &[n, v] : h.set) {
+                    if (same_header(n, name)) value = nginx::Token(nginx::Script().input(v));
+                }
+                for (const auto &[n, v] : h.add) {
+                    if (same_header(n, name)) value = nginx::Token::variable(appended_header(shared, name, v));
+                }
+                for (const std::string &n : h.remove) {
+                    if (same_header(n, name)) value = nginx::Token::value("");
+                }
+                // a regex, not a key: map_hash_bucket_size would limit the URL's length
+                if (value) m.entry(nginx::Token::map_regex("^" + regex_quote(nginx::Token(scheme(b)).text()) + "$"), {*value});
+            }
+            m.directive("default", {nginx::Token::variable(header_variable(name))});
+        });
+        nginx::Name var = shared.variable("backend_header", "map", nginx::Token::variable(split), body);
+        w.directive(set_header, {nginx::Token::value(name), nginx::Token::variable(var)});
+    }
+}
+
 void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
-    if (headers == nullptr && (rewrite == nullptr || rewrite->hostname.empty())) {
+    const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(), [](const WeightedUpstream &b) {
+        return !b.request_headers.set.empty() || !b.request_headers.add.empty() || !b.request_headers.remove.empty();
+    });
+    if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty())) {
         return;
     }
     // gRPC (GRPCRoute) has no URLRewrite and inherits no grpc_set_header
@@ -236,23 +333,13 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
     } else if (!l.grpc) {
         w.directive("proxy_set_header", {"Host", "$http_host"});
     }
-    if (headers == nullptr) return;
-    for (const auto &[name, value] : headers->headers.set) {
-        w.directive(set_header, {nginx::Token::value(name), nginx::Script().input(value)});
-    }
-    for (const auto &header : headers->headers.add) {
-        const std::string &value = header.second;
-        nginx::Name var = header_variable(header.first);
-        // append to the client's value, or set it when there is none
-        nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
-            m.entry(nginx::Token::map_key(""), {nginx::Script().input(value)});
-            m.directive("default", {nginx::Script().variable(var).word(",").input(value)});
-        });
-        nginx::Name map_var = shared.variable("header_add", "map", nginx::Token::variable(var), body);
-        w.directive(set_header, {nginx::Token::value(header.first), nginx::Token::variable(map_var)});
-    }
-    for (const std::string &name : headers->headers.remove) {
-        w.directive(set_header, {nginx::Token::value(name), nginx::Token::value("")});
+    if (headers != nullptr) render_header_modifier(w, shared, set_header, headers->headers);
+    if (!per_backend || !l.conditional.empty() || l.return_code != 0) return;
+    if (l.backends.size() > 1) {
+        bool failed = false;  // the location answers those 500 itself
+        render_per_backend_headers(w, shared, set_header, l, backend_split(shared, l.backends, &failed));
+    } else {
+        render_header_modifier(w, shared, set_header, l.backends.front().request_headers);
     }
 }
 
@@ -311,21 +398,14 @@ void render_redirect(nginx::Writer &w, const Server &s, const Location &l, const
     w.directive("return", {nginx::Token::number(r.status_code), target});
 }
 
-// What proxy_pass takes for a set of weighted backends: the upstream URL,
-// or a split_clients variable over them ("" stands for an invalid share:
-// then `failed_split` names the variable to test).
 nginx::Script proxy_target(Splits &splits, const std::vector<WeightedUpstream> &backends,
-                           std::optional<nginx::Name> *failed_split = nullptr)
+                           std::optional<nginx::Name> *failed_split)
 {
     if (backends.size() == 1 && !backends[0].upstream.empty()) {
         return scheme(backends[0]);
     }
     bool failed = false;
-    nginx::Fragment body = split_clients_body(backends, [&](const WeightedUpstream &b) {
-        failed |= b.upstream.empty();
-        return b.upstream.empty() ? nginx::Token::value("") : nginx::Token(scheme(b));
-    });
-    nginx::Name split = splits.variable("backend_split", "split_clients", "${request_id}", body);
+    nginx::Name split = backend_split(splits, backends, &failed);
     if (failed && failed_split != nullptr) *failed_split = split;
     return nginx::Script().variable(split);
 }

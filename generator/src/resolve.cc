@@ -2,8 +2,10 @@
 #include "resolve.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 #include <deque>
+#include <set>
 #include <mutex>
 #include <unordered_set>
 
@@ -75,6 +77,89 @@ bool intersect(const std::string &listener, const std::string &route, std::strin
     if (listener[0] == '*' && wildcard_covers(listener, route)) { *out = route; return true; }
     if (route[0] == '*' && wildcard_covers(route, listener)) { *out = listener; return true; }
     return false;
+}
+
+// What an HTTPRoute rule's filters and its backendRefs' filters come to:
+// the filters of its location and, per backendRef, the request headers of
+// requests sent there. A filter on a rule's only backendRef acts as the
+// rule's own; of several backendRefs', only RequestHeaderModifier is
+// rendered (a map over the backend the split chose).
+struct RuleFilters {
+    std::vector<RouteFilter> location;
+    std::vector<HeaderModifier> per_backend;  // by backendRef
+    std::string unsupported;                  // why the rule cannot be served as written
+};
+
+std::vector<std::string> header_names(const HeaderModifier &h)
+{
+    std::vector<std::string> names = h.remove;
+    for (const auto &kv : h.set) names.push_back(kv.first);
+    for (const auto &kv : h.add) names.push_back(kv.first);
+    for (std::string &n : names) {
+        for (char &ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    return names;
+}
+
+RuleFilters rule_filters(const RouteRule &rule)
+{
+    RuleFilters out;
+    out.location = rule.filters;
+    out.per_backend.resize(rule.backend_refs.size());
+    auto has_type = [&](const std::string &type) {
+        return std::any_of(out.location.begin(), out.location.end(),
+                           [&](const RouteFilter &f) { return f.type == type; });
+    };
+    if (rule.backend_refs.size() == 1) {
+        for (const RouteFilter &f : rule.backend_refs[0].filters) {
+            bool clash = has_type(f.type) || (f.type == "RequestRedirect" && has_type("URLRewrite"))
+                         || (f.type == "URLRewrite" && has_type("RequestRedirect"));
+            if (clash) {
+                out.unsupported = "a " + f.type + " filter on the backendRef beside the rule's own filters";
+                return out;
+            }
+            out.location.push_back(f);
+        }
+        return out;
+    }
+    std::set<std::string> rule_headers;
+    for (const RouteFilter &f : rule.filters) {
+        if (f.type != "RequestHeaderModifier") continue;
+        for (const std::string &n : header_names(f.headers)) rule_headers.insert(n);
+    }
+    std::set<std::string> refs_with_filters;
+    for (size_t i = 0; i < rule.backend_refs.size(); i++) {
+        const BackendRef &b = rule.backend_refs[i];
+        if (b.filters.empty()) continue;
+        // the map over the chosen backend is keyed by upstream
+        std::string ref = b.namespace_ + "/" + b.name + ":" + std::to_string(b.port);
+        if (!refs_with_filters.insert(ref).second) {
+            out.unsupported = "two backendRefs to " + b.name + " with filters";
+        }
+        for (const RouteFilter &f : b.filters) {
+            if (f.type != "RequestHeaderModifier") {
+                out.unsupported = "a " + f.type + " filter on one of several backendRefs is not rendered yet";
+                continue;
+            }
+            for (const std::string &n : header_names(f.headers)) {
+                if (rule_headers.count(n)) {
+                    out.unsupported = "header " + n + " is modified by both the rule and a backendRef";
+                }
+                // the backends that leave it alone pass on $http_NAME
+                if (n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos) {
+                    out.unsupported = "header " + n + " cannot be modified per backendRef: only letters, digits, '-' and '_'";
+                }
+            }
+            out.per_backend[i] = f.headers;
+        }
+    }
+    return out;
+}
+
+bool has_filters(const RouteRule &rule)
+{
+    return !rule.filters.empty() || std::any_of(rule.backend_refs.begin(), rule.backend_refs.end(),
+                                                [](const BackendRef &b) { return !b.filters.empty(); });
 }
 
 // Upstreams by name, in the order first used; handed to the plan sorted by
@@ -305,10 +390,12 @@ private:
             if (!rule.unsupported.empty()) {
                 unsupported = rule.unsupported;
             }
+            std::string filters_why = rule_filters(rule).unsupported;
+            if (!filters_why.empty()) unsupported = filters_why;
             for (const RouteMatch &match : rule.matches) {
                 std::string why = match_conditions(match, nullptr);
                 if (!why.empty()) unsupported = why;
-                if (is_conditional(match) && !rule.filters.empty()) {
+                if (is_conditional(match) && has_filters(rule)) {
                     unsupported = "filters on a rule with header, query or method matches are not rendered yet";
                 }
             }
@@ -520,7 +607,7 @@ private:
         for (const RouteRule &rule : r.rules) {
             for (const BackendRef &b : rule.backend_refs) {
                 WeightedUpstream wu;
-                if (!resolve_backend(r, b, gw, target, &wu, refs)) wu = {"", false, b.weight};
+                if (!resolve_backend(r, b, gw, target, &wu, refs)) wu = {"", false, b.weight, false, {}};
                 if (wu.weight > 0) route.backends.push_back(wu);
             }
         }
@@ -538,19 +625,22 @@ private:
                   const Gateway &gw, Condition *refs)
     {
         // an invalid backendRef keeps its share of the traffic, answered 500
+        RuleFilters filters = rule_filters(rule);
         std::vector<WeightedUpstream> backends;
-        for (const BackendRef &b : rule.backend_refs) {
+        for (size_t i = 0; i < rule.backend_refs.size(); i++) {
+            const BackendRef &b = rule.backend_refs[i];
             WeightedUpstream wu;
             BackendTarget target = r.kind == "GRPCRoute" ? BackendTarget::Grpc : BackendTarget::Http;
             if (!resolve_backend(r, b, gw, target, &wu, refs)) {
-                wu = {"", false, b.weight};
+                wu = {"", false, b.weight, false, {}};
             }
+            wu.request_headers = filters.per_backend[i];
             if (wu.weight > 0) backends.push_back(wu);
         }
 
         static const std::vector<RouteMatch> kWholePath{RouteMatch{}};  // no match: PathPrefix "/"
         const std::vector<RouteMatch> &matches = rule.matches.empty() ? kWholePath : rule.matches;
-        bool redirects = std::any_of(rule.filters.begin(), rule.filters.end(),
+        bool redirects = std::any_of(filters.location.begin(), filters.location.end(),
                                      [](const RouteFilter &f) { return f.type == "RequestRedirect"; });
         bool forwards = std::any_of(backends.begin(), backends.end(),
                                     [](const WeightedUpstream &b) { return !b.upstream.empty(); });
@@ -588,7 +678,7 @@ private:
                 if (it != server.locations.end() && it->unconditional) {
                     continue;  // an older route or earlier rule has it
                 }
-                if (it != server.locations.end() && !rule.filters.empty()) {
+                if (it != server.locations.end() && has_filters(rule)) {
                     plan_->warnings.push_back(source + ": dropped on " + loc
                                               + ": filters cannot share a path with header, query or method matches");
                     continue;
@@ -602,7 +692,7 @@ private:
                 l.grpc = r.kind == "GRPCRoute";
                 l.source = source;
                 l.unconditional = true;
-                l.filters = rule.filters;
+                l.filters = filters.location;
                 if (match.path_type == PathMatchType::PathPrefix) {
                     l.path_prefix = match.path;
                     while (l.path_prefix.size() > 1 && l.path_prefix.back() == '/') l.path_prefix.pop_back();

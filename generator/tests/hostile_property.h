@@ -109,6 +109,26 @@ spec:
     - type: URLRewrite
       urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /assets}}
     backendRefs: [{name: api, namespace: other, port: 443}]
+  - matches: [{path: {type: PathPrefix, value: /split}}]
+    backendRefs:
+    - name: api
+      port: 443
+      weight: 2
+      filters:
+      - type: RequestHeaderModifier
+        requestHeaderModifier: {set: [{name: X-Backend, value: first}], add: [{name: X-Hop, value: one}], remove: [X-Gone]}
+    - name: api
+      port: 8443
+      filters:
+      - type: RequestHeaderModifier
+        requestHeaderModifier: {set: [{name: X-Backend, value: second}]}
+  - matches: [{path: {type: PathPrefix, value: /moved}}]
+    backendRefs:
+    - name: api
+      port: 443
+      filters:
+      - type: RequestRedirect
+        requestRedirect: {hostname: moved.example.com, path: {type: ReplaceFullPath, replaceFullPath: /here}}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute

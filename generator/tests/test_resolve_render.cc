@@ -819,6 +819,92 @@ spec:
     }
 }
 
+BOOST_AUTO_TEST_CASE(backend_ref_filters_render_per_backend)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: split, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [split.example.com]
+  rules:
+  - matches: [{path: {value: /weighted}}]
+    backendRefs:
+    - name: svc
+      port: 443
+      filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: Backend, value: one}], add: [{name: X-Trail, value: a}]}}]
+    - name: svc
+      port: 8443
+      filters: [{type: RequestHeaderModifier, requestHeaderModifier: {remove: [backend]}}]
+  - matches: [{path: {value: /single}}]
+    backendRefs:
+    - name: svc
+      port: 443
+      filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}}}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    BOOST_TEST(status_of(plan, "HTTPRoute", "split").refs.at(0).conditions.front().status == "True");
+    std::string http = render_http_conf(plan);
+    // several backendRefs: each header's value chosen by the split's pick;
+    // a backend that leaves a header alone passes on the client's
+    BOOST_TEST(http.find("map $backend_split_1 $backend_header_2 {\n"
+                         "    \"~^http://backend_ns_svc_443$\" one;\n"
+                         "    \"~^http://backend_ns_svc_8443$\" \"\";\n"
+                         "    default $http_backend;\n}\n") != std::string::npos, http);
+    BOOST_TEST(http.find("map $backend_split_1 $backend_header_4 {\n"
+                         "    \"~^http://backend_ns_svc_443$\" $header_add_3;\n"
+                         "    default $http_x_trail;\n}\n") != std::string::npos, http);
+    BOOST_TEST(http.find("        proxy_set_header Host $http_host;\n"
+                         "        proxy_set_header Backend $backend_header_2;\n"
+                         "        proxy_set_header X-Trail $backend_header_4;\n"
+                         "        proxy_pass $backend_split_1;\n") != std::string::npos, http);
+    // the only backendRef's filter is the rule's own
+    BOOST_TEST(http.find("    location /single/ {\n        rewrite \"^/single$\" /new break;\n"
+                         "        rewrite \"^/single(/.*)$\" /new$1 break;\n") != std::string::npos, http);
+
+    // what cannot be rendered makes the route not Accepted, with the reason
+    for (const auto &[from, to, reason] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"filters: [{type: RequestHeaderModifier, requestHeaderModifier: {remove: [backend]}}]",
+              "filters: [{type: URLRewrite, urlRewrite: {hostname: a.example.com}}]",
+              "a URLRewrite filter on one of several backendRefs"},
+             {"port: 8443\n", "port: 443\n", "two backendRefs to svc with filters"},
+             {"  - matches: [{path: {value: /weighted}}]\n",
+              "  - matches: [{path: {value: /weighted}}]\n"
+              "    filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: BACKEND, value: x}]}}]\n",
+              "header backend is modified by both the rule and a backendRef"},
+             {"  - matches: [{path: {value: /single}}]\n",
+              "  - matches: [{path: {value: /single}}]\n"
+              "    filters: [{type: URLRewrite, urlRewrite: {hostname: b.example.com}}]\n",
+              "a URLRewrite filter on the backendRef beside the rule's own filters"},
+             {"  - matches: [{path: {value: /weighted}}]\n",
+              "  - matches: [{path: {value: /weighted}, headers: [{name: v, value: \"1\"}]}]\n",
+              "filters on a rule with header, query or method matches"}}) {
+        std::string edited = route;
+        BOOST_TEST_REQUIRE(edited.find(from) != std::string::npos, from);
+        edited.replace(edited.find(from), from.size(), to);
+        Plan p = plan_of(base_manifests() + edited);
+        const Condition &accepted = status_of(p, "HTTPRoute", "split").refs.at(0).conditions.front();
+        BOOST_TEST(accepted.status == "False", reason);
+        BOOST_TEST(accepted.message.find(reason) != std::string::npos, accepted.message);
+    }
+
+    // a backendRef's filters are checked as a rule's, with their field path
+    for (const auto &[from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"replacePrefixMatch: /new}}}]",
+              "replacePrefixMatch: /new}}}, {type: URLRewrite, urlRewrite: {hostname: a.example.com}}]",
+              "spec.rules[1].backendRefs[0].filters: URLRewrite filter cannot be repeated"},
+             {"{remove: [backend]}", "{remove: [\"bad header\"]}",
+              "spec.rules[0].backendRefs[1].filters[0].requestHeaderModifier.remove[0]"},
+             {"  - matches: [{path: {value: /single}}]\n", "  - matches: [{path: {type: Exact, value: /single}}]\n",
+              "spec.rules[1].backendRefs[0]: When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch"}}) {
+        std::string bad = route;
+        bad.replace(bad.find(from), from.size(), to);
+        std::string e = error_of(base_manifests() + bad);
+        BOOST_TEST(e.find(message) != std::string::npos, e);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(unusable_upstream_is_a_down_server)
 {
     Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com", "", "missing"));

@@ -492,7 +492,28 @@ sub _check {
     for my $d (@{$spec->{distributions} || []}) {
         push @why, _distribution($address, @$d);
     }
+    for my $h (@{$spec->{header_names_pod} || []}) {
+        push @why, _header_names_pod($address, @$h);
+    }
     return @why;
+}
+
+# HTTPRouteRequestHeaderModifierBackendWeights: each of TOTAL requests
+# reaches the backend with exactly one HEADER, and the pod that answered
+# is the one it names.
+sub _header_names_pod {
+    my ($address, $gw, $port, $req, $total, $header) = @_;
+    my $addr = $address->{$gw} or return "$gw has no address";
+    for my $i (1 .. $total) {
+        my ($status, undef, $body) = _http($addr, $port + $Offset, $req);
+        return "request $i: status $status" if $status != 200;
+        my $echo = eval { decode_json($body) } or return "request $i: not the echo server's answer";
+        my @values = @{$echo->{headers}{$header} || []};
+        return "request $i: expected a single '$header' header to have been set, got " . @values if @values != 1;
+        return "request $i: the pod $echo->{pod} is not the one $header names ($values[0])"
+            if index($echo->{pod}, $values[0]) != 0;
+    }
+    return ();
 }
 
 # The suite's testDistribution (httproute-weight.go): TOTAL requests, the
