@@ -148,6 +148,18 @@ struct RouteMatch {
     std::string method;
 };
 
+struct RouteFilter;
+
+struct BackendRef {
+    std::string group;  // "" = core
+    std::string kind = "Service";
+    std::string name;
+    std::string namespace_;
+    int port = 0;
+    int weight = 1;
+    std::vector<RouteFilter> filters;  // HTTPRoute: applied to requests sent to this backend
+};
+
 struct HeaderModifier {
     std::vector<std::pair<std::string, std::string>> set, add;
     std::vector<std::string> remove;
@@ -169,16 +181,10 @@ struct RouteFilter {
     int status_code = 302;
     // RequestRedirect and URLRewrite
     PathModifier path;
-};
-
-struct BackendRef {
-    std::string group;  // "" = core
-    std::string kind = "Service";
-    std::string name;
-    std::string namespace_;
-    int port = 0;
-    int weight = 1;
-    std::vector<RouteFilter> filters;  // HTTPRoute: applied to requests sent to this backend
+    // RequestMirror: where, and the share of requests mirrored
+    BackendRef mirror;
+    int mirror_numerator = 100;
+    int mirror_denominator = 100;
 };
 
 struct RouteRule {

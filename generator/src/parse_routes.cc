@@ -187,10 +187,17 @@ RouteMatch parse_match(const Document &doc, const YamlNode &node, const std::str
     return m;
 }
 
-BackendRef parse_backend_ref(const Document &doc, const YamlNode &node, const std::string &path)
+// A backendRef (with weight and filters), or a BackendObjectReference
+// (a mirror's: without).
+BackendRef parse_backend_ref(const Document &doc, const YamlNode &node, const std::string &path,
+                             bool weighted = true)
 {
     BackendRef b;
-    doc.only(node, path, {"group", "kind", "name", "namespace", "port", "weight", "filters"});
+    if (weighted) {
+        doc.only(node, path, {"group", "kind", "name", "namespace", "port", "weight", "filters"});
+    } else {
+        doc.only(node, path, {"group", "kind", "name", "namespace", "port"});
+    }
     b.group = doc.string(node, path, "group");
     b.kind = doc.string(node, path, "kind", false, "Service");
     b.name = doc.string(node, path, "name", true);
@@ -342,6 +349,28 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
         }
         YamlNode p = doc.child(r, rpath, "path");
         if (p.defined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
+    } else if (f.type == "RequestMirror") {
+        YamlNode m = doc.child(node, path, "requestMirror");
+        std::string mpath = path + ".requestMirror";
+        doc.only(m, mpath, {"backendRef", "percent", "fraction"});
+        YamlNode b = doc.child(m, mpath, "backendRef");
+        if (!b.defined()) doc.fail(m, mpath + ".backendRef", "required field is missing");
+        f.mirror = parse_backend_ref(doc, b, mpath + ".backendRef", false);
+        YamlNode fraction = doc.child(m, mpath, "fraction");
+        if (doc.child(m, mpath, "percent").defined() && fraction.defined()) {
+            doc.fail(m, mpath, "Only one of percent or fraction may be specified in HTTPRequestMirrorFilter");
+        }
+        if (doc.child(m, mpath, "percent").defined()) {
+            f.mirror_numerator = doc.integer(m, mpath, "percent", 0, 100, false, 100);
+        } else if (fraction.defined()) {
+            std::string fpath = mpath + ".fraction";
+            doc.only(fraction, fpath, {"numerator", "denominator"});
+            f.mirror_numerator = doc.integer(fraction, fpath, "numerator", 0, 1000000000, true);
+            f.mirror_denominator = doc.integer(fraction, fpath, "denominator", 1, 1000000000, false, 100);
+            if (f.mirror_numerator > f.mirror_denominator) {
+                doc.fail(fraction, fpath, "numerator must be less than or equal to denominator");
+            }
+        }
     } else {
         *unsupported = "filter type " + f.type + " is not rendered yet";
     }
@@ -507,6 +536,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
                 doc.fail(f, fpath + ".type",
                          "expected RequestHeaderModifier, ResponseHeaderModifier, RequestMirror or ExtensionRef");
             }
+            if (filter.type == "RequestMirror") rr.unsupported = "filter type RequestMirror is not rendered yet";
             // nginx's grpc module hashes the header names of grpc_set_header
             // and grpc_hide_header in buckets of a fixed 64 bytes (no
             // *_hash_bucket_size directive, unlike proxy_)

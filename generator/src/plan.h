@@ -134,12 +134,21 @@ struct ConditionalTarget {
     std::string source;
 };
 
+// A RequestMirror: a copy of NUMERATOR in DENOMINATOR requests goes to
+// BACKEND, its answer discarded.
+struct Mirror {
+    WeightedUpstream backend;
+    int numerator = 100;
+    int denominator = 100;
+};
+
 struct Location {
     LocationMatch match;
     bool grpc = false;       // grpc_pass
     std::string path_prefix; // the PathPrefix matched, for ReplacePrefixMatch
     std::vector<RouteFilter> filters;
     std::vector<WeightedUpstream> backends;
+    std::vector<Mirror> mirrors;
     int return_code = 0;     // when there is no backend to send to
     std::string source;      // "ns/route rule N", for the comment
     bool unconditional = true;  // false: only conditional rules claim this path

@@ -463,10 +463,52 @@ void render_location_match(nginx::Writer &w, const LocationMatch &match)
     }
 }
 
-void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Location &l)
+// The URI of a server's Nth mirror location: '|' is outside what an
+// HTTPRoute path may hold, so no route's location can be it (a request's
+// %7C reaches it decoded, and `internal` answers 404).
+std::string mirror_uri(size_t n)
+{
+    return "/gateway2nginx|mirror|" + std::to_string(n);
+}
+
+// The locations a server's mirror subrequests go to: each forwards the
+// original request line to its backend; a share below all is chosen per
+// request by split_clients, the rest answered 204 at once.
+void render_mirror_locations(nginx::Writer &w, Splits &splits, const std::vector<const Mirror *> &mirrors)
+{
+    for (size_t i = 0; i < mirrors.size(); i++) {
+        const Mirror &m = *mirrors[i];
+        w.open("location", {"=", nginx::Token::value(mirror_uri(i + 1))});
+        w.directive("internal");
+        if (m.numerator < m.denominator) {
+            nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &b) {
+                b.entry(nginx::Token::value(percent(m.numerator, m.denominator)), {"1"});
+                b.entry(nginx::Token::value("*"), {nginx::Token::value("")});
+            });
+            nginx::Name share = splits.variable("mirror_share", "split_clients", "${request_id}", body);
+            w.open_if_equals(share, nginx::Token::value(""));
+            w.directive("return", {"204"});
+            w.close();
+        }
+        w.directive("proxy_pass", {nginx::Script(scheme(m.backend)).word("$request_uri")});
+        w.close();
+    }
+}
+
+void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Location &l,
+                     std::vector<const Mirror *> *mirrors)
 {
     w.comment("route", {nginx::Token::value(l.source)});
     render_location_match(w, l.match);
+    for (const Mirror &m : l.mirrors) {
+        // one location per target and share, however many routes mirror there
+        auto same = std::find_if(mirrors->begin(), mirrors->end(), [&](const Mirror *o) {
+            return o->backend.upstream == m.backend.upstream && o->backend.tls == m.backend.tls
+                   && o->numerator == m.numerator && o->denominator == m.denominator;
+        });
+        if (same == mirrors->end()) same = mirrors->insert(mirrors->end(), &m);
+        w.directive("mirror", {nginx::Token::value(mirror_uri(same - mirrors->begin() + 1))});
+    }
     render_response_headers(w, l);
     if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
         render_redirect(w, s, l, *redirect);
@@ -617,9 +659,11 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
         }
         render_client_validation(w, s.client);
         render_backend_client(w, s.backend_client, true);
+        std::vector<const Mirror *> mirrors;
         for (const Location &l : s.locations) {
-            render_location(w, splits, s, l);
+            render_location(w, splits, s, l, &mirrors);
         }
+        render_mirror_locations(w, splits, mirrors);
         if (s.locations.empty()) {
             w.directive("return", {"404"});  // a listener's hostname that no route serves
         }

@@ -638,6 +638,16 @@ private:
             if (wu.weight > 0) backends.push_back(wu);
         }
 
+        // a mirror that cannot be resolved is left out (ResolvedRefs says why)
+        std::vector<Mirror> mirrors;
+        for (const RouteFilter &f : filters.location) {
+            if (f.type != "RequestMirror") continue;
+            Mirror m{{}, f.mirror_numerator, f.mirror_denominator};
+            if (m.numerator > 0 && resolve_backend(r, f.mirror, gw, BackendTarget::Http, &m.backend, refs)) {
+                mirrors.push_back(std::move(m));
+            }
+        }
+
         static const std::vector<RouteMatch> kWholePath{RouteMatch{}};  // no match: PathPrefix "/"
         const std::vector<RouteMatch> &matches = rule.matches.empty() ? kWholePath : rule.matches;
         bool redirects = std::any_of(filters.location.begin(), filters.location.end(),
@@ -698,6 +708,7 @@ private:
                     while (l.path_prefix.size() > 1 && l.path_prefix.back() == '/') l.path_prefix.pop_back();
                 }
                 l.backends = backends;
+                l.mirrors = mirrors;
                 if (redirects) {
                     l.backends.clear();  // answered by the gateway itself
                 } else if (!forwards) {

@@ -122,6 +122,13 @@ spec:
       filters:
       - type: RequestHeaderModifier
         requestHeaderModifier: {set: [{name: X-Backend, value: second}]}
+  - matches: [{path: {type: PathPrefix, value: /copied}}]
+    filters:
+    - type: RequestMirror
+      requestMirror: {backendRef: {name: api, port: 8443}, percent: 25}
+    - type: RequestMirror
+      requestMirror: {backendRef: {name: api, port: 443}, fraction: {numerator: 1, denominator: 3}}
+    backendRefs: [{name: api, port: 443}]
   - matches: [{path: {type: PathPrefix, value: /moved}}]
     backendRefs:
     - name: api
@@ -342,7 +349,8 @@ inline const std::set<std::string> &generator_vocabulary()
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
                         "return", "ssl_preread", "proxy_pass", "proxy_ssl"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
-                                 "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status"});
+                                 "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
+                                 "internal"});
         add("server>location>if>", {"return"});
         return w;
     }();

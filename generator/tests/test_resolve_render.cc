@@ -562,7 +562,7 @@ BOOST_AUTO_TEST_CASE(unrendered_features_are_not_served_wrongly)
 {
     std::string yaml = base_manifests();
     yaml.replace(yaml.find("    backendRefs: [{name: svc, port: 8443}]"), 42,
-                 "    filters: [{type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 443}}}]\n"
+                 "    filters: [{type: CORS, cors: {allowOrigins: [\"https://a.example.com\"]}}]\n"
                  "    backendRefs: [{name: svc, port: 8443}]");
     Plan plan = plan_of(yaml);
     BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "route")).find("Accepted=False/UnsupportedValue")
@@ -898,6 +898,71 @@ spec:
               "spec.rules[0].backendRefs[1].filters[0].requestHeaderModifier.remove[0]"},
              {"  - matches: [{path: {value: /single}}]\n", "  - matches: [{path: {type: Exact, value: /single}}]\n",
               "spec.rules[1].backendRefs[0]: When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch"}}) {
+        std::string bad = route;
+        bad.replace(bad.find(from), from.size(), to);
+        std::string e = error_of(base_manifests() + bad);
+        BOOST_TEST(e.find(message) != std::string::npos, e);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(request_mirrors_render_as_internal_locations)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: copy, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [copy.example.com]
+  rules:
+  - matches: [{path: {type: Exact, value: /a}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 443}}}
+    - {type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 8443}, fraction: {numerator: 1, denominator: 3}}}
+    backendRefs: [{name: svc, port: 443}]
+  - matches: [{path: {type: Exact, value: /b}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 443}}}
+    backendRefs: [{name: svc, port: 443}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    location = /a {\n"
+                         "        mirror \"/gateway2nginx|mirror|1\";\n"
+                         "        mirror \"/gateway2nginx|mirror|2\";\n") != std::string::npos, http);
+    // one location per target and share
+    BOOST_TEST(http.find("    location = /b {\n        mirror \"/gateway2nginx|mirror|1\";\n") != std::string::npos, http);
+    BOOST_TEST(http.find("    location = \"/gateway2nginx|mirror|1\" {\n"
+                         "        internal;\n"
+                         "        proxy_pass http://backend_ns_svc_443$request_uri;\n    }\n") != std::string::npos, http);
+    BOOST_TEST(http.find("split_clients \"${request_id}\" $mirror_share_1 {\n    33.33% 1;\n    * \"\";\n}\n")
+               != std::string::npos, http);
+    BOOST_TEST(http.find("    location = \"/gateway2nginx|mirror|2\" {\n"
+                         "        internal;\n"
+                         "        if ($mirror_share_1 = \"\") {\n            return 204;\n        }\n"
+                         "        proxy_pass http://backend_ns_svc_8443$request_uri;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("gateway2nginx|mirror|3") == std::string::npos, http);
+
+    // a mirror to a Service that does not exist: left out, and said
+    std::string missing = route;
+    missing.replace(missing.find("name: svc, port: 8443"), 21, "name: gone, port: 8443");
+    Plan p = plan_of(base_manifests() + missing);
+    BOOST_TEST(render_http_conf(p).find("gateway2nginx|mirror|2") == std::string::npos);
+    const std::vector<Condition> &conditions = status_of(p, "HTTPRoute", "copy").refs.at(0).conditions;
+    BOOST_TEST(std::any_of(conditions.begin(), conditions.end(), [](const Condition &c) {
+        return c.type == "ResolvedRefs" && c.status == "False" && c.message.find("gone") != std::string::npos;
+    }));
+
+    // the CRD's rules, with the field path
+    for (const auto &[from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"fraction: {numerator: 1, denominator: 3}", "fraction: {numerator: 4, denominator: 3}",
+              "spec.rules[0].filters[1].requestMirror.fraction: numerator must be less than or equal to denominator"},
+             {"fraction: {numerator: 1, denominator: 3}", "percent: 10, fraction: {numerator: 1}",
+              "spec.rules[0].filters[1].requestMirror: Only one of percent or fraction"},
+             {"fraction: {numerator: 1, denominator: 3}", "percent: 101",
+              "spec.rules[0].filters[1].requestMirror.percent"},
+             {"backendRef: {name: svc, port: 8443}", "backendRef: {name: svc, port: 8443, weight: 2}",
+              "spec.rules[0].filters[1].requestMirror.backendRef.weight: unknown field"}}) {
         std::string bad = route;
         bad.replace(bad.find(from), from.size(), to);
         std::string e = error_of(base_manifests() + bad);

@@ -8,7 +8,9 @@
 # status (200), backend, namespace, request {host, path, method, headers,
 # absent} as the backend must see it, response_headers,
 # absent_response_headers, redirect {scheme, host, port, path}. REQUEST
-# {backend_sets}: the suite's BackendSetResponseHeaders.
+# {backend_sets}: the suite's BackendSetResponseHeaders. EXPECTED
+# {mirrored_to}: the pods whose logs must show the request (the suite's
+# ExpectMirroredRequest).
 # endpoint_slices {SLICE => DEPLOYMENT}: EndpointSlices of the manifests the
 # Go test fills with the pods of DEPLOYMENT.
 use strict;
@@ -807,6 +809,38 @@ return [
                      [$same, 80, {path => '/prefix/original'},
                       {backend => 'infra-backend-v1', namespace => $ns,
                        request => {path => '/rewritten-prefix/original'}}]],
+    },
+    do {
+        my $mirrored = sub {
+            my ($path, $mirrors, %modify) = @_;
+            my %sent = $modify{headers} ? (headers => {'X-Header-Remove' => 'remove-val',
+                                                       'X-Header-Add-Append' => 'append-val-1'}) : ();
+            my %seen = $modify{headers} ? (headers => {'X-Header-Add' => 'header-val-1',
+                                                       'X-Header-Add-Append' => 'append-val-1,header-val-2',
+                                                       'X-Header-Set' => 'set-overwrites-values'},
+                                           absent => ['X-Header-Remove']) : ();
+            [$same, 80, {path => $path, %sent},
+             {backend => 'infra-backend-v1', namespace => $ns, request => {path => $path, %seen},
+              mirrored_to => $mirrors}]
+        };
+        ({
+            name => 'HTTPRouteRequestMirror',
+            features => [qw(Gateway HTTPRoute HTTPRouteRequestMirror)],
+            manifests => ['httproute-request-mirror'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'request-mirror']],
+            requests => [$mirrored->('/mirror', ['infra-backend-v2']),
+                         $mirrored->('/mirror-and-modify-headers', ['infra-backend-v2'], headers => 1)],
+        }, {
+            name => 'HTTPRouteRequestMultipleMirrors',
+            features => [qw(Gateway HTTPRoute HTTPRouteRequestMirror HTTPRouteRequestMultipleMirrors)],
+            manifests => ['httproute-request-multiple-mirrors'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'request-multiple-mirrors']],
+            requests => [$mirrored->('/multi-mirror', ['infra-backend-v2', 'infra-backend-v3']),
+                         $mirrored->('/multi-mirror-and-modify-request-headers', ['infra-backend-v2', 'infra-backend-v3'],
+                                     headers => 1)],
+        })
     },
     {
         name => 'HTTPRouteWeight',

@@ -6,9 +6,6 @@
 # replayed.
 return [
     map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]]} }
-    ['HTTPRouteRequestMirror', [qw(Gateway HTTPRoute HTTPRouteRequestMirror)], 'httproute-request-mirror'],
-    ['HTTPRouteRequestMultipleMirrors', [qw(Gateway HTTPRoute HTTPRouteRequestMirror HTTPRouteRequestMultipleMirrors)],
-     'httproute-request-multiple-mirrors'],
     ['HTTPRouteRequestPercentageMirror', [qw(Gateway HTTPRoute HTTPRouteRequestPercentageMirror)],
      'httproute-request-percentage-mirror'],
     ['HTTPRouteTimeoutRequest', [qw(Gateway HTTPRoute HTTPRouteRequestTimeout)], 'httproute-timeout-request'],

@@ -5,9 +5,12 @@
 # headers, and the namespace and pod of the backend that answered. One
 # process serves every backend of a replay, one port each.
 #
-#   echo-server.pl PORT=NAMESPACE/POD ...
+#   echo-server.pl [--log=DIR] PORT=NAMESPACE/POD ...
 #
-# Runs until killed; a child per connection, keep-alive honoured.
+# With --log, each request is logged as echo-basic logs it ("Echoing back
+# request made to PATH to client (ADDR)") in DIR/NAMESPACE_POD.log, the
+# pod's log the suite reads for mirrored requests. Runs until killed; a
+# child per connection, keep-alive honoured.
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -17,6 +20,8 @@ use POSIX qw(WNOHANG);
 
 my %identity;  # listening socket -> [namespace, pod]
 my $select = IO::Select->new;
+my $log_dir;
+$log_dir = $1 if @ARGV && $ARGV[0] =~ /^--log=(.+)$/ && shift @ARGV;
 for my $arg (@ARGV) {
     my ($port, $ns, $pod) = $arg =~ m{^(\d+)=([^/]+)/(.+)$} or die "bad argument $arg\n";
     my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Proto => 'tcp',
@@ -56,6 +61,12 @@ sub serve {
         if ($length) {
             local $/ = \$length;
             my $body = <$conn>;
+        }
+        if ($log_dir) {
+            # one write per line (O_APPEND): children log side by side
+            open my $log, '>>', "$log_dir/${ns}_$pod.log" or die "$log_dir: $!";
+            syswrite $log, "Echoing back request made to $uri to client (" . $conn->peerhost . ")\n";
+            close $log;
         }
         my $json = JSON::PP->new->canonical->encode({
             path => $uri, host => $host // '', method => $method, proto => $proto,

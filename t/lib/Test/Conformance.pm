@@ -164,13 +164,47 @@ my $Python = '/usr/bin/python3';
 sub _start_echo {
     my $identity = sub { my $echo = shift; map { my ($ns, $pod) = split m{/}; "$echo->{$_}=$ns/$pod-0" } sort keys %$echo };
     (my $script = __FILE__) =~ s{Test/Conformance\.pm$}{echo-server.pl};
-    _start_server($^X, $script, $identity->(\%Echo));
+    mkdir _echo_logs();
+    _start_server($^X, $script, '--log=' . _echo_logs(), $identity->(\%Echo));
     my $tls = join ',', map { certs_dir() . "/leaf.$_" } qw(crt key);
     _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho), map { "$_,$tls" } $identity->(\%GrpcEchoTls))
         if %GrpcEcho || %GrpcEchoTls;
 }
 
 END { kill 'TERM', @EchoPids if @EchoPids; }
+
+# Where the echo pods' logs are (echo-server.pl --log).
+sub _echo_logs { servroot() . '/echo-logs' }
+
+# The suite's ExpectMirroredRequest: each of BACKENDS (pods of the infra
+# namespace) logs, after OFFSETS (log sizes before the request), that it
+# got PATH; waited for up to 5 s. The reasons it did not.
+sub _mirrored {
+    my ($path, $backends, $offsets) = @_;
+    my @why;
+    for my $backend (@$backends) {
+        my $log = _echo_logs() . "/${Infra}_$backend-0.log";
+        my $deadline = time + 5;
+        my $seen;
+        while (!$seen && time < $deadline) {
+            if (open my $fh, '<', $log) {
+                seek $fh, $offsets->{$backend} // 0, 0;
+                local $/;
+                my $new = <$fh> // '';
+                $seen = $new =~ /^Echoing back request made to \Q$path\E to client/m;
+            }
+            sleep 0.05 unless $seen;
+        }
+        push @why, "the request to $path was not mirrored to $backend" unless $seen;
+    }
+    return @why;
+}
+
+# The sizes of BACKENDS' logs now.
+sub _log_offsets {
+    my ($backends) = @_;
+    return {map { $_ => (-s _echo_logs() . "/${Infra}_$_-0.log") // 0 } @$backends};
+}
 
 # ---- gateways --------------------------------------------------------------
 
@@ -484,8 +518,10 @@ sub _check {
                 if $diff;
             next;
         }
+        my $offsets = _log_offsets($exp->{mirrored_to} || []);
         my @answer = _http($addr, $port + $Offset, $req);
         my $diff = _compare($req, $exp, @answer);
+        ($diff) = _mirrored($req->{path}, $exp->{mirrored_to}, $offsets) if !$diff && $exp->{mirrored_to};
         push @why, "request $k (" . ($req->{method} // 'GET') . " " . ($req->{host} // '') . "$req->{path}): $diff"
             if $diff;
     }
