@@ -190,6 +190,9 @@ struct RouteFilter {
 struct RouteRule {
     std::string name;
     std::vector<RouteFilter> filters;
+    // HTTPRoute timeouts in milliseconds: -1 unset, 0 disabled
+    long long request_timeout_ms = -1;
+    long long backend_timeout_ms = -1;
     std::string unsupported;  // why this rule cannot be rendered: the route is not accepted
     std::vector<RouteMatch> matches;  // empty: PathPrefix "/"
     std::vector<BackendRef> backend_refs;

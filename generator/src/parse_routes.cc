@@ -377,6 +377,25 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
     return f;
 }
 
+// A Gateway API Duration (GEP-2257: 1 to 4 of number and unit, h, m, s
+// or ms) in milliseconds.
+long long parse_duration(const Document &doc, const YamlNode &node, const std::string &path, const char *key)
+{
+    std::string text = doc.string(node, path, key);
+    static const std::regex re("^([0-9]{1,5}(h|m|s|ms)){1,4}$");
+    if (!std::regex_match(text, re)) {
+        doc.fail(node, path + "." + key, "not a duration: 1 to 4 of a number of up to 5 digits and h, m, s or ms");
+    }
+    static const std::regex part("([0-9]{1,5})(h|ms|m|s)");
+    long long ms = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), part); it != std::sregex_iterator(); ++it) {
+        long long n = std::stoll((*it)[1].str());
+        const std::string unit = (*it)[2].str();
+        ms += unit == "h" ? n * 3600000 : unit == "m" ? n * 60000 : unit == "s" ? n * 1000 : n;
+    }
+    return ms;
+}
+
 // CEL rules of HTTPRoute filters (a rule's, or a backendRef's at NODE,
 // PATH), with the rule's MATCHES.
 void check_filters(const Document &doc, const YamlNode &node, const std::string &path,
@@ -452,6 +471,24 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
             RouteFilter filter = parse_filter(doc, f, fpath, &rr.unsupported);
             rr.filters.push_back(filter);
         }
+        YamlNode timeouts = doc.child(rule, path, "timeouts");
+        if (timeouts.defined()) {
+            std::string tpath = path + ".timeouts";
+            doc.only(timeouts, tpath, {"request", "backendRequest"});
+            if (doc.child(timeouts, tpath, "request").defined()) {
+                rr.request_timeout_ms = parse_duration(doc, timeouts, tpath, "request");
+            }
+            if (doc.child(timeouts, tpath, "backendRequest").defined()) {
+                rr.backend_timeout_ms = parse_duration(doc, timeouts, tpath, "backendRequest");
+            }
+            if (rr.request_timeout_ms > 0 && rr.backend_timeout_ms > rr.request_timeout_ms) {
+                doc.fail(timeouts, tpath, "backendRequest timeout cannot be longer than request timeout");
+            }
+        }
+        // fields of the CRD not rendered: the rule is not served rather than served without them
+        for (const char *field : {"retry", "sessionPersistence"}) {
+            if (doc.child(rule, path, field).defined()) rr.unsupported = std::string(field) + " is not rendered yet";
+        }
         int j = 0;
         for (const YamlNode &m : doc.list(rule, path, "matches")) {
             rr.matches.push_back(parse_match(doc, m, path + ".matches[" + std::to_string(j++) + "]"));
@@ -526,6 +563,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
         doc.only(rule, path, {"name", "matches", "filters", "backendRefs", "sessionPersistence"});
         RouteRule rr;
         rr.name = doc.string(rule, path, "name");
+        if (doc.child(rule, path, "sessionPersistence").defined()) rr.unsupported = "sessionPersistence is not rendered yet";
         int k = 0;
         for (const YamlNode &f : doc.list(rule, path, "filters")) {
             std::string fpath = path + ".filters[" + std::to_string(k++) + "]";

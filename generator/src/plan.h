@@ -149,6 +149,8 @@ struct Location {
     std::vector<RouteFilter> filters;
     std::vector<WeightedUpstream> backends;
     std::vector<Mirror> mirrors;
+    long long request_timeout_ms = -1;  // HTTPRoute timeouts: -1 unset, 0 disabled
+    long long backend_timeout_ms = -1;
     int return_code = 0;     // when there is no backend to send to
     std::string source;      // "ns/route rule N", for the comment
     bool unconditional = true;  // false: only conditional rules claim this path

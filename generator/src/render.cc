@@ -463,6 +463,32 @@ void render_location_match(nginx::Writer &w, const LocationMatch &match)
     }
 }
 
+// nginx time in milliseconds, in seconds where it is whole seconds
+std::string nginx_time(long long ms)
+{
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+// HTTPRoute timeouts (GEP-1742). nginx bounds each wait of a backend
+// exchange (connect, each write, each read), not the exchange as a whole:
+// the backend timeout, else the request timeout, bounds each; the request
+// timeout also bounds the tries of further backends. 0 (disabled): a day.
+void render_timeouts(nginx::Writer &w, const Location &l)
+{
+    const long long each = l.backend_timeout_ms >= 0 ? l.backend_timeout_ms : l.request_timeout_ms;
+    if (each < 0) return;
+    const std::string value = nginx_time(each == 0 ? 86400000 : each);
+    static const nginx::Word proxy[] = {"proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout"};
+    static const nginx::Word grpc[] = {"grpc_connect_timeout", "grpc_send_timeout", "grpc_read_timeout"};
+    for (const nginx::Word &directive : l.grpc ? grpc : proxy) {
+        w.directive(directive, {nginx::Token::value(value)});
+    }
+    if (l.request_timeout_ms > 0) {
+        w.directive(l.grpc ? nginx::Word("grpc_next_upstream_timeout") : nginx::Word("proxy_next_upstream_timeout"),
+                    {nginx::Token::value(nginx_time(l.request_timeout_ms))});
+    }
+}
+
 // The URI of a server's Nth mirror location: '|' is outside what an
 // HTTPRoute path may hold, so no route's location can be it (a request's
 // %7C reaches it decoded, and `internal` answers 404).
@@ -532,6 +558,7 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         w.directive("return", {nginx::Token::number(code)});
         w.close();
     };
+    render_timeouts(w, l);
     if (!l.conditional.empty()) {
         nginx::Name target = conditional_target(splits, l);
         answer_when(target, nginx::Token::number(404), 404);

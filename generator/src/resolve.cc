@@ -156,9 +156,10 @@ RuleFilters rule_filters(const RouteRule &rule)
     return out;
 }
 
+// What a rule sets on its location beyond where it goes: filters and timeouts.
 bool has_filters(const RouteRule &rule)
 {
-    return !rule.filters.empty() || std::any_of(rule.backend_refs.begin(), rule.backend_refs.end(),
+    return !rule.filters.empty() || rule.request_timeout_ms >= 0 || rule.backend_timeout_ms >= 0 || std::any_of(rule.backend_refs.begin(), rule.backend_refs.end(),
                                                 [](const BackendRef &b) { return !b.filters.empty(); });
 }
 
@@ -396,7 +397,7 @@ private:
                 std::string why = match_conditions(match, nullptr);
                 if (!why.empty()) unsupported = why;
                 if (is_conditional(match) && has_filters(rule)) {
-                    unsupported = "filters on a rule with header, query or method matches are not rendered yet";
+                    unsupported = "filters or timeouts on a rule with header, query or method matches are not rendered yet";
                 }
             }
         }
@@ -709,6 +710,8 @@ private:
                 }
                 l.backends = backends;
                 l.mirrors = mirrors;
+                l.request_timeout_ms = rule.request_timeout_ms;
+                l.backend_timeout_ms = rule.backend_timeout_ms;
                 if (redirects) {
                     l.backends.clear();  // answered by the gateway itself
                 } else if (!forwards) {

@@ -129,6 +129,7 @@ spec:
     - type: RequestMirror
       requestMirror: {backendRef: {name: api, port: 443}, fraction: {numerator: 1, denominator: 3}}
     backendRefs: [{name: api, port: 443}]
+    timeouts: {request: 10s, backendRequest: 1500ms}
   - matches: [{path: {type: PathPrefix, value: /moved}}]
     backendRefs:
     - name: api
@@ -350,7 +351,8 @@ inline const std::set<std::string> &generator_vocabulary()
                         "return", "ssl_preread", "proxy_pass", "proxy_ssl"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
-                                 "internal"});
+                                 "internal", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",
+                                 "proxy_next_upstream_timeout"});
         add("server>location>if>", {"return"});
         return w;
     }();

@@ -879,7 +879,7 @@ spec:
               "a URLRewrite filter on the backendRef beside the rule's own filters"},
              {"  - matches: [{path: {value: /weighted}}]\n",
               "  - matches: [{path: {value: /weighted}, headers: [{name: v, value: \"1\"}]}]\n",
-              "filters on a rule with header, query or method matches"}}) {
+              "filters or timeouts on a rule with header, query or method matches"}}) {
         std::string edited = route;
         BOOST_TEST_REQUIRE(edited.find(from) != std::string::npos, from);
         edited.replace(edited.find(from), from.size(), to);
@@ -968,6 +968,73 @@ spec:
         std::string e = error_of(base_manifests() + bad);
         BOOST_TEST(e.find(message) != std::string::npos, e);
     }
+}
+
+BOOST_AUTO_TEST_CASE(timeouts_bound_each_backend_wait)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: slow, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [slow.example.com]
+  rules:
+  - matches: [{path: {type: Exact, value: /both}}]
+    backendRefs: [{name: svc, port: 443}]
+    timeouts: {request: 1m30s, backendRequest: 1500ms}
+  - matches: [{path: {type: Exact, value: /off}}]
+    backendRefs: [{name: svc, port: 443}]
+    timeouts: {request: 0s}
+)";
+    std::string http = render_http_conf(plan_of(base_manifests() + route));
+    BOOST_TEST(http.find("    location = /both {\n"
+                         "        proxy_connect_timeout 1500ms;\n"
+                         "        proxy_send_timeout 1500ms;\n"
+                         "        proxy_read_timeout 1500ms;\n"
+                         "        proxy_next_upstream_timeout 90s;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("    location = /off {\n"
+                         "        proxy_connect_timeout 86400s;\n"
+                         "        proxy_send_timeout 86400s;\n"
+                         "        proxy_read_timeout 86400s;\n"
+                         "        proxy_pass") != std::string::npos, http);
+
+    for (const auto &[from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"request: 1m30s", "request: 1s", "spec.rules[0].timeouts: backendRequest timeout cannot be longer"},
+             {"request: 1m30s", "request: 90", "spec.rules[0].timeouts.request: not a duration"},
+             {"request: 1m30s", "request: 1h1m1s1ms1h", "spec.rules[0].timeouts.request: not a duration"},
+             {"request: 0s}", "request: 0s, idle: 1s}", "spec.rules[1].timeouts.idle: unknown field"}}) {
+        std::string bad = route;
+        bad.replace(bad.find(from), from.size(), to);
+        std::string e = error_of(base_manifests() + bad);
+        BOOST_TEST(e.find(message) != std::string::npos, e);
+    }
+
+    // a rule field the CRD has and gateway2nginx does not render: the
+    // route is not served without it, whichever route kind
+    for (const auto &[kind, from, to] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"HTTPRoute", "    timeouts: {request: 0s}\n", "    retry: {attempts: 2}\n"},
+             {"HTTPRoute", "    timeouts: {request: 0s}\n", "    sessionPersistence: {type: Cookie}\n"}}) {
+        std::string edited = route;
+        edited.replace(edited.find(from), from.size(), to);
+        Plan p = plan_of(base_manifests() + edited);
+        const Condition &accepted = status_of(p, kind, "slow").refs.at(0).conditions.front();
+        BOOST_TEST(accepted.status == "False", to);
+        BOOST_TEST(accepted.message.find("is not rendered yet") != std::string::npos, accepted.message);
+    }
+    const std::string grpc = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: sticky, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - backendRefs: [{name: svc, port: 443}]
+    sessionPersistence: {type: Cookie}
+)";
+    Plan p = plan_of(base_manifests() + grpc);
+    BOOST_TEST(status_of(p, "GRPCRoute", "sticky").refs.at(0).conditions.front().message
+               == "sessionPersistence is not rendered yet");
 }
 
 BOOST_AUTO_TEST_CASE(unusable_upstream_is_a_down_server)

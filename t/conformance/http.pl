@@ -843,6 +843,25 @@ return [
         })
     },
     {
+        name => 'HTTPRouteTimeoutRequest',
+        features => [qw(Gateway HTTPRoute HTTPRouteRequestTimeout)],
+        manifests => ['httproute-timeout-request'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'request-timeout']],
+        requests => [[$same, 80, {path => '/request-timeout'}, {namespace => $ns}],
+                     answer($same, 504, path => '/request-timeout?delay=1s'),
+                     [$same, 80, {path => '/disable-request-timeout?delay=1s'}, {namespace => $ns}]],
+    },
+    {
+        name => 'HTTPRouteTimeoutBackendRequest',
+        features => [qw(Gateway HTTPRoute HTTPRouteBackendTimeout)],
+        manifests => ['httproute-timeout-backend-request'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'backend-request-timeout']],
+        requests => [[$same, 80, {path => '/backend-timeout'}, {namespace => $ns}],
+                     answer($same, 504, path => '/backend-timeout?delay=1s')],
+    },
+    {
         name => 'HTTPRouteWeight',
         features => [qw(Gateway HTTPRoute)],
         manifests => ['httproute-weight'],

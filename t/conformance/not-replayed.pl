@@ -8,9 +8,6 @@ return [
     map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]]} }
     ['HTTPRouteRequestPercentageMirror', [qw(Gateway HTTPRoute HTTPRouteRequestPercentageMirror)],
      'httproute-request-percentage-mirror'],
-    ['HTTPRouteTimeoutRequest', [qw(Gateway HTTPRoute HTTPRouteRequestTimeout)], 'httproute-timeout-request'],
-    ['HTTPRouteTimeoutBackendRequest', [qw(Gateway HTTPRoute HTTPRouteBackendTimeout)],
-     'httproute-timeout-backend-request'],
     ['HTTPRouteCORS', [qw(Gateway HTTPRoute HTTPRouteCORS)], 'httproute-cors'],
     ['HTTPRouteBackendProtocolH2C', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolH2C)], 'httproute-backend-protocol-h2c'],
     ['HTTPRouteBackendProtocolWebSocket', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolWebSocket)],

@@ -17,6 +17,7 @@ use IO::Socket::INET;
 use IO::Select;
 use JSON::PP;
 use POSIX qw(WNOHANG);
+use Time::HiRes ();
 
 my %identity;  # listening socket -> [namespace, pod]
 my $select = IO::Select->new;
@@ -61,6 +62,10 @@ sub serve {
         if ($length) {
             local $/ = \$length;
             my $body = <$conn>;
+        }
+        # echo-basic's ?delay=DURATION: answer that much later
+        if ($uri =~ /[?&]delay=(\d+(?:\.\d+)?)(ms|s)\b/) {
+            Time::HiRes::sleep($2 eq 'ms' ? $1 / 1000 : $1);
         }
         if ($log_dir) {
             # one write per line (O_APPEND): children log side by side
