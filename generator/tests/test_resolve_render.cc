@@ -819,6 +819,44 @@ spec:
     }
 }
 
+namespace {
+
+// An edit of a manifest: replace FROM (which must be there) with TO; what
+// the result must give (an error, a condition's message).
+struct Edit {
+    std::string from, to, expected;
+};
+
+std::string edited(std::string text, const Edit &e)
+{
+    size_t at = text.find(e.from);
+    BOOST_TEST_REQUIRE(at != std::string::npos, e.from);
+    return text.replace(at, e.from.size(), e.to);
+}
+
+// Each edit of ROUTE is refused with its field path and message.
+void check_refused(const std::string &route, const std::vector<Edit> &edits)
+{
+    for (const Edit &e : edits) {
+        std::string error = error_of(base_manifests() + edited(route, e));
+        BOOST_TEST(error.find(e.expected) != std::string::npos, error);
+    }
+}
+
+// Each edit of ROUTE (a KIND called NAME) leaves it not Accepted, saying why.
+void check_not_accepted(const std::string &route, const std::string &kind, const std::string &name,
+                        const std::vector<Edit> &edits)
+{
+    for (const Edit &e : edits) {
+        Plan p = plan_of(base_manifests() + edited(route, e));
+        const Condition &accepted = status_of(p, kind, name).refs.at(0).conditions.front();
+        BOOST_TEST(accepted.status == "False", e.to);
+        BOOST_TEST(accepted.message.find(e.expected) != std::string::npos, accepted.message);
+    }
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(backend_ref_filters_render_per_backend)
 {
     const std::string route = R"(---
@@ -864,7 +902,7 @@ spec:
                          "        rewrite \"^/single(/.*)$\" /new$1 break;\n") != std::string::npos, http);
 
     // what cannot be rendered makes the route not Accepted, with the reason
-    for (const auto &[from, to, reason] : std::vector<std::tuple<std::string, std::string, std::string>>{
+    check_not_accepted(route, "HTTPRoute", "split", {
              {"filters: [{type: RequestHeaderModifier, requestHeaderModifier: {remove: [backend]}}]",
               "filters: [{type: URLRewrite, urlRewrite: {hostname: a.example.com}}]",
               "a URLRewrite filter on one of several backendRefs"},
@@ -879,30 +917,17 @@ spec:
               "a URLRewrite filter on the backendRef beside the rule's own filters"},
              {"  - matches: [{path: {value: /weighted}}]\n",
               "  - matches: [{path: {value: /weighted}, headers: [{name: v, value: \"1\"}]}]\n",
-              "filters or timeouts on a rule with header, query or method matches"}}) {
-        std::string edited = route;
-        BOOST_TEST_REQUIRE(edited.find(from) != std::string::npos, from);
-        edited.replace(edited.find(from), from.size(), to);
-        Plan p = plan_of(base_manifests() + edited);
-        const Condition &accepted = status_of(p, "HTTPRoute", "split").refs.at(0).conditions.front();
-        BOOST_TEST(accepted.status == "False", reason);
-        BOOST_TEST(accepted.message.find(reason) != std::string::npos, accepted.message);
-    }
+              "filters or timeouts on a rule with header, query or method matches"}});
 
     // a backendRef's filters are checked as a rule's, with their field path
-    for (const auto &[from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+    check_refused(route, {
              {"replacePrefixMatch: /new}}}]",
               "replacePrefixMatch: /new}}}, {type: URLRewrite, urlRewrite: {hostname: a.example.com}}]",
               "spec.rules[1].backendRefs[0].filters: URLRewrite filter cannot be repeated"},
              {"{remove: [backend]}", "{remove: [\"bad header\"]}",
               "spec.rules[0].backendRefs[1].filters[0].requestHeaderModifier.remove[0]"},
              {"  - matches: [{path: {value: /single}}]\n", "  - matches: [{path: {type: Exact, value: /single}}]\n",
-              "spec.rules[1].backendRefs[0]: When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch"}}) {
-        std::string bad = route;
-        bad.replace(bad.find(from), from.size(), to);
-        std::string e = error_of(base_manifests() + bad);
-        BOOST_TEST(e.find(message) != std::string::npos, e);
-    }
+              "spec.rules[1].backendRefs[0]: When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch"}});
 }
 
 BOOST_AUTO_TEST_CASE(request_mirrors_render_as_internal_locations)
@@ -954,7 +979,7 @@ spec:
     }));
 
     // the CRD's rules, with the field path
-    for (const auto &[from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+    check_refused(route, {
              {"fraction: {numerator: 1, denominator: 3}", "fraction: {numerator: 4, denominator: 3}",
               "spec.rules[0].filters[1].requestMirror.fraction: numerator must be less than or equal to denominator"},
              {"fraction: {numerator: 1, denominator: 3}", "percent: 10, fraction: {numerator: 1}",
@@ -962,12 +987,7 @@ spec:
              {"fraction: {numerator: 1, denominator: 3}", "percent: 101",
               "spec.rules[0].filters[1].requestMirror.percent"},
              {"backendRef: {name: svc, port: 8443}", "backendRef: {name: svc, port: 8443, weight: 2}",
-              "spec.rules[0].filters[1].requestMirror.backendRef.weight: unknown field"}}) {
-        std::string bad = route;
-        bad.replace(bad.find(from), from.size(), to);
-        std::string e = error_of(base_manifests() + bad);
-        BOOST_TEST(e.find(message) != std::string::npos, e);
-    }
+              "spec.rules[0].filters[1].requestMirror.backendRef.weight: unknown field"}});
 }
 
 BOOST_AUTO_TEST_CASE(timeouts_bound_each_backend_wait)
@@ -999,29 +1019,18 @@ spec:
                          "        proxy_read_timeout 86400s;\n"
                          "        proxy_pass") != std::string::npos, http);
 
-    for (const auto &[from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+    check_refused(route, {
              {"request: 1m30s", "request: 1s", "spec.rules[0].timeouts: backendRequest timeout cannot be longer"},
              {"request: 1m30s", "request: 90", "spec.rules[0].timeouts.request: not a duration"},
              {"request: 1m30s", "request: 1h1m1s1ms1h", "spec.rules[0].timeouts.request: not a duration"},
-             {"request: 0s}", "request: 0s, idle: 1s}", "spec.rules[1].timeouts.idle: unknown field"}}) {
-        std::string bad = route;
-        bad.replace(bad.find(from), from.size(), to);
-        std::string e = error_of(base_manifests() + bad);
-        BOOST_TEST(e.find(message) != std::string::npos, e);
-    }
+             {"request: 0s}", "request: 0s, idle: 1s}", "spec.rules[1].timeouts.idle: unknown field"}});
 
     // a rule field the CRD has and gateway2nginx does not render: the
     // route is not served without it, whichever route kind
-    for (const auto &[kind, from, to] : std::vector<std::tuple<std::string, std::string, std::string>>{
-             {"HTTPRoute", "    timeouts: {request: 0s}\n", "    retry: {attempts: 2}\n"},
-             {"HTTPRoute", "    timeouts: {request: 0s}\n", "    sessionPersistence: {type: Cookie}\n"}}) {
-        std::string edited = route;
-        edited.replace(edited.find(from), from.size(), to);
-        Plan p = plan_of(base_manifests() + edited);
-        const Condition &accepted = status_of(p, kind, "slow").refs.at(0).conditions.front();
-        BOOST_TEST(accepted.status == "False", to);
-        BOOST_TEST(accepted.message.find("is not rendered yet") != std::string::npos, accepted.message);
-    }
+    check_not_accepted(route, "HTTPRoute", "slow",
+                       {{"    timeouts: {request: 0s}\n", "    retry: {attempts: 2}\n", "retry is not rendered yet"},
+                        {"    timeouts: {request: 0s}\n", "    sessionPersistence: {type: Cookie}\n",
+                         "sessionPersistence is not rendered yet"}});
     const std::string grpc = R"(---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
