@@ -163,6 +163,16 @@ struct BackendRef {
 struct HeaderModifier {
     std::vector<std::pair<std::string, std::string>> set, add;
     std::vector<std::string> remove;
+
+    bool empty() const { return set.empty() && add.empty() && remove.empty(); }
+    // every header name it touches: removed, set, then added
+    std::vector<std::string> names() const
+    {
+        std::vector<std::string> all = remove;
+        for (const auto &kv : set) all.push_back(kv.first);
+        for (const auto &kv : add) all.push_back(kv.first);
+        return all;
+    }
 };
 
 // ReplaceFullPath or ReplacePrefixMatch

@@ -578,10 +578,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
             // nginx's grpc module hashes the header names of grpc_set_header
             // and grpc_hide_header in buckets of a fixed 64 bytes (no
             // *_hash_bucket_size directive, unlike proxy_)
-            std::vector<std::string> names = filter.headers.remove;
-            for (const auto &header : filter.headers.set) names.push_back(header.first);
-            for (const auto &header : filter.headers.add) names.push_back(header.first);
-            for (const std::string &name : names) {
+            for (const std::string &name : filter.headers.names()) {
                 if (nginx::hash_bucket_size(name.size()) > kGrpcHeadersHashBucketSize) {
                     rr.unsupported = "header name " + name + " is longer than nginx's gRPC proxy takes";
                 }

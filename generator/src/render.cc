@@ -280,11 +280,7 @@ void render_per_backend_headers(nginx::Writer &w, Splits &shared, const nginx::W
 {
     std::vector<std::string> names;
     for (const WeightedUpstream &b : l.backends) {
-        const HeaderModifier &h = b.request_headers;
-        std::vector<std::string> mine = h.remove;
-        for (const auto &kv : h.set) mine.push_back(kv.first);
-        for (const auto &kv : h.add) mine.push_back(kv.first);
-        for (const std::string &n : mine) {
+        for (const std::string &n : b.request_headers.names()) {
             if (std::none_of(names.begin(), names.end(), [&](const std::string &x) { return same_header(x, n); })) {
                 names.push_back(n);
             }
@@ -319,9 +315,8 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
-    const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(), [](const WeightedUpstream &b) {
-        return !b.request_headers.set.empty() || !b.request_headers.add.empty() || !b.request_headers.remove.empty();
-    });
+    const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(),
+                                         [](const WeightedUpstream &b) { return !b.request_headers.empty(); });
     if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty())) {
         return;
     }

@@ -90,11 +90,10 @@ struct RuleFilters {
     std::string unsupported;                  // why the rule cannot be served as written
 };
 
-std::vector<std::string> header_names(const HeaderModifier &h)
+// The header names H touches, lowercased (header names are case-insensitive).
+std::vector<std::string> lowercase_header_names(const HeaderModifier &h)
 {
-    std::vector<std::string> names = h.remove;
-    for (const auto &kv : h.set) names.push_back(kv.first);
-    for (const auto &kv : h.add) names.push_back(kv.first);
+    std::vector<std::string> names = h.names();
     for (std::string &n : names) {
         for (char &ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     }
@@ -125,7 +124,7 @@ RuleFilters rule_filters(const RouteRule &rule)
     std::set<std::string> rule_headers;
     for (const RouteFilter &f : rule.filters) {
         if (f.type != "RequestHeaderModifier") continue;
-        for (const std::string &n : header_names(f.headers)) rule_headers.insert(n);
+        for (const std::string &n : lowercase_header_names(f.headers)) rule_headers.insert(n);
     }
     std::set<std::string> refs_with_filters;
     for (size_t i = 0; i < rule.backend_refs.size(); i++) {
@@ -141,7 +140,7 @@ RuleFilters rule_filters(const RouteRule &rule)
                 out.unsupported = "a " + f.type + " filter on one of several backendRefs is not rendered yet";
                 continue;
             }
-            for (const std::string &n : header_names(f.headers)) {
+            for (const std::string &n : lowercase_header_names(f.headers)) {
                 if (rule_headers.count(n)) {
                     out.unsupported = "header " + n + " is modified by both the rule and a backendRef";
                 }
@@ -156,11 +155,13 @@ RuleFilters rule_filters(const RouteRule &rule)
     return out;
 }
 
-// What a rule sets on its location beyond where it goes: filters and timeouts.
-bool has_filters(const RouteRule &rule)
+// Whether a rule sets anything on its location beyond where requests go:
+// filters (its own or its backendRefs') or timeouts.
+bool has_location_settings(const RouteRule &rule)
 {
-    return !rule.filters.empty() || rule.request_timeout_ms >= 0 || rule.backend_timeout_ms >= 0 || std::any_of(rule.backend_refs.begin(), rule.backend_refs.end(),
-                                                [](const BackendRef &b) { return !b.filters.empty(); });
+    return !rule.filters.empty() || rule.request_timeout_ms >= 0 || rule.backend_timeout_ms >= 0
+           || std::any_of(rule.backend_refs.begin(), rule.backend_refs.end(),
+                          [](const BackendRef &b) { return !b.filters.empty(); });
 }
 
 // Upstreams by name, in the order first used; handed to the plan sorted by
@@ -396,7 +397,7 @@ private:
             for (const RouteMatch &match : rule.matches) {
                 std::string why = match_conditions(match, nullptr);
                 if (!why.empty()) unsupported = why;
-                if (is_conditional(match) && has_filters(rule)) {
+                if (is_conditional(match) && has_location_settings(rule)) {
                     unsupported = "filters or timeouts on a rule with header, query or method matches are not rendered yet";
                 }
             }
@@ -689,7 +690,7 @@ private:
                 if (it != server.locations.end() && it->unconditional) {
                     continue;  // an older route or earlier rule has it
                 }
-                if (it != server.locations.end() && has_filters(rule)) {
+                if (it != server.locations.end() && has_location_settings(rule)) {
                     plan_->warnings.push_back(source + ": dropped on " + loc
                                               + ": filters cannot share a path with header, query or method matches");
                     continue;

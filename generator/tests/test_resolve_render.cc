@@ -969,9 +969,7 @@ spec:
     BOOST_TEST(http.find("gateway2nginx|mirror|3") == std::string::npos, http);
 
     // a mirror to a Service that does not exist: left out, and said
-    std::string missing = route;
-    missing.replace(missing.find("name: svc, port: 8443"), 21, "name: gone, port: 8443");
-    Plan p = plan_of(base_manifests() + missing);
+    Plan p = plan_of(base_manifests() + edited(route, {"name: svc, port: 8443", "name: gone, port: 8443", ""}));
     BOOST_TEST(render_http_conf(p).find("gateway2nginx|mirror|2") == std::string::npos);
     const std::vector<Condition> &conditions = status_of(p, "HTTPRoute", "copy").refs.at(0).conditions;
     BOOST_TEST(std::any_of(conditions.begin(), conditions.end(), [](const Condition &c) {
