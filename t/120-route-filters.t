@@ -1,6 +1,7 @@
 # HTTPRoute filters through gateway2nginx and nginx: URLRewrite (hostname,
-# ReplacePrefixMatch, ReplaceFullPath), Request/ResponseHeaderModifier and
-# RequestRedirect, in front of a backend verified by a BackendTLSPolicy.
+# ReplacePrefixMatch, ReplaceFullPath), Request/ResponseHeaderModifier,
+# RequestRedirect and RequestMirror, in front of a backend verified by a
+# BackendTLSPolicy.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -62,6 +63,11 @@ spec:
       responseHeaderModifier:
         add: [{name: X-Gateway, value: '$server_name;#'}]
     backendRefs: [{name: svc, port: 443}]
+  - matches: [{path: {type: Exact, value: /copied}}]
+    filters:
+    - type: RequestMirror
+      requestMirror: {backendRef: {name: svc, port: 443}}
+    backendRefs: [{name: svc, port: 443}]
 YAML
 
 sub get { request($port, 'GET', shift, 'Host: app.example.com', @_) }
@@ -96,5 +102,12 @@ is($status, 200, 'header values with $, quotes, a backslash, ; and } are served'
 is($hdrs->{'x-echo-set'}, 'cost $host ${request_uri} "q" \\ ; }', 'set: the value reaches the backend as written');
 is($hdrs->{'x-echo-add'}, '$remote_addr', 'add: the value reaches the backend as written');
 is($hdrs->{'x-gateway'}, '$server_name;#', 'response add: the value reaches the client as written');
+
+# RequestMirror: the mirror's internal location answers no client, not even
+# through %7C (nginx matches the decoded path, and its URI is one no route
+# path may hold); the mirrored rule is served as ever
+is((get('/copied'))[0], 200, 'RequestMirror: the mirrored rule is served');
+is((get('/gateway2nginx%7Cmirror%7C1'))[0], 404, 'RequestMirror: its internal location is not reachable from outside');
+is((get('/gateway2nginx|mirror|1'))[0], 404, 'RequestMirror: nor with the | written out');
 
 stop_served();
