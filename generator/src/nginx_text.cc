@@ -221,6 +221,13 @@ void Writer::open_if_equals(const Name &variable, const Token &value)
     depth_++;
 }
 
+void Writer::open_if_not_equals(const Name &variable, const Token &value)
+{
+    for (int i = 0; i < depth_; i++) out_ << "    ";
+    out_ << "if ($" << variable.text() << " != " << value.text() << ") {\n";
+    depth_++;
+}
+
 void Writer::blank() { out_ << '\n'; }
 
 }  // namespace g2n::nginx

@@ -156,6 +156,8 @@ public:
     void entry(const Token &key, std::initializer_list<Token> values);
     // if ($VARIABLE = VALUE) {
     void open_if_equals(const Name &variable, const Token &value);
+    // if ($VARIABLE != VALUE) {
+    void open_if_not_equals(const Name &variable, const Token &value);
     void blank();
 
 private:

@@ -176,6 +176,9 @@ struct Server {
     bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
     bool http2 = false;       // a GRPCRoute is attached
     std::string server_name;  // "" for the port's default server
+    // the hostname of the listener it serves ("" for none): on a TLS port,
+    // a request whose SNI chose another listener is misdirected (421)
+    std::string listener_hostname;
     std::string certificate;  // files under OUTDIR
     std::string certificate_key;
     ClientValidation client;  // GEP-91 / GEP-4078

@@ -612,6 +612,8 @@ std::string render_nginx_conf(const Plan &plan, const Options &o)
     // them must take the longest that validation lets through
     w.directive("server_names_hash_bucket_size", {hash_bucket_size(kMaxHostnameBytes)});
     w.directive("proxy_headers_hash_bucket_size", {hash_bucket_size(kMaxHeaderNameBytes)});
+    // before any map: the SNI maps of server names (misdirected requests)
+    w.directive("map_hash_bucket_size", {hash_bucket_size(kMaxHostnameBytes)});
     if (!o.resolver.empty()) w.directive("resolver", resolver_arguments(o.resolver));
     w.blank();
     w.directive("include", {"http.conf"});
@@ -657,6 +659,48 @@ std::vector<nginx::Token> listen_arguments(const std::string &listen, bool ssl, 
     return args;
 }
 
+// Misdirected requests (RFC 9110 15.5.20): on a TLS port, nginx chooses a
+// server by SNI for the handshake, then again by Host for the request. A
+// request whose Host belongs to another listener than its SNI gets 421, so
+// a client cannot reach one listener through another's handshake (its
+// certificate and client validation). For each TLS port with more than one
+// listener, the variable naming the listener of the SNI: the servers' own
+// names in a `hostnames` map choose as nginx's server_name does, and the
+// default server (the catch-all listener's, or the 404 server) is "".
+std::map<std::string, nginx::Name> sni_listener_variables(Splits &splits, const Plan &plan)
+{
+    std::map<std::string, std::set<std::string>> listeners_on_listen;
+    for (const Server &s : plan.servers) {
+        if (!s.ssl) continue;
+        listeners_on_listen[s.listen].insert(s.listener_hostname);
+        listeners_on_listen[s.listen].insert("");  // the default server
+    }
+    std::map<std::string, nginx::Name> out;
+    for (const auto &[listen, listeners] : listeners_on_listen) {
+        if (listeners.size() < 2) continue;
+        nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+            m.directive("hostnames");
+            for (const Server &s : plan.servers) {
+                if (s.listen != listen || s.server_name.empty()) continue;
+                m.entry(nginx::Token::map_key(s.server_name), {nginx::Script().input(s.listener_hostname)});
+            }
+            m.directive("default", {nginx::Token::value("")});
+        });
+        out.emplace(listen, splits.variable("sni_listener", "map", "$ssl_server_name", body));
+    }
+    return out;
+}
+
+void answer_misdirected(nginx::Writer &w, const std::map<std::string, nginx::Name> &sni_listener,
+                        const std::string &listen, const std::string &listener_hostname)
+{
+    auto it = sni_listener.find(listen);
+    if (it == sni_listener.end()) return;
+    w.open_if_not_equals(it->second, nginx::Script().input(listener_hostname));
+    w.directive("return", {"421"});
+    w.close();
+}
+
 // Every server with its locations, then a default server for each listen
 // that has none.
 void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
@@ -667,6 +711,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
     for (const Server &s : plan.servers) {
         if (s.http2) listens_http2.insert(s.listen);
     }
+    const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
     for (const Server &s : plan.servers) {
         first_on_listen.emplace(s.listen, &s);
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
@@ -681,6 +726,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
         }
         render_client_validation(w, s.client);
         render_backend_client(w, s.backend_client, true);
+        answer_misdirected(w, sni_listener, s.listen, s.listener_hostname);
         std::vector<const Mirror *> mirrors;
         for (const Location &l : s.locations) {
             render_location(w, splits, s, l, &mirrors);
@@ -705,6 +751,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
             w.directive("ssl_certificate", {nginx::Token::value(first->certificate)});
             w.directive("ssl_certificate_key", {nginx::Token::value(first->certificate_key)});
         }
+        answer_misdirected(w, sni_listener, listen, "");
         w.directive("return", {"404"});
         w.close();
         w.blank();

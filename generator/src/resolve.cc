@@ -577,6 +577,7 @@ private:
         s.insecure_allowed = ls.gateway->allows_insecure_backends;
         s.ssl = ls.listener->protocol == "HTTPS";
         s.server_name = host;
+        s.listener_hostname = ls.listener->hostname;
         s.certificate = ls.certificate;
         s.certificate_key = ls.certificate_key;
         s.client = ls.client;

@@ -59,6 +59,11 @@ spec:
     protocol: HTTPS
     tls: {certificateRefs: [{name: listener, namespace: infra}]}
     allowedRoutes: {namespaces: {from: All}}
+  - name: https-admin
+    port: 443
+    protocol: HTTPS
+    hostname: "*.admin.example.com"
+    tls: {certificateRefs: [{name: listener, namespace: infra}]}
   - name: tls
     port: 8443
     protocol: TLS
@@ -334,6 +339,7 @@ inline const std::set<std::string> &generator_vocabulary()
         add("events>", {"worker_connections"});
         add("http>", {"access_log", "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
                       "scgi_temp_path", "server_names_hash_bucket_size", "proxy_headers_hash_bucket_size",
+                      "map_hash_bucket_size",
                       "resolver", "include"});
         add("stream>", {"map_hash_bucket_size", "map", "log_format", "access_log", "resolver", "include"});
         add("stream>map>", {"<key>", "default"});
@@ -348,7 +354,8 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client", "ssl_verify_client_handshake", "ssl_client_certificate", "ssl_verify_depth",
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
-                        "return", "ssl_preread", "proxy_pass", "proxy_ssl"});
+                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "if"});
+        add("server>if>", {"return"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
                                  "internal", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",

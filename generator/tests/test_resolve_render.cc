@@ -1251,8 +1251,72 @@ spec:
     std::string http = render_http_conf(plan_of(yaml));
     BOOST_TEST(http.find("server {\n    listen 0.0.0.0:443 ssl default_server;\n    server_name \"\";\n"
                          "    ssl_certificate certs/listener-ns-cert.crt;\n"
-                         "    ssl_certificate_key certs/listener-ns-cert.key;\n    return 404;\n}")
+                         "    ssl_certificate_key certs/listener-ns-cert.key;\n"
+                         "    if ($sni_listener_1 != \"\") {\n        return 421;\n    }\n    return 404;\n}")
                    != std::string::npos,
                http);
     BOOST_TEST(http.find("ssl_reject_handshake") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_request_for_another_listener_than_its_sni_is_misdirected)
+{
+    // the server chosen by Host must serve the listener the SNI chose: the
+    // map of the port's server names says which listener that is, as
+    // nginx's server_name would choose (exact, then wildcard, else default)
+    std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: any, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}
+  - {name: named, port: 443, protocol: HTTPS, hostname: second.example.org, tls: {certificateRefs: [{name: cert}]}}
+  - {name: wild, port: 443, protocol: HTTPS, hostname: "*.wild.org", tls: {certificateRefs: [{name: cert}]}}
+  - {name: plain, port: 80, protocol: HTTP}
+  - {name: lone, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [example.org, second.example.org, a.wild.org]
+  rules: [{matches: [{path: {value: /}}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: w, namespace: ns}
+spec:
+  parentRefs: [{name: gw, sectionName: wild}]
+  rules: [{matches: [{path: {value: /}}]}]
+)";
+    std::string http = render_http_conf(plan_of(yaml));
+    auto server = [&](const std::string &listen, const std::string &name) {
+        size_t at = http.find("server {\n    listen 0.0.0.0:" + listen);
+        for (; at != std::string::npos; at = http.find("server {\n    listen 0.0.0.0:" + listen, at + 1)) {
+            size_t end = http.find("\n}\n", at);
+            std::string text = http.substr(at, end - at);
+            if (text.find("server_name " + name + ";") != std::string::npos) return text;
+        }
+        BOOST_FAIL("no server " << name << " on " << listen << "\n" << http);
+        return std::string();
+    };
+    const std::string check = "{\n        return 421;\n    }";
+    BOOST_TEST(http.find("map $ssl_server_name $sni_listener_1 {\n    hostnames;\n    *.wild.org *.wild.org;\n"
+                         "    a.wild.org *.wild.org;\n    example.org \"\";\n"
+                         "    second.example.org second.example.org;\n    default \"\";\n}\n")
+                   != std::string::npos,
+               http);
+    BOOST_TEST(server("443", "example.org").find("if ($sni_listener_1 != \"\") " + check) != std::string::npos);
+    BOOST_TEST(server("443", "second.example.org").find("if ($sni_listener_1 != second.example.org) " + check)
+               != std::string::npos);
+    // a.wild.org of the route on every listener is the wildcard listener's
+    BOOST_TEST(server("443", "a.wild.org").find("if ($sni_listener_1 != *.wild.org) " + check) != std::string::npos);
+    BOOST_TEST(server("443", "*.wild.org").find("if ($sni_listener_1 != *.wild.org) " + check) != std::string::npos);
+    // the default server answers 404 only to the catch-all listener's SNI
+    BOOST_TEST(server("443", "\"\"").find("if ($sni_listener_1 != \"\") " + check) != std::string::npos);
+    // a cleartext port has no SNI; a TLS port with one listener nothing to tell apart
+    BOOST_TEST(server("80", "example.org").find("421") == std::string::npos);
+    BOOST_TEST(server("8443", "example.org").find("421") == std::string::npos);
+    BOOST_TEST(http.find("$sni_listener_2") == std::string::npos);
 }

@@ -589,6 +589,40 @@ return [
             ],
         }
     },
+    do {
+        # the listener the SNI chose must be the one the Host belongs to:
+        # another listener's host gets 421, a host no route serves 404
+        my $gw = 'same-namespace-with-https-listener';
+        my $tls = sub {
+            my ($sni, $host, $expected) = @_;
+            [$gw, 443, {sni => $sni, host => $host, path => '/detect-misdirected-requests'},
+             ref $expected ? {backend => $expected->[0], namespace => $ns} : {status => $expected}];
+        };
+        {
+            name => 'HTTPRouteHTTPSListenerDetectMisdirectedRequests',
+            features => [qw(Gateway HTTPRoute GatewayHTTPSListenerDetectMisdirectedRequests)],
+            manifests => ['httproute-https-listener-detect-misdirected-requests'],
+            gateways => [$gw],
+            accepted => [[$gw, 'HTTPRoute', map { "https-listener-detect-misdirected-requests-test-$_" } 1 .. 4]],
+            requests => [
+                $tls->('example.org', 'example.org', ['infra-backend-v1']),
+                $tls->('example.org', 'second-example.org', 421),
+                $tls->('example.org', 'unknown-example.org', 404),
+                $tls->('second-example.org', 'second-example.org', ['infra-backend-v2']),
+                $tls->('second-example.org', 'example.org', 421),
+                $tls->('second-example.org', 'unknown-example.org', 421),
+                $tls->('third-example.wildcard.org', 'third-example.wildcard.org', ['infra-backend-v3']),
+                $tls->('third-example.wildcard.org', 'fith-example.wildcard.org', ['infra-backend-v3']),
+                $tls->('third-example.wildcard.org', 'fourth-example.wildcard.org', 421),
+                $tls->('third-example.wildcard.org', 'second-example.org', 421),
+                $tls->('third-example.wildcard.org', 'unknown-example.org', 421),
+                $tls->('fourth-example.wildcard.org', 'fourth-example.wildcard.org', ['infra-backend-v1']),
+                $tls->('fourth-example.wildcard.org', 'fith-example.wildcard.org', 421),
+                $tls->('unknown-example.org', 'example.org', ['infra-backend-v1']),
+                $tls->('unknown-example.org', 'unknown-example.org', 404),
+            ],
+        }
+    },
     {
         name => 'GatewaySecretInvalidReferenceGrant',
         features => [qw(Gateway ReferenceGrant)],
