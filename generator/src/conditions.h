@@ -73,6 +73,10 @@ inline Condition route_ref_not_permitted(const std::string &why)
 {
     return make("ResolvedRefs", false, "RefNotPermitted", why);
 }
+inline Condition route_unsupported_protocol(const std::string &why)
+{
+    return make("ResolvedRefs", false, "UnsupportedProtocol", why);
+}
 inline Condition route_invalid_kind(const std::string &why)
 {
     return make("ResolvedRefs", false, "InvalidKind", why);

@@ -26,6 +26,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRoute303RedirectStatusCode",
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolWebSocket",
     "HTTPRouteBackendRequestHeaderModification",
     "HTTPRouteBackendRequestRedirect",
     "HTTPRouteBackendTimeout",

@@ -381,6 +381,14 @@ bool valid_label_value(const std::string &s)
     return std::all_of(s.begin(), s.end(), [&](char ch) { return alnum(ch) || ch == '-' || ch == '_' || ch == '.'; });
 }
 
+bool valid_qualified_name(const std::string &s)
+{
+    size_t slash = s.find('/');
+    std::string name = slash == std::string::npos ? s : s.substr(slash + 1);
+    if (slash != std::string::npos && !valid_dns1123_subdomain(s.substr(0, slash))) return false;
+    return !name.empty() && valid_label_value(name);
+}
+
 bool valid_ip_address(const std::string &s)
 {
     unsigned char buf[16];

@@ -65,6 +65,9 @@ bool valid_dns1123_label(const std::string &s);
 bool valid_dns1035_label(const std::string &s);
 // A label value as the API server checks it.
 bool valid_label_value(const std::string &s);
+// A qualified name ([DNS subdomain "/"] name, as label keys and a Service
+// port's appProtocol are checked).
+bool valid_qualified_name(const std::string &s);
 // An IPv4 or IPv6 address in its textual form.
 bool valid_ip_address(const std::string &s);
 // metadata.name as the API server checks it for `kind`.

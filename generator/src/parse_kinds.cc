@@ -396,6 +396,10 @@ void parse_service(const Document &doc, const YamlNode &root, Manifests *out)
         if (!sp.name.empty() && !valid_dns1123_label(sp.name)) {
             doc.fail(p, path + ".name", "a port name must be an RFC 1123 label");
         }
+        if (!sp.app_protocol.empty() && !valid_qualified_name(sp.app_protocol)) {
+            doc.fail(p, path + ".appProtocol", "must be a qualified name (an optional DNS subdomain and '/', then "
+                                               "at most 63 letters, digits, '-', '_' and '.')");
+        }
         s.ports.push_back(sp);
     }
     out->services.push_back(std::move(s));

@@ -99,10 +99,19 @@ struct WeightedUpstream {
     bool tls = false;
     int weight = 1;
     bool grpc = false;  // grpc_pass rather than proxy_pass
+    bool websocket = false;  // appProtocol kubernetes.io/ws: WebSocket upgrades pass (GEP-1911)
     // its backendRef's RequestHeaderModifier, when the rule has several
     // backendRefs (one backendRef's filters are the rule's own)
     HeaderModifier request_headers;
 };
+
+// The share of an invalid backendRef: no upstream, answered 500.
+inline WeightedUpstream refused_share(int weight)
+{
+    WeightedUpstream wu;
+    wu.weight = weight;
+    return wu;
+}
 
 // One header, query parameter or method condition: the nginx variable
 // (without "$": request_method, http_NAME, arg_NAME) and the anchored

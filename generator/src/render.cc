@@ -311,23 +311,96 @@ void render_per_backend_headers(nginx::Writer &w, Splits &shared, const nginx::W
     }
 }
 
+nginx::Name conditional_target(Splits &splits, const Location &l);
+
+// WebSocket (GEP-1911 kubernetes.io/ws): the client's Upgrade reaches the
+// backends that speak WebSocket, and only an Upgrade to WebSocket (one to
+// h2c or anything else would let a client tunnel past the routing);
+// Connection says "upgrade" then, and "close", nginx's own, otherwise.
+// Where the location's backends differ, a map over the backend chosen.
+// The name of the Upgrade variable, or none when no backend speaks it.
+std::optional<nginx::Name> websocket_upgrade(Splits &shared, const Location &l)
+{
+    if (l.grpc || l.return_code != 0) return std::nullopt;
+    std::vector<const WeightedUpstream *> reachable;
+    for (const WeightedUpstream &b : l.backends) reachable.push_back(&b);
+    for (const ConditionalTarget &t : l.conditional) {
+        for (const WeightedUpstream &b : t.backends) reachable.push_back(&b);
+    }
+    size_t websocket = 0, valid = 0;
+    for (const WeightedUpstream *b : reachable) {
+        if (b->upstream.empty()) continue;
+        valid++;
+        websocket += b->websocket;
+    }
+    if (websocket == 0) return std::nullopt;
+    nginx::Fragment only_websocket = nginx::Writer::capture(1, [](nginx::Writer &m) {
+        m.entry(nginx::Token::map_regex("^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$"), {"websocket"});
+        m.directive("default", {nginx::Token::value("")});
+    });
+    nginx::Name upgrade = shared.variable("websocket", "map", "$http_upgrade", only_websocket);
+    if (websocket < valid) {
+        bool failed = false;
+        nginx::Name chosen = !l.conditional.empty() ? conditional_target(shared, l)
+                                                    : backend_split(shared, l.backends, &failed);
+        nginx::Fragment per_backend = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+            std::set<std::string> keys;
+            for (const WeightedUpstream *b : reachable) {
+                if (b->upstream.empty() || !b->websocket) continue;
+                std::string key = "^" + regex_quote(nginx::Token(scheme(*b)).text()) + "$";
+                if (keys.insert(key).second) m.entry(nginx::Token::map_regex(key), {nginx::Token::variable(upgrade)});
+            }
+            m.directive("default", {nginx::Token::value("")});
+        });
+        upgrade = shared.variable("backend_websocket", "map", nginx::Token::variable(chosen), per_backend);
+    }
+    return upgrade;
+}
+
+void render_websocket_upgrade(nginx::Writer &w, Splits &shared, const nginx::Name &upgrade)
+{
+    nginx::Fragment connection = nginx::Writer::capture(1, [](nginx::Writer &m) {
+        m.entry(nginx::Token::map_key("websocket"), {"upgrade"});
+        m.directive("default", {"close"});
+    });
+    w.directive("proxy_set_header", {"Upgrade", nginx::Token::variable(upgrade)});
+    w.directive("proxy_set_header",
+                {"Connection", nginx::Token::variable(shared.variable("connection", "map", nginx::Token::variable(upgrade),
+                                                                      connection))});
+}
+
 void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
     const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(),
                                          [](const WeightedUpstream &b) { return !b.request_headers.empty(); });
-    if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty())) {
+    const std::optional<nginx::Name> upgrade = websocket_upgrade(shared, l);
+    if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty()) && !upgrade) {
         return;
     }
     // gRPC (GRPCRoute) has no URLRewrite and inherits no grpc_set_header
     const nginx::Word set_header = l.grpc ? nginx::Word("grpc_set_header") : nginx::Word("proxy_set_header");
-    // a location's proxy_set_header replaces every inherited one: Host again
-    if (rewrite && !rewrite->hostname.empty()) {
-        w.directive("proxy_set_header", {"Host", nginx::Script().input(rewrite->hostname)});
-    } else if (!l.grpc) {
-        w.directive("proxy_set_header", {"Host", "$http_host"});
+    // a header the route's filters name is theirs: nginx would send a
+    // second one beside the generator's (two Hosts: the backend's 400)
+    std::vector<std::string> named = headers ? headers->headers.names() : std::vector<std::string>{};
+    if (l.conditional.empty()) {
+        for (const WeightedUpstream &b : l.backends) {
+            for (const std::string &n : b.request_headers.names()) named.push_back(n);
+        }
     }
+    auto filters_name = [&](const char *header) {
+        return std::any_of(named.begin(), named.end(), [&](const std::string &n) { return same_header(n, header); });
+    };
+    // a location's proxy_set_header replaces every inherited one: Host again
+    if (!filters_name("Host")) {
+        if (rewrite && !rewrite->hostname.empty()) {
+            w.directive("proxy_set_header", {"Host", nginx::Script().input(rewrite->hostname)});
+        } else if (!l.grpc) {
+            w.directive("proxy_set_header", {"Host", "$http_host"});
+        }
+    }
+    if (upgrade && !filters_name("Upgrade") && !filters_name("Connection")) render_websocket_upgrade(w, shared, *upgrade);
     if (headers != nullptr) render_header_modifier(w, shared, set_header, headers->headers);
     if (!per_backend || !l.conditional.empty() || l.return_code != 0) return;
     if (l.backends.size() > 1) {

@@ -610,7 +610,7 @@ private:
         for (const RouteRule &rule : r.rules) {
             for (const BackendRef &b : rule.backend_refs) {
                 WeightedUpstream wu;
-                if (!resolve_backend(r, b, gw, target, &wu, refs)) wu = {"", false, b.weight, false, {}};
+                if (!resolve_backend(r, b, gw, target, &wu, refs)) wu = refused_share(b.weight);
                 if (wu.weight > 0) route.backends.push_back(wu);
             }
         }
@@ -635,7 +635,7 @@ private:
             WeightedUpstream wu;
             BackendTarget target = r.kind == "GRPCRoute" ? BackendTarget::Grpc : BackendTarget::Http;
             if (!resolve_backend(r, b, gw, target, &wu, refs)) {
-                wu = {"", false, b.weight, false, {}};
+                wu = refused_share(b.weight);
             }
             wu.request_headers = filters.per_backend[i];
             if (wu.weight > 0) backends.push_back(wu);
@@ -770,6 +770,18 @@ private:
             policies_.reached(objects_.position(*svc), port->name, gw.meta.key());
         }
         out->grpc = target == BackendTarget::Grpc;
+        // GEP-1911: the port's appProtocol says what the backend speaks
+        if (target == BackendTarget::Http) {
+            const std::string &protocol = port->app_protocol;
+            out->websocket = protocol == "kubernetes.io/ws" || (protocol == "kubernetes.io/wss" && policy != nullptr);
+            if (protocol == "kubernetes.io/h2c" || (protocol == "kubernetes.io/wss" && policy == nullptr)) {
+                *refs = cond::route_unsupported_protocol(
+                    "Service " + svc->meta.key() + " port " + std::to_string(port->port) + ": appProtocol " + protocol
+                    + (protocol == "kubernetes.io/wss" ? " needs a BackendTLSPolicy to verify the backend"
+                                                       : " is not supported for HTTPRoute backends"));
+                return false;
+            }
+        }
         bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
         out->upstream = upstream_for(*svc, *port, policy, target, denied ? &gw : nullptr);
         out->tls = policy != nullptr;

@@ -173,7 +173,7 @@ apiVersion: v1
 kind: Service
 metadata: {name: api, namespace: app}
 spec:
-  ports: [{name: https, port: 443, targetPort: 9443, appProtocol: https}, {name: alt, port: 8443, targetPort: alt}]
+  ports: [{name: https, port: 443, targetPort: 9443, appProtocol: https}, {name: alt, port: 8443, targetPort: alt, appProtocol: kubernetes.io/ws}]
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -436,7 +436,7 @@ public:
             if (!generator_vocabulary().count(name)) return at + "a directive the generator never writes: " + name;
         }
         if (r.shape != baseline_.shape && r.rejected == baseline_.rejected && r.statuses == baseline_.statuses
-            && !p.is_key && !syntax_free(value)
+            && !p.is_key && !syntax_free(value) && !only_compared(p)
             // a Service or an EndpointSlice may leave an upstream without endpoints
             && !((p.kind == "Service" || p.kind == "EndpointSlice")
                  && r.shape_outside_upstreams == baseline_.shape_outside_upstreams)) {
@@ -457,6 +457,16 @@ public:
         return std::all_of(value.begin(), value.end(), [](char ch) {
             return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-';
         });
+    }
+
+    // A field whose value the generator only compares with its own words
+    // and never writes (a Service port's appProtocol: kubernetes.io/ws or
+    // not): any value may choose the other way, "default" too.
+    static bool only_compared(const ScalarPath &p)
+    {
+        const std::string suffix = ".appProtocol";
+        return p.kind == "Service" && p.where.size() > suffix.size()
+               && p.where.compare(p.where.size() - suffix.size(), suffix.size(), suffix) == 0;
     }
 
 private:

@@ -930,6 +930,88 @@ spec:
               "spec.rules[1].backendRefs[0]: When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch"}});
 }
 
+BOOST_AUTO_TEST_CASE(backend_protocols_follow_the_app_protocol)
+{
+    // GEP-1911: kubernetes.io/ws gets the WebSocket Upgrade, h2c and an
+    // unverified wss are not served (ResolvedRefs=False/UnsupportedProtocol)
+    const std::string services = R"(---
+apiVersion: v1
+kind: Service
+metadata: {name: ws, namespace: ns}
+spec:
+  ports:
+  - {name: ws, port: 80, appProtocol: kubernetes.io/ws}
+  - {name: h2c, port: 81, appProtocol: kubernetes.io/h2c}
+  - {name: wss, port: 82, appProtocol: kubernetes.io/wss}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: ws-1
+  namespace: ns
+  labels: {kubernetes.io/service-name: ws}
+ports: [{name: ws, port: 8080}, {name: h2c, port: 8081}, {name: wss, port: 8082}]
+endpoints: [{addresses: ["10.0.0.3"]}]
+)";
+    const std::string route = services + R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: protocols, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [ws.example.com]
+  rules:
+  - matches: [{path: {value: /ws}}]
+    backendRefs: [{name: ws, port: 80}]
+  - matches: [{path: {value: /mixed}}]
+    backendRefs: [{name: ws, port: 80}, {name: svc, port: 443}]
+  - matches: [{path: {value: /host}}]
+    filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: HOST, value: h.example.com}]}}]
+    backendRefs: [{name: ws, port: 80}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "protocols")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    std::string http = render_http_conf(plan);
+    // only a WebSocket Upgrade, whatever its case; Connection follows it
+    BOOST_TEST(http.find("map $http_upgrade $websocket_1 {\n    \"~^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$\" websocket;\n"
+                         "    default \"\";\n}\n") != std::string::npos, http);
+    BOOST_TEST(http.find("map $websocket_1 $connection_2 {\n    websocket upgrade;\n    default close;\n}\n")
+               != std::string::npos, http);
+    BOOST_TEST(http.find("    location /ws/ {\n        proxy_set_header Host $http_host;\n"
+                         "        proxy_set_header Upgrade $websocket_1;\n"
+                         "        proxy_set_header Connection $connection_2;\n"
+                         "        proxy_pass http://backend_ns_ws_80;\n") != std::string::npos, http);
+    // beside another backend, the Upgrade follows the split's pick
+    BOOST_TEST(http.find("$backend_split_3 $backend_websocket_4 {\n    \"~^http://backend_ns_ws_80$\" $websocket_1;\n"
+                         "    default \"\";\n}\n") != std::string::npos, http);
+    BOOST_TEST(http.find("        proxy_set_header Upgrade $backend_websocket_4;\n"
+                         "        proxy_set_header Connection $connection_5;\n"
+                         "        proxy_pass $backend_split_3;\n") != std::string::npos, http);
+    // a header the filters name is theirs alone: one Host
+    BOOST_TEST(http.find("    location /host/ {\n        proxy_set_header Upgrade $websocket_1;\n"
+                         "        proxy_set_header Connection $connection_2;\n"
+                         "        proxy_set_header HOST h.example.com;\n") != std::string::npos, http);
+    // a backend without kubernetes.io/ws gets none
+    Plan plain = plan_of(base_manifests() + edited(route, {"{name: ws, port: 80}]\n  - matches: [{path: {value: /mixed}}]",
+                                                          "{name: svc, port: 443}]\n  - matches: [{path: {value: /mixed}}]", ""}));
+    BOOST_TEST(render_http_conf(plain).find("    location /ws/ {\n        proxy_pass http://backend_ns_svc_443;\n")
+               != std::string::npos);
+
+    for (const auto &[port, why] : std::vector<std::pair<std::string, std::string>>{
+             {"81", "appProtocol kubernetes.io/h2c is not supported for HTTPRoute backends"},
+             {"82", "appProtocol kubernetes.io/wss needs a BackendTLSPolicy to verify the backend"}}) {
+        Plan p = plan_of(base_manifests() + edited(route, {"backendRefs: [{name: ws, port: 80}]\n  - matches: [{path: {value: /mixed}}]",
+                                                            "backendRefs: [{name: ws, port: " + port + "}]\n  - matches: [{path: {value: /mixed}}]", ""}));
+        const Condition &refs = status_of(p, "HTTPRoute", "protocols").refs.at(0).conditions.at(1);
+        BOOST_TEST(refs.reason == "UnsupportedProtocol");
+        BOOST_TEST(refs.message.find(why) != std::string::npos, refs.message);
+        BOOST_TEST(render_http_conf(p).find("    location /ws/ {\n        return 500;\n") != std::string::npos);
+    }
+    // what the API server would refuse
+    std::string error = error_of(base_manifests() + edited(route, {"appProtocol: kubernetes.io/ws", "appProtocol: \"ws;x\"", ""}));
+    BOOST_TEST(error.find("spec.ports[0].appProtocol: must be a qualified name") != std::string::npos, error);
+}
+
 BOOST_AUTO_TEST_CASE(request_mirrors_render_as_internal_locations)
 {
     const std::string route = R"(---

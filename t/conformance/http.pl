@@ -624,6 +624,15 @@ return [
         }
     },
     {
+        # Service port appProtocol kubernetes.io/ws: the Upgrade reaches it
+        name => 'HTTPRouteBackendProtocolWebSocket',
+        features => [qw(Gateway HTTPRoute HTTPRouteBackendProtocolWebSocket)],
+        manifests => ['httproute-backend-protocol-websocket'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'backend-protocol-ws']],
+        requests => [[$same, 80, {websocket => 1, path => '/ws'}, {}]],
+    },
+    {
         name => 'GatewaySecretInvalidReferenceGrant',
         features => [qw(Gateway ReferenceGrant)],
         manifests => ['gateway-secret-invalid-reference-grant'],

@@ -10,8 +10,6 @@ return [
      'httproute-request-percentage-mirror'],
     ['HTTPRouteCORS', [qw(Gateway HTTPRoute HTTPRouteCORS)], 'httproute-cors'],
     ['HTTPRouteBackendProtocolH2C', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolH2C)], 'httproute-backend-protocol-h2c'],
-    ['HTTPRouteBackendProtocolWebSocket', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolWebSocket)],
-     'httproute-backend-protocol-websocket'],
     ['HTTPRouteRetry', [qw(Gateway HTTPRoute HTTPRouteRetry)], 'httproute-retry'],
     ['HTTPRouteRetryConnectionError', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryConnectionError)],
      'httproute-retry-connection-error'],

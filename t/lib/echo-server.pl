@@ -9,7 +9,8 @@
 #
 # With --log, each request is logged as echo-basic logs it ("Echoing back
 # request made to PATH to client (ADDR)") in DIR/NAMESPACE_POD.log, the
-# pod's log the suite reads for mirrored requests. Runs until killed; a
+# pod's log the suite reads for mirrored requests. /ws with a WebSocket
+# Upgrade echoes each message, as echo-basic's does. Runs until killed; a
 # child per connection, keep-alive honoured.
 use strict;
 use warnings;
@@ -18,6 +19,9 @@ use IO::Select;
 use JSON::PP;
 use POSIX qw(WNOHANG);
 use Time::HiRes ();
+use FindBin;
+use lib "$FindBin::Bin";
+use Test::WebSocket qw(accept_key read_frame write_frame);
 
 my %identity;  # listening socket -> [namespace, pod]
 my $select = IO::Select->new;
@@ -62,6 +66,19 @@ sub serve {
         if ($length) {
             local $/ = \$length;
             my $body = <$conn>;
+        }
+        # echo-basic's /ws: a WebSocket that echoes each message
+        my ($upgrade) = @{$headers{Upgrade} || []};
+        if ($uri =~ m{^/ws(?:\?|$)} && $upgrade && lc $upgrade eq 'websocket' && $headers{'Sec-Websocket-Key'}) {
+            print $conn "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      . "Sec-WebSocket-Accept: " . accept_key($headers{'Sec-Websocket-Key'}[0]) . "\r\n\r\n";
+            $conn->flush;
+            while (my ($opcode, $payload) = read_frame($conn)) {
+                if ($opcode == 8) { write_frame($conn, 8, $payload); last }
+                write_frame($conn, $opcode == 9 ? 10 : $opcode, $payload) if $opcode != 10;
+                $conn->flush;
+            }
+            return;
         }
         # echo-basic's ?delay=DURATION: answer that much later
         if ($uri =~ /[?&]delay=(\d+(?:\.\d+)?)(ms|s)\b/) {

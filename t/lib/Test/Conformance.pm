@@ -25,6 +25,7 @@ use Time::HiRes qw(sleep time);
 
 use Test::ConformanceReport;
 use Test::GatewayTLS;
+use Test::WebSocket qw(accept_key new_key read_frame write_frame);
 
 our @EXPORT = qw(replay);
 
@@ -342,6 +343,39 @@ sub _https {
     return ($status // 0, \%h, $body // '');
 }
 
+# HTTPRouteBackendProtocolWebSocket: a WebSocket opened through the
+# Gateway to PATH echoes a text and a binary message (the suite's
+# golang.org/x/net/websocket client): why not, or ''.
+sub _websocket {
+    my ($addr, $port, $req) = @_;
+    my $sock = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port, Proto => 'tcp', Timeout => 10)
+        or return "cannot connect to $addr:$port: $!";
+    binmode $sock;
+    my $key = new_key();
+    print $sock "GET $req->{path} HTTP/1.1\r\nHost: $addr:" . ($port - $Offset) . "\r\nUpgrade: websocket\r\n"
+              . "Connection: Upgrade\r\nSec-WebSocket-Key: $key\r\nSec-WebSocket-Version: 13\r\n"
+              . "Origin: ws://gateway/HTTPRouteBackendProtocolWebSocket\r\n\r\n";
+    my $head = '';
+    while ($head !~ /\r\n\r\n\z/) {
+        defined(my $got = read $sock, $head, 1, length $head) or last;
+        last unless $got;
+    }
+    my ($status) = $head =~ m{^HTTP/1\.1 (\d{3})};
+    return "the handshake got " . ($status // 'no answer') . ", not 101" unless ($status // 0) == 101;
+    my ($accept) = $head =~ /^Sec-WebSocket-Accept:\s*(\S+)/mi;
+    return "the handshake's Sec-WebSocket-Accept is not the key's" unless ($accept // '') eq accept_key($key);
+    for my $message ([1, 'Websocket Support!'], [2, pack('C*', 1 .. 7)]) {
+        write_frame($sock, @$message, 1);
+        $sock->flush;
+        my ($opcode, $payload) = read_frame($sock);
+        return "message $message->[1] was not echoed (got " . ($opcode // 'nothing') . ")"
+            unless defined $opcode && $opcode == $message->[0] && $payload eq $message->[1];
+    }
+    write_frame($sock, 8, pack('n', 1000), 1);
+    close $sock;
+    return '';
+}
+
 # The suite's CompareRoundTrip (conformance/utils/http/http.go): why the
 # response is not what EXPECTED says, or ''.
 sub _compare {
@@ -518,6 +552,11 @@ sub _check {
             my $diff = _grpc_compare($req, $exp, shift @grpc_results);
             push @why, "request $k ($req->{grpc}" . ($req->{authority} ? " to $req->{authority}" : '') . "): $diff"
                 if $diff;
+            next;
+        }
+        if ($req->{websocket}) {
+            my $diff = _websocket($addr, $port + $Offset, $req);
+            push @why, "request $k (WebSocket $req->{path}): $diff" if $diff;
             next;
         }
         my $offsets = _log_offsets($exp->{mirrored_to} || []);

@@ -181,6 +181,8 @@ sub _backend_servers {
             add_header X-Echo-Set \$http_x_set always;
             add_header X-Echo-Add \$http_x_add always;
             add_header X-Echo-Drop \$http_x_drop always;
+            add_header X-Echo-Upgrade \$http_upgrade always;
+            add_header X-Echo-Connection \$http_connection always;
             return 200 "backend=$name sni=\$ssl_server_name path=\$uri\\n";
         }
     }
