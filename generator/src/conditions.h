@@ -93,6 +93,15 @@ inline Condition gateway_class_invalid_parameters(const std::string &ref)
 inline Condition gateway_accepted() { return make("Accepted", true, "Accepted", "Gateway is accepted"); }
 inline Condition gateway_programmed() { return make("Programmed", true, "Programmed", "Gateway is programmed"); }
 inline Condition gateway_not_programmed(const std::string &why) { return make("Programmed", false, "Invalid", why); }
+inline Condition gateway_unsupported_address(const std::string &why)
+{
+    return make("Accepted", false, "UnsupportedAddress", why);
+}
+// reason AddressNotUsable or AddressNotAssigned
+inline Condition gateway_address_not_programmed(const char *reason, const std::string &why)
+{
+    return make("Programmed", false, reason, why);
+}
 inline Condition gateway_invalid_parameters(const std::string &ref)
 {
     return make("Accepted", false, "InvalidParameters", "infrastructure.parametersRef " + ref + " is not supported");

@@ -111,7 +111,8 @@ struct Gateway {
     ObjectMeta meta;
     std::string gateway_class_name;
     std::vector<Listener> listeners;
-    std::vector<std::string> addresses;  // IP addresses only
+    // spec.addresses: type (IPAddress by default) and value ("": assign one)
+    std::vector<std::pair<std::string, std::string>> addresses;
     std::string parameters_ref;          // spec.infrastructure.parametersRef "group/kind/name"; none is supported
     // GEP-4152 operator gate: spec.tls.backend.validation.mode
     bool allows_insecure_backends = false;  // AllowInsecureVerification

@@ -1,10 +1,13 @@
 #include "nginx_check.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +137,22 @@ std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::pat
         fs::remove_all(dir, ec);
     }
     return refusal;
+}
+
+bool address_is_local(const std::string &address)
+{
+    sockaddr_in v4{};
+    sockaddr_in6 v6{};
+    v4.sin_family = AF_INET;
+    v6.sin6_family = AF_INET6;
+    const bool is_v4 = inet_pton(AF_INET, address.c_str(), &v4.sin_addr) == 1;
+    if (!is_v4 && inet_pton(AF_INET6, address.c_str(), &v6.sin6_addr) != 1) return false;
+    int fd = socket(is_v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    bool bound = is_v4 ? bind(fd, reinterpret_cast<sockaddr *>(&v4), sizeof v4) == 0
+                       : bind(fd, reinterpret_cast<sockaddr *>(&v6), sizeof v6) == 0;
+    close(fd);
+    return bound;
 }
 
 }  // namespace g2n

@@ -14,4 +14,8 @@ namespace g2n {
 // not shown on stderr.
 std::optional<std::string> nginx_refusal(const std::string &nginx, const std::filesystem::path &dir, bool quiet);
 
+// Whether nginx on this host could listen on the IP address `address`
+// (a socket binds to it; any port): a Gateway's static address.
+bool address_is_local(const std::string &address);
+
 }  // namespace g2n

@@ -360,14 +360,22 @@ void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
     for (const YamlNode &addr : doc.list(spec, "spec", "addresses")) {
         std::string path = "spec.addresses[" + std::to_string(i++) + "]";
         std::string type = doc.string(addr, path, "type", false, "IPAddress");
-        std::string value = doc.string(addr, path, "value", true);
-        if (!addresses.insert(type + "/" + value).second) {
-            doc.fail(addr, path, type == "IPAddress" ? "IPAddress values must be unique" : "Hostname values must be unique");
+        std::string value = doc.string(addr, path, "value");
+        bool known = type == "IPAddress" || type == "Hostname" || type == "NamedAddress";
+        if (!known && (type.find('/') == std::string::npos || !valid_dns1123_subdomain(type.substr(0, type.find('/'))))) {
+            doc.fail(addr, path + ".type", "must be Hostname, IPAddress, NamedAddress or a domain-prefixed type");
         }
-        if (type == "IPAddress") {
-            if (!valid_ip_address(value)) doc.fail(addr, path + ".value", "not an IP address");
-            gw.addresses.push_back(value);
+        if (!value.empty() && !addresses.insert(type + "/" + value).second && (type == "IPAddress" || type == "Hostname")) {
+            doc.fail(spec, "spec.addresses", type + " values must be unique");
         }
+        if (type == "IPAddress" && !value.empty() && !valid_ip_address(value)) {
+            doc.fail(addr, path + ".value", "not an IP address");
+        }
+        if (type == "Hostname" && !value.empty() && !valid_hostname(value, true)) {
+            doc.fail(addr, path + ".value", "Hostname value must be empty or contain only valid characters");
+        }
+        if (value.size() > 253) doc.fail(addr, path + ".value", "at most 253 characters");
+        gw.addresses.emplace_back(type, value);
     }
     out->gateways.push_back(std::move(gw));
 }

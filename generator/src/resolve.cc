@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "conditions.h"
+#include "nginx_check.h"
 
 namespace g2n {
 
@@ -279,17 +280,52 @@ private:
                   [](const Gateway *a, const Gateway *b) { return key_less(a->meta, b->meta); });
     }
 
+    // Where a Gateway listens (spec.addresses): one IP address, given or
+    // assigned (the --listen-address); other types are not supported, and
+    // an address this host does not have cannot be listened on (nginx
+    // would refuse the whole configuration).
+    struct GatewayAddress {
+        std::string address;
+        std::optional<Condition> refused;  // Accepted=False or Programmed=False
+    };
+    const GatewayAddress &gateway_address(const Gateway &gw)
+    {
+        auto [it, added] = gateway_addresses_.try_emplace(gw.meta.key());
+        GatewayAddress &a = it->second;
+        if (!added) return a;
+        a.address = o_.listen_address;
+        size_t ip_addresses = 0;
+        for (const auto &[type, value] : gw.addresses) {
+            if (type != "IPAddress") {
+                a.refused = cond::gateway_unsupported_address("address type " + type + " is not supported (IPAddress only)");
+                return a;
+            }
+            ip_addresses++;
+            if (value.empty()) continue;
+            if (!address_is_local(value)) {
+                a.refused = cond::gateway_address_not_programmed("AddressNotUsable", "address " + value + " is not an address of this host");
+                return a;
+            }
+            a.address = value;
+        }
+        if (ip_addresses > 1) {
+            a.refused = cond::gateway_address_not_programmed("AddressNotAssigned", "gateway2nginx listens on one address per Gateway");
+        }
+        return a;
+    }
+
     ListenerState resolve_listener(const Gateway &gw, const Listener &l)
     {
         ListenerState s;
         s.gateway = &gw;
         s.listener = &l;
         s.status.name = l.name;
-        std::string address = gw.addresses.empty() ? o_.listen_address : gw.addresses.front();
+        std::string address = gateway_address(gw).address;
         if (address.find(':') != std::string::npos) address = "[" + address + "]";
         s.listen = address + ":" + std::to_string(l.port + o_.port_offset);
-        if (!gw.parameters_ref.empty()) {
-            s.status.conditions = {cond::listener_not_programmed("the Gateway is not accepted")};
+        if (!gw.parameters_ref.empty() || gateway_address(gw).refused) {
+            s.status.conditions = {cond::listener_not_programmed(gw.parameters_ref.empty() ? "the Gateway's address cannot be used"
+                                                                                           : "the Gateway is not accepted")};
             return s;
         }
 
@@ -859,9 +895,14 @@ private:
                 insecure_frontend |= ls.usable && ls.client.verify == "optional_no_ca" && !ls.client.ca.empty();
             }
             const size_t listeners = st.listeners.size();
+            const GatewayAddress &address = gateway_address(*gw);
             if (!gw->parameters_ref.empty()) {
                 st.conditions = {cond::gateway_invalid_parameters(gw->parameters_ref),
                                  cond::gateway_not_programmed("the Gateway is not accepted")};
+            } else if (address.refused && address.refused->type == "Accepted") {
+                st.conditions = {*address.refused, cond::gateway_not_programmed("the Gateway is not accepted")};
+            } else if (address.refused) {
+                st.conditions = {cond::gateway_accepted(), *address.refused};
             } else {
                 // a listener that is not programmed makes the Gateway's
                 // listeners not valid; none accepted, the Gateway is not
@@ -872,8 +913,9 @@ private:
                                                 : cond::gateway_not_programmed("no listener is programmed")};
             }
             // where clients reach it: the address it listens on, unless that is every address
-            std::string address = gw->addresses.empty() ? o_.listen_address : gw->addresses.front();
-            if (programmed > 0 && address != "0.0.0.0" && address != "::") st.addresses.push_back(address);
+            if (programmed > 0 && address.address != "0.0.0.0" && address.address != "::") {
+                st.addresses.push_back(address.address);
+            }
             if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
             if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
             if (insecure_frontend) st.conditions.push_back(cond::gateway_insecure_frontend());
@@ -958,6 +1000,7 @@ private:
     // route; finish_servers() hands them to the plan in key order
     std::unordered_map<std::string, Server> servers_;                // by "listen host"
     std::unordered_map<std::string, std::string> server_owner_;     // "listen host" -> Gateway
+    std::map<std::string, GatewayAddress> gateway_addresses_;       // Gateway key -> where it listens
     std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
     UpstreamTable upstreams_;
     std::map<std::string, StreamServer> stream_servers_;  // by listen

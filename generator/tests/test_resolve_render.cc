@@ -455,12 +455,44 @@ BOOST_AUTO_TEST_CASE(v1alpha3_policies_are_read_too)
 
 BOOST_AUTO_TEST_CASE(gateway_addresses_choose_the_listen_address)
 {
-    std::string yaml = base_manifests();
-    yaml.replace(yaml.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,
-                 "  addresses: [{type: IPAddress, value: \"127.0.0.2\"}, {type: Hostname, value: gw.example.com}]\n");
-    Plan plan = plan_of(yaml);
+    auto gateway_reasons = [](const Plan &p) {
+        std::string out;
+        for (const Condition &c : status_of(p, "Gateway", "gw").conditions) {
+            out += std::string(c.type) + "=" + std::string(c.status) + "/" + std::string(c.reason) + " ";
+        }
+        return out;
+    };
+    auto with_addresses = [](const std::string &addresses) {
+        std::string yaml = base_manifests();
+        yaml.replace(yaml.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,
+                     "  addresses: " + addresses + "\n");
+        return yaml;
+    };
+    Plan plan = plan_of(with_addresses("[{type: IPAddress, value: \"127.0.0.2\"}]"));
     BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
     BOOST_TEST(plan.servers[0].listen == "127.0.0.2:80");
+    BOOST_TEST(status_of(plan, "Gateway", "gw").addresses == std::vector<std::string>{"127.0.0.2"});
+    // GatewayAddressEmpty: an IPAddress without value is assigned one
+    Plan assigned = plan_of(with_addresses("[{type: IPAddress}]"));
+    BOOST_TEST(assigned.servers.at(0).listen == "0.0.0.0:80");
+    BOOST_TEST(gateway_reasons(assigned) == "Accepted=True/Accepted Programmed=True/Programmed ");
+
+    // what cannot be listened on is said, and nothing of the Gateway served
+    for (const auto &[addresses, why] : std::vector<std::pair<std::string, std::string>>{
+             {"[{type: IPAddress, value: \"127.0.0.2\"}, {type: Hostname, value: gw.example.com}]",
+              "Accepted=False/UnsupportedAddress Programmed=False/Invalid "},
+             {"[{type: example.com/custom, value: \"x y\"}]", "Accepted=False/UnsupportedAddress Programmed=False/Invalid "},
+             {"[{value: \"192.0.2.1\"}]", "Accepted=True/Accepted Programmed=False/AddressNotUsable "},
+             {"[{value: \"127.0.0.2\"}, {value: \"127.0.0.3\"}]", "Accepted=True/Accepted Programmed=False/AddressNotAssigned "}}) {
+        Plan refused = plan_of(with_addresses(addresses));
+        BOOST_TEST(gateway_reasons(refused) == why, addresses);
+        BOOST_TEST(refused.servers.empty(), addresses);
+        BOOST_TEST(status_of(refused, "Gateway", "gw").addresses.empty(), addresses);
+    }
+    BOOST_TEST(error_of(with_addresses("[{type: \"not a type\"}]")).find("spec.addresses[0].type: must be Hostname, IPAddress")
+               != std::string::npos);
+    BOOST_TEST(error_of(with_addresses("[{value: \"1.2.3.4\"}, {value: \"1.2.3.4\"}]")).find("IPAddress values must be unique")
+               != std::string::npos);
 
     std::string v6 = base_manifests();
     v6.replace(v6.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,

@@ -632,6 +632,52 @@ return [
         accepted => [[$same, 'HTTPRoute', 'backend-protocol-ws']],
         requests => [[$same, 80, {websocket => 1, path => '/ws'}, {}]],
     },
+    do {
+        # the suite's UsableNetworkAddresses and UnusableNetworkAddresses: an
+        # address of this host's loopback, and one of TEST-NET-1 it has not
+        my ($gw, $usable, $unusable) = ('gateway-static-addresses', '127.0.0.9', '192.0.2.1');
+        my $state = sub {
+            my ($accepted, $programmed) = @_;
+            [[$gw, 'Gateway', $gw, qr{^: Accepted=$accepted$}m], [$gw, 'Gateway', $gw, qr{^: Programmed=$programmed$}m]];
+        };
+        {
+            name => 'GatewayStaticAddresses',
+            features => [qw(Gateway GatewayStaticAddresses)],
+            manifests => ['gateway-static-addresses'],
+            gateways => [$gw],
+            prepare => sub {
+                my $text = shift;
+                $text =~ s/value: "PLACEHOLDER_UNUSABLE_ADDRS"/type: IPAddress\n    value: "$unusable"/;
+                $text =~ s/value: "PLACEHOLDER_USABLE_ADDRS"/type: IPAddress\n    value: "$usable"/;
+                return $text;
+            },
+            # an address type nobody supports: not Accepted
+            conditions => $state->('False/UnsupportedAddress', 'False/Invalid'),
+            steps => [
+                {   # without it: Accepted, not Programmed (the address is not this host's)
+                    edit => sub { $_[0] =~ s/  - type: "test\/fake-invalid-type"\n    value: "fake address teehee!"\n//r },
+                    conditions => $state->('True/Accepted', 'False/AddressNotUsable'),
+                },
+                {   # only the usable one left: Programmed, and it is the status address
+                    edit => sub { $_[0] =~ s/  - type: IPAddress\n    value: "\Q$unusable\E"\n//r },
+                    conditions => [@{$state->('True/Accepted', 'True/Programmed')},
+                                   [$gw, 'Gateway', $gw, qr{^address=\Q$usable\E$}m],
+                                   [$gw, 'Gateway', $gw, qr{^listener http: Accepted=True/Accepted$}m],
+                                   [$gw, 'Gateway', $gw, qr{^listener http: ResolvedRefs=True/ResolvedRefs$}m],
+                                   [$gw, 'Gateway', $gw, qr{^listener http: attachedRoutes=0$}m]],
+                },
+            ],
+        }
+    },
+    {
+        # an IPAddress without value: the Gateway is given an address
+        name => 'GatewayOptionalAddressValue',
+        features => [qw(Gateway GatewayAddressEmpty)],
+        manifests => ['gateway-optional-address-value'],
+        gateways => ['gateway-without-address-value'],
+        conditions => [['gateway-without-address-value', 'Gateway', 'gateway-without-address-value',
+                        qr{^address=127\.0\.0\.2$}m]],
+    },
     {
         name => 'GatewaySecretInvalidReferenceGrant',
         features => [qw(Gateway ReferenceGrant)],

@@ -16,8 +16,6 @@ return [
     ['HTTPRouteRetryWithTimeouts', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryBackendTimeout
                                        HTTPRouteRequestTimeout HTTPRouteBackendTimeout)],
      'httproute-retry-with-timeouts'],
-    ['GatewayStaticAddresses', [qw(Gateway GatewayStaticAddresses)], 'gateway-static-addresses'],
-    ['GatewayOptionalAddressValue', [qw(Gateway GatewayAddressEmpty)], 'gateway-optional-address-value'],
     ['GatewayInfrastructure', [qw(Gateway GatewayInfrastructurePropagation)], 'gateway-infrastructure'],
     ['TLSRouteMixedTerminationSameNamespace', [qw(Gateway TLSRoute TLSRouteModeMixed)],
      'tlsroute-mixed-termination-same-namespace'],

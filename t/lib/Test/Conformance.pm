@@ -664,6 +664,7 @@ sub _run_test {
         (my $text = slurp("$Shared/tests/$m.yaml")) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
         $text =~ s/\{GATEWAY_CONTROLLER_NAME\}/gateway2nginx.io\/controller/g;
         $text = _fill_endpoint_slices($text, $test->{endpoint_slices}) if $test->{endpoint_slices};
+        $text = $test->{prepare}->($text) if $test->{prepare};
         spit(sprintf("%s/1%d-%s.yaml", $Dir, $i++, $m), $text);
     }
     my ($status, $address) = _serve($test);
