@@ -742,20 +742,21 @@ std::vector<nginx::Token> listen_arguments(const std::string &listen, bool ssl, 
 // default server (the catch-all listener's, or the 404 server) is "".
 std::map<std::string, nginx::Name> sni_listener_variables(Splits &splits, const Plan &plan)
 {
-    std::map<std::string, std::set<std::string>> listeners_on_listen;
+    std::map<std::string, std::vector<const Server *>> servers_on_listen;
     for (const Server &s : plan.servers) {
-        if (!s.ssl) continue;
-        listeners_on_listen[s.listen].insert(s.listener_hostname);
-        listeners_on_listen[s.listen].insert("");  // the default server
+        if (s.ssl) servers_on_listen[s.listen].push_back(&s);
     }
     std::map<std::string, nginx::Name> out;
-    for (const auto &[listen, listeners] : listeners_on_listen) {
-        if (listeners.size() < 2) continue;
+    for (const auto &[listen, servers] : servers_on_listen) {
+        // one listener, the default server's "" included, has nothing to tell apart
+        if (std::all_of(servers.begin(), servers.end(), [](const Server *s) { return s->listener_hostname.empty(); })) {
+            continue;
+        }
         nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
             m.directive("hostnames");
-            for (const Server &s : plan.servers) {
-                if (s.listen != listen || s.server_name.empty()) continue;
-                m.entry(nginx::Token::map_key(s.server_name), {nginx::Script().input(s.listener_hostname)});
+            for (const Server *s : servers) {
+                if (s->server_name.empty()) continue;
+                m.entry(nginx::Token::map_key(s->server_name), {nginx::Script().input(s->listener_hostname)});
             }
             m.directive("default", {nginx::Token::value("")});
         });
