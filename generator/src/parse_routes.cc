@@ -229,9 +229,29 @@ bool valid_header_value(const std::string &value)
     });
 }
 
+// Headers that frame a message or belong to one connection (RFC 9110
+// 7.6.1, RFC 9112 6): nginx sets them toward either side itself. A route
+// that set, added or removed one would desynchronize a connection other
+// clients share (a Content-Length that disagrees with the body is request
+// smuggling) or reopen the Upgrade that websocket_upgrade() keeps to
+// WebSocket.
+bool connection_header(const std::string &name)
+{
+    static const std::set<std::string> names = {"connection", "content-length", "keep-alive", "proxy-connection",
+                                                "te", "trailer", "transfer-encoding", "upgrade"};
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return names.count(lower) > 0;
+}
+
 HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
                                      const std::string &path, std::string *unsupported)
 {
+    auto refuse_connection_header = [&](const std::string &name) {
+        if (connection_header(name)) {
+            *unsupported = "header " + name + " frames the message or belongs to the connection: nginx sets it";
+        }
+    };
     HeaderModifier m;
     doc.only(node, path, {"set", "add", "remove"});
     for (const char *key : {"set", "add"}) {
@@ -250,6 +270,7 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
                 // the CRD allows 4,096 characters, nginx reads less as one argument
                 *unsupported = "header value of " + name + " is longer than nginx takes as one argument";
             }
+            refuse_connection_header(name);
             if (std::string(key) == "add" && name.find_first_not_of(kVariableSafe) != std::string::npos) {
                 // appended through the $http_NAME variable
                 *unsupported = "header " + name + " cannot be appended to: only letters, digits, '-' and '_'";
@@ -263,6 +284,7 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
         if (!h.is_scalar() || !valid_header_name(h.scalar())) {
             doc.fail(h, hpath, "not a valid header name");
         }
+        refuse_connection_header(h.scalar());
         m.remove.push_back(h.scalar());
     }
     return m;

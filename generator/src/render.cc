@@ -400,7 +400,7 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
             w.directive("proxy_set_header", {"Host", "$http_host"});
         }
     }
-    if (upgrade && !filters_name("Upgrade") && !filters_name("Connection")) render_websocket_upgrade(w, shared, *upgrade);
+    if (upgrade) render_websocket_upgrade(w, shared, *upgrade);
     if (headers != nullptr) render_header_modifier(w, shared, set_header, headers->headers);
     if (!per_backend || !l.conditional.empty() || l.return_code != 0) return;
     if (l.backends.size() > 1) {

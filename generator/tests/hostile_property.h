@@ -9,6 +9,8 @@
 //   - the text is valid nginx syntax,
 //   - every directive is one the generator writes, in the block it writes
 //     it in,
+//   - no header directive names a header that frames the message or
+//     belongs to the connection but the generator's own,
 //   - and the directive tree has the benign value's shape, or else the
 //     change is reported (an object rejected, or a status that differs).
 #pragma once
@@ -260,7 +262,9 @@ inline std::vector<std::string> hostile_values()
             // the longest a DNS name, a label and a header name may be; a
             // regex group nginx would make a variable
             std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(61, 'd'),
-            std::string(63, 'l'), "X-" + std::string(254, 'h'), "/(?<uri>.*)"};
+            std::string(63, 'l'), "X-" + std::string(254, 'h'), "/(?<uri>.*)",
+            // headers that frame a message or belong to a connection
+            "Transfer-Encoding", "content-length"};
 }
 
 struct Rendered {
@@ -270,7 +274,38 @@ struct Rendered {
     std::vector<std::string> names;
     std::string statuses;  // every object's conditions, one line each
     size_t rejected = 0;
+    // the header directives naming one of those, digits of variable names
+    // as "N" (a renumbered map is the same directive)
+    std::set<std::string> connection_headers;
 };
+
+// Headers that frame a message or belong to one connection (RFC 9110
+// 7.6.1, RFC 9112 6): only nginx and the generator may name them.
+inline bool connection_header(std::string name)
+{
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return name == "connection" || name == "content-length" || name == "keep-alive" || name == "proxy-connection"
+           || name == "te" || name == "trailer" || name == "transfer-encoding" || name == "upgrade";
+}
+
+inline void collect_connection_headers(const std::vector<ConfDirective> &directives, std::set<std::string> *out)
+{
+    static const std::set<std::string> header_directives = {"proxy_set_header", "grpc_set_header", "add_header",
+                                                            "proxy_hide_header", "grpc_hide_header"};
+    for (const ConfDirective &d : directives) {
+        if (d.block) collect_connection_headers(d.children, out);
+        if (d.args.size() < 2 || !header_directives.count(d.args[0]) || !connection_header(d.args[1])) continue;
+        std::string text;
+        for (const std::string &a : d.args) text += " " + a;
+        std::string normalized;
+        for (char ch : text) {
+            bool digit = ch >= '0' && ch <= '9';
+            if (!digit) normalized += ch;
+            else if (normalized.empty() || normalized.back() != 'N') normalized += 'N';
+        }
+        out->insert(normalized);
+    }
+}
 
 inline Rendered render_for_property(const std::string &yaml)
 {
@@ -315,6 +350,7 @@ inline Rendered render_for_property(const std::string &yaml)
         out.error = std::string("render refused a value: ") + e.what();
         return out;
     }
+    collect_connection_headers(all, &out.connection_headers);
     out.shape = conf_shape(all);
     out.shape_outside_upstreams = conf_shape(all, false, false, false);
     conf_names(all, "", &out.names);
@@ -435,6 +471,11 @@ public:
         for (const std::string &name : r.names) {
             if (!generator_vocabulary().count(name)) return at + "a directive the generator never writes: " + name;
         }
+        for (const std::string &d : r.connection_headers) {
+            if (!baseline_.connection_headers.count(d) && !generator_connection_header(d)) {
+                return at + "a tenant's value names a connection header:" + d;
+            }
+        }
         if (r.shape != baseline_.shape && r.rejected == baseline_.rejected && r.statuses == baseline_.statuses
             && !p.is_key && !syntax_free(value) && !only_compared(p)
             // a Service or an EndpointSlice may leave an upstream without endpoints
@@ -443,6 +484,16 @@ public:
             return at + "the directive tree changed with nothing reported\n" + r.shape + "\n" + baseline_.shape;
         }
         return "";
+    }
+
+    // The Upgrade and Connection the generator gives a WebSocket backend
+    // (which a tenant's Service may add or take away): maps of its own,
+    // as a "$" from input never reads as a variable.
+    static bool generator_connection_header(const std::string &directive)
+    {
+        return directive == " proxy_set_header Upgrade $websocket_N"
+               || directive == " proxy_set_header Upgrade $backend_websocket_N"
+               || directive == " proxy_set_header Connection $connection_N";
     }
 
     // A value that holds nothing nginx's grammar or a map gives a meaning

@@ -962,6 +962,65 @@ spec:
               "spec.rules[1].backendRefs[0]: When using URLRewrite or RequestRedirect filter with path.replacePrefixMatch"}});
 }
 
+// Framing and hop-by-hop headers are nginx's own toward either side: a
+// route that sets, adds or removes one, whatever its case and wherever
+// the filter stands, is not served (a Content-Length that disagrees with
+// the body would smuggle a request into a shared upstream connection).
+BOOST_AUTO_TEST_CASE(connection_headers_are_nginx_s_to_set)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: headers, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [headers.example.com]
+  rules:
+  - matches: [{path: {value: /rule}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {set: [{name: X-Set, value: one}], add: [{name: X-Add, value: two}], remove: [X-Drop]}
+    - type: ResponseHeaderModifier
+      responseHeaderModifier: {set: [{name: X-Resp, value: three}], add: [{name: X-Resp-Add, value: four}], remove: [X-Hide]}
+    backendRefs: [{name: svc, port: 443}]
+  - matches: [{path: {value: /backend}}]
+    backendRefs:
+    - name: svc
+      port: 443
+      filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X-Backend, value: five}]}}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    BOOST_TEST(status_of(plan, "HTTPRoute", "headers").refs.at(0).conditions.front().status == "True");
+    std::vector<Edit> edits;
+    for (const char *header : {"Content-Length", "transfer-encoding", "Connection", "Keep-Alive", "Proxy-Connection",
+                               "TE", "Trailer", "UPGRADE"}) {
+        const std::string why = std::string("header ") + header + " frames the message or belongs to the connection";
+        for (const char *field : {"{name: X-Set,", "{name: X-Add,", "[X-Drop]", "{name: X-Resp,", "{name: X-Resp-Add,",
+                                  "[X-Hide]", "{name: X-Backend,"}) {
+            std::string to = field;
+            to.replace(to.find("X-"), to.find_first_of(",]") - to.find("X-"), header);
+            edits.push_back({field, to, why});
+        }
+    }
+    check_not_accepted(route, "HTTPRoute", "headers", edits);
+    // and a GRPCRoute's (TE: trailers is gRPC's, which nginx's grpc module sends)
+    const std::string grpc = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules:
+  - filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X-Set, value: one}]}}]
+    backendRefs: [{name: svc, port: 443}]
+)";
+    BOOST_TEST(status_of(plan_of(base_manifests() + grpc), "GRPCRoute", "grpc").refs.at(0).conditions.front().status
+               == "True");
+    check_not_accepted(grpc, "GRPCRoute", "grpc",
+                       {{"{name: X-Set,", "{name: te,", "header te frames the message or belongs to the connection"}});
+}
+
 BOOST_AUTO_TEST_CASE(backend_protocols_follow_the_app_protocol)
 {
     // GEP-1911: kubernetes.io/ws gets the WebSocket Upgrade, h2c and an
