@@ -33,6 +33,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteBackendRequestRedirect",
     "HTTPRouteBackendTimeout",
     "HTTPRouteBackendURLRewrite",
+    "HTTPRouteCORS",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
     "HTTPRouteNamedRouteRule",

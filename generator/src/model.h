@@ -182,8 +182,18 @@ struct PathModifier {
     std::string value;
 };
 
+// A CORS filter (HTTPRoute, Extended): "*" alone in a list stands for any.
+struct CorsPolicy {
+    std::vector<std::string> allow_origins;  // "*", or scheme://host[:port] with an optional leading "*." in host
+    std::vector<std::string> allow_methods;
+    std::vector<std::string> allow_headers;
+    std::vector<std::string> expose_headers;
+    bool allow_credentials = false;
+    long max_age = 5;  // seconds
+};
+
 struct RouteFilter {
-    std::string type;  // RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite
+    std::string type;  // RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS
     HeaderModifier headers;
     // RequestRedirect
     std::string scheme;
@@ -196,6 +206,7 @@ struct RouteFilter {
     BackendRef mirror;
     int mirror_numerator = 100;
     int mirror_denominator = 100;
+    CorsPolicy cors;
 };
 
 struct RouteRule {

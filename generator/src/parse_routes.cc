@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <regex>
 #include <set>
 
@@ -317,6 +318,68 @@ PathModifier parse_path_modifier(const Document &doc, const YamlNode &node, cons
     return p;
 }
 
+// A CORS filter's lists, as the CRD has them: at most MAX_ITEMS, no
+// duplicates (a set), and "*" only alone.
+std::vector<std::string> parse_cors_list(const Document &doc, const YamlNode &node, const std::string &path,
+                                         const char *key, size_t max_items,
+                                         const std::function<bool(const std::string &)> &valid, const char *expected)
+{
+    std::vector<std::string> items;
+    int i = 0;
+    for (const YamlNode &item : doc.list(node, path, key)) {
+        std::string ipath = path + "." + key + "[" + std::to_string(i++) + "]";
+        if (!item.is_scalar() || !valid(item.scalar())) doc.fail(item, ipath, expected);
+        if (std::find(items.begin(), items.end(), item.scalar()) != items.end()) {
+            doc.fail(item, ipath, "duplicate value: \"" + item.scalar() + "\"");
+        }
+        items.push_back(item.scalar());
+    }
+    if (items.size() > max_items) {
+        doc.fail(node, path + "." + key, "must have at most " + std::to_string(max_items) + " items");
+    }
+    if (items.size() > 1 && std::find(items.begin(), items.end(), "*") != items.end()) {
+        doc.fail(node, path + "." + key, std::string("cannot contain '*' alongside other values"));
+    }
+    return items;
+}
+
+CorsPolicy parse_cors(const Document &doc, const YamlNode &node, const std::string &path, std::string *unsupported)
+{
+    CorsPolicy c;
+    doc.only(node, path, {"allowOrigins", "allowMethods", "allowHeaders", "exposeHeaders", "allowCredentials", "maxAge"});
+    // the CRD's CORSOrigin: "*", or http(s)://host[:port], host a DNS
+    // name with an optional leading "*." or "*" alone
+    static const std::regex origin(
+        "^(\\*|https?://((\\*\\.)?([a-zA-Z0-9-]+\\.)*[a-zA-Z0-9-]+|\\*)(:[0-9]{1,5})?)$");
+    c.allow_origins = parse_cors_list(doc, node, path, "allowOrigins", 64, [](const std::string &o) {
+        return o.size() <= 253 && std::regex_match(o, origin);
+    }, "not an origin: \"*\" or http(s)://host[:port]");
+    for (const std::string &o : c.allow_origins) {
+        size_t colon = o.rfind(':');  // the scheme's, at 4 or 5, or the port's
+        if (colon != std::string::npos && colon > 5 && std::stol(o.substr(colon + 1)) > 65535) {
+            doc.fail(node, path + ".allowOrigins", "port of " + o + " is not within 1-65535");
+        }
+    }
+    static const std::set<std::string> methods = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
+                                                  "OPTIONS", "TRACE", "PATCH", "*"};
+    c.allow_methods = parse_cors_list(doc, node, path, "allowMethods", 9, [](const std::string &m) {
+        return methods.count(m) > 0;
+    }, "expected GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH or *");
+    c.allow_headers = parse_cors_list(doc, node, path, "allowHeaders", 64, valid_header_name, "not a valid header name");
+    c.expose_headers = parse_cors_list(doc, node, path, "exposeHeaders", 64, valid_header_name, "not a valid header name");
+    std::string credentials = doc.string(node, path, "allowCredentials", false, "false");
+    if (credentials != "true" && credentials != "false") doc.fail(node, path + ".allowCredentials", "expected true or false");
+    c.allow_credentials = credentials == "true";
+    c.max_age = doc.integer(node, path, "maxAge", 1, 2147483647, false, 5);
+    for (const std::vector<std::string> *list : {&c.allow_headers, &c.expose_headers}) {
+        std::string joined;
+        for (const std::string &h : *list) joined += h + ", ";
+        // the CRD allows 64 names of 256 bytes, nginx reads less as one argument
+        if (!nginx::fits_script(joined)) *unsupported = "the CORS filter's header list is longer than nginx takes as one argument";
+    }
+    return c;
+}
+
 RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::string &path,
                          std::string *unsupported)
 {
@@ -393,6 +456,8 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
                 doc.fail(fraction, fpath, "numerator must be less than or equal to denominator");
             }
         }
+    } else if (f.type == "CORS") {
+        f.cors = parse_cors(doc, doc.child(node, path, "cors"), path + ".cors", unsupported);
     } else {
         *unsupported = "filter type " + f.type + " is not rendered yet";
     }

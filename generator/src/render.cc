@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -428,6 +429,124 @@ void render_response_headers(nginx::Writer &w, const Location &l)
     }
 }
 
+// The PCRE an allowed origin (parse checked its form) matches an Origin
+// header with: scheme and host in any case, the scheme's own port written
+// or not, "*." any number of labels, "*" alone any http(s) origin.
+std::string cors_origin_regex(const std::string &allowed)
+{
+    const std::string label = "[A-Za-z0-9-]+";
+    const std::string any_host = "(" + label + "\\.)*" + label;
+    if (allowed == "*") return "(?i)^https?://" + any_host + "(:[0-9]{1,5})?$";
+    const size_t sep = allowed.find("://");
+    const std::string scheme = allowed.substr(0, sep);
+    std::string host = allowed.substr(sep + 3), port;
+    if (size_t colon = host.find(':'); colon != std::string::npos) {
+        port = std::to_string(std::stol(host.substr(colon + 1)));
+        host.erase(colon);
+    }
+    const std::string own_port = scheme == "https" ? "443" : "80";
+    const std::string host_regex = host == "*" ? any_host
+                                   : host.rfind("*.", 0) == 0 ? "(" + label + "\\.)+" + regex_quote(host.substr(2))
+                                                              : regex_quote(host);
+    const std::string port_regex = port.empty() || port == own_port ? "(:" + own_port + ")?" : ":" + port;
+    return "(?i)^" + scheme + "://" + host_regex + port_regex + "$";
+}
+
+// A value that is VALUE where the request's Origin is allowed (ORIGIN,
+// the echo of it, not empty) and empty elsewhere: add_header leaves an
+// empty header out.
+nginx::Name cors_gated(Splits &shared, const nginx::Name &origin, const nginx::Token &value)
+{
+    nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+        m.entry(nginx::Token::map_key(""), {nginx::Token::value("")});
+        m.directive("default", {value});
+    });
+    return shared.variable("cors_allowed", "map", nginx::Token::variable(origin), body);
+}
+
+std::string comma_list(const std::vector<std::string> &items)
+{
+    std::string out;
+    for (const std::string &item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+}
+
+// The CORS filter (HTTPRoute, Extended). A preflight (OPTIONS with Origin
+// and Access-Control-Request-Method) is answered here: 200 with the
+// policy where the Origin is allowed, 403 where not; other requests go
+// on, their answers carrying the Origin back where it is allowed. The
+// allowed Origin is always echoed, never "*", and the requested method or
+// headers where the policy allows any: the answers then hold for requests
+// with credentials too. The backend's own Access-Control-* headers give
+// way to the filter's.
+void render_cors(nginx::Writer &w, Splits &shared, const Location &l)
+{
+    const RouteFilter *filter = filter_of(l, "CORS");
+    if (filter == nullptr) return;
+    const CorsPolicy &c = filter->cors;
+    const nginx::Name http_origin("http_origin");
+    auto origin_map = [&](const nginx::Token &allowed, const nginx::Token *denied) {
+        return nginx::Writer::capture(1, [&](nginx::Writer &m) {
+            if (denied) m.entry(nginx::Token::map_key(""), {nginx::Token::value("")});
+            for (const std::string &o : c.allow_origins) m.entry(nginx::Token::map_regex(cors_origin_regex(o)), {allowed});
+            m.directive("default", {denied ? *denied : nginx::Token::value("")});
+        });
+    };
+    // the Origin of a preflight, else ""
+    nginx::Name requested = shared.variable("cors_requested", "map", "$http_access_control_request_method",
+                                            nginx::Writer::capture(1, [&](nginx::Writer &m) {
+                                                m.entry(nginx::Token::map_key(""), {nginx::Token::value("")});
+                                                m.directive("default", {nginx::Token::variable(http_origin)});
+                                            }));
+    nginx::Name preflight_origin = shared.variable("cors_preflight_origin", "map", "$request_method",
+                                                   nginx::Writer::capture(1, [&](nginx::Writer &m) {
+                                                       m.entry("OPTIONS", {nginx::Token::variable(requested)});
+                                                       m.directive("default", {nginx::Token::value("")});
+                                                   }));
+    const nginx::Token denied("denied");
+    nginx::Name preflight = shared.variable("cors_preflight", "map", nginx::Token::variable(preflight_origin),
+                                            origin_map("allowed", &denied));
+    nginx::Name origin = shared.variable("cors_origin", "map", nginx::Token::variable(http_origin),
+                                         origin_map(nginx::Token::variable(http_origin), nullptr));
+    const bool any_method = c.allow_methods.size() == 1 && c.allow_methods[0] == "*";
+    const bool any_header = c.allow_headers.size() == 1 && c.allow_headers[0] == "*";
+    const bool expose_any = c.expose_headers.size() == 1 && c.expose_headers[0] == "*";
+    auto common = [&](const nginx::Token &allow_origin, const std::function<nginx::Token(const nginx::Token &)> &gate) {
+        w.directive("add_header", {"Access-Control-Allow-Origin", allow_origin, "always"});
+        if (c.allow_credentials) w.directive("add_header", {"Access-Control-Allow-Credentials", gate("true"), "always"});
+        // "*" cannot expose headers to a request with credentials
+        if (!c.expose_headers.empty() && !(expose_any && c.allow_credentials)) {
+            w.directive("add_header", {"Access-Control-Expose-Headers", gate(nginx::Script().input(comma_list(c.expose_headers))),
+                                       "always"});
+        }
+        w.directive("add_header", {"Vary", "Origin", "always"});
+    };
+    w.open_if_equals(preflight, denied);
+    w.directive("return", {nginx::Token::number(403)});
+    w.close();
+    w.open_if_equals(preflight, "allowed");
+    common(nginx::Token::variable(http_origin), [](const nginx::Token &t) { return t; });
+    if (any_method) {
+        w.directive("add_header", {"Access-Control-Allow-Methods", "$http_access_control_request_method", "always"});
+    } else if (!c.allow_methods.empty()) {
+        w.directive("add_header", {"Access-Control-Allow-Methods", nginx::Script().input(comma_list(c.allow_methods)), "always"});
+    }
+    if (any_header) {
+        w.directive("add_header", {"Access-Control-Allow-Headers", "$http_access_control_request_headers", "always"});
+    } else if (!c.allow_headers.empty()) {
+        w.directive("add_header", {"Access-Control-Allow-Headers", nginx::Script().input(comma_list(c.allow_headers)), "always"});
+    }
+    w.directive("add_header", {"Access-Control-Max-Age", nginx::Token::number(c.max_age), "always"});
+    w.directive("return", {nginx::Token::number(200)});
+    w.close();
+    for (nginx::Word header : {nginx::Word("Access-Control-Allow-Origin"), nginx::Word("Access-Control-Allow-Credentials"),
+                               nginx::Word("Access-Control-Allow-Methods"), nginx::Word("Access-Control-Allow-Headers"),
+                               nginx::Word("Access-Control-Expose-Headers"), nginx::Word("Access-Control-Max-Age")}) {
+        w.directive("proxy_hide_header", {header});
+    }
+    common(nginx::Token::variable(origin), [&](const nginx::Token &t) { return nginx::Token::variable(cors_gated(shared, origin, t)); });
+}
+
 // Gateway API's redirect port: the filter's, else the scheme's well-known
 // port when the filter names a scheme, else the listener's; left out of
 // Location where it is the scheme's own (http 80, https 443). 0: none.
@@ -603,6 +722,8 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         if (same == mirrors->end()) same = mirrors->insert(mirrors->end(), &m);
         w.directive("mirror", {nginx::Token::value(mirror_uri(same - mirrors->begin() + 1))});
     }
+    // before any rewrite or return: a preflight is answered whatever follows
+    render_cors(w, splits, l);
     render_response_headers(w, l);
     if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
         render_redirect(w, s, l, *redirect);

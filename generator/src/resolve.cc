@@ -101,7 +101,30 @@ std::vector<std::string> lowercase_header_names(const HeaderModifier &h)
     return names;
 }
 
+// A CORS filter answers for the Access-Control-* response headers: a
+// ResponseHeaderModifier of the same location may not name one.
+void check_cors_headers(RuleFilters *out)
+{
+    auto cors = std::find_if(out->location.begin(), out->location.end(), [](const RouteFilter &f) { return f.type == "CORS"; });
+    if (cors == out->location.end()) return;
+    for (const RouteFilter &f : out->location) {
+        if (f.type != "ResponseHeaderModifier") continue;
+        for (const std::string &n : lowercase_header_names(f.headers)) {
+            if (n.rfind("access-control-", 0) == 0) out->unsupported = "header " + n + " is the CORS filter's to set";
+        }
+    }
+}
+
+RuleFilters rule_filters_of(const RouteRule &rule);
+
 RuleFilters rule_filters(const RouteRule &rule)
+{
+    RuleFilters out = rule_filters_of(rule);
+    if (out.unsupported.empty()) check_cors_headers(&out);
+    return out;
+}
+
+RuleFilters rule_filters_of(const RouteRule &rule)
 {
     RuleFilters out;
     out.location = rule.filters;

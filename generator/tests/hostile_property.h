@@ -137,6 +137,17 @@ spec:
       requestMirror: {backendRef: {name: api, port: 443}, fraction: {numerator: 1, denominator: 3}}
     backendRefs: [{name: api, port: 443}]
     timeouts: {request: 10s, backendRequest: 1500ms}
+  - matches: [{path: {type: PathPrefix, value: /cors}}]
+    filters:
+    - type: CORS
+      cors:
+        allowOrigins: ["https://www.example.com", "https://*.example.org:8443"]
+        allowMethods: [GET, PUT]
+        allowHeaders: [X-One]
+        exposeHeaders: [X-Two]
+        allowCredentials: true
+        maxAge: 60
+    backendRefs: [{name: api, port: 443}]
   - matches: [{path: {type: PathPrefix, value: /moved}}]
     backendRefs:
     - name: api
@@ -396,7 +407,7 @@ inline const std::set<std::string> &generator_vocabulary()
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
                                  "internal", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",
                                  "proxy_next_upstream_timeout"});
-        add("server>location>if>", {"return"});
+        add("server>location>if>", {"return", "add_header"});
         return w;
     }();
     return words;

@@ -63,6 +63,7 @@ BOOST_AUTO_TEST_CASE(the_benign_manifests_render_everything_the_property_looks_a
     for (const char *name : {"map>default", "split_clients><key>", "upstream>proxy_ssl_verify_san",
                              "upstream>proxy_ssl_verify_pin", "upstream>grpc_ssl_verify_ca", "server>location>rewrite",
                              "server>location>add_header", "server>location>proxy_set_header", "server>location>if",
+                             "server>location>if>add_header",
                              "server>location>grpc_set_header", "server>location>grpc_hide_header",
                              "server>location>return", "server>proxy_ssl_certificate", "server>ssl_preread"}) {
         BOOST_TEST((std::find(r.names.begin(), r.names.end(), name) != r.names.end()), name);

@@ -594,7 +594,7 @@ BOOST_AUTO_TEST_CASE(unrendered_features_are_not_served_wrongly)
 {
     std::string yaml = base_manifests();
     yaml.replace(yaml.find("    backendRefs: [{name: svc, port: 8443}]"), 42,
-                 "    filters: [{type: CORS, cors: {allowOrigins: [\"https://a.example.com\"]}}]\n"
+                 "    filters: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Thing, name: x}}]\n"
                  "    backendRefs: [{name: svc, port: 8443}]");
     Plan plan = plan_of(yaml);
     BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "route")).find("Accepted=False/UnsupportedValue")
@@ -1019,6 +1019,78 @@ spec:
                == "True");
     check_not_accepted(grpc, "GRPCRoute", "grpc",
                        {{"{name: X-Set,", "{name: te,", "header te frames the message or belongs to the connection"}});
+}
+
+// CORS (HTTPRoute, Extended): a preflight is answered in the location,
+// before anything else it does; allowed origins become anchored,
+// case-insensitive regular expressions of their parts only.
+BOOST_AUTO_TEST_CASE(cors_filters_answer_preflights_and_echo_allowed_origins)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: cors, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [cors.example.com]
+  rules:
+  - matches: [{path: {value: /api}}]
+    filters:
+    - type: CORS
+      cors:
+        allowOrigins: ["https://www.foo.com", "https://*.bar.com", "http://a-b.test:8080", "https://c.test:443"]
+        allowMethods: [GET, PUT]
+        allowHeaders: [x-one, x-two]
+        exposeHeaders: ["*"]
+        allowCredentials: true
+        maxAge: 60
+    - type: URLRewrite
+      urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}
+    backendRefs: [{name: svc, port: 443}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    BOOST_TEST(status_of(plan, "HTTPRoute", "cors").refs.at(0).conditions.front().status == "True");
+    std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("map $http_origin $cors_origin_4 {\n"
+                         "    \"~(?i)^https://www\\\\.foo\\\\.com(:443)?$\" $http_origin;\n"
+                         "    \"~(?i)^https://([A-Za-z0-9-]+\\\\.)+bar\\\\.com(:443)?$\" $http_origin;\n"
+                         "    \"~(?i)^http://a-b\\\\.test:8080$\" $http_origin;\n"
+                         "    \"~(?i)^https://c\\\\.test(:443)?$\" $http_origin;\n"
+                         "    default \"\";\n}\n") != std::string::npos, http);
+    BOOST_TEST(http.find("map $request_method $cors_preflight_origin_2 {\n    OPTIONS $cors_requested_1;\n") != std::string::npos, http);
+    // the preflight before the rewrite (which would end the phase); "*"
+    // exposes nothing to a request with credentials
+    BOOST_TEST(http.find("    location /api/ {\n"
+                         "        if ($cors_preflight_3 = denied) {\n            return 403;\n        }\n"
+                         "        if ($cors_preflight_3 = allowed) {\n"
+                         "            add_header Access-Control-Allow-Origin $http_origin always;\n"
+                         "            add_header Access-Control-Allow-Credentials true always;\n"
+                         "            add_header Vary Origin always;\n"
+                         "            add_header Access-Control-Allow-Methods \"GET, PUT\" always;\n"
+                         "            add_header Access-Control-Allow-Headers \"x-one, x-two\" always;\n"
+                         "            add_header Access-Control-Max-Age 60 always;\n"
+                         "            return 200;\n        }\n") != std::string::npos, http);
+    BOOST_TEST(http.find("add_header Access-Control-Expose-Headers") == std::string::npos, http);
+    BOOST_TEST(http.find("        add_header Access-Control-Allow-Origin $cors_origin_4 always;\n"
+                         "        add_header Access-Control-Allow-Credentials $cors_allowed_5 always;\n"
+                         "        add_header Vary Origin always;\n"
+                         "        rewrite ") != std::string::npos, http);
+
+    check_refused(route, {
+             {"\"https://www.foo.com\",", "\"ftp://www.foo.com\",", "spec.rules[0].filters[0].cors.allowOrigins[0]: not an origin"},
+             {"\"https://www.foo.com\",", "\"https://www.foo.com/path\",", "cors.allowOrigins[0]: not an origin"},
+             {"\"https://www.foo.com\",", "\"https://www.foo.com:70000\",", "cors.allowOrigins: port of"},
+             {"\"https://www.foo.com\",", "\"*\",", "cors.allowOrigins: cannot contain '*' alongside other values"},
+             {"\"https://www.foo.com\",", "\"https://c.test:443\",", "cors.allowOrigins[3]: duplicate value"},
+             {"[GET, PUT]", "[GET, FETCH]", "cors.allowMethods[1]: expected GET"},
+             {"[x-one, x-two]", "[x-one, \"x two\"]", "cors.allowHeaders[1]: not a valid header name"},
+             {"maxAge: 60", "maxAge: 0", "cors.maxAge"},
+             {"allowCredentials: true", "allowCredentials: maybe", "cors.allowCredentials: expected true or false"},
+             {"        maxAge: 60\n", "        maxAge: 60\n        allowPrivateNetwork: true\n", "allowPrivateNetwork"}});
+    check_not_accepted(route, "HTTPRoute", "cors", {
+             {"    - type: URLRewrite\n      urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}\n",
+              "    - type: ResponseHeaderModifier\n      responseHeaderModifier: {remove: [access-control-max-age]}\n",
+              "header access-control-max-age is the CORS filter's to set"}});
 }
 
 BOOST_AUTO_TEST_CASE(backend_protocols_follow_the_app_protocol)

@@ -633,6 +633,90 @@ return [
         requests => [[$same, 80, {websocket => 1, path => '/ws'}, {}]],
     },
     do {
+        # preflights are answered by the Gateway: the suite takes an answer
+        # that is not JSON as the request made (OPTIONS, no path, no namespace)
+        my $preflight = {method => 'OPTIONS', path => '', host => ''};
+        my $h12 = ['x-header-1, x-header-2', 'x-header-2, x-header-1'];
+        my $ask = sub {
+            my ($method, $path, $origin, %headers) = @_;
+            {method => $method, path => $path, headers => {Origin => $origin, %headers}};
+        };
+        my $listed = {'access-control-allow-methods' => ['GET, OPTIONS', 'OPTIONS, GET'],
+                      'access-control-allow-headers' => $h12,
+                      'access-control-expose-headers' => ['x-header-3, x-header-4', 'x-header-4, x-header-3'],
+                      'access-control-max-age' => ['3600'], 'access-control-allow-credentials' => ['true']};
+        my %ask12 = ('access-control-request-method' => 'GET', 'access-control-request-headers' => 'x-header-1, x-header-2');
+        my %put12 = ('access-control-request-method' => 'PUT', 'access-control-request-headers' => 'x-header-1, x-header-2');
+        my @wildcard_origin = ('https://foobar.com', '*');
+        {
+            name => 'HTTPRouteCORS',
+            features => [qw(Gateway HTTPRoute HTTPRouteCORS)],
+            manifests => ['httproute-cors'],
+            gateways => [$same],
+            accepted => [map { [$same, 'HTTPRoute', $_] } qw(cors-multiple-origins-methods-headers cors-wildcard-methods
+                                                            cors-wildcard-origin cors-wildcard-methods-headers)],
+            requests => [
+                (map {
+                    my ($origin, @status) = @$_;
+                    [$same, 80, $ask->('OPTIONS', '/cors-1', $origin, %ask12),
+                     {status => \@status, request => $preflight, namespace => '', ignore_whitespace => 1,
+                      valid_header_values => {'access-control-allow-origin' => [$origin], %$listed}}]
+                } ['https://www.foo.com', 200, 204], ['https://www.bar.com', 200], ['https://xpto.www.bar.com', 200]),
+                [$same, 80, $ask->('OPTIONS', '/cors-1', 'https://foobar.com', 'access-control-request-method' => 'GET'),
+                 {status => [200, 204, 403], request => $preflight, namespace => '',
+                  absent_response_headers => ['access-control-allow-origin']}],
+                (map {
+                    [$same, 80, $ask->('GET', '/cors-1', $_, %ask12),
+                     {status => [200, 204], namespace => $ns, response_headers => {'access-control-allow-origin' => $_}}]
+                } 'https://www.foo.com', 'https://www.bar.com'),
+                [$same, 80, $ask->('GET', '/cors-1', 'https://foobar.com', 'access-control-request-method' => 'GET'),
+                 {namespace => $ns, absent_response_headers => ['access-control-allow-origin']}],
+                [$same, 80, $ask->('OPTIONS', '/cors-2', 'https://www.foo.com', 'access-control-request-method' => 'POST'),
+                 {status => [200, 204], request => $preflight, namespace => '',
+                  valid_header_values => {'access-control-allow-methods' => ['POST', '*']},
+                  response_headers => {'access-control-allow-origin' => 'https://www.foo.com'},
+                  absent_response_headers => ['access-control-allow-credentials']}],
+                [$same, 80, $ask->('OPTIONS', '/cors-2', 'https://www.foo.com', 'access-control-request-method' => 'POST'),
+                 {request => $preflight, namespace => '', absent_response_headers => ['Access-Control-Allow-Credentials']}],
+                (map {
+                    my $origin = $_;
+                    [$same, 80, $ask->('OPTIONS', '/cors-wildcard-origin', $origin, 'access-control-request-method' => 'PUT'),
+                     {status => [200, 204], request => $preflight, namespace => '',
+                      valid_header_values => {'access-control-allow-origin' => [$origin, '*'],
+                                              'access-control-allow-methods' => ['PUT']},
+                      absent_response_headers => ['Access-Control-Allow-Credentials']}]
+                } 'https://foobar.com', 'https://foobar.com:12345'),
+                [$same, 80, $ask->('PUT', '/cors-wildcard-origin', 'https://foobar.com:12345'),
+                 {status => [200], namespace => $ns,
+                  valid_header_values => {'access-control-allow-origin' => ['https://foobar.com:12345', '*']}}],
+                [$same, 80, $ask->('PUT', '/cors-wildcard-origin', 'https://foobar.com'),
+                 {status => [200, 204], namespace => $ns,
+                  valid_header_values => {'access-control-allow-origin' => \@wildcard_origin},
+                  absent_response_headers => ['Access-Control-Allow-Credentials']}],
+                [$same, 80, $ask->('OPTIONS', '/cors-wildcard-methods-headers', 'https://other.foo.com', %put12),
+                 {request => $preflight, namespace => '', ignore_whitespace => 1,
+                  valid_header_values => {'access-control-allow-origin' => ['https://other.foo.com'],
+                                          'access-control-allow-methods' => ['PUT'],
+                                          'access-control-allow-headers' => $h12,
+                                          'access-control-allow-credentials' => ['true']}}],
+                [$same, 80, $ask->('OPTIONS', '/cors-wildcard-methods-headers-unauth', 'https://other.foo.com', %put12),
+                 {request => $preflight, namespace => '', ignore_whitespace => 1,
+                  valid_header_values => {'access-control-allow-origin' => ['https://other.foo.com', '*'],
+                                          'access-control-allow-methods' => ['PUT', '*'],
+                                          'access-control-allow-headers' => [@$h12, '*']},
+                  absent_response_headers => ['access-control-allow-credentials']}],
+                [$same, 80, $ask->('GET', '/cors-wildcard-methods-headers', 'https://other.foo.com',
+                                   Authorization => 'Bearer test'),
+                 {namespace => $ns, valid_header_values => {'access-control-allow-origin' => ['https://other.foo.com'],
+                                                            'access-control-allow-credentials' => ['true']}}],
+                [$same, 80, $ask->('GET', '/cors-wildcard-methods-headers-unauth', 'https://other.foo.com',
+                                   Authorization => 'Bearer test'),
+                 {namespace => $ns, valid_header_values => {'access-control-allow-origin' => ['https://other.foo.com']},
+                  absent_response_headers => ['access-control-allow-credentials']}],
+            ],
+        }
+    },
+    do {
         # the suite's UsableNetworkAddresses and UnusableNetworkAddresses: an
         # address of this host's loopback, and one of TEST-NET-1 it has not
         my ($gw, $usable, $unusable) = ('gateway-static-addresses', '127.0.0.9', '192.0.2.1');

@@ -8,7 +8,6 @@ return [
     map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]]} }
     ['HTTPRouteRequestPercentageMirror', [qw(Gateway HTTPRoute HTTPRouteRequestPercentageMirror)],
      'httproute-request-percentage-mirror'],
-    ['HTTPRouteCORS', [qw(Gateway HTTPRoute HTTPRouteCORS)], 'httproute-cors'],
     ['HTTPRouteBackendProtocolH2C', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolH2C)], 'httproute-backend-protocol-h2c'],
     ['HTTPRouteRetry', [qw(Gateway HTTPRoute HTTPRouteRetry)], 'httproute-retry'],
     ['HTTPRouteRetryConnectionError', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryConnectionError)],

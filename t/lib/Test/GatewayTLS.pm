@@ -183,6 +183,7 @@ sub _backend_servers {
             add_header X-Echo-Drop \$http_x_drop always;
             add_header X-Echo-Upgrade \$http_upgrade always;
             add_header X-Echo-Connection \$http_connection always;
+            add_header Access-Control-Allow-Origin \$http_x_backend_allows_origin always;
             return 200 "backend=$name sni=\$ssl_server_name path=\$uri\\n";
         }
     }
@@ -386,7 +387,8 @@ sub _http {
     my %headers;
     for (@lines) {
         my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
-        $headers{lc $k} = $v;
+        # a header sent twice shows as both values, as a client would combine them
+        $headers{lc $k} = exists $headers{lc $k} ? "$headers{lc $k}, $v" : $v;
     }
     if (($headers{'transfer-encoding'} // '') =~ /chunked/i) {
         my $decoded = '';
