@@ -13,7 +13,6 @@ use Test::More;
 plan 'no_plan';
 setup();
 
-my $ca_ref = "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n";
 my $port = serve_manifests(gateway_manifests(svc => 'leaf') . <<'YAML');
 ---
 apiVersion: gateway.networking.k8s.io/v1
