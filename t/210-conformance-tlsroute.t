@@ -25,7 +25,7 @@ my @tests = qw(tlsroute-simple-same-namespace tlsroute-hostname-intersection
                tlsroute-invalid-reference-grant tlsroute-listener-passthrough-supported-kinds
                tlsroute-listener-terminate-supported-kinds tlsroute-listener-mixed-termination-not-supported
                tlsroute-terminate-simple-same-namespace backendtlspolicy-tlsroute-terminate
-               tlsroute-listener-terminate-not-supported);
+               tlsroute-listener-terminate-not-supported tlsroute-mixed-termination-same-namespace);
 
 conformance_manifests($shared, $manifests, @tests);
 
@@ -201,14 +201,36 @@ conformance_test 'TLSRouteListenerTerminateNotSupported', [qw(Gateway TLSRoute)]
 };
 
 # ---- TLSRouteListenerMixedTerminationNotSupported --------------------------
+# The Go test checks nothing where the GatewayClass claims TLSRouteModeMixed;
+# here both listeners are then Accepted (TLSRouteMixedTerminationSameNamespace
+# sends traffic through such a port).
 conformance_test 'TLSRouteListenerMixedTerminationNotSupported', [qw(Gateway TLSRoute TLSRouteModeTerminate)], ['tlsroute-listener-mixed-termination-not-supported'], sub {
     my $gw = 'gateway-tlsroute-mixed-termination-not-supported';
-    my $c = conditions(serve_gateway($gw), 'Gateway', $gw);
+    my $st = serve_gateway($gw);
+    like(join("\n", @{$st->{'GatewayClass gateway2nginx'} || []}), qr/^supportedFeature=TLSRouteModeMixed$/m,
+         'MixedTerminationNotSupported: the GatewayClass claims TLSRouteModeMixed');
+    my $c = conditions($st, 'Gateway', $gw);
     for my $listener (qw(tls-terminate tls-passthrough)) {
-        like($c, qr{^listener $listener: Accepted=False/ProtocolConflict$}m,
-             "MixedTerminationNotSupported: $listener Accepted=False/ProtocolConflict");
-        like($c, qr{^listener $listener: attachedRoutes=0$}m, "MixedTerminationNotSupported: $listener has 0 routes");
+        like($c, qr{^listener $listener: Accepted=True/Accepted$}m, "MixedTerminationNotSupported: $listener Accepted");
     }
+};
+
+# ---- TLSRouteMixedTerminationSameNamespace ---------------------------------
+conformance_test 'TLSRouteMixedTerminationSameNamespace', [qw(Gateway TLSRoute TLSRouteModeTerminate TLSRouteModeMixed)], ['tlsroute-mixed-termination-same-namespace'], sub {
+    my $gw = 'gateway-tlsroute-mixed-termination';
+    my $st = serve_gateway($gw, 8883);
+    route_accepted($st, 'gateway-conformance-mixed-passthroughroute', $gw, 'MixedTerminationSameNamespace');
+    route_accepted($st, 'gateway-conformance-mixed-terminateroute', $gw, 'MixedTerminationSameNamespace');
+    my $c = conditions($st, 'Gateway', $gw);
+    for my $listener (qw(tls-terminate tls-passthrough)) {
+        like($c, qr{^listener $listener: Accepted=True/Accepted$}m, "MixedTerminationSameNamespace: $listener Accepted");
+        like($c, qr{^listener $listener: attachedRoutes=1$}m, "MixedTerminationSameNamespace: $listener has 1 route");
+    }
+    is(exchange(8883, 'tls.example.com', "hello\n"), "backend=tcp tls=no sni=\n",
+       'MixedTerminationSameNamespace: the Terminate hostname is terminated, the backend gets plaintext');
+    is(exchange(8883, 'abc.example.com', "hello\n"), "backend=tcp_tls tls=yes sni=abc.example.com\n",
+       'MixedTerminationSameNamespace: the Passthrough hostname reaches the backend encrypted, with its SNI');
+    is(exchange(8883, 'other.example.com', "hello\n"), '', 'MixedTerminationSameNamespace: another SNI is refused');
 };
 
 # ---- TLSRouteTerminateSimpleSameNamespace ----------------------------------

@@ -49,6 +49,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
     "TLSRoute",
+    "TLSRouteModeMixed",
     "TLSRouteModeTerminate",
 };
 

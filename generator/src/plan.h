@@ -201,6 +201,7 @@ struct StreamRoute {
     std::string hostname;
     std::vector<WeightedUpstream> backends;  // an empty upstream name: refused
     std::string source;   // "ns/route", for the comment
+    bool to_terminate = false;  // a Terminate listener's hostname on a mixed port
 };
 
 // A stream server: one TLS listener port. Passthrough reads the SNI from

@@ -86,7 +86,11 @@ std::string render_stream_conf(const Plan &plan)
                 fallback = target;  // a route for any name: clients without SNI too
                 continue;
             }
-            m.comment("TLSRoute", {nginx::Token::value(r.source)});
+            if (r.to_terminate) {
+                m.comment("a Terminate listener's hostname: to the server that terminates");
+            } else {
+                m.comment("TLSRoute", {nginx::Token::value(r.source)});
+            }
             m.entry(nginx::Token::map_key(r.hostname), {target});
         }
         m.directive("default", {fallback});

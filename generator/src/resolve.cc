@@ -649,7 +649,9 @@ private:
     void add_tls_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
                        const Gateway &gw, Condition *refs)
     {
-        StreamServer &server = stream_servers_[ls.listen];
+        const bool terminate = ls.listener->tls_mode == "Terminate";
+        StreamServer &server = stream_servers_[{ls.listen, terminate}];
+        if (terminate) terminate_hostnames_[ls.listen].insert(ls.listener->hostname);
         if (server.listen.empty()) {
             server.listen = ls.listen;
             server.terminate = ls.listener->tls_mode == "Terminate";
@@ -981,12 +983,51 @@ private:
 
     void finish_stream_servers()
     {
-        for (auto &[listen, server] : stream_servers_) {
-            finish_stream_server(&server, stream_certificates_[listen], &plan_->warnings);
+        int mixed = 0;
+        for (auto &[key, server] : stream_servers_) {
+            auto terminate = stream_servers_.find({key.first, true});
+            if (!key.second && terminate != stream_servers_.end()) {
+                mix_terminate_behind(&server, &terminate->second, ++mixed);
+            }
+        }
+        for (auto &[key, server] : stream_servers_) {
+            finish_stream_server(&server, stream_certificates_[key.first], &plan_->warnings);
             plan_->stream_servers.push_back(std::move(server));
         }
         stream_servers_.clear();
         plan_->stream_upstreams = stream_upstreams_.take_sorted();
+    }
+
+    // Terminate and Passthrough listeners on one port (TLSRouteModeMixed):
+    // the port reads the SNI (ssl_preread) and forwards the Terminate
+    // listeners' hostnames, still encrypted, to the Terminate server, which
+    // listens on loopback address 127.254.0.N of the same port instead.
+    void mix_terminate_behind(StreamServer *passthrough, StreamServer *terminate, int n)
+    {
+        const std::string port = passthrough->listen.substr(passthrough->listen.rfind(':') + 1);
+        terminate->listen = "127.254." + std::to_string(n / 256) + "." + std::to_string(n % 256) + ":" + port;
+        WeightedUpstream hop;
+        hop.upstream = "tls_terminate_" + std::to_string(n);
+        auto [upstream, added] = stream_upstreams_.get(hop.upstream);
+        upstream->name = hop.upstream;
+        upstream->comment = "the Terminate listeners of " + passthrough->listen;
+        upstream->servers = {terminate->listen};
+        for (const std::string &hostname : terminate_hostnames_[passthrough->listen]) {
+            auto taken = std::find_if(passthrough->routes.begin(), passthrough->routes.end(),
+                                      [&](const StreamRoute &r) { return r.hostname == hostname; });
+            if (taken != passthrough->routes.end()) {
+                plan_->warnings.push_back("hostname \"" + hostname + "\" on " + passthrough->listen
+                                          + " is a Terminate listener's; the Passthrough TLSRoute " + taken->source
+                                          + " does not get it");
+                passthrough->routes.erase(taken);
+            }
+            StreamRoute route;
+            route.hostname = hostname;
+            route.backends = {hop};
+            route.source = passthrough->listen;
+            route.to_terminate = true;
+            passthrough->routes.push_back(std::move(route));
+        }
     }
 
     const Manifests &m_;
@@ -1026,9 +1067,10 @@ private:
     std::map<std::string, GatewayAddress> gateway_addresses_;       // Gateway key -> where it listens
     std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
     UpstreamTable upstreams_;
-    std::map<std::string, StreamServer> stream_servers_;  // by listen
+    std::map<std::pair<std::string, bool>, StreamServer> stream_servers_;  // by listen and Terminate
     // listen -> listener hostname -> (certificate, key) of its Terminate listeners
     std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> stream_certificates_;
+    std::map<std::string, std::set<std::string>> terminate_hostnames_;  // by listen: Terminate listeners' hostnames
     UpstreamTable stream_upstreams_;
     std::set<std::string> written_;
     std::map<std::string, BackendClientCertificate> backend_clients_;  // by Gateway

@@ -8,27 +8,33 @@
 
 namespace g2n {
 
-// One listen socket speaks one protocol (and, for TLS, one mode): the
-// listeners of one Gateway that disagree on a port all lose it; across
-// Gateways sharing an address, the first Gateway's protocol keeps it.
+// What a listen socket speaks: HTTP, HTTPS, or TLS in either mode (the
+// SNI chooses between Terminate and Passthrough listeners of one port).
+std::string socket_protocol(const std::string &category)
+{
+    return category.rfind("TLS/", 0) == 0 ? "TLS" : category;
+}
+
+// One listen socket speaks one protocol: the listeners of one Gateway that
+// disagree on a port all lose it; across Gateways sharing an address, the
+// first Gateway's protocol keeps it.
 void settle_protocol_conflicts(std::vector<ListenerState> &listeners)
 {
-    std::map<std::string, std::set<std::string>> categories;  // "gateway listen" -> categories
+    std::map<std::string, std::set<std::string>> protocols;  // "gateway listen" -> socket protocols
     for (const ListenerState &ls : listeners) {
-        if (!ls.category.empty()) categories[ls.gateway->meta.key() + " " + ls.listen].insert(ls.category);
+        if (!ls.category.empty()) protocols[ls.gateway->meta.key() + " " + ls.listen].insert(socket_protocol(ls.category));
     }
     std::map<std::string, const ListenerState *> owner;  // listen -> first listener
     for (ListenerState &ls : listeners) {
         if (ls.category.empty()) continue;
-        const std::set<std::string> &mine = categories[ls.gateway->meta.key() + " " + ls.listen];
+        const std::set<std::string> &mine = protocols[ls.gateway->meta.key() + " " + ls.listen];
         std::string why;
         if (mine.size() > 1) {
-            why = "listeners of this Gateway on port " + std::to_string(ls.listener->port)
-                  + " disagree on protocol or TLS mode (this implementation does not mix Terminate and Passthrough on one port)";
+            why = "listeners of this Gateway on port " + std::to_string(ls.listener->port) + " disagree on protocol";
         } else {
             auto [it, first] = owner.emplace(ls.listen, &ls);
-            if (!first && it->second->category != ls.category) {
-                why = ls.listen + " is served as " + it->second->category + " for Gateway "
+            if (!first && socket_protocol(it->second->category) != socket_protocol(ls.category)) {
+                why = ls.listen + " is served as " + socket_protocol(it->second->category) + " for Gateway "
                       + it->second->gateway->meta.key();
             }
         }

@@ -16,6 +16,4 @@ return [
                                        HTTPRouteRequestTimeout HTTPRouteBackendTimeout)],
      'httproute-retry-with-timeouts'],
     ['GatewayInfrastructure', [qw(Gateway GatewayInfrastructurePropagation)], 'gateway-infrastructure'],
-    ['TLSRouteMixedTerminationSameNamespace', [qw(Gateway TLSRoute TLSRouteModeMixed)],
-     'tlsroute-mixed-termination-same-namespace'],
 ];
