@@ -204,10 +204,12 @@ struct StreamRoute {
     bool to_terminate = false;  // a Terminate listener's hostname on a mixed port
 };
 
-// A stream server: one TLS listener port. Passthrough reads the SNI from
-// the ClientHello (ssl_preread) and forwards the bytes untouched; Terminate
-// completes the handshake with the listener's certificate and forwards the
-// plaintext, re-encrypted when the backend has a BackendTLSPolicy.
+// A stream server: the TLS listeners of one port in one mode. Passthrough
+// reads the SNI from the ClientHello (ssl_preread) and forwards the bytes
+// untouched; Terminate completes the handshake with the listener's
+// certificate and forwards the plaintext, re-encrypted when the backend has
+// a BackendTLSPolicy. A port with both: the Passthrough server has it, and
+// sends the Terminate hostnames to the Terminate server's loopback listen.
 struct StreamServer {
     std::string listen;
     bool terminate = false;
