@@ -654,7 +654,7 @@ private:
         if (terminate) terminate_hostnames_[ls.listen].insert(ls.listener->hostname);
         if (server.listen.empty()) {
             server.listen = ls.listen;
-            server.terminate = ls.listener->tls_mode == "Terminate";
+            server.terminate = terminate;
             server.insecure_allowed = gw.allows_insecure_backends;
             server.client = ls.client;
             server.backend_client = backend_clients_[gw.meta.key()];
@@ -1008,7 +1008,7 @@ private:
         terminate->listen = "127.254." + std::to_string(n / 256) + "." + std::to_string(n % 256) + ":" + port;
         WeightedUpstream hop;
         hop.upstream = "tls_terminate_" + std::to_string(n);
-        auto [upstream, added] = stream_upstreams_.get(hop.upstream);
+        Upstream *upstream = stream_upstreams_.get(hop.upstream).first;
         upstream->name = hop.upstream;
         upstream->comment = "the Terminate listeners of " + passthrough->listen;
         upstream->servers = {terminate->listen};
