@@ -48,7 +48,7 @@ GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx conformance install demo bench fuzz clean
+.PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx test-debian conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -141,6 +141,13 @@ test: deps
 	$(MAKE) test-unit
 	$(if $(filter 1,$(SANITIZE)),,$(MAKE) test-valgrind)
 	$(MAKE) test-nginx
+
+# Another Debian release (RELEASE=trixie, sid): the modules built against
+# that release's nginx-dev and every test run against its nginx, in a
+# debootstrap chroot of it under build/debian/RELEASE (.ci/debian-chroot).
+RELEASE ?= trixie
+test-debian:
+	.ci/debian-chroot $(RELEASE) deps all test-unit test-nginx
 
 install: module $(GENERATOR)
 	install -m 0644 $(MODULE_SO) $(STREAM_SO) $(MODULES_DIR)/

@@ -221,9 +221,11 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
             auto *ucf = static_cast<ngx_http_upstream_conf_t *>(
                 ctx->loc_conf[mcf->ctx_index[kind]]);
 
+#if (NGX_GTLS_SSL_SHARE)
             if (ngx_http_gtls_adopt_shared_ssl(cf, ucf, kind) != NGX_OK) {
                 return static_cast<char *>(NGX_CONF_ERROR);
             }
+#endif
             if (ucf->ssl != nullptr && ucf->ssl->ctx != nullptr) {
                 ngx_http_gtls_install_ssl_hooks(ucf->ssl->ctx);
             }

@@ -24,6 +24,11 @@
 
 #include "ngx_gtls_policy_conf.h"  // ngx_gtls_sv
 
+// `config` builds this file for nginx before 1.23.1 alone, with SSL.
+#if !(NGX_GTLS_SSL_SHARE && NGX_HTTP_SSL && nginx_version < 1023001)
+#error "the SSL context share module is for nginx 1.22 and 1.23.0 with SSL"
+#endif
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -153,14 +158,9 @@ void ngx_http_gtls_find_layout(ngx_conf_t *cf, ngx_http_gtls_ssl_share_kind_t &k
 
 char *ngx_http_gtls_ssl_share_init_main_conf(ngx_conf_t *cf, void *conf)
 {
-#if (NGX_HTTP_SSL && nginx_version >= 1022000 && nginx_version < 1023000)
     for (ngx_http_gtls_ssl_share_kind_t &kind : static_cast<ngx_http_gtls_ssl_share_main_conf_t *>(conf)->kinds) {
         ngx_http_gtls_find_layout(cf, kind);
     }
-#else
-    (void) cf;
-    (void) conf;
-#endif
     return NGX_CONF_OK;
 }
 

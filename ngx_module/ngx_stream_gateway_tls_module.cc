@@ -15,6 +15,7 @@ extern "C" {
 
 #include "ngx_gtls_client_pins.h"
 #include "ngx_gtls_connection.h"
+#include "ngx_gtls_nginx_layout.h"
 #include "ngx_gtls_policy_conf.h"
 
 namespace {
@@ -424,7 +425,7 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
     // the server's own TLS (ngx_stream_ssl_module, merged before us)
     auto *sslcf = proxy.ssl_module_ctx_index >= 0
-                      ? static_cast<ngx_stream_ssl_conf_t *>(ctx->srv_conf[proxy.ssl_module_ctx_index])
+                      ? static_cast<ngx_gtls_stream_ssl_srv_conf_t *>(ctx->srv_conf[proxy.ssl_module_ctx_index])
                       : nullptr;
     if (ngx_gtls_install_client_pins(cf, &conf->client_pins, sslcf ? &sslcf->ssl : nullptr,
                                      sslcf ? sslcf->verify : 0, &mcf->registry->status) != NGX_OK) {

@@ -1,11 +1,25 @@
 # nginx 1.22 makes one SSL context per "proxy_pass https://" or "grpc_pass grpcs://"
 # location; with the module loaded, locations whose TLS client settings are
 # the same share one (ngx_http_gateway_tls_ssl_share.cc), and a location
-# with other settings gets its own, with those settings in it.
+# with other settings gets its own, with those settings in it. nginx 1.23.1
+# and later share contexts themselves and the share module is not built for
+# them: there the same requests must behave the same, the module logs no
+# notice of its own, and its .so holds no share module.
 use lib 't/lib';
+use Test::More;
 use Test::GatewayTLS;
 
+sub module_shares { return nginx_version() < 1023001 }
+# the module's notice, where it shares contexts
+sub sharing_notice { my ($re) = @_; return module_shares() ? $re : () }
+# no notice of the module's, where nginx shares them
+sub no_sharing_notice { return module_shares() ? () : qr/gateway_tls: \d+ (proxy|grpc) TLS locations? uses? / }
+
 run_tests();
+
+my $so = slurp($ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so');
+is(index($so, 'ngx_http_gateway_tls_ssl_share_module') >= 0 ? 1 : 0, module_shares() ? 1 : 0,
+   'the share module is in the .so for nginx ' . nginx_version() . ' exactly when nginx does not share contexts itself');
 
 __DATA__
 
@@ -24,7 +38,10 @@ __DATA__
 --- response_body_like eval
 [qr/^backend=leaf sni= path=\/a\/$/, qr/^backend=leaf sni= path=\/b\/$/, qr/^backend=leaf sni= path=\/c\/$/]
 --- error_log eval
-qr/\[notice\] .*gateway_tls: 3 proxy TLS locations use 1 SSL context\b/
+main::sharing_notice(qr/\[notice\] .*gateway_tls: 3 proxy TLS locations use 1 SSL context\b/)
+--- no_error_log eval
+main::no_sharing_notice()
+
 
 === TEST 2: a client certificate in one location is presented by that location only
 --- http_config
@@ -42,7 +59,10 @@ qr/\[notice\] .*gateway_tls: 3 proxy TLS locations use 1 SSL context\b/
 --- response_body_like eval
 [qr/client_verify=NONE/, qr/client_verify=SUCCESS client_fingerprint=[0-9a-f]{40}/, qr/client_verify=NONE/]
 --- error_log eval
-qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/
+main::sharing_notice(qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/)
+--- no_error_log eval
+main::no_sharing_notice()
+
 
 === TEST 3: stock proxy_ssl_verify keeps each location's trusted certificates
 --- http_config
@@ -72,8 +92,11 @@ qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/
 --- error_code eval
 [200, 502, 200]
 --- error_log eval
-[qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/,
+[main::sharing_notice(qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/),
  qr/upstream SSL certificate verify error: \(\d+:unable to get (local )?issuer certificate\) while SSL handshaking to upstream, client: \S+, server: \S+, request: "GET \/unrelated\//]
+--- no_error_log eval
+main::no_sharing_notice()
+
 
 === TEST 4: an if{} block and a proxy_pass with variables still speak TLS
 --- config
@@ -92,7 +115,10 @@ qr/gateway_tls: 3 proxy TLS locations use 2 SSL contexts/
 --- response_body_like eval
 [qr/^backend=leaf sni= path=\/if\/$/, qr/^backend=leaf sni= path=\/variable\/$/]
 --- error_log eval
-qr/gateway_tls: 1 proxy TLS location uses 1 SSL context\b/
+main::sharing_notice(qr/gateway_tls: 1 proxy TLS location uses 1 SSL context\b/)
+--- no_error_log eval
+main::no_sharing_notice()
+
 
 === TEST 5: proxy_ssl_verify without trusted certificates is still refused
 --- config
@@ -128,4 +154,7 @@ qr/\[emerg\] .*no "proxy_ssl_certificate_key" is defined for certificate "\S+lea
 --- response_body_like eval
 [qr/^backend=leaf_h2 sni= path=\/pkg.A\/Method$/, qr/^backend=leaf_h2 sni= path=\/pkg.B\/Method$/]
 --- error_log eval
-qr/\[notice\] .*gateway_tls: 2 grpc TLS locations use 1 SSL context\b/
+main::sharing_notice(qr/\[notice\] .*gateway_tls: 2 grpc TLS locations use 1 SSL context\b/)
+--- no_error_log eval
+main::no_sharing_notice()
+

@@ -52,8 +52,9 @@ would show.
                             address (default 0.0.0.0)
       --port-offset N       add N to every listener port (unprivileged runs)
       --module-dir DIR      where ngx_http_gateway_tls_module.so and
-                            ngx_stream_gateway_tls_module.so are
-                            (default /usr/lib/nginx/modules)
+                            ngx_stream_gateway_tls_module.so are (default:
+                            the --nginx binary's modules path, as nginx -V
+                            says; /usr/lib/nginx/modules if it cannot run)
       --resolver ADDR       nginx resolver for DNS names of backends
       --status-listen ADDR:PORT
                             where gateway_tls_status answers (/status: JSON,
@@ -62,7 +63,9 @@ would show.
   -j, --jobs N              threads scanning YAML (default: the CPUs, at most 4);
                             the output does not depend on it
       --check               run nginx -t on the result before replacing OUTDIR
-      --nginx PATH          the nginx binary for --check (default /usr/sbin/nginx)
+      --nginx PATH          the nginx that will run the configuration: its
+                            build (nginx -V) says where its modules are,
+                            and --check runs it (default /usr/sbin/nginx)
       --reload PIDFILE      after a successful check, send SIGHUP to that nginx
       --version             print the version
       --help                print this help
@@ -81,6 +84,7 @@ struct Args {
     Options options;
     unsigned jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     bool check = false;
+    bool module_dir_given = false;
     std::string nginx = "/usr/sbin/nginx";
     std::string reload_pidfile;
 };
@@ -133,6 +137,7 @@ Args parse_args(int argc, char **argv)
             if (v.empty() || *end != '\0' || n < 0 || n > 60000) usage_error("--port-offset takes 0 to 60000");
             a.options.port_offset = static_cast<int>(n);
         } else if (arg == "--module-dir") {
+            a.module_dir_given = true;
             a.options.module_dir = fs::absolute(value()).lexically_normal().string();
             if (a.options.module_dir.size() > 1 && a.options.module_dir.back() == '/') {
                 a.options.module_dir.pop_back();
@@ -154,6 +159,11 @@ Args parse_args(int argc, char **argv)
     if (a.inputs.empty()) usage_error("no input: give -f PATH");
     if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
     if (!a.reload_pidfile.empty()) a.check = true;
+    // module paths as the nginx that will load them was built with
+    if (std::optional<NginxBuild> build = nginx_build(a.nginx)) {
+        if (!a.module_dir_given) a.options.module_dir = build->modules_path;
+        a.options.stream_module = build->stream_dynamic ? build->modules_path + "/ngx_stream_module.so" : "";
+    }
     return a;
 }
 

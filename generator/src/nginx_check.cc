@@ -139,6 +139,55 @@ std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::pat
     return refusal;
 }
 
+NginxBuild nginx_build_from(const std::string &text)
+{
+    // configure's arguments hold no spaces in a value nginx could use as a path
+    auto option = [&](const std::string &name) -> std::optional<std::string> {
+        for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+            if (at != 0 && text[at - 1] != ' ') continue;
+            size_t end = text.find_first_of(" \n", at);
+            return text.substr(at + name.size(), end == std::string::npos ? std::string::npos : end - at - name.size());
+        }
+        return std::nullopt;
+    };
+    NginxBuild build;
+    if (std::optional<std::string> modules = option("--modules-path=")) {
+        build.modules_path = *modules;
+    } else {
+        build.modules_path = option("--prefix=").value_or("/usr/local/nginx") + "/modules";
+    }
+    build.stream_dynamic = option("--with-stream=").value_or("") == "dynamic";
+    return build;
+}
+
+std::optional<NginxBuild> nginx_build(const std::string &nginx)
+{
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return std::nullopt;
+    std::cout.flush();
+    std::cerr.flush();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(out[1], STDERR_FILENO);  // nginx -V prints to stderr
+        char *argv[] = {const_cast<char *>(nginx.c_str()), const_cast<char *>("-V"), nullptr};
+        ::execv(argv[0], argv);
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; pid > 0 && (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || text.size() > (1 << 20)) break;
+        text.append(buf, static_cast<size_t>(n));
+    }
+    ::close(out[0]);
+    int status = 0;
+    bool ok = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok || text.find("nginx version: ") == std::string::npos) return std::nullopt;
+    return nginx_build_from(text);
+}
+
 bool address_is_local(const std::string &address)
 {
     sockaddr_in v4{};

@@ -14,6 +14,15 @@ namespace g2n {
 // not shown on stderr.
 std::optional<std::string> nginx_refusal(const std::string &nginx, const std::filesystem::path &dir, bool quiet);
 
+// How an nginx binary was built, from what `nginx -V` prints.
+struct NginxBuild {
+    std::string modules_path;  // --modules-path, else PREFIX/modules
+    bool stream_dynamic = false;  // --with-stream=dynamic: load_module its .so
+};
+NginxBuild nginx_build_from(const std::string &version_text);
+// `nginx -V` of the binary `nginx`; nullopt when it cannot be run.
+std::optional<NginxBuild> nginx_build(const std::string &nginx);
+
 // Whether nginx on this host could listen on the IP address `address`
 // (a socket binds to it; any port): a Gateway's static address.
 bool address_is_local(const std::string &address);

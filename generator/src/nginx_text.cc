@@ -1,5 +1,6 @@
 #include "nginx_text.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace g2n::nginx {

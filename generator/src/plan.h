@@ -243,7 +243,9 @@ struct Options {
     std::vector<std::string> gateways;     // NAMESPACE/NAME; empty: all
     std::string listen_address = "0.0.0.0";
     int port_offset = 0;
-    std::string module_dir = "/usr/lib/nginx/modules";
+    std::string module_dir = "/usr/lib/nginx/modules";  // our modules
+    // nginx's stream module, loaded before ours; empty: built into nginx
+    std::string stream_module = "/usr/lib/nginx/modules/ngx_stream_module.so";
     std::string resolver;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
 };

@@ -782,8 +782,8 @@ std::string render_nginx_conf(const Plan &plan, const Options &o)
     w.blank();
     w.directive("load_module", {nginx::Token::value(o.module_dir + "/ngx_http_gateway_tls_module.so")});
     if (!plan.stream_servers.empty()) {
-        // TLS listeners: Debian's stream module, then ours
-        w.directive("load_module", {nginx::Token::value(kStreamModule)});
+        // TLS listeners: nginx's stream module, then ours
+        if (!o.stream_module.empty()) w.directive("load_module", {nginx::Token::value(o.stream_module)});
         w.directive("load_module", {nginx::Token::value(o.module_dir + "/ngx_stream_gateway_tls_module.so")});
     }
     w.blank();

@@ -19,8 +19,6 @@ std::string render_stream_conf(const Plan &plan);
 // ---- shared by render.cc and render_stream.cc -----------------------------
 
 extern const char *const kHeader;
-// Debian's libnginx-mod-stream
-inline const char *const kStreamModule = "/usr/lib/nginx/modules/ngx_stream_module.so";
 // "12.50%": hundredths, rounded down, so that shares never pass 100%
 std::string percent(long part, long total);
 // The lines of a split_clients block over weighted backends, the last

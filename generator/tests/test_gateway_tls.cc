@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(frontend_validation_renders_on_tls_listeners_only)
     size_t plain = http.find("listen 0.0.0.0:80");
     BOOST_TEST_REQUIRE(plain != std::string::npos);
     BOOST_TEST(http.substr(plain, http.find("}", plain) - plain).find("ssl_verify_client") == std::string::npos);
-    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    const ObjectStatus gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener(gw, "https") == "Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=True/ResolvedRefs ");
     BOOST_TEST(gateway_conditions(gw).find("InsecureFrontendValidationMode") == std::string::npos);
 }
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(per_port_overrides_default_and_fallback_is_reported)
     BOOST_TEST(http.find("    ssl_verify_client optional_no_ca;\n    ssl_verify_client_handshake fallback;\n"
                          "    ssl_client_certificate certs/ca-") != std::string::npos, http);
     BOOST_TEST(http.find("ssl_verify_client_handshake on") == std::string::npos, http);
-    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    const ObjectStatus gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener(gw, "https").find("Accepted=True/Accepted") == 0u);
     BOOST_TEST(gateway_conditions(gw).find("InsecureFrontendValidationMode=True/ConfigurationChanged") != std::string::npos);
 }
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(invalid_ca_references_take_the_listener_down)
              {"{group: \"\", kind: ConfigMap, name: client-ca, namespace: other}", "RefNotPermitted"}}) {
         Plan plan = plan_of(setup("  tls:\n    frontend:\n      default:\n        validation:\n          caCertificateRefs: ["
                                   + ref + "]\n") + ca_configmap_yaml("client-ca", "other"));
-        const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+        const ObjectStatus gw = status_of(plan, "Gateway", "gw");
         BOOST_TEST(listener(gw, "https") == "Accepted=False/NoValidCACertificate Programmed=False/Invalid ResolvedRefs=False/"
                                                 + reason + " ",
                    ref);

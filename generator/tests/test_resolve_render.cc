@@ -117,11 +117,11 @@ BOOST_AUTO_TEST_SUITE(resolve_attachment)
 BOOST_AUTO_TEST_CASE(only_our_gateways_and_ready_endpoints)
 {
     Plan plan = plan_of(base_manifests());
-    const ObjectStatus &route = status_of(plan, "HTTPRoute", "route");
+    const ObjectStatus route = status_of(plan, "HTTPRoute", "route");
     BOOST_TEST_REQUIRE(route.refs.size() == 1u);  // "other" belongs to another controller
     BOOST_TEST(route.refs[0].name == "gw");
     BOOST_TEST(reasons(route) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
-    const Upstream &u = upstream_named(plan, "_443");
+    const Upstream u = upstream_named(plan, "_443");
     BOOST_TEST(u.servers == (std::vector<std::string>{"10.0.0.1:9443", "10.0.0.2:9443"}));
     BOOST_TEST(!u.tls());
     BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
@@ -192,7 +192,7 @@ spec:
 ---
 )" + g2n_test::tls_secret_yaml("cert", "certs");
     Plan denied = plan_of(base_manifests() + tls);
-    const ObjectStatus &gw = status_of(denied, "Gateway", "secure");
+    const ObjectStatus gw = status_of(denied, "Gateway", "secure");
     // GatewaySecretMissingReferenceGrant: RefNotPermitted, whether the Secret exists or not
     BOOST_TEST(gw.listeners.at(0).conditions.back().reason == "RefNotPermitted");
     BOOST_TEST(gw.listeners.at(0).conditions.back().message
@@ -371,7 +371,7 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
     // there is accepted and counts its routes, but is not programmed,
     // and serves nothing
     Plan unresolved = with_listeners("  - {name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: does-not-exist}]}}\n");
-    const ObjectStatus &gw = status_of(unresolved, "Gateway", "gw");
+    const ObjectStatus gw = status_of(unresolved, "Gateway", "gw");
     BOOST_TEST(own_reasons(gw, 0) == "Accepted=True/Accepted Programmed=False/Invalid ResolvedRefs=False/InvalidCertificateRef ");
     BOOST_TEST(gw.listeners.at(0).attached_routes == 1);
     BOOST_TEST(own_reasons(gw) == "Accepted=True/ListenersNotValid Programmed=False/Invalid ");
@@ -609,7 +609,7 @@ BOOST_AUTO_TEST_SUITE(resolve_policies)
 BOOST_AUTO_TEST_CASE(policy_binds_to_its_port_with_sni_and_ca)
 {
     Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com"));
-    const Upstream &u = upstream_named(plan, "_443");
+    const Upstream u = upstream_named(plan, "_443");
     BOOST_TEST(u.tls());
     BOOST_TEST(u.unusable.empty());
     BOOST_TEST(u.policy->hostname == "abc.example.com");
@@ -624,7 +624,7 @@ BOOST_AUTO_TEST_CASE(policy_binds_to_its_port_with_sni_and_ca)
 BOOST_AUTO_TEST_CASE(a_policy_is_held_once_by_all_its_upstreams)
 {
     Plan plan = plan_of(base_manifests() + policy("p", "", "abc.example.com"));
-    const Upstream &a = upstream_named(plan, "_443"), &b = upstream_named(plan, "_8443");
+    const Upstream a = upstream_named(plan, "_443"), b = upstream_named(plan, "_8443");
     BOOST_TEST_REQUIRE(a.policy != nullptr);
     BOOST_TEST(a.policy == b.policy);
     BOOST_TEST(a.policy->hostname == "abc.example.com");
@@ -649,7 +649,7 @@ BOOST_AUTO_TEST_CASE(invalid_references_fail_closed)
     Plan plan = plan_of(base_manifests() + policy("p", "https", "abc.example.com", "", "missing"));
     BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "p"))
                == "gw:Accepted=False/NoValidCACertificate gw:ResolvedRefs=False/InvalidCACertificateRef ");
-    const Upstream &u = upstream_named(plan, "_443");
+    const Upstream u = upstream_named(plan, "_443");
     BOOST_TEST(u.tls());  // never plaintext
     BOOST_TEST(!u.unusable.empty());
     BOOST_TEST(status_of(plan, "BackendTLSPolicy", "p").refs[0].conditions[1].message
@@ -712,15 +712,15 @@ spec:
     std::string r = reasons(status_of(plan, "BackendTLSPolicy", "dev"));
     BOOST_TEST(r.find("gw:Accepted=False/InsecureVerificationNotAllowed") != std::string::npos, r);
     BOOST_TEST(r.find("lab:Accepted=True/Accepted") != std::string::npos, r);
-    const ObjectStatus &lab = status_of(plan, "Gateway", "lab");
+    const ObjectStatus lab = status_of(plan, "Gateway", "lab");
     BOOST_TEST(lab.conditions.back().type == "InsecureBackendValidationMode");
     BOOST_TEST(lab.conditions.back().reason == "ConfigurationChanged");
     BOOST_TEST(status_of(plan, "Gateway", "gw").conditions.size() == 2u);
 
-    const Upstream &allowed = upstream_named(plan, "ns_svc_443");
+    const Upstream allowed = upstream_named(plan, "ns_svc_443");
     BOOST_TEST(allowed.unusable.empty());
     BOOST_TEST(allowed.policy->mode == "skip");
-    const Upstream &denied = upstream_named(plan, "ns_svc_443_insecure_denied");
+    const Upstream denied = upstream_named(plan, "ns_svc_443_insecure_denied");
     BOOST_TEST(denied.unusable.find("does not allow") != std::string::npos);
 
     std::string http = render_http_conf(plan);
@@ -829,7 +829,7 @@ spec:
         std::string named = route;
         named.replace(named.find("remove: [X-Drop]"), 16, "remove: [" + std::string(length, 'h') + "]");
         Plan plan = plan_of(base_manifests() + named);
-        const ObjectStatus &st = status_of(plan, "GRPCRoute", "grpc");
+        const ObjectStatus st = status_of(plan, "GRPCRoute", "grpc");
         BOOST_TEST_REQUIRE(st.refs.size() == 1u);
         const Condition &accepted = st.refs[0].conditions.front();
         BOOST_TEST(accepted.status == (length == 46 ? "True" : "False"), length);

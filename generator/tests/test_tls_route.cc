@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "nginx_check.h"
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
@@ -137,6 +138,37 @@ BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
     BOOST_TEST(render_stream_conf(plan) == conf);  // deterministic
 }
 
+// The stream module is loaded from where the nginx that runs the
+// configuration keeps its modules, and not at all when it is built in.
+BOOST_AUTO_TEST_CASE(stream_module_follows_the_nginx_build)
+{
+    NginxBuild debian = nginx_build_from(
+        "nginx version: nginx/1.22.1\nconfigure arguments: --with-cc-opt='-g -O2' --prefix=/usr/share/nginx "
+        "--modules-path=/usr/lib/nginx/modules --with-stream_ssl_module --with-stream=dynamic "
+        "--with-stream_geoip_module=dynamic\n");
+    BOOST_TEST(debian.modules_path == "/usr/lib/nginx/modules");
+    BOOST_TEST(debian.stream_dynamic);
+    NginxBuild source = nginx_build_from("nginx version: nginx/1.30.4\nconfigure arguments: --prefix=/opt/nginx "
+                                         "--with-stream --with-stream_ssl_module\n");
+    BOOST_TEST(source.modules_path == "/opt/nginx/modules");
+    BOOST_TEST(!source.stream_dynamic);  // built in
+    BOOST_TEST(nginx_build_from("nginx version: nginx/1.31.4\nconfigure arguments:\n").modules_path
+               == "/usr/local/nginx/modules");
+
+    Plan plan = plan_of(setup() + gateway("gw", kPassthrough)
+                        + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]"));
+    Options o;
+    o.module_dir = source.modules_path;
+    o.stream_module = "";
+    std::string conf = render_nginx_conf(plan, o);
+    BOOST_TEST(conf.find("ngx_stream_module.so") == std::string::npos, conf);
+    BOOST_TEST(conf.find("load_module /opt/nginx/modules/ngx_stream_gateway_tls_module.so;") != std::string::npos, conf);
+    o.stream_module = "/opt/nginx/modules/ngx_stream_module.so";
+    conf = render_nginx_conf(plan, o);
+    BOOST_TEST(conf.find("load_module /opt/nginx/modules/ngx_stream_module.so;\n"
+                         "load_module /opt/nginx/modules/ngx_stream_gateway_tls_module.so;") != std::string::npos, conf);
+}
+
 BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
 {
     Plan plan = plan_of(setup() + gateway("gw", kTerminate)
@@ -182,7 +214,7 @@ BOOST_AUTO_TEST_CASE(route_kinds_follow_the_listener_protocol)
                         + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]")
                         + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web, namespace: ns}\n"
                           "spec:\n  parentRefs: [{name: gw, sectionName: pass}]\n  rules: [{backendRefs: [{name: db, port: 5433}]}]\n");
-    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    const ObjectStatus gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener_reasons(gw, "http")
                == "attached=0 kinds=HTTPRoute, Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=False/InvalidRouteKinds");
     BOOST_TEST(listener_reasons(gw, "pass").find("attached=1 kinds=TLSRoute,") == 0u);
@@ -203,7 +235,7 @@ BOOST_AUTO_TEST_CASE(terminate_and_passthrough_share_a_port_by_sni)
     Plan plan = plan_of(setup() + gateway("gw", mixed)
                         + tls_route("db", "gw", "[db.a.example.com]", "[{name: db, port: 5432}]")
                         + tls_route("term", "gw", "[b.example.com, x.c.example.com]", "[{name: db, port: 5433}]"));
-    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    const ObjectStatus gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener_reasons(gw, "a").find("attached=1 kinds=TLSRoute, Accepted=True/Accepted") == 0u, listener_reasons(gw, "a"));
     BOOST_TEST(listener_reasons(gw, "b").find("attached=1 kinds=TLSRoute, Accepted=True/Accepted") == 0u, listener_reasons(gw, "b"));
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 2u);
@@ -230,7 +262,7 @@ BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
                         "  - {name: b, port: 443, protocol: HTTP, hostname: b.example.com}\n";
     Plan plan = plan_of(setup() + gateway("gw", mixed)
                         + tls_route("db", "gw", "[a.example.com]", "[{name: db, port: 5432}]"));
-    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    const ObjectStatus gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(listener_reasons(gw, "a") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict Programmed=False/Invalid");
     BOOST_TEST(listener_reasons(gw, "b").find("Accepted=False/ProtocolConflict Programmed=False/Invalid") != std::string::npos,
                listener_reasons(gw, "b"));

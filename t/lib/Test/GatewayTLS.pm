@@ -30,7 +30,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  run_generator read_status gateway_manifests serve_manifests stop_served request
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
-                 conformance_conditions stop_conformance_gateway conformance_begin nginx_binary);
+                 conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
+                 nginx_stream_module nginx_version);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -39,6 +40,25 @@ my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_m
 # the ASan and UBSan runtimes into nginx alone through one)
 my $Nginx = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
 sub nginx_binary { return $Nginx }
+
+# How nginx was built, from `nginx -V`: the load_module line of its stream
+# module (empty when stream is built in) and its version as a number
+# (1022001 for 1.22.1).
+my ($NginxStreamModule, $NginxVersion) = _nginx_build($Nginx);
+sub nginx_stream_module { return $NginxStreamModule }
+sub nginx_version { return $NginxVersion }
+
+sub _nginx_build {
+    my ($nginx) = @_;
+    my $v = `'$nginx' -V 2>&1`;
+    die "cannot run $nginx -V: $v" if $? != 0;
+    my ($version) = $v =~ m{nginx/(\d+\.\d+\.\d+)} or die "no version in $nginx -V: $v";
+    my ($prefix) = $v =~ /--prefix=(\S+)/;
+    my ($modules) = $v =~ /--modules-path=(\S+)/;
+    $modules //= ($prefix // '/usr/local/nginx') . '/modules';
+    my $stream = $v =~ /--with-stream=dynamic/ ? "load_module $modules/ngx_stream_module.so;" : '';
+    return ($stream, sprintf('%d%03d%03d', split /\./, $version));
+}
 
 # The backends every test can reach, by certificate name. leaf_h2 is the
 # leaf certificate again, speaking HTTP/2 for grpc_pass.
@@ -263,8 +283,7 @@ sub _write_config {
     my $stream_modules = '';
     if (defined $block->stream_config) {
         $stream = "stream {\n" . _expand($block->stream_config) . "\n" . _stream_backend_servers() . "}\n";
-        $stream_modules = "load_module /usr/lib/nginx/modules/ngx_stream_module.so;\n"
-                        . "load_module $StreamModule;\n";
+        $stream_modules = "$NginxStreamModule\nload_module $StreamModule;\n";
     }
     my $conf = <<"EOF";
 load_module $Module;
@@ -518,7 +537,7 @@ sub start_backends {
     my $stream_backends = _stream_backend_servers();
     open my $fh, '>', "$dir/conf/nginx.conf" or die "$!";
     print $fh <<"CONF";
-load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+$NginxStreamModule
 daemon on;
 worker_processes 1;
 pid logs/nginx.pid;
@@ -584,8 +603,8 @@ sub http_request {
 sub run_generator {
     my @args = @_;
     my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
-    # its --check runs the same nginx as the tests
-    unshift @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY} && grep { $_ eq '--check' || $_ eq '--reload' } @args;
+    # the nginx the tests run: its --check, and its build's module paths
+    unshift @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY};
     my $cmd = join ' ', map { "'$_'" } $bin, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
