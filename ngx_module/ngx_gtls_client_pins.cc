@@ -6,6 +6,9 @@
 
 namespace {
 
+// The pins of an SSL_CTX (SSL_CTX ex_data), for the SNI step.
+int ngx_gtls_client_pins_index = -1;
+
 ngx_int_t ngx_gtls_collect_pins(ngx_conf_t *cf, ngx_array_t *specs, std::vector<gtls::Pin> *pins)
 {
     if (specs == NGX_CONF_UNSET_PTR || specs == nullptr) {
@@ -88,7 +91,7 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
 // its ssl_verify_client and its pins: OpenSSL resumes a session only where
 // the context matches, so a session from another server (one without pins,
 // or with others, even behind the same SNI switch) is not resumed here.
-ngx_int_t ngx_gtls_pin_session_context(ngx_conf_t *cf, SSL_CTX *ctx, const ngx_gtls_client_pins_t *pins)
+ngx_int_t ngx_gtls_pin_session_context(ngx_conf_t *cf, SSL_CTX *ctx, ngx_gtls_client_pins_t *pins)
 {
     gtls::EvpMdCtxPtr md(EVP_MD_CTX_new());
     if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) {
@@ -118,6 +121,7 @@ ngx_int_t ngx_gtls_pin_session_context(ngx_conf_t *cf, SSL_CTX *ctx, const ngx_g
         ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0, const_cast<char *>("SSL_CTX_set_session_id_context() failed"));
         return NGX_ERROR;
     }
+    pins->session_context.assign(reinterpret_cast<const char *>(sid_ctx), len);
     return NGX_OK;
 }
 
@@ -223,6 +227,13 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
         if (ngx_gtls_pin_session_context(cf, ssl->ctx, pins) != NGX_OK) {
             return NGX_ERROR;
         }
+        if (ngx_gtls_client_pins_index == -1) {
+            ngx_gtls_client_pins_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+        }
+        if (ngx_gtls_client_pins_index == -1 || SSL_CTX_set_ex_data(ssl->ctx, ngx_gtls_client_pins_index, pins) == 0) {
+            ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0, const_cast<char *>("SSL_CTX_set_ex_data() failed"));
+            return NGX_ERROR;
+        }
         SSL_CTX_set_cert_verify_callback(ssl->ctx, ngx_gtls_client_verify_callback, pins);
         if ((verify == NGX_GTLS_VERIFY_CLIENT_ON || verify == NGX_GTLS_VERIFY_CLIENT_OPTIONAL_NO_CA)
             && pins->handshake != NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK) {
@@ -238,6 +249,25 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
         return NGX_ERROR;
     }
     return NGX_OK;
+}
+
+int ngx_gtls_client_session_check(ngx_ssl_conn_t *ssl, int *ad)
+{
+    if (ngx_gtls_client_pins_index == -1 || !SSL_session_reused(ssl)) {
+        return SSL_TLSEXT_ERR_OK;
+    }
+    const auto *pins = static_cast<const ngx_gtls_client_pins_t *>(
+        SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ngx_gtls_client_pins_index));
+    if (pins == nullptr || gtls::session_resumable_in(SSL_get0_session(ssl), pins->session_context)) {
+        return SSL_TLSEXT_ERR_OK;
+    }
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    ngx_log_error(NGX_LOG_ERR, c != nullptr ? c->log : ngx_cycle->log, 0,
+                  "gateway_tls: TLS session made under other client pins refused for pins \"%s\" (SNI \"%s\")",
+                  pins->record.name.c_str(), gtls::escaped_text(sni != nullptr ? sni : "", gtls::kMaxNameText).c_str());
+    *ad = SSL_AD_ACCESS_DENIED;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
 std::string ngx_gtls_client_variable(ngx_connection_t *c, const ngx_gtls_client_pins_t *pins,

@@ -36,6 +36,7 @@ struct ngx_gtls_client_pins_t {
     ngx_uint_t          verify;   // ssl_verify_client (NGX_GTLS_VERIFY_CLIENT_*)
     ngx_uint_t          handshake;  // NGX_GTLS_CLIENT_HANDSHAKE_*
     ngx_gtls_status_t  *status;   // where refusals and admissions are counted
+    std::string         session_context;  // the SSL_CTX's session ID context
 };
 
 // The directives of one server.
@@ -62,6 +63,15 @@ char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtl
 // is resumed here, whichever server issued it.
 ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_t *conf, ngx_ssl_t *ssl,
                                        ngx_uint_t verify, ngx_gtls_status_t *status);
+
+// To run when SNI has picked the server (its SSL_CTX) of a handshake: a
+// session resumed from another server is refused with an alert (`ad`) if
+// the server picked has client pins (or ssl_verify_client_handshake), on
+// every nginx: OpenSSL checks the session's context only against the server
+// the handshake began in (CVE-2025-23419, which nginx 1.26.3 mends for
+// sessions that carry a server name, and not for those made without SNI).
+// SSL_TLSEXT_ERR_OK or SSL_TLSEXT_ERR_ALERT_FATAL.
+int ngx_gtls_client_session_check(ngx_ssl_conn_t *ssl, int *ad);
 
 // $ssl_client_spki_sha256, $ssl_client_cert_sha256, $ssl_client_pin of a
 // connection (empty without a client certificate or a matching pin).

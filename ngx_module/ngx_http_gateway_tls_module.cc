@@ -147,6 +147,19 @@ void *ngx_http_gtls_create_srv_conf(ngx_conf_t *cf)
     return scf;
 }
 
+#ifdef SSL_CTRL_SET_TLSEXT_HOSTNAME
+// nginx's SNI step (the public ngx_http_ssl_servername, which picks the
+// server and switches to its SSL_CTX), then the client pins' session check.
+int ngx_http_gtls_servername(ngx_ssl_conn_t *ssl_conn, int *ad, void *arg)
+{
+    int rc = ngx_http_ssl_servername(ssl_conn, ad, arg);
+    if (rc == SSL_TLSEXT_ERR_ALERT_FATAL) {
+        return rc;
+    }
+    return ngx_gtls_client_session_check(ssl_conn, ad) == SSL_TLSEXT_ERR_OK ? rc : SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+#endif
+
 char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 {
     auto *prev = static_cast<ngx_http_gtls_srv_conf_t *>(parent);
@@ -163,6 +176,13 @@ char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                                      &mcf->registry->status) != NGX_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+#ifdef SSL_CTRL_SET_TLSEXT_HOSTNAME
+    // every TLS server: a handshake begins in the listener's default server,
+    // whatever server its SNI then picks
+    if (sscf != nullptr && sscf->ssl.ctx != nullptr) {
+        SSL_CTX_set_tlsext_servername_callback(sscf->ssl.ctx, ngx_http_gtls_servername);
+    }
+#endif
     return NGX_CONF_OK;
 }
 

@@ -135,7 +135,7 @@ $cert =~ s/://g;
 ["^pin=sha256-cert:[0-9a-f]{64}\n\$", "", "",
  '\{"name":"client@[^"]+nginx.conf:\d+","kind":"client","mode":"strict","trust":"","sans":\[\],"pins":1,"handshakes":\{"verified":2,"skipped":0,"failed":\{"chain":0,"expired":0,"name":0,"san":0,"pin":1,']
 
-=== TEST 4: a session is resumed only under the same pins, across SNI servers too
+=== TEST 4: a session is resumed only under the same pins, across SNI servers too (TLS 1.2: the session's name picks the server)
 --- http_config
     server {
         listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
@@ -143,6 +143,7 @@ $cert =~ s/://g;
         ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
         ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
         ssl_verify_client optional_no_ca;
+        ssl_protocols TLSv1.2;
         return 200 "open reused=$ssl_session_reused\n";
     }
     server {
@@ -151,6 +152,7 @@ $cert =~ s/://g;
         ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
         ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
         ssl_verify_client optional_no_ca;
+        ssl_protocols TLSv1.2;
         ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
         return 200 "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
     }
@@ -158,6 +160,7 @@ $cert =~ s/://g;
     # one upstream peer for both names: nginx offers the session it holds
     # for the peer, whichever name it asks for next
     proxy_ssl_server_name on;
+    proxy_ssl_protocols TLSv1.2;
     proxy_ssl_session_reuse on;
     proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
     proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
@@ -179,6 +182,107 @@ $cert =~ s/://g;
 ["^open reused=\\.\n", "^open reused=r\n", "Misdirected Request"]
 --- error_log
 client attempted to request the server name different from the one that was negotiated
+
+=== TEST 4a: a session is resumed only under the same pins, across SNI servers too (TLS 1.3: SNI picks the server, the handshake is refused)
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        return 200 "open reused=$ssl_session_reused\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+--- config
+    # one upstream peer for both names: nginx offers the session it holds
+    # for the peer, whichever name it asks for next
+    proxy_ssl_server_name on;
+    proxy_ssl_protocols TLSv1.3;
+    proxy_ssl_session_reuse on;
+    proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
+    proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
+    location /open {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_name open.example.com;
+        proxy_set_header Host open.example.com;
+    }
+    location /pinned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_name pinned.example.com;
+        proxy_set_header Host pinned.example.com;
+    }
+--- request eval
+["GET /open", "GET /open", "GET /pinned"]
+--- error_code eval
+[200, 200, 502]
+--- response_body_like eval
+["^open reused=\\.\n", "^open reused=r\n", "Bad Gateway"]
+--- error_log eval
+# the module's refusal, or nginx's own where it has one for a session that
+# names another server (1.26.3)
+qr/gateway_tls: TLS session made under other client pins refused for pins "client@|handshake rejected while SSL handshaking/
+
+=== TEST 4b: a session made without SNI (the default server's) is not resumed into a pinned server by a later SNI
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        return 200 "open reused=$ssl_session_reused\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_verify_client optional_no_ca;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+--- config
+    # one upstream peer for both: the session made without SNI is offered
+    # with SNI pinned.example.com next; nginx's own check (1.26.3, and
+    # Debian's backport) compares the session's name, which it has none of.
+    # TLS 1.3 (nginx's default from 1.23.4): SNI picks the server of a
+    # resumed session (in TLS 1.2 the session's name, none, would)
+    proxy_ssl_protocols TLSv1.3;
+    proxy_ssl_session_reuse on;
+    proxy_ssl_certificate $TEST_NGINX_CERTS/wildcard.crt;
+    proxy_ssl_certificate_key $TEST_NGINX_CERTS/wildcard.key;
+    location /nosni {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_server_name off;
+        proxy_set_header Host open.example.com;
+    }
+    location /pinned {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        proxy_ssl_server_name on;
+        proxy_ssl_name pinned.example.com;
+        proxy_set_header Host pinned.example.com;
+    }
+--- request eval
+["GET /nosni", "GET /nosni", "GET /pinned"]
+--- error_code eval
+[200, 200, 502]
+--- response_body_like eval
+["^open reused=\\.\n", "^open reused=r\n", "Bad Gateway"]
+--- error_log
+gateway_tls: TLS session made under other client pins refused for pins "client@
 
 === TEST 5: within the same pins sessions resume, with the identity they were made with
 --- http_config

@@ -238,6 +238,13 @@ bool fallback_error_admitted_by_nginx(int x509_error)
     }
 }
 
+bool session_resumable_in(const SSL_SESSION *session, std::string_view server_context)
+{
+    unsigned int len = 0;
+    const unsigned char *context = session != nullptr ? SSL_SESSION_get0_id_context(session, &len) : nullptr;
+    return context != nullptr && std::string_view(reinterpret_cast<const char *>(context), len) == server_context;
+}
+
 int fallback_chain_error(int x509_error)
 {
     return fallback_error_admitted_by_nginx(x509_error) ? x509_error : kFallbackChainError;

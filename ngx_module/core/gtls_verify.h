@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include "gtls_match.h"
@@ -146,6 +147,14 @@ inline bool client_verified_for_server(bool server_verifies, const void *handsha
 {
     return !server_verifies || (handshake_context != nullptr && handshake_context == server_context);
 }
+
+// Whether a resumed TLS session may go on in a server that verifies its
+// clients: only one made under that server's session ID context
+// (`server_context`: its certificate, client CA names, verification and
+// pins). OpenSSL checks the context only against the server the handshake
+// began in, before SNI picks another; a session from another server of the
+// listener carries that server's client identity, or none.
+bool session_resumable_in(const SSL_SESSION *session, std::string_view server_context);
 
 // Loads a PEM bundle into a new trust store ("system": OpenSSL's default
 // paths). On failure returns null and sets *error.

@@ -409,6 +409,21 @@ BOOST_AUTO_TEST_CASE(only_the_servers_own_handshake_counts)
     BOOST_TEST(client_verified_for_server(false, &fallback, &pinned));
 }
 
+BOOST_AUTO_TEST_CASE(a_session_resumes_only_under_the_context_it_was_made_in)
+{
+    std::unique_ptr<SSL_SESSION, decltype(&SSL_SESSION_free)> session(SSL_SESSION_new(), SSL_SESSION_free);
+    BOOST_TEST_REQUIRE(session.get() != nullptr);
+    const std::string pinned(32, '\x01'), open(32, '\x02');
+    // a session from a server that set no context (none verifies clients)
+    BOOST_TEST(!session_resumable_in(session.get(), pinned));
+    BOOST_TEST_REQUIRE(SSL_SESSION_set1_id_context(session.get(), reinterpret_cast<const unsigned char *>(open.data()),
+                                                   static_cast<unsigned int>(open.size())) == 1);
+    BOOST_TEST(!session_resumable_in(session.get(), pinned));
+    BOOST_TEST(!session_resumable_in(session.get(), open.substr(0, 31)));
+    BOOST_TEST(session_resumable_in(session.get(), open));
+    BOOST_TEST(!session_resumable_in(nullptr, open));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // The listener's side (GEP-91, GEP-4078) on real certificates: pins, the
