@@ -3,6 +3,7 @@
 // the connection hooks are in ngx_http_gateway_tls_upstream.cc.
 
 #include "ngx_http_gateway_tls_module.h"
+#include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_ssl_share.h"
 
 #include <new>
@@ -280,11 +281,9 @@ char *ngx_http_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_http_conf_get_module_srv_conf(cf, ngx_http_gateway_tls_module));
 
     for (ngx_uint_t kind : {NGX_HTTP_GTLS_PROXY, NGX_HTTP_GTLS_GRPC}) {
-        mcf->ctx_index[kind] = -1;
-        for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
-            if (ngx_strcmp(cf->cycle->modules[i]->name, kUpstreamModule[kind]) == 0) {
-                mcf->ctx_index[kind] = cf->cycle->modules[i]->ctx_index;
-            }
+        if (ngx_gtls_find_http_upstream_conf(cf, kUpstreamModule[kind], kPrefix[kind], &mcf->ctx_index[kind])
+            != NGX_OK) {
+            return static_cast<char *>(NGX_CONF_ERROR);
         }
     }
 
@@ -515,6 +514,16 @@ ngx_http_module_t ngx_http_gtls_module_ctx = {
     ngx_http_gtls_merge_loc_conf     // merge location configuration
 };
 
+
+// Both .so files are configured now: the stream module's status export,
+// if it is loaded, must be of this build.
+ngx_int_t ngx_http_gtls_init_module(ngx_cycle_t *cycle)
+{
+    bool mismatch = false;
+    ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
+    return mismatch ? NGX_ERROR : NGX_OK;
+}
+
 }  // namespace
 
 ngx_module_t ngx_http_gateway_tls_module = {
@@ -523,7 +532,7 @@ ngx_module_t ngx_http_gateway_tls_module = {
     ngx_http_gtls_commands,     // module directives
     NGX_HTTP_MODULE,            // module type
     nullptr,                    // init master
-    nullptr,                    // init module
+    ngx_http_gtls_init_module,  // init module
     nullptr,                    // init process
     nullptr,                    // init thread
     nullptr,                    // exit thread

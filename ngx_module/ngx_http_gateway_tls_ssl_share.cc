@@ -16,12 +16,13 @@
 // postconfiguration fails the configuration if a deferred location was
 // left without one.
 //
-// The flag is private; the directive table gives the offsets of the
-// settings around it, and the flag is touched only where they lie as in
-// 1.22 (the flag immediately before the *_ssl_protocols field).
+// The flag is private; where it and the settings lie is found and checked
+// in ngx_gtls_nginx_layout.cc, and the flag is touched only where they lie
+// as in 1.22.
 
 #include "ngx_http_gateway_tls_ssl_share.h"
 
+#include "ngx_gtls_nginx_layout.h"
 #include "ngx_gtls_policy_conf.h"  // ngx_gtls_sv
 
 // `config` builds this file for nginx before 1.23.1 alone, with SSL.
@@ -69,11 +70,7 @@ struct ngx_http_gtls_ssl_share_kind_t {
     const char  *module;
     bool         alpn_h2;  // grpc offers h2 by ALPN
 
-    ngx_int_t    ctx_index = -1;
-    bool         enabled = false;
-    size_t       create = 0;  // ngx_uint_t ssl: set by proxy_pass https://, grpc_pass grpcs://
-    size_t       protocols = 0, ciphers = 0, verify_depth = 0, trusted_certificate = 0, crl = 0,
-                 conf_commands = 0;
+    ngx_gtls_upstream_ssl_layout_t  layout;
 
     std::map<ngx_http_gtls_ssl_settings_t, ngx_ssl_t *>  contexts;
     std::vector<ngx_http_upstream_conf_t *>              deferred;
@@ -112,54 +109,10 @@ void *ngx_http_gtls_ssl_share_create_main_conf(ngx_conf_t *cf)
     return ngx_gtls_pool_new<ngx_http_gtls_ssl_share_main_conf_t>(cf->pool);
 }
 
-// The module's layout from its directive table. Sharing stays off for it
-// (every location gets its own context, as in stock nginx) unless the
-// settings lie exactly as in 1.22.
-void ngx_http_gtls_find_layout(ngx_conf_t *cf, ngx_http_gtls_ssl_share_kind_t &kind)
-{
-    static const char *const suffixes[6] = {"_ssl_protocols", "_ssl_ciphers", "_ssl_verify_depth",
-                                            "_ssl_trusted_certificate", "_ssl_crl", "_ssl_conf_command"};
-    size_t offsets[6] = {0, 0, 0, 0, 0, 0};
-    const std::string_view prefix = kind.prefix;
-    for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
-        ngx_module_t *m = cf->cycle->modules[i];
-        if (m->type != NGX_HTTP_MODULE || ngx_strcmp(m->name, kind.module) != 0) {
-            continue;
-        }
-        kind.ctx_index = m->ctx_index;
-        for (ngx_command_t *cmd = m->commands; cmd->name.len; cmd++) {
-            std::string_view name = ngx_gtls_sv(cmd->name);
-            for (size_t k = 0; k < 6; k++) {
-                if (name.substr(0, prefix.size()) == prefix && name.substr(prefix.size()) == suffixes[k]) {
-                    offsets[k] = cmd->offset;
-                }
-            }
-        }
-    }
-    kind.protocols = offsets[0];
-    kind.ciphers = offsets[1];
-    kind.verify_depth = offsets[2];
-    kind.trusted_certificate = offsets[3];
-    kind.crl = offsets[4];
-    kind.conf_commands = offsets[5];
-    kind.create = kind.protocols - sizeof(ngx_uint_t);
-    kind.enabled = kind.ctx_index >= 0 && kind.protocols >= sizeof(ngx_http_upstream_conf_t) + sizeof(ngx_uint_t)
-                   && kind.ciphers == kind.protocols + sizeof(ngx_uint_t)
-                   && kind.verify_depth == kind.ciphers + sizeof(ngx_str_t)
-                   && kind.trusted_certificate == kind.verify_depth + sizeof(ngx_uint_t)
-                   && kind.crl == kind.trusted_certificate + sizeof(ngx_str_t)
-                   && kind.conf_commands == kind.crl + sizeof(ngx_str_t);
-    if (!kind.enabled && kind.ctx_index >= 0) {
-        ngx_log_error(NGX_LOG_NOTICE, cf->log, 0,
-                      "gateway_tls: %s's TLS settings are not laid out as in nginx 1.22, each of its "
-                      "locations keeps its own SSL context", kind.module);
-    }
-}
-
 char *ngx_http_gtls_ssl_share_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     for (ngx_http_gtls_ssl_share_kind_t &kind : static_cast<ngx_http_gtls_ssl_share_main_conf_t *>(conf)->kinds) {
-        ngx_http_gtls_find_layout(cf, kind);
+        ngx_gtls_find_upstream_ssl_layout(cf, kind.module, kind.prefix, &kind.layout);
     }
     return NGX_CONF_OK;
 }
@@ -201,11 +154,11 @@ char *ngx_http_gtls_ssl_share_merge_loc_conf(ngx_conf_t *cf, void *parent, void 
     }
     ngx_http_gtls_ssl_share_kind_t *kinds = ngx_http_gtls_ssl_share(cf)->kinds;
     for (size_t k = 0; k < 2; k++) {
-        if (!kinds[k].enabled) {
+        if (!kinds[k].layout.found) {
             continue;
         }
-        void *mcf = ctx->loc_conf[kinds[k].ctx_index];
-        ngx_uint_t *create = ngx_gtls_field<ngx_uint_t>(mcf, kinds[k].create);
+        void *mcf = ctx->loc_conf[kinds[k].layout.ctx_index];
+        ngx_uint_t *create = ngx_gtls_field<ngx_uint_t>(mcf, kinds[k].layout.create);
         if (*create != 1) {
             continue;
         }
@@ -225,8 +178,8 @@ ngx_http_gtls_ssl_settings_t ngx_http_gtls_ssl_settings(const ngx_http_gtls_ssl_
                                                         ngx_http_upstream_conf_t *ucf)
 {
     ngx_http_gtls_ssl_settings_t s;
-    s.protocols = *ngx_gtls_field<ngx_uint_t>(ucf, kind.protocols);
-    s.ciphers = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.ciphers));
+    s.protocols = *ngx_gtls_field<ngx_uint_t>(ucf, kind.layout.protocols);
+    s.ciphers = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.layout.ciphers));
     if (ngx_http_gtls_static_certificate(ucf)) {
         s.certificate = ngx_http_gtls_string(ucf->ssl_certificate->value);
         s.certificate_key = ngx_http_gtls_string(ucf->ssl_certificate_key->value);
@@ -234,12 +187,12 @@ ngx_http_gtls_ssl_settings_t ngx_http_gtls_ssl_settings(const ngx_http_gtls_ssl_
     }
     s.verify = ucf->ssl_verify;
     if (s.verify) {
-        s.trusted_certificate = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate));
-        s.crl = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.crl));
-        s.verify_depth = *ngx_gtls_field<ngx_uint_t>(ucf, kind.verify_depth);
+        s.trusted_certificate = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.layout.trusted_certificate));
+        s.crl = ngx_http_gtls_string(*ngx_gtls_field<ngx_str_t>(ucf, kind.layout.crl));
+        s.verify_depth = *ngx_gtls_field<ngx_uint_t>(ucf, kind.layout.verify_depth);
     }
     s.session_reuse = ucf->ssl_session_reuse;
-    s.conf_commands = *ngx_gtls_field<ngx_array_t *>(ucf, kind.conf_commands);
+    s.conf_commands = *ngx_gtls_field<ngx_array_t *>(ucf, kind.layout.conf_commands);
     return s;
 }
 
@@ -253,7 +206,7 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
         return nullptr;
     }
     ssl->log = cf->log;
-    if (ngx_ssl_create(ssl, *ngx_gtls_field<ngx_uint_t>(ucf, kind.protocols), nullptr) != NGX_OK) {
+    if (ngx_ssl_create(ssl, *ngx_gtls_field<ngx_uint_t>(ucf, kind.layout.protocols), nullptr) != NGX_OK) {
         return nullptr;
     }
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
@@ -264,7 +217,7 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
     cln->handler = ngx_ssl_cleanup_ctx;
     cln->data = ssl;
 
-    if (ngx_ssl_ciphers(cf, ssl, ngx_gtls_field<ngx_str_t>(ucf, kind.ciphers), 0) != NGX_OK) {
+    if (ngx_ssl_ciphers(cf, ssl, ngx_gtls_field<ngx_str_t>(ucf, kind.layout.ciphers), 0) != NGX_OK) {
         return nullptr;
     }
     if (ngx_http_gtls_static_certificate(ucf)
@@ -273,15 +226,15 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
         return nullptr;
     }
     if (ucf->ssl_verify) {
-        ngx_str_t *trusted = ngx_gtls_field<ngx_str_t>(ucf, kind.trusted_certificate);
+        ngx_str_t *trusted = ngx_gtls_field<ngx_str_t>(ucf, kind.layout.trusted_certificate);
         if (trusted->len == 0) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "no %s_ssl_trusted_certificate for %s_ssl_verify",
                           kind.prefix, kind.prefix);
             return nullptr;
         }
         if (ngx_ssl_trusted_certificate(cf, ssl, trusted,
-                                        *ngx_gtls_field<ngx_uint_t>(ucf, kind.verify_depth)) != NGX_OK
-            || ngx_ssl_crl(cf, ssl, ngx_gtls_field<ngx_str_t>(ucf, kind.crl)) != NGX_OK) {
+                                        *ngx_gtls_field<ngx_uint_t>(ucf, kind.layout.verify_depth)) != NGX_OK
+            || ngx_ssl_crl(cf, ssl, ngx_gtls_field<ngx_str_t>(ucf, kind.layout.crl)) != NGX_OK) {
             return nullptr;
         }
     }
@@ -293,7 +246,7 @@ ngx_ssl_t *ngx_http_gtls_create_ssl(ngx_conf_t *cf, const ngx_http_gtls_ssl_shar
         ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0, const_cast<char *>("SSL_CTX_set_alpn_protos() failed"));
         return nullptr;
     }
-    if (ngx_ssl_conf_commands(cf, ssl, *ngx_gtls_field<ngx_array_t *>(ucf, kind.conf_commands)) != NGX_OK) {
+    if (ngx_ssl_conf_commands(cf, ssl, *ngx_gtls_field<ngx_array_t *>(ucf, kind.layout.conf_commands)) != NGX_OK) {
         return nullptr;
     }
     return ssl;
@@ -380,7 +333,7 @@ ngx_int_t ngx_http_gtls_adopt_shared_ssl(ngx_conf_t *cf, ngx_http_upstream_conf_
             return NGX_ERROR;
         }
     }
-    *ngx_gtls_field<ngx_uint_t>(ucf, kind.create) = 1;
+    *ngx_gtls_field<ngx_uint_t>(ucf, kind.layout.create) = 1;
     return NGX_OK;
 }
 

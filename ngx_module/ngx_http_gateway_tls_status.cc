@@ -8,28 +8,18 @@ extern "C" {
 #include <ngx_stream.h>
 }
 
+#include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_module.h"
 
 namespace {
 
-// The stream module's status when it is loaded and configured: found by
-// module name, since it is another .so. Its main conf begins with its
-// registry (ngx_stream_gateway_tls_module.cc keeps it first).
+// The stream module's status when it is loaded and configured (another
+// .so: ngx_gtls_nginx_layout.h), checked at init_module.
 ngx_gtls_status_t *ngx_http_gtls_stream_status(ngx_cycle_t *cycle)
 {
-    ngx_int_t stream_index = -1, ctx_index = -1;
-    for (ngx_uint_t i = 0; cycle->modules[i] != nullptr; i++) {
-        const char *name = cycle->modules[i]->name;
-        if (name == nullptr) continue;
-        if (ngx_strcmp(name, "ngx_stream_module") == 0) stream_index = cycle->modules[i]->index;
-        if (ngx_strcmp(name, "ngx_stream_gateway_tls_module") == 0) ctx_index = cycle->modules[i]->ctx_index;
-    }
-    if (stream_index < 0 || ctx_index < 0 || cycle->conf_ctx[stream_index] == nullptr) {
-        return nullptr;
-    }
-    auto *ctx = reinterpret_cast<ngx_stream_conf_ctx_t *>(cycle->conf_ctx[stream_index]);
-    auto **registry = static_cast<ngx_gtls_registry_t **>(ctx->main_conf[ctx_index]);
-    return registry != nullptr && *registry != nullptr ? &(*registry)->status : nullptr;
+    bool mismatch = false;
+    const ngx_gtls_stream_export_t *exported = ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
+    return exported != nullptr ? exported->status : nullptr;
 }
 
 ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)

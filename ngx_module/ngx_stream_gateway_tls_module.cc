@@ -4,10 +4,8 @@
 // handshake, TLS sessions are cached per policy, nothing goes out in
 // plaintext under a policy.
 //
-// The stream proxy's configuration struct is private to nginx; its fields
-// are found from the proxy module's own directive table (the offsets of
-// proxy_ssl, proxy_ssl_name, proxy_ssl_verify, and proxy_ssl_conf_command,
-// which the ngx_ssl_t pointer follows in nginx 1.21 to 1.27).
+// The stream proxy's configuration struct is private to nginx; where its
+// fields lie is found and checked in ngx_gtls_nginx_layout.cc.
 
 extern "C" {
 #include <ngx_stream.h>
@@ -20,21 +18,16 @@ extern "C" {
 
 namespace {
 
-// Where the stream proxy keeps what we need, by offset into its srv conf.
-struct ngx_stream_gtls_proxy_layout_t {
-    ngx_int_t  ctx_index = -1;
-    size_t     ssl_enable = 0, ssl_name = 0, ssl_verify = 0, ssl = 0, ssl_certificate = 0;
-    bool       found = false;
-    ngx_int_t  ssl_module_ctx_index = -1;  // ngx_stream_ssl_module: the server's own TLS
-};
-
-// The registry comes first: the http module's status endpoint finds it
-// there (ngx_http_gateway_tls_status.cc).
+// The export comes first: the http module's status endpoint reads it
+// (ngx_gtls_nginx_layout.h).
 typedef struct {
+    ngx_gtls_stream_export_t                                     export_status;
     ngx_gtls_registry_t                                         *registry;
-    ngx_stream_gtls_proxy_layout_t                              *proxy;
+    ngx_gtls_stream_proxy_layout_t                              *proxy;
     ngx_stream_upstream_init_peer_pt                             implicit_init_peer;
 } ngx_stream_gtls_main_conf_t;
+static_assert(offsetof(ngx_stream_gtls_main_conf_t, export_status) == 0,
+              "the http .so reads the export at the start of the main conf");
 
 typedef struct {
     ngx_gtls_client_pin_conf_t        client_pins;  // ssl_verify_client_pin*
@@ -318,7 +311,7 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
     }
     try {
         mcf->registry = ngx_gtls_pool_new<ngx_gtls_registry_t>(cf->pool);
-        mcf->proxy = ngx_gtls_pool_new<ngx_stream_gtls_proxy_layout_t>(cf->pool);
+        mcf->proxy = ngx_gtls_pool_new<ngx_gtls_stream_proxy_layout_t>(cf->pool);
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
@@ -326,40 +319,16 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
         return nullptr;
     }
     mcf->registry->status.kind = "stream";
+    mcf->export_status = ngx_gtls_stream_export_t{};
+    mcf->export_status.status = &mcf->registry->status;
     return mcf;
 }
 
-// The stream proxy's srv conf fields, from its directive table.
+// The stream proxy's srv conf fields (ngx_gtls_nginx_layout.cc).
 char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(conf);
-    ngx_stream_gtls_proxy_layout_t &proxy = *mcf->proxy;
-
-    for (ngx_uint_t i = 0; cf->cycle->modules[i]; i++) {
-        ngx_module_t *m = cf->cycle->modules[i];
-        if (ngx_strcmp(m->name, "ngx_stream_ssl_module") == 0) {
-            proxy.ssl_module_ctx_index = m->ctx_index;
-        }
-        if (ngx_strcmp(m->name, "ngx_stream_proxy_module") != 0) continue;
-        proxy.ctx_index = m->ctx_index;
-        bool enable = false, name = false, verify = false, commands = false, certificate = false;
-        for (ngx_command_t *cmd = m->commands; cmd->name.len; cmd++) {
-            std::string_view n = ngx_gtls_sv(cmd->name);
-            if (n == "proxy_ssl") { proxy.ssl_enable = cmd->offset; enable = true; }
-            if (n == "proxy_ssl_name") { proxy.ssl_name = cmd->offset; name = true; }
-            if (n == "proxy_ssl_verify") { proxy.ssl_verify = cmd->offset; verify = true; }
-            if (n == "proxy_ssl_certificate") { proxy.ssl_certificate = cmd->offset; certificate = true; }
-            if (n == "proxy_ssl_conf_command") {
-                proxy.ssl = cmd->offset + sizeof(ngx_array_t *);  // ngx_ssl_t *ssl comes next
-                commands = true;
-            }
-        }
-        proxy.found = enable && name && verify && commands && certificate;
-    }
-    if (!proxy.found) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "gateway_tls: cannot find the stream proxy's TLS settings in this nginx "
-                      "(load ngx_stream_module.so, built with the stream SSL module)");
+    if (ngx_gtls_find_stream_proxy_layout(cf, mcf->proxy) != NGX_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
@@ -421,7 +390,7 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
-    const ngx_stream_gtls_proxy_layout_t &proxy = *mcf->proxy;
+    const ngx_gtls_stream_proxy_layout_t &proxy = *mcf->proxy;
 
     // the server's own TLS (ngx_stream_ssl_module, merged before us)
     auto *sslcf = proxy.ssl_module_ctx_index >= 0
@@ -433,7 +402,10 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     void *pscf = ctx->srv_conf[proxy.ctx_index];
-    ngx_ssl_t *ssl = *ngx_gtls_field<ngx_ssl_t *>(pscf, proxy.ssl);
+    ngx_ssl_t *ssl = nullptr;
+    if (ngx_gtls_stream_proxy_ssl(cf, proxy, pscf, &ssl) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (ssl != nullptr && ssl->ctx != nullptr) {
         ngx_gtls_install_ssl_hooks(ssl->ctx, &ngx_stream_gtls_hooks);
     }
@@ -461,7 +433,8 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
 // ---- variables ---------------------------------------------------------------
 
-enum { V_VERIFY, V_MODE, V_POLICY, V_CERT, V_SPKI, V_SAN, V_BY, V_CLIENT = 100 };
+enum { V_VERIFY, V_MODE, V_POLICY, V_CERT, V_SPKI, V_SAN, V_BY };
+constexpr uintptr_t V_CLIENT = 100;  // + ngx_gtls_client_variable_e
 
 ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_value_t *v, uintptr_t data)
 {
