@@ -191,7 +191,7 @@ reason "expired" (certificate has expired)
 --- error_code eval
 [502, 200]
 --- error_log
-reason "expired" (certificate is not yet valid)
+reason "expired" (certificate is not yet valid
 
 === TEST 11: allow_expired forgives dates only, not the issuer
 --- config
