@@ -48,7 +48,7 @@ GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module unit-tests test test-unit test-valgrind test-nginx test-debian conformance install demo bench fuzz clean
+.PHONY: all deps module generator unit-tests test test-unit test-valgrind test-nginx test-debian deb test-deb conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -78,6 +78,8 @@ $(MODULE_SO): $(NGINX_BUILD)/objs/Makefile $(MODULE_SRCS)
 
 module: $(MODULE_SO)
 
+generator: $(GENERATOR)
+
 $(BUILD)/unit_tests: $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
 	@mkdir -p $(BUILD)
 	$(CXX) $(CXXFLAGS) -DBOOST_TEST_DYN_LINK -o $@ $(CORE_SRCS) $(UNIT_SRCS) \
@@ -85,7 +87,7 @@ $(BUILD)/unit_tests: $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
 
 $(GENERATOR): $(GEN_SRCS) $(GEN_HDRS) generator/src/main.cc
 	@mkdir -p $(BUILD)
-	$(CXX) $(CXXFLAGS) -Igenerator/src -o $@ $(GEN_SRCS) generator/src/main.cc $(GEN_LIBS)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -Igenerator/src -o $@ $(GEN_SRCS) generator/src/main.cc $(LDFLAGS) $(GEN_LIBS)
 
 $(BUILD)/generator_tests: $(GEN_SRCS) $(GEN_HDRS) $(GEN_TESTS) $(GEN_TEST_HDRS)
 	@mkdir -p $(BUILD)
@@ -147,7 +149,30 @@ test: deps
 # debootstrap chroot of it under build/debian/RELEASE (.ci/debian-chroot).
 RELEASE ?= trixie
 test-debian:
-	.ci/debian-chroot $(RELEASE) deps all test-unit test-nginx
+	.ci/debian-chroot $(RELEASE) deps
+	.ci/debian-chroot $(RELEASE) -j2 all
+	.ci/debian-chroot $(RELEASE) test-unit test-nginx
+
+# Debian packages for this machine's release, built as Debian builds its
+# nginx module packages (debhelper, dh_nginx: enabled on installation,
+# depending on this nginx's ABI), checked by lintian: build/deb/*.deb.
+DEB_DEPS := build-essential debhelper dpkg-dev lintian fakeroot
+deb: DEPS += $(DEB_DEPS)
+deb: deps
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/nginx-gateway-tls
+	{ git ls-files -z --cached --others --exclude-standard 2>/dev/null \
+	  || find . \( -path ./build -o -path './t/servroot*' -o -path ./.git \) -prune -o -type f -print0; } \
+	  | tar --null -T - -cf - | tar -C $(BUILD)/deb/nginx-gateway-tls -xf -
+	cd $(BUILD)/deb/nginx-gateway-tls && dpkg-buildpackage -b -us -uc > ../build.log 2>&1 \
+	  || { tail -40 ../build.log; exit 1; }
+	cd $(BUILD)/deb && lintian --fail-on error,warning --display-info *.changes
+	@ls $(BUILD)/deb/*.deb
+
+# The packages of RELEASE built in its chroot, then installed with apt on a
+# fresh debootstrap of RELEASE, and nginx -t with both modules in use.
+test-deb:
+	.ci/debian-chroot $(RELEASE) deb
+	.ci/deb-install-test $(RELEASE) $(CURDIR)/build/debian/$(RELEASE)/src/build/deb
 
 install: module $(GENERATOR)
 	install -m 0644 $(MODULE_SO) $(STREAM_SO) $(MODULES_DIR)/

@@ -32,7 +32,9 @@ namespace {
 // Changes the owner of everything below `dir` (not following links).
 void chown_tree(const fs::path &dir, uid_t uid, gid_t gid)
 {
-    ::lchown(dir.c_str(), uid, gid);
+    if (::lchown(dir.c_str(), uid, gid) != 0) {
+        throw std::runtime_error("cannot change the owner of " + dir.string() + ": " + std::strerror(errno));
+    }
     for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
         if (::lchown(it->path().c_str(), uid, gid) != 0) {
             throw std::runtime_error("cannot change the owner of " + it->path().string() + ": " + std::strerror(errno));
