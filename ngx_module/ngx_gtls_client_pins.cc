@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <string_view>
+
 #include "ngx_gtls_policy_conf.h"
 
 namespace {
@@ -251,6 +253,55 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
     return NGX_OK;
 }
 
+namespace {
+
+std::string_view ngx_gtls_server_mark(SSL_CTX *ctx)
+{
+    const auto *pins = static_cast<const ngx_gtls_client_pins_t *>(SSL_CTX_get_ex_data(ctx, ngx_gtls_client_pins_index));
+    return pins != nullptr ? std::string_view(pins->session_context) : gtls::kUnpinnedServer;
+}
+
+// A resumed session's new tickets keep the mark of the server it was made
+// for, which is checked after the handshake.
+int ngx_gtls_ticket_mark(SSL *ssl, void *)
+{
+    if (!SSL_session_reused(ssl)) {
+        ngx_gtls_client_session_mark(ssl);
+    }
+    return 1;
+}
+
+// OpenSSL's own decisions on the tickets it decrypted
+SSL_TICKET_RETURN ngx_gtls_ticket_use(SSL *, SSL_SESSION *, const unsigned char *, size_t, SSL_TICKET_STATUS status,
+                                      void *)
+{
+    switch (status) {
+    case SSL_TICKET_EMPTY:
+    case SSL_TICKET_NO_DECRYPT: return SSL_TICKET_RETURN_IGNORE_RENEW;
+    case SSL_TICKET_SUCCESS: return SSL_TICKET_RETURN_USE;
+    case SSL_TICKET_SUCCESS_RENEW: return SSL_TICKET_RETURN_USE_RENEW;
+    default: return SSL_TICKET_RETURN_ABORT;
+    }
+}
+
+}  // namespace
+
+void ngx_gtls_client_session_mark(ngx_ssl_conn_t *ssl)
+{
+    if (ngx_gtls_client_pins_index == -1) {
+        return;  // no pins in any configuration of this process
+    }
+    SSL_SESSION *session = SSL_get_session(ssl);
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    ngx_log_t *log = c != nullptr ? c->log : ngx_cycle->log;
+    std::string_view mark = ngx_gtls_server_mark(SSL_get_SSL_CTX(ssl));
+    ngx_log_debug1(NGX_LOG_DEBUG_EVENT, log, 0, "gateway_tls: session marked for %s server",
+                   mark == gtls::kUnpinnedServer ? "an unpinned" : "a pinned");
+    if (session != nullptr && !gtls::mark_session_for(session, mark)) {
+        ngx_ssl_error(NGX_LOG_ALERT, log, 0, const_cast<char *>("SSL_SESSION_set1_ticket_appdata() failed"));
+    }
+}
+
 int ngx_gtls_client_session_check(ngx_ssl_conn_t *ssl, int *ad)
 {
     if (ngx_gtls_client_pins_index == -1 || !SSL_session_reused(ssl)) {
@@ -258,16 +309,29 @@ int ngx_gtls_client_session_check(ngx_ssl_conn_t *ssl, int *ad)
     }
     const auto *pins = static_cast<const ngx_gtls_client_pins_t *>(
         SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ngx_gtls_client_pins_index));
-    if (pins == nullptr || gtls::session_resumable_in(SSL_get0_session(ssl), pins->session_context)) {
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    const bool resumable = pins == nullptr || gtls::session_resumable_in(SSL_get0_session(ssl), pins->session_context);
+    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, c != nullptr ? c->log : ngx_cycle->log, 0,
+                   "gateway_tls: resumed session in a%s server: %s", pins != nullptr ? " pinned" : "n unpinned",
+                   resumable ? "goes on" : "refused");
+    if (resumable) {
         return SSL_TLSEXT_ERR_OK;
     }
-    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
     const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
     ngx_log_error(NGX_LOG_ERR, c != nullptr ? c->log : ngx_cycle->log, 0,
                   "gateway_tls: TLS session made under other client pins refused for pins \"%s\" (SNI \"%s\")",
                   pins->record.name.c_str(), gtls::escaped_text(sni != nullptr ? sni : "", gtls::kMaxNameText).c_str());
     *ad = SSL_AD_ACCESS_DENIED;
     return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+ngx_int_t ngx_gtls_client_session_ticket_marks(ngx_conf_t *cf, SSL_CTX *ctx)
+{
+    if (SSL_CTX_set_session_ticket_cb(ctx, ngx_gtls_ticket_mark, ngx_gtls_ticket_use, nullptr) != 1) {
+        ngx_ssl_error(NGX_LOG_EMERG, cf->log, 0, const_cast<char *>("SSL_CTX_set_session_ticket_cb() failed"));
+        return NGX_ERROR;
+    }
+    return NGX_OK;
 }
 
 std::string ngx_gtls_client_variable(ngx_connection_t *c, const ngx_gtls_client_pins_t *pins,

@@ -64,14 +64,26 @@ char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtl
 ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_t *conf, ngx_ssl_t *ssl,
                                        ngx_uint_t verify, ngx_gtls_status_t *status);
 
-// To run when SNI has picked the server (its SSL_CTX) of a handshake: a
-// session resumed from another server is refused with an alert (`ad`) if
-// the server picked has client pins (or ssl_verify_client_handshake), on
-// every nginx: OpenSSL checks the session's context only against the server
-// the handshake began in (CVE-2025-23419, which nginx 1.26.3 mends for
-// sessions that carry a server name, and not for those made without SNI).
-// SSL_TLSEXT_ERR_OK or SSL_TLSEXT_ERR_ALERT_FATAL.
+// Sessions and servers with client pins. OpenSSL makes a session, and
+// checks one offered, under the server a handshake began in (the port's
+// default), before SNI picks another (CVE-2025-23419's class, which nginx
+// 1.26.3 mends for sessions that carry another server name, not for those
+// made without SNI). So each session made, or ticketed, is marked with the
+// server SNI picked (gtls::mark_session_for), and a resumed session goes on
+// in a server with pins (or ssl_verify_client_handshake) only if it was
+// made for that server.
+//
+// ngx_gtls_client_session_mark: for a handshake whose server SNI has
+// picked, marks its new session (none when the session is resumed).
+void ngx_gtls_client_session_mark(ngx_ssl_conn_t *ssl);
+// ngx_gtls_client_session_check: SSL_TLSEXT_ERR_OK, or, with a line in the
+// log, SSL_TLSEXT_ERR_ALERT_FATAL and the alert in `ad`, for a session
+// resumed into a pinned server it was not made for.
 int ngx_gtls_client_session_check(ngx_ssl_conn_t *ssl, int *ad);
+// Where SNI picks the server but the module cannot step in after it (the
+// stream SSL module's SNI step is private): marks sessions when their
+// tickets are made, on every server context of the port.
+ngx_int_t ngx_gtls_client_session_ticket_marks(ngx_conf_t *cf, SSL_CTX *ctx);
 
 // $ssl_client_spki_sha256, $ssl_client_cert_sha256, $ssl_client_pin of a
 // connection (empty without a client certificate or a matching pin).

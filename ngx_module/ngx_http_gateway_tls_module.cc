@@ -150,11 +150,17 @@ void *ngx_http_gtls_create_srv_conf(ngx_conf_t *cf)
 
 #ifdef SSL_CTRL_SET_TLSEXT_HOSTNAME
 // nginx's SNI step (the public ngx_http_ssl_servername, which picks the
-// server and switches to its SSL_CTX), then the client pins' session check.
+// server and switches to its SSL_CTX), then the client pins' session step:
+// a new session is marked with the server picked, a resumed one must have
+// been made for it.
 int ngx_http_gtls_servername(ngx_ssl_conn_t *ssl_conn, int *ad, void *arg)
 {
     int rc = ngx_http_ssl_servername(ssl_conn, ad, arg);
     if (rc == SSL_TLSEXT_ERR_ALERT_FATAL) {
+        return rc;
+    }
+    if (!SSL_session_reused(ssl_conn)) {
+        ngx_gtls_client_session_mark(ssl_conn);
         return rc;
     }
     return ngx_gtls_client_session_check(ssl_conn, ad) == SSL_TLSEXT_ERR_OK ? rc : SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -481,7 +487,10 @@ ngx_int_t ngx_http_gtls_client_handshake_handler(ngx_http_request_t *r)
     auto *sscf = static_cast<ngx_http_ssl_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_ssl_module));
     const SSL_CTX *handshake = SSL_get_SSL_CTX(r->connection->ssl->connection);
     if (gtls::client_verified_for_server(scf->client_pins.built != nullptr, handshake, sscf->ssl.ctx)) {
-        return NGX_DECLINED;
+        // and, whatever SNI step ran, not on a session made under other pins
+        int alert = 0;
+        return ngx_gtls_client_session_check(r->connection->ssl->connection, &alert) == SSL_TLSEXT_ERR_OK
+                   ? NGX_DECLINED : NGX_HTTP_MISDIRECTED_REQUEST;
     }
     const char *sni = SSL_get_servername(r->connection->ssl->connection, TLSEXT_NAMETYPE_host_name);
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,

@@ -400,6 +400,13 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                                      sslcf ? sslcf->verify : 0, &mcf->registry->status) != NGX_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+#if (nginx_version >= 1025005)
+    // stream servers picked by SNI: sessions marked with theirs as tickets are made
+    if (sslcf != nullptr && sslcf->ssl.ctx != nullptr
+        && ngx_gtls_client_session_ticket_marks(cf, sslcf->ssl.ctx) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+#endif
 
     void *pscf = ctx->srv_conf[proxy.ctx_index];
     ngx_ssl_t *ssl = nullptr;
@@ -531,9 +538,38 @@ ngx_int_t ngx_stream_gtls_init_module(ngx_cycle_t *cycle)
     return NGX_OK;
 }
 
+// After the handshake (the SSL phase): a session resumed from another
+// server of the listener (nginx 1.25.5 picks stream servers by SNI) never
+// reaches a server with client pins; the stream SSL module's SNI step is
+// private, so the check comes here rather than in the handshake.
+ngx_int_t ngx_stream_gtls_client_session_handler(ngx_stream_session_t *s)
+{
+    ngx_connection_t *c = s->connection;
+    if (c->ssl == nullptr || c->ssl->connection == nullptr) {
+        return NGX_DECLINED;
+    }
+    int alert = 0;
+    if (ngx_gtls_client_session_check(c->ssl->connection, &alert) != SSL_TLSEXT_ERR_OK) {
+        return NGX_ERROR;
+    }
+    return NGX_DECLINED;
+}
+
+ngx_int_t ngx_stream_gtls_postconfiguration(ngx_conf_t *cf)
+{
+    auto *cmcf = static_cast<ngx_stream_core_main_conf_t *>(
+        ngx_stream_conf_get_module_main_conf(cf, ngx_stream_core_module));
+    auto *h = static_cast<ngx_stream_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_STREAM_PREREAD_PHASE].handlers));
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+    *h = ngx_stream_gtls_client_session_handler;
+    return NGX_OK;
+}
+
 ngx_stream_module_t ngx_stream_gtls_module_ctx = {
     ngx_stream_gtls_add_variables,     // preconfiguration
-    nullptr,                           // postconfiguration
+    ngx_stream_gtls_postconfiguration, // postconfiguration
     ngx_stream_gtls_create_main_conf,  // create main configuration
     ngx_stream_gtls_init_main_conf,    // init main configuration
     ngx_stream_gtls_create_srv_conf,   // create server configuration

@@ -235,16 +235,63 @@ qr/gateway_tls: TLS session made under other client pins refused for pins "clien
 # name, of which this one has none
 ["\@0 TLS proto=tls1_3 cert=wildcard out=open host=open.example.com GET /",
  "\@0 TLS proto=tls1_3 cert=wildcard in=open host=open.example.com GET /",
- "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=wildcard in=open host=pinned.example.com GET /"]
+ "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=wildcard in=open host=pinned.example.com GET /",
+ # a pinned client of the pinned server (not the port's default) resumes there
+ "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=selfsigned out=pinned host=pinned.example.com GET /",
+ "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=selfsigned in=pinned host=pinned.example.com GET /",
+ "\@0 TLS sni=pinned.example.com proto=tls1_2 cert=selfsigned out=pinned12 host=pinned.example.com GET /",
+ "\@0 TLS sni=pinned.example.com proto=tls1_2 cert=selfsigned in=pinned12 host=pinned.example.com GET /"]
 --- error_code eval
-[200, 200, 0]
+[200, 200, 0, 200, 200, 200, 200]
 --- response_body_like eval
-["^open reused=\\.\n", "^open reused=r\n", "^\$"]
+["^open reused=\\.\n", "^open reused=r\n", "^\$", "^pinned reused=\\. pin=sha256-spki:",
+ "^pinned reused=r pin=sha256-spki:", "^pinned reused=\\. pin=sha256-spki:", "^pinned reused=r pin=sha256-spki:"]
 --- error_log eval
 # the module's refusal (nginx has none for a session without a name), or,
 # where OpenSSL does not resume the session for another name (3.6), the
 # pins refusing the unpinned certificate in a full handshake
 qr/gateway_tls: TLS session made under other client pins refused for pins "client@[^"]+" \(SNI "pinned.example.com"\)|client certificate rejected: pins "client@[^"]+", reason "pin"/
+
+=== TEST 4c: the pinned server is the port's default: a session made on another server of the port (under the default's context, as OpenSSL makes it) is not resumed into it
+--- http_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return 200 "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        return 200 "open reused=$ssl_session_reused\n";
+    }
+--- request eval
+["\@0 TLS sni=open.example.com proto=tls1_3 cert=wildcard out=open host=open.example.com GET /",
+ "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=wildcard in=open host=pinned.example.com GET /",
+ "\@0 TLS proto=tls1_3 cert=wildcard in=open host=pinned.example.com GET /",
+ "\@0 TLS sni=open.example.com proto=tls1_2 cert=wildcard out=open12 host=open.example.com GET /",
+ "\@0 TLS sni=pinned.example.com proto=tls1_2 cert=wildcard in=open12 host=pinned.example.com GET /",
+ # and the pinned server's own clients still resume there
+ "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=selfsigned out=pinned host=pinned.example.com GET /",
+ "\@0 TLS sni=pinned.example.com proto=tls1_3 cert=selfsigned in=pinned host=pinned.example.com GET /"]
+--- error_code eval
+[200, 0, 0, 200, qr/^(421|0)$/, 200, 200]
+--- response_body_like eval
+["^open reused=\\.\n", "^\$", "^\$", "^open reused=\\.\n", "^\$|Misdirected Request",
+ "^pinned reused=\\. pin=sha256-spki:", "^pinned reused=r pin=sha256-spki:"]
+--- error_log eval
+# the session offered without SNI: only the module refuses it (its server
+# name is open.example.com, but there is no other name to compare), or,
+# where OpenSSL 3.6 makes a full handshake, the pins
+qr/gateway_tls: TLS session made under other client pins refused for pins "client@[^"]+" \(SNI ""\)|client certificate rejected: pins "client@[^"]+", reason "pin"/
 
 === TEST 5: within the same pins sessions resume, with the identity they were made with
 --- http_config
@@ -620,3 +667,44 @@ reason "pin" (no pin matches the certificate), client SANs "dns:forged.example.c
 ["verify=FAILED:unable to verify the first certificate"]
 --- no_backend_log
 /stock
+
+=== TEST 18: stream (nginx 1.25.5 picks stream servers by SNI): a session made without SNI, or under another name, is not resumed into a pinned server
+--- min_nginx: 1025005
+--- stream_config
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        return "open reused=$ssl_session_reused\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+--- request eval
+["\@0 TLS raw=1 proto=tls1_3 cert=wildcard out=nosni GET /",
+ "\@0 TLS raw=1 proto=tls1_3 cert=wildcard in=nosni GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=wildcard in=nosni GET /",
+ "\@0 TLS raw=1 sni=open.example.com proto=tls1_3 cert=wildcard out=open GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=wildcard in=open GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=selfsigned out=pinned GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=selfsigned in=pinned GET /"]
+--- error_code eval
+[200, 200, 0, 200, 0, 200, 200]
+--- response_body_like eval
+["^open reused=\\.\n", "^open reused=r\n", "^\$", "^open reused=\\.\n", "^\$",
+ "^pinned reused=\\. pin=sha256-spki:", "^pinned reused=r pin=sha256-spki:"]
+--- error_log eval
+# the module's refusal after the handshake, or, where OpenSSL does not
+# resume a session for another name (3.6), the pins refusing the
+# unpinned certificate in a full handshake
+qr/gateway_tls: TLS session made under other client pins refused for pins "client@[^"]+" \(SNI "pinned.example.com"\)|client certificate rejected: pins "client@[^"]+", reason "pin"/

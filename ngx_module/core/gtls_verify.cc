@@ -240,9 +240,24 @@ bool fallback_error_admitted_by_nginx(int x509_error)
 
 bool session_resumable_in(const SSL_SESSION *session, std::string_view server_context)
 {
+    if (session == nullptr) {
+        return false;
+    }
+    void *mark = nullptr;
+    size_t mark_len = 0;
+    // the const_cast: OpenSSL 3.0 declares the getter on a non-const session
+    if (SSL_SESSION_get0_ticket_appdata(const_cast<SSL_SESSION *>(session), &mark, &mark_len) == 1 && mark_len > 0) {
+        return std::string_view(static_cast<const char *>(mark), mark_len) == server_context;
+    }
     unsigned int len = 0;
-    const unsigned char *context = session != nullptr ? SSL_SESSION_get0_id_context(session, &len) : nullptr;
+    const unsigned char *context = SSL_SESSION_get0_id_context(session, &len);
     return context != nullptr && std::string_view(reinterpret_cast<const char *>(context), len) == server_context;
+}
+
+bool mark_session_for(SSL_SESSION *session, std::string_view server_context)
+{
+    return session != nullptr
+           && SSL_SESSION_set1_ticket_appdata(session, server_context.data(), server_context.size()) == 1;
 }
 
 int fallback_chain_error(int x509_error)

@@ -149,12 +149,19 @@ inline bool client_verified_for_server(bool server_verifies, const void *handsha
 }
 
 // Whether a resumed TLS session may go on in a server that verifies its
-// clients: only one made under that server's session ID context
-// (`server_context`: its certificate, client CA names, verification and
-// pins). OpenSSL checks the context only against the server the handshake
-// began in, before SNI picks another; a session from another server of the
-// listener carries that server's client identity, or none.
+// clients (`server_context`: its certificate, client CA names,
+// verification and pins). OpenSSL makes a session, and checks one offered,
+// under the server the handshake began in (the port's default), before SNI
+// picks another: neither its check nor the session's own context tells
+// the server a session was made for. The module marks each session with
+// that server (mark_session_for, kept in tickets and cached sessions); an
+// unmarked session (made before the module marked them) counts by its
+// context.
 bool session_resumable_in(const SSL_SESSION *session, std::string_view server_context);
+// Marks `session` as made for the server whose context is `server_context`
+// (kUnpinnedServer for one without client pins); false when OpenSSL fails.
+inline constexpr std::string_view kUnpinnedServer = "gateway_tls:unpinned";
+bool mark_session_for(SSL_SESSION *session, std::string_view server_context);
 
 // Loads a PEM bundle into a new trust store ("system": OpenSSL's default
 // paths). On failure returns null and sets *error.

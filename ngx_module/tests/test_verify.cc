@@ -422,6 +422,32 @@ BOOST_AUTO_TEST_CASE(a_session_resumes_only_under_the_context_it_was_made_in)
     BOOST_TEST(!session_resumable_in(session.get(), open.substr(0, 31)));
     BOOST_TEST(session_resumable_in(session.get(), open));
     BOOST_TEST(!session_resumable_in(nullptr, open));
+    // made under the default server's context, for the pinned server: the
+    // mark decides, not the context
+    BOOST_TEST_REQUIRE(mark_session_for(session.get(), pinned));
+    BOOST_TEST(session_resumable_in(session.get(), pinned));
+    BOOST_TEST(!session_resumable_in(session.get(), open));
+    BOOST_TEST_REQUIRE(mark_session_for(session.get(), kUnpinnedServer));
+    BOOST_TEST(!session_resumable_in(session.get(), pinned));
+    // the mark survives the session's encoding (tickets, shared caches),
+    // which needs the session's protocol and cipher
+    BOOST_TEST_REQUIRE(mark_session_for(session.get(), pinned));
+    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_method()), SSL_CTX_free);
+    std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
+    BOOST_TEST_REQUIRE(ssl.get() != nullptr);
+    const unsigned char tls_aes_128_gcm_sha256[2] = {0x13, 0x01};
+    BOOST_TEST_REQUIRE(SSL_SESSION_set_protocol_version(session.get(), TLS1_3_VERSION) == 1);
+    BOOST_TEST_REQUIRE(SSL_SESSION_set_cipher(session.get(), SSL_CIPHER_find(ssl.get(), tls_aes_128_gcm_sha256)) == 1);
+    unsigned char *der = nullptr;
+    int len = i2d_SSL_SESSION(session.get(), &der);
+    BOOST_TEST_REQUIRE(len > 0);
+    const unsigned char *p = der;
+    std::unique_ptr<SSL_SESSION, decltype(&SSL_SESSION_free)> decoded(d2i_SSL_SESSION(nullptr, &p, len),
+                                                                       SSL_SESSION_free);
+    OPENSSL_free(der);
+    BOOST_TEST_REQUIRE(decoded.get() != nullptr);
+    BOOST_TEST(session_resumable_in(decoded.get(), pinned));
+    BOOST_TEST(!session_resumable_in(decoded.get(), open));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

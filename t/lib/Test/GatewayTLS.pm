@@ -384,7 +384,8 @@ sub _wait_listening {
 # An HTTP/1.0 request over TLS from openssl s_client, which offers a saved
 # session whatever name it connects with: TLS = {sni => NAME (none: no
 # SNI), proto => tls1_2|tls1_3, cert => client certificate name, in =>
-# session to offer, out => where to save the session, host => Host}.
+# session to offer, out => where to save the session, host => Host, raw =>
+# 1: what came back is not HTTP, status 200 when anything came).
 # Returns (status, headers, body) as _http; status 0 when no HTTP answer
 # came (the handshake failed). $ssl_session_reused in a body tells whether
 # the session was resumed.
@@ -403,6 +404,7 @@ sub _tls_http {
     push @args, '-sess_out', "$dir/$tls->{out}.session" if $tls->{out};
     my $cmd = join ' ', 'timeout 10 openssl s_client', (map { "'$_'" } @args), "< '$in' 2>'$dir/tls_http.err'";
     my $out = `$cmd`;
+    return (length $out ? 200 : 0, {}, $out) if $tls->{raw};  # a stream server's own answer
     my ($status, $rest) = $out =~ m{^HTTP/1\.\d (\d{3})[^\n]*\n(.*)}s or return (0, {}, '');
     my ($head_text, $body) = split /\r\n\r\n/, $rest, 2;
     my %headers;
@@ -479,6 +481,12 @@ sub _check_log {
 sub _run_block {
     my $block = shift;
     my $name = $block->name;
+
+    # "--- min_nginx: 1025005": what the block tests exists from that nginx on
+    if (defined $block->min_nginx && $NginxVersion < $block->min_nginx) {
+        Test::More::note("$name: skipped, nginx $NginxVersion is before " . $block->min_nginx);
+        return;
+    }
 
     _stop();
     _truncate_logs();
