@@ -31,9 +31,9 @@ T *ngx_gtls_pool_new(ngx_pool_t *pool)
     return object;
 }
 
-// A field of another module's private conf struct, by the offset its
-// directive table gives (the stream proxy's srv conf, proxy's and grpc's
-// loc confs).
+// A field of a conf struct by offset: a directive's own (cmd->offset), or
+// one of another module's private struct, by the offset its directive
+// table gives (ngx_gtls_nginx_layout.cc).
 template <typename T>
 T *ngx_gtls_field(void *conf, size_t offset)
 {

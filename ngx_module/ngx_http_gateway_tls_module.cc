@@ -6,24 +6,28 @@
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_ssl_share.h"
 
+#include <cstddef>
 #include <new>
 
 namespace {
 
-const char *const kPrefix[2] = {"proxy", "grpc"};
-const char *const kUpstreamModule[2] = {"ngx_http_proxy_module", "ngx_http_grpc_module"};
+// by ngx_http_gtls_kind_e
+const char *const kPrefix[] = {"proxy", "grpc"};
+const char *const kUpstreamModule[] = {"ngx_http_proxy_module", "ngx_http_grpc_module"};
+static_assert(sizeof kPrefix / sizeof kPrefix[0] == NGX_HTTP_GTLS_KINDS, "a prefix per kind");
+static_assert(sizeof kUpstreamModule / sizeof kUpstreamModule[0] == NGX_HTTP_GTLS_KINDS, "a module per kind");
 
-// Every directive takes its kind (proxy or grpc) from cmd->offset, and
-// writes the upstream{}-level conf when it stands in an upstream block.
-ngx_http_gtls_policy_conf_t *ngx_http_gtls_policy_conf(ngx_conf_t *cf, ngx_command_t *cmd,
-                                                       void *conf)
+// A policy directive's field: at cmd->offset of the scope's policies, a
+// location's, or in upstream{} the upstream's.
+ngx_http_gtls_policy_conf_t *ngx_http_gtls_policy_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_http_gtls_policies_t *policies = &static_cast<ngx_http_gtls_loc_conf_t *>(conf)->policy;
     if (cf->cmd_type == NGX_HTTP_UPS_CONF) {
         auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(
             ngx_http_conf_get_module_srv_conf(cf, ngx_http_gateway_tls_module));
-        return &scf->policy[cmd->offset];
+        policies = &scf->policy;
     }
-    return &static_cast<ngx_http_gtls_loc_conf_t *>(conf)->policy[cmd->offset];
+    return reinterpret_cast<ngx_http_gtls_policy_conf_t *>(reinterpret_cast<u_char *>(policies) + cmd->offset);
 }
 
 ngx_gtls_registry_t &ngx_http_gtls_registry(ngx_conf_t *cf)
@@ -33,18 +37,35 @@ ngx_gtls_registry_t &ngx_http_gtls_registry(ngx_conf_t *cf)
     return *mcf->registry;
 }
 
-#define NGX_HTTP_GTLS_SETTER(name)                                                 \
-    char *ngx_http_gtls_##name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)   \
-    {                                                                              \
-        return ngx_gtls_conf_##name(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf)); \
-    }
+char *ngx_http_gtls_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_mode(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+}
 
-NGX_HTTP_GTLS_SETTER(verify_mode)
-NGX_HTTP_GTLS_SETTER(verify_san)
-NGX_HTTP_GTLS_SETTER(verify_pin)
-NGX_HTTP_GTLS_SETTER(verify_pin_certificate)
-NGX_HTTP_GTLS_SETTER(policy_name)
-NGX_HTTP_GTLS_SETTER(policy_hostname)
+char *ngx_http_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_san(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+}
+
+char *ngx_http_gtls_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_pin(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+}
+
+char *ngx_http_gtls_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_pin_certificate(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+}
+
+char *ngx_http_gtls_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_policy_name(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+}
+
+char *ngx_http_gtls_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_policy_hostname(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+}
 
 char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -54,66 +75,164 @@ char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 char *ngx_http_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->insecure);
+    return ngx_gtls_conf_verify_insecure(cf, cmd, ngx_gtls_field<ngx_uint_t>(conf, cmd->offset));
 }
 
 char *ngx_http_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_client_pin(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
+    return ngx_gtls_conf_client_pin(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
 char *ngx_http_gtls_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_client_handshake(cf, cmd, &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
+    return ngx_gtls_conf_client_handshake(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
 char *ngx_http_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_client_pin_certificate(cf, cmd,
-                                                &static_cast<ngx_http_gtls_srv_conf_t *>(conf)->client_pins);
+    return ngx_gtls_conf_client_pin_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
-#define NGX_HTTP_GTLS_ANY_CONF \
-    (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF)
-
-#define NGX_HTTP_GTLS_COMMANDS(prefix, kind)                                                     \
-    {ngx_string(prefix "_ssl_verify_mode"), NGX_HTTP_GTLS_ANY_CONF | NGX_CONF_TAKE1,            \
-     ngx_http_gtls_verify_mode, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr},                        \
-    {ngx_string(prefix "_ssl_verify_ca"), NGX_HTTP_GTLS_ANY_CONF | NGX_CONF_TAKE1,              \
-     ngx_http_gtls_verify_ca, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr},                          \
-    {ngx_string(prefix "_ssl_verify_san"), NGX_HTTP_GTLS_ANY_CONF | NGX_CONF_1MORE,             \
-     ngx_http_gtls_verify_san, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr},                         \
-    {ngx_string(prefix "_ssl_verify_pin"), NGX_HTTP_GTLS_ANY_CONF | NGX_CONF_1MORE,             \
-     ngx_http_gtls_verify_pin, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr},                         \
-    {ngx_string(prefix "_ssl_verify_pin_certificate"), NGX_HTTP_GTLS_ANY_CONF | NGX_CONF_TAKE1, \
-     ngx_http_gtls_verify_pin_certificate, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr},             \
-    {ngx_string(prefix "_ssl_policy_name"), NGX_HTTP_GTLS_ANY_CONF | NGX_CONF_TAKE1,            \
-     ngx_http_gtls_policy_name, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr},                        \
-    {ngx_string(prefix "_ssl_policy_hostname"), NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,             \
-     ngx_http_gtls_policy_hostname, NGX_HTTP_LOC_CONF_OFFSET, kind, nullptr}
-
 ngx_command_t ngx_http_gtls_commands[] = {
-    NGX_HTTP_GTLS_COMMANDS("proxy", NGX_HTTP_GTLS_PROXY),
-    NGX_HTTP_GTLS_COMMANDS("grpc", NGX_HTTP_GTLS_GRPC),
+    {ngx_string("proxy_ssl_verify_mode"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_mode,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_ca"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_ca,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_san"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_verify_san,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_pin"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_verify_pin,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_pin_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_pin_certificate,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_policy_name"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_policy_name,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_policy_hostname"),
+     NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_policy_hostname,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
+    {ngx_string("grpc_ssl_verify_mode"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_mode,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_verify_ca"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_ca,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_verify_san"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_verify_san,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_verify_pin"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_verify_pin,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_verify_pin_certificate"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_pin_certificate,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_policy_name"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_policy_name,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_policy_hostname"),
+     NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_policy_hostname,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
 
     {ngx_string("proxy_ssl_verify_insecure"),
-     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1, ngx_http_gtls_verify_insecure,
-     NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_verify_insecure,
+     NGX_HTTP_SRV_CONF_OFFSET,
+     offsetof(ngx_http_gtls_srv_conf_t, insecure),
+     nullptr},
 
-    {ngx_string("ssl_verify_client_pin"), NGX_HTTP_SRV_CONF | NGX_CONF_1MORE, ngx_http_gtls_client_pin,
-     NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("ssl_verify_client_pin"),
+     NGX_HTTP_SRV_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_client_pin,
+     NGX_HTTP_SRV_CONF_OFFSET,
+     offsetof(ngx_http_gtls_srv_conf_t, client_pins),
+     nullptr},
 
-    {ngx_string("ssl_verify_client_pin_certificate"), NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_http_gtls_client_pin_certificate, NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("ssl_verify_client_pin_certificate"),
+     NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_client_pin_certificate,
+     NGX_HTTP_SRV_CONF_OFFSET,
+     offsetof(ngx_http_gtls_srv_conf_t, client_pins),
+     nullptr},
 
-    {ngx_string("ssl_verify_client_handshake"), NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_http_gtls_client_handshake, NGX_HTTP_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("ssl_verify_client_handshake"),
+     NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_client_handshake,
+     NGX_HTTP_SRV_CONF_OFFSET,
+     offsetof(ngx_http_gtls_srv_conf_t, client_pins),
+     nullptr},
 
-    {ngx_string("gateway_tls_status_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-     ngx_http_gtls_status_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("gateway_tls_status_zone"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_status_zone,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     0,
+     nullptr},
 
-    {ngx_string("gateway_tls_status"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, ngx_http_gtls_status,
-     NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("gateway_tls_status"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+     ngx_http_gtls_status,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
 
     ngx_null_command};
 

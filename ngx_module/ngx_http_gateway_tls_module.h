@@ -17,18 +17,27 @@
 #include "ngx_http_gateway_tls_status.h"
 
 // Which upstream module a policy is for: proxy_pass or grpc_pass.
-enum ngx_http_gtls_kind_e { NGX_HTTP_GTLS_PROXY = 0, NGX_HTTP_GTLS_GRPC = 1 };
+enum ngx_http_gtls_kind_e { NGX_HTTP_GTLS_PROXY = 0, NGX_HTTP_GTLS_GRPC = 1, NGX_HTTP_GTLS_KINDS = 2 };
 
 typedef ngx_gtls_policy_conf_t ngx_http_gtls_policy_conf_t;
 
+// The proxy_ssl_* and grpc_ssl_* policy directives of one scope (the
+// directive table gives each its field by offsetof), and either by kind.
+struct ngx_http_gtls_policies_t {
+    ngx_http_gtls_policy_conf_t  proxy;
+    ngx_http_gtls_policy_conf_t  grpc;
+
+    ngx_http_gtls_policy_conf_t &operator[](ngx_uint_t kind) { return kind == NGX_HTTP_GTLS_GRPC ? grpc : proxy; }
+};
+
 typedef struct {
-    ngx_http_gtls_policy_conf_t  policy[2];  // by ngx_http_gtls_kind_e
+    ngx_http_gtls_policies_t  policy;
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
     ngx_gtls_client_pin_conf_t      client_pins;  // ssl_verify_client_pin*
     ngx_uint_t                      insecure;     // proxy_ssl_verify_insecure
-    ngx_http_gtls_policy_conf_t     policy[2];    // upstream{} level
+    ngx_http_gtls_policies_t        policy;       // upstream{} level
     ngx_http_upstream_init_peer_pt  original_init_peer;
 } ngx_http_gtls_srv_conf_t;
 
@@ -36,7 +45,7 @@ typedef struct {
 // and the TLS sessions of module-verified connections.
 
 typedef struct {
-    ngx_int_t                        ctx_index[2];  // proxy, grpc; -1 if absent
+    ngx_int_t                        ctx_index[NGX_HTTP_GTLS_KINDS];  // -1 where nginx has no such module
     ngx_http_upstream_init_peer_pt   implicit_init_peer;
     ngx_gtls_registry_t                                         *registry;
 } ngx_http_gtls_main_conf_t;

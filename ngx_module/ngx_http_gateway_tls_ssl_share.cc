@@ -22,6 +22,8 @@
 
 #include "ngx_http_gateway_tls_ssl_share.h"
 
+#include "ngx_http_gateway_tls_module.h"  // ngx_http_gtls_kind_e
+
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_gtls_policy_conf.h"  // ngx_gtls_sv
 
@@ -77,12 +79,12 @@ struct ngx_http_gtls_ssl_share_kind_t {
 };
 
 struct ngx_http_gtls_ssl_share_main_conf_t {
-    ngx_http_gtls_ssl_share_kind_t  kinds[2] = {{"proxy", "ngx_http_proxy_module", false},
+    ngx_http_gtls_ssl_share_kind_t  kinds[NGX_HTTP_GTLS_KINDS] = {{"proxy", "ngx_http_proxy_module", false},
                                                 {"grpc", "ngx_http_grpc_module", true}};
 };
 
 typedef struct {
-    ngx_flag_t  deferred[2];  // the context for this location is ours to give, by kind
+    ngx_flag_t  deferred[NGX_HTTP_GTLS_KINDS];  // the context for this location is ours to give, by kind
 } ngx_http_gtls_ssl_share_loc_conf_t;
 
 // A client certificate without variables goes into the context; one with
@@ -153,7 +155,7 @@ char *ngx_http_gtls_ssl_share_merge_loc_conf(ngx_conf_t *cf, void *parent, void 
         return NGX_CONF_OK;
     }
     ngx_http_gtls_ssl_share_kind_t *kinds = ngx_http_gtls_ssl_share(cf)->kinds;
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < NGX_HTTP_GTLS_KINDS; k++) {
         if (!kinds[k].layout.found) {
             continue;
         }
@@ -295,7 +297,7 @@ ngx_int_t ngx_http_gtls_adopt_shared_ssl(ngx_conf_t *cf, ngx_http_upstream_conf_
 {
     auto *lcf = static_cast<ngx_http_gtls_ssl_share_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_gateway_tls_ssl_share_module));
-    if (kind_index > 1 || !lcf->deferred[kind_index]) {
+    if (kind_index >= NGX_HTTP_GTLS_KINDS || !lcf->deferred[kind_index]) {
         return NGX_OK;
     }
     ngx_http_gtls_ssl_share_kind_t &kind = ngx_http_gtls_ssl_share(cf)->kinds[kind_index];

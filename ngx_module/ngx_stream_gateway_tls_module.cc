@@ -7,6 +7,8 @@
 // The stream proxy's configuration struct is private to nginx; where its
 // fields lie is found and checked in ngx_gtls_nginx_layout.cc.
 
+#include <cstddef>
+
 extern "C" {
 #include <ngx_stream.h>
 }
@@ -234,73 +236,143 @@ ngx_gtls_registry_t &ngx_stream_gtls_registry(ngx_conf_t *cf)
     return *mcf->registry;
 }
 
-// In upstream{} the conf nginx hands a directive is the upstream's srv conf
-// already (stream upstream blocks have no other level).
-#define NGX_STREAM_GTLS_SETTER(name)                                                       \
-    char *ngx_stream_gtls_##name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)          \
-    {                                                                                      \
-        return ngx_gtls_conf_##name(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->policy); \
-    }
+// Each directive's field is at cmd->offset of the srv conf; in upstream{}
+// the conf nginx hands a directive is the upstream's srv conf already
+// (stream upstream blocks have no other level).
+char *ngx_stream_gtls_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_mode(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
+}
 
-NGX_STREAM_GTLS_SETTER(verify_mode)
-NGX_STREAM_GTLS_SETTER(verify_san)
-NGX_STREAM_GTLS_SETTER(verify_pin)
-NGX_STREAM_GTLS_SETTER(verify_pin_certificate)
-NGX_STREAM_GTLS_SETTER(policy_name)
-NGX_STREAM_GTLS_SETTER(policy_hostname)
+char *ngx_stream_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_san(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
+}
+
+char *ngx_stream_gtls_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_pin(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
+}
+
+char *ngx_stream_gtls_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_verify_pin_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
+}
+
+char *ngx_stream_gtls_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_policy_name(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
+}
+
+char *ngx_stream_gtls_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_policy_hostname(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
+}
 
 char *ngx_stream_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_ca(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->policy,
+    return ngx_gtls_conf_verify_ca(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset),
                                    ngx_stream_gtls_registry(cf));
 }
 
 char *ngx_stream_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_client_pin(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
+    return ngx_gtls_conf_client_pin(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
 char *ngx_stream_gtls_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_client_handshake(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
+    return ngx_gtls_conf_client_handshake(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
 char *ngx_stream_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_client_pin_certificate(cf, cmd,
-                                                &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->client_pins);
+    return ngx_gtls_conf_client_pin_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
 char *ngx_stream_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_insecure(cf, cmd, &static_cast<ngx_stream_gtls_srv_conf_t *>(conf)->insecure);
+    return ngx_gtls_conf_verify_insecure(cf, cmd, ngx_gtls_field<ngx_uint_t>(conf, cmd->offset));
 }
 
-#define NGX_STREAM_GTLS_CONF (NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF)
-
 ngx_command_t ngx_stream_gtls_commands[] = {
-    {ngx_string("proxy_ssl_verify_mode"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_verify_mode,
-     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_verify_ca"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_verify_ca,
-     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_verify_san"), NGX_STREAM_GTLS_CONF | NGX_CONF_1MORE, ngx_stream_gtls_verify_san,
-     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_verify_pin"), NGX_STREAM_GTLS_CONF | NGX_CONF_1MORE, ngx_stream_gtls_verify_pin,
-     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_verify_pin_certificate"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_verify_pin_certificate, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_policy_name"), NGX_STREAM_GTLS_CONF | NGX_CONF_TAKE1, ngx_stream_gtls_policy_name,
-     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_policy_hostname"), NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_policy_hostname, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("proxy_ssl_verify_insecure"), NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_verify_insecure, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("ssl_verify_client_pin"), NGX_STREAM_SRV_CONF | NGX_CONF_1MORE, ngx_stream_gtls_client_pin,
-     NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("ssl_verify_client_pin_certificate"), NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_client_pin_certificate, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
-    {ngx_string("ssl_verify_client_handshake"), NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_client_handshake, NGX_STREAM_SRV_CONF_OFFSET, 0, nullptr},
+    {ngx_string("proxy_ssl_verify_mode"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_verify_mode,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_ca"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_verify_ca,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_san"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_1MORE,
+     ngx_stream_gtls_verify_san,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_pin"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_1MORE,
+     ngx_stream_gtls_verify_pin,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_pin_certificate"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_verify_pin_certificate,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_policy_name"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_policy_name,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_policy_hostname"),
+     NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_policy_hostname,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_verify_insecure"),
+     NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_verify_insecure,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, insecure),
+     nullptr},
+
+    {ngx_string("ssl_verify_client_pin"),
+     NGX_STREAM_SRV_CONF | NGX_CONF_1MORE,
+     ngx_stream_gtls_client_pin,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
+     nullptr},
+
+    {ngx_string("ssl_verify_client_pin_certificate"),
+     NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_client_pin_certificate,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
+     nullptr},
+
+    {ngx_string("ssl_verify_client_handshake"),
+     NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_stream_gtls_client_handshake,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
+     nullptr},
+
     ngx_null_command};
 
 void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
