@@ -148,20 +148,23 @@ void ngx_gtls_client_pin_where(ngx_conf_t *cf, ngx_gtls_client_pin_conf_t *conf)
 
 }  // namespace
 
-char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf)
+char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf)
 {
+    auto *conf = ngx_gtls_field<ngx_gtls_client_pin_conf_t>(srv_conf, cmd->offset);
     ngx_gtls_client_pin_where(cf, conf);
     return ngx_gtls_conf_pin_specs(cf, cmd, &conf->pins);
 }
 
-char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf)
+char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf)
 {
+    auto *conf = ngx_gtls_field<ngx_gtls_client_pin_conf_t>(srv_conf, cmd->offset);
     ngx_gtls_client_pin_where(cf, conf);
     return ngx_gtls_conf_pin_certificate_specs(cf, cmd, &conf->pin_certificates);
 }
 
-char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf)
+char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf)
 {
+    auto *conf = ngx_gtls_field<ngx_gtls_client_pin_conf_t>(srv_conf, cmd->offset);
     if (conf->handshake != NGX_CONF_UNSET) {
         return const_cast<char *>("is duplicate");
     }

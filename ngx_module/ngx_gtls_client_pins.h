@@ -50,10 +50,11 @@ typedef struct {
 } ngx_gtls_client_pin_conf_t;
 
 void ngx_gtls_init_client_pin_conf(ngx_gtls_client_pin_conf_t *conf);
-char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf);
-char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd,
-                                           ngx_gtls_client_pin_conf_t *conf);
-char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_client_pin_conf_t *conf);
+// Directive handlers, as nginx's ngx_conf_set_*_slot: the
+// ngx_gtls_client_pin_conf_t at cmd->offset of the srv conf.
+char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf);
+char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf);
+char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf);
 
 // Checks the server's TLS settings and hooks the pins (or, with
 // ssl_verify_client_handshake alone, the CA) into its SSL_CTX: the client's

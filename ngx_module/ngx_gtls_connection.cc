@@ -227,6 +227,80 @@ void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks)
     }
 }
 
+std::string ngx_gtls_binding_key(const gtls::Policy *policy, const ngx_ssl_t *ssl, const std::string &reference_name,
+                                 const ngx_str_t &host, const ngx_str_t *client_certificate)
+{
+    gtls::Binding binding;
+    binding.policy = policy;
+    binding.tls_context = ssl != nullptr ? ssl->ctx : nullptr;
+    binding.reference_name = reference_name + "\n" + std::string(ngx_gtls_sv(host));
+    if (client_certificate != nullptr) {
+        binding.client_certificate = std::string(ngx_gtls_sv(*client_certificate));
+    }
+    return binding.key();
+}
+
+ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, const gtls::Policy *policy,
+                                 std::string binding, ngx_gtls_session_cache_t *sessions, ngx_peer_connection_t *peer)
+{
+    if (binding.empty()) {
+        return NGX_ERROR;
+    }
+    backend->policy = policy;
+    backend->verdict.reset();
+    backend->balancer.policy = policy;
+    backend->balancer.binding = std::move(binding);
+    backend->balancer.sessions = sessions;
+    backend->balancer.verdict = &backend->verdict;
+    ngx_gtls_wrap_balancer(peer, &backend->balancer);
+    ngx_log_debug1(NGX_LOG_DEBUG_EVENT, log, 0, "gateway_tls: backend goes out under policy \"%s\"",
+                   policy->name.c_str());
+    return NGX_OK;
+}
+
+int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_backend_t *backend,
+                    const gtls::Policy *policy, bool stock_verify, const std::string &reference_name,
+                    ngx_str_t *peer_name, ngx_gtls_status_t *status)
+{
+    if (policy == nullptr) {
+        int rc = X509_verify_cert(x509_ctx);
+        return stock_verify ? rc : 1;
+    }
+    ngx_gtls_connection_t *conn = ngx_gtls_connection(c, true);
+    if (backend == nullptr || conn == nullptr) {
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
+        return 0;
+    }
+    try {
+        auto verdict = std::make_shared<gtls::Verdict>(gtls::verify(
+            *policy, X509_STORE_CTX_get0_cert(x509_ctx), X509_STORE_CTX_get0_untrusted(x509_ctx), reference_name));
+        backend->policy = policy;
+        backend->verdict = verdict;
+        conn->policy = policy;
+        conn->verdict = verdict;
+        conn->binding = backend->balancer.binding;
+        ngx_gtls_count(status, policy, *verdict, c->log);
+        ngx_log_debug2(NGX_LOG_DEBUG_EVENT, c->log, 0, "gateway_tls: policy \"%s\" verdict %s",
+                       policy->name.c_str(), verdict->text().c_str());
+        if (verdict->status == gtls::Status::Failed) {
+            return ngx_gtls_reject(x509_ctx, c->log, *policy, peer_name, *verdict);
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
+        return 0;
+    }
+    X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
+    return 1;
+}
+
+void ngx_gtls_resumed_verdict(ngx_gtls_backend_t *backend, const ngx_gtls_connection_t *conn)
+{
+    if (backend != nullptr && backend->policy == conn->policy) {
+        backend->verdict = conn->verdict;
+    }
+}
+
 int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy &policy,
                     ngx_str_t *upstream, const gtls::Verdict &verdict)
 {

@@ -10,6 +10,7 @@
 #include "ngx_gtls_nginx.h"
 
 #include "gtls_verify.h"
+#include "ngx_gtls_status.h"
 
 // Hung on the SSL object, owned by the connection's pool.
 struct ngx_gtls_connection_t {
@@ -50,6 +51,46 @@ struct ngx_gtls_balancer_t {
 };
 
 void ngx_gtls_wrap_balancer(ngx_peer_connection_t *peer, ngx_gtls_balancer_t *b);
+
+// The backend side of one client request (http) or session (stream): the
+// policy it goes out under (null: stock nginx), the verdict on its backend
+// connection, and its balancer. Each protocol's state is one of these.
+struct ngx_gtls_backend_t {
+    const gtls::Policy                    *policy = nullptr;
+    std::shared_ptr<const gtls::Verdict>   verdict;
+    ngx_gtls_balancer_t                    balancer;
+};
+
+// What a backend connection under `policy` is bound to (gtls::Binding::key):
+// the name verified and sent (`reference_name`) with the upstream's `host`,
+// the TLS context of `ssl`, and the client certificate's path where it
+// comes from variables (`client_certificate`, else null).
+std::string ngx_gtls_binding_key(const gtls::Policy *policy, const ngx_ssl_t *ssl, const std::string &reference_name,
+                                 const ngx_str_t &host, const ngx_str_t *client_certificate);
+
+// An init_peer's end, once the protocol's own balancer is in place: under
+// a policy, the backend starts without a verdict and its balancer is
+// wrapped (ngx_gtls_wrap_balancer) with `binding`. NGX_ERROR, logged, on
+// an empty binding or no memory.
+ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, const gtls::Policy *policy,
+                                 std::string binding, ngx_gtls_session_cache_t *sessions, ngx_peer_connection_t *peer);
+
+// The handshake's decision on the backend certificate, once the protocol
+// found the policy: without one, stock nginx's (OpenSSL's own check, its
+// result kept for nginx's check after the handshake; `stock_verify` is
+// proxy_ssl_verify, since the module's SSL_CTX always asks for the peer's
+// certificate); with one, the verdict, kept by `backend` and by the
+// connection (for its session and keepalive), counted in `status`, a
+// failure ending the handshake with an alert. What a cert_verify_callback
+// returns.
+int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_backend_t *backend,
+                    const gtls::Policy *policy, bool stock_verify, const std::string &reference_name,
+                    ngx_str_t *peer_name, ngx_gtls_status_t *status);
+
+// A resumed session skips the certificate: the verdict it was made with
+// comes through the connection to the backend that went out under the
+// same policy.
+void ngx_gtls_resumed_verdict(ngx_gtls_backend_t *backend, const ngx_gtls_connection_t *conn);
 
 // The module's side of a backend handshake: decide under the policy of the
 // connection's owner (returns what a cert_verify_callback returns), and

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <new>
+#include <string_view>
 
 extern "C" {
 #include <ngx_config.h>
@@ -38,4 +39,10 @@ template <typename T>
 T *ngx_gtls_field(void *conf, size_t offset)
 {
     return reinterpret_cast<T *>(static_cast<u_char *>(conf) + offset);
+}
+
+// An ngx_str_t's bytes, as C++ reads them.
+inline std::string_view ngx_gtls_sv(const ngx_str_t &s)
+{
+    return std::string_view(reinterpret_cast<const char *>(s.data), s.len);
 }

@@ -4,11 +4,6 @@
 
 #include "ngx_gtls_policy_conf.h"
 
-std::string_view ngx_gtls_sv(const ngx_str_t &s)
-{
-    return std::string_view(reinterpret_cast<const char *>(s.data), s.len);
-}
-
 char *ngx_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value,
                             const std::string &why)
 {
@@ -25,8 +20,9 @@ ngx_array_t *ngx_gtls_spec_array(ngx_conf_t *cf, ngx_array_t **array)
     return *array;
 }
 
-char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (pc->mode != NGX_CONF_UNSET_UINT) {
@@ -101,8 +97,9 @@ static char *ngx_gtls_add_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t 
     return NGX_CONF_OK;
 }
 
-char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
     return ngx_gtls_add_specs(cf, cmd, &pc->sans, gtls::parse_san_spec);
 }
 
@@ -111,13 +108,15 @@ char *ngx_gtls_conf_pin_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **
     return ngx_gtls_add_specs(cf, cmd, array, gtls::parse_pin_spec);
 }
 
-char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
     return ngx_gtls_conf_pin_specs(cf, cmd, &pc->pins);
 }
 
-char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
     return ngx_gtls_conf_pin_certificate_specs(cf, cmd, &pc->pin_certificates);
 }
 
@@ -155,8 +154,9 @@ char *ngx_gtls_conf_pin_certificate_specs(ngx_conf_t *cf, ngx_command_t *cmd, ng
     return NGX_CONF_OK;
 }
 
-char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (pc->name.data != nullptr) {
@@ -169,8 +169,9 @@ char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_pol
     return NGX_CONF_OK;
 }
 
-char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc)
+char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (pc->hostname.data != nullptr) {
@@ -184,8 +185,9 @@ char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls
     return NGX_CONF_OK;
 }
 
-char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, ngx_uint_t *gate)
+char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_uint_t *gate = ngx_gtls_field<ngx_uint_t>(conf, cmd->offset);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (*gate != NGX_CONF_UNSET_UINT) {

@@ -49,24 +49,24 @@ struct ngx_gtls_registry_t {
 
 enum { NGX_GTLS_INSECURE_ALLOW = 0, NGX_GTLS_INSECURE_DENY = 1 };
 
-std::string_view ngx_gtls_sv(const ngx_str_t &s);
 char *ngx_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value, const std::string &why);
 void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc);
 
-// Directive bodies: the module finds the scope's policy conf, these fill it.
-char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+// Directive handlers, as nginx's ngx_conf_set_*_slot: each sets the field
+// at cmd->offset of conf (a policy conf, or the insecure gate).
+char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
                               ngx_gtls_registry_t &registry);
-char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
-char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
-char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
+char *ngx_gtls_conf_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_gtls_conf_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_gtls_conf_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 // Pin SPECs, and the sha256-cert SPECs of a PEM file's certificates,
 // appended to *array (for backend policies and client pins alike).
 char *ngx_gtls_conf_pin_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array);
 char *ngx_gtls_conf_pin_certificate_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array);
-char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
-char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc);
-char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, ngx_uint_t *gate);
+char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
                                 ngx_gtls_registry_t &registry);

@@ -17,17 +17,16 @@ const char *const kUpstreamModule[] = {"ngx_http_proxy_module", "ngx_http_grpc_m
 static_assert(sizeof kPrefix / sizeof kPrefix[0] == NGX_HTTP_GTLS_KINDS, "a prefix per kind");
 static_assert(sizeof kUpstreamModule / sizeof kUpstreamModule[0] == NGX_HTTP_GTLS_KINDS, "a module per kind");
 
-// A policy directive's field: at cmd->offset of the scope's policies, a
-// location's, or in upstream{} the upstream's.
-ngx_http_gtls_policy_conf_t *ngx_http_gtls_policy_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+// The policies a policy directive sets (the field at cmd->offset of them):
+// a location's, or in upstream{} the upstream's.
+void *ngx_http_gtls_policies(ngx_conf_t *cf, void *conf)
 {
-    ngx_http_gtls_policies_t *policies = &static_cast<ngx_http_gtls_loc_conf_t *>(conf)->policy;
     if (cf->cmd_type == NGX_HTTP_UPS_CONF) {
         auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(
             ngx_http_conf_get_module_srv_conf(cf, ngx_http_gateway_tls_module));
-        policies = &scf->policy;
+        return &scf->policy;
     }
-    return reinterpret_cast<ngx_http_gtls_policy_conf_t *>(reinterpret_cast<u_char *>(policies) + cmd->offset);
+    return &static_cast<ngx_http_gtls_loc_conf_t *>(conf)->policy;
 }
 
 ngx_gtls_registry_t &ngx_http_gtls_registry(ngx_conf_t *cf)
@@ -39,58 +38,39 @@ ngx_gtls_registry_t &ngx_http_gtls_registry(ngx_conf_t *cf)
 
 char *ngx_http_gtls_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_mode(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+    return ngx_gtls_conf_verify_mode(cf, cmd, ngx_http_gtls_policies(cf, conf));
 }
 
 char *ngx_http_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_san(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+    return ngx_gtls_conf_verify_san(cf, cmd, ngx_http_gtls_policies(cf, conf));
 }
 
 char *ngx_http_gtls_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_pin(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+    return ngx_gtls_conf_verify_pin(cf, cmd, ngx_http_gtls_policies(cf, conf));
 }
 
 char *ngx_http_gtls_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_pin_certificate(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+    return ngx_gtls_conf_verify_pin_certificate(cf, cmd, ngx_http_gtls_policies(cf, conf));
 }
 
 char *ngx_http_gtls_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_policy_name(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+    return ngx_gtls_conf_policy_name(cf, cmd, ngx_http_gtls_policies(cf, conf));
 }
 
 char *ngx_http_gtls_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_policy_hostname(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf));
+    return ngx_gtls_conf_policy_hostname(cf, cmd, ngx_http_gtls_policies(cf, conf));
 }
 
 char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_gtls_conf_verify_ca(cf, cmd, ngx_http_gtls_policy_conf(cf, cmd, conf),
+    return ngx_gtls_conf_verify_ca(cf, cmd,
+                                   ngx_gtls_field<ngx_gtls_policy_conf_t>(ngx_http_gtls_policies(cf, conf), cmd->offset),
                                    ngx_http_gtls_registry(cf));
-}
-
-char *ngx_http_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_verify_insecure(cf, cmd, ngx_gtls_field<ngx_uint_t>(conf, cmd->offset));
-}
-
-char *ngx_http_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_client_pin(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_http_gtls_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_client_handshake(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_http_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_client_pin_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
 }
 
 ngx_command_t ngx_http_gtls_commands[] = {
@@ -194,28 +174,28 @@ ngx_command_t ngx_http_gtls_commands[] = {
 
     {ngx_string("proxy_ssl_verify_insecure"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_http_gtls_verify_insecure,
+     ngx_gtls_conf_verify_insecure,
      NGX_HTTP_SRV_CONF_OFFSET,
      offsetof(ngx_http_gtls_srv_conf_t, insecure),
      nullptr},
 
     {ngx_string("ssl_verify_client_pin"),
      NGX_HTTP_SRV_CONF | NGX_CONF_1MORE,
-     ngx_http_gtls_client_pin,
+     ngx_gtls_conf_client_pin,
      NGX_HTTP_SRV_CONF_OFFSET,
      offsetof(ngx_http_gtls_srv_conf_t, client_pins),
      nullptr},
 
     {ngx_string("ssl_verify_client_pin_certificate"),
      NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_http_gtls_client_pin_certificate,
+     ngx_gtls_conf_client_pin_certificate,
      NGX_HTTP_SRV_CONF_OFFSET,
      offsetof(ngx_http_gtls_srv_conf_t, client_pins),
      nullptr},
 
     {ngx_string("ssl_verify_client_handshake"),
      NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_http_gtls_client_handshake,
+     ngx_gtls_conf_client_handshake,
      NGX_HTTP_SRV_CONF_OFFSET,
      offsetof(ngx_http_gtls_srv_conf_t, client_pins),
      nullptr},

@@ -52,13 +52,9 @@ typedef struct {
 
 // What one request learnt about its backend connection; lives in the
 // request pool so that it survives the upstream and internal redirects.
-struct ngx_http_gtls_request_t {
-    ngx_http_request_t                     *request;
-    const gtls::Policy                     *policy;    // null: stock nginx
-    ngx_http_gtls_kind_e                    kind;
-    std::shared_ptr<const gtls::Verdict>    verdict;
-
-    ngx_gtls_balancer_t                     balancer;
+struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
+    ngx_http_request_t                     *request = nullptr;
+    ngx_http_gtls_kind_e                    kind = NGX_HTTP_GTLS_PROXY;
 };
 
 extern "C" ngx_module_t  ngx_http_gateway_tls_module;

@@ -52,12 +52,7 @@ std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Poli
         return {};
     }
 
-    std::string_view name(reinterpret_cast<const char *>(value.data), value.len);
-    if (!name.empty() && name.front() == '[') {
-        size_t end = name.find(']');
-        return end == std::string_view::npos ? std::string() : std::string(name.substr(1, end - 1));
-    }
-    return std::string(name.substr(0, name.find(':')));
+    return gtls::host_of_server_name(ngx_gtls_sv(value));
 }
 
 // What this request's backend connection is made under (gtls::Binding):
@@ -67,19 +62,15 @@ std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Poli
 std::string ngx_http_gtls_binding(ngx_http_request_t *r, const gtls::Policy *policy, ngx_http_upstream_srv_conf_t *us)
 {
     ngx_http_upstream_t *u = r->upstream;
-    gtls::Binding binding;
-    binding.policy = policy;
-    binding.tls_context = u->conf->ssl != nullptr ? u->conf->ssl->ctx : nullptr;
-    binding.reference_name = ngx_http_gtls_reference_name(r, policy) + "\n" + std::string(ngx_gtls_sv(us->host));
     ngx_http_complex_value_t *certificate = u->conf->ssl_certificate;
+    ngx_str_t path;
     if (certificate != nullptr && certificate->lengths != nullptr) {
-        ngx_str_t path;
         if (ngx_http_complex_value(r, certificate, &path) != NGX_OK) {
             return {};
         }
-        binding.client_certificate = std::string(ngx_gtls_sv(path));
     }
-    return binding.key();
+    return ngx_gtls_binding_key(policy, u->conf->ssl, ngx_http_gtls_reference_name(r, policy), us->host,
+                                certificate != nullptr && certificate->lengths != nullptr ? &path : nullptr);
 }
 
 int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
@@ -90,54 +81,26 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
         return 0;
     }
     ngx_http_upstream_t *u = r->upstream;
-
     ngx_http_gtls_kind_e kind = NGX_HTTP_GTLS_PROXY;
     const gtls::Policy *policy = ngx_http_gtls_effective_policy(r, &kind);
-
-    if (policy == nullptr) {
-        // stock nginx: it checks the result after the handshake, if asked to
-        int rc = X509_verify_cert(x509_ctx);
-        return u->conf->ssl_verify ? rc : 1;
+    ngx_http_gtls_request_t *state = nullptr;
+    std::string reference_name;
+    if (policy != nullptr) {
+        state = ngx_http_gtls_get_request(r, true);
+        if (state != nullptr) {
+            state->kind = kind;
+        }
+        reference_name = ngx_http_gtls_reference_name(r, policy);
     }
-
-    auto verdict = std::make_shared<gtls::Verdict>(
-        gtls::verify(*policy, X509_STORE_CTX_get0_cert(x509_ctx),
-                     X509_STORE_CTX_get0_untrusted(x509_ctx),
-                     ngx_http_gtls_reference_name(r, policy)));
-
-    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
-    ngx_gtls_connection_t *conn = ngx_gtls_connection(c, true);
-    if (state == nullptr || conn == nullptr) {
-        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
-        return 0;
-    }
-    state->policy = policy;
-    state->kind = kind;
-    state->verdict = verdict;
-    conn->policy = policy;
-    conn->verdict = verdict;
-    conn->binding = state->balancer.binding;
-
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
-    ngx_gtls_count(&mcf->registry->status, policy, *verdict, c->log);
-
-    if (verdict->status == gtls::Status::Failed) {
-        return ngx_gtls_reject(x509_ctx, c->log, *policy, u->peer.name, *verdict);
-    }
-
-    X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
-    return 1;
+    return ngx_gtls_decide(x509_ctx, c, state, policy, u->conf->ssl_verify, reference_name, u->peer.name,
+                           &mcf->registry->status);
 }
 
-// A resumed session skips the certificate: its verdict comes from the
-// session cache through the connection, and reaches the request here.
 void ngx_http_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *conn)
 {
-    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), true);
-    if (state != nullptr && state->policy == conn->policy) {
-        state->verdict = conn->verdict;
-    }
+    ngx_gtls_resumed_verdict(ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), false), conn);
 }
 
 }  // namespace
@@ -221,19 +184,12 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
             return NGX_ERROR;
         }
 
-        state->balancer.policy = policy;
-        state->balancer.binding = ngx_http_gtls_binding(r, policy, us);
-        if (state->balancer.binding.empty()) {
-            return NGX_ERROR;
-        }
-        state->balancer.sessions = &mcf->registry->sessions;
-        state->balancer.verdict = &state->verdict;
-        ngx_gtls_wrap_balancer(&u->peer, &state->balancer);
+        return ngx_gtls_start_backend(r->connection->log, state, policy, ngx_http_gtls_binding(r, policy, us),
+                                      &mcf->registry->sessions, &u->peer);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
         return NGX_ERROR;
     }
-    return NGX_OK;
 }
 
 // OpenSSL's cert_verify_callback replaces X509_verify_cert for the whole

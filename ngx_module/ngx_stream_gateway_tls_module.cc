@@ -39,11 +39,7 @@ typedef struct {
 } ngx_stream_gtls_srv_conf_t;
 
 // What one stream session learnt about its backend connection.
-struct ngx_stream_gtls_state_t {
-    const gtls::Policy                     *policy = nullptr;
-    std::shared_ptr<const gtls::Verdict>    verdict;
-    ngx_gtls_balancer_t                     balancer;
-};
+using ngx_stream_gtls_state_t = ngx_gtls_backend_t;
 
 
 }  // namespace
@@ -103,12 +99,7 @@ std::string ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::
     if (cv != nullptr && ngx_stream_complex_value(s, cv, &value) != NGX_OK) {
         return {};
     }
-    std::string_view name = ngx_gtls_sv(value);
-    if (!name.empty() && name.front() == '[') {
-        size_t end = name.find(']');
-        return end == std::string_view::npos ? std::string() : std::string(name.substr(1, end - 1));
-    }
-    return std::string(name.substr(0, name.find(':')));
+    return gtls::host_of_server_name(ngx_gtls_sv(value));
 }
 
 // What this session's backend connection is made under (gtls::Binding),
@@ -118,20 +109,16 @@ std::string ngx_stream_gtls_binding(ngx_stream_session_t *s, const gtls::Policy 
 {
     ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
     void *pscf = s->srv_conf[mcf->proxy->ctx_index];
-    ngx_ssl_t *ssl = *ngx_gtls_field<ngx_ssl_t *>(pscf, mcf->proxy->ssl);
-    gtls::Binding binding;
-    binding.policy = policy;
-    binding.tls_context = ssl != nullptr ? ssl->ctx : nullptr;
-    binding.reference_name = ngx_stream_gtls_reference_name(s, policy) + "\n" + std::string(ngx_gtls_sv(us->host));
     auto *certificate = *ngx_gtls_field<ngx_stream_complex_value_t *>(pscf, mcf->proxy->ssl_certificate);
+    ngx_str_t path;
     if (certificate != nullptr && certificate->lengths != nullptr) {
-        ngx_str_t path;
         if (ngx_stream_complex_value(s, certificate, &path) != NGX_OK) {
             return {};
         }
-        binding.client_certificate = std::string(ngx_gtls_sv(path));
     }
-    return binding.key();
+    return ngx_gtls_binding_key(policy, *ngx_gtls_field<ngx_ssl_t *>(pscf, mcf->proxy->ssl),
+                                ngx_stream_gtls_reference_name(s, policy), us->host,
+                                certificate != nullptr && certificate->lengths != nullptr ? &path : nullptr);
 }
 
 int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
@@ -141,42 +128,22 @@ int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
         X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_APPLICATION_VERIFICATION);
         return 0;
     }
+    ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
     const gtls::Policy *policy = ngx_stream_gtls_policy(s);
-    if (policy == nullptr) {
-        int rc = X509_verify_cert(x509_ctx);  // stock nginx checks after the handshake
-        return rc > 0 ? rc : 1;
+    ngx_stream_gtls_state_t *state = nullptr;
+    std::string reference_name;
+    if (policy != nullptr) {
+        state = ngx_stream_gtls_state(s, true);
+        reference_name = ngx_stream_gtls_reference_name(s, policy);
     }
-
-    auto verdict = std::make_shared<gtls::Verdict>(
-        gtls::verify(*policy, X509_STORE_CTX_get0_cert(x509_ctx), X509_STORE_CTX_get0_untrusted(x509_ctx),
-                     ngx_stream_gtls_reference_name(s, policy)));
-    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
-    ngx_gtls_connection_t *conn = ngx_gtls_connection(c, true);
-    if (state == nullptr || conn == nullptr) {
-        X509_STORE_CTX_set_error(x509_ctx, X509_V_ERR_OUT_OF_MEM);
-        return 0;
-    }
-    state->policy = policy;
-    state->verdict = verdict;
-    conn->policy = policy;
-    conn->verdict = verdict;
-    conn->binding = state->balancer.binding;
-    ngx_gtls_count(&ngx_stream_gtls_main(s)->registry->status, policy, *verdict, c->log);
-
-    if (verdict->status == gtls::Status::Failed) {
-        return ngx_gtls_reject(x509_ctx, c->log, *policy, s->upstream->peer.name, *verdict);
-    }
-    X509_STORE_CTX_set_error(x509_ctx, X509_V_OK);
-    return 1;
+    void *pscf = s->srv_conf[mcf->proxy->ctx_index];
+    return ngx_gtls_decide(x509_ctx, c, state, policy, *ngx_gtls_field<ngx_flag_t>(pscf, mcf->proxy->ssl_verify) == 1,
+                           reference_name, s->upstream->peer.name, &mcf->registry->status);
 }
 
-// A resumed session skips the certificate: its verdict comes with it.
 void ngx_stream_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *conn)
 {
-    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(static_cast<ngx_stream_session_t *>(c->data), false);
-    if (state != nullptr && state->policy == conn->policy) {
-        state->verdict = conn->verdict;
-    }
+    ngx_gtls_resumed_verdict(ngx_stream_gtls_state(static_cast<ngx_stream_session_t *>(c->data), false), conn);
 }
 
 const ngx_gtls_hooks_t ngx_stream_gtls_hooks = {ngx_stream_gtls_decide, ngx_stream_gtls_handshake_done};
@@ -209,22 +176,17 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
     if (!ngx_gtls_gate_admits(s->connection->log, scf->insecure, *policy, &us->host, "proxy")) {
         return NGX_ERROR;
     }
-    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
-    if (state == nullptr) {
+    try {
+        ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, true);
+        if (state == nullptr) {
+            return NGX_ERROR;
+        }
+        return ngx_gtls_start_backend(s->connection->log, state, policy, ngx_stream_gtls_binding(s, policy, us),
+                                      &mcf->registry->sessions, &s->upstream->peer);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, s->connection->log, 0, "gateway_tls: %s", e.what());
         return NGX_ERROR;
     }
-    ngx_stream_upstream_t *u = s->upstream;
-    state->policy = policy;
-    state->verdict.reset();
-    state->balancer.policy = policy;
-    state->balancer.binding = ngx_stream_gtls_binding(s, policy, us);
-    if (state->balancer.binding.empty()) {
-        return NGX_ERROR;
-    }
-    state->balancer.sessions = &mcf->registry->sessions;
-    state->balancer.verdict = &state->verdict;
-    ngx_gtls_wrap_balancer(&u->peer, &state->balancer);
-    return NGX_OK;
 }
 
 // ---- configuration ---------------------------------------------------------
@@ -238,67 +200,18 @@ ngx_gtls_registry_t &ngx_stream_gtls_registry(ngx_conf_t *cf)
 
 // Each directive's field is at cmd->offset of the srv conf; in upstream{}
 // the conf nginx hands a directive is the upstream's srv conf already
-// (stream upstream blocks have no other level).
-char *ngx_stream_gtls_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_verify_mode(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_verify_san(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_verify_san(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_verify_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_verify_pin(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_verify_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_verify_pin_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_policy_name(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_policy_hostname(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset));
-}
-
+// (stream upstream blocks have no other level). verify_ca loads into the
+// module's registry of trust stores; the others are the shared handlers.
 char *ngx_stream_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     return ngx_gtls_conf_verify_ca(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset),
                                    ngx_stream_gtls_registry(cf));
 }
 
-char *ngx_stream_gtls_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_client_pin(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_client_handshake(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_client_pin_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_client_pin_conf_t>(conf, cmd->offset));
-}
-
-char *ngx_stream_gtls_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    return ngx_gtls_conf_verify_insecure(cf, cmd, ngx_gtls_field<ngx_uint_t>(conf, cmd->offset));
-}
-
 ngx_command_t ngx_stream_gtls_commands[] = {
     {ngx_string("proxy_ssl_verify_mode"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_verify_mode,
+     ngx_gtls_conf_verify_mode,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},
@@ -312,63 +225,63 @@ ngx_command_t ngx_stream_gtls_commands[] = {
 
     {ngx_string("proxy_ssl_verify_san"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_1MORE,
-     ngx_stream_gtls_verify_san,
+     ngx_gtls_conf_verify_san,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},
 
     {ngx_string("proxy_ssl_verify_pin"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_1MORE,
-     ngx_stream_gtls_verify_pin,
+     ngx_gtls_conf_verify_pin,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},
 
     {ngx_string("proxy_ssl_verify_pin_certificate"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_verify_pin_certificate,
+     ngx_gtls_conf_verify_pin_certificate,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},
 
     {ngx_string("proxy_ssl_policy_name"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_policy_name,
+     ngx_gtls_conf_policy_name,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},
 
     {ngx_string("proxy_ssl_policy_hostname"),
      NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_policy_hostname,
+     ngx_gtls_conf_policy_hostname,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},
 
     {ngx_string("proxy_ssl_verify_insecure"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_verify_insecure,
+     ngx_gtls_conf_verify_insecure,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, insecure),
      nullptr},
 
     {ngx_string("ssl_verify_client_pin"),
      NGX_STREAM_SRV_CONF | NGX_CONF_1MORE,
-     ngx_stream_gtls_client_pin,
+     ngx_gtls_conf_client_pin,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
      nullptr},
 
     {ngx_string("ssl_verify_client_pin_certificate"),
      NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_client_pin_certificate,
+     ngx_gtls_conf_client_pin_certificate,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
      nullptr},
 
     {ngx_string("ssl_verify_client_handshake"),
      NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_stream_gtls_client_handshake,
+     ngx_gtls_conf_client_handshake,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
      nullptr},

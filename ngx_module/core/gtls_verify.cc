@@ -238,6 +238,15 @@ bool fallback_error_admitted_by_nginx(int x509_error)
     }
 }
 
+std::string host_of_server_name(std::string_view name)
+{
+    if (!name.empty() && name.front() == '[') {
+        size_t end = name.find(']');
+        return end == std::string_view::npos ? std::string() : std::string(name.substr(1, end - 1));
+    }
+    return std::string(name.substr(0, name.find(':')));
+}
+
 bool session_resumable_in(const SSL_SESSION *session, std::string_view server_context)
 {
     if (session == nullptr) {

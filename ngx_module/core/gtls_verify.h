@@ -148,6 +148,11 @@ inline bool client_verified_for_server(bool server_verifies, const void *handsha
     return !server_verifies || (handshake_context != nullptr && handshake_context == server_context);
 }
 
+// The host of the name nginx sends as SNI for a backend (proxy_ssl_name,
+// else the proxied host): "[::1]:8443" is "::1", "a.example:443" is
+// "a.example"; an unclosed "[" gives "".
+std::string host_of_server_name(std::string_view name);
+
 // Whether a resumed TLS session may go on in a server that verifies its
 // clients (`server_context`: its certificate, client CA names,
 // verification and pins). OpenSSL makes a session, and checks one offered,

@@ -409,6 +409,17 @@ BOOST_AUTO_TEST_CASE(only_the_servers_own_handshake_counts)
     BOOST_TEST(client_verified_for_server(false, &fallback, &pinned));
 }
 
+BOOST_AUTO_TEST_CASE(the_reference_name_is_the_sni_names_host)
+{
+    BOOST_TEST(host_of_server_name("abc.example.com") == "abc.example.com");
+    BOOST_TEST(host_of_server_name("abc.example.com:8443") == "abc.example.com");
+    BOOST_TEST(host_of_server_name("127.0.0.1:443") == "127.0.0.1");
+    BOOST_TEST(host_of_server_name("[::1]:443") == "::1");
+    BOOST_TEST(host_of_server_name("[::1]") == "::1");
+    BOOST_TEST(host_of_server_name("[::1") == "");
+    BOOST_TEST(host_of_server_name("") == "");
+}
+
 BOOST_AUTO_TEST_CASE(a_session_resumes_only_under_the_context_it_was_made_in)
 {
     std::unique_ptr<SSL_SESSION, decltype(&SSL_SESSION_free)> session(SSL_SESSION_new(), SSL_SESSION_free);
