@@ -50,7 +50,12 @@ is($code, 502, 'a service-only match reaches its backend, refused by its policy 
 is($code, 500, 'a header match wins over the plain rule (its backend does not exist: 500)');
 
 my $conf = do { local (@ARGV, $/) = (servroot() . '/out/http.conf'); <> };
-like($conf, qr/listen 127\.0\.0\.1:\d+ http2;/, 'the listener speaks HTTP/2');
+if (nginx_version() >= 1025001) {  # the http2 directive replaces the listen parameter
+    like($conf, qr/listen 127\.0\.0\.1:\d+;\n\s*http2 on;/, 'the listener speaks HTTP/2 (the http2 directive)');
+    unlike($conf, qr/listen [^;]* http2/, 'no deprecated listen parameter');
+} else {
+    like($conf, qr/listen 127\.0\.0\.1:\d+ http2;/, 'the listener speaks HTTP/2');
+}
 like($conf, qr/grpc_ssl_verify_mode strict;/, 'the upstream carries grpc_ssl_* directives');
 like($conf, qr/grpc_pass grpcs:\/\/backend_ns_spiffe_443;/, 'grpc_pass over TLS');
 like($conf, qr/default "?grpcs:\/\/backend_ns_echo_443"?;/, 'grpc_pass over TLS behind a header match');

@@ -159,6 +159,14 @@ NginxBuild nginx_build_from(const std::string &text)
         build.modules_path = option("--prefix=").value_or("/usr/local/nginx") + "/modules";
     }
     build.stream_dynamic = option("--with-stream=").value_or("") == "dynamic";
+    const std::string marker = "nginx version: nginx/";
+    if (size_t at = text.find(marker); at != std::string::npos) {
+        unsigned major = 0, minor = 0, patch = 0;
+        if (std::sscanf(text.c_str() + at + marker.size(), "%u.%u.%u", &major, &minor, &patch) == 3 && major < 100
+            && minor < 1000 && patch < 1000) {
+            build.version = major * 1000000L + minor * 1000L + patch;
+        }
+    }
     return build;
 }
 

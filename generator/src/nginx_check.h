@@ -18,6 +18,7 @@ std::optional<std::string> nginx_refusal(const std::string &nginx, const std::fi
 struct NginxBuild {
     std::string modules_path;  // --modules-path, else PREFIX/modules
     bool stream_dynamic = false;  // --with-stream=dynamic: load_module its .so
+    long version = 0;             // nginx/1.26.3 is 1026003; 0 when not said
 };
 NginxBuild nginx_build_from(const std::string &version_text);
 // `nginx -V` of the binary `nginx`; nullopt when it cannot be run.

@@ -246,6 +246,9 @@ struct Options {
     std::string module_dir = "/usr/lib/nginx/modules";  // our modules
     // nginx's stream module, loaded before ours; empty: built into nginx
     std::string stream_module = "/usr/lib/nginx/modules/ngx_stream_module.so";
+    // the version of the nginx that runs the configuration (1022001 is
+    // 1.22.1, Debian 12's), for directives that changed
+    long nginx_version = 1022001;
     std::string resolver;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
 };

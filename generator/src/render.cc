@@ -897,9 +897,12 @@ void answer_misdirected(nginx::Writer &w, const std::map<std::string, nginx::Nam
 }
 
 // Every server with its locations, then a default server for each listen
-// that has none.
-void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
+// that has none. HTTP/2 on a listen: the `http2` directive in each of its
+// servers from nginx 1.25.1 (which deprecates the listen parameter), else
+// the listen parameter.
+void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const Options &o)
 {
+    const bool http2_directive = o.nginx_version >= 1025001;
     nginx::Writer w(out);
     std::map<std::string, const Server *> first_on_listen;
     std::set<std::string> listens_with_catch_all, listens_http2;
@@ -912,7 +915,9 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
         w.open("server");
-        w.directive("listen", listen_arguments(s.listen, s.ssl, listens_http2.count(s.listen) > 0, s.server_name.empty()));
+        const bool http2 = listens_http2.count(s.listen) > 0;
+        w.directive("listen", listen_arguments(s.listen, s.ssl, http2 && !http2_directive, s.server_name.empty()));
+        if (http2 && http2_directive) w.directive("http2", {"on"});
         w.directive("server_name", {nginx::Token::value(s.server_name)});
         w.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
         if (s.ssl) {
@@ -940,7 +945,9 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan)
     for (const auto &[listen, first] : first_on_listen) {
         if (listens_with_catch_all.count(listen)) continue;
         w.open("server");
-        w.directive("listen", listen_arguments(listen, first->ssl, listens_http2.count(listen) > 0, true));
+        const bool http2 = listens_http2.count(listen) > 0;
+        w.directive("listen", listen_arguments(listen, first->ssl, http2 && !http2_directive, true));
+        if (http2 && http2_directive) w.directive("http2", {"on"});
         w.directive("server_name", {nginx::Token::value("")});
         if (first->ssl) {
             w.directive("ssl_certificate", {nginx::Token::value(first->certificate)});
@@ -965,7 +972,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     // than rendering them twice); the second finds them all collected.
     Splits splits;
     std::ostream discard(nullptr);
-    render_servers(discard, splits, plan);
+    render_servers(discard, splits, plan, o);
 
     out << kHeader << "\n";
     nginx::Writer w(out);
@@ -992,7 +999,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         render_upstream(w, u);
     }
     out << splits.text.str();
-    render_servers(out, splits, plan);
+    render_servers(out, splits, plan, o);
     if (o.status_listen != "off") {
         // counters and the audit list for the security officer (DESIGN §2.4)
         w.directive("gateway_tls_status_zone", {"1m"});

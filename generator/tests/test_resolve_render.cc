@@ -793,6 +793,41 @@ BOOST_AUTO_TEST_CASE(filters_render_as_nginx_directives)
 
 // GRPCRoute filters (its CRD allows RequestHeaderModifier,
 // ResponseHeaderModifier, RequestMirror, ExtensionRef): grpc_* directives
+// HTTP/2 for a GRPCRoute's listener: the listen parameter before nginx
+// 1.25.1, the `http2` directive in each of the listen's servers after
+// (which deprecates the parameter, with a warning at every start).
+BOOST_AUTO_TEST_CASE(http2_follows_the_nginx_version)
+{
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules:
+  - backendRefs: [{name: svc, port: 443}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    Options old_nginx, new_nginx;
+    old_nginx.nginx_version = 1022001;
+    new_nginx.nginx_version = 1026003;
+    std::string before = render_http_conf(plan, old_nginx), after = render_http_conf(plan, new_nginx);
+    auto count = [](const std::string &text, const std::string &what) {
+        size_t n = 0;
+        for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+        return n;
+    };
+    BOOST_TEST(count(before, " http2") > 0u, before);
+    BOOST_TEST(count(before, "http2 on;") == 0u, before);
+    BOOST_TEST(count(after, "http2 on;") == count(before, " http2;") + count(before, " http2 default_server;"), after);
+    BOOST_TEST(count(after, "http2 on;") > 0u, after);
+    for (size_t at = after.find("listen "); at != std::string::npos; at = after.find("listen ", at + 1)) {
+        std::string line = after.substr(at, after.find('\n', at) - at);
+        BOOST_TEST(line.find("http2") == std::string::npos, line);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(grpc_route_filters_render_as_grpc_directives)
 {
     const std::string route = R"(---

@@ -150,6 +150,8 @@ BOOST_AUTO_TEST_CASE(stream_module_follows_the_nginx_build)
     BOOST_TEST(debian.stream_dynamic);
     NginxBuild source = nginx_build_from("nginx version: nginx/1.30.4\nconfigure arguments: --prefix=/opt/nginx "
                                          "--with-stream --with-stream_ssl_module\n");
+    BOOST_TEST(debian.version == 1022001);
+    BOOST_TEST(source.version == 1030004);
     BOOST_TEST(source.modules_path == "/opt/nginx/modules");
     BOOST_TEST(!source.stream_dynamic);  // built in
     BOOST_TEST(nginx_build_from("nginx version: nginx/1.31.4\nconfigure arguments:\n").modules_path
