@@ -82,8 +82,11 @@ void ngx_gtls_client_session_mark(ngx_ssl_conn_t *ssl);
 // resumed into a pinned server it was not made for.
 int ngx_gtls_client_session_check(ngx_ssl_conn_t *ssl, int *ad);
 // Where SNI picks the server but the module cannot step in after it (the
-// stream SSL module's SNI step is private): marks sessions when their
-// tickets are made, on every server context of the port.
+// stream SSL module's SNI step is private): marks new sessions when their
+// tickets are made, on every server context of the port. (Sessions kept in
+// nginx's caches instead, `ssl_session_tickets off`, stay unmarked and
+// count by their context; nginx 1.26.3 refuses those that name another
+// server itself.)
 ngx_int_t ngx_gtls_client_session_ticket_marks(ngx_conf_t *cf, SSL_CTX *ctx);
 
 // $ssl_client_spki_sha256, $ssl_client_cert_sha256, $ssl_client_pin of a

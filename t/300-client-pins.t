@@ -708,3 +708,70 @@ reason "pin" (no pin matches the certificate), client SANs "dns:forged.example.c
 # resume a session for another name (3.6), the pins refusing the
 # unpinned certificate in a full handshake
 qr/gateway_tls: TLS session made under other client pins refused for pins "client@[^"]+" \(SNI "pinned.example.com"\)|client certificate rejected: pins "client@[^"]+", reason "pin"/
+
+=== TEST 19: stream, TLS 1.3 sessions kept in nginx's caches (tickets off: stateful), shared and builtin: the pinned server is the port's default, and a session made on the other server is not resumed into it; its own clients resume
+--- min_nginx: 1025005
+--- stream_config
+    ssl_session_tickets off;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl default_server;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_session_cache shared:stream_sessions:1m;
+        ssl_protocols TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT ssl;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_session_cache shared:stream_sessions:1m;
+        ssl_protocols TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        return "open reused=$ssl_session_reused\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1 ssl default_server;
+        server_name pinned.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_session_cache builtin;
+        ssl_protocols TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        ssl_verify_client_pin $TEST_NGINX_SPKI_SELFSIGNED;
+        return "pinned reused=$ssl_session_reused pin=$ssl_client_pin\n";
+    }
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_1 ssl;
+        server_name open.example.com;
+        ssl_certificate $TEST_NGINX_CERTS/leaf.crt;
+        ssl_certificate_key $TEST_NGINX_CERTS/leaf.key;
+        ssl_session_cache builtin;
+        ssl_protocols TLSv1.3;
+        ssl_verify_client optional_no_ca;
+        return "open reused=$ssl_session_reused\n";
+    }
+--- request eval
+["\@0 TLS raw=1 sni=open.example.com proto=tls1_3 cert=wildcard out=open GET /",
+ "\@0 TLS raw=1 sni=open.example.com proto=tls1_3 cert=wildcard in=open GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=wildcard in=open GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=selfsigned out=pinned GET /",
+ "\@0 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=selfsigned in=pinned GET /",
+ "\@1 TLS raw=1 sni=open.example.com proto=tls1_3 cert=wildcard out=open1 GET /",
+ "\@1 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=wildcard in=open1 GET /",
+ "\@1 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=selfsigned out=pinned1 GET /",
+ "\@1 TLS raw=1 sni=pinned.example.com proto=tls1_3 cert=selfsigned in=pinned1 GET /"]
+--- error_code eval
+[200, 200, 0, 200, 200, 200, 0, 200, 200]
+--- response_body_like eval
+["^open reused=\\.\n", "^open reused=r\n", "^\$", "^pinned reused=\\. pin=sha256-spki:", "^pinned reused=r pin=sha256-spki:",
+ "^open reused=\\.\n", "^\$", "^pinned reused=\\. pin=sha256-spki:", "^pinned reused=r pin=sha256-spki:"]
+--- error_log eval
+# the module's refusal, or nginx's own (the session names another server),
+# or, where OpenSSL does not resume a session for another name (3.6), the
+# pins in a full handshake
+qr/gateway_tls: TLS session made under other client pins refused for pins "client@[^"]+" \(SNI "pinned.example.com"\)|handshake rejected while SSL handshaking|client certificate rejected: pins "client@[^"]+", reason "pin"/
