@@ -100,6 +100,8 @@ ngx_int_t ngx_gtls_set_session(ngx_peer_connection_t *pc, void *data)
     const gtls::Policy *policy = b->policy;
     try {
         auto it = cache->find(ngx_gtls_session_key(b, pc));
+        ngx_log_debug3(NGX_LOG_DEBUG_EVENT, pc->log, 0, "gateway_tls: %s TLS session for \"%V\" under policy \"%s\"",
+                       it == cache->end() ? "no" : "offering the", pc->name, policy->name.c_str());
         if (it == cache->end()) {
             return NGX_OK;
         }
@@ -126,6 +128,8 @@ void ngx_gtls_save_session(ngx_peer_connection_t *pc, void *data)
     ngx_gtls_connection_t *conn = ngx_gtls_connection(pc->connection, false);
     if (conn == nullptr || conn->policy != policy || conn->binding != b->binding || !conn->verdict
         || conn->verdict->status == gtls::Status::Failed) {
+        ngx_log_debug1(NGX_LOG_DEBUG_EVENT, pc->log, 0,
+                       "gateway_tls: TLS session for \"%V\" not kept: not verified under this binding", pc->name);
         return;
     }
     SSL_SESSION *session = ngx_ssl_get_session(pc->connection);
@@ -170,6 +174,8 @@ ngx_int_t ngx_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
     ngx_gtls_connection_t *conn = c->ssl ? ngx_gtls_connection(c, false) : nullptr;
     if (conn != nullptr && conn->policy == b->policy && conn->binding == b->binding && conn->verdict
         && conn->verdict->status != gtls::Status::Failed) {
+        ngx_log_debug1(NGX_LOG_DEBUG_EVENT, pc->log, 0,
+                       "gateway_tls: keepalive connection to \"%V\" reused under its binding", pc->name);
         *b->verdict = conn->verdict;
         return NGX_DONE;
     }

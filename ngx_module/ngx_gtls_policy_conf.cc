@@ -345,6 +345,8 @@ bool ngx_gtls_gate_admits(ngx_log_t *log, ngx_uint_t insecure, const gtls::Polic
                           const char *prefix)
 {
     if (!gtls::gate_refuses(insecure == NGX_GTLS_INSECURE_DENY, policy.mode)) {
+        ngx_log_debug2(NGX_LOG_DEBUG_EVENT, log, 0, "gateway_tls: policy \"%s\" (%s) admitted by the gate",
+                       policy.name.c_str(), gtls::mode_name(policy.mode));
         return true;
     }
     ngx_log_error(NGX_LOG_ERR, log, 0,
