@@ -78,6 +78,18 @@ $(MODULE_SO): $(NGINX_BUILD)/objs/Makefile $(MODULE_SRCS)
 
 module: $(MODULE_SO)
 
+# The stream module built with what it assumes about nginx deliberately
+# wrong (NGX_GTLS_LAYOUT_FAULT in ngx_gtls_nginx_layout.h), for t/262:
+# nginx must refuse it with the module's line, not run it.
+FAULT_BUILD := $(BUILD)/nginx-layout-fault
+FAULT_SO    := $(FAULT_BUILD)/objs/ngx_stream_gateway_tls_module.so
+$(FAULT_SO): $(MODULE_SO)
+	rm -rf $(FAULT_BUILD) && cp -r $(NGINX_BUILD) $(FAULT_BUILD)
+	find $(FAULT_BUILD)/objs -name "*.o" -delete && rm -f $(FAULT_BUILD)/objs/*.so
+	sed -i 's/^CFLAGS = /CFLAGS = -DNGX_GTLS_LAYOUT_FAULT=1 /' $(FAULT_BUILD)/objs/Makefile
+	$(MAKE) -C $(FAULT_BUILD) -f objs/Makefile modules > $(BUILD)/layout-fault-build.log 2>&1 \
+	  || { cat $(BUILD)/layout-fault-build.log; exit 1; }
+
 generator: $(GENERATOR)
 
 $(BUILD)/unit_tests: $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
@@ -111,10 +123,10 @@ test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no \
 	  --run_test='!hostile_input'
 
-test-nginx: module $(GENERATOR) $(BUILD)/generator_tests $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
+test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
 	$(if $(filter 1,$(SANITIZE)),rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS))
 	rm -f $(CONFORMANCE_RESULTS)
-	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
+	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GTLS_LAYOUT_FAULT_MODULE=$(FAULT_SO) GATEWAY2NGINX=$(GENERATOR) prove -r t/
 	$(if $(filter 1,$(SANITIZE)),@$(SAN_CHECK))
 	perl t/lib/conformance-report.pl $(BUILD)/conformance-report.yaml $(CONFORMANCE_RESULTS) > /dev/null
 	@echo "ConformanceReport: $(BUILD)/conformance-report.yaml"

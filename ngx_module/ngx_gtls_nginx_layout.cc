@@ -130,7 +130,7 @@ ngx_int_t ngx_gtls_find_stream_proxy_layout(ngx_conf_t *cf, ngx_gtls_stream_prox
     layout->ssl_name = name;
     layout->ssl_verify = verify;
     layout->ssl_certificate = certificate;
-    layout->ssl = commands + sizeof(ngx_array_t *);
+    layout->ssl = commands + sizeof(ngx_array_t *) * (NGX_GTLS_LAYOUT_FAULT ? 2 : 1);
     return NGX_OK;
 }
 

@@ -9,6 +9,14 @@
 
 #include <cstdint>
 
+// A test build only (the Makefile's layout-fault modules, for t/262): 1
+// makes the stream module read the proxy's ngx_ssl_t one field too far and
+// export another version of its status struct, so that nginx's refusals
+// of both can be shown.
+#ifndef NGX_GTLS_LAYOUT_FAULT
+#define NGX_GTLS_LAYOUT_FAULT 0
+#endif
+
 #include "ngx_gtls_nginx.h"
 #include "ngx_gtls_status.h"
 
@@ -77,7 +85,7 @@ ngx_int_t ngx_gtls_stream_proxy_ssl(ngx_conf_t *cf, const ngx_gtls_stream_proxy_
 // change to ngx_gtls_status_t, takes a new version.
 struct ngx_gtls_stream_export_t {
     static constexpr uint32_t kMagic = 0x67746c73;  // "gtls"
-    static constexpr uint32_t kVersion = 1;
+    static constexpr uint32_t kVersion = NGX_GTLS_LAYOUT_FAULT ? 1000 : 1;
     uint32_t            magic = kMagic;
     uint32_t            version = kVersion;
     size_t              status_size = sizeof(ngx_gtls_status_t);

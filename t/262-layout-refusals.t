@@ -1,0 +1,68 @@
+# What the modules assume about nginx's private structs is checked at
+# nginx -t (ngx_module/ngx_gtls_nginx_layout.cc): a stream module built
+# with those assumptions deliberately wrong (the Makefile's layout-fault
+# build, NGX_GTLS_LAYOUT_FAULT) is refused with the module's line, and
+# nginx neither starts nor crashes. The same configurations pass with the
+# stream module as built.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use Cwd qw(abs_path);
+
+my $fault = $ENV{GTLS_LAYOUT_FAULT_MODULE} || 'build/nginx-layout-fault/objs/ngx_stream_gateway_tls_module.so';
+plan(skip_all => "no layout-fault module: $fault (make test builds it)") unless -f $fault;
+$fault = abs_path($fault);
+plan 'no_plan';
+setup();
+my $dir = servroot() . '/layout';
+mkdir $dir;
+mkdir "$dir/logs";
+my $module = abs_path($ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so');
+(my $stream = $module) =~ s/ngx_http_gateway_tls_module\.so$/ngx_stream_gateway_tls_module.so/;
+my $port = server_port();
+my $certs = certs_dir();
+
+# nginx -t with the http module and STREAM_SO on a stream{} block; returns
+# (exit status, what nginx printed)
+sub check {
+    my ($stream_so, $stream_block) = @_;
+    spit("$dir/nginx.conf", join "\n",
+         "load_module $module;", nginx_stream_module(), "load_module $stream_so;",
+         'pid logs/nginx.pid;', 'events { worker_connections 16; }',
+         "stream {\n$stream_block\n}", '');
+    my $out = `'${\ nginx_binary()}' -t -e stderr -p '$dir/' -c nginx.conf 2>&1`;
+    return ($? >> 8, $out);
+}
+
+# the ngx_ssl_t read one field too far: the field there is not the proxy's
+my $tls_proxy = <<"CONF";
+    server {
+        listen 127.0.0.1:$port;
+        proxy_ssl on;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $certs/ca.crt;
+        proxy_pass 127.0.0.1:9;
+    }
+CONF
+my ($rc, $out) = check($stream, $tls_proxy);
+is($rc, 0, 'the stream module as built: nginx -t passes') or diag $out;
+($rc, $out) = check($fault, $tls_proxy);
+is($rc, 1, 'a wrong stream proxy layout: nginx -t fails (exit 1, not a crash)') or diag $out;
+like($out, qr/\[emerg\] .*gateway_tls: this nginx \(nginx\/[\d.]+\) is not laid out as the module was built to read: (the field after proxy_ssl_conf_command in the stream proxy's conf is not its ngx_ssl_t|no ngx_ssl_t after proxy_ssl_conf_command)/,
+     'the refusal names the assumption and the nginx');
+
+# a proxy_pass with variables leaves the field after the ngx_ssl_t null, so
+# the layout check passes; the status export of another build is refused
+my $variable_proxy = <<"CONF";
+    server {
+        listen 127.0.0.1:$port;
+        set \$backend 127.0.0.1:9;
+        proxy_pass \$backend;
+    }
+CONF
+($rc, $out) = check($stream, $variable_proxy);
+is($rc, 0, 'the stream module as built, without TLS to the backend: nginx -t passes') or diag $out;
+($rc, $out) = check($fault, $variable_proxy);
+is($rc, 1, 'a stream module of another build: nginx -t fails') or diag $out;
+like($out, qr/\[emerg\] .*gateway_tls: ngx_stream_gateway_tls_module\.so is of another build than ngx_http_gateway_tls_module\.so \(status export version 1000, this one reads 1\): install both from one build/,
+     'the refusal says which .so and what to do');
