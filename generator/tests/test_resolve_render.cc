@@ -793,12 +793,8 @@ BOOST_AUTO_TEST_CASE(filters_render_as_nginx_directives)
 
 // GRPCRoute filters (its CRD allows RequestHeaderModifier,
 // ResponseHeaderModifier, RequestMirror, ExtensionRef): grpc_* directives
-// HTTP/2 for a GRPCRoute's listener: the listen parameter before nginx
-// 1.25.1, the `http2` directive in each of the listen's servers after
-// (which deprecates the parameter, with a warning at every start).
-BOOST_AUTO_TEST_CASE(http2_follows_the_nginx_version)
-{
-    const std::string route = R"(---
+// GRPCRoute ns/grpc on Gateway gw for grpc.example.com, its rules to follow.
+const std::string kGrpcRouteHead = R"(---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
 metadata: {name: grpc, namespace: ns}
@@ -806,8 +802,14 @@ spec:
   parentRefs: [{name: gw}]
   hostnames: [grpc.example.com]
   rules:
-  - backendRefs: [{name: svc, port: 443}]
 )";
+
+// HTTP/2 for a GRPCRoute's listener: the listen parameter before nginx
+// 1.25.1, the `http2` directive in each of the listen's servers after
+// (which deprecates the parameter, with a warning at every start).
+BOOST_AUTO_TEST_CASE(http2_follows_the_nginx_version)
+{
+    const std::string route = kGrpcRouteHead + "  - backendRefs: [{name: svc, port: 443}]\n";
     Plan plan = plan_of(base_manifests() + route);
     Options old_nginx, new_nginx;
     old_nginx.nginx_version = 1022001;
@@ -830,15 +832,7 @@ spec:
 
 BOOST_AUTO_TEST_CASE(grpc_route_filters_render_as_grpc_directives)
 {
-    const std::string route = R"(---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
-metadata: {name: grpc, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [grpc.example.com]
-  rules:
-  - matches: [{method: {service: pkg.Echo, method: Say}}]
+    const std::string route = kGrpcRouteHead + R"(  - matches: [{method: {service: pkg.Echo, method: Say}}]
     filters:
     - type: RequestHeaderModifier
       requestHeaderModifier: {set: [{name: X-Set, value: one}], add: [{name: X-Add, value: two}], remove: [X-Drop]}
