@@ -91,8 +91,9 @@ int ngx_gtls_client_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
 
 // A session ID context of the server's certificate, its client CA names,
 // its ssl_verify_client and its pins: OpenSSL resumes a session only where
-// the context matches, so a session from another server (one without pins,
-// or with others, even behind the same SNI switch) is not resumed here.
+// the context of the server the handshake began in matches. Behind an SNI
+// switch that is the port's default server's, so the session marks
+// (ngx_gtls_client_session_check) decide there.
 ngx_int_t ngx_gtls_pin_session_context(ngx_conf_t *cf, SSL_CTX *ctx, ngx_gtls_client_pins_t *pins)
 {
     gtls::EvpMdCtxPtr md(EVP_MD_CTX_new());

@@ -265,8 +265,8 @@ ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, co
 }
 
 int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_backend_t *backend,
-                    const gtls::Policy *policy, bool stock_verify, const std::string &reference_name,
-                    ngx_str_t *peer_name, ngx_gtls_status_t *status)
+                    const gtls::Policy *policy, bool stock_verify, ngx_gtls_reference_name_pt reference_name,
+                    void *owner, ngx_str_t *peer_name, ngx_gtls_status_t *status)
 {
     if (policy == nullptr) {
         int rc = X509_verify_cert(x509_ctx);
@@ -279,7 +279,8 @@ int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_back
     }
     try {
         auto verdict = std::make_shared<gtls::Verdict>(gtls::verify(
-            *policy, X509_STORE_CTX_get0_cert(x509_ctx), X509_STORE_CTX_get0_untrusted(x509_ctx), reference_name));
+            *policy, X509_STORE_CTX_get0_cert(x509_ctx), X509_STORE_CTX_get0_untrusted(x509_ctx),
+            reference_name(owner, policy)));
         backend->policy = policy;
         backend->verdict = verdict;
         conn->policy = policy;

@@ -83,9 +83,13 @@ ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, co
 // connection (for its session and keepalive), counted in `status`, a
 // failure ending the handshake with an alert. What a cert_verify_callback
 // returns.
+// `reference_name(owner, policy)` gives the name the policy checks (the
+// protocol's request or session is the owner); it runs inside the
+// decision's exception guard, which nothing may leave into OpenSSL.
+using ngx_gtls_reference_name_pt = std::string (*)(void *owner, const gtls::Policy *policy);
 int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_backend_t *backend,
-                    const gtls::Policy *policy, bool stock_verify, const std::string &reference_name,
-                    ngx_str_t *peer_name, ngx_gtls_status_t *status);
+                    const gtls::Policy *policy, bool stock_verify, ngx_gtls_reference_name_pt reference_name,
+                    void *owner, ngx_str_t *peer_name, ngx_gtls_status_t *status);
 
 // A resumed session skips the certificate: the verdict it was made with
 // comes through the connection to the backend that went out under the

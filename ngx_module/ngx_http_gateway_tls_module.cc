@@ -586,10 +586,7 @@ ngx_int_t ngx_http_gtls_client_handshake_handler(ngx_http_request_t *r)
     auto *sscf = static_cast<ngx_http_ssl_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_ssl_module));
     const SSL_CTX *handshake = SSL_get_SSL_CTX(r->connection->ssl->connection);
     if (gtls::client_verified_for_server(scf->client_pins.built != nullptr, handshake, sscf->ssl.ctx)) {
-        // and, whatever SNI step ran, not on a session made under other pins
-        int alert = 0;
-        return ngx_gtls_client_session_check(r->connection->ssl->connection, &alert) == SSL_TLSEXT_ERR_OK
-                   ? NGX_DECLINED : NGX_HTTP_MISDIRECTED_REQUEST;
+        return NGX_DECLINED;
     }
     const char *sni = SSL_get_servername(r->connection->ssl->connection, TLSEXT_NAMETYPE_host_name);
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -621,7 +618,6 @@ ngx_http_module_t ngx_http_gtls_module_ctx = {
     ngx_http_gtls_create_loc_conf,   // create location configuration
     ngx_http_gtls_merge_loc_conf     // merge location configuration
 };
-
 
 // Both .so files are configured now: the stream module's status export,
 // if it is loaded, must be of this build.

@@ -83,19 +83,18 @@ int ngx_http_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     ngx_http_upstream_t *u = r->upstream;
     ngx_http_gtls_kind_e kind = NGX_HTTP_GTLS_PROXY;
     const gtls::Policy *policy = ngx_http_gtls_effective_policy(r, &kind);
-    ngx_http_gtls_request_t *state = nullptr;
-    std::string reference_name;
-    if (policy != nullptr) {
-        state = ngx_http_gtls_get_request(r, true);
-        if (state != nullptr) {
-            state->kind = kind;
-        }
-        reference_name = ngx_http_gtls_reference_name(r, policy);
+    ngx_http_gtls_request_t *state = policy != nullptr ? ngx_http_gtls_get_request(r, true) : nullptr;
+    if (state != nullptr) {
+        state->kind = kind;
     }
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
-    return ngx_gtls_decide(x509_ctx, c, state, policy, u->conf->ssl_verify, reference_name, u->peer.name,
-                           &mcf->registry->status);
+    return ngx_gtls_decide(
+        x509_ctx, c, state, policy, u->conf->ssl_verify,
+        [](void *owner, const gtls::Policy *p) {
+            return ngx_http_gtls_reference_name(static_cast<ngx_http_request_t *>(owner), p);
+        },
+        r, u->peer.name, &mcf->registry->status);
 }
 
 void ngx_http_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *conn)

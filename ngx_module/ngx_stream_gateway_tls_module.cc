@@ -130,15 +130,14 @@ int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)
     }
     ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
     const gtls::Policy *policy = ngx_stream_gtls_policy(s);
-    ngx_stream_gtls_state_t *state = nullptr;
-    std::string reference_name;
-    if (policy != nullptr) {
-        state = ngx_stream_gtls_state(s, true);
-        reference_name = ngx_stream_gtls_reference_name(s, policy);
-    }
+    ngx_stream_gtls_state_t *state = policy != nullptr ? ngx_stream_gtls_state(s, true) : nullptr;
     void *pscf = s->srv_conf[mcf->proxy->ctx_index];
-    return ngx_gtls_decide(x509_ctx, c, state, policy, *ngx_gtls_field<ngx_flag_t>(pscf, mcf->proxy->ssl_verify) == 1,
-                           reference_name, s->upstream->peer.name, &mcf->registry->status);
+    return ngx_gtls_decide(
+        x509_ctx, c, state, policy, *ngx_gtls_field<ngx_flag_t>(pscf, mcf->proxy->ssl_verify) == 1,
+        [](void *owner, const gtls::Policy *p) {
+            return ngx_stream_gtls_reference_name(static_cast<ngx_stream_session_t *>(owner), p);
+        },
+        s, s->upstream->peer.name, &mcf->registry->status);
 }
 
 void ngx_stream_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *conn)
