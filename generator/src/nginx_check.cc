@@ -186,10 +186,12 @@ std::optional<NginxBuild> nginx_build(const std::string &nginx)
     ::close(out[1]);
     std::string text;
     char buf[4096];
+    // read to the end (a child blocked on a full pipe would never exit),
+    // keeping the first MiB
     for (ssize_t n; pid > 0 && (n = ::read(out[0], buf, sizeof buf)) != 0;) {
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 || text.size() > (1 << 20)) break;
-        text.append(buf, static_cast<size_t>(n));
+        if (n < 0) break;
+        if (text.size() < (1 << 20)) text.append(buf, static_cast<size_t>(n));
     }
     ::close(out[0]);
     int status = 0;
