@@ -49,11 +49,12 @@ ngx_int_t ngx_gtls_find_http_upstream_conf(ngx_conf_t *cf, const char *module, c
     if (m == nullptr) {
         return NGX_OK;
     }
+    const ssize_t fault = NGX_GTLS_LAYOUT_FAULT ? sizeof(void *) : 0;
     if (ngx_gtls_directive_offset(m, prefix, "_connect_timeout")
-            != static_cast<ssize_t>(offsetof(ngx_http_upstream_conf_t, connect_timeout))
+            != static_cast<ssize_t>(offsetof(ngx_http_upstream_conf_t, connect_timeout)) + fault
 #if (NGX_HTTP_SSL)
         || ngx_gtls_directive_offset(m, prefix, "_ssl_verify")
-               != static_cast<ssize_t>(offsetof(ngx_http_upstream_conf_t, ssl_verify))
+               != static_cast<ssize_t>(offsetof(ngx_http_upstream_conf_t, ssl_verify)) + fault
 #endif
     ) {
         std::string what = std::string(module) + "'s loc conf does not begin with its ngx_http_upstream_conf_t";

@@ -10,9 +10,10 @@
 #include <cstdint>
 
 // A test build only (the Makefile's layout-fault modules, for t/262): 1
-// makes the stream module read the proxy's ngx_ssl_t one field too far and
-// export another version of its status struct, so that nginx's refusals
-// of both can be shown.
+// makes the http module expect proxy's and grpc's upstream conf one field
+// further, the stream module read the proxy's ngx_ssl_t one field too far
+// and export another version of its status struct, so that nginx's
+// refusals of each can be shown.
 #ifndef NGX_GTLS_LAYOUT_FAULT
 #define NGX_GTLS_LAYOUT_FAULT 0
 #endif

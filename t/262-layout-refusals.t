@@ -1,6 +1,6 @@
 # What the modules assume about nginx's private structs is checked at
-# nginx -t (ngx_module/ngx_gtls_nginx_layout.cc): a stream module built
-# with those assumptions deliberately wrong (the Makefile's layout-fault
+# nginx -t (ngx_module/ngx_gtls_nginx_layout.cc): modules built with
+# those assumptions deliberately wrong (the Makefile's layout-fault
 # build, NGX_GTLS_LAYOUT_FAULT) is refused with the module's line, and
 # nginx neither starts nor crashes. The same configurations pass with the
 # stream module as built.
@@ -66,3 +66,20 @@ is($rc, 0, 'the stream module as built, without TLS to the backend: nginx -t pas
 is($rc, 1, 'a stream module of another build: nginx -t fails') or diag $out;
 like($out, qr/\[emerg\] .*gateway_tls: ngx_stream_gateway_tls_module\.so is of another build than ngx_http_gateway_tls_module\.so \(status export version 1000, this one reads 1\): install both from one build/,
      'the refusal says which .so and what to do');
+
+# the http module expecting proxy's upstream conf one field further
+(my $fault_http = $fault) =~ s/ngx_stream_gateway_tls_module\.so$/ngx_http_gateway_tls_module.so/;
+sub check_http {
+    my ($http_so) = @_;
+    spit("$dir/nginx.conf", join "\n",
+         "load_module $http_so;", 'pid logs/nginx.pid;', 'events { worker_connections 16; }',
+         "http {\n    server { listen 127.0.0.1:$port; location / { proxy_pass http://127.0.0.1:9; } }\n}", '');
+    my $out = `'${\ nginx_binary()}' -t -e stderr -p '$dir/' -c nginx.conf 2>&1`;
+    return ($? >> 8, $out);
+}
+($rc, $out) = check_http($module);
+is($rc, 0, 'the http module as built: nginx -t passes') or diag $out;
+($rc, $out) = check_http($fault_http);
+is($rc, 1, 'a wrong proxy layout: nginx -t fails') or diag $out;
+like($out, qr/\[emerg\] .*gateway_tls: this nginx \(nginx\/[\d.]+\) is not laid out as the module was built to read: ngx_http_proxy_module's loc conf does not begin with its ngx_http_upstream_conf_t/,
+     'the refusal names the proxy and the assumption');
