@@ -78,9 +78,9 @@ $(MODULE_SO): $(NGINX_BUILD)/objs/Makefile $(MODULE_SRCS)
 
 module: $(MODULE_SO)
 
-# The stream module built with what it assumes about nginx deliberately
-# wrong (NGX_GTLS_LAYOUT_FAULT in ngx_gtls_nginx_layout.h), for t/262:
-# nginx must refuse it with the module's line, not run it.
+# Both modules built with what they assume about nginx deliberately wrong
+# (NGX_GTLS_LAYOUT_FAULT in ngx_gtls_nginx_layout.h), for t/262: nginx
+# must refuse each with the module's line, not run it.
 FAULT_BUILD := $(BUILD)/nginx-layout-fault
 FAULT_SO    := $(FAULT_BUILD)/objs/ngx_stream_gateway_tls_module.so
 $(FAULT_SO): $(MODULE_SO)
