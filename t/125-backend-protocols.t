@@ -2,15 +2,31 @@
 # kubernetes.io/ws backends get the client's WebSocket Upgrade, and only a
 # WebSocket one (an Upgrade to h2c would let a client tunnel past the
 # routing); other backends get none, also beside a WebSocket backend in one
-# rule; kubernetes.io/h2c is not served over HTTP/1.1 (500, and the route
-# says UnsupportedProtocol). Headers the route's filters name are theirs
-# alone: a RequestHeaderModifier's Host is the one Host the backend sees.
+# rule. kubernetes.io/h2c backends are sent HTTP/2 by prior knowledge (a
+# backend that speaks nothing else), over TLS verified by the policy where
+# one applies, also beside HTTP/1.1 backends in one rule; h2c clients are
+# served on a cleartext listener from nginx 1.25.1, beside HTTP/1.1 ones.
+# Headers the route's filters name are theirs alone: a
+# RequestHeaderModifier's Host is the one Host the backend sees.
 use lib 't/lib';
+use JSON::PP;
 use Test::GatewayTLS;
 use Test::More;
 
 plan 'no_plan';
 setup();
+
+# an echo that speaks HTTP/2 by prior knowledge only (the suite's h2c port)
+my $h2c_port = server_port() + 40;
+pipe(my $h2c_ready, my $h2c_stdout) or die "pipe: $!";
+my $h2c_pid = fork // die "fork: $!";
+if ($h2c_pid == 0) {
+    open STDOUT, '>&', $h2c_stdout or die;
+    exec '/usr/bin/python3', 't/lib/h2c-echo.py', "$h2c_port=ns/h2c-pod" or die "exec: $!";
+}
+close $h2c_stdout;
+is(scalar <$h2c_ready>, "ready\n", 'the h2c echo listens');
+END { kill 'TERM', $h2c_pid if $h2c_pid }
 
 my $ca_ref = "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n";
 sub with_protocol {
@@ -21,7 +37,24 @@ sub with_protocol {
 }
 
 my $port = serve_manifests(gateway_manifests(svc => 'wildcard')
-    . with_protocol('ws', 'leaf', 'kubernetes.io/ws') . with_protocol('h2c', 'leaf', 'kubernetes.io/h2c') . <<'YAML');
+    . with_protocol('ws', 'leaf', 'kubernetes.io/ws') . with_protocol('h2tls', 'leaf_h2', 'kubernetes.io/h2c')
+    . with_protocol('h2wrongsan', 'wrongsan', 'kubernetes.io/h2c') . <<"YAML" . <<'YAML');
+---
+apiVersion: v1
+kind: Service
+metadata: {name: h2c, namespace: ns}
+spec:
+  ports: [{name: h2c, port: 81, appProtocol: kubernetes.io/h2c}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: h2c-local
+  namespace: ns
+  labels: {kubernetes.io/service-name: h2c}
+ports: [{name: h2c, port: $h2c_port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+YAML
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -49,7 +82,14 @@ spec:
   parentRefs: [{name: gw}]
   hostnames: [h2c.example.com]
   rules:
-  - backendRefs: [{name: h2c, port: 443}]
+  - backendRefs: [{name: h2c, port: 81}]
+  - matches: [{path: {value: /mixed}}]
+    filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-set, value: both}]}}]
+    backendRefs: [{name: h2c, port: 81}, {name: svc, port: 443}]
+  - matches: [{path: {value: /tls}}]
+    backendRefs: [{name: h2tls, port: 443}]
+  - matches: [{path: {value: /wrongsan}}]
+    backendRefs: [{name: h2wrongsan, port: 443}]
 YAML
 
 sub get { request($port, 'GET', shift, 'Host: app.example.com', @_) }
@@ -85,10 +125,47 @@ is_deeply([sort keys %seen], ['leaf upgrade=websocket', 'wildcard upgrade='],
 is($status, 200, 'a Host set by RequestHeaderModifier is served (one Host, not two)');
 is($hdrs->{'x-echo-host'}, 'set.example.com', 'the backend sees the Host the filter set');
 
-($status) = request($port, 'GET', '/', 'Host: h2c.example.com');
-is($status, 500, 'h2c: a backend that speaks only HTTP/2 is not sent HTTP/1.1');
+# kubernetes.io/h2c: an HTTP/1.1 client's request reaches the backend as
+# HTTP/2, the client's Host its :authority
+my $body;
+($status, $hdrs, $body) = request($port, 'GET', '/a?b=1', 'Host: h2c.example.com');
+is($status, 200, 'h2c: served to an HTTP/1.1 client');
+my $echo = eval { decode_json($body) } || {};
+is($echo->{proto}, 'HTTP/2.0', 'h2c: the backend is sent HTTP/2 by prior knowledge');
+is($echo->{host}, 'h2c.example.com', "h2c: with the client's Host as :authority");
+is($echo->{path}, '/a?b=1', 'h2c: and its path and query');
 like(join(' ', @{read_status(servroot() . '/out/status.yaml')->{'HTTPRoute ns/prior-knowledge'} || []}),
-     qr{ns/gw: ResolvedRefs=False/UnsupportedProtocol},
-     'h2c: the route says UnsupportedProtocol');
+     qr{ns/gw: Accepted=True/Accepted ns/gw: ResolvedRefs=True/ResolvedRefs$}, 'h2c: the route is Accepted with its refs resolved');
+
+# beside an HTTP/1.1 backend in one rule: each by its own protocol, the
+# filter's header to both
+my %seen;
+for (1 .. 40) {
+    ($status, $hdrs, $body) = request($port, 'GET', '/mixed', 'Host: h2c.example.com');
+    my $e = eval { decode_json($body) };
+    $seen{$e ? "h2c proto=$e->{proto} x-set=" . join(',', @{$e->{headers}{'X-Set'} || []})
+              : "$status " . ($hdrs->{'x-backend'} // 'none') . ' x-set=' . ($hdrs->{'x-echo-set'} // '')}++;
+}
+is_deeply([sort keys %seen], ['200 wildcard x-set=both', 'h2c proto=HTTP/2.0 x-set=both'],
+          'h2c beside HTTP/1.1: each backend gets its own protocol')
+    or diag explain \%seen;
+
+# over TLS where a BackendTLSPolicy applies: verified as any backend
+($status, $hdrs) = request($port, 'GET', '/tls', 'Host: h2c.example.com');
+is($status, 200, 'h2c with a policy: served over TLS');
+is($hdrs->{'x-backend'}, 'leaf_h2', 'h2c with a policy: by the verified backend');
+($status) = request($port, 'GET', '/wrongsan', 'Host: h2c.example.com');
+is($status, 502, 'h2c with a policy: a backend whose certificate does not match is refused');
+
+# the client side of h2c: HTTP/2 by prior knowledge on the cleartext
+# listener, which nginx tells from HTTP/1.1 from 1.25.1
+my $h2 = `curl -s --max-time 10 --http2-prior-knowledge -H 'Host: h2c.example.com' -w '\n%{http_version} %{http_code}' http://127.0.0.1:$port/prior`;
+if (nginx_version() >= 1025001) {
+    like($h2, qr{"proto": "HTTP/2\.0".*\n2 200\z}s, 'h2c: a client by prior knowledge is served from nginx 1.25.1');
+} else {
+    unlike($h2, qr{ 200\z}, 'h2c: nginx 1.22 serves only HTTP/1.1 on a listener without GRPCRoutes');
+}
+($status) = request($port, 'GET', '/prior', 'Host: h2c.example.com');
+is($status, 200, 'h2c: HTTP/1.1 clients of the same listener still served');
 
 stop_served();

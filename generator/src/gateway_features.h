@@ -5,7 +5,11 @@
 // (t/400-conformance.t).
 #pragma once
 
+#include <algorithm>
 #include <string_view>
+#include <vector>
+
+#include "plan.h"
 
 namespace g2n {
 
@@ -52,5 +56,15 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "TLSRouteModeMixed",
     "TLSRouteModeTerminate",
 };
+
+// What the nginx that runs the configuration adds: HTTP/2 by prior
+// knowledge on cleartext listeners (the client side of h2c) from 1.25.1.
+inline std::vector<std::string_view> supported_features(long nginx_version)
+{
+    std::vector<std::string_view> out(std::begin(kSupportedFeatures), std::end(kSupportedFeatures));
+    if (nginx_version >= kNginxHttp2Directive) out.push_back("HTTPRouteBackendProtocolH2C");
+    std::sort(out.begin(), out.end());
+    return out;
+}
 
 }  // namespace g2n

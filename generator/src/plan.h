@@ -98,7 +98,7 @@ struct WeightedUpstream {
     std::string upstream;
     bool tls = false;
     int weight = 1;
-    bool grpc = false;  // grpc_pass rather than proxy_pass
+    bool grpc = false;  // grpc_pass rather than proxy_pass: gRPC, kubernetes.io/h2c
     bool websocket = false;  // appProtocol kubernetes.io/ws: WebSocket upgrades pass (GEP-1911)
     // its backendRef's RequestHeaderModifier, when the rule has several
     // backendRefs (one backendRef's filters are the rule's own)
@@ -236,6 +236,10 @@ struct Plan {
     std::vector<ObjectStatus> statuses;
     std::vector<std::string> warnings;
 };
+
+// nginx 1.25.1: the `http2` directive, and HTTP/1.1 and HTTP/2 by prior
+// knowledge on one cleartext port
+inline constexpr long kNginxHttp2Directive = 1025001;
 
 struct Options {
     std::string controller_name = "gateway2nginx.io/controller";

@@ -58,6 +58,35 @@ nginx::Script scheme(const WeightedUpstream &b)
     return s.name(nginx::Name(b.upstream));
 }
 
+}  // namespace
+
+PassModules pass_modules(const Location &l)
+{
+    if (l.grpc) return {false, true};
+    PassModules m;
+    auto add = [&](const WeightedUpstream &b) {
+        if (b.upstream.empty()) return;  // a share answered 500 by the location itself
+        (b.grpc ? m.grpc : m.proxy) = true;
+    };
+    for (const WeightedUpstream &b : l.backends) add(b);
+    for (const ConditionalTarget &t : l.conditional) {
+        for (const WeightedUpstream &b : t.backends) add(b);
+    }
+    if (!m.grpc) m.proxy = true;
+    return m;
+}
+
+namespace {
+
+// One directive of each module the location goes out by (proxy_X, grpc_X).
+std::vector<nginx::Word> per_module(const PassModules &m, const nginx::Word &proxy, const nginx::Word &grpc)
+{
+    std::vector<nginx::Word> out;
+    if (m.proxy) out.push_back(proxy);
+    if (m.grpc) out.push_back(grpc);
+    return out;
+}
+
 std::vector<nginx::Token> values(const std::vector<std::string> &items)
 {
     std::vector<nginx::Token> out;
@@ -377,11 +406,14 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
     const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(),
                                          [](const WeightedUpstream &b) { return !b.request_headers.empty(); });
     const std::optional<nginx::Name> upgrade = websocket_upgrade(shared, l);
-    if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty()) && !upgrade) {
+    const PassModules modules = pass_modules(l);
+    // an HTTPRoute's h2c backend sees the client's Host as its :authority
+    const bool h2c = modules.grpc && !l.grpc;
+    if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty()) && !upgrade && !h2c) {
         return;
     }
     // gRPC (GRPCRoute) has no URLRewrite and inherits no grpc_set_header
-    const nginx::Word set_header = l.grpc ? nginx::Word("grpc_set_header") : nginx::Word("proxy_set_header");
+    const std::vector<nginx::Word> set_headers = per_module(modules, "proxy_set_header", "grpc_set_header");
     // a header the route's filters name is theirs: nginx would send a
     // second one beside the generator's (two Hosts: the backend's 400)
     std::vector<std::string> named = headers ? headers->headers.names() : std::vector<std::string>{};
@@ -394,21 +426,25 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
         return std::any_of(named.begin(), named.end(), [&](const std::string &n) { return same_header(n, header); });
     };
     // a location's proxy_set_header replaces every inherited one: Host again
-    if (!filters_name("Host")) {
-        if (rewrite && !rewrite->hostname.empty()) {
-            w.directive("proxy_set_header", {"Host", nginx::Script().input(rewrite->hostname)});
-        } else if (!l.grpc) {
-            w.directive("proxy_set_header", {"Host", "$http_host"});
+    if (!filters_name("Host") && !l.grpc) {
+        for (const nginx::Word &set_header : set_headers) {
+            if (rewrite && !rewrite->hostname.empty()) {
+                w.directive(set_header, {"Host", nginx::Script().input(rewrite->hostname)});
+            } else {
+                w.directive(set_header, {"Host", "$http_host"});
+            }
         }
     }
     if (upgrade) render_websocket_upgrade(w, shared, *upgrade);
-    if (headers != nullptr) render_header_modifier(w, shared, set_header, headers->headers);
-    if (!per_backend || !l.conditional.empty() || l.return_code != 0) return;
-    if (l.backends.size() > 1) {
-        bool failed = false;  // the location answers those 500 itself
-        render_per_backend_headers(w, shared, set_header, l, backend_split(shared, l.backends, &failed));
-    } else {
-        render_header_modifier(w, shared, set_header, l.backends.front().request_headers);
+    for (const nginx::Word &set_header : set_headers) {
+        if (headers != nullptr) render_header_modifier(w, shared, set_header, headers->headers);
+        if (!per_backend || !l.conditional.empty() || l.return_code != 0) continue;
+        if (l.backends.size() > 1) {
+            bool failed = false;  // the location answers those 500 itself
+            render_per_backend_headers(w, shared, set_header, l, backend_split(shared, l.backends, &failed));
+        } else {
+            render_header_modifier(w, shared, set_header, l.backends.front().request_headers);
+        }
     }
 }
 
@@ -416,12 +452,12 @@ void render_response_headers(nginx::Writer &w, const Location &l)
 {
     const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
     if (headers == nullptr) return;
-    const nginx::Word hide_header = l.grpc ? nginx::Word("grpc_hide_header") : nginx::Word("proxy_hide_header");
+    const std::vector<nginx::Word> hide_headers = per_module(pass_modules(l), "proxy_hide_header", "grpc_hide_header");
     for (const std::string &name : headers->headers.remove) {
-        w.directive(hide_header, {nginx::Token::value(name)});
+        for (const nginx::Word &hide_header : hide_headers) w.directive(hide_header, {nginx::Token::value(name)});
     }
     for (const auto &[name, value] : headers->headers.set) {
-        w.directive(hide_header, {nginx::Token::value(name)});
+        for (const nginx::Word &hide_header : hide_headers) w.directive(hide_header, {nginx::Token::value(name)});
         w.directive("add_header", {nginx::Token::value(name), nginx::Script().input(value), "always"});
     }
     for (const auto &[name, value] : headers->headers.add) {
@@ -542,7 +578,9 @@ void render_cors(nginx::Writer &w, Splits &shared, const Location &l)
     for (nginx::Word header : {nginx::Word("Access-Control-Allow-Origin"), nginx::Word("Access-Control-Allow-Credentials"),
                                nginx::Word("Access-Control-Allow-Methods"), nginx::Word("Access-Control-Allow-Headers"),
                                nginx::Word("Access-Control-Expose-Headers"), nginx::Word("Access-Control-Max-Age")}) {
-        w.directive("proxy_hide_header", {header});
+        for (const nginx::Word &hide_header : per_module(pass_modules(l), "proxy_hide_header", "grpc_hide_header")) {
+            w.directive(hide_header, {header});
+        }
     }
     common(nginx::Token::variable(origin), [&](const nginx::Token &t) { return nginx::Token::variable(cors_gated(shared, origin, t)); });
 }
@@ -665,14 +703,18 @@ void render_timeouts(nginx::Writer &w, const Location &l)
     const long long each = l.backend_timeout_ms >= 0 ? l.backend_timeout_ms : l.request_timeout_ms;
     if (each < 0) return;
     const std::string value = nginx_time(each == 0 ? 86400000 : each);
-    static const nginx::Word proxy[] = {"proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout"};
-    static const nginx::Word grpc[] = {"grpc_connect_timeout", "grpc_send_timeout", "grpc_read_timeout"};
-    for (const nginx::Word &directive : l.grpc ? grpc : proxy) {
-        w.directive(directive, {nginx::Token::value(value)});
+    const PassModules modules = pass_modules(l);
+    for (const auto &[proxy, grpc] : {std::pair<nginx::Word, nginx::Word>{"proxy_connect_timeout", "grpc_connect_timeout"},
+                                      {"proxy_send_timeout", "grpc_send_timeout"},
+                                      {"proxy_read_timeout", "grpc_read_timeout"}}) {
+        for (const nginx::Word &directive : per_module(modules, proxy, grpc)) {
+            w.directive(directive, {nginx::Token::value(value)});
+        }
     }
     if (l.request_timeout_ms > 0) {
-        w.directive(l.grpc ? nginx::Word("grpc_next_upstream_timeout") : nginx::Word("proxy_next_upstream_timeout"),
-                    {nginx::Token::value(nginx_time(l.request_timeout_ms))});
+        for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_timeout", "grpc_next_upstream_timeout")) {
+            w.directive(directive, {nginx::Token::value(nginx_time(l.request_timeout_ms))});
+        }
     }
 }
 
@@ -735,8 +777,19 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         render_path_rewrite(w, l, rewrite->path, true);
     }
     render_request_headers(w, splits, l);
-    auto pass = [&](const nginx::Token &target) {
-        if (l.grpc) {
+    const PassModules modules = pass_modules(l);
+    auto pass = [&](const nginx::Script &target) {
+        if (modules.grpc && modules.proxy) {
+            // the backend chosen says the module: proxy_pass refuses grpc://
+            nginx::Fragment grpc_scheme = nginx::Writer::capture(1, [](nginx::Writer &m) {
+                m.entry(nginx::Token::map_regex("^grpcs?://"), {"1"});
+                m.directive("default", {nginx::Token::value("")});
+            });
+            w.open_if_equals(splits.variable("grpc_backend", "map", target, grpc_scheme), nginx::Token::value("1"));
+            w.directive("grpc_pass", {target});
+            w.close();
+            w.directive("proxy_pass", {target});
+        } else if (modules.grpc) {
             w.directive("grpc_pass", {target});
         } else {
             w.directive("proxy_pass", {target});
@@ -752,7 +805,7 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         nginx::Name target = conditional_target(splits, l);
         answer_when(target, nginx::Token::number(404), 404);
         answer_when(target, nginx::Token::number(500), 500);
-        pass(nginx::Token::variable(target));
+        pass(nginx::Script().variable(target));
     } else if (l.return_code != 0) {
         w.directive("return", {nginx::Token::number(l.return_code)});
     } else {
@@ -898,16 +951,18 @@ void answer_misdirected(nginx::Writer &w, const std::map<std::string, nginx::Nam
 
 // Every server with its locations, then a default server for each listen
 // that has none. HTTP/2 on a listen: the `http2` directive in each of its
-// servers from nginx 1.25.1 (which deprecates the listen parameter), else
-// the listen parameter.
+// servers from nginx 1.25.1 (which deprecates the listen parameter; every
+// cleartext listen then), else the listen parameter (GRPCRoutes' listens).
 void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const Options &o)
 {
-    const bool http2_directive = o.nginx_version >= 1025001;
+    const bool http2_directive = o.nginx_version >= kNginxHttp2Directive;
     nginx::Writer w(out);
     std::map<std::string, const Server *> first_on_listen;
     std::set<std::string> listens_with_catch_all, listens_http2;
     for (const Server &s : plan.servers) {
-        if (s.http2) listens_http2.insert(s.listen);
+        // from 1.25.1 a cleartext port takes HTTP/2 by prior knowledge
+        // beside HTTP/1.1: h2c clients of every route
+        if (s.http2 || (!s.ssl && http2_directive)) listens_http2.insert(s.listen);
     }
     const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
     for (const Server &s : plan.servers) {

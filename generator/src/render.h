@@ -31,6 +31,14 @@ nginx::Fragment split_clients_body(const std::vector<WeightedUpstream> &backends
 // (GEP-3155).
 void render_client_validation(nginx::Writer &w, const ClientValidation &client);
 void render_backend_client(nginx::Writer &w, const BackendClientCertificate &client, bool grpc_too);
+// The proxy modules a location's requests go out by: grpc_pass for gRPC
+// (GRPCRoute) and kubernetes.io/h2c backends, proxy_pass for the rest;
+// both where one location reaches both kinds.
+struct PassModules {
+    bool proxy = false;
+    bool grpc = false;
+};
+PassModules pass_modules(const Location &l);
 // upstream{} with its servers and the module directives of its policy
 void render_upstream(nginx::Writer &w, const Upstream &u);
 std::string render_status(const Plan &plan, const Options &options);

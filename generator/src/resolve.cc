@@ -708,6 +708,13 @@ private:
             if (f.type != "RequestMirror") continue;
             Mirror m{{}, f.mirror_numerator, f.mirror_denominator};
             if (m.numerator > 0 && resolve_backend(r, f.mirror, gw, BackendTarget::Http, &m.backend, refs)) {
+                if (m.backend.grpc) {
+                    // a mirror's subrequest carries the request line by
+                    // proxy_pass's URI, which grpc_pass has not
+                    *refs = cond::route_unsupported_protocol("RequestMirror to " + f.mirror.name
+                                                             + ": appProtocol kubernetes.io/h2c is not supported for mirrors");
+                    continue;
+                }
                 mirrors.push_back(std::move(m));
             }
         }
@@ -831,20 +838,23 @@ private:
             policies_.reached(objects_.position(*svc), port->name, gw.meta.key());
         }
         out->grpc = target == BackendTarget::Grpc;
-        // GEP-1911: the port's appProtocol says what the backend speaks
+        // GEP-1911: the port's appProtocol says what the backend speaks;
+        // kubernetes.io/h2c is HTTP/2 by prior knowledge (over TLS where a
+        // BackendTLSPolicy applies), which nginx speaks by grpc_pass
         if (target == BackendTarget::Http) {
             const std::string &protocol = port->app_protocol;
             out->websocket = protocol == "kubernetes.io/ws" || (protocol == "kubernetes.io/wss" && policy != nullptr);
-            if (protocol == "kubernetes.io/h2c" || (protocol == "kubernetes.io/wss" && policy == nullptr)) {
-                *refs = cond::route_unsupported_protocol(
-                    "Service " + svc->meta.key() + " port " + std::to_string(port->port) + ": appProtocol " + protocol
-                    + (protocol == "kubernetes.io/wss" ? " needs a BackendTLSPolicy to verify the backend"
-                                                       : " is not supported for HTTPRoute backends"));
+            out->grpc = protocol == "kubernetes.io/h2c";
+            if (protocol == "kubernetes.io/wss" && policy == nullptr) {
+                *refs = cond::route_unsupported_protocol("Service " + svc->meta.key() + " port "
+                                                         + std::to_string(port->port) + ": appProtocol " + protocol
+                                                         + " needs a BackendTLSPolicy to verify the backend");
                 return false;
             }
         }
         bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
-        out->upstream = upstream_for(*svc, *port, policy, target, denied ? &gw : nullptr);
+        out->upstream = upstream_for(*svc, *port, policy, out->grpc ? BackendTarget::Grpc : target,
+                                     denied ? &gw : nullptr);
         out->tls = policy != nullptr;
         out->weight = b.weight;
         return true;
@@ -951,10 +961,11 @@ private:
     void finish_servers()
     {
         // nginx 1.22 speaks h2c by prior knowledge only: HTTP/1 clients of a
-        // cleartext port that also carries gRPC cannot be served
+        // cleartext port that also carries gRPC cannot be served (from
+        // 1.25.1 nginx tells the two apart by the HTTP/2 preface)
         std::set<std::string> h2c, http1;
         for (const auto &[key, server] : servers_) {
-            if (server.http2 && !server.ssl) h2c.insert(server.listen);
+            if (server.http2 && !server.ssl && o_.nginx_version < kNginxHttp2Directive) h2c.insert(server.listen);
             for (const Location &l : server.locations) {
                 if (!l.grpc) http1.insert(server.listen);
             }

@@ -1124,8 +1124,8 @@ spec:
 
 BOOST_AUTO_TEST_CASE(backend_protocols_follow_the_app_protocol)
 {
-    // GEP-1911: kubernetes.io/ws gets the WebSocket Upgrade, h2c and an
-    // unverified wss are not served (ResolvedRefs=False/UnsupportedProtocol)
+    // GEP-1911: kubernetes.io/ws gets the WebSocket Upgrade, an unverified
+    // wss is not served (ResolvedRefs=False/UnsupportedProtocol)
     const std::string services = R"(---
 apiVersion: v1
 kind: Service
@@ -1190,7 +1190,6 @@ spec:
                != std::string::npos);
 
     for (const auto &[port, why] : std::vector<std::pair<std::string, std::string>>{
-             {"81", "appProtocol kubernetes.io/h2c is not supported for HTTPRoute backends"},
              {"82", "appProtocol kubernetes.io/wss needs a BackendTLSPolicy to verify the backend"}}) {
         Plan p = plan_of(base_manifests() + edited(route, {"backendRefs: [{name: ws, port: 80}]\n  - matches: [{path: {value: /mixed}}]",
                                                             "backendRefs: [{name: ws, port: " + port + "}]\n  - matches: [{path: {value: /mixed}}]", ""}));
@@ -1202,6 +1201,112 @@ spec:
     // what the API server would refuse
     std::string error = error_of(base_manifests() + edited(route, {"appProtocol: kubernetes.io/ws", "appProtocol: \"ws;x\"", ""}));
     BOOST_TEST(error.find("spec.ports[0].appProtocol: must be a qualified name") != std::string::npos, error);
+}
+
+BOOST_AUTO_TEST_CASE(h2c_backends_go_out_by_grpc_pass)
+{
+    // GEP-1911 kubernetes.io/h2c: HTTP/2 by prior knowledge, which nginx
+    // speaks by grpc_pass; with the client's Host as :authority
+    const std::string route = R"(---
+apiVersion: v1
+kind: Service
+metadata: {name: h2, namespace: ns}
+spec:
+  ports: [{name: h2c, port: 81, appProtocol: kubernetes.io/h2c}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: h2-1
+  namespace: ns
+  labels: {kubernetes.io/service-name: h2}
+ports: [{name: h2c, port: 8081}]
+endpoints: [{addresses: ["10.0.0.3"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: h2c, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [h2c.example.com]
+  rules:
+  - matches: [{path: {value: /only}}]
+    timeouts: {request: 5s}
+    backendRefs: [{name: h2, port: 81}]
+  - matches: [{path: {value: /mixed}}]
+    filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-a, value: b}]}}]
+    backendRefs: [{name: h2, port: 81}, {name: svc, port: 443}]
+  - matches: [{path: {value: /header}, headers: [{name: x-h2, value: "yes"}]}]
+    backendRefs: [{name: h2, port: 81}]
+  - matches: [{path: {value: /header}}]
+    backendRefs: [{name: svc, port: 443}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "h2c")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    std::string http = render_http_conf(plan);
+    // a location of h2c backends alone: grpc_pass, and grpc_ timeouts
+    BOOST_TEST(http.find("    location /only/ {\n        grpc_set_header Host $http_host;\n"
+                         "        grpc_connect_timeout 5s;\n        grpc_send_timeout 5s;\n        grpc_read_timeout 5s;\n"
+                         "        grpc_next_upstream_timeout 5s;\n"
+                         "        grpc_pass grpc://backend_ns_h2_81;\n") != std::string::npos, http);
+    // beside HTTP/1.1 backends: the backend chosen says the module, and
+    // the filter's headers go to both
+    BOOST_TEST(http.find("    location /mixed/ {\n        proxy_set_header Host $http_host;\n"
+                         "        grpc_set_header Host $http_host;\n"
+                         "        proxy_set_header x-a b;\n        grpc_set_header x-a b;\n") != std::string::npos, http);
+    const size_t split = http.find("split_clients \"${request_id}\" $backend_split_");
+    BOOST_TEST_REQUIRE(split != std::string::npos);
+    const std::string split_var = http.substr(http.find('$', split + 30), http.find(' ', http.find('$', split + 30)) - http.find('$', split + 30));
+    BOOST_TEST(http.find("    50.00% grpc://backend_ns_h2_81;\n    * http://backend_ns_svc_443;\n") != std::string::npos, http);
+    const size_t chooser = http.find("map " + split_var + " $grpc_backend_");
+    BOOST_TEST_REQUIRE(chooser != std::string::npos, http);
+    BOOST_TEST(http.find(" {\n    \"~^grpcs?://\" 1;\n    default \"\";\n}\n", chooser) != std::string::npos, http);
+    BOOST_TEST(http.find("        if ($grpc_backend_") != std::string::npos, http);
+    BOOST_TEST(http.find(" = 1) {\n            grpc_pass " + split_var + ";\n        }\n        proxy_pass " + split_var + ";\n")
+               != std::string::npos, http);
+    // a header match's h2c target beside the path's HTTP/1.1 one
+    BOOST_TEST(http.find("    location /header/ {\n        proxy_set_header Host $http_host;\n        grpc_set_header Host $http_host;\n")
+               != std::string::npos, http);
+    for (const Server &server : plan.servers) {
+        for (const Location &l : server.locations) {
+            const PassModules m = pass_modules(l);
+            const std::string path = l.match.describe();
+            BOOST_TEST(m.grpc == (path.find("only") != std::string::npos || path.find("mixed") != std::string::npos
+                                  || path.find("header") != std::string::npos), path);
+            BOOST_TEST(m.proxy == (path.find("only") == std::string::npos), path);
+        }
+    }
+
+    // what a GRPCRoute location has always had: no Host of ours
+    BOOST_TEST(http.find("grpc_set_header Host $http_host;\n        grpc_pass grpc://backend_ns_h2_81;") == std::string::npos);
+
+    // a mirror's subrequest has no way through grpc_pass: refused, the
+    // rule served
+    Plan mirrored = plan_of(base_manifests() + edited(route, {"    timeouts: {request: 5s}\n",
+        "    timeouts: {request: 5s}\n    filters: [{type: RequestMirror, requestMirror: {backendRef: {name: h2, port: 81}}}]\n", ""}));
+    const Condition &refs = status_of(mirrored, "HTTPRoute", "h2c").refs.at(0).conditions.at(1);
+    BOOST_TEST(refs.reason == "UnsupportedProtocol");
+    BOOST_TEST(refs.message.find("kubernetes.io/h2c is not supported for mirrors") != std::string::npos, refs.message);
+    BOOST_TEST(render_http_conf(mirrored).find("mirror ") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(cleartext_listeners_take_h2c_clients_from_nginx_1_25_1)
+{
+    // nginx 1.25.1 tells HTTP/1.1 and HTTP/2 by prior knowledge apart on
+    // one cleartext port: every cleartext server gets `http2 on`, and the
+    // GatewayClass claims HTTPRouteBackendProtocolH2C; 1.22 neither
+    Plan plan = plan_of(base_manifests());
+    Options old_nginx, new_nginx;
+    new_nginx.nginx_version = 1026003;
+    BOOST_TEST(render_http_conf(plan, old_nginx).find("http2") == std::string::npos);
+    const std::string http = render_http_conf(plan, new_nginx);
+    BOOST_TEST(http.find("    listen 0.0.0.0:80 default_server;\n    http2 on;\n") != std::string::npos, http);
+    BOOST_TEST(render_status(plan, old_nginx).find("HTTPRouteBackendProtocolH2C") == std::string::npos);
+    BOOST_TEST(render_status(plan, new_nginx).find("    - name: HTTPRouteBackendProtocolH2C\n"
+                                                   "    - name: HTTPRouteBackendProtocolWebSocket\n") != std::string::npos);
+    // still sorted, without repeats
+    const std::vector<std::string_view> features = supported_features(new_nginx.nginx_version);
+    BOOST_TEST((std::adjacent_find(features.begin(), features.end(), std::greater_equal<>()) == features.end()));
 }
 
 BOOST_AUTO_TEST_CASE(request_mirrors_render_as_internal_locations)
