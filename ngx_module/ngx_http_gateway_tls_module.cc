@@ -5,6 +5,7 @@
 #include "ngx_http_gateway_tls_module.h"
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_ssl_share.h"
+#include "gtls_share.h"
 
 #include <cstddef>
 #include <new>
@@ -71,6 +72,51 @@ char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return ngx_gtls_conf_verify_ca(cf, cmd,
                                    ngx_gtls_field<ngx_gtls_policy_conf_t>(ngx_http_gtls_policies(cf, conf), cmd->offset),
                                    ngx_http_gtls_registry(cf));
+}
+
+// $VARIABLE of `gateway_tls_share $VARIABLE N/D`: "1" for N of every D
+// requests that read it in this worker, evenly spread, else "".
+ngx_int_t ngx_http_gtls_share_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    const bool taken = reinterpret_cast<gtls::EvenShare *>(data)->next();
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls share: %s", taken ? "taken" : "passed");
+    v->data = const_cast<u_char *>(reinterpret_cast<const u_char *>("1"));
+    v->len = taken ? 1 : 0;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+char *ngx_http_gtls_share(ngx_conf_t *cf, ngx_command_t *, void *)
+{
+    ngx_str_t *value = static_cast<ngx_str_t *>(cf->args->elts);
+    if (value[1].len < 2 || value[1].data[0] != '$') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid variable name \"%V\"", &value[1]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    ngx_str_t name = {value[1].len - 1, value[1].data + 1};
+    std::optional<gtls::Fraction> fraction = gtls::parse_fraction(ngx_gtls_sv(value[2]));
+    if (!fraction) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid share \"%V\": NUMERATOR/DENOMINATOR, "
+                           "0 <= NUMERATOR <= DENOMINATOR <= 1000000", &value[2]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    // trivially destructible: the pool's memory is all it needs; each
+    // worker counts in its own copy
+    void *memory = ngx_palloc(cf->pool, sizeof(gtls::EvenShare));
+    if (memory == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    // not changeable: a second definition of the name is refused
+    ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, 0);
+    if (var == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    var->get_handler = ngx_http_gtls_share_variable;
+    var->data = reinterpret_cast<uintptr_t>(new (memory) gtls::EvenShare(*fraction));
+    return NGX_CONF_OK;
 }
 
 ngx_command_t ngx_http_gtls_commands[] = {
@@ -211,6 +257,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
      ngx_http_gtls_status,
      NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("gateway_tls_share"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2,
+     ngx_http_gtls_share,
+     NGX_HTTP_MAIN_CONF_OFFSET,
      0,
      nullptr},
 

@@ -317,3 +317,58 @@ qr/"grpc_ssl_verify_mode strict" in \S+nginx.conf:\d+ needs a trust source/
 gateway_tls: policy "ns/insecure" of upstream "insecure_backend" ("proxy_ssl_verify_mode skip") is not allowed by "proxy_ssl_verify_insecure deny" in this server
 --- no_backend_log
 /insecure/secret
+
+=== TEST 27: gateway_tls_share: N of every D requests, evenly spread, each variable counting its own
+--- http_config
+    gateway_tls_share $third 1/3;
+    gateway_tls_share $half 1/2;
+    gateway_tls_share $none 0/7;
+--- config
+    location /third {
+        return 200 "[$third]\n";
+    }
+    location /half {
+        return 200 "[$half]\n";
+    }
+    location /none {
+        return 200 "[$none]\n";
+    }
+--- request eval
+["GET /third", "GET /half", "GET /third", "GET /third", "GET /half", "GET /third", "GET /none", "GET /third",
+ "GET /third"]
+--- response_body eval
+["[]\n", "[]\n", "[]\n", "[1]\n", "[1]\n", "[]\n", "[]\n", "[]\n", "[1]\n"]
+
+=== TEST 28: gateway_tls_share: a share that is not N/D with N <= D <= 1000000
+--- http_config
+    gateway_tls_share $share 3/2;
+--- config
+    location / {
+        return 200;
+    }
+--- must_die
+--- error_log eval
+qr/invalid share "3\/2": NUMERATOR\/DENOMINATOR, 0 <= NUMERATOR <= DENOMINATOR <= 1000000 in \S+nginx.conf:\d+/
+
+=== TEST 29: gateway_tls_share: the variable is named with $, once
+--- http_config
+    gateway_tls_share $share 1/2;
+    gateway_tls_share $share 1/3;
+--- config
+    location / {
+        return 200;
+    }
+--- must_die
+--- error_log eval
+qr/the duplicate "share" variable in \S+nginx.conf:\d+/
+
+=== TEST 30: gateway_tls_share: a variable name without $
+--- http_config
+    gateway_tls_share share 1/2;
+--- config
+    location / {
+        return 200;
+    }
+--- must_die
+--- error_log eval
+qr/invalid variable name "share" in \S+nginx.conf:\d+/

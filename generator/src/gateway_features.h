@@ -48,6 +48,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteQueryParamMatching",
     "HTTPRouteRequestMirror",
     "HTTPRouteRequestMultipleMirrors",
+    "HTTPRouteRequestPercentageMirror",
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",

@@ -197,6 +197,23 @@ struct Splits {
         }
         return name;
     }
+
+    // The module's exact share (gateway_tls_share) for OWNER (a place
+    // that alone counts its requests): a variable of its own, "1" for N
+    // of every D requests
+    nginx::Name share(const char *kind, const std::string &owner, int numerator, int denominator)
+    {
+        std::string key = std::string(kind) + "\n" + owner;
+        auto [it, added] = var_by_body.emplace(std::move(key), std::string(kind) + "_" + std::to_string(var_by_body.size() + 1));
+        nginx::Name name(it->second);
+        if (added) {
+            nginx::Writer w(text);
+            w.directive("gateway_tls_share", {nginx::Token::variable(name),
+                                              nginx::Token::value(std::to_string(numerator) + "/" + std::to_string(denominator))});
+            w.blank();
+        }
+        return name;
+    }
 };
 
 // The split_clients variable choosing among several BACKENDS by weight
@@ -727,20 +744,17 @@ std::string mirror_uri(size_t n)
 }
 
 // The locations a server's mirror subrequests go to: each forwards the
-// original request line to its backend; a share below all is chosen per
-// request by split_clients, the rest answered 204 at once.
-void render_mirror_locations(nginx::Writer &w, Splits &splits, const std::vector<const Mirror *> &mirrors)
+// original request line to its backend; a share below all is exactly that
+// share of the location's requests (the module's gateway_tls_share, a
+// counter of its own), the rest answered 204 at once.
+void render_mirror_locations(nginx::Writer &w, Splits &splits, const Server &s, const std::vector<const Mirror *> &mirrors)
 {
     for (size_t i = 0; i < mirrors.size(); i++) {
         const Mirror &m = *mirrors[i];
         w.open("location", {"=", nginx::Token::value(mirror_uri(i + 1))});
         w.directive("internal");
         if (m.numerator < m.denominator) {
-            nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &b) {
-                b.entry(nginx::Token::value(percent(m.numerator, m.denominator)), {"1"});
-                b.entry(nginx::Token::value("*"), {nginx::Token::value("")});
-            });
-            nginx::Name share = splits.variable("mirror_share", "split_clients", "${request_id}", body);
+            nginx::Name share = splits.share("mirror_share", s.listen + " " + s.server_name + " " + mirror_uri(i + 1), m.numerator, m.denominator);
             w.open_if_equals(share, nginx::Token::value(""));
             w.directive("return", {"204"});
             w.close();
@@ -756,10 +770,11 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
     w.comment("route", {nginx::Token::value(l.source)});
     render_location_match(w, l.match);
     for (const Mirror &m : l.mirrors) {
-        // one location per target and share, however many routes mirror there
+        // one location per target, however many routes mirror all of
+        // their requests there; a share counts one location's requests
         auto same = std::find_if(mirrors->begin(), mirrors->end(), [&](const Mirror *o) {
             return o->backend.upstream == m.backend.upstream && o->backend.tls == m.backend.tls
-                   && o->numerator == m.numerator && o->denominator == m.denominator;
+                   && o->numerator == o->denominator && m.numerator == m.denominator;
         });
         if (same == mirrors->end()) same = mirrors->insert(mirrors->end(), &m);
         w.directive("mirror", {nginx::Token::value(mirror_uri(same - mirrors->begin() + 1))});
@@ -986,7 +1001,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         for (const Location &l : s.locations) {
             render_location(w, splits, s, l, &mirrors);
         }
-        render_mirror_locations(w, splits, mirrors);
+        render_mirror_locations(w, splits, s, mirrors);
         if (s.locations.empty()) {
             w.directive("return", {"404"});  // a listener's hostname that no route serves
         }

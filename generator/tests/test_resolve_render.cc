@@ -1328,6 +1328,10 @@ spec:
     filters:
     - {type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 443}}}
     backendRefs: [{name: svc, port: 443}]
+  - matches: [{path: {type: Exact, value: /c}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: svc, port: 8443}, fraction: {numerator: 1, denominator: 3}}}
+    backendRefs: [{name: svc, port: 443}]
 )";
     Plan plan = plan_of(base_manifests() + route);
     std::string http = render_http_conf(plan);
@@ -1339,17 +1343,21 @@ spec:
     BOOST_TEST(http.find("    location = \"/gateway2nginx|mirror|1\" {\n"
                          "        internal;\n"
                          "        proxy_pass http://backend_ns_svc_443$request_uri;\n    }\n") != std::string::npos, http);
-    BOOST_TEST(http.find("split_clients \"${request_id}\" $mirror_share_1 {\n    33.33% 1;\n    * \"\";\n}\n")
-               != std::string::npos, http);
+    // exactly a third: the module's counter, not a random pick
+    BOOST_TEST(http.find("gateway_tls_share $mirror_share_1 1/3;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("split_clients") == std::string::npos, http);
     BOOST_TEST(http.find("    location = \"/gateway2nginx|mirror|2\" {\n"
                          "        internal;\n"
                          "        if ($mirror_share_1 = \"\") {\n            return 204;\n        }\n"
                          "        proxy_pass http://backend_ns_svc_8443$request_uri;\n") != std::string::npos, http);
-    BOOST_TEST(http.find("gateway2nginx|mirror|3") == std::string::npos, http);
+    // a share is of one location's requests: /c counts its own
+    BOOST_TEST(http.find("    location = /c {\n        mirror \"/gateway2nginx|mirror|3\";\n") != std::string::npos, http);
+    BOOST_TEST(http.find("gateway_tls_share $mirror_share_2 1/3;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("gateway2nginx|mirror|4") == std::string::npos, http);
 
     // a mirror to a Service that does not exist: left out, and said
     Plan p = plan_of(base_manifests() + edited(route, {"name: svc, port: 8443", "name: gone, port: 8443", ""}));
-    BOOST_TEST(render_http_conf(p).find("gateway2nginx|mirror|2") == std::string::npos);
+    BOOST_TEST(render_http_conf(p).find("gateway2nginx|mirror|3") == std::string::npos);
     const std::vector<Condition> &conditions = status_of(p, "HTTPRoute", "copy").refs.at(0).conditions;
     BOOST_TEST(std::any_of(conditions.begin(), conditions.end(), [](const Condition &c) {
         return c.type == "ResolvedRefs" && c.status == "False" && c.message.find("gone") != std::string::npos;

@@ -10,7 +10,8 @@
 # absent_response_headers, redirect {scheme, host, port, path}. REQUEST
 # {backend_sets}: the suite's BackendSetResponseHeaders. EXPECTED
 # {mirrored_to}: the pods whose logs must show the request (the suite's
-# ExpectMirroredRequest).
+# ExpectMirroredRequest). mirror_shares: [GATEWAY, PORT, REQUEST, POD,
+# PERCENT], the suite's testMirroredRequestsDistribution.
 # endpoint_slices {SLICE => DEPLOYMENT}: EndpointSlices of the manifests the
 # Go test fills with the pods of DEPLOYMENT.
 use strict;
@@ -624,6 +625,17 @@ return [
         }
     },
     {
+        # Service port appProtocol kubernetes.io/h2c (echo-basic's H2C_PORT,
+        # which here speaks HTTP/2 by prior knowledge only), reached by a
+        # client speaking HTTP/2 by prior knowledge
+        name => 'HTTPRouteBackendProtocolH2C',
+        features => [qw(Gateway HTTPRoute HTTPRouteBackendProtocolH2C)],
+        manifests => ['httproute-backend-protocol-h2c'],
+        gateways => [$same],
+        accepted => [[$same, 'HTTPRoute', 'backend-protocol-h2c']],
+        requests => [[$same, 80, {h2c => 1, path => '/'}, {backend => 'infra-backend-v1', namespace => $ns}]],
+    },
+    {
         # Service port appProtocol kubernetes.io/ws: the Upgrade reaches it
         name => 'HTTPRouteBackendProtocolWebSocket',
         features => [qw(Gateway HTTPRoute HTTPRouteBackendProtocolWebSocket)],
@@ -1013,6 +1025,22 @@ return [
             requests => [$mirrored->('/multi-mirror', ['infra-backend-v2', 'infra-backend-v3']),
                          $mirrored->('/multi-mirror-and-modify-request-headers', ['infra-backend-v2', 'infra-backend-v3'],
                                      headers => 1)],
+        }, do {
+            # each path: a consistent answer, then 500 requests of which
+            # the mirror pod logs PERCENT within 5% (of that share)
+            my @cases = (['/percent-mirror', 20], ['/percent-mirror-fraction', 50],
+                         ['/percent-mirror-and-modify-headers', 35, headers => 1]);
+            {
+                name => 'HTTPRouteRequestPercentageMirror',
+                features => [qw(Gateway HTTPRoute HTTPRouteRequestPercentageMirror)],
+                manifests => ['httproute-request-percentage-mirror'],
+                gateways => [$same],
+                accepted => [[$same, 'HTTPRoute', 'request-percentage-mirror']],
+                requests => [map { my ($path, undef, %modify) = @$_; $mirrored->($path, [], %modify) } @cases],
+                mirror_shares => [map { my ($path, $percent, %modify) = @$_;
+                                        [$same, 80, $mirrored->($path, [], %modify)->[2], 'infra-backend-v2', $percent] }
+                                  @cases],
+            }
         })
     },
     {

@@ -6,9 +6,6 @@
 # replayed.
 return [
     map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]]} }
-    ['HTTPRouteRequestPercentageMirror', [qw(Gateway HTTPRoute HTTPRouteRequestPercentageMirror)],
-     'httproute-request-percentage-mirror'],
-    ['HTTPRouteBackendProtocolH2C', [qw(Gateway HTTPRoute HTTPRouteBackendProtocolH2C)], 'httproute-backend-protocol-h2c'],
     ['HTTPRouteRetry', [qw(Gateway HTTPRoute HTTPRouteRetry)], 'httproute-retry'],
     ['HTTPRouteRetryConnectionError', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryConnectionError)],
      'httproute-retry-connection-error'],

@@ -20,6 +20,7 @@ use Cwd qw(abs_path);
 use Exporter 'import';
 use IO::Socket::INET;
 use JSON::PP;
+use POSIX ();
 use Test::More;
 use Time::HiRes qw(sleep time);
 
@@ -31,7 +32,7 @@ our @EXPORT = qw(replay);
 
 my $Infra = 'gateway-conformance-infra';
 
-my ($Shared, $Dir, $Offset, %Echo, %GrpcEcho, %GrpcEchoTls, @Running, @EchoPids);
+my ($Shared, $Dir, $Offset, %Echo, %H2cEcho, %GrpcEcho, %GrpcEchoTls, @Running, @EchoPids);
 my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
@@ -77,11 +78,13 @@ sub _selected {
 # The echo port serving the pods of DEPLOYMENT (NS/NAME) on TARGET_PORT:
 # a gRPC echo server's for a gRPC echo-basic (over TLS with the suite's
 # tls-checks-certificate, here the leaf of t/lib/make-certs.sh, on 8443 of
-# one that has TLS_SERVER_CERT), an HTTP one's for the rest.
+# one that has TLS_SERVER_CERT), an h2c one's on echo-basic's H2C_PORT
+# (3001), an HTTP one's for the rest.
 sub _echo_port {
     my ($deployments, $key, $target_port) = @_;
     my $d = $deployments->{$key} || {};
-    my $echo = !$d->{grpc} ? \%Echo : ($d->{tls} && ($target_port // 0) == 8443) ? \%GrpcEchoTls : \%GrpcEcho;
+    my $echo = !$d->{grpc} ? (($target_port // 0) == 3001 ? \%H2cEcho : \%Echo)
+             : ($d->{tls} && ($target_port // 0) == 8443) ? \%GrpcEchoTls : \%GrpcEcho;
     return $echo->{$key} //= server_port() + 40 + $EchoPorts++;
 }
 
@@ -172,6 +175,8 @@ sub _start_echo {
     local $ENV{GRPC_VERBOSITY} = 'NONE';
     _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho), map { "$_,$tls" } $identity->(\%GrpcEchoTls))
         if %GrpcEcho || %GrpcEchoTls;
+    (my $h2c_echo = $GrpcEchoScript) =~ s{grpc-echo\.py$}{h2c-echo.py};
+    _start_server($Python, $h2c_echo, $identity->(\%H2cEcho)) if %H2cEcho;
 }
 
 END { kill 'TERM', @EchoPids if @EchoPids; }
@@ -201,6 +206,49 @@ sub _mirrored {
         push @why, "the request to $path was not mirrored to $backend" unless $seen;
     }
     return @why;
+}
+
+# HTTPRouteRequestPercentageMirror's testMirroredRequestsDistribution:
+# 500 requests (REQUEST on GW's PORT, ten at a time as there), then the
+# log of POD must show PERCENT of them mirrored, within 5% of that count;
+# five tries, as there. The reasons it did not.
+sub _mirror_share {
+    my ($address, $gw, $port, $req, $pod, $percent) = @_;
+    my $addr = $address->{$gw} or return "$gw has no address";
+    my $total = 500;
+    my $want = $total * $percent / 100;
+    my ($min, $max) = ($want * 0.95, $want * 1.05);
+    my $last = '';
+    for my $try (1 .. 5) {
+        my $offset = _log_offsets([$pod])->{$pod};
+        my @failed;
+        for my $batch (0 .. $total / 10 - 1) {
+            my @kids;
+            for (1 .. 10) {
+                my $pid = fork // die "fork: $!";
+                if ($pid == 0) {
+                    my ($status) = _http($addr, $port + $Offset, $req);
+                    POSIX::_exit($status == 200 ? 0 : 1);
+                }
+                push @kids, $pid;
+            }
+            for (@kids) { waitpid($_, 0); push @failed, $? if $? }
+        }
+        return scalar(@failed) . " of $total requests to $req->{path} failed" if @failed;
+        # mirrors finish after their answers: count until the log stops growing
+        my ($count, $before) = (0, -1);
+        my $deadline = time + 10;
+        while ($count != $before && time < $deadline) {
+            sleep 0.3;
+            $before = $count;
+            open my $fh, '<', _echo_logs() . "/${Infra}_$pod-0.log" or last;
+            seek $fh, $offset, 0;
+            $count = () = do { local $/; <$fh> // '' } =~ /^Echoing back request made to \Q$req->{path}\E to client/mg;
+        }
+        return () if $count >= $min && $count <= $max;
+        $last = "$pod got $count of $total requests to $req->{path} mirrored, not between $min and $max";
+    }
+    return $last;
 }
 
 # The sizes of BACKENDS' logs now.
@@ -295,10 +343,11 @@ sub _request_headers {
 
 # One HTTP/1.1 request: (status, {lc header => [values]}, body). With
 # {sni}, over TLS with that SNI (curl; the server's certificate is not
-# checked here: t/230 does).
+# checked here: t/230 does); with {h2c}, HTTP/2 by prior knowledge (curl),
+# as the suite's H2CPriorKnowledgeProtocol.
 sub _http {
     my ($addr, $port, $req) = @_;
-    return _https($addr, $port, $req) if $req->{sni};
+    return _https($addr, $port, $req) if $req->{sni} || $req->{h2c};
     my $sock = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port, Proto => 'tcp', Timeout => 10)
         or return (0, {}, "cannot connect to $addr:$port: $!");
     my $host = $req->{host} // "$addr:" . ($port - $Offset);
@@ -323,11 +372,15 @@ sub _http {
 
 sub _https {
     my ($addr, $port, $req) = @_;
-    my @cmd = ('curl', '-sk', '-i', '--max-time', '10', '--resolve', "$req->{sni}:$port:$addr",
-               '-X', $req->{method} // 'GET', '-H', 'Host: ' . ($req->{host} // $req->{sni}));
+    my @cmd = ('curl', '-sk', '-i', '--max-time', '10', '-X', $req->{method} // 'GET');
+    if ($req->{h2c}) {
+        push @cmd, '--http2-prior-knowledge', '-H', 'Host: ' . ($req->{host} // "$addr:" . ($port - $Offset));
+    } else {
+        push @cmd, '--resolve', "$req->{sni}:$port:$addr", '-H', 'Host: ' . ($req->{host} // $req->{sni});
+    }
     my $headers = _request_headers($req);
     push @cmd, '-H', "$_: $headers->{$_}" for sort keys %$headers;
-    push @cmd, "https://$req->{sni}:$port$req->{path}";
+    push @cmd, $req->{h2c} ? "http://$addr:$port$req->{path}" : "https://$req->{sni}:$port$req->{path}";
     open my $fh, '-|', @cmd or return (0, {}, "curl: $!");
     local $/;
     my $raw = <$fh> // '';
@@ -587,6 +640,9 @@ sub _check {
     }
     for my $h (@{$spec->{header_names_pod} || []}) {
         push @why, _header_names_pod($address, @$h);
+    }
+    for my $m (@{$spec->{mirror_shares} || []}) {
+        push @why, _mirror_share($address, @$m);
     }
     return @why;
 }
