@@ -51,6 +51,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteRequestPercentageMirror",
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
+    "HTTPRouteRetry",
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
     "TLSRoute",

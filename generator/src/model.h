@@ -215,6 +215,10 @@ struct RouteRule {
     // HTTPRoute timeouts in milliseconds: -1 unset, 0 disabled
     long long request_timeout_ms = -1;
     long long backend_timeout_ms = -1;
+    // HTTPRoute retry (GEP-1731): retries after the first try (0: none),
+    // on connection errors and on these response codes
+    int retry_attempts = 0;
+    std::vector<int> retry_codes;
     std::string unsupported;  // why this rule cannot be rendered: the route is not accepted
     std::vector<RouteMatch> matches;  // empty: PathPrefix "/"
     std::vector<BackendRef> backend_refs;

@@ -99,6 +99,11 @@ int Document::integer(const YamlNode &node, const std::string &path, const char 
     if (!value.defined()) {
         return fallback;
     }
+    return integer(value, where, min, max);
+}
+
+int Document::integer(const YamlNode &value, const std::string &where, int min, int max) const
+{
     if (!value.is_scalar()) {
         fail(value, where, "expected an integer");
     }

@@ -32,6 +32,8 @@ public:
                        bool required = false, const std::string &fallback = "") const;
     int integer(const YamlNode &node, const std::string &path, const char *key, int min,
                 int max, bool required = false, int fallback = 0) const;
+    // VALUE itself (a list's item), at WHERE
+    int integer(const YamlNode &value, const std::string &where, int min, int max) const;
     // A sequence child (empty when absent); fails when it is not a sequence.
     std::vector<YamlNode> list(const YamlNode &node, const std::string &path,
                                  const char *key, bool required = false) const;

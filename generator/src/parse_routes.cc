@@ -572,8 +572,31 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
                 doc.fail(timeouts, tpath, "backendRequest timeout cannot be longer than request timeout");
             }
         }
+        YamlNode retry = doc.child(rule, path, "retry");
+        if (retry.defined()) {
+            std::string rpath = path + ".retry";
+            doc.only(retry, rpath, {"codes", "attempts", "backoff"});
+            // unset: one retry (an implementation's default, as Envoy's)
+            rr.retry_attempts = doc.integer(retry, rpath, "attempts", 1, 1000, false, 1);
+            int c = 0;
+            for (const YamlNode &code : doc.list(retry, rpath, "codes")) {
+                rr.retry_codes.push_back(doc.integer(code, rpath + ".codes[" + std::to_string(c++) + "]", 400, 599));
+                // nginx's proxy_next_upstream names these alone
+                static const int kRetryable[] = {403, 404, 429, 500, 502, 503, 504};
+                if (std::find(std::begin(kRetryable), std::end(kRetryable), rr.retry_codes.back()) == std::end(kRetryable)) {
+                    rr.unsupported = rpath + ".codes: " + std::to_string(rr.retry_codes.back())
+                                     + " is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504";
+                }
+            }
+            if (doc.child(retry, rpath, "backoff").defined()) {
+                // nginx retries at once, where the API wants at least the backoff between tries
+                if (parse_duration(doc, retry, rpath, "backoff") > 0) {
+                    rr.unsupported = rpath + ".backoff: nginx retries at once, without waiting between tries";
+                }
+            }
+        }
         // fields of the CRD not rendered: the rule is not served rather than served without them
-        for (const char *field : {"retry", "sessionPersistence"}) {
+        for (const char *field : {"sessionPersistence"}) {
             if (doc.child(rule, path, field).defined()) rr.unsupported = std::string(field) + " is not rendered yet";
         }
         int j = 0;

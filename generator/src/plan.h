@@ -81,6 +81,10 @@ struct Upstream {
     std::string name;
     std::string comment;
     std::vector<std::string> servers;  // "host:port"
+    // a rule's retries: nginx tries each peer of an upstream once, so each
+    // server is listed often enough for TRIES tries, without passive
+    // health checks (a retried 500 would mark the only server down)
+    int tries = 1;
     bool for_http = false;   // proxy_ssl_* directives
     bool for_grpc = false;   // grpc_ssl_* directives
     // the BackendTLSPolicy's directives, shared with the policy's other
@@ -160,6 +164,8 @@ struct Location {
     std::vector<Mirror> mirrors;
     long long request_timeout_ms = -1;  // HTTPRoute timeouts: -1 unset, 0 disabled
     long long backend_timeout_ms = -1;
+    int retry_tries = 1;     // HTTPRoute retry: the first try and the retries
+    std::vector<int> retry_codes;
     int return_code = 0;     // when there is no backend to send to
     std::string source;      // "ns/route rule N", for the comment
     bool unconditional = true;  // false: only conditional rules claim this path

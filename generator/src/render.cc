@@ -162,8 +162,16 @@ void render_upstream(nginx::Writer &w, const Upstream &u)
         w.blank();
         return;
     }
-    for (const std::string &server : u.servers) {
-        w.directive("server", {nginx::Token::value(server)});
+    // enough peers for every try of a retried rule, each server as often
+    const size_t copies = u.servers.empty() ? 1 : (u.tries + u.servers.size() - 1) / u.servers.size();
+    for (size_t i = 0; i < copies; i++) {
+        for (const std::string &server : u.servers) {
+            if (u.tries > 1) {
+                w.directive("server", {nginx::Token::value(server), "max_fails=0"});
+            } else {
+                w.directive("server", {nginx::Token::value(server)});
+            }
+        }
     }
     // the same policy for proxy_pass and for grpc_pass, as the upstream is used
     if (u.tls() && u.for_http) render_policy(w, kProxyPolicy, *u.policy);
@@ -715,6 +723,24 @@ std::string nginx_time(long long ms)
 // exchange (connect, each write, each read), not the exchange as a whole:
 // the backend timeout, else the request timeout, bounds each; the request
 // timeout also bounds the tries of further backends. 0 (disabled): a day.
+// HTTPRoute retry (GEP-1731): connection errors and the rule's codes send
+// the request to the next peer (its upstream lists enough of them), up to
+// the rule's tries. nginx retries no request that is not idempotent once
+// sent (a POST's body may have reached the backend).
+void render_retry(nginx::Writer &w, const Location &l)
+{
+    if (l.retry_tries <= 1) return;
+    std::vector<nginx::Token> cases{"error", "timeout"};
+    for (int code : l.retry_codes) cases.push_back(nginx::Token::value("http_" + std::to_string(code)));
+    const PassModules modules = pass_modules(l);
+    for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream", "grpc_next_upstream")) {
+        w.directive(directive, cases);
+    }
+    for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_tries", "grpc_next_upstream_tries")) {
+        w.directive(directive, {nginx::Token::number(l.retry_tries)});
+    }
+}
+
 void render_timeouts(nginx::Writer &w, const Location &l)
 {
     const long long each = l.backend_timeout_ms >= 0 ? l.backend_timeout_ms : l.request_timeout_ms;
@@ -816,6 +842,7 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         w.close();
     };
     render_timeouts(w, l);
+    render_retry(w, l);
     if (!l.conditional.empty()) {
         nginx::Name target = conditional_target(splits, l);
         answer_when(target, nginx::Token::number(404), 404);

@@ -184,6 +184,7 @@ RuleFilters rule_filters_of(const RouteRule &rule)
 bool has_location_settings(const RouteRule &rule)
 {
     return !rule.filters.empty() || rule.request_timeout_ms >= 0 || rule.backend_timeout_ms >= 0
+           || rule.retry_attempts > 0
            || std::any_of(rule.backend_refs.begin(), rule.backend_refs.end(),
                           [](const BackendRef &b) { return !b.filters.empty(); });
 }
@@ -457,7 +458,7 @@ private:
                 std::string why = match_conditions(match, nullptr);
                 if (!why.empty()) unsupported = why;
                 if (is_conditional(match) && has_location_settings(rule)) {
-                    unsupported = "filters or timeouts on a rule with header, query or method matches are not rendered yet";
+                    unsupported = "filters, timeouts or retries on a rule with header, query or method matches are not rendered yet";
                 }
             }
         }
@@ -695,7 +696,7 @@ private:
             const BackendRef &b = rule.backend_refs[i];
             WeightedUpstream wu;
             BackendTarget target = r.kind == "GRPCRoute" ? BackendTarget::Grpc : BackendTarget::Http;
-            if (!resolve_backend(r, b, gw, target, &wu, refs)) {
+            if (!resolve_backend(r, b, gw, target, &wu, refs, 1 + rule.retry_attempts)) {
                 wu = refused_share(b.weight);
             }
             wu.request_headers = filters.per_backend[i];
@@ -782,6 +783,8 @@ private:
                 l.mirrors = mirrors;
                 l.request_timeout_ms = rule.request_timeout_ms;
                 l.backend_timeout_ms = rule.backend_timeout_ms;
+                l.retry_tries = 1 + rule.retry_attempts;
+                l.retry_codes = rule.retry_codes;
                 if (redirects) {
                     l.backends.clear();  // answered by the gateway itself
                 } else if (!forwards) {
@@ -823,8 +826,10 @@ private:
         return &*port;
     }
 
+    // tries: how many tries a request may make (a rule's retries and the
+    // first), each to a peer of its own in nginx
     bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
-                         WeightedUpstream *out, Condition *refs)
+                         WeightedUpstream *out, Condition *refs, int tries = 1)
     {
         const Service *svc = nullptr;
         const ServicePort *port = referenced_port(r, b, &svc, refs);
@@ -854,7 +859,7 @@ private:
         }
         bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
         out->upstream = upstream_for(*svc, *port, policy, out->grpc ? BackendTarget::Grpc : target,
-                                     denied ? &gw : nullptr);
+                                     denied ? &gw : nullptr, tries);
         out->tls = policy != nullptr;
         out->weight = b.weight;
         return true;
@@ -863,12 +868,13 @@ private:
     // denied_by: a Gateway whose gate refuses the policy's insecure mode; its
     // routes get an upstream of their own that is never reached (a 5xx)
     std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
-                             BackendTarget target, const Gateway *denied_by)
+                             BackendTarget target, const Gateway *denied_by, int tries = 1)
     {
         const bool stream = target == BackendTarget::StreamTerminate || target == BackendTarget::StreamPassthrough;
         std::string name = "backend_" + safe_name(svc.meta.namespace_) + "_" + safe_name(svc.meta.name)
                            + "_" + std::to_string(port.port) + (denied_by ? "_insecure_denied" : "")
-                           + (target == BackendTarget::StreamPassthrough ? "_passthrough" : "");
+                           + (target == BackendTarget::StreamPassthrough ? "_passthrough" : "")
+                           + (tries > 1 ? "_tries" + std::to_string(tries) : "");
         auto [upstream, added] = (stream ? stream_upstreams_ : upstreams_).get(name);
         Upstream &u = *upstream;
         if (target == BackendTarget::Grpc) u.for_grpc = true;
@@ -877,6 +883,7 @@ private:
 
         u.name = name;
         u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
+        u.tries = tries;
         for (const EndpointSlice *es_ptr : objects_.slices_of_service[objects_.position(svc)]) {
             const EndpointSlice &es = *es_ptr;
             for (const EndpointPort &ep : es.ports) {

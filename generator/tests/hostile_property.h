@@ -382,7 +382,7 @@ inline const std::set<std::string> &generator_vocabulary()
                  // http.conf and stream.conf
                  "proxy_ssl_verify_insecure", "proxy_http_version", "proxy_set_header", "proxy_ssl_server_name",
                  "proxy_ssl_name", "grpc_ssl_server_name", "grpc_ssl_name", "geo", "upstream", "map", "split_clients",
-                 "server", "gateway_tls_status_zone"});
+                 "server", "gateway_tls_status_zone", "gateway_tls_share"});
         add("events>", {"worker_connections"});
         add("http>", {"access_log", "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
                       "scgi_temp_path", "server_names_hash_bucket_size", "proxy_headers_hash_bucket_size",
@@ -401,13 +401,15 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client", "ssl_verify_client_handshake", "ssl_client_certificate", "ssl_verify_depth",
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
-                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "if"});
+                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "if", "http2"});
         add("server>if>", {"return"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
                                  "internal", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",
-                                 "proxy_next_upstream_timeout"});
-        add("server>location>if>", {"return", "add_header"});
+                                 "proxy_next_upstream_timeout", "grpc_connect_timeout", "grpc_send_timeout",
+                                 "grpc_read_timeout", "grpc_next_upstream_timeout", "proxy_next_upstream",
+                                 "proxy_next_upstream_tries", "grpc_next_upstream", "grpc_next_upstream_tries"});
+        add("server>location>if>", {"return", "add_header", "grpc_pass"});
         return w;
     }();
     return words;

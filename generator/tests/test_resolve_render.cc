@@ -978,7 +978,7 @@ spec:
               "a URLRewrite filter on the backendRef beside the rule's own filters"},
              {"  - matches: [{path: {value: /weighted}}]\n",
               "  - matches: [{path: {value: /weighted}, headers: [{name: v, value: \"1\"}]}]\n",
-              "filters or timeouts on a rule with header, query or method matches"}});
+              "filters, timeouts or retries on a rule with header, query or method matches"}});
 
     // a backendRef's filters are checked as a rule's, with their field path
     check_refused(route, {
@@ -1290,6 +1290,58 @@ spec:
     BOOST_TEST(render_http_conf(mirrored).find("mirror ") == std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(retries_go_to_the_next_of_enough_peers)
+{
+    // GEP-1731: attempts retries after the first try, on connection
+    // errors and the rule's codes; nginx tries each peer once, so the
+    // upstream lists each server often enough, without passive health
+    // checks (a retried 500 would take the only server out)
+    const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: retried, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [retry.example.com]
+  rules:
+  - matches: [{path: {value: /codes}}]
+    retry: {codes: [500, 503], attempts: 4}
+    backendRefs: [{name: svc, port: 443}]
+  - matches: [{path: {value: /errors}}]
+    retry: {attempts: 1}
+    backendRefs: [{name: svc, port: 443}]
+)";
+    Plan plan = plan_of(base_manifests() + route);
+    BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "retried")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    const std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    location /codes/ {\n        proxy_next_upstream error timeout http_500 http_503;\n"
+                         "        proxy_next_upstream_tries 5;\n        proxy_pass http://backend_ns_svc_443_tries5;\n")
+               != std::string::npos, http);
+    // five tries over two endpoints: each listed three times
+    BOOST_TEST(http.find("upstream backend_ns_svc_443_tries5 {\n    # for \"Service ns/svc port 443\"\n"
+                         "    server 10.0.0.1:9443 max_fails=0;\n    server 10.0.0.2:9443 max_fails=0;\n"
+                         "    server 10.0.0.1:9443 max_fails=0;\n    server 10.0.0.2:9443 max_fails=0;\n"
+                         "    server 10.0.0.1:9443 max_fails=0;\n    server 10.0.0.2:9443 max_fails=0;\n}\n")
+               != std::string::npos, http);
+    BOOST_TEST(http.find("    location /errors/ {\n        proxy_next_upstream error timeout;\n"
+                         "        proxy_next_upstream_tries 2;\n        proxy_pass http://backend_ns_svc_443_tries2;\n")
+               != std::string::npos, http);
+    // the rule without retries keeps the plain upstream
+    BOOST_TEST(http.find("upstream backend_ns_svc_443 {\n") != std::string::npos);
+
+    // what nginx cannot do is not served half-done
+    check_not_accepted(route, "HTTPRoute", "retried",
+                       {{"codes: [500, 503]", "codes: [500, 501]",
+                         "spec.rules[0].retry.codes: 501 is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504"},
+                        {"retry: {attempts: 1}", "retry: {attempts: 1, backoff: 100ms}",
+                         "spec.rules[1].retry.backoff: nginx retries at once"}});
+    // the CRD's bounds
+    check_refused(route, {{"attempts: 1}", "attempts: 0}", "spec.rules[1].retry.attempts: expected an integer from 1"},
+                          {"codes: [500, 503]", "codes: [500, 600]", "spec.rules[0].retry.codes[1]: expected an integer from 400 to 599"},
+                          {"attempts: 1}", "attempts: 1, budget: 2}", "spec.rules[1].retry.budget: unknown field"},
+                          {"attempts: 1}", "attempts: 1, backoff: 1x}", "spec.rules[1].retry.backoff: not a duration"}});
+}
+
 BOOST_AUTO_TEST_CASE(cleartext_listeners_take_h2c_clients_from_nginx_1_25_1)
 {
     // nginx 1.25.1 tells HTTP/1.1 and HTTP/2 by prior knowledge apart on
@@ -1413,8 +1465,7 @@ spec:
     // a rule field the CRD has and gateway2nginx does not render: the
     // route is not served without it, whichever route kind
     check_not_accepted(route, "HTTPRoute", "slow",
-                       {{"    timeouts: {request: 0s}\n", "    retry: {attempts: 2}\n", "retry is not rendered yet"},
-                        {"    timeouts: {request: 0s}\n", "    sessionPersistence: {type: Cookie}\n",
+                       {{"    timeouts: {request: 0s}\n", "    sessionPersistence: {type: Cookie}\n",
                          "sessionPersistence is not rendered yet"}});
     const std::string grpc = R"(---
 apiVersion: gateway.networking.k8s.io/v1

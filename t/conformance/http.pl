@@ -624,6 +624,28 @@ return [
             ],
         }
     },
+    do {
+        # the echo's retry simulation: the first succeedAfter tries fail
+        # with responseCode; a uuid of each case's own
+        my $uuid = 0;
+        my $retried = sub {
+            my ($path, $code, $after, $want) = @_;
+            $uuid++;
+            [$same, 80, {path => "$path?responseCode=$code&succeedAfter=$after&uuid=case-$uuid"},
+             $want == 200 ? {backend => 'infra-backend-v3', namespace => $ns} : {status => $want}]
+        };
+        my ($three, $all) = ('/retry/code-500-attempts-3', '/retry/code-all-attempts-2');
+        {
+            name => 'HTTPRouteRetry',
+            features => [qw(Gateway HTTPRoute HTTPRouteRetry)],
+            manifests => ['httproute-retry'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'retries']],
+            requests => [$retried->($three, 500, 2, 200), $retried->($three, 500, 4, 500),
+                         $retried->($three, 503, 2, 503),
+                         map { ($retried->($all, $_, 1, 200), $retried->($all, $_, 3, $_)) } 500, 502, 503, 504],
+        }
+    },
     {
         # Service port appProtocol kubernetes.io/h2c (echo-basic's H2C_PORT,
         # which here speaks HTTP/2 by prior knowledge only), reached by a

@@ -6,7 +6,6 @@
 # replayed.
 return [
     map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]]} }
-    ['HTTPRouteRetry', [qw(Gateway HTTPRoute HTTPRouteRetry)], 'httproute-retry'],
     ['HTTPRouteRetryConnectionError', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryConnectionError)],
      'httproute-retry-connection-error'],
     ['HTTPRouteRetryWithTimeouts', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryBackendTimeout

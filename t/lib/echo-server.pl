@@ -10,7 +10,9 @@
 # With --log, each request is logged as echo-basic logs it ("Echoing back
 # request made to PATH to client (ADDR)") in DIR/NAMESPACE_POD.log, the
 # pod's log the suite reads for mirrored requests. /ws with a WebSocket
-# Upgrade echoes each message, as echo-basic's does. Runs until killed; a
+# Upgrade echoes each message, as echo-basic's does; ?responseCode=,
+# succeedAfter= and uuid= simulate a failing backend, as its retry
+# simulation does. Runs until killed; a
 # child per connection, keep-alive honoured.
 use strict;
 use warnings;
@@ -19,6 +21,9 @@ use IO::Select;
 use JSON::PP;
 use POSIX qw(WNOHANG);
 use Time::HiRes ();
+use Fcntl qw(:flock);
+use File::Path ();
+use File::Temp ();
 use FindBin;
 use lib "$FindBin::Bin";
 use Test::WebSocket qw(accept_key read_frame write_frame);
@@ -36,6 +41,10 @@ for my $arg (@ARGV) {
     $select->add($sock);
 }
 $SIG{CHLD} = sub { 1 while waitpid(-1, WNOHANG) > 0 };
+my $parent = $$;
+$SIG{TERM} = sub { exit 0 };  # END removes the retry counts
+my $retry_dir = File::Temp::tempdir('echo-retry-XXXXXX', TMPDIR => 1, CLEANUP => 0);
+END { File::Path::remove_tree($retry_dir) if $$ == $parent && $retry_dir }
 $| = 1;
 print "ready\n";
 
@@ -83,6 +92,23 @@ sub serve {
         # echo-basic's ?delay=DURATION: answer that much later
         if ($uri =~ /[?&]delay=(\d+(?:\.\d+)?)(ms|s)\b/) {
             Time::HiRes::sleep($2 eq 'ms' ? $1 / 1000 : $1);
+        }
+        # echo-basic's retry simulation: the first succeedAfter requests
+        # with one uuid get responseCode, later ones the echo (counted per
+        # pod across this server's children)
+        my %query = map { /^([^=]*)=(.*)$/ ? ($1 => $2) : ($_ => '') } split /&/, ($uri =~ /\?(.*)$/)[0] // '';
+        if (defined $query{responseCode} && defined $query{succeedAfter} && ($query{uuid} // '') =~ /^[\w-]{1,64}$/
+            && $query{responseCode} =~ /^[1-5]\d\d$/ && $query{succeedAfter} =~ /^\d{1,3}$/) {
+            open my $count, '+>>', "$retry_dir/${ns}_${pod}_$query{uuid}" or die "$retry_dir: $!";
+            flock $count, LOCK_EX;
+            seek $count, 0, 0;
+            my $seen = length(do { local $/; <$count> }) / 2;  # "x\n" a try
+            print $count "x\n";
+            close $count;
+            if ($seen < $query{succeedAfter}) {
+                print $conn "HTTP/1.1 $query{responseCode} Retry Simulation\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                return;
+            }
         }
         if ($log_dir) {
             # one write per line (O_APPEND): children log side by side
