@@ -100,7 +100,7 @@ char *ngx_http_gtls_share(ngx_conf_t *cf, ngx_command_t *, void *)
     if (!fraction) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid share \"%V\": NUMERATOR/DENOMINATOR, "
-                           "0 <= NUMERATOR <= DENOMINATOR <= 1000000", &value[2]);
+                           "0 <= NUMERATOR <= DENOMINATOR <= 2147483647", &value[2]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     // trivially destructible: the pool's memory is all it needs; each

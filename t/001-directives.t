@@ -339,7 +339,7 @@ gateway_tls: policy "ns/insecure" of upstream "insecure_backend" ("proxy_ssl_ver
 --- response_body eval
 ["[]\n", "[]\n", "[]\n", "[1]\n", "[1]\n", "[]\n", "[]\n", "[]\n", "[1]\n"]
 
-=== TEST 28: gateway_tls_share: a share that is not N/D with N <= D <= 1000000
+=== TEST 28: gateway_tls_share: a share that is not N/D with N <= D <= 2147483647
 --- http_config
     gateway_tls_share $share 3/2;
 --- config
@@ -348,7 +348,7 @@ gateway_tls: policy "ns/insecure" of upstream "insecure_backend" ("proxy_ssl_ver
     }
 --- must_die
 --- error_log eval
-qr/invalid share "3\/2": NUMERATOR\/DENOMINATOR, 0 <= NUMERATOR <= DENOMINATOR <= 1000000 in \S+nginx.conf:\d+/
+qr/invalid share "3\/2": NUMERATOR\/DENOMINATOR, 0 <= NUMERATOR <= DENOMINATOR <= 2147483647 in \S+nginx.conf:\d+/
 
 === TEST 29: gateway_tls_share: the variable is named with $, once
 --- http_config

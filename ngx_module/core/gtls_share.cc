@@ -9,9 +9,10 @@ namespace {
 std::optional<uint32_t> decimal(std::string_view text)
 {
     uint32_t value = 0;
-    if (text.empty() || text.size() > 7) return std::nullopt;  // up to 1000000
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > kMaxDenominator) {
+        return std::nullopt;
+    }
     return value;
 }
 
@@ -23,7 +24,7 @@ std::optional<Fraction> parse_fraction(std::string_view text)
     if (slash == std::string_view::npos) return std::nullopt;
     const std::optional<uint32_t> n = decimal(text.substr(0, slash));
     const std::optional<uint32_t> d = decimal(text.substr(slash + 1));
-    if (!n || !d || *d == 0 || *d > 1000000 || *n > *d) return std::nullopt;
+    if (!n || !d || *d == 0 || *n > *d) return std::nullopt;
     return Fraction{*n, *d};
 }
 

@@ -10,13 +10,15 @@
 
 namespace gtls {
 
+inline constexpr uint32_t kMaxDenominator = 2147483647;
+
 struct Fraction {
     uint32_t numerator = 0;
     uint32_t denominator = 1;
 };
 
-// "N/D", 0 <= N <= D, 1 <= D <= 1000000 (Gateway API's fraction); none
-// for anything else.
+// "N/D", 0 <= N <= D, 1 <= D <= 2147483647 (any fraction Gateway API's
+// int32 fields hold); none for anything else.
 std::optional<Fraction> parse_fraction(std::string_view text);
 
 // The n-th pick (from 0) is taken when floor((n+1)N/D) passes floor(nN/D):
