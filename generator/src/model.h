@@ -209,6 +209,8 @@ struct RouteFilter {
     CorsPolicy cors;
 };
 
+inline constexpr int kMaxRetryAttempts = 10;
+
 struct RouteRule {
     std::string name;
     std::vector<RouteFilter> filters;
@@ -217,7 +219,7 @@ struct RouteRule {
     long long backend_timeout_ms = -1;
     // HTTPRoute retry (GEP-1731): retries after the first try (0: none),
     // on connection errors and on these response codes
-    int retry_attempts = 0;
+    int retry_attempts = 0;  // at most kMaxRetryAttempts
     std::vector<int> retry_codes;
     std::string unsupported;  // why this rule cannot be rendered: the route is not accepted
     std::vector<RouteMatch> matches;  // empty: PathPrefix "/"

@@ -577,7 +577,13 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
             std::string rpath = path + ".retry";
             doc.only(retry, rpath, {"codes", "attempts", "backoff"});
             // unset: one retry (an implementation's default, as Envoy's)
-            rr.retry_attempts = doc.integer(retry, rpath, "attempts", 1, 1000, false, 1);
+            rr.retry_attempts = doc.integer(retry, rpath, "attempts", 1, 2147483647, false, 1);
+            // each try is a server line of the rule's own upstream, and a
+            // request's tries multiply the backend's load: bounded
+            if (rr.retry_attempts > kMaxRetryAttempts) {
+                rr.unsupported = rpath + ".attempts: at most " + std::to_string(kMaxRetryAttempts) + " retries are served";
+                rr.retry_attempts = 0;
+            }
             int c = 0;
             for (const YamlNode &code : doc.list(retry, rpath, "codes")) {
                 rr.retry_codes.push_back(doc.integer(code, rpath + ".codes[" + std::to_string(c++) + "]", 400, 599));

@@ -1334,9 +1334,14 @@ spec:
                        {{"codes: [500, 503]", "codes: [500, 501]",
                          "spec.rules[0].retry.codes: 501 is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504"},
                         {"retry: {attempts: 1}", "retry: {attempts: 1, backoff: 100ms}",
-                         "spec.rules[1].retry.backoff: nginx retries at once"}});
+                         "spec.rules[1].retry.backoff: nginx retries at once"},
+                        // a server line per try, and the backend's load multiplied
+                        {"retry: {attempts: 1}", "retry: {attempts: 11}", "spec.rules[1].retry.attempts: at most 10 retries"}});
+    BOOST_TEST(render_http_conf(plan_of(base_manifests() + edited(route, {"attempts: 1}", "attempts: 10}", ""})))
+                   .find("proxy_next_upstream_tries 11;") != std::string::npos);
     // the CRD's bounds
     check_refused(route, {{"attempts: 1}", "attempts: 0}", "spec.rules[1].retry.attempts: expected an integer from 1"},
+                          {"attempts: 1}", "attempts: 2147483648}", "spec.rules[1].retry.attempts: expected an integer from 1"},
                           {"codes: [500, 503]", "codes: [500, 600]", "spec.rules[0].retry.codes[1]: expected an integer from 400 to 599"},
                           {"attempts: 1}", "attempts: 1, budget: 2}", "spec.rules[1].retry.budget: unknown field"},
                           {"attempts: 1}", "attempts: 1, backoff: 1x}", "spec.rules[1].retry.backoff: not a duration"}});
