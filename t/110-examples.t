@@ -83,7 +83,7 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     close $fh;
     my ($rc, $out) = run_generator('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
                                    '-f', $bad, '-o', "$dir/tenant-out", '--port-offset', '28000', '--listen-address', '127.0.0.1',
-                                   '--status-listen', '127.0.0.1:28113');
+                                   '--status-listen', '127.0.0.1:28113', '--nginx', $debian12);
     is($rc, 0, "a tenant's bad Service does not stop the configuration");
     like($out, qr{warning: Service demo/x is rejected: \Q$bad\E:6:11: spec\.ports\[0\]\.port: expected an integer},
          'the warning names the object, FILE:LINE:COL and the field');
