@@ -963,7 +963,10 @@ std::map<std::string, nginx::Name> sni_listener_variables(Splits &splits, const 
         if (s.ssl) servers_on_listen[s.listen].push_back(&s);
     }
     std::map<std::string, nginx::Name> out;
-    for (const auto &[listen, servers] : servers_on_listen) {
+    for (const auto &[listen, listen_servers] : servers_on_listen) {
+        // a name the lambda below can capture (clang before 16 cannot
+        // capture a structured binding)
+        const std::vector<const Server *> &servers = listen_servers;
         // one listener, the default server's "" included, has nothing to tell apart
         if (std::all_of(servers.begin(), servers.end(), [](const Server *s) { return s->listener_hostname.empty(); })) {
             continue;
