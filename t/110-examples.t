@@ -28,15 +28,9 @@ sub files_under {
 
 # The expected outputs are those for Debian 12's nginx (what is written
 # follows the nginx's version and build): the byte-for-byte runs are told
-# of that build by an nginx -V that says it, whichever nginx runs the
+# of that build by conf-examples/nginx-debian12, whichever nginx runs the
 # tests; the checked run uses the real one.
-my $debian12 = "$dir/debian12-nginx";
-open my $fake, '>', $debian12 or die "$debian12: $!";
-print $fake "#!/bin/sh\necho 'nginx version: nginx/1.22.1' >&2\n"
-          . "echo 'configure arguments: --prefix=/usr/share/nginx --modules-path=/usr/lib/nginx/modules "
-          . "--with-stream=dynamic' >&2\n";
-close $fake;
-chmod 0755, $debian12;
+my $debian12 = "$root/conf-examples/nginx-debian12";
 
 for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tls-route)) {
     my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/$ex/manifests.yaml",
