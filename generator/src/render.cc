@@ -424,14 +424,13 @@ void render_websocket_upgrade(nginx::Writer &w, Splits &shared, const nginx::Nam
                                                                       connection))});
 }
 
-void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
+void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l, const PassModules &modules)
 {
     const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
     const RouteFilter *rewrite = filter_of(l, "URLRewrite");
     const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(),
                                          [](const WeightedUpstream &b) { return !b.request_headers.empty(); });
     const std::optional<nginx::Name> upgrade = websocket_upgrade(shared, l);
-    const PassModules modules = pass_modules(l);
     // an HTTPRoute's h2c backend sees the client's Host as its :authority
     const bool h2c = modules.grpc && !l.grpc;
     if (headers == nullptr && !per_backend && (rewrite == nullptr || rewrite->hostname.empty()) && !upgrade && !h2c) {
@@ -473,11 +472,11 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l)
     }
 }
 
-void render_response_headers(nginx::Writer &w, const Location &l)
+void render_response_headers(nginx::Writer &w, const Location &l, const PassModules &modules)
 {
     const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
     if (headers == nullptr) return;
-    const std::vector<nginx::Word> hide_headers = per_module(pass_modules(l), "proxy_hide_header", "grpc_hide_header");
+    const std::vector<nginx::Word> hide_headers = per_module(modules, "proxy_hide_header", "grpc_hide_header");
     for (const std::string &name : headers->headers.remove) {
         for (const nginx::Word &hide_header : hide_headers) w.directive(hide_header, {nginx::Token::value(name)});
     }
@@ -540,7 +539,7 @@ std::string comma_list(const std::vector<std::string> &items)
 // headers where the policy allows any: the answers then hold for requests
 // with credentials too. The backend's own Access-Control-* headers give
 // way to the filter's.
-void render_cors(nginx::Writer &w, Splits &shared, const Location &l)
+void render_cors(nginx::Writer &w, Splits &shared, const Location &l, const PassModules &modules)
 {
     const RouteFilter *filter = filter_of(l, "CORS");
     if (filter == nullptr) return;
@@ -603,7 +602,7 @@ void render_cors(nginx::Writer &w, Splits &shared, const Location &l)
     for (nginx::Word header : {nginx::Word("Access-Control-Allow-Origin"), nginx::Word("Access-Control-Allow-Credentials"),
                                nginx::Word("Access-Control-Allow-Methods"), nginx::Word("Access-Control-Allow-Headers"),
                                nginx::Word("Access-Control-Expose-Headers"), nginx::Word("Access-Control-Max-Age")}) {
-        for (const nginx::Word &hide_header : per_module(pass_modules(l), "proxy_hide_header", "grpc_hide_header")) {
+        for (const nginx::Word &hide_header : per_module(modules, "proxy_hide_header", "grpc_hide_header")) {
             w.directive(hide_header, {header});
         }
     }
@@ -723,30 +722,11 @@ std::string nginx_time(long long ms)
 // exchange (connect, each write, each read), not the exchange as a whole:
 // the backend timeout, else the request timeout, bounds each; the request
 // timeout also bounds the tries of further backends. 0 (disabled): a day.
-// HTTPRoute retry (GEP-1731): connection errors and the rule's codes send
-// the request to the next peer (its upstream lists enough of them), up to
-// the rule's tries. nginx retries no request that is not idempotent once
-// sent (a POST's body may have reached the backend).
-void render_retry(nginx::Writer &w, const Location &l)
-{
-    if (l.retry_tries <= 1) return;
-    std::vector<nginx::Token> cases{"error", "timeout"};
-    for (int code : l.retry_codes) cases.push_back(nginx::Token::value("http_" + std::to_string(code)));
-    const PassModules modules = pass_modules(l);
-    for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream", "grpc_next_upstream")) {
-        w.directive(directive, cases);
-    }
-    for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_tries", "grpc_next_upstream_tries")) {
-        w.directive(directive, {nginx::Token::number(l.retry_tries)});
-    }
-}
-
-void render_timeouts(nginx::Writer &w, const Location &l)
+void render_timeouts(nginx::Writer &w, const Location &l, const PassModules &modules)
 {
     const long long each = l.backend_timeout_ms >= 0 ? l.backend_timeout_ms : l.request_timeout_ms;
     if (each < 0) return;
     const std::string value = nginx_time(each == 0 ? 86400000 : each);
-    const PassModules modules = pass_modules(l);
     for (const auto &[proxy, grpc] : {std::pair<nginx::Word, nginx::Word>{"proxy_connect_timeout", "grpc_connect_timeout"},
                                       {"proxy_send_timeout", "grpc_send_timeout"},
                                       {"proxy_read_timeout", "grpc_read_timeout"}}) {
@@ -758,6 +738,23 @@ void render_timeouts(nginx::Writer &w, const Location &l)
         for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_timeout", "grpc_next_upstream_timeout")) {
             w.directive(directive, {nginx::Token::value(nginx_time(l.request_timeout_ms))});
         }
+    }
+}
+
+// HTTPRoute retry (GEP-1731): connection errors and the rule's codes send
+// the request to the next peer (its upstream lists enough of them), up to
+// the rule's tries. nginx retries no request that is not idempotent once
+// sent (a POST's body may have reached the backend).
+void render_retry(nginx::Writer &w, const Location &l, const PassModules &modules)
+{
+    if (l.retry_tries <= 1) return;
+    std::vector<nginx::Token> cases{"error", "timeout"};
+    for (int code : l.retry_codes) cases.push_back(nginx::Token::value("http_" + std::to_string(code)));
+    for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream", "grpc_next_upstream")) {
+        w.directive(directive, cases);
+    }
+    for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_tries", "grpc_next_upstream_tries")) {
+        w.directive(directive, {nginx::Token::number(l.retry_tries)});
     }
 }
 
@@ -806,8 +803,9 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         w.directive("mirror", {nginx::Token::value(mirror_uri(same - mirrors->begin() + 1))});
     }
     // before any rewrite or return: a preflight is answered whatever follows
-    render_cors(w, splits, l);
-    render_response_headers(w, l);
+    const PassModules modules = pass_modules(l);
+    render_cors(w, splits, l, modules);
+    render_response_headers(w, l, modules);
     if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
         render_redirect(w, s, l, *redirect);
         w.close();
@@ -817,8 +815,7 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
     if (rewrite && !rewrite->path.type.empty() && l.return_code == 0) {
         render_path_rewrite(w, l, rewrite->path, true);
     }
-    render_request_headers(w, splits, l);
-    const PassModules modules = pass_modules(l);
+    render_request_headers(w, splits, l, modules);
     auto pass = [&](const nginx::Script &target) {
         if (modules.grpc && modules.proxy) {
             // the backend chosen says the module: proxy_pass refuses grpc://
@@ -841,8 +838,8 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         w.directive("return", {nginx::Token::number(code)});
         w.close();
     };
-    render_timeouts(w, l);
-    render_retry(w, l);
+    render_timeouts(w, l, modules);
+    render_retry(w, l, modules);
     if (!l.conditional.empty()) {
         nginx::Name target = conditional_target(splits, l);
         answer_when(target, nginx::Token::number(404), 404);
