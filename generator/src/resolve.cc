@@ -216,7 +216,10 @@ private:
 
 // What a backendRef feeds: the upstream's block and whether a
 // BackendTLSPolicy applies to it.
-enum class BackendTarget { Http, Grpc, StreamTerminate, StreamPassthrough };
+// Mirror: a RequestMirror's backend, which only proxy_pass can reach (a
+// mirror's subrequest carries the request line by proxy_pass's URI, which
+// grpc_pass has not)
+enum class BackendTarget { Http, Mirror, Grpc, StreamTerminate, StreamPassthrough };
 
 class Resolver {
 public:
@@ -708,14 +711,7 @@ private:
         for (const RouteFilter &f : filters.location) {
             if (f.type != "RequestMirror") continue;
             Mirror m{{}, f.mirror_numerator, f.mirror_denominator};
-            if (m.numerator > 0 && resolve_backend(r, f.mirror, gw, BackendTarget::Http, &m.backend, refs)) {
-                if (m.backend.grpc) {
-                    // a mirror's subrequest carries the request line by
-                    // proxy_pass's URI, which grpc_pass has not
-                    *refs = cond::route_unsupported_protocol("RequestMirror to " + f.mirror.name
-                                                             + ": appProtocol kubernetes.io/h2c is not supported for mirrors");
-                    continue;
-                }
+            if (m.numerator > 0 && resolve_backend(r, f.mirror, gw, BackendTarget::Mirror, &m.backend, refs)) {
                 mirrors.push_back(std::move(m));
             }
         }
@@ -846,20 +842,25 @@ private:
         // GEP-1911: the port's appProtocol says what the backend speaks;
         // kubernetes.io/h2c is HTTP/2 by prior knowledge (over TLS where a
         // BackendTLSPolicy applies), which nginx speaks by grpc_pass
-        if (target == BackendTarget::Http) {
+        if (target == BackendTarget::Http || target == BackendTarget::Mirror) {
             const std::string &protocol = port->app_protocol;
             out->websocket = protocol == "kubernetes.io/ws" || (protocol == "kubernetes.io/wss" && policy != nullptr);
             out->grpc = protocol == "kubernetes.io/h2c";
+            const std::string service_port = "Service " + svc->meta.key() + " port " + std::to_string(port->port);
             if (protocol == "kubernetes.io/wss" && policy == nullptr) {
-                *refs = cond::route_unsupported_protocol("Service " + svc->meta.key() + " port "
-                                                         + std::to_string(port->port) + ": appProtocol " + protocol
+                *refs = cond::route_unsupported_protocol(service_port + ": appProtocol " + protocol
                                                          + " needs a BackendTLSPolicy to verify the backend");
                 return false;
             }
+            if (out->grpc && target == BackendTarget::Mirror) {
+                *refs = cond::route_unsupported_protocol("RequestMirror to " + service_port
+                                                         + ": appProtocol kubernetes.io/h2c is not supported for mirrors");
+                return false;
+            }
+            target = out->grpc ? BackendTarget::Grpc : BackendTarget::Http;
         }
         bool denied = policy && policy->policy->insecure() && !gw.allows_insecure_backends;
-        out->upstream = upstream_for(*svc, *port, policy, out->grpc ? BackendTarget::Grpc : target,
-                                     denied ? &gw : nullptr, tries);
+        out->upstream = upstream_for(*svc, *port, policy, target, denied ? &gw : nullptr, tries);
         out->tls = policy != nullptr;
         out->weight = b.weight;
         return true;
