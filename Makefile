@@ -212,13 +212,14 @@ FUZZ_SECONDS ?= 60
 FUZZ_CXX     := clang++-14
 FUZZ_FLAGS   := -O1 -g -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                 -Ingx_module/core -Igenerator/src
-FUZZ_TARGETS := spec pem generator hostile
+FUZZ_TARGETS := spec pem upstream_api generator hostile
 
 fuzz: DEPS += clang-14 libclang-rt-14-dev
 fuzz: deps $(BUILD)/test-certs/leaf.crt
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/spec ngx_module/fuzz/fuzz_spec.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/pem ngx_module/fuzz/fuzz_pem.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/upstream_api ngx_module/fuzz/fuzz_upstream_api.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/generator generator/fuzz/fuzz_generator.cc $(GEN_SRCS) $(GEN_LIBS)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/hostile generator/fuzz/fuzz_hostile.cc $(GEN_SRCS) $(GEN_LIBS)
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -246,6 +246,27 @@ ngx_command_t ngx_http_gtls_commands[] = {
      offsetof(ngx_http_gtls_srv_conf_t, client_pins),
      nullptr},
 
+    {ngx_string("gateway_tls_upstream_state_zone"),
+     NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_upstream_state_zone,
+     NGX_HTTP_MAIN_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("gateway_tls_upstream_api"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+     ngx_http_gtls_upstream_api,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
+    {ngx_string("gateway_tls_upstream_api_allow"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_upstream_api_allow,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_loc_conf_t, api),
+     nullptr},
+
     {ngx_string("gateway_tls_status_zone"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_status_zone,
@@ -382,6 +403,10 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_http_conf_get_module_srv_conf(cf, ngx_http_gateway_tls_module));
     auto *ctx = static_cast<ngx_http_conf_ctx_t *>(cf->ctx);
 
+    if (conf->api.allow == nullptr && !conf->api.allow_unix) {
+        conf->api = prev->api;
+    }
+
     try {
         for (ngx_uint_t kind : {NGX_HTTP_GTLS_PROXY, NGX_HTTP_GTLS_GRPC}) {
             ngx_http_gtls_policy_conf_t *pc = &conf->policy[kind];
@@ -446,6 +471,13 @@ char *ngx_http_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (ngx_http_gtls_init_ssl_indexes(cf->log) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+
+    if (mcf->upstream_api && mcf->upstream_state == nullptr) {
+        // without it a reload would silently bring back the configured servers
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "gateway_tls_upstream_api needs \"gateway_tls_upstream_state_zone\" in the http block");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 
@@ -678,7 +710,10 @@ ngx_int_t ngx_http_gtls_init_module(ngx_cycle_t *cycle)
 {
     bool mismatch = false;
     ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
-    return mismatch ? NGX_ERROR : NGX_OK;
+    if (mismatch) {
+        return NGX_ERROR;
+    }
+    return ngx_http_gtls_init_dynamic_upstreams(cycle);
 }
 
 }  // namespace
@@ -690,7 +725,7 @@ ngx_module_t ngx_http_gateway_tls_module = {
     NGX_HTTP_MODULE,            // module type
     nullptr,                    // init master
     ngx_http_gtls_init_module,  // init module
-    nullptr,                    // init process
+    ngx_http_gtls_init_dynamic_process,  // init process
     nullptr,                    // init thread
     nullptr,                    // exit thread
     nullptr,                    // exit process

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "ngx_gtls_nginx.h"
 
@@ -15,6 +16,7 @@
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_status.h"
+#include "ngx_http_gateway_tls_upstream_api.h"
 
 // Which upstream module a policy is for: proxy_pass or grpc_pass.
 enum ngx_http_gtls_kind_e { NGX_HTTP_GTLS_PROXY = 0, NGX_HTTP_GTLS_GRPC = 1, NGX_HTTP_GTLS_KINDS = 2 };
@@ -32,6 +34,7 @@ struct ngx_http_gtls_policies_t {
 
 typedef struct {
     ngx_http_gtls_policies_t  policy;
+    ngx_http_gtls_api_conf_t  api;  // gateway_tls_upstream_api_allow
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
@@ -39,6 +42,7 @@ typedef struct {
     ngx_uint_t                      insecure;     // proxy_ssl_verify_insecure
     ngx_http_gtls_policies_t        policy;       // upstream{} level
     ngx_http_upstream_init_peer_pt  original_init_peer;
+    ngx_http_gtls_dynamic_t        *dynamic;      // servers the upstream API may replace
 } ngx_http_gtls_srv_conf_t;
 
 // Per-cycle state that is not configuration: trust stores shared by path,
@@ -48,6 +52,9 @@ typedef struct {
     ngx_int_t                        ctx_index[NGX_HTTP_GTLS_KINDS];  // -1 where nginx has no such module
     ngx_http_upstream_init_peer_pt   implicit_init_peer;
     ngx_gtls_registry_t                                         *registry;
+    ngx_shm_zone_t                                              *upstream_state;  // gateway_tls_upstream_state_zone
+    ngx_flag_t                                                   upstream_api;    // a location serves it
+    std::vector<ngx_http_gtls_dynamic_t *>                      *dynamic;         // per cycle, from init_module
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the

@@ -141,12 +141,22 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
     ngx_http_upstream_init_peer_pt original = mcf->implicit_init_peer;
+    ngx_http_gtls_dynamic_t *dynamic = nullptr;
     if (us->srv_conf != nullptr) {
-        original = static_cast<ngx_http_gtls_srv_conf_t *>(
-            ngx_http_conf_upstream_srv_conf(us, ngx_http_gateway_tls_module))->original_init_peer;
+        auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_conf_upstream_srv_conf(us, ngx_http_gateway_tls_module));
+        original = ups->original_init_peer;
+        dynamic = ups->dynamic;
     }
 
-    if (original(r, us) != NGX_OK) {
+    // the balancer starts on the servers current now, and keeps them
+    if (dynamic != nullptr && ngx_http_gtls_bind_servers(r, dynamic) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    ngx_int_t rc = original(r, us);
+    if (dynamic != nullptr) {
+        ngx_http_gtls_restore_servers(dynamic);
+    }
+    if (rc != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -372,3 +372,50 @@ qr/the duplicate "share" variable in \S+nginx.conf:\d+/
 --- must_die
 --- error_log eval
 qr/invalid variable name "share" in \S+nginx.conf:\d+/
+
+=== TEST 31: gateway_tls_upstream_api without a state zone: a reload would lose what was pushed
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_allow 127.0.0.1;
+    }
+--- must_die
+--- error_log eval
+qr/gateway_tls_upstream_api needs "gateway_tls_upstream_state_zone" in the http block/
+
+=== TEST 32: gateway_tls_upstream_api_allow takes addresses, not "all"
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_allow 127.0.0.1 all;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "all" in "gateway_tls_upstream_api_allow": an address, ADDRESS\/PREFIX or "unix:" was expected in \S+nginx.conf:\d+/
+
+=== TEST 33: a state zone too small
+--- http_config
+    gateway_tls_upstream_state_zone 1k;
+--- config
+    location / {
+        return 200;
+    }
+--- must_die
+--- error_log eval
+qr/invalid value "1k" in "gateway_tls_upstream_state_zone" directive: expected a size of at least \d+/
+
+=== TEST 34: the API with no allow list refuses everyone
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+    }
+--- request
+GET /api
+--- error_code: 403
+--- response_body_like: "this address may not use the upstream API"
+--- error_log eval
+qr/upstream API refused to 127.0.0.1: not in gateway_tls_upstream_api_allow/

@@ -1,0 +1,98 @@
+// The upstream API's language (gateway_tls_upstream_api): the servers an
+// operator's tool pushes into a zone upstream at run time, read from JSON
+// and checked field by field before anything changes, and the JSON the API
+// answers with. Pure C++, no nginx types.
+//
+// A request body:
+//   {"upstreams": {"NAME": {"servers": [{"address": "10.0.0.1:8443",
+//                                         "weight": 2, "max_conns": 0,
+//                                         "max_fails": 1, "fail_timeout": 10,
+//                                         "down": false}, ...]}, ...}}
+// Only "address" is required; the rest default as nginx's `server` does.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gtls {
+
+inline constexpr size_t kMaxApiServers = 10000;      // per upstream
+inline constexpr size_t kMaxApiUpstreams = 10000;    // per request
+inline constexpr size_t kMaxApiUpstreamName = 255;
+inline constexpr unsigned kMaxApiWeight = 1000;
+inline constexpr unsigned kMaxApiMaxConns = 1000000;
+inline constexpr unsigned kMaxApiMaxFails = 1000;
+inline constexpr unsigned kMaxApiFailTimeout = 86400;  // seconds
+inline constexpr size_t kMaxApiJsonDepth = 8;
+
+// One server as nginx's round robin takes it. `address` is canonical
+// ("10.0.0.1:8443", "[fd00::1]:8443": what nginx names a peer), `ip` its
+// bytes (4 for IPv4, 16 for IPv6) in network order.
+struct UpstreamServer {
+    std::string                    address;
+    int                            family = 0;  // 4 or 6
+    std::array<unsigned char, 16>  ip{};
+    uint16_t                       port = 0;
+    unsigned                       weight = 1;
+    unsigned                       max_conns = 0;
+    unsigned                       max_fails = 1;
+    unsigned                       fail_timeout = 10;
+    bool                           down = false;
+
+    bool operator==(const UpstreamServer &o) const
+    {
+        return address == o.address && weight == o.weight && max_conns == o.max_conns && max_fails == o.max_fails
+               && fail_timeout == o.fail_timeout && down == o.down;
+    }
+};
+
+struct UpstreamServers {
+    std::string                  upstream;
+    std::vector<UpstreamServer>  servers;
+};
+
+// A refused request: the HTTP status to answer, and what was wrong, naming
+// the field (`upstreams["web"].servers[2].address: ...`) or the place in
+// the JSON (line and column).
+class ApiError : public std::runtime_error {
+public:
+    ApiError(int status, const std::string &text) : std::runtime_error(text), status_(status) {}
+    int status() const { return status_; }
+
+private:
+    int status_;
+};
+
+// A PUT body: every upstream's full list, in the order given. Throws
+// ApiError (400) on anything malformed, unknown or out of range: JSON
+// syntax, duplicate keys, unknown fields, a host name (no DNS at run
+// time), a port outside 1-65535, more than kMaxApiServers servers.
+std::vector<UpstreamServers> parse_upstream_update(std::string_view body);
+
+// One server list as upstream_servers_json wrote it (what the module
+// keeps across reloads). Throws ApiError.
+std::vector<UpstreamServer> parse_server_list(std::string_view json);
+
+// "10.0.0.1:8443" or "[fd00::1]:8443" (IP literals only), canonical;
+// throws ApiError naming `field`.
+UpstreamServer parse_server_address(std::string_view text, const std::string &field);
+
+// [{"address":...,"weight":...,...}, ...], every field written.
+std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
+
+// A JSON string literal of `text` (escaped, quoted); bytes that are not
+// printable ASCII become \u00XX, so peer-given text cannot break a reply.
+std::string json_string(std::string_view text);
+
+// {"error":{"status":N,"text":"..."}}
+std::string api_error_json(int status, std::string_view text);
+
+// The same list as far as a balancer sees it (FNV-1a over each server's
+// fields): tells whether a reload changed an upstream's configured servers.
+uint64_t server_list_fingerprint(const std::vector<UpstreamServer> &servers);
+
+}  // namespace gtls

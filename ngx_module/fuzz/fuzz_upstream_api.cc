@@ -1,0 +1,24 @@
+// libFuzzer target: the upstream API's request bodies. Whatever is
+// accepted must read back the same from what the API writes of it (the
+// list kept across reloads), and nothing may crash or throw anything but
+// gtls::ApiError.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "gtls_upstream_api.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const std::string body(reinterpret_cast<const char *>(data), size);
+    try {
+        for (const gtls::UpstreamServers &u : gtls::parse_upstream_update(body)) {
+            const std::string kept = gtls::upstream_servers_json(u.servers);
+            if (!(gtls::parse_server_list(kept) == u.servers)) std::abort();
+            gtls::api_error_json(400, u.upstream);
+        }
+    } catch (const gtls::ApiError &) {
+    }
+    return 0;
+}

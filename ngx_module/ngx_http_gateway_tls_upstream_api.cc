@@ -1,0 +1,876 @@
+// gateway_tls_upstream_api: an upstream{} with a zone gets its servers
+// replaced at run time. Each push builds a new, complete list (an
+// ngx_http_upstream_rr_peers_t, a "generation") in the upstream's zone and
+// makes it current; every request binds to the generation current when its
+// balancer starts and keeps it, reference-counted, until its pool goes. So
+// a request never sees a list change under it (nginx's round robin sizes
+// its per-request `tried` bitmap from the list it starts with, and nginx
+// before 1.27.3 counts no references to peers), in-flight requests finish
+// on the servers they picked, and a replaced generation is freed by the
+// last request that held it. Only round robin's family (round robin,
+// least_conn: the balancers that take `backup`) work on the list handed to
+// them at each request; hash, ip_hash and random precompute from the
+// configured one, and are refused.
+
+#include "ngx_http_gateway_tls_upstream_api.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gtls_upstream_api.h"
+#include "ngx_http_gateway_tls_module.h"
+
+// In the upstream's zone. `refs` counts requests bound to the generation;
+// binding takes the upstream's lock shared, everything else exclusive.
+struct ngx_http_gtls_generation_t {
+    ngx_http_upstream_rr_peers_t  *peers;
+    ngx_atomic_t                   refs;
+    ngx_uint_t                     generation;
+    unsigned                       retired:1;
+    unsigned                       configured:1;  // the zone module's copy: never ours to free
+    ngx_http_gtls_generation_t    *next;          // every generation still alive
+};
+
+struct ngx_http_gtls_dynamic_sh_t {
+    ngx_atomic_t                   lock;  // ngx_rwlock
+    ngx_http_gtls_generation_t    *current;
+    ngx_http_gtls_generation_t    *alive;
+    ngx_atomic_t                   generation;  // counts swaps, read unlocked by workers' timers
+    ngx_uint_t                     pushed;      // the current list came from the API
+};
+
+namespace {
+
+// ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
+
+struct ngx_http_gtls_state_entry_t {
+    ngx_http_gtls_state_entry_t  *next;
+    uint64_t                      fingerprint;  // of the configured servers it replaced
+    size_t                        name_len, json_len;
+    u_char                        data[1];      // name, then the servers' JSON
+};
+
+struct ngx_http_gtls_state_t {
+    ngx_http_gtls_state_entry_t  *entries;
+};
+
+const char *const kStateZoneName = "gateway_tls_upstream_state";
+
+ngx_int_t ngx_http_gtls_state_init_zone(ngx_shm_zone_t *zone, void *data)
+{
+    if (data != nullptr) {  // a reload with the same size keeps what was pushed
+        zone->data = data;
+        return NGX_OK;
+    }
+    auto *shpool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+    auto *state = static_cast<ngx_http_gtls_state_t *>(ngx_slab_calloc(shpool, sizeof(ngx_http_gtls_state_t)));
+    if (state == nullptr) {
+        return NGX_ERROR;
+    }
+    shpool->data = state;
+    zone->data = state;
+    return NGX_OK;
+}
+
+ngx_slab_pool_t *ngx_http_gtls_state_pool(ngx_shm_zone_t *zone)
+{
+    return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+}
+
+std::string_view ngx_http_gtls_entry_name(const ngx_http_gtls_state_entry_t *e)
+{
+    return {reinterpret_cast<const char *>(e->data), e->name_len};
+}
+
+// ---- generations -------------------------------------------------------
+
+size_t ngx_http_gtls_align(size_t n)
+{
+    return (n + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
+}
+
+socklen_t ngx_http_gtls_sockaddr(const gtls::UpstreamServer &s, ngx_sockaddr_t *sa)
+{
+    ngx_memzero(sa, sizeof(*sa));
+    if (s.family == 6) {
+        sa->sockaddr_in6.sin6_family = AF_INET6;
+        sa->sockaddr_in6.sin6_port = htons(s.port);
+        std::memcpy(&sa->sockaddr_in6.sin6_addr, s.ip.data(), 16);
+        return sizeof(struct sockaddr_in6);
+    }
+    sa->sockaddr_in.sin_family = AF_INET;
+    sa->sockaddr_in.sin_port = htons(s.port);
+    std::memcpy(&sa->sockaddr_in.sin_addr, s.ip.data(), 4);
+    return sizeof(struct sockaddr_in);
+}
+
+// A generation of `servers`, in one block of the upstream's zone (the
+// generation record, the peers, each peer with its sockaddr and name), or
+// null when the zone has no room.
+ngx_http_gtls_generation_t *ngx_http_gtls_build_generation(ngx_http_gtls_dynamic_t *dyn,
+                                                           const std::vector<gtls::UpstreamServer> &servers)
+{
+    const size_t head = ngx_http_gtls_align(sizeof(ngx_http_gtls_generation_t))
+                        + ngx_http_gtls_align(sizeof(ngx_http_upstream_rr_peers_t));
+    auto sockaddr_size = [](const gtls::UpstreamServer &s) {
+        return ngx_http_gtls_align(s.family == 6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    };
+    size_t size = head;
+    for (const gtls::UpstreamServer &s : servers) {
+        size += ngx_http_gtls_align(sizeof(ngx_http_upstream_rr_peer_t)) + sockaddr_size(s) + ngx_http_gtls_align(s.address.size());
+    }
+    ngx_slab_pool_t *shpool = dyn->configured->shpool;
+
+    ngx_shmtx_lock(&shpool->mutex);
+    const ngx_uint_t log_nomem = shpool->log_nomem;
+    shpool->log_nomem = 0;  // the API says it, naming the upstream
+    auto *block = static_cast<u_char *>(ngx_slab_calloc_locked(shpool, size));
+    shpool->log_nomem = log_nomem;
+    ngx_shmtx_unlock(&shpool->mutex);
+    if (block == nullptr) {
+        return nullptr;
+    }
+
+    auto *gen = reinterpret_cast<ngx_http_gtls_generation_t *>(block);
+    auto *peers = reinterpret_cast<ngx_http_upstream_rr_peers_t *>(block + ngx_http_gtls_align(sizeof(*gen)));
+    // the configured list's name, zone and backup servers; a list and lock of its own
+    *peers = *dyn->configured;
+    peers->rwlock = 0;
+    peers->zone_next = nullptr;
+#if (nginx_version >= 1027003)
+    peers->config = nullptr;
+    peers->resolve = nullptr;
+#endif
+    peers->peer = nullptr;
+
+    ngx_uint_t total_weight = 0, tries = 0;
+    ngx_http_upstream_rr_peer_t **link = &peers->peer;
+    u_char *p = block + head;
+    for (const gtls::UpstreamServer &s : servers) {
+        auto *peer = reinterpret_cast<ngx_http_upstream_rr_peer_t *>(p);
+        p += ngx_http_gtls_align(sizeof(*peer));
+        ngx_sockaddr_t sa;
+        peer->socklen = ngx_http_gtls_sockaddr(s, &sa);
+        ngx_memcpy(p, &sa, peer->socklen);
+        peer->sockaddr = reinterpret_cast<struct sockaddr *>(p);
+        p += sockaddr_size(s);
+        peer->name.len = s.address.size();
+        peer->name.data = p;
+        ngx_memcpy(p, s.address.data(), s.address.size());
+        p += ngx_http_gtls_align(s.address.size());
+        peer->server = peer->name;
+        peer->weight = s.weight;
+        peer->effective_weight = s.weight;
+        peer->current_weight = 0;
+        peer->max_conns = s.max_conns;
+        peer->max_fails = s.max_fails;
+        peer->fail_timeout = s.fail_timeout;
+        peer->down = s.down;
+
+        total_weight += s.weight;
+        tries += s.down ? 0 : 1;
+        *link = peer;
+        link = &peer->next;
+    }
+    peers->number = servers.size();
+    peers->total_weight = total_weight;
+    peers->tries = tries;
+    peers->single = servers.size() == 1;
+    peers->weighted = total_weight != servers.size();
+
+    gen->peers = peers;
+    return gen;
+}
+
+// Frees a generation the API built (and the TLS sessions nginx's round
+// robin saved in its peers). The zone's mutex is held.
+void ngx_http_gtls_free_generation_locked(ngx_slab_pool_t *shpool, ngx_http_gtls_generation_t *gen)
+{
+#if (NGX_HTTP_SSL)
+    for (ngx_http_upstream_rr_peer_t *peer = gen->peers->peer; peer; peer = peer->next) {
+        if (peer->ssl_session != nullptr) {
+            ngx_slab_free_locked(shpool, peer->ssl_session);
+        }
+    }
+#endif
+    ngx_slab_free_locked(shpool, gen);
+}
+
+// Unlinks and frees `gen` when nothing holds it any more; the upstream's
+// lock is held exclusively.
+void ngx_http_gtls_collect(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen)
+{
+    if (!gen->retired || gen->configured || gen->refs != 0) {
+        return;
+    }
+    for (ngx_http_gtls_generation_t **link = &dyn->sh->alive; *link; link = &(*link)->next) {
+        if (*link == gen) {
+            *link = gen->next;
+            break;
+        }
+    }
+    ngx_slab_pool_t *shpool = dyn->configured->shpool;
+    ngx_shmtx_lock(&shpool->mutex);
+    ngx_http_gtls_free_generation_locked(shpool, gen);
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+void ngx_http_gtls_swap(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen, bool pushed)
+{
+    ngx_http_gtls_dynamic_sh_t *sh = dyn->sh;
+    ngx_rwlock_wlock(&sh->lock);
+    ngx_http_gtls_generation_t *old = sh->current;
+    gen->generation = sh->generation + 1;
+    gen->next = sh->alive;
+    sh->alive = gen;
+    sh->current = gen;
+    sh->pushed = pushed;
+    old->retired = 1;
+    ngx_http_gtls_collect(dyn, old);
+    ngx_atomic_fetch_add(&sh->generation, 1);
+    ngx_rwlock_unlock(&sh->lock);
+}
+
+std::vector<gtls::UpstreamServer> ngx_http_gtls_servers_of(const ngx_http_upstream_rr_peers_t *peers)
+{
+    std::vector<gtls::UpstreamServer> servers;
+    for (const ngx_http_upstream_rr_peer_t *peer = peers->peer; peer; peer = peer->next) {
+        gtls::UpstreamServer s;
+        s.address = std::string(ngx_gtls_sv(peer->name));
+        s.weight = peer->weight;
+        s.max_conns = peer->max_conns;
+        s.max_fails = peer->max_fails;
+        s.fail_timeout = peer->fail_timeout;
+        s.down = peer->down;
+        servers.push_back(std::move(s));
+    }
+    return servers;
+}
+
+ngx_http_gtls_main_conf_t *ngx_http_gtls_cycle_main_conf(ngx_cycle_t *cycle)
+{
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr) {
+        return nullptr;
+    }
+    return static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gateway_tls_module));
+}
+
+ngx_http_gtls_dynamic_t *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, std::string_view name)
+{
+    for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
+        if (ngx_gtls_sv(dyn->uscf->host) == name) {
+            return dyn;
+        }
+    }
+    return nullptr;
+}
+
+// Why the API cannot replace this upstream's servers; empty when it can.
+std::string ngx_http_gtls_not_dynamic(ngx_http_upstream_srv_conf_t *uscf)
+{
+    if (uscf->srv_conf == nullptr) {
+        return "is implicit (proxy_pass to a host name), not an upstream{} block";
+    }
+    if (uscf->shm_zone == nullptr) {
+        return "has no zone (servers change at run time only in shared memory)";
+    }
+    if (!(uscf->flags & NGX_HTTP_UPSTREAM_BACKUP)) {
+        return "balances by hash, ip_hash or random, which work out their choices from the configured servers";
+    }
+    auto *peers = static_cast<ngx_http_upstream_rr_peers_t *>(uscf->peer.data);
+    if (peers == nullptr || peers->shpool == nullptr) {
+        return "has no servers in its zone";
+    }
+#if (nginx_version >= 1027003)
+    if (peers->resolve != nullptr) {
+        return "has servers with \"resolve\", which nginx changes itself";
+    }
+#endif
+    return {};
+}
+
+// ---- closing what removed servers leave behind -------------------------
+
+std::set<std::string> ngx_http_gtls_current_addresses(ngx_http_gtls_dynamic_t *dyn, ngx_uint_t *generation)
+{
+    std::set<std::string> addresses;
+    ngx_rwlock_rlock(&dyn->sh->lock);
+    *generation = dyn->sh->generation;
+    for (ngx_http_upstream_rr_peer_t *peer = dyn->sh->current->peers->peer; peer; peer = peer->next) {
+        addresses.emplace(reinterpret_cast<const char *>(peer->sockaddr), peer->socklen);
+    }
+    ngx_rwlock_unlock(&dyn->sh->lock);
+    return addresses;
+}
+
+// Idle keepalive connections to `removed` are closed the way nginx closes
+// idle connections at shutdown (close, then the read handler: keepalive's
+// own, which frees its cache slot), and TLS sessions the module cached for
+// them dropped.
+void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf,
+                                  const std::set<std::string> &removed)
+{
+    if (removed.empty()) {
+        return;
+    }
+    ngx_connection_t *c = cycle->connections;
+    for (ngx_uint_t i = 0; c != nullptr && i < cycle->connection_n; i++) {
+        // an upstream connection (no listening socket) kept idle
+        if (c[i].fd == (ngx_socket_t) -1 || !c[i].idle || c[i].listening != nullptr || c[i].close) {
+            continue;
+        }
+        ngx_sockaddr_t sa;
+        socklen_t len = sizeof(sa);
+        if (getpeername(c[i].fd, &sa.sockaddr, &len) != 0
+            || removed.find(std::string(reinterpret_cast<const char *>(&sa), len)) == removed.end()) {
+            continue;
+        }
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "gateway_tls: closing idle connection %d to a removed server",
+                       c[i].fd);
+        c[i].close = 1;
+        c[i].read->handler(c[i].read);
+    }
+
+    ngx_gtls_session_cache_t &sessions = mcf->registry->sessions;
+    for (auto it = sessions.begin(); it != sessions.end();) {
+        bool gone = false;
+        for (const std::string &address : removed) {
+            gone = gone || (it->first.size() >= address.size()
+                            && it->first.compare(it->first.size() - address.size(), address.size(), address) == 0);
+        }
+        if (gone) {
+            SSL_SESSION_free(it->second.session);
+            it = sessions.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
+{
+    ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
+    if (mcf == nullptr || mcf->dynamic == nullptr) {
+        return;
+    }
+    try {
+        for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
+            if (dyn->sh->generation == dyn->seen_generation) {
+                continue;
+            }
+            std::set<std::string> now = ngx_http_gtls_current_addresses(dyn, &dyn->seen_generation);
+            std::set<std::string> removed;
+            std::set_difference(dyn->seen_addresses.begin(), dyn->seen_addresses.end(), now.begin(), now.end(),
+                                std::inserter(removed, removed.end()));
+            dyn->seen_addresses = std::move(now);
+            ngx_http_gtls_forget_servers(cycle, mcf, removed);
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+ngx_event_t ngx_http_gtls_notice_event;
+ngx_connection_t ngx_http_gtls_notice_connection;
+
+void ngx_http_gtls_notice_handler(ngx_event_t *ev)
+{
+    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
+    if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
+        ngx_add_timer(ev, 1000);
+    }
+}
+
+// ---- the endpoint ------------------------------------------------------
+
+ngx_int_t ngx_http_gtls_api_reply(ngx_http_request_t *r, ngx_uint_t status, const std::string &body)
+{
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = static_cast<off_t>(body.size());
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, body.size());
+    if (b == nullptr) {
+        return NGX_ERROR;
+    }
+    b->last = ngx_cpymem(b->pos, body.data(), body.size());
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out = {b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t ngx_http_gtls_api_refuse(ngx_http_request_t *r, ngx_uint_t status, const std::string &text)
+{
+    const ngx_uint_t level = status >= 500 ? NGX_LOG_ERR : NGX_LOG_INFO;
+    ngx_log_error(level, r->connection->log, 0,
+                  "gateway_tls: upstream API refused the request: %s", gtls::json_string(text).c_str());
+    return ngx_http_gtls_api_reply(r, status, gtls::api_error_json(static_cast<int>(status), text));
+}
+
+std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
+{
+    std::string body = "{\"upstreams\":{";
+    bool first = true;
+    for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
+        ngx_rwlock_rlock(&dyn->sh->lock);
+        std::string servers;
+        ngx_uint_t generation = dyn->sh->generation;
+        bool pushed = dyn->sh->pushed;
+        try {
+            servers = gtls::upstream_servers_json(ngx_http_gtls_servers_of(dyn->sh->current->peers));
+        } catch (...) {
+            ngx_rwlock_unlock(&dyn->sh->lock);
+            throw;
+        }
+        ngx_rwlock_unlock(&dyn->sh->lock);
+        body += (first ? "" : ",") + gtls::json_string(ngx_gtls_sv(dyn->uscf->host)) + ":{\"generation\":"
+                + std::to_string(generation) + ",\"source\":" + (pushed ? "\"api\"" : "\"configuration\"")
+                + ",\"servers\":" + servers + "}";
+        first = false;
+    }
+    return body + "}}\n";
+}
+
+struct ngx_http_gtls_pending_t {
+    ngx_http_gtls_dynamic_t       *dyn = nullptr;
+    ngx_http_gtls_generation_t    *gen = nullptr;
+    ngx_http_gtls_state_entry_t   *entry = nullptr;
+    size_t                         servers = 0;
+};
+
+void ngx_http_gtls_drop_pending(ngx_http_gtls_main_conf_t *mcf, std::vector<ngx_http_gtls_pending_t> &pending)
+{
+    for (ngx_http_gtls_pending_t &p : pending) {
+        if (p.gen != nullptr) {
+            ngx_slab_pool_t *shpool = p.dyn->configured->shpool;
+            ngx_shmtx_lock(&shpool->mutex);
+            ngx_http_gtls_free_generation_locked(shpool, p.gen);
+            ngx_shmtx_unlock(&shpool->mutex);
+        }
+        if (p.entry != nullptr) {
+            ngx_slab_free(ngx_http_gtls_state_pool(mcf->upstream_state), p.entry);
+        }
+    }
+}
+
+ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, std::string_view name, uint64_t fingerprint,
+                                                     const std::string &json)
+{
+    ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
+    ngx_shmtx_lock(&shpool->mutex);
+    const ngx_uint_t log_nomem = shpool->log_nomem;
+    shpool->log_nomem = 0;
+    auto *e = static_cast<ngx_http_gtls_state_entry_t *>(
+        ngx_slab_alloc_locked(shpool, sizeof(ngx_http_gtls_state_entry_t) + name.size() + json.size()));
+    shpool->log_nomem = log_nomem;
+    ngx_shmtx_unlock(&shpool->mutex);
+    if (e == nullptr) {
+        return nullptr;
+    }
+    e->next = nullptr;
+    e->fingerprint = fingerprint;
+    e->name_len = name.size();
+    e->json_len = json.size();
+    ngx_memcpy(e->data, name.data(), name.size());
+    ngx_memcpy(e->data + name.size(), json.data(), json.size());
+    return e;
+}
+
+// Replaces (or adds) the state zone's entry for the entry's upstream.
+void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t *entry)
+{
+    ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
+    auto *state = static_cast<ngx_http_gtls_state_t *>(zone->data);
+    ngx_shmtx_lock(&shpool->mutex);
+    for (ngx_http_gtls_state_entry_t **link = &state->entries; *link; link = &(*link)->next) {
+        if (ngx_http_gtls_entry_name(*link) == ngx_http_gtls_entry_name(entry)) {
+            ngx_http_gtls_state_entry_t *old = *link;
+            *link = old->next;
+            ngx_slab_free_locked(shpool, old);
+            break;
+        }
+    }
+    entry->next = state->entries;
+    state->entries = entry;
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+// PUT: every upstream named is checked, every new list and its kept copy
+// built, and only then is anything swapped: one refusal changes nothing.
+ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_conf_t *mcf, std::string_view body)
+{
+    std::vector<gtls::UpstreamServers> updates;
+    try {
+        updates = gtls::parse_upstream_update(body);
+    } catch (const gtls::ApiError &e) {
+        return ngx_http_gtls_api_refuse(r, e.status(), e.what());
+    }
+
+    auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_upstream_module));
+    std::vector<ngx_http_gtls_pending_t> pending;
+    for (const gtls::UpstreamServers &u : updates) {
+        ngx_http_gtls_pending_t p;
+        p.dyn = ngx_http_gtls_find_dynamic(mcf, u.upstream);
+        p.servers = u.servers.size();
+        if (p.dyn == nullptr) {
+            auto **uscfp = static_cast<ngx_http_upstream_srv_conf_t **>(umcf->upstreams.elts);
+            for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
+                if (ngx_gtls_sv(uscfp[i]->host) == u.upstream) {
+                    return ngx_http_gtls_api_refuse(r, NGX_HTTP_CONFLICT,
+                                                    "upstream \"" + u.upstream + "\" " + ngx_http_gtls_not_dynamic(uscfp[i]));
+                }
+            }
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND, "no upstream \"" + u.upstream + "\"");
+        }
+        pending.push_back(p);
+    }
+
+    for (size_t i = 0; i < updates.size(); i++) {
+        ngx_http_gtls_pending_t &p = pending[i];
+        p.gen = ngx_http_gtls_build_generation(p.dyn, updates[i].servers);
+        if (p.gen == nullptr) {
+            ngx_http_gtls_drop_pending(mcf, pending);
+            return ngx_http_gtls_api_refuse(
+                r, NGX_HTTP_INSUFFICIENT_STORAGE,
+                "upstream \"" + updates[i].upstream + "\": its zone \"" + std::string(ngx_gtls_sv(p.dyn->uscf->shm_zone->shm.name))
+                    + "\" has no room for " + std::to_string(updates[i].servers.size())
+                    + " servers; nothing was changed");
+        }
+        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, updates[i].upstream, p.dyn->configured_fingerprint,
+                                          gtls::upstream_servers_json(updates[i].servers));
+        if (p.entry == nullptr) {
+            ngx_http_gtls_drop_pending(mcf, pending);
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
+                                            std::string("gateway_tls_upstream_state_zone has no room to keep the servers of "
+                                                        "upstream \"")
+                                                + updates[i].upstream + "\"; nothing was changed");
+        }
+    }
+
+    std::string reply = "{\"upstreams\":{";
+    for (size_t i = 0; i < pending.size(); i++) {
+        ngx_http_gtls_pending_t &p = pending[i];
+        ngx_http_gtls_swap(p.dyn, p.gen, true);
+        ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
+        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                      "gateway_tls: upstream \"%V\" now has %uz servers (generation %ui, from the API)",
+                      &p.dyn->uscf->host, p.servers, p.gen->generation);
+        reply += (i ? "," : "") + gtls::json_string(updates[i].upstream) + ":{\"generation\":"
+                 + std::to_string(p.gen->generation) + ",\"servers\":" + std::to_string(p.servers) + "}";
+    }
+    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
+    return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, reply + "}}\n");
+}
+
+void ngx_http_gtls_api_body(ngx_http_request_t *r)
+{
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+    ngx_int_t rc;
+    try {
+        std::string body;
+        bool in_file = false;
+        if (r->request_body != nullptr) {
+            for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
+                if (cl->buf->in_file || cl->buf->file != nullptr) {
+                    in_file = true;
+                    break;
+                }
+                body.append(reinterpret_cast<const char *>(cl->buf->pos), cl->buf->last - cl->buf->pos);
+            }
+        }
+        if (in_file) {
+            rc = ngx_http_gtls_api_refuse(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                          "the body is larger than client_body_buffer_size in this location");
+        } else {
+            rc = ngx_http_gtls_api_update(r, mcf, body);
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_http_finalize_request(r, rc);
+}
+
+bool ngx_http_gtls_api_allowed(ngx_http_request_t *r, const ngx_http_gtls_api_conf_t &api)
+{
+    struct sockaddr *sa = r->connection->sockaddr;
+    if (sa->sa_family == AF_UNIX) {
+        return api.allow_unix;
+    }
+    return api.allow != nullptr && ngx_cidr_match(sa, api.allow) == NGX_OK;
+}
+
+ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
+{
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+
+    if (!ngx_http_gtls_api_allowed(r, lcf->api)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "gateway_tls: upstream API refused to %V: not in gateway_tls_upstream_api_allow",
+                      &r->connection->addr_text);
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return ngx_http_gtls_api_reply(r, NGX_HTTP_FORBIDDEN,
+                                       gtls::api_error_json(NGX_HTTP_FORBIDDEN, "this address may not use the upstream API"));
+    }
+
+    try {
+        if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
+            ngx_int_t rc = ngx_http_discard_request_body(r);
+            if (rc != NGX_OK) {
+                return rc;
+            }
+            return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, ngx_http_gtls_list_json(mcf));
+        }
+        if (r->method & NGX_HTTP_PUT) {
+            r->request_body_in_single_buf = 1;
+            ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_gtls_api_body);
+            if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+                return rc;
+            }
+            return NGX_DONE;
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_ALLOWED, "use GET to read the servers, PUT to replace them");
+}
+
+// ---- a request's hold on its generation ---------------------------------
+
+struct ngx_http_gtls_hold_t {
+    ngx_http_gtls_dynamic_t     *dyn;
+    ngx_http_gtls_generation_t  *gen;
+};
+
+void ngx_http_gtls_release(void *data)
+{
+    auto *hold = static_cast<ngx_http_gtls_hold_t *>(data);
+    if (hold->gen == nullptr) {
+        return;
+    }
+    ngx_http_gtls_dynamic_sh_t *sh = hold->dyn->sh;
+    ngx_rwlock_wlock(&sh->lock);
+    ngx_atomic_fetch_add(&hold->gen->refs, -1);
+    ngx_http_gtls_collect(hold->dyn, hold->gen);
+    ngx_rwlock_unlock(&sh->lock);
+    hold->gen = nullptr;
+}
+
+}  // namespace
+
+ngx_int_t ngx_http_gtls_bind_servers(ngx_http_request_t *r, ngx_http_gtls_dynamic_t *dyn)
+{
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_gtls_hold_t));
+    if (cln == nullptr) {
+        return NGX_ERROR;
+    }
+    auto *hold = static_cast<ngx_http_gtls_hold_t *>(cln->data);
+    ngx_http_gtls_dynamic_sh_t *sh = dyn->sh;
+    ngx_rwlock_rlock(&sh->lock);
+    ngx_http_gtls_generation_t *gen = sh->current;
+    ngx_atomic_fetch_add(&gen->refs, 1);
+    ngx_rwlock_unlock(&sh->lock);
+    hold->dyn = dyn;
+    hold->gen = gen;
+    cln->handler = ngx_http_gtls_release;
+    dyn->uscf->peer.data = gen->peers;
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls: upstream \"%V\" servers of generation %ui",
+                   &dyn->uscf->host, gen->generation);
+    return NGX_OK;
+}
+
+void ngx_http_gtls_restore_servers(ngx_http_gtls_dynamic_t *dyn)
+{
+    dyn->uscf->peer.data = dyn->configured;
+}
+
+char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *, void *)
+{
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
+    clcf->handler = ngx_http_gtls_api_handler;
+    mcf->upstream_api = 1;
+    return NGX_CONF_OK;
+}
+
+char *ngx_http_gtls_upstream_api_allow(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    auto *api = ngx_gtls_field<ngx_http_gtls_api_conf_t>(conf, cmd->offset);
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    if (api->allow != nullptr || api->allow_unix) {
+        return const_cast<char *>("is duplicate");
+    }
+    api->allow = ngx_array_create(cf->pool, cf->args->nelts, sizeof(ngx_cidr_t));
+    if (api->allow == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        if (value[i].len == 5 && ngx_strncmp(value[i].data, "unix:", 5) == 0) {
+            api->allow_unix = 1;
+            continue;
+        }
+        auto *cidr = static_cast<ngx_cidr_t *>(ngx_array_push(api->allow));
+        if (cidr == nullptr) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        ngx_int_t rc = ngx_ptocidr(&value[i], cidr);
+        if (rc == NGX_ERROR || (value[i].len == 3 && ngx_strncmp(value[i].data, "all", 3) == 0)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\" in \"%V\": an address, ADDRESS/PREFIX or \"unix:\" was expected",
+                               &value[i], &cmd->name);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        if (rc == NGX_DONE) {
+            ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "low address bits of %V are meaningless", &value[i]);
+        }
+    }
+    return NGX_CONF_OK;
+}
+
+char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(conf);
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    if (mcf->upstream_state != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+    ssize_t size = ngx_parse_size(&value[1]);
+    if (size == NGX_ERROR || size < static_cast<ssize_t>(8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive: expected a size of at least %uz",
+                           &value[1], &cmd->name, 8 * ngx_pagesize);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    ngx_str_t name = {ngx_strlen(kStateZoneName), (u_char *) kStateZoneName};
+    ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, &name, static_cast<size_t>(size), &ngx_http_gateway_tls_module);
+    if (zone == nullptr) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    zone->init = ngx_http_gtls_state_init_zone;
+    mcf->upstream_state = zone;
+    return NGX_CONF_OK;
+}
+
+ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
+{
+    ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
+    if (mcf == nullptr) {
+        return NGX_OK;
+    }
+    try {
+        mcf->dynamic = ngx_gtls_pool_new<std::vector<ngx_http_gtls_dynamic_t *>>(cycle->pool);
+        if (mcf->dynamic == nullptr) {
+            return NGX_ERROR;
+        }
+        auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(
+            ngx_http_cycle_get_module_main_conf(cycle, ngx_http_upstream_module));
+        auto **uscfp = static_cast<ngx_http_upstream_srv_conf_t **>(umcf->upstreams.elts);
+        for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
+            ngx_http_upstream_srv_conf_t *uscf = uscfp[i];
+            if (!ngx_http_gtls_not_dynamic(uscf).empty()) {
+                continue;
+            }
+            auto *dyn = ngx_gtls_pool_new<ngx_http_gtls_dynamic_t>(cycle->pool);
+            if (dyn == nullptr) {
+                return NGX_ERROR;
+            }
+            dyn->uscf = uscf;
+            dyn->configured = static_cast<ngx_http_upstream_rr_peers_t *>(uscf->peer.data);
+            dyn->configured_fingerprint = gtls::server_list_fingerprint(ngx_http_gtls_servers_of(dyn->configured));
+
+            ngx_slab_pool_t *shpool = dyn->configured->shpool;
+            ngx_shmtx_lock(&shpool->mutex);
+            dyn->sh = static_cast<ngx_http_gtls_dynamic_sh_t *>(ngx_slab_calloc_locked(shpool, sizeof(ngx_http_gtls_dynamic_sh_t)));
+            auto *gen = static_cast<ngx_http_gtls_generation_t *>(ngx_slab_calloc_locked(shpool, sizeof(ngx_http_gtls_generation_t)));
+            ngx_shmtx_unlock(&shpool->mutex);
+            if (dyn->sh == nullptr || gen == nullptr) {
+                ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: upstream \"%V\": no room in zone \"%V\"",
+                              &uscf->host, &uscf->shm_zone->shm.name);
+                return NGX_ERROR;
+            }
+            gen->peers = dyn->configured;
+            gen->configured = 1;
+            dyn->sh->current = gen;
+            dyn->sh->alive = gen;
+            auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_conf_upstream_srv_conf(uscf, ngx_http_gateway_tls_module));
+            ups->dynamic = dyn;
+            mcf->dynamic->push_back(dyn);
+        }
+
+        if (mcf->upstream_state == nullptr) {
+            return NGX_OK;
+        }
+        // the servers last pushed, where the configured ones are still those they replaced
+        auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
+        ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
+        std::vector<std::pair<std::string, std::string>> kept;
+        ngx_shmtx_lock(&state_pool->mutex);
+        for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
+            ngx_http_gtls_state_entry_t *e = *link;
+            ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, ngx_http_gtls_entry_name(e));
+            if (dyn == nullptr || dyn->configured_fingerprint != e->fingerprint) {
+                *link = e->next;  // the configuration now says otherwise
+                ngx_slab_free_locked(state_pool, e);
+                continue;
+            }
+            kept.emplace_back(std::string(ngx_http_gtls_entry_name(e)),
+                              std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len));
+            link = &e->next;
+        }
+        ngx_shmtx_unlock(&state_pool->mutex);
+
+        for (const auto &[name, json] : kept) {
+            ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
+            ngx_http_gtls_generation_t *gen = ngx_http_gtls_build_generation(dyn, gtls::parse_server_list(json));
+            if (gen == nullptr) {
+                ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                              "gateway_tls: upstream \"%V\": zone \"%V\" has no room for the servers last pushed; "
+                              "it serves its configured servers",
+                              &dyn->uscf->host, &dyn->uscf->shm_zone->shm.name);
+                continue;
+            }
+            ngx_http_gtls_swap(dyn, gen, true);
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "gateway_tls: upstream \"%V\" keeps the servers last pushed through the API",
+                          &dyn->uscf->host);
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle)
+{
+    ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
+    if (mcf == nullptr || mcf->dynamic == nullptr || mcf->dynamic->empty()) {
+        return NGX_OK;
+    }
+    for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
+        dyn->seen_addresses = ngx_http_gtls_current_addresses(dyn, &dyn->seen_generation);
+    }
+    ngx_http_gtls_notice_connection.fd = (ngx_socket_t) -1;
+    ngx_http_gtls_notice_event.handler = ngx_http_gtls_notice_handler;
+    ngx_http_gtls_notice_event.log = cycle->log;
+    ngx_http_gtls_notice_event.data = &ngx_http_gtls_notice_connection;
+    ngx_http_gtls_notice_event.cancelable = 1;
+    ngx_add_timer(&ngx_http_gtls_notice_event, 1000);
+    return NGX_OK;
+}

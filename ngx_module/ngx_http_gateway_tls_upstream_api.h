@@ -1,0 +1,48 @@
+// gateway_tls_upstream_api: the servers of zone upstreams replaced at run
+// time, for every worker at once, without a reload.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "ngx_gtls_nginx.h"
+
+struct ngx_http_gtls_generation_t;
+struct ngx_http_gtls_dynamic_sh_t;
+
+// One upstream{} whose servers the API may replace (a zone, a balancer of
+// round robin's family), in process memory; `sh` lies in its zone.
+struct ngx_http_gtls_dynamic_t {
+    ngx_http_upstream_srv_conf_t   *uscf = nullptr;
+    ngx_http_upstream_rr_peers_t   *configured = nullptr;  // the zone's copy of the servers written
+    uint64_t                        configured_fingerprint = 0;
+    ngx_http_gtls_dynamic_sh_t     *sh = nullptr;
+
+    // this worker's view, for closing what removed servers leave behind
+    ngx_uint_t                      seen_generation = 0;
+    std::set<std::string>           seen_addresses;  // struct sockaddr bytes
+};
+
+// gateway_tls_upstream_api_allow: who may use the API (no one by default).
+struct ngx_http_gtls_api_conf_t {
+    ngx_array_t  *allow;       // ngx_cidr_t
+    ngx_flag_t    allow_unix;  // "unix:"
+};
+
+char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_gtls_upstream_api_allow(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+// init_module: every eligible zone upstream gets its shared state, and the
+// servers last pushed for it before a reload if its configured servers did
+// not change since.
+ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle);
+// init_process: each worker closes idle connections and drops TLS sessions
+// of servers the API removed.
+ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle);
+
+// Binds a request to its upstream's current servers (us->peer.data, for the
+// balancer's init_peer), until the request's pool goes; `restore` after
+// that init_peer puts the configured servers back.
+ngx_int_t ngx_http_gtls_bind_servers(ngx_http_request_t *r, ngx_http_gtls_dynamic_t *dyn);
+void ngx_http_gtls_restore_servers(ngx_http_gtls_dynamic_t *dyn);

@@ -1,0 +1,150 @@
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "gtls_upstream_api.h"
+
+using gtls::ApiError;
+using gtls::parse_server_list;
+using gtls::parse_upstream_update;
+using gtls::UpstreamServer;
+
+namespace {
+
+// The refusal of `body`: its status and text ("" when it was accepted).
+std::string refusal(const std::string &body, int *status = nullptr)
+{
+    try {
+        parse_upstream_update(body);
+    } catch (const ApiError &e) {
+        if (status != nullptr) *status = e.status();
+        return e.what();
+    }
+    return "";
+}
+
+std::string one(const std::string &servers)
+{
+    return R"({"upstreams": {"web": {"servers": )" + servers + "}}}";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(upstream_api)
+
+BOOST_AUTO_TEST_CASE(a_full_list_parses_with_nginx_defaults)
+{
+    auto updates = parse_upstream_update(R"({"upstreams": {
+        "backend_a": {"servers": [{"address": "10.0.0.1:8443"},
+                                  {"address": "10.0.0.2:8443", "weight": 3, "max_conns": 10, "max_fails": 0,
+                                   "fail_timeout": 30, "down": true}]},
+        "backend_b": {"servers": [{"address": "[FD00:0::1]:80"}]},
+        "backend_c": {"servers": []}}})");
+    BOOST_TEST_REQUIRE(updates.size() == 3u);
+    BOOST_TEST(updates[0].upstream == "backend_a");
+    BOOST_TEST_REQUIRE(updates[0].servers.size() == 2u);
+    const UpstreamServer &a = updates[0].servers[0];
+    BOOST_TEST(a.address == "10.0.0.1:8443");
+    BOOST_TEST(a.family == 4);
+    BOOST_TEST(a.port == 8443);
+    BOOST_TEST((a.weight == 1 && a.max_conns == 0 && a.max_fails == 1 && a.fail_timeout == 10 && !a.down));
+    const UpstreamServer &b = updates[0].servers[1];
+    BOOST_TEST((b.weight == 3 && b.max_conns == 10 && b.max_fails == 0 && b.fail_timeout == 30 && b.down));
+    // canonical, as nginx names a peer
+    BOOST_TEST(updates[1].servers[0].address == "[fd00::1]:80");
+    BOOST_TEST(updates[1].servers[0].family == 6);
+    BOOST_TEST(updates[2].servers.empty());
+}
+
+BOOST_AUTO_TEST_CASE(what_the_api_writes_it_reads_back)
+{
+    auto servers = parse_upstream_update(one(R"([{"address": "127.0.0.1:1", "weight": 1000, "down": true},
+                                                 {"address": "[::1]:65535", "max_conns": 1000000}])"))[0].servers;
+    auto again = parse_server_list(gtls::upstream_servers_json(servers));
+    BOOST_TEST((again == servers));
+    BOOST_TEST(gtls::server_list_fingerprint(again) == gtls::server_list_fingerprint(servers));
+    again[1].weight = 2;
+    BOOST_TEST(gtls::server_list_fingerprint(again) != gtls::server_list_fingerprint(servers));
+    std::swap(again[0], again[1]);
+    again[0].weight = 1;
+    BOOST_TEST(gtls::server_list_fingerprint(again) != gtls::server_list_fingerprint(servers));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_json_is_refused_with_its_line_and_column)
+{
+    int status = 0;
+    BOOST_TEST(refusal("{\"upstreams\":\n {\"web\" {}}}", &status) == "JSON line 2, column 9: ':' was expected");
+    BOOST_TEST(status == 400);
+    for (const char *bad : {"", "   ", "{", "[", "{\"upstreams\": }", "{\"upstreams\": {}} x", "{'upstreams': {}}",
+                            "{\"upstreams\": {\"a\": {\"servers\": [,]}}}", "{\"upstreams\": 01}",
+                            "{\"upstreams\": \"\\x\"}", "{\"upstreams\": \"\\ud800\"}", "{\"upstreams\": \"a\nb\"}",
+                            "{\"upstreams\": tru}", "{\"upstreams\": 1.}", "{\"upstreams\": -}", "nul"}) {
+        BOOST_TEST(refusal(bad).rfind("JSON line ", 0) == 0u, bad);
+    }
+    // nesting is bounded, not a stack overflow
+    BOOST_TEST(refusal(std::string(100000, '[')).find("nested deeper than 8") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(every_field_is_checked_and_named)
+{
+    BOOST_TEST(refusal("[]") == "the body: must be an object, not an array");
+    BOOST_TEST(refusal("{}") == "the body: \"upstreams\" is required");
+    BOOST_TEST(refusal(R"({"upstreams": {}, "x": 1})").find("unknown field \"x\"") != std::string::npos);
+    BOOST_TEST(refusal(R"({"upstreams": {}})") == "upstreams: names no upstream");
+    BOOST_TEST(refusal(R"({"upstreams": {"a": {}, "a": {}}})").find("the key \"a\" appears twice")
+               != std::string::npos);
+    BOOST_TEST(refusal(R"({"upstreams": {"a b": {"servers": []}}})") == R"(upstreams["a b"]: is not an upstream name)");
+    BOOST_TEST(refusal(R"({"upstreams": {"a": {"servers": [], "zone": 1}}})")
+               == R"(upstreams["a"]: unknown field "zone" (known: servers))");
+    BOOST_TEST(refusal(one(R"({})")) == R"(upstreams["web"].servers: must be an array, not an object)");
+    BOOST_TEST(refusal(one(R"([{"weight": 1}])")) == R"(upstreams["web"].servers[0]: "address" is required)");
+    BOOST_TEST(refusal(one(R"([{"address": "10.0.0.1:80"}, {"address": "web.default.svc:80"}])"))
+               .rfind(R"(upstreams["web"].servers[1].address: "web.default.svc:80": "web.default.svc" is not an IPv4)", 0)
+               == 0u);
+    BOOST_TEST(refusal(one(R"([{"address": "10.0.0.1:80", "backup": true}])"))
+               .find(R"(unknown field "backup")") != std::string::npos);
+    BOOST_TEST(refusal(one(R"([{"address": "10.0.0.1:80", "weight": 0}])"))
+               == R"(upstreams["web"].servers[0].weight: must be a whole number from 1 to 1000, not 0)");
+    BOOST_TEST(refusal(one(R"([{"address": "10.0.0.1:80", "down": "yes"}])"))
+               == R"(upstreams["web"].servers[0].down: must be a boolean, not a string)");
+    for (const char *bad : {R"("weight": 1001)", R"("weight": 1.5)", R"("weight": -1)", R"("weight": 1e2)",
+                            R"("max_fails": 1001)", R"("fail_timeout": 86401)", R"("max_conns": 99999999999999)",
+                            R"("weight": "2")", R"("weight": null)"}) {
+        std::string body = one(std::string(R"([{"address": "10.0.0.1:80", )") + bad + "}]");
+        BOOST_TEST(refusal(body).find("servers[0].") != std::string::npos, bad);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(addresses_are_ip_literals_with_a_port)
+{
+    for (const char *good : {"0.0.0.0:1", "255.255.255.255:65535", "[::]:1", "[::ffff:10.0.0.1]:443"}) {
+        BOOST_TEST(gtls::parse_server_address(good, "a").port > 0, good);
+    }
+    for (const char *bad : {"10.0.0.1", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "10.0.0.1:+80", "10.0.0.1:80 ",
+                            " 10.0.0.1:80", "10.0.0.01:80", "10.0.0:80", "::1:80", "[::1]80", "[::1]:", "[::1",
+                            "[10.0.0.1]:80", "localhost:80", "10.0.0.1:80;", "10.0.0.1:8080:80", "unix:/tmp/s",
+                            "10.0.0.1:123456", ""}) {
+        BOOST_CHECK_THROW(gtls::parse_server_address(bad, "a"), ApiError);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sizes_are_bounded)
+{
+    std::string many = "[";
+    for (size_t i = 0; i <= gtls::kMaxApiServers; i++) many += std::string(i ? "," : "") + R"({"address":"10.0.0.1:80"})";
+    many += "]";
+    BOOST_TEST(refusal(one(many)) == R"(upstreams["web"].servers: 10001 servers, more than 10000)");
+    BOOST_TEST(refusal(R"({"upstreams": {")" + std::string(256, 'a') + R"(": {"servers": []}}})")
+                   .find("is not an upstream name") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(replies_escape_what_they_quote)
+{
+    BOOST_TEST(gtls::json_string("a\"b\\c\n\x01\xff") == R"("a\"b\\c\u000a\u0001\u00ff")");
+    BOOST_TEST(gtls::api_error_json(404, "no upstream \"x\"") == "{\"error\":{\"status\":404,\"text\":\"no upstream \\\"x\\\"\"}}\n");
+    // a hostile name comes back quoted, never raw
+    BOOST_TEST(refusal(R"({"upstreams": {"a\"}\n": {"servers": []}}})") == R"(upstreams["a\"}\u000a"]: is not an upstream name)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

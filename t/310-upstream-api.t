@@ -1,0 +1,296 @@
+# Endpoint churn without reloads (issue 20): gateway_tls_upstream_api
+# replaces the servers of a zone upstream at run time. wrk keeps requests
+# flowing through a policy-verified upstream while its servers change 200
+# times (scale up and down, rollouts replacing every server): no reload (the
+# worker pids never change), no failed request, every new server serves
+# within 1 s, a removed one gets nothing after its in-flight requests and
+# its idle keepalive connections close, and a response streaming since
+# before the first change is still streaming after the last. Then: bad
+# input changes nothing, a reload keeps the last list pushed, a changed
+# configuration wins over it.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path);
+use Time::HiRes qw(sleep time);
+
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $certs = certs_dir();
+my $port = server_port();
+my @ports = map { $port + $_ } 1 .. 16;   # the Service's endpoints
+my $wrongsan = $port + 17;                # an endpoint whose certificate the policy refuses
+my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
+my $slow_bytes = 60000;                   # at 2 KiB/s: streams for about 30 s
+
+# ---- the endpoints ------------------------------------------------------
+make_path("$dir/backends/logs", "$dir/backends/tmp", "$dir/backends/html", "$dir/gw/logs", "$dir/gw/tmp");
+spit("$dir/backends/html/slow", 'x' x $slow_bytes);
+my $backends = join '', map { <<"EOF" } @ports;
+    server {
+        listen 127.0.0.1:$_ ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        location / { return 200 "port=$_\\n"; }
+        location /slow { access_log off; root html; limit_rate 2k; }
+    }
+EOF
+spit("$dir/backends/nginx.conf", <<"EOF");
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 1024; }
+http {
+    log_format ports '\$server_port \$msec';
+    access_log logs/access.log ports;
+    keepalive_requests 100000;
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+$backends
+    server {
+        listen 127.0.0.1:$wrongsan ssl;
+        ssl_certificate $certs/wrongsan.crt;
+        ssl_certificate_key $certs/wrongsan.key;
+        return 200 "port=$wrongsan\\n";
+    }
+}
+EOF
+start_nginx("$dir/backends", 'nginx.conf', $ports[-1]);
+
+# ---- the gateway ----------------------------------------------------------
+sub gateway_conf {
+    my $configured = shift;
+    return <<"EOF";
+load_module $module;
+worker_processes 2;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+    gateway_tls_upstream_state_zone 64k;
+    upstream svc {
+        zone svc 512k;
+        server 127.0.0.1:$configured;
+        keepalive 32;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $certs/ca.crt;
+        proxy_ssl_policy_name ns/svc;
+        proxy_ssl_policy_hostname abc.example.com;
+    }
+    upstream tiny { zone tiny 32k; server 127.0.0.1:$ports[0]; }
+    upstream nozone { server 127.0.0.1:$ports[0]; }
+    upstream hashed { zone hashed 64k; hash \$uri; server 127.0.0.1:$ports[0]; }
+    server {
+        listen 127.0.0.1:$port;
+        keepalive_requests 100000;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_ssl_server_name on;
+        proxy_ssl_name \$upstream_ssl_policy_hostname;
+        location / {
+            proxy_pass https://svc;
+            add_header X-Verify \$upstream_ssl_verify always;
+        }
+        location /slow { proxy_pass https://svc; proxy_buffering off; }
+        location /tiny { proxy_pass https://tiny; }
+        location /api {
+            gateway_tls_upstream_api;
+            gateway_tls_upstream_api_allow 127.0.0.1 unix:;
+            client_body_buffer_size 1m;
+            client_max_body_size 1m;
+        }
+        location /api-elsewhere {
+            gateway_tls_upstream_api;
+            gateway_tls_upstream_api_allow 10.0.0.0/8;
+        }
+    }
+}
+EOF
+}
+spit("$dir/gw/nginx.conf", gateway_conf($ports[0]));
+start_nginx("$dir/gw", 'nginx.conf', $port);
+my $master = slurp("$dir/gw/logs/nginx.pid");
+chomp $master;
+sub workers { join ' ', sort split ' ', `ps -o pid= --ppid $master` }
+my $workers = workers();
+is(scalar(split ' ', $workers), 2, "two workers ($workers)");
+
+sub api {
+    my ($method, $body, $path) = @_;
+    $path //= '/api';
+    spit("$dir/body.json", $body // '');
+    my $out = `curl -s -w '\\n%{http_code}' -X $method --data-binary \@$dir/body.json http://127.0.0.1:$port$path`;
+    my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
+    return ($code // 0, $reply // '');
+}
+sub servers_json { '{"upstreams":{"svc":{"servers":[' . join(',', map { qq({"address":"127.0.0.1:$_"}) } @_) . ']}}}' }
+sub backend { my ($code, $h, $body) = http_request($port, shift // '/', 'localhost'); return $body =~ /port=(\d+)/ ? $1 : "($code)" }
+
+# ---- the long-lived response, from before the first change ------------------
+my $slow_out = "$dir/slow.out";
+my $slow = fork // die;
+if ($slow == 0) {
+    exec("curl -s -N --max-time 120 -o $slow_out http://127.0.0.1:$port/slow");
+}
+sleep 0.5;
+
+# ---- 200 changes under load ---------------------------------------------
+my $wrk = "$dir/wrk.txt";
+my $wrk_pid = fork // die;
+if ($wrk_pid == 0) {
+    exec("wrk -t2 -c8 -d25s http://127.0.0.1:$port/ > $wrk 2>&1");
+}
+sleep 0.5;
+
+# the servers of change I: scale up and down over a moving window, and
+# every 20th change a rollout onto endpoints the previous list did not have
+my @lists;
+my @previous = ($ports[0]);
+for my $i (1 .. 200) {
+    my @list;
+    if ($i % 20 == 0) {
+        my %old = map { $_ => 1 } @previous;
+        @list = (grep { !$old{$_} } @ports)[0 .. 2];
+    } else {
+        my $size = 1 + $i % 6;
+        my $start = ($i * 5) % 16;
+        @list = map { $ports[($start + $_) % 16] } 0 .. $size - 1;
+    }
+    push @lists, [@list];
+    @previous = @list;
+}
+
+my %member_since = ($ports[0] => 0);   # port => time it joined (current members)
+my @intervals;                          # [port, from, to]
+my ($accepted, $late, $slowest, $rollouts) = (0, 0, 0, 0);
+my $first_change = time;
+for my $i (0 .. $#lists) {
+    my @list = @{$lists[$i]};
+    my ($code) = api('PUT', servers_json(@list));
+    my $now = time;
+    $accepted++ if $code == 200;
+    my %in = map { $_ => 1 } @list;
+    for my $p (keys %member_since) {
+        next if $in{$p};
+        push @intervals, [$p, $member_since{$p}, $now];
+        delete $member_since{$p};
+    }
+    my @new = grep { !exists $member_since{$_} } @list;
+    $member_since{$_} = $now for @new;
+    $rollouts++ if ($i + 1) % 20 == 0;
+    # every new endpoint serves within 1 s
+    my %waiting = map { $_ => 1 } @new;
+    while (%waiting && time - $now < 1) {
+        delete $waiting{backend()};
+    }
+    $late += scalar keys %waiting;
+    $slowest = time - $now if time - $now > $slowest && !%waiting;
+    sleep 0.05;
+}
+my $last_change = time;
+push @intervals, map { [$_, $member_since{$_}, 9e9] } keys %member_since;
+my $slow_alive = kill(0, $slow) && waitpid($slow, POSIX::WNOHANG()) == 0;
+waitpid($wrk_pid, 0);
+my $report = slurp($wrk);
+diag $report;
+diag sprintf("200 changes in %.1f s; the slowest new endpoint served %.0f ms after its change",
+             $last_change - $first_change, $slowest * 1000);
+
+is($accepted, 200, 'the API accepted 200 changes');
+is($rollouts, 10, 'ten of them rollouts onto all-new endpoints');
+is($late, 0, 'every new endpoint served within 1 s of its change');
+my ($requests) = $report =~ /(\d+) requests in/;
+ok(($requests // 0) > 1000, "wrk made requests throughout (@{[$requests // 0]})");
+unlike($report, qr/Non-2xx or 3xx responses/, 'no request got anything but a 2xx');
+unlike($report, qr/Socket errors/, 'no request met a connection error');
+is(workers(), $workers, 'no reload: the same worker processes served every change');
+ok($slow_alive, 'the response streaming since before the first change is still open after the last');
+waitpid($slow, 0);
+is($? >> 8, 0, 'and it ends complete');
+is(-s $slow_out, $slow_bytes, "with all its $slow_bytes bytes");
+
+# no request reached an endpoint outside its time in the list (0.5 s for
+# requests in flight at a change)
+my ($lines, @strays) = (0);
+for (split /\n/, slurp("$dir/backends/logs/access.log")) {
+    my ($p, $t) = split ' ';
+    next if $p == $wrongsan;
+    $lines++;
+    push @strays, "$p at $t" unless grep { $_->[0] == $p && $t >= $_->[1] - 0.5 && $t <= $_->[2] + 0.5 } @intervals;
+}
+ok($lines > 1000, "the endpoints logged the requests ($lines)");
+is_deeply(\@strays, [], 'a removed endpoint got no request after its in-flight ones');
+
+my $log = slurp("$dir/gw/logs/error.log");
+unlike($log, qr/SIGHUP|reconfiguring/, 'nginx was never reloaded');
+my @bad = grep { /\[(?:alert|crit|emerg)\]|signal \d+|exited on/ } split /\n/, $log;
+is_deeply(\@bad, [], 'no alert, crit or crash in the error log');
+
+# ---- removed endpoints leave no idle connection ---------------------------
+api('PUT', servers_json(@ports[0 .. 3]));
+backend() for 1 .. 40;
+my $before = () = `ss -Htn state established dst 127.0.0.1:$ports[2]` =~ /\S+/g;
+api('PUT', servers_json(@ports[4 .. 5]));
+sleep 1.5;   # each worker looks once a second
+my $after = () = `ss -Htn state established dst 127.0.0.1:$ports[2]` =~ /\S+/g;
+ok($before > 0, "a kept endpoint had idle keepalive connections ($before sockets)");
+is($after, 0, 'its idle keepalive connections are closed once it is removed');
+
+# ---- new endpoints are verified as configured ones are ----------------------
+api('PUT', servers_json($wrongsan));
+my ($code, $headers) = http_request($port, '/', 'localhost');
+is($code, 502, 'a pushed endpoint whose certificate the policy refuses answers 502');
+like($headers->{'x-verify'} // '', qr/^FAILED:name/, 'refused by the policy, for the name');
+api('PUT', servers_json($ports[7]));
+is(backend(), $ports[7], 'and a verified one serves');
+
+# ---- bad input changes nothing ------------------------------------------
+my (undef, $listed) = api('GET');
+like($listed, qr/"svc":\{"generation":\d+,"source":"api","servers":\[\{"address":"127.0.0.1:$ports[7]"/,
+     'GET lists the current servers');
+my @refusals = (
+    ['{"upstreams": {"svc": {"servers": [}}}', 400, qr/JSON line 1, column 36: a value was expected/, 'malformed JSON'],
+    ['{"upstreams": {"nope": {"servers": []}}}', 404, qr/no upstream \\"nope\\"/, 'an unknown upstream'],
+    ['{"upstreams": {"svc": {"servers": [{"address": "10.0.0.1:0"}]}}}', 400, qr/the port must be 1 to 65535/, 'a bad address'],
+    ['{"upstreams": {"svc": {"servers": [{"address": "svc.ns.svc:443"}]}}}', 400, qr/is not an IPv4 address/,
+     'a host name'],
+    ['{"upstreams": {"nozone": {"servers": []}}}', 409, qr/has no zone/, 'an upstream without a zone'],
+    ['{"upstreams": {"hashed": {"servers": []}}}', 409, qr/balances by hash/, 'a hash upstream'],
+    ['{"upstreams": {"svc": {"servers": []}, "tiny": {"servers": ['
+         . join(',', map { qq({"address":"127.0.0.1:$_"}) } 1 .. 2000) . ']}}}',
+     507, qr/zone \\"tiny\\" has no room for 2000 servers; nothing was changed/, 'a zone too small, with another upstream'],
+);
+for my $r (@refusals) {
+    my ($body, $status, $text, $what) = @$r;
+    my ($got, $reply) = api('PUT', $body);
+    is($got, $status, "$what: $status");
+    like($reply, $text, "$what: says why");
+}
+my ($forbidden, $why) = api('PUT', servers_json($ports[1]), '/api-elsewhere');
+is($forbidden, 403, 'a client outside gateway_tls_upstream_api_allow: 403');
+like(slurp("$dir/gw/logs/error.log"), qr/upstream API refused to 127.0.0.1: not in gateway_tls_upstream_api_allow/,
+     'and a log line');
+is((api('GET'))[1], $listed, 'after every refusal the running list is unchanged');
+is(backend(), $ports[7], 'and serves');
+is(backend('/tiny'), $ports[0], 'the other upstream of the refused request too');
+
+# ---- a reload keeps the last list pushed ----------------------------------
+system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null") == 0 or diag 'reload failed';
+sleep 1;
+isnt(workers(), $workers, 'a deliberate reload makes new workers');
+like((api('GET'))[1], qr/"svc":\{"generation":1,"source":"api","servers":\[\{"address":"127.0.0.1:$ports[7]"/,
+     'a reload keeps the servers last pushed');
+is(backend(), $ports[7], 'and they serve');
+spit("$dir/gw/nginx.conf", gateway_conf($ports[9]));
+system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
+sleep 1;
+like((api('GET'))[1], qr/"svc":\{"generation":0,"source":"configuration","servers":\[\{"address":"127.0.0.1:$ports[9]"/,
+     'a reload whose configuration changed the servers serves those');
+is(backend(), $ports[9], 'and they serve');
+
+stop_nginx("$dir/gw");
+stop_nginx("$dir/backends");
