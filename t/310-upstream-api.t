@@ -115,7 +115,21 @@ spit("$dir/gw/nginx.conf", gateway_conf($ports[0]));
 start_nginx("$dir/gw", 'nginx.conf', $port);
 my $master = slurp("$dir/gw/logs/nginx.pid");
 chomp $master;
-sub workers { join ' ', sort split ' ', `ps -o pid= --ppid $master` }
+# the master's children, from /proc (no procps needed)
+sub workers {
+    my @pids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        my $text = eval { slurp($stat) } // next;
+        push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
+    }
+    return join ' ', sort @pids;
+}
+# established TCP connections to 127.0.0.1:PORT, from /proc/net/tcp (no iproute2 needed)
+sub connections_to {
+    my $hex = sprintf '0100007F:%04X', shift;
+    return scalar grep { my @f = split ' '; ($f[2] // '') eq $hex && ($f[3] // '') eq '01' }
+        split /\n/, slurp('/proc/net/tcp');
+}
 my $workers = workers();
 is(scalar(split ' ', $workers), 2, "two workers ($workers)");
 
@@ -233,10 +247,10 @@ is_deeply(\@bad, [], 'no alert, crit or crash in the error log');
 # ---- removed endpoints leave no idle connection ---------------------------
 api('PUT', servers_json(@ports[0 .. 3]));
 backend() for 1 .. 40;
-my $before = () = `ss -Htn state established dst 127.0.0.1:$ports[2]` =~ /\S+/g;
+my $before = connections_to($ports[2]);
 api('PUT', servers_json(@ports[4 .. 5]));
 sleep 1.5;   # each worker looks once a second
-my $after = () = `ss -Htn state established dst 127.0.0.1:$ports[2]` =~ /\S+/g;
+my $after = connections_to($ports[2]);
 ok($before > 0, "a kept endpoint had idle keepalive connections ($before sockets)");
 is($after, 0, 'its idle keepalive connections are closed once it is removed');
 
