@@ -46,5 +46,12 @@ out=bench/results.md
     echo '```'
     bash bench/gateways.sh
     echo '```'
+    echo
+    echo "## Endpoint churn: zone upstream (servers replaceable at run time) / no zone, requests/s (target ~1.0);"
+    echo "## change to traffic at the new endpoint, through gateway_tls_upstream_api and through a reload"
+    echo
+    echo '```'
+    bash bench/upstream_api.sh "${BENCH_SECONDS:-5}" "${BENCH_ROUTES:-10000}"
+    echo '```'
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"
