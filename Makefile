@@ -34,14 +34,14 @@ endif
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
         libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
-        ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2
+        ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2 python3-yaml
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
 UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
 MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
 GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc)) \
-               ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc
+               ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc ngx_module/core/gtls_upstream_api.cc
 GEN_HDRS    := $(wildcard generator/src/*.h)
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_TEST_HDRS := $(wildcard generator/tests/*.h)

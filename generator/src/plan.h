@@ -261,6 +261,12 @@ struct Options {
     long nginx_version = 1022001;
     std::string resolver;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
+    // where gateway_tls_upstream_api answers (a loopback ADDR:PORT);
+    // "off": none, and upstreams get no zone
+    std::string upstream_api = "off";
+    // render replaceable upstreams without their servers: what a change
+    // must alter for a reload to be needed (gateway2nginx run)
+    bool endpoint_skeleton = false;
 };
 
 }  // namespace g2n

@@ -39,8 +39,22 @@ struct PassModules {
     bool grpc = false;
 };
 PassModules pass_modules(const Location &l);
-// upstream{} with its servers and the module directives of its policy
-void render_upstream(nginx::Writer &w, const Upstream &u);
+// An upstream's servers as written: each address as often as its rule's
+// retries need, without passive health checks where it is retried.
+struct ServerLine {
+    std::string address;
+    bool max_fails_off = false;
+};
+std::vector<ServerLine> upstream_server_lines(const Upstream &u);
+// Whether gateway_tls_upstream_api can replace the upstream's servers: an
+// http upstream that can be reached, its servers IP literals (names are
+// resolved only when nginx loads its configuration).
+bool api_replaceable(const Upstream &u);
+// Its servers as the API takes them (gtls::upstream_servers_json).
+std::string upstream_servers_api_json(const Upstream &u);
+// upstream{} with its servers and the module directives of its policy; in
+// `zone` when its servers are replaceable at run time (skeleton: without them)
+void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone = nullptr, bool skeleton = false);
 std::string render_status(const Plan &plan, const Options &options);
 // The same, straight into a stream: status.yaml is the largest output.
 void render_status(std::ostream &out, const Plan &plan, const Options &options);

@@ -331,6 +331,7 @@ inline Rendered render_for_property(const std::string &yaml)
     }
     out.rejected = m.rejected.size();
     g2n::Options options;
+    options.upstream_api = "127.0.0.1:9114";  // zones, and the API's server, rendered too
     std::vector<ConfDirective> all;
     try {
         g2n::Plan plan = g2n::resolve(m, options);
@@ -382,7 +383,7 @@ inline const std::set<std::string> &generator_vocabulary()
                  // http.conf and stream.conf
                  "proxy_ssl_verify_insecure", "proxy_http_version", "proxy_set_header", "proxy_ssl_server_name",
                  "proxy_ssl_name", "grpc_ssl_server_name", "grpc_ssl_name", "geo", "upstream", "map", "split_clients",
-                 "server", "gateway_tls_status_zone", "gateway_tls_share"});
+                 "server", "gateway_tls_status_zone", "gateway_tls_share", "gateway_tls_upstream_state_zone"});
         add("events>", {"worker_connections"});
         add("http>", {"access_log", "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
                       "scgi_temp_path", "server_names_hash_bucket_size", "proxy_headers_hash_bucket_size",
@@ -393,7 +394,7 @@ inline const std::set<std::string> &generator_vocabulary()
         add("geo>", {"default"});
         add("map>", {"<key>", "default", "hostnames"});
         add("split_clients>", {"<key>"});
-        add("upstream>", {"server", "proxy_ssl_verify_mode", "proxy_ssl_verify_ca", "proxy_ssl_verify_san",
+        add("upstream>", {"server", "zone", "proxy_ssl_verify_mode", "proxy_ssl_verify_ca", "proxy_ssl_verify_san",
                           "proxy_ssl_verify_pin", "proxy_ssl_policy_name", "proxy_ssl_policy_hostname",
                           "grpc_ssl_verify_mode", "grpc_ssl_verify_ca", "grpc_ssl_verify_san", "grpc_ssl_verify_pin",
                           "grpc_ssl_policy_name", "grpc_ssl_policy_hostname"});
@@ -401,14 +402,16 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client", "ssl_verify_client_handshake", "ssl_client_certificate", "ssl_verify_depth",
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
-                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "if", "http2"});
+                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "if", "http2", "access_log"});
         add("server>if>", {"return"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
                                  "internal", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",
                                  "proxy_next_upstream_timeout", "grpc_connect_timeout", "grpc_send_timeout",
                                  "grpc_read_timeout", "grpc_next_upstream_timeout", "proxy_next_upstream",
-                                 "proxy_next_upstream_tries", "grpc_next_upstream", "grpc_next_upstream_tries"});
+                                 "proxy_next_upstream_tries", "grpc_next_upstream", "grpc_next_upstream_tries",
+                                 "gateway_tls_upstream_api", "gateway_tls_upstream_api_allow",
+                                 "client_body_buffer_size", "client_max_body_size"});
         add("server>location>if>", {"return", "add_header", "grpc_pass"});
         return w;
     }();

@@ -99,6 +99,7 @@ BOOST_AUTO_TEST_CASE(nginx_accepts_what_the_generator_writes)
     options.listen_address = "127.0.0.1";
     options.status_listen = "off";
     options.port_offset = std::getenv("GTLS_PORT_OFFSET") ? std::atoi(std::getenv("GTLS_PORT_OFFSET")) : 0;
+    options.upstream_api = "127.0.0.1:" + std::to_string(9114 + options.port_offset);
     std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gtls-nginx-accepts-" + std::to_string(::getpid()));
     // an ExternalName nginx resolves wherever it runs
     std::string manifests = benign();

@@ -1,0 +1,24 @@
+// gateway2nginx run: beside a running nginx, for as long as it runs.
+#pragma once
+
+#include <string>
+
+#include "cli.h"
+
+namespace g2n {
+
+// Watches the -f directories and files (inotify), or reads kubectl's
+// --output-watch-events stream on standard input (--watch-events), and
+// after each quiet spell of --debounce ms applies what changed: servers of
+// replaceable upstreams alone are pushed to gateway_tls_upstream_api (no
+// reload); anything else is rendered, checked and swapped into OUTDIR,
+// nginx reloaded and the reload confirmed (new workers). A change that
+// changes nothing nginx runs neither pushes nor reloads. OUTDIR, status.yaml
+// included, always holds the latest configuration. Returns the exit code.
+int run_gateway(const Args &args);
+
+// The end of the first complete JSON value in `text` from `from` (skipping
+// whitespace before it), or std::string::npos while it is incomplete.
+size_t json_value_end(const std::string &text, size_t from);
+
+}  // namespace g2n

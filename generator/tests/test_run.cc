@@ -1,0 +1,144 @@
+// gateway2nginx run: what the upstream API changes without a reload, and
+// how the watch-event stream is cut into events.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include "gtls_upstream_api.h"
+#include "render.h"
+#include "run.h"
+#include "test_support.h"
+
+using namespace g2n;
+using g2n_test::parse;
+
+namespace {
+
+const std::string kManifests = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: gateway2nginx.io/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: ns}
+spec: {type: ExternalName, externalName: db.example.com, ports: [{name: http, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /web}}]
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /retried}}]
+    retry: {attempts: 3, codes: [503]}
+    backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {value: /ext}}]
+    backendRefs: [{name: ext, port: 80}]
+)";
+
+std::string slice(const std::string &addresses)
+{
+    return "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: web-1\n  namespace: ns\n"
+           "  labels: {kubernetes.io/service-name: web}\nports: [{name: http, port: 8080}]\n"
+           "endpoints: [{addresses: [" + addresses + "]}]\n";
+}
+
+Options with_api()
+{
+    Options o;
+    o.upstream_api = "127.0.0.1:9114";
+    return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_mode)
+
+BOOST_AUTO_TEST_CASE(endpoint_upstreams_share_a_zone_and_the_api_listens_on_loopback)
+{
+    Plan plan = resolve(parse(kManifests + slice(R"("10.0.0.1", "fd00::2")")), with_api());
+    const std::string http = render_http_conf(plan, with_api());
+    BOOST_TEST(http.find("zone gateway2nginx_servers 1040k;") != std::string::npos);
+    BOOST_TEST(http.find("gateway_tls_upstream_state_zone 1032k;") != std::string::npos);
+    BOOST_TEST(http.find("listen 127.0.0.1:9114;") != std::string::npos);
+    BOOST_TEST(http.find("gateway_tls_upstream_api_allow 127.0.0.1 ::1;") != std::string::npos);
+    size_t zoned = 0, replaceable = 0;
+    for (size_t at = 0; (at = http.find("zone gateway2nginx_servers;", at)) != std::string::npos; at++) zoned++;
+    for (const Upstream &u : plan.upstreams) replaceable += api_replaceable(u);
+    BOOST_TEST(replaceable == 2u);  // web, and web for the retried rule
+    BOOST_TEST(zoned == replaceable);
+    // a name is resolved when nginx loads it: never replaceable
+    for (const Upstream &u : plan.upstreams) {
+        if (u.comment.find("ext") != std::string::npos) BOOST_TEST(!api_replaceable(u));
+    }
+    // without --upstream-api: no zone, no API
+    const std::string plain = render_http_conf(plan, Options{});
+    BOOST_TEST(plain.find("gateway2nginx_servers") == std::string::npos);
+    BOOST_TEST(plain.find("gateway_tls_upstream_api") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_api_gets_the_servers_nginx_would_be_given)
+{
+    Plan plan = resolve(parse(kManifests + slice(R"("10.0.0.1", "fd00::2")")), with_api());
+    for (const Upstream &u : plan.upstreams) {
+        if (!api_replaceable(u)) continue;
+        std::vector<gtls::UpstreamServer> servers = gtls::parse_server_list(upstream_servers_api_json(u));
+        const std::vector<ServerLine> lines = upstream_server_lines(u);
+        BOOST_TEST_REQUIRE(servers.size() == lines.size());
+        for (size_t i = 0; i < lines.size(); i++) {
+            BOOST_TEST(servers[i].address == lines[i].address);
+            BOOST_TEST(servers[i].max_fails == (lines[i].max_fails_off ? 0u : 1u));
+        }
+        // the retried rule lists each server often enough for 4 tries
+        if (u.tries > 1) BOOST_TEST(servers.size() == 4u);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_skeleton_leaves_out_exactly_the_replaceable_servers)
+{
+    Options skeleton = with_api();
+    skeleton.endpoint_skeleton = true;
+    auto http = [&](const std::string &addresses, const Options &o) {
+        return render_http_conf(resolve(parse(kManifests + slice(addresses)), o), o);
+    };
+    // other endpoints: the same skeleton, other servers
+    BOOST_TEST(http(R"("10.0.0.1")", skeleton) == http(R"("10.0.0.7", "10.0.0.8")", skeleton));
+    BOOST_TEST(http(R"("10.0.0.1")", with_api()) != http(R"("10.0.0.7", "10.0.0.8")", with_api()));
+    BOOST_TEST(http(R"("10.0.0.1")", skeleton).find("10.0.0.1") == std::string::npos);
+    // the ExternalName's server stays in the skeleton: changing it reloads
+    BOOST_TEST(http(R"("10.0.0.1")", skeleton).find("db.example.com:80") != std::string::npos);
+    // no endpoints at all: the upstream becomes unusable, which a reload serves
+    BOOST_TEST(http(R"("10.0.0.1")", skeleton) != render_http_conf(resolve(parse(kManifests), skeleton), skeleton));
+}
+
+BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
+{
+    const std::string stream = "{\"type\": \"ADDED\", \"object\": {\"a\": \"}{\\\"\", \"b\": [1, {\"c\": 2}]}}\n"
+                               "  {\n  \"type\": \"DELETED\"\n}\n{\"type\": \"MOD";
+    size_t first = json_value_end(stream, 0);
+    BOOST_TEST_REQUIRE(first != std::string::npos);
+    BOOST_TEST(stream.substr(0, first) == "{\"type\": \"ADDED\", \"object\": {\"a\": \"}{\\\"\", \"b\": [1, {\"c\": 2}]}}");
+    size_t second = json_value_end(stream, first);
+    BOOST_TEST_REQUIRE(second != std::string::npos);
+    BOOST_TEST(stream.substr(first, second - first) == "\n  {\n  \"type\": \"DELETED\"\n}");
+    BOOST_TEST(json_value_end(stream, second) == std::string::npos);  // incomplete: wait for more
+    BOOST_TEST(json_value_end("   \n", 0) == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

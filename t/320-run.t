@@ -1,0 +1,231 @@
+# gateway2nginx run beside nginx (issue 20): it watches the manifests'
+# directory; EndpointSlice changes reach nginx through
+# gateway_tls_upstream_api with no reload (the worker pids never change),
+# a route change is rendered, checked and reloaded (new workers, confirmed),
+# a change that changes nothing neither pushes nor reloads, bad input
+# changes nothing, and status.yaml stays current. Then the same from
+# kubectl's --output-watch-events stream on standard input.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path remove_tree);
+use Time::HiRes qw(sleep time);
+use JSON::PP;
+
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $certs = certs_dir();
+my $backend_port = server_port() + 1;   # every endpoint listens on 127.0.0.N:this
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
+(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
+
+# ---- endpoints on 127.0.0.1 to 127.0.0.8, one port ------------------------
+make_path("$dir/backends/logs", "$dir/backends/tmp");
+my $servers = join '', map { <<"EOF" } 1 .. 8;
+    server {
+        listen 127.0.0.$_:$backend_port ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        location / { return 200 "endpoint=127.0.0.$_ path=\$uri\\n"; }
+    }
+EOF
+spit("$dir/backends/nginx.conf", <<"EOF");
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path tmp/client_body;
+$servers
+}
+EOF
+start_nginx("$dir/backends", 'nginx.conf', $backend_port);
+
+sub slice_yaml {
+    my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
+    return <<"YAML";
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-abc
+  namespace: ns
+  labels: {kubernetes.io/service-name: web}
+ports: [{name: https, port: $backend_port}]
+endpoints: [{addresses: [$addresses]}]
+YAML
+}
+sub route_yaml {
+    my @paths = @_;
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @paths;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
+}
+my $base = gateway_manifests() . <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: web-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation:
+    hostname: abc.example.com
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+YAML
+
+# a file replaced the way kubectl cp or a config sync does: written aside, renamed
+sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+make_path("$dir/manifests");
+put('base.yaml', $base);
+put('route.yaml', route_yaml('/web'));
+put('slice.yaml', slice_yaml(1, 2));
+
+my $log = "$dir/run.log";
+my @common = ('--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
+              '--status-listen', 'off', '--debounce', '100');
+sub start_run {
+    my ($out, @args) = @_;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        open STDERR, '>>', $log or die;
+        exec($bin, 'run', @args, '-o', $out, '--reload', "$out/nginx.pid", '--upstream-api', "127.0.0.1:$api_port",
+             @common) or die;
+    }
+    return $pid;
+}
+sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); sleep 0.02 until $what->() || time > $deadline; return $what->() }
+sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
+sub master_of { my $m = slurp(shift); chomp $m; $m }
+sub workers_of {
+    my $master = shift;
+    my @pids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        my $text = eval { slurp($stat) } // next;
+        push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
+    }
+    return join ' ', sort @pids;
+}
+sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
+sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 24; return join ' ', sort keys %seen }
+
+# ---- from a watched directory ------------------------------------------------
+my $out = "$dir/out";
+my $run = start_run($out, '-f', "$dir/manifests");
+ok(wait_for(sub { -f "$out/nginx.conf" }), 'gateway2nginx run writes the configuration') or diag slurp($log);
+start_nginx($out, 'nginx.conf', $port);
+my $master = master_of("$out/nginx.pid");
+my $workers = workers_of($master);
+is(endpoints_seen(), '127.0.0.1 127.0.0.2', 'traffic reaches the endpoints of the EndpointSlice');
+like(slurp("$out/http.conf"), qr/zone gateway2nginx_servers;/, 'the upstream has its servers in the zone');
+
+my @changes = ([3], [3, 4, 5], [4, 5], [6, 7, 8], [1], [2, 3], [8], [1, 2, 3, 4, 5, 6, 7, 8], [5, 6], [7]);
+my ($served, $slowest) = (0, 0);
+for my $i (0 .. $#changes) {
+    my @want = @{$changes[$i]};
+    my $pushed = count_in_log(qr/pushed to nginx, no reload/);
+    my $start = time;
+    put('slice.yaml', slice_yaml(@want));
+    my $expected = join ' ', map { "127.0.0.$_" } @want;
+    if (wait_for(sub { endpoints_seen() eq $expected }, 5)) {
+        $served++;
+        $slowest = time - $start if time - $start > $slowest;
+    } else {
+        diag "change $i: wanted $expected, got " . endpoints_seen();
+    }
+    wait_for(sub { count_in_log(qr/pushed to nginx, no reload/) > $pushed }, 2);
+}
+diag sprintf('the slowest EndpointSlice change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
+is($served, scalar @changes, 'every EndpointSlice change reached the traffic, exactly its endpoints');
+is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'each was pushed through the upstream API');
+is(workers_of($master), $workers, 'and nginx never reloaded: the same workers');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+like(slurp("$out/http.conf"), qr/server "?127\.0\.0\.7:$backend_port"?;/, 'OUTDIR holds the latest servers');
+
+put('slice.yaml', slice_yaml(7));
+ok(wait_for(sub { count_in_log(qr/no change to the configuration or the status/) >= 1 }, 3),
+   'rewriting a file with the same objects: no change, said so');
+is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'nothing pushed for it');
+
+put('route.yaml', route_yaml('/web', '/shop'));
+ok(wait_for(sub { count_in_log(qr/nginx reloaded: workers/) >= 1 }, 10), 'a route change reloads nginx, confirmed');
+isnt(workers_of($master), $workers, 'with new workers');
+# the old workers stop accepting once they have the master's word
+ok(wait_for(sub { endpoint('/shop') eq '127.0.0.7' }, 3), 'and the new route serves, from the pushed endpoint');
+
+put('broken.yaml', "apiVersion: v1\nkind: Service\nmetadata: {name: [\n");
+ok(wait_for(sub { count_in_log(qr/bad input, nothing changed: .*broken\.yaml:\d+:\d+/) >= 1 }, 3),
+   'bad input is reported with file, line and column, and nothing changes');
+is(endpoint(), '127.0.0.7', 'nginx still serves');
+unlink "$dir/manifests/broken.yaml";
+like(slurp("$out/status.yaml"), qr/name: r\b/, 'status.yaml is current');
+
+kill 'TERM', $run;
+waitpid($run, 0);
+is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
+stop_nginx($out);
+
+# ---- from kubectl's watch events on standard input ---------------------------
+# every object of the directory as an ADDED event, pretty-printed as kubectl does
+my $out2 = "$dir/out2";
+my @objects = grep { /\S/ } split /^---\n/m, $base . "---\n" . route_yaml('/web');
+pipe(my $reader, my $writer) or die;
+my $watch = fork // die;
+if ($watch == 0) {
+    close $writer;
+    open STDIN, '<&', $reader or die;
+    open STDERR, '>>', $log or die;
+    exec($bin, 'run', '-f', '-', '--watch-events', '-o', $out2, '--reload', "$out2/nginx.pid",
+         '--upstream-api', "127.0.0.1:$api_port", @common) or die;
+}
+close $reader;
+$writer->autoflush(1);
+my $json = JSON::PP->new->canonical->pretty;
+sub event { my ($type, $object) = @_; print $writer $json->encode({type => $type, object => $object}) }
+my $slice = sub {
+    {apiVersion => 'discovery.k8s.io/v1', kind => 'EndpointSlice',
+     metadata => {name => 'web-abc', namespace => 'ns', labels => {'kubernetes.io/service-name' => 'web'}},
+     ports => [{name => 'https', port => $backend_port + 0}],
+     endpoints => [{addresses => [map { "127.0.0.$_" } @_]}]}
+};
+# the other objects as kubectl prints them: JSON
+my $count = 0;
+for my $doc (@objects) {
+    print $writer '{"type": "ADDED", "object": ' . yaml_to_json($doc) . "}\n";
+    $count++;
+}
+event('ADDED', $slice->(1));
+ok(wait_for(sub { -f "$out2/nginx.conf" }, 10), "$count objects and a slice as watch events: a configuration")
+    or diag slurp($log);
+start_nginx($out2, 'nginx.conf', $port);
+my $master2 = master_of("$out2/nginx.pid");
+my $workers2 = workers_of($master2);
+is(endpoints_seen(), '127.0.0.1', 'it serves the watched endpoints');
+my $pushed = count_in_log(qr/pushed to nginx, no reload/);
+event('MODIFIED', $slice->(2, 3));
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 5), 'a MODIFIED EndpointSlice event reaches the traffic');
+is(count_in_log(qr/pushed to nginx, no reload/), $pushed + 1, 'pushed, not reloaded');
+is(workers_of($master2), $workers2, 'the same workers');
+close $writer;
+waitpid($watch, 0);
+is($? >> 8, 0, 'the watch stream ends, and so does gateway2nginx run');
+stop_nginx($out2);
+stop_nginx("$dir/backends");
+
+# a YAML document as JSON, by Debian's python3-yaml
+sub yaml_to_json {
+    spit("$dir/object.yaml", shift);
+    my $out = `/usr/bin/python3 -c 'import sys, json, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1])), indent=2))' $dir/object.yaml`;
+    return $out if $out =~ /^\{/;
+    die "cannot convert a document to JSON\n";
+}
