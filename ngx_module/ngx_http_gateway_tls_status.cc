@@ -55,28 +55,7 @@ ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = static_cast<off_t>(body.size());
-    if (prometheus) {
-        ngx_str_set(&r->headers_out.content_type, "text/plain; version=0.0.4");
-    } else {
-        ngx_str_set(&r->headers_out.content_type, "application/json");
-    }
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-
-    rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, body.size());
-    if (b == nullptr) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    b->last = ngx_cpymem(b->pos, body.data(), body.size());
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-    ngx_chain_t out = {b, nullptr};
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_gtls_send(r, NGX_HTTP_OK, prometheus ? "text/plain; version=0.0.4" : "application/json", body);
 }
 
 }  // namespace
@@ -84,24 +63,14 @@ ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
 char *ngx_http_gtls_status_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
 
     if (mcf->registry->status.zone != nullptr) {
         return const_cast<char *>("is duplicate");
     }
-    ssize_t size = ngx_parse_size(&value[1]);
-    if (size == NGX_ERROR || size < static_cast<ssize_t>(8 * ngx_pagesize)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid value \"%V\" in \"%V\" directive: expected a size of at least %uz",
-                           &value[1], &cmd->name, 8 * ngx_pagesize);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    ngx_str_t name = {ngx_strlen(ngx_gtls_status_zone_name), (u_char *) ngx_gtls_status_zone_name};
-    ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, &name, static_cast<size_t>(size), &ngx_http_gateway_tls_module);
+    ngx_shm_zone_t *zone = ngx_http_gtls_add_zone(cf, cmd, ngx_gtls_status_zone_name, ngx_gtls_status_init_zone);
     if (zone == nullptr) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    zone->init = ngx_gtls_status_init_zone;
     mcf->registry->status.zone = zone;
     return NGX_CONF_OK;
 }
@@ -114,3 +83,44 @@ char *ngx_http_gtls_status(ngx_conf_t *cf, ngx_command_t *, void *)
     return NGX_CONF_OK;
 }
 
+
+ngx_shm_zone_t *ngx_http_gtls_add_zone(ngx_conf_t *cf, ngx_command_t *cmd, const char *name, ngx_shm_zone_init_pt init)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    ssize_t size = ngx_parse_size(&value[1]);
+    if (size == NGX_ERROR || size < static_cast<ssize_t>(8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive: expected a size of at least %uz",
+                           &value[1], &cmd->name, 8 * ngx_pagesize);
+        return nullptr;
+    }
+    ngx_str_t zone_name = {ngx_strlen(name), (u_char *) name};
+    ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, &zone_name, static_cast<size_t>(size), &ngx_http_gateway_tls_module);
+    if (zone != nullptr) {
+        zone->init = init;
+    }
+    return zone;
+}
+
+ngx_int_t ngx_http_gtls_send(ngx_http_request_t *r, ngx_uint_t status, const char *content_type, const std::string &body)
+{
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = static_cast<off_t>(body.size());
+    r->headers_out.content_type.len = ngx_strlen(content_type);
+    r->headers_out.content_type.data = (u_char *) content_type;
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, body.size());
+    if (b == nullptr) {
+        return NGX_ERROR;
+    }
+    b->last = ngx_cpymem(b->pos, body.data(), body.size());
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out = {b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}

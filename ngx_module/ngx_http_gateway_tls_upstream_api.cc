@@ -389,23 +389,7 @@ void ngx_http_gtls_notice_handler(ngx_event_t *ev)
 
 ngx_int_t ngx_http_gtls_api_reply(ngx_http_request_t *r, ngx_uint_t status, const std::string &body)
 {
-    r->headers_out.status = status;
-    r->headers_out.content_length_n = static_cast<off_t>(body.size());
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    ngx_int_t rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, body.size());
-    if (b == nullptr) {
-        return NGX_ERROR;
-    }
-    b->last = ngx_cpymem(b->pos, body.data(), body.size());
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-    ngx_chain_t out = {b, nullptr};
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_gtls_send(r, status, "application/json", body);
 }
 
 ngx_int_t ngx_http_gtls_api_refuse(ngx_http_request_t *r, ngx_uint_t status, const std::string &text)
@@ -746,25 +730,11 @@ char *ngx_http_gtls_upstream_api_allow(ngx_conf_t *cf, ngx_command_t *cmd, void 
 char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(conf);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     if (mcf->upstream_state != nullptr) {
         return const_cast<char *>("is duplicate");
     }
-    ssize_t size = ngx_parse_size(&value[1]);
-    if (size == NGX_ERROR || size < static_cast<ssize_t>(8 * ngx_pagesize)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid value \"%V\" in \"%V\" directive: expected a size of at least %uz",
-                           &value[1], &cmd->name, 8 * ngx_pagesize);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    ngx_str_t name = {ngx_strlen(kStateZoneName), (u_char *) kStateZoneName};
-    ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, &name, static_cast<size_t>(size), &ngx_http_gateway_tls_module);
-    if (zone == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    zone->init = ngx_http_gtls_state_init_zone;
-    mcf->upstream_state = zone;
-    return NGX_CONF_OK;
+    mcf->upstream_state = ngx_http_gtls_add_zone(cf, cmd, kStateZoneName, ngx_http_gtls_state_init_zone);
+    return mcf->upstream_state != nullptr ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
 }
 
 ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
