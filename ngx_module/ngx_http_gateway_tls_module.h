@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ngx_gtls_nginx.h"
@@ -55,6 +56,8 @@ typedef struct {
     ngx_shm_zone_t                                              *upstream_state;  // gateway_tls_upstream_state_zone
     ngx_flag_t                                                   upstream_api;    // a location serves it
     std::vector<ngx_http_gtls_dynamic_t *>                      *dynamic;         // per cycle, from init_module
+    std::unordered_map<std::string, ngx_http_gtls_dynamic_t *>  *dynamic_by_name;
+    uint64_t                                                     state_sequence;  // state entries up to it are applied
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the

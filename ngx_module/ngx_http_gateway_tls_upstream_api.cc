@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include "gtls_upstream_api.h"
@@ -40,14 +41,20 @@ struct ngx_http_gtls_dynamic_sh_t {
     ngx_http_gtls_generation_t    *alive;
     ngx_atomic_t                   generation;  // counts swaps, read unlocked by workers' timers
     ngx_uint_t                     pushed;      // the current list came from the API
+    uint64_t                       sequence;    // of the state zone's entry it came from; 0: configured
 };
 
 namespace {
 
 // ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
 
+// One entry per upstream, the list last pushed. Entries are numbered as
+// they are written: a push that a worker of a replaced configuration
+// handled (a reload's race) reaches the workers of the new one, whose
+// timers look for entries newer than what they run.
 struct ngx_http_gtls_state_entry_t {
     ngx_http_gtls_state_entry_t  *next;
+    uint64_t                      sequence;
     uint64_t                      fingerprint;  // of the configured servers it replaced
     size_t                        name_len, json_len;
     u_char                        data[1];      // name, then the servers' JSON
@@ -55,6 +62,7 @@ struct ngx_http_gtls_state_entry_t {
 
 struct ngx_http_gtls_state_t {
     ngx_http_gtls_state_entry_t  *entries;
+    uint64_t                      sequence;  // of the last entry written
 };
 
 const char *const kStateZoneName = "gateway_tls_upstream_state";
@@ -218,20 +226,36 @@ void ngx_http_gtls_collect(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generatio
     ngx_shmtx_unlock(&shpool->mutex);
 }
 
-void ngx_http_gtls_swap(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen, bool pushed)
+// Makes `gen` current, unless it comes from a state entry (`sequence`) no
+// newer than the current list's: then false, and the caller frees it.
+bool ngx_http_gtls_swap(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen, uint64_t sequence)
 {
     ngx_http_gtls_dynamic_sh_t *sh = dyn->sh;
     ngx_rwlock_wlock(&sh->lock);
+    if (sequence != 0 && sequence <= sh->sequence) {
+        ngx_rwlock_unlock(&sh->lock);
+        return false;
+    }
     ngx_http_gtls_generation_t *old = sh->current;
     gen->generation = sh->generation + 1;
     gen->next = sh->alive;
     sh->alive = gen;
     sh->current = gen;
-    sh->pushed = pushed;
+    sh->pushed = 1;
+    sh->sequence = sequence;
     old->retired = 1;
     ngx_http_gtls_collect(dyn, old);
     ngx_atomic_fetch_add(&sh->generation, 1);
     ngx_rwlock_unlock(&sh->lock);
+    return true;
+}
+
+void ngx_http_gtls_free_generation(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen)
+{
+    ngx_slab_pool_t *shpool = dyn->configured->shpool;
+    ngx_shmtx_lock(&shpool->mutex);
+    ngx_http_gtls_free_generation_locked(shpool, gen);
+    ngx_shmtx_unlock(&shpool->mutex);
 }
 
 std::vector<gtls::UpstreamServer> ngx_http_gtls_servers_of(const ngx_http_upstream_rr_peers_t *peers)
@@ -261,12 +285,8 @@ ngx_http_gtls_main_conf_t *ngx_http_gtls_cycle_main_conf(ngx_cycle_t *cycle)
 
 ngx_http_gtls_dynamic_t *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, std::string_view name)
 {
-    for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
-        if (ngx_gtls_sv(dyn->uscf->host) == name) {
-            return dyn;
-        }
-    }
-    return nullptr;
+    auto it = mcf->dynamic_by_name->find(std::string(name));
+    return it != mcf->dynamic_by_name->end() ? it->second : nullptr;
 }
 
 // Why the API cannot replace this upstream's servers; empty when it can.
@@ -351,6 +371,55 @@ void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t 
     }
 }
 
+// Lists pushed since this worker last looked, through whichever worker
+// (of this configuration or of one a reload replaced), made current here
+// when this configuration does not run them yet.
+void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->upstream_state == nullptr) {
+        return;
+    }
+    auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
+    ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
+    struct newer_t {
+        ngx_http_gtls_dynamic_t *dyn;
+        std::string json;
+        uint64_t sequence;
+    };
+    std::vector<newer_t> newer;
+    ngx_shmtx_lock(&state_pool->mutex);
+    if (state->sequence != mcf->state_sequence) {
+        for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
+            if (e->sequence <= mcf->state_sequence) {
+                continue;
+            }
+            auto it = mcf->dynamic_by_name->find(std::string(ngx_http_gtls_entry_name(e)));
+            if (it != mcf->dynamic_by_name->end() && e->sequence > it->second->sh->sequence) {
+                newer.push_back({it->second, std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len),
+                                 e->sequence});
+            }
+        }
+        mcf->state_sequence = state->sequence;
+    }
+    ngx_shmtx_unlock(&state_pool->mutex);
+
+    for (const newer_t &n : newer) {
+        ngx_http_gtls_generation_t *gen = ngx_http_gtls_build_generation(n.dyn, gtls::parse_server_list(n.json));
+        if (gen == nullptr) {
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: upstream \"%V\": zone \"%V\" has no room for the servers pushed",
+                          &n.dyn->uscf->host, &n.dyn->uscf->shm_zone->shm.name);
+            continue;
+        }
+        if (!ngx_http_gtls_swap(n.dyn, gen, n.sequence)) {
+            ngx_http_gtls_free_generation(n.dyn, gen);  // another worker of this configuration did
+        } else {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "gateway_tls: upstream \"%V\" takes the servers pushed through another worker (entry %uL)",
+                          &n.dyn->uscf->host, n.sequence);
+        }
+    }
+}
+
 void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
@@ -358,6 +427,7 @@ void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
         return;
     }
     try {
+        ngx_http_gtls_apply_newer_entries(cycle, mcf);
         for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
             if (dyn->sh->generation == dyn->seen_generation) {
                 continue;
@@ -435,10 +505,7 @@ void ngx_http_gtls_drop_pending(ngx_http_gtls_main_conf_t *mcf, std::vector<ngx_
 {
     for (ngx_http_gtls_pending_t &p : pending) {
         if (p.gen != nullptr) {
-            ngx_slab_pool_t *shpool = p.dyn->configured->shpool;
-            ngx_shmtx_lock(&shpool->mutex);
-            ngx_http_gtls_free_generation_locked(shpool, p.gen);
-            ngx_shmtx_unlock(&shpool->mutex);
+            ngx_http_gtls_free_generation(p.dyn, p.gen);
         }
         if (p.entry != nullptr) {
             ngx_slab_free(ngx_http_gtls_state_pool(mcf->upstream_state), p.entry);
@@ -483,6 +550,7 @@ void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t 
             break;
         }
     }
+    entry->sequence = ++state->sequence;
     entry->next = state->entries;
     state->entries = entry;
     ngx_shmtx_unlock(&shpool->mutex);
@@ -543,13 +611,15 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     std::string reply = "{\"upstreams\":{";
     for (size_t i = 0; i < pending.size(); i++) {
         ngx_http_gtls_pending_t &p = pending[i];
-        ngx_http_gtls_swap(p.dyn, p.gen, true);
         ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
+        if (!ngx_http_gtls_swap(p.dyn, p.gen, p.entry->sequence)) {
+            ngx_http_gtls_free_generation(p.dyn, p.gen);  // a newer push won meanwhile
+            p.gen = nullptr;
+        }
         ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                      "gateway_tls: upstream \"%V\" now has %uz servers (generation %ui, from the API)",
-                      &p.dyn->uscf->host, p.servers, p.gen->generation);
-        reply += (i ? "," : "") + gtls::json_string(updates[i].upstream) + ":{\"generation\":"
-                 + std::to_string(p.gen->generation) + ",\"servers\":" + std::to_string(p.servers) + "}";
+                      "gateway_tls: upstream \"%V\" now has %uz servers (from the API, entry %uL)",
+                      &p.dyn->uscf->host, p.servers, p.entry->sequence);
+        reply += (i ? "," : "") + gtls::json_string(updates[i].upstream) + ":{\"servers\":" + std::to_string(p.servers) + "}";
     }
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
     return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, reply + "}}\n");
@@ -618,6 +688,14 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
             return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, ngx_http_gtls_list_json(mcf));
         }
         if (r->method & NGX_HTTP_PUT) {
+            if (ngx_exiting || ngx_quit || ngx_terminate) {
+                // a push here would not reach the configuration that replaces this one
+                if (ngx_http_discard_request_body(r) != NGX_OK) {
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                }
+                return ngx_http_gtls_api_refuse(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                                "this worker is leaving after a reload; retry");
+            }
             r->request_body_in_single_buf = 1;
             ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_gtls_api_body);
             if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
@@ -745,7 +823,8 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
     }
     try {
         mcf->dynamic = ngx_gtls_pool_new<std::vector<ngx_http_gtls_dynamic_t *>>(cycle->pool);
-        if (mcf->dynamic == nullptr) {
+        mcf->dynamic_by_name = ngx_gtls_pool_new<std::unordered_map<std::string, ngx_http_gtls_dynamic_t *>>(cycle->pool);
+        if (mcf->dynamic == nullptr || mcf->dynamic_by_name == nullptr) {
             return NGX_ERROR;
         }
         auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(
@@ -781,6 +860,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
             auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_conf_upstream_srv_conf(uscf, ngx_http_gateway_tls_module));
             ups->dynamic = dyn;
             mcf->dynamic->push_back(dyn);
+            (*mcf->dynamic_by_name)[std::string(ngx_gtls_sv(uscf->host))] = dyn;
         }
 
         if (mcf->upstream_state == nullptr) {
@@ -789,7 +869,11 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
         // the servers last pushed, where the configured ones are still those they replaced
         auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
         ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
-        std::vector<std::pair<std::string, std::string>> kept;
+        struct kept_t {
+            std::string name, json;
+            uint64_t sequence;
+        };
+        std::vector<kept_t> kept;
         ngx_shmtx_lock(&state_pool->mutex);
         for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
             ngx_http_gtls_state_entry_t *e = *link;
@@ -799,13 +883,15 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
                 ngx_slab_free_locked(state_pool, e);
                 continue;
             }
-            kept.emplace_back(std::string(ngx_http_gtls_entry_name(e)),
-                              std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len));
+            kept.push_back({std::string(ngx_http_gtls_entry_name(e)),
+                            std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len), e->sequence});
             link = &e->next;
         }
+        mcf->state_sequence = state->sequence;  // the workers apply what comes after
         ngx_shmtx_unlock(&state_pool->mutex);
 
-        for (const auto &[name, json] : kept) {
+        for (const kept_t &k : kept) {
+            const std::string &name = k.name, &json = k.json;
             ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
             ngx_http_gtls_generation_t *gen = ngx_http_gtls_build_generation(dyn, gtls::parse_server_list(json));
             if (gen == nullptr) {
@@ -815,7 +901,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
                               &dyn->uscf->host, &dyn->uscf->shm_zone->shm.name);
                 continue;
             }
-            ngx_http_gtls_swap(dyn, gen, true);
+            ngx_http_gtls_swap(dyn, gen, k.sequence);
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                           "gateway_tls: upstream \"%V\" keeps the servers last pushed through the API",
                           &dyn->uscf->host);

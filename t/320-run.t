@@ -173,6 +173,21 @@ like(slurp("$out/status.yaml"), qr/name: r\b/, 'status.yaml is current');
 kill 'TERM', $run;
 waitpid($run, 0);
 is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
+
+# a one-shot regenerate after pushes: its servers win, even where they are
+# the servers nginx was configured with when it took the push (a reload
+# alone would keep the pushed ones)
+my ($upstream) = slurp("$out/http.conf") =~ /upstream (\S+) \{\n[^}]*zone gateway2nginx_servers;/;
+spit("$dir/push.json", qq({"upstreams":{"$upstream":{"servers":[{"address":"127.0.0.3:$backend_port"}]}}}));
+my $pushed_by_hand = `curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`;
+is($pushed_by_hand, 200, 'a push by hand');
+ok(wait_for(sub { endpoint() eq '127.0.0.3' }, 2), 'serves');
+my ($rc, $said) = run_generator('-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid",
+                                '--upstream-api', "127.0.0.1:$api_port", @common[0 .. 7]);
+is($rc, 0, 'gateway2nginx --reload --upstream-api') or diag $said;
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.7' }, 5),
+   'after its reload nginx serves the servers it rendered, not the ones pushed before')
+    or diag $said . `curl -s http://127.0.0.1:$api_port/upstreams`;
 stop_nginx($out);
 
 # ---- from kubectl's watch events on standard input ---------------------------

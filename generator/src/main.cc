@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "isolate.h"
 #include "nginx_check.h"
+#include "nginx_control.h"
 #include "output.h"
 #include "parse.h"
 #include "resolve.h"
@@ -78,7 +79,23 @@ int main(int argc, char **argv)
         for (const std::string &w : plan.warnings) std::cerr << "gateway2nginx: warning: " << printable(w) << "\n";
         replace_dir(staged, outdir);
 
-        if (!args.reload_pidfile.empty()) {
+        if (!args.reload_pidfile.empty() && args.options.upstream_api != "off") {
+            // servers pushed before may look current to nginx after the
+            // reload (the configured ones unchanged): what was rendered is
+            // pushed once the new workers run
+            std::string reloaded;
+            if (std::string failed = reload_and_confirm(args.reload_pidfile, &reloaded); !failed.empty()) {
+                std::cerr << "gateway2nginx: " << failed << "\n";
+                return 2;
+            }
+            std::map<std::string, std::string> servers = replaceable_servers(plan, args.options);
+            if (!servers.empty()) {
+                if (std::string failed = push_servers(args.options.upstream_api, servers_body(servers)); !failed.empty()) {
+                    std::cerr << "gateway2nginx: pushing the servers after the reload failed: " << printable(failed) << "\n";
+                    return 2;
+                }
+            }
+        } else if (!args.reload_pidfile.empty()) {
             std::ifstream pidfile(args.reload_pidfile);
             long pid = 0;
             if (!(pidfile >> pid) || pid <= 0 || ::kill(static_cast<pid_t>(pid), SIGHUP) != 0) {

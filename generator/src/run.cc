@@ -1,11 +1,9 @@
 #include "run.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -23,6 +21,7 @@
 
 #include "gtls_upstream_api.h"
 #include "nginx_check.h"
+#include "nginx_control.h"
 #include "output.h"
 #include "render.h"
 #include "resolve.h"
@@ -65,130 +64,6 @@ std::string skeleton_digest(const Plan &plan, const Options &options)
     text += "\n\x01http\n" + render_http_conf(plan, skeleton) + "\n\x01stream\n" + render_stream_conf(plan);
     for (const OutputFile &f : plan.files) text += "\n\x01" + f.path + " " + std::to_string(f.mode) + "\n" + f.content;
     return sha256(text);
-}
-
-std::map<std::string, std::string> replaceable_servers(const Plan &plan, const Options &options)
-{
-    std::map<std::string, std::string> servers;
-    if (options.upstream_api == "off") return servers;
-    for (const Upstream &u : plan.upstreams) {
-        if (api_replaceable(u)) servers[u.name] = upstream_servers_api_json(u);
-    }
-    return servers;
-}
-
-// ---- nginx: the API, and reloads -----------------------------------------
-
-// PUT `body` to gateway_tls_upstream_api at `listen`; "" on 200, else why not.
-std::string push_servers(const std::string &listen, const std::string &body)
-{
-    gtls::UpstreamServer api;
-    try {
-        api = gtls::parse_server_address(listen, "--upstream-api");
-    } catch (const gtls::ApiError &e) {
-        return e.what();
-    }
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (api.family == 6) {
-        auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(api.port);
-        std::memcpy(&v6->sin6_addr, api.ip.data(), 16);
-        len = sizeof *v6;
-    } else {
-        auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(api.port);
-        std::memcpy(&v4->sin_addr, api.ip.data(), 4);
-        len = sizeof *v4;
-    }
-    int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
-        ::close(fd);
-        return "cannot connect to " + listen + ": " + std::strerror(errno);
-    }
-    if (fd < 0) return std::string("socket: ") + std::strerror(errno);
-    timeval tv{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    const std::string request = "PUT /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                                "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    for (size_t sent = 0; sent < request.size();) {
-        ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) {
-            ::close(fd);
-            return std::string("cannot send to the upstream API: ") + std::strerror(errno);
-        }
-        sent += static_cast<size_t>(n);
-    }
-    std::string reply;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    if (reply.rfind("HTTP/1.1 200 ", 0) == 0) return "";
-    const size_t body_at = reply.find("\r\n\r\n");
-    return "the upstream API answered " + reply.substr(0, reply.find("\r\n"))
-           + (body_at != std::string::npos ? ": " + reply.substr(body_at + 4) : "");
-}
-
-long read_pid(const std::string &pidfile)
-{
-    std::ifstream in(pidfile);
-    long pid = 0;
-    return (in >> pid) && pid > 0 ? pid : 0;
-}
-
-std::set<long> children_of(long parent)
-{
-    std::set<long> children;
-    for (const auto &entry : fs::directory_iterator("/proc")) {
-        const std::string name = entry.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in(entry.path() / "stat");
-        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        const size_t paren = stat.rfind(')');
-        if (paren == std::string::npos) continue;
-        std::istringstream rest(stat.substr(paren + 1));
-        std::string state;
-        long ppid = 0;
-        if (rest >> state >> ppid && ppid == parent) children.insert(std::stol(name));
-    }
-    return children;
-}
-
-std::string pids_text(const std::set<long> &pids)
-{
-    std::string text;
-    for (long p : pids) text += (text.empty() ? "" : " ") + std::to_string(p);
-    return text;
-}
-
-// SIGHUP, then new workers (the master's children that were not there
-// before) within 15 s: nginx took the configuration. "" when it did.
-std::string reload_and_confirm(const std::string &pidfile)
-{
-    const long master = read_pid(pidfile);
-    if (master == 0) return "no nginx to reload (" + pidfile + ")";
-    const std::set<long> before = children_of(master);
-    if (::kill(static_cast<pid_t>(master), SIGHUP) != 0) {
-        return "cannot signal nginx " + std::to_string(master) + ": " + std::strerror(errno);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    while (std::chrono::steady_clock::now() < deadline) {
-        std::set<long> now = children_of(master);
-        std::set<long> fresh;
-        for (long p : now) {
-            if (!before.count(p)) fresh.insert(p);
-        }
-        if (!fresh.empty()) {
-            say("nginx reloaded: workers " + pids_text(before) + " -> " + pids_text(fresh));
-            return "";
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return "nginx " + std::to_string(master) + " started no new workers within 15 s: it still serves the previous "
-           "configuration (its error log says why)";
 }
 
 // ---- inputs ----------------------------------------------------------------
@@ -285,11 +160,19 @@ public:
             Plan plan = resolve(manifests, args_.options);
             const std::string skeleton = skeleton_digest(plan, args_.options);
             std::map<std::string, std::string> servers = replaceable_servers(plan, args_.options);
-            if (applied_ && skeleton == skeleton_) {
+            if (!applied_ && first_ && outdir_holds(plan)) {
+                // started beside an nginx that runs what OUTDIR holds
+                applied_ = true;
+                skeleton_ = skeleton;
+                servers_ = servers;
+                status_ = sha256(render_status(plan, args_.options));
+                say("OUTDIR already holds this configuration: nothing to apply");
+            } else if (applied_ && skeleton == skeleton_) {
                 apply_servers(plan, servers);
             } else {
                 apply_configuration(manifests, std::move(plan));
             }
+            first_ = false;
         } catch (const std::exception &e) {
             std::error_code ec;
             fs::remove_all(staged_, ec);
@@ -298,21 +181,37 @@ public:
     }
 
 private:
+    static std::string file_text(const fs::path &path)
+    {
+        std::ifstream in(path, std::ios::binary);
+        return in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : std::string("\x01");
+    }
+
+    // Every file nginx reads is in OUTDIR as `plan` renders it.
+    bool outdir_holds(const Plan &plan) const
+    {
+        if (file_text(outdir_ / "nginx.conf") != render_nginx_conf(plan, args_.options)
+            || file_text(outdir_ / "http.conf") != render_http_conf(plan, args_.options)
+            || file_text(outdir_ / "stream.conf") != render_stream_conf(plan)) {
+            return false;
+        }
+        for (const OutputFile &f : plan.files) {
+            if (file_text(outdir_ / f.path) != f.content) return false;
+        }
+        return true;
+    }
+
     // Same configuration but for servers: push what changed, then OUTDIR
     // (and status.yaml) catches up, with no reload.
     void apply_servers(const Plan &plan, const std::map<std::string, std::string> &servers)
     {
-        std::string body;
-        size_t changed = 0;
+        std::map<std::string, std::string> changed;
         for (const auto &[name, json] : servers) {
             auto it = servers_.find(name);
-            if (it != servers_.end() && it->second == json) continue;
-            body += std::string(body.empty() ? "" : ",") + gtls::json_string(name) + ":{\"servers\":" + json + "}";
-            changed++;
+            if (it == servers_.end() || it->second != json) changed[name] = json;
         }
-        if (changed > 0) {
-            if (std::string failed = push_servers(args_.options.upstream_api, "{\"upstreams\":{" + body + "}}");
-                !failed.empty()) {
+        if (!changed.empty()) {
+            if (std::string failed = push_servers(args_.options.upstream_api, servers_body(changed)); !failed.empty()) {
                 say("pushing servers failed (" + failed + "): reloading instead");
                 applied_ = false;
                 Manifests none;
@@ -320,10 +219,10 @@ private:
                 return;
             }
             servers_ = servers;
-            say("servers of " + std::to_string(changed) + " upstream(s) pushed to nginx, no reload");
+            say("servers of " + std::to_string(changed.size()) + " upstream(s) pushed to nginx, no reload");
         }
         const std::string status = sha256(render_status(plan, args_.options));
-        if (changed == 0 && status == status_) {
+        if (changed.empty() && status == status_) {
             say("no change to the configuration or the status");
             return;
         }
@@ -358,10 +257,22 @@ private:
         status_ = sha256(render_status(plan, args_.options));
         if (read_pid(args_.reload_pidfile) == 0) {
             say("configuration written; no nginx is running on it yet");
-        } else if (std::string failed = reload_and_confirm(args_.reload_pidfile); !failed.empty()) {
-            say(failed);
-            applied_ = false;  // the next change reloads again
-            return;
+        } else {
+            std::string reloaded;
+            if (std::string failed = reload_and_confirm(args_.reload_pidfile, &reloaded); !failed.empty()) {
+                say(failed);
+                applied_ = false;  // the next change reloads again
+                return;
+            }
+            say(reloaded);
+            // servers pushed before stay across a reload where the configured
+            // ones look unchanged to nginx: what was rendered is made current
+            std::map<std::string, std::string> servers = replaceable_servers(plan, args_.options);
+            if (!servers.empty()) {
+                if (std::string failed = push_servers(args_.options.upstream_api, servers_body(servers)); !failed.empty()) {
+                    say("pushing the servers after the reload failed: " + failed);
+                }
+            }
         }
         applied_ = true;
         skeleton_ = skeleton;
@@ -371,6 +282,7 @@ private:
     const Args &args_;
     fs::path outdir_, staged_;
     bool applied_ = false;
+    bool first_ = true;
     std::string skeleton_, status_;
     std::map<std::string, std::string> servers_;
 };

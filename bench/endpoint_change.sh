@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# From an EndpointSlice change to traffic at the new endpoint, at N routes
+# (default 10,000: Services, EndpointSlices, BackendTLSPolicies and
+# HTTPRoutes from make-manifests.pl, plus the measured Service), end to
+# end: `gateway2nginx run` (it rereads and resolves everything, then pushes
+# through gateway_tls_upstream_api) against a full regenerate + check +
+# reload (`gateway2nginx --reload`), rounds alternating, medians compared.
+# Usage: bench/endpoint_change.sh [ROUTES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+routes=${1:-10000}
+rounds=${ROUNDS:-3}
+module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
+generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
+work=$PWD/build/bench/endpoint_change
+rm -rf "$work" && mkdir -p "$work/in" "$work/backends/logs"
+bench_certs "$work/certs" > /dev/null
+run_pid=
+cleanup() {
+    [ -n "$run_pid" ] && kill "$run_pid" 2>/dev/null || true
+    for d in "$work/out" "$work/backends"; do
+        kill -QUIT "$(cat "$d/logs/nginx.pid" "$d/nginx.pid" 2>/dev/null | head -1)" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+
+# endpoints A and B of the measured Service: one port, two addresses
+cat > "$work/backends/nginx.conf" <<CONF
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server { listen 127.0.0.1:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "A"; }
+    server { listen 127.0.0.2:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "B"; }
+}
+CONF
+/usr/sbin/nginx -p "$work/backends/" -c nginx.conf
+
+perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
+cat > "$work/in/measured.yaml" <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: measured, namespace: demo}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: measured, namespace: demo}
+spec:
+  targetRefs: [{group: "", kind: Service, name: measured}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: abc.example.com
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: measured, namespace: demo}
+spec:
+  parentRefs: [{name: shop}]
+  hostnames: [shop.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /measured}}]
+    backendRefs: [{name: measured, port: 443}]
+YAML
+slice() {  # the measured Service's EndpointSlice at address $1, replaced by rename
+    cat > "$work/in/.slice.tmp" <<YAML
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: measured-x
+  namespace: demo
+  labels: {kubernetes.io/service-name: measured}
+ports: [{name: https, port: 29443}]
+endpoints: [{addresses: ["$1"]}]
+YAML
+    mv "$work/in/.slice.tmp" "$work/in/slice.yaml"
+}
+slice 127.0.0.1
+
+flags=(-f "$work/in" -o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-dir "$(dirname "$module")"
+       --status-listen off --upstream-api 127.0.0.1:29114 --reload "$work/out/nginx.pid")
+"$generator" "${flags[@]:0:${#flags[@]}-2}" --check 2>/dev/null
+/usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>&1 | { grep -v '\[notice\]' || true; } >&2
+sleep 1
+
+answer() { curl -s -H 'Host: shop.example.com' http://127.0.0.1:29080/measured; }
+[ "$(answer)" = A ] || { echo "the measured route does not answer A: $(answer)" >&2; exit 1; }
+# milliseconds from $1 (ns) until the route answers $2
+until_answers() {
+    local start=$1 want=$2 deadline=$(( $(date +%s%N) + 120000000000 ))
+    while [ "$(date +%s%N)" -lt "$deadline" ]; do
+        [ "$(answer)" = "$want" ] && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
+        sleep 0.005
+    done
+    echo "never answered $want" >&2
+    return 1
+}
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+workers() { ps -o pid= --ppid "$(cat "$work/out/nginx.pid")" | sort | tr '\n' ' '; }
+
+api=() reload=() letter=A
+for round in $(seq "$rounds"); do
+    # gateway2nginx run, pushing
+    "$generator" run "${flags[@]}" --debounce 20 2> "$work/run.log" &
+    run_pid=$!
+    # it found what OUTDIR holds, and watches
+    until grep -q 'OUTDIR already holds this configuration' "$work/run.log"; do sleep 0.05; done
+    before=$(workers)
+    if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
+    start=$(date +%s%N)
+    slice $address
+    api+=("$(until_answers "$start" $letter)")
+    [ "$(workers)" = "$before" ] || { echo "gateway2nginx run reloaded nginx" >&2; exit 1; }
+    sleep 1
+    kill "$run_pid"; wait "$run_pid" || true; run_pid=
+    # a full regenerate, nginx -t and reload
+    if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
+    start=$(date +%s%N)
+    slice $address
+    "$generator" "${flags[@]}" 2>/dev/null
+    reload+=("$(until_answers "$start" $letter)")
+    sleep 2  # the old workers go
+done
+api_ms=$(printf '%s\n' "${api[@]}" | median)
+reload_ms=$(printf '%s\n' "${reload[@]}" | median)
+printf '%-34s %12s %16s %8s\n' "EndpointSlice change to traffic" run_api_ms regenerate_ms ratio
+echo "$api_ms $reload_ms" | awk -v n="$routes" '{printf "%-34s %12d %16d %8.3f\n", n " routes", $1, $2, $1 / $2}'
+echo "rounds, run + API: ${api[*]} | regenerate + reload: ${reload[*]}"

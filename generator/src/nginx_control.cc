@@ -1,0 +1,180 @@
+#include "nginx_control.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "gtls_upstream_api.h"
+#include "render.h"
+
+namespace fs = std::filesystem;
+
+namespace g2n {
+
+namespace {
+
+// PUT `body` to gateway_tls_upstream_api at `listen`; "" on 200, else why not.
+std::string put_servers(const std::string &listen, const std::string &body)
+{
+    gtls::UpstreamServer api;
+    try {
+        api = gtls::parse_server_address(listen, "--upstream-api");
+    } catch (const gtls::ApiError &e) {
+        return e.what();
+    }
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    if (api.family == 6) {
+        auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(api.port);
+        std::memcpy(&v6->sin6_addr, api.ip.data(), 16);
+        len = sizeof *v6;
+    } else {
+        auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(api.port);
+        std::memcpy(&v4->sin_addr, api.ip.data(), 4);
+        len = sizeof *v4;
+    }
+    int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+        ::close(fd);
+        return "cannot connect to " + listen + ": " + std::strerror(errno);
+    }
+    if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const std::string request = "PUT /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    for (size_t sent = 0; sent < request.size();) {
+        ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) {
+            ::close(fd);
+            return std::string("cannot send to the upstream API: ") + std::strerror(errno);
+        }
+        sent += static_cast<size_t>(n);
+    }
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    if (reply.rfind("HTTP/1.1 200 ", 0) == 0) return "";
+    const size_t body_at = reply.find("\r\n\r\n");
+    return "the upstream API answered " + reply.substr(0, reply.find("\r\n"))
+           + (body_at != std::string::npos ? ": " + reply.substr(body_at + 4) : "");
+}
+
+
+long read_pid_file(const std::string &pidfile)
+{
+    std::ifstream in(pidfile);
+    long pid = 0;
+    return (in >> pid) && pid > 0 ? pid : 0;
+}
+
+std::set<long> children_of(long parent)
+{
+    std::set<long> children;
+    for (const auto &entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(entry.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const size_t paren = stat.rfind(')');
+        if (paren == std::string::npos) continue;
+        std::istringstream rest(stat.substr(paren + 1));
+        std::string state;
+        long ppid = 0;
+        if (rest >> state >> ppid && ppid == parent) children.insert(std::stol(name));
+    }
+    return children;
+}
+
+std::string pids_text(const std::set<long> &pids)
+{
+    std::string text;
+    for (long p : pids) text += (text.empty() ? "" : " ") + std::to_string(p);
+    return text;
+}
+
+}  // namespace
+
+long read_pid(const std::string &pidfile)
+{
+    return read_pid_file(pidfile);
+}
+
+// SIGHUP, then new workers (the master's children that were not there
+// before) within 15 s: nginx took the configuration. "" when it did.
+std::string reload_and_confirm(const std::string &pidfile, std::string *done)
+{
+    const long master = read_pid_file(pidfile);
+    if (master == 0) return "no nginx to reload (" + pidfile + ")";
+    const std::set<long> before = children_of(master);
+    if (::kill(static_cast<pid_t>(master), SIGHUP) != 0) {
+        return "cannot signal nginx " + std::to_string(master) + ": " + std::strerror(errno);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::set<long> now = children_of(master);
+        std::set<long> fresh;
+        for (long p : now) {
+            if (!before.count(p)) fresh.insert(p);
+        }
+        if (!fresh.empty()) {
+            *done = "nginx reloaded: workers " + pids_text(before) + " -> " + pids_text(fresh);
+            return "";
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "nginx " + std::to_string(master) + " started no new workers within 15 s: it still serves the previous "
+           "configuration (its error log says why)";
+}
+
+std::string push_servers(const std::string &listen, const std::string &body)
+{
+    // a worker of the configuration a reload replaced refuses (503): retry
+    // until one of the current configuration answers
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+        std::string failed = put_servers(listen, body);
+        if (failed.empty() || std::chrono::steady_clock::now() > deadline
+            || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
+            return failed;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+std::string servers_body(const std::map<std::string, std::string> &servers)
+{
+    std::string body;
+    for (const auto &[name, json] : servers) {
+        body += std::string(body.empty() ? "" : ",") + gtls::json_string(name) + ":{\"servers\":" + json + "}";
+    }
+    return "{\"upstreams\":{" + body + "}}";
+}
+
+std::map<std::string, std::string> replaceable_servers(const Plan &plan, const Options &options)
+{
+    std::map<std::string, std::string> servers;
+    if (options.upstream_api == "off") return servers;
+    for (const Upstream &u : plan.upstreams) {
+        if (api_replaceable(u)) servers[u.name] = upstream_servers_api_json(u);
+    }
+    return servers;
+}
+
+}  // namespace g2n
