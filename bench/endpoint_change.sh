@@ -121,8 +121,10 @@ for round in $(seq "$rounds"); do
     if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
     start=$(date +%s%N)
     slice $address
-    "$generator" "${flags[@]}" 2>/dev/null
+    "$generator" "${flags[@]}" 2> "$work/regenerate.log" &
+    regenerate=$!
     reload+=("$(until_answers "$start" $letter)")
+    wait $regenerate || { cat "$work/regenerate.log" >&2; exit 1; }
     sleep 2  # the old workers go
 done
 api_ms=$(printf '%s\n' "${api[@]}" | median)

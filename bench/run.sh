@@ -53,5 +53,12 @@ out=bench/results.md
     echo '```'
     bash bench/upstream_api.sh "${BENCH_SECONDS:-5}" "${BENCH_ROUTES:-10000}"
     echo '```'
+    echo
+    echo "End to end: an EndpointSlice change to traffic at its new endpoint, gateway2nginx run (rereads and resolves"
+    echo "every manifest, pushes) against a full regenerate, nginx -t and reload:"
+    echo
+    echo '```'
+    bash bench/endpoint_change.sh "${BENCH_ROUTES:-10000}"
+    echo '```'
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

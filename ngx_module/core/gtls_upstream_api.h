@@ -21,7 +21,7 @@
 namespace gtls {
 
 inline constexpr size_t kMaxApiServers = 10000;      // per upstream
-inline constexpr size_t kMaxApiUpstreams = 10000;    // per request
+inline constexpr size_t kMaxApiUpstreams = 100000;   // per request (a Gateway of 100,000 routes)
 inline constexpr size_t kMaxApiUpstreamName = 255;
 inline constexpr unsigned kMaxApiWeight = 1000;
 inline constexpr unsigned kMaxApiMaxConns = 1000000;
