@@ -104,7 +104,8 @@ sub start_run {
     }
     return $pid;
 }
-sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); sleep 0.02 until $what->() || time > $deadline; return $what->() }
+# true as soon as $what is, within SECONDS (10)
+sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
 sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
 sub master_of { my $m = slurp(shift); chomp $m; $m }
 sub workers_of {
@@ -182,9 +183,12 @@ spit("$dir/push.json", qq({"upstreams":{"$upstream":{"servers":[{"address":"127.
 my $pushed_by_hand = `curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`;
 is($pushed_by_hand, 200, 'a push by hand');
 ok(wait_for(sub { endpoint() eq '127.0.0.3' }, 2), 'serves');
+my @before = split ' ', workers_of($master);
 my ($rc, $said) = run_generator('-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid",
                                 '--upstream-api', "127.0.0.1:$api_port", @common[0 .. 7]);
 is($rc, 0, 'gateway2nginx --reload --upstream-api') or diag $said;
+# the new configuration's workers alone answer from now on
+wait_for(sub { my %now = map { $_ => 1 } split ' ', workers_of($master); !grep { $now{$_} } @before }, 10);
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.7' }, 5),
    'after its reload nginx serves the servers it rendered, not the ones pushed before')
     or diag $said . `curl -s http://127.0.0.1:$api_port/upstreams`;
