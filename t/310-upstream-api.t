@@ -130,6 +130,9 @@ sub connections_to {
     return scalar grep { my @f = split ' '; ($f[2] // '') eq $hex && ($f[3] // '') eq '01' }
         split /\n/, slurp('/proc/net/tcp');
 }
+# start_nginx returns once the port listens, which may be before both workers run
+my $deadline = time + 5;
+sleep 0.02 while scalar(split ' ', workers()) < 2 && time < $deadline;
 my $workers = workers();
 is(scalar(split ' ', $workers), 2, "two workers ($workers)");
 

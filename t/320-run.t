@@ -117,6 +117,18 @@ sub workers_of {
     }
     return join ' ', sort @pids;
 }
+# the workers once the master has started them all (start_nginx returns
+# once the port listens, which may be before): the same set twice, 0.3 s apart
+sub settled_workers {
+    my $master = shift;
+    my ($before, $now) = ('', workers_of($master));
+    for (1 .. 30) {
+        last if $now ne '' && $now eq $before;
+        sleep 0.3;
+        ($before, $now) = ($now, workers_of($master));
+    }
+    return $now;
+}
 sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 24; return join ' ', sort keys %seen }
 
@@ -126,7 +138,7 @@ my $run = start_run($out, '-f', "$dir/manifests");
 ok(wait_for(sub { -f "$out/nginx.conf" }), 'gateway2nginx run writes the configuration') or diag slurp($log);
 start_nginx($out, 'nginx.conf', $port);
 my $master = master_of("$out/nginx.pid");
-my $workers = workers_of($master);
+my $workers = settled_workers($master);
 is(endpoints_seen(), '127.0.0.1 127.0.0.2', 'traffic reaches the endpoints of the EndpointSlice');
 like(slurp("$out/http.conf"), qr/zone gateway2nginx_servers;/, 'the upstream has its servers in the zone');
 
@@ -228,7 +240,7 @@ ok(wait_for(sub { -f "$out2/nginx.conf" }, 10), "$count objects and a slice as w
     or diag slurp($log);
 start_nginx($out2, 'nginx.conf', $port);
 my $master2 = master_of("$out2/nginx.pid");
-my $workers2 = workers_of($master2);
+my $workers2 = settled_workers($master2);
 is(endpoints_seen(), '127.0.0.1', 'it serves the watched endpoints');
 my $pushed = count_in_log(qr/pushed to nginx, no reload/);
 event('MODIFIED', $slice->(2, 3));
