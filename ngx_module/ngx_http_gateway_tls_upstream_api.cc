@@ -46,6 +46,30 @@ struct ngx_http_gtls_dynamic_sh_t {
 
 namespace {
 
+// A shared mutex held for a scope: C++ work under it may throw.
+class ngx_http_gtls_locked {
+public:
+    explicit ngx_http_gtls_locked(ngx_shmtx_t *mutex) : mutex_(mutex) { ngx_shmtx_lock(mutex_); }
+    ~ngx_http_gtls_locked() { ngx_shmtx_unlock(mutex_); }
+    ngx_http_gtls_locked(const ngx_http_gtls_locked &) = delete;
+    ngx_http_gtls_locked &operator=(const ngx_http_gtls_locked &) = delete;
+
+private:
+    ngx_shmtx_t *mutex_;
+};
+
+// An upstream's lock held shared for a scope, likewise.
+class ngx_http_gtls_read_locked {
+public:
+    explicit ngx_http_gtls_read_locked(ngx_atomic_t *lock) : lock_(lock) { ngx_rwlock_rlock(lock_); }
+    ~ngx_http_gtls_read_locked() { ngx_rwlock_unlock(lock_); }
+    ngx_http_gtls_read_locked(const ngx_http_gtls_read_locked &) = delete;
+    ngx_http_gtls_read_locked &operator=(const ngx_http_gtls_read_locked &) = delete;
+
+private:
+    ngx_atomic_t *lock_;
+};
+
 // ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
 
 // One entry per upstream, the list last pushed. Entries are numbered as
@@ -318,12 +342,11 @@ std::string ngx_http_gtls_not_dynamic(ngx_http_upstream_srv_conf_t *uscf)
 std::set<std::string> ngx_http_gtls_current_addresses(ngx_http_gtls_dynamic_t *dyn, ngx_uint_t *generation)
 {
     std::set<std::string> addresses;
-    ngx_rwlock_rlock(&dyn->sh->lock);
+    ngx_http_gtls_read_locked locked(&dyn->sh->lock);
     *generation = dyn->sh->generation;
     for (ngx_http_upstream_rr_peer_t *peer = dyn->sh->current->peers->peer; peer; peer = peer->next) {
         addresses.emplace(reinterpret_cast<const char *>(peer->sockaddr), peer->socklen);
     }
-    ngx_rwlock_unlock(&dyn->sh->lock);
     return addresses;
 }
 
@@ -387,21 +410,22 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
         uint64_t sequence;
     };
     std::vector<newer_t> newer;
-    ngx_shmtx_lock(&state_pool->mutex);
-    if (state->sequence != mcf->state_sequence) {
-        for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
-            if (e->sequence <= mcf->state_sequence) {
-                continue;
+    {
+        ngx_http_gtls_locked locked(&state_pool->mutex);
+        if (state->sequence != mcf->state_sequence) {
+            for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
+                if (e->sequence <= mcf->state_sequence) {
+                    continue;
+                }
+                auto it = mcf->dynamic_by_name->find(std::string(ngx_http_gtls_entry_name(e)));
+                if (it != mcf->dynamic_by_name->end() && e->sequence > it->second->sh->sequence) {
+                    newer.push_back({it->second, std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len),
+                                     e->sequence});
+                }
             }
-            auto it = mcf->dynamic_by_name->find(std::string(ngx_http_gtls_entry_name(e)));
-            if (it != mcf->dynamic_by_name->end() && e->sequence > it->second->sh->sequence) {
-                newer.push_back({it->second, std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len),
-                                 e->sequence});
-            }
+            mcf->state_sequence = state->sequence;
         }
-        mcf->state_sequence = state->sequence;
     }
-    ngx_shmtx_unlock(&state_pool->mutex);
 
     for (const newer_t &n : newer) {
         ngx_http_gtls_generation_t *gen = ngx_http_gtls_build_generation(n.dyn, gtls::parse_server_list(n.json));
@@ -475,17 +499,15 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
     std::string body = "{\"upstreams\":{";
     bool first = true;
     for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
-        ngx_rwlock_rlock(&dyn->sh->lock);
         std::string servers;
-        ngx_uint_t generation = dyn->sh->generation;
-        bool pushed = dyn->sh->pushed;
-        try {
+        ngx_uint_t generation;
+        bool pushed;
+        {
+            ngx_http_gtls_read_locked locked(&dyn->sh->lock);
+            generation = dyn->sh->generation;
+            pushed = dyn->sh->pushed;
             servers = gtls::upstream_servers_json(ngx_http_gtls_servers_of(dyn->sh->current->peers));
-        } catch (...) {
-            ngx_rwlock_unlock(&dyn->sh->lock);
-            throw;
         }
-        ngx_rwlock_unlock(&dyn->sh->lock);
         body += (first ? "" : ",") + gtls::json_string(ngx_gtls_sv(dyn->uscf->host)) + ":{\"generation\":"
                 + std::to_string(generation) + ",\"source\":" + (pushed ? "\"api\"" : "\"configuration\"")
                 + ",\"servers\":" + servers + "}";
@@ -874,21 +896,22 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
             uint64_t sequence;
         };
         std::vector<kept_t> kept;
-        ngx_shmtx_lock(&state_pool->mutex);
-        for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
-            ngx_http_gtls_state_entry_t *e = *link;
-            ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, ngx_http_gtls_entry_name(e));
-            if (dyn == nullptr || dyn->configured_fingerprint != e->fingerprint) {
-                *link = e->next;  // the configuration now says otherwise
-                ngx_slab_free_locked(state_pool, e);
-                continue;
+        {
+            ngx_http_gtls_locked locked(&state_pool->mutex);
+            for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
+                ngx_http_gtls_state_entry_t *e = *link;
+                ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, ngx_http_gtls_entry_name(e));
+                if (dyn == nullptr || dyn->configured_fingerprint != e->fingerprint) {
+                    *link = e->next;  // the configuration now says otherwise
+                    ngx_slab_free_locked(state_pool, e);
+                    continue;
+                }
+                kept.push_back({std::string(ngx_http_gtls_entry_name(e)),
+                                std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len), e->sequence});
+                link = &e->next;
             }
-            kept.push_back({std::string(ngx_http_gtls_entry_name(e)),
-                            std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len), e->sequence});
-            link = &e->next;
+            mcf->state_sequence = state->sequence;  // the workers apply what comes after
         }
-        mcf->state_sequence = state->sequence;  // the workers apply what comes after
-        ngx_shmtx_unlock(&state_pool->mutex);
 
         for (const kept_t &k : kept) {
             const std::string &name = k.name, &json = k.json;
