@@ -115,24 +115,13 @@ spit("$dir/gw/nginx.conf", gateway_conf($ports[0]));
 start_nginx("$dir/gw", 'nginx.conf', $port);
 my $master = slurp("$dir/gw/logs/nginx.pid");
 chomp $master;
-# the master's children, from /proc (no procps needed)
-sub workers {
-    my @pids;
-    for my $stat (glob '/proc/[0-9]*/stat') {
-        my $text = eval { slurp($stat) } // next;
-        push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
-    }
-    return join ' ', sort @pids;
-}
+sub workers { worker_pids($master) }
 # established TCP connections to 127.0.0.1:PORT, from /proc/net/tcp (no iproute2 needed)
 sub connections_to {
     my $hex = sprintf '0100007F:%04X', shift;
     return scalar grep { my @f = split ' '; ($f[2] // '') eq $hex && ($f[3] // '') eq '01' }
         split /\n/, slurp('/proc/net/tcp');
 }
-# start_nginx returns once the port listens, which may be before both workers run
-my $deadline = time + 5;
-sleep 0.02 while scalar(split ' ', workers()) < 2 && time < $deadline;
 my $workers = workers();
 is(scalar(split ' ', $workers), 2, "two workers ($workers)");
 

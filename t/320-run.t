@@ -108,27 +108,6 @@ sub start_run {
 sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
 sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
 sub master_of { my $m = slurp(shift); chomp $m; $m }
-sub workers_of {
-    my $master = shift;
-    my @pids;
-    for my $stat (glob '/proc/[0-9]*/stat') {
-        my $text = eval { slurp($stat) } // next;
-        push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
-    }
-    return join ' ', sort @pids;
-}
-# the workers once the master has started them all (start_nginx returns
-# once the port listens, which may be before): the same set twice, 0.3 s apart
-sub settled_workers {
-    my $master = shift;
-    my ($before, $now) = ('', workers_of($master));
-    for (1 .. 30) {
-        last if $now ne '' && $now eq $before;
-        sleep 0.3;
-        ($before, $now) = ($now, workers_of($master));
-    }
-    return $now;
-}
 sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 24; return join ' ', sort keys %seen }
 
@@ -138,7 +117,7 @@ my $run = start_run($out, '-f', "$dir/manifests");
 ok(wait_for(sub { -f "$out/nginx.conf" }), 'gateway2nginx run writes the configuration') or diag slurp($log);
 start_nginx($out, 'nginx.conf', $port);
 my $master = master_of("$out/nginx.pid");
-my $workers = settled_workers($master);
+my $workers = worker_pids($master);
 is(endpoints_seen(), '127.0.0.1 127.0.0.2', 'traffic reaches the endpoints of the EndpointSlice');
 like(slurp("$out/http.conf"), qr/zone gateway2nginx_servers;/, 'the upstream has its servers in the zone');
 
@@ -161,7 +140,7 @@ for my $i (0 .. $#changes) {
 diag sprintf('the slowest EndpointSlice change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
 is($served, scalar @changes, 'every EndpointSlice change reached the traffic, exactly its endpoints');
 is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'each was pushed through the upstream API');
-is(workers_of($master), $workers, 'and nginx never reloaded: the same workers');
+is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 like(slurp("$out/http.conf"), qr/server "?127\.0\.0\.7:$backend_port"?;/, 'OUTDIR holds the latest servers');
 
@@ -172,7 +151,7 @@ is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'nothing pushe
 
 put('route.yaml', route_yaml('/web', '/shop'));
 ok(wait_for(sub { count_in_log(qr/nginx reloaded: workers/) >= 1 }, 10), 'a route change reloads nginx, confirmed');
-isnt(workers_of($master), $workers, 'with new workers');
+isnt(worker_pids($master), $workers, 'with new workers');
 # the old workers stop accepting once they have the master's word
 ok(wait_for(sub { endpoint('/shop') eq '127.0.0.7' }, 3), 'and the new route serves, from the pushed endpoint');
 
@@ -195,12 +174,12 @@ spit("$dir/push.json", qq({"upstreams":{"$upstream":{"servers":[{"address":"127.
 my $pushed_by_hand = `curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`;
 is($pushed_by_hand, 200, 'a push by hand');
 ok(wait_for(sub { endpoint() eq '127.0.0.3' }, 2), 'serves');
-my @before = split ' ', workers_of($master);
+my @before = split ' ', worker_pids($master);
 my ($rc, $said) = run_generator('-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid",
                                 '--upstream-api', "127.0.0.1:$api_port", @common[0 .. 7]);
 is($rc, 0, 'gateway2nginx --reload --upstream-api') or diag $said;
 # the new configuration's workers alone answer from now on
-wait_for(sub { my %now = map { $_ => 1 } split ' ', workers_of($master); !grep { $now{$_} } @before }, 10);
+wait_for(sub { my %now = map { $_ => 1 } split ' ', worker_pids($master); !grep { $now{$_} } @before }, 10);
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.7' }, 5),
    'after its reload nginx serves the servers it rendered, not the ones pushed before')
     or diag $said . `curl -s http://127.0.0.1:$api_port/upstreams`;
@@ -240,13 +219,13 @@ ok(wait_for(sub { -f "$out2/nginx.conf" }, 10), "$count objects and a slice as w
     or diag slurp($log);
 start_nginx($out2, 'nginx.conf', $port);
 my $master2 = master_of("$out2/nginx.pid");
-my $workers2 = settled_workers($master2);
+my $workers2 = worker_pids($master2);
 is(endpoints_seen(), '127.0.0.1', 'it serves the watched endpoints');
 my $pushed = count_in_log(qr/pushed to nginx, no reload/);
 event('MODIFIED', $slice->(2, 3));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 5), 'a MODIFIED EndpointSlice event reaches the traffic');
 is(count_in_log(qr/pushed to nginx, no reload/), $pushed + 1, 'pushed, not reloaded');
-is(workers_of($master2), $workers2, 'the same workers');
+is(worker_pids($master2), $workers2, 'the same workers');
 close $writer;
 waitpid($watch, 0);
 is($? >> 8, 0, 'the watch stream ends, and so does gateway2nginx run');

@@ -31,7 +31,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
-                 nginx_stream_module nginx_version);
+                 nginx_stream_module nginx_version worker_pids);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -641,6 +641,30 @@ sub stop_nginx {
         kill 'KILL', $pid if _alive($pid);
         unlink $pidfile;
     }
+}
+
+# The worker pids of the nginx whose master is MASTER ("PID PID ...", from
+# /proc: no procps needed), once the master has started them all: the same
+# set twice, 0.3 s apart (start_nginx returns when the port listens, which
+# may be before the last worker runs).
+sub worker_pids {
+    my $master = shift;
+    my $read = sub {
+        my @pids;
+        for my $stat (glob '/proc/[0-9]*/stat') {
+            open my $fh, '<', $stat or next;
+            my $text = <$fh> // '';
+            push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
+        }
+        return join ' ', sort @pids;
+    };
+    my ($before, $now) = ('', $read->());
+    for (1 .. 30) {
+        last if $now ne '' && $now eq $before;
+        sleep 0.3;
+        ($before, $now) = ($now, $read->());
+    }
+    return $now;
 }
 
 # GET PATH on 127.0.0.1:PORT with a Host header; returns (status, headers, body).
