@@ -40,7 +40,6 @@ struct ngx_http_gtls_dynamic_sh_t {
     ngx_http_gtls_generation_t    *current;
     ngx_http_gtls_generation_t    *alive;
     ngx_atomic_t                   generation;  // counts swaps, read unlocked by workers' timers
-    ngx_uint_t                     pushed;      // the current list came from the API
     uint64_t                       sequence;    // of the state zone's entry it came from; 0: configured
 };
 
@@ -265,7 +264,6 @@ bool ngx_http_gtls_swap(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t
     gen->next = sh->alive;
     sh->alive = gen;
     sh->current = gen;
-    sh->pushed = 1;
     sh->sequence = sequence;
     old->retired = 1;
     ngx_http_gtls_collect(dyn, old);
@@ -505,7 +503,7 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
         {
             ngx_http_gtls_read_locked locked(&dyn->sh->lock);
             generation = dyn->sh->generation;
-            pushed = dyn->sh->pushed;
+            pushed = dyn->sh->sequence != 0;
             servers = gtls::upstream_servers_json(ngx_http_gtls_servers_of(dyn->sh->current->peers));
         }
         body += (first ? "" : ",") + gtls::json_string(ngx_gtls_sv(dyn->uscf->host)) + ":{\"generation\":"

@@ -77,12 +77,7 @@ std::string put_servers(const std::string &listen, const std::string &body)
 }
 
 
-long read_pid_file(const std::string &pidfile)
-{
-    std::ifstream in(pidfile);
-    long pid = 0;
-    return (in >> pid) && pid > 0 ? pid : 0;
-}
+
 
 std::set<long> children_of(long parent)
 {
@@ -113,14 +108,16 @@ std::string pids_text(const std::set<long> &pids)
 
 long read_pid(const std::string &pidfile)
 {
-    return read_pid_file(pidfile);
+    std::ifstream in(pidfile);
+    long pid = 0;
+    return (in >> pid) && pid > 0 ? pid : 0;
 }
 
 // SIGHUP, then new workers (the master's children that were not there
 // before) within 15 s: nginx took the configuration. "" when it did.
 std::string reload_and_confirm(const std::string &pidfile, std::string *done)
 {
-    const long master = read_pid_file(pidfile);
+    const long master = read_pid(pidfile);
     if (master == 0) return "no nginx to reload (" + pidfile + ")";
     const std::set<long> before = children_of(master);
     if (::kill(static_cast<pid_t>(master), SIGHUP) != 0) {
