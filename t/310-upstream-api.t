@@ -254,6 +254,18 @@ like($headers->{'x-verify'} // '', qr/^FAILED:name/, 'refused by the policy, for
 api('PUT', servers_json($ports[7]));
 is(backend(), $ports[7], 'and a verified one serves');
 
+# ---- no servers: 502, and back ----------------------------------------------
+# a Service scaled to zero: its upstream stays, with nothing in it
+my ($emptied) = api('PUT', servers_json());
+is($emptied, 200, 'an empty list is taken');
+like((api('GET'))[1], qr/"svc":\{"generation":\d+,"source":"api","servers":\[\]\}/, 'GET lists no servers');
+my $log_size = -s "$dir/gw/logs/error.log";
+is(backend(), '(502)', 'with no servers a request gets 502');
+like(substr(slurp("$dir/gw/logs/error.log"), $log_size), qr/\[error\].*no live upstreams while connecting to upstream/,
+     'and nginx says why');
+api('PUT', servers_json($ports[7]));
+is(backend(), $ports[7], 'servers pushed again serve at once');
+
 # ---- bad input changes nothing ------------------------------------------
 my (undef, $listed) = api('GET');
 like($listed, qr/"svc":\{"generation":\d+,"source":"api","servers":\[\{"address":"127.0.0.1:$ports[7]"/,

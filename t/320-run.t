@@ -1,6 +1,7 @@
 # gateway2nginx run beside nginx (issue 20): it watches the manifests'
 # directory; EndpointSlice changes reach nginx through
 # gateway_tls_upstream_api with no reload (the worker pids never change),
+# scaling to zero endpoints (502) and back included,
 # a route change is rendered, checked and reloaded (new workers, confirmed),
 # a change that changes nothing neither pushes nor reloads, bad input
 # changes nothing, and status.yaml stays current. Then the same from
@@ -49,6 +50,7 @@ start_nginx("$dir/backends", 'nginx.conf', $backend_port);
 
 sub slice_yaml {
     my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
+    my $endpoints = @_ ? "[{addresses: [$addresses]}]" : '[]';   # none: a Service scaled to zero
     return <<"YAML";
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -57,7 +59,7 @@ metadata:
   namespace: ns
   labels: {kubernetes.io/service-name: web}
 ports: [{name: https, port: $backend_port}]
-endpoints: [{addresses: [$addresses]}]
+endpoints: $endpoints
 YAML
 }
 sub route_yaml {
@@ -121,14 +123,14 @@ my $workers = worker_pids($master);
 is(endpoints_seen(), '127.0.0.1 127.0.0.2', 'traffic reaches the endpoints of the EndpointSlice');
 like(slurp("$out/http.conf"), qr/zone gateway2nginx_servers;/, 'the upstream has its servers in the zone');
 
-my @changes = ([3], [3, 4, 5], [4, 5], [6, 7, 8], [1], [2, 3], [8], [1, 2, 3, 4, 5, 6, 7, 8], [5, 6], [7]);
+my @changes = ([3], [3, 4, 5], [], [4, 5], [6, 7, 8], [1], [2, 3], [], [8], [1, 2, 3, 4, 5, 6, 7, 8], [5, 6], [7]);
 my ($served, $slowest) = (0, 0);
 for my $i (0 .. $#changes) {
     my @want = @{$changes[$i]};
     my $pushed = count_in_log(qr/pushed to nginx, no reload/);
     my $start = time;
     put('slice.yaml', slice_yaml(@want));
-    my $expected = join ' ', map { "127.0.0.$_" } @want;
+    my $expected = @want ? join(' ', map { "127.0.0.$_" } @want) : '(502)';   # no endpoints: 502, fail closed
     if (wait_for(sub { endpoints_seen() eq $expected }, 5)) {
         $served++;
         $slowest = time - $start if time - $start > $slowest;
@@ -138,7 +140,7 @@ for my $i (0 .. $#changes) {
     wait_for(sub { count_in_log(qr/pushed to nginx, no reload/) > $pushed }, 2);
 }
 diag sprintf('the slowest EndpointSlice change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
-is($served, scalar @changes, 'every EndpointSlice change reached the traffic, exactly its endpoints');
+is($served, scalar @changes, 'every EndpointSlice change reached the traffic, exactly its endpoints, to and from none');
 is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'each was pushed through the upstream API');
 is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');

@@ -91,7 +91,9 @@ struct Upstream {
     // upstreams (one copy per policy, not per upstream); null: plaintext
     std::shared_ptr<const UpstreamPolicy> policy;
     // why this upstream can never be reached (a policy that cannot be
-    // honoured, a Service without endpoints); rendered as a down server
+    // honoured); rendered as a down server. A Service without endpoints
+    // is not unusable but empty: with the upstream API, endpoints pushed
+    // later serve without a reload
     std::string unusable;
 
     // TLS exactly when a policy applies: no flag that could disagree with it

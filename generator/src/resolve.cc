@@ -906,9 +906,6 @@ private:
         }
         std::sort(u.servers.begin(), u.servers.end());
         u.servers.erase(std::unique(u.servers.begin(), u.servers.end()), u.servers.end());
-        if (u.servers.empty()) {
-            u.unusable = "no ready endpoints (with --resolver, the cluster DNS name is used)";
-        }
         if (policy != nullptr) {
             u.policy = policy->upstream;
             u.comment += ", BackendTLSPolicy " + policy->policy->meta.key();

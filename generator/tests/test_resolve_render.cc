@@ -163,7 +163,12 @@ spec:
 )";
     Plan plan = plan_of(yaml);
     BOOST_TEST(upstream_named(plan, "ns_ext_443").servers == std::vector<std::string>{"api.example.net:443"});
-    BOOST_TEST(upstream_named(plan, "ns_plain_8443").unusable.find("no ready endpoints") == 0u);
+    BOOST_TEST(upstream_named(plan, "ns_plain_8443").servers.empty());
+    // fail closed: without the upstream API nothing can ever fill it
+    BOOST_TEST(render_http_conf(plan, Options{}).find("upstream backend_ns_plain_8443 {\n    # for \"Service ns/plain port 8443\"\n"
+                                                      "    # unusable: \"no ready endpoints (with --resolver, the cluster DNS "
+                                                      "name is used)\"\n    server 127.0.0.1:1 down;\n}\n")
+               != std::string::npos);
 
     Manifests m;
     std::istringstream in(yaml);

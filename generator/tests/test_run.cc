@@ -123,8 +123,30 @@ BOOST_AUTO_TEST_CASE(the_skeleton_leaves_out_exactly_the_replaceable_servers)
     BOOST_TEST(http(R"("10.0.0.1")", skeleton).find("10.0.0.1") == std::string::npos);
     // the ExternalName's server stays in the skeleton: changing it reloads
     BOOST_TEST(http(R"("10.0.0.1")", skeleton).find("db.example.com:80") != std::string::npos);
-    // no endpoints at all: the upstream becomes unusable, which a reload serves
-    BOOST_TEST(http(R"("10.0.0.1")", skeleton) != render_http_conf(resolve(parse(kManifests), skeleton), skeleton));
+    // to and from no endpoints at all (a Service scaled to zero, its
+    // EndpointSlice empty or gone): the same skeleton too
+    BOOST_TEST(http(R"("10.0.0.1")", skeleton) == http("", skeleton));
+    BOOST_TEST(http(R"("10.0.0.1")", skeleton) == render_http_conf(resolve(parse(kManifests), skeleton), skeleton));
+}
+
+BOOST_AUTO_TEST_CASE(a_service_without_endpoints_is_replaceable_and_empty)
+{
+    for (const std::string &manifests : {kManifests, kManifests + slice("")}) {
+        Plan plan = resolve(parse(manifests), with_api());
+        size_t replaceable = 0;
+        for (const Upstream &u : plan.upstreams) {
+            if (!api_replaceable(u)) continue;
+            replaceable++;
+            BOOST_TEST(u.servers.empty());
+            BOOST_TEST(upstream_servers_api_json(u) == "[]");  // 502 until endpoints are pushed
+        }
+        BOOST_TEST(replaceable == 2u);
+        // nginx wants a server in each upstream{}: one that is never used
+        const std::string http = render_http_conf(plan, with_api());
+        BOOST_TEST(http.find("    zone gateway2nginx_servers;\n    # no ready endpoints (with --resolver, the cluster DNS "
+                             "name is used)\n    server 127.0.0.1:1 down;\n")
+                   != std::string::npos);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
