@@ -143,6 +143,7 @@ void ngx_gtls_save_session(ngx_peer_connection_t *pc, void *data)
         }
         entry.session = session;
         entry.verdict = conn->verdict;
+        entry.policy = policy;
     } catch (const std::exception &e) {
         SSL_SESSION_free(session);
         ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
@@ -239,6 +240,7 @@ std::string ngx_gtls_binding_key(const gtls::Policy *policy, const ngx_ssl_t *ss
     gtls::Binding binding;
     binding.policy = policy;
     binding.tls_context = ssl != nullptr ? ssl->ctx : nullptr;
+    binding.trust_generation = policy->trust_generation;
     binding.reference_name = reference_name + "\n" + std::string(ngx_gtls_sv(host));
     if (client_certificate != nullptr) {
         binding.client_certificate = std::string(ngx_gtls_sv(*client_certificate));

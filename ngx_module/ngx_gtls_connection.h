@@ -22,6 +22,7 @@ struct ngx_gtls_connection_t {
 struct ngx_gtls_session_entry_t {
     SSL_SESSION                           *session = nullptr;
     std::shared_ptr<const gtls::Verdict>   verdict;
+    const gtls::Policy                    *policy = nullptr;  // made under it
 };
 
 using ngx_gtls_session_cache_t = std::map<std::string, ngx_gtls_session_entry_t>;

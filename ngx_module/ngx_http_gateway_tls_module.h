@@ -58,6 +58,7 @@ typedef struct {
     std::vector<ngx_http_gtls_dynamic_t *>                      *dynamic;         // per cycle, from init_module
     std::unordered_map<std::string, ngx_http_gtls_dynamic_t *>  *dynamic_by_name;
     uint64_t                                                     state_sequence;  // state entries up to it are applied
+    std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the
@@ -68,6 +69,11 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
 };
 
 extern "C" ngx_module_t  ngx_http_gateway_tls_module;
+
+// ngx_http_gateway_tls_upstream_api.cc: what another worker took through
+// the API since this one last looked (servers, trust), taken here too; one
+// atomic read when nothing changed.
+void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf);
 
 // ngx_http_gateway_tls_upstream.cc
 ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);

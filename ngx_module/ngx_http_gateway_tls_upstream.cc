@@ -148,6 +148,8 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
         dynamic = ups->dynamic;
     }
 
+    // servers and trust pushed through another worker count from now here too
+    ngx_http_gtls_catch_up(mcf);
     // the balancer starts on the servers current now, and keeps them
     if (dynamic != nullptr && ngx_http_gtls_bind_servers(r, dynamic) != NGX_OK) {
         return NGX_ERROR;

@@ -11,6 +11,11 @@
 // least_conn: the balancers that take `backup`) work on the list handed to
 // them at each request; hash, ip_hash and random precompute from the
 // configured one, and are refused.
+//
+// The trust of named policies (their CA and pins) is replaced the same
+// way: each worker puts the pushed trust in place of its own copies of the
+// policies, and a new trust generation in every binding keeps TLS sessions
+// and keepalive connections made under the old trust from carrying over.
 
 #include "ngx_http_gateway_tls_upstream_api.h"
 
@@ -71,14 +76,17 @@ private:
 
 // ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
 
-// One entry per upstream, the list last pushed. Entries are numbered as
+// One entry per upstream, the list last pushed, and per policy its trust. Entries are numbered as
 // they are written: a push that a worker of a replaced configuration
 // handled (a reload's race) reaches the workers of the new one, whose
 // timers look for entries newer than what they run.
+enum ngx_http_gtls_entry_kind_e { NGX_HTTP_GTLS_ENTRY_SERVERS, NGX_HTTP_GTLS_ENTRY_TRUST };
+
 struct ngx_http_gtls_state_entry_t {
     ngx_http_gtls_state_entry_t  *next;
     uint64_t                      sequence;
-    uint64_t                      fingerprint;  // of the configured servers it replaced
+    uint64_t                      fingerprint;  // of the configured servers (or trust) it replaced
+    ngx_uint_t                    kind;         // ngx_http_gtls_entry_kind_e
     size_t                        name_len, json_len;
     u_char                        data[1];      // name, then the servers' JSON
 };
@@ -114,6 +122,82 @@ ngx_slab_pool_t *ngx_http_gtls_state_pool(ngx_shm_zone_t *zone)
 std::string_view ngx_http_gtls_entry_name(const ngx_http_gtls_state_entry_t *e)
 {
     return {reinterpret_cast<const char *>(e->data), e->name_len};
+}
+
+std::string ngx_http_gtls_entry_json(const ngx_http_gtls_state_entry_t *e)
+{
+    return {reinterpret_cast<const char *>(e->data + e->name_len), e->json_len};
+}
+
+uint64_t ngx_http_gtls_state_sequence(const ngx_http_gtls_state_t *state)
+{
+    return __atomic_load_n(&state->sequence, __ATOMIC_ACQUIRE);  // read without the zone's mutex
+}
+
+// ---- policies' trust -----------------------------------------------------
+
+// The policies of each name, and what they trust as configured; every
+// worker inherits them from init_module and changes its own copies.
+ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
+{
+    mcf->trusted = ngx_gtls_pool_new<std::map<std::string, ngx_http_gtls_trusted_t>>(cycle->pool);
+    if (mcf->trusted == nullptr) {
+        return NGX_ERROR;
+    }
+    for (const ngx_gtls_policy_record_t &rec : mcf->registry->status.policies) {
+        if (rec.policy->name.empty() || rec.policy->mode == gtls::Mode::Skip) {
+            continue;  // nothing to name it by, or no trust to replace
+        }
+        ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
+        // built by ngx_gtls_build_policy in the configuration pool, not const there
+        t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
+        t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy);
+    }
+    return NGX_OK;
+}
+
+ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *mcf, const std::string &name)
+{
+    auto it = mcf->trusted->find(name);
+    return it != mcf->trusted->end() ? &it->second : nullptr;
+}
+
+// Puts `trust` in place in this process's copies of the policies, and
+// frees the TLS sessions made under what they trusted before (the new
+// trust generation would never offer them again).
+void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t, const gtls::Trust &trust,
+                                 uint64_t sequence)
+{
+    for (gtls::Policy *policy : t->policies) {
+        gtls::replace_trust(policy, trust, sequence);
+    }
+    t->sequence = sequence;
+    ngx_gtls_session_cache_t &sessions = mcf->registry->sessions;
+    for (auto it = sessions.begin(); it != sessions.end();) {
+        if (std::find(t->policies.begin(), t->policies.end(), it->second.policy) != t->policies.end()) {
+            SSL_SESSION_free(it->second.session);
+            it = sessions.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// A kept entry's trust made current here; false (and a log line) when it
+// cannot be read any more.
+bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t,
+                              const std::string &name, const std::string &json, uint64_t sequence)
+{
+    gtls::PolicyTrust pushed = gtls::parse_policy_trust(json, name);
+    gtls::Trust trust;
+    std::string error;
+    if (!gtls::build_trust(pushed.ca, pushed.pins, &trust, &error)) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "gateway_tls: policy %s keeps its trust: the trust pushed cannot be read: %s",
+                      gtls::json_string(name).c_str(), gtls::json_string(error).c_str());
+        return false;
+    }
+    ngx_http_gtls_replace_trust(mcf, t, trust, sequence);
+    return true;
 }
 
 // ---- generations -------------------------------------------------------
@@ -407,7 +491,13 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
         std::string json;
         uint64_t sequence;
     };
+    struct newer_trust_t {
+        ngx_http_gtls_trusted_t *trusted;
+        std::string name, json;
+        uint64_t sequence;
+    };
     std::vector<newer_t> newer;
+    std::vector<newer_trust_t> newer_trust;
     {
         ngx_http_gtls_locked locked(&state_pool->mutex);
         if (state->sequence != mcf->state_sequence) {
@@ -415,13 +505,28 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
                 if (e->sequence <= mcf->state_sequence) {
                     continue;
                 }
-                auto it = mcf->dynamic_by_name->find(std::string(ngx_http_gtls_entry_name(e)));
+                const std::string name(ngx_http_gtls_entry_name(e));
+                if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
+                    ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
+                    if (t != nullptr && e->sequence > t->sequence) {
+                        newer_trust.push_back({t, name, ngx_http_gtls_entry_json(e), e->sequence});
+                    }
+                    continue;
+                }
+                auto it = mcf->dynamic_by_name->find(name);
                 if (it != mcf->dynamic_by_name->end() && e->sequence > it->second->sh->sequence) {
-                    newer.push_back({it->second, std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len),
-                                     e->sequence});
+                    newer.push_back({it->second, ngx_http_gtls_entry_json(e), e->sequence});
                 }
             }
             mcf->state_sequence = state->sequence;
+        }
+    }
+
+    for (const newer_trust_t &n : newer_trust) {
+        if (ngx_http_gtls_take_trust(cycle->log, mcf, n.trusted, n.name, n.json, n.sequence)) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                           "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
+                           n.name.c_str(), n.sequence);
         }
     }
 
@@ -445,7 +550,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
 void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
-    if (mcf == nullptr || mcf->dynamic == nullptr) {
+    if (mcf == nullptr || mcf->dynamic == nullptr || mcf->trusted == nullptr) {
         return;
     }
     try {
@@ -511,6 +616,17 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
                 + ",\"servers\":" + servers + "}";
         first = false;
     }
+    body += "},\"policies\":{";
+    first = true;
+    for (const auto &[name, t] : *mcf->trusted) {
+        const gtls::Policy &p = *t.policies.front();
+        std::string pins;
+        for (const gtls::Pin &pin : p.pins) pins += (pins.empty() ? "" : ",") + gtls::json_string(pin.spec);
+        body += (first ? "" : ",") + gtls::json_string(name) + ":{\"generation\":" + std::to_string(t.sequence)
+                + ",\"source\":" + (t.sequence != 0 ? "\"api\"" : "\"configuration\"")
+                + ",\"ca\":" + gtls::json_string(p.trust_source) + ",\"pins\":[" + pins + "]}";
+        first = false;
+    }
     return body + "}}\n";
 }
 
@@ -533,8 +649,8 @@ void ngx_http_gtls_drop_pending(ngx_http_gtls_main_conf_t *mcf, std::vector<ngx_
     }
 }
 
-ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, std::string_view name, uint64_t fingerprint,
-                                                     const std::string &json)
+ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, ngx_http_gtls_entry_kind_e kind,
+                                                     std::string_view name, uint64_t fingerprint, const std::string &json)
 {
     ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
     ngx_shmtx_lock(&shpool->mutex);
@@ -548,6 +664,7 @@ ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, std::
         return nullptr;
     }
     e->next = nullptr;
+    e->kind = kind;
     e->fingerprint = fingerprint;
     e->name_len = name.size();
     e->json_len = json.size();
@@ -556,35 +673,79 @@ ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, std::
     return e;
 }
 
-// Replaces (or adds) the state zone's entry for the entry's upstream.
+// Replaces (or adds) the state zone's entry for the entry's upstream or policy.
 void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t *entry)
 {
     ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
     auto *state = static_cast<ngx_http_gtls_state_t *>(zone->data);
     ngx_shmtx_lock(&shpool->mutex);
     for (ngx_http_gtls_state_entry_t **link = &state->entries; *link; link = &(*link)->next) {
-        if (ngx_http_gtls_entry_name(*link) == ngx_http_gtls_entry_name(entry)) {
+        if ((*link)->kind == entry->kind && ngx_http_gtls_entry_name(*link) == ngx_http_gtls_entry_name(entry)) {
             ngx_http_gtls_state_entry_t *old = *link;
             *link = old->next;
             ngx_slab_free_locked(shpool, old);
             break;
         }
     }
-    entry->sequence = ++state->sequence;
+    entry->sequence = state->sequence + 1;
+    __atomic_store_n(&state->sequence, entry->sequence, __ATOMIC_RELEASE);
     entry->next = state->entries;
     state->entries = entry;
     ngx_shmtx_unlock(&shpool->mutex);
 }
 
-// PUT: every upstream named is checked, every new list and its kept copy
-// built, and only then is anything swapped: one refusal changes nothing.
+// A policy's new trust, checked and kept, not yet in place.
+struct ngx_http_gtls_pending_trust_t {
+    ngx_http_gtls_trusted_t       *trusted = nullptr;
+    gtls::Trust                    trust;
+    ngx_http_gtls_state_entry_t   *entry = nullptr;
+};
+
+// PUT: every upstream and policy named is checked, every new list and
+// trust built and its kept copy written, and only then is anything put in
+// place: one refusal changes nothing.
 ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_conf_t *mcf, std::string_view body)
 {
-    std::vector<gtls::UpstreamServers> updates;
+    gtls::ApiUpdate update;
     try {
-        updates = gtls::parse_upstream_update(body);
+        update = gtls::parse_api_update(body);
     } catch (const gtls::ApiError &e) {
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
+    }
+    const std::vector<gtls::UpstreamServers> &updates = update.upstreams;
+
+    std::vector<ngx_http_gtls_pending_trust_t> trusts;
+    auto drop_trusts = [&]() {
+        for (ngx_http_gtls_pending_trust_t &t : trusts) {
+            if (t.entry != nullptr) {
+                ngx_slab_free(ngx_http_gtls_state_pool(mcf->upstream_state), t.entry);
+            }
+        }
+    };
+    for (const gtls::PolicyTrust &pushed : update.policies) {
+        ngx_http_gtls_pending_trust_t t;
+        t.trusted = ngx_http_gtls_find_trusted(mcf, pushed.policy);
+        if (t.trusted == nullptr) {
+            drop_trusts();
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
+                                            "no policy " + gtls::json_string(pushed.policy)
+                                                + " that verifies (proxy_ssl_policy_name of an http scope whose mode is not skip)");
+        }
+        std::string error;
+        if (!gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
+            drop_trusts();
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_BAD_REQUEST,
+                                            "policies[" + gtls::json_string(pushed.policy) + "]: " + error);
+        }
+        t.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_TRUST, pushed.policy,
+                                          t.trusted->configured_fingerprint, gtls::policy_trust_json(pushed));
+        if (t.entry == nullptr) {
+            drop_trusts();
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
+                                            "gateway_tls_upstream_state_zone has no room to keep the trust of policy "
+                                                + gtls::json_string(pushed.policy) + "; nothing was changed");
+        }
+        trusts.push_back(std::move(t));
     }
 
     auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_upstream_module));
@@ -594,6 +755,7 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         p.dyn = ngx_http_gtls_find_dynamic(mcf, u.upstream);
         p.servers = u.servers.size();
         if (p.dyn == nullptr) {
+            drop_trusts();
             auto **uscfp = static_cast<ngx_http_upstream_srv_conf_t **>(umcf->upstreams.elts);
             for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
                 if (ngx_gtls_sv(uscfp[i]->host) == u.upstream) {
@@ -610,6 +772,7 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         ngx_http_gtls_pending_t &p = pending[i];
         p.gen = ngx_http_gtls_build_generation(p.dyn, updates[i].servers);
         if (p.gen == nullptr) {
+            drop_trusts();
             ngx_http_gtls_drop_pending(mcf, pending);
             return ngx_http_gtls_api_refuse(
                 r, NGX_HTTP_INSUFFICIENT_STORAGE,
@@ -617,9 +780,10 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
                     + "\" has no room for " + std::to_string(updates[i].servers.size())
                     + " servers; nothing was changed");
         }
-        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, updates[i].upstream, p.dyn->configured_fingerprint,
-                                          gtls::upstream_servers_json(updates[i].servers));
+        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_SERVERS, updates[i].upstream,
+                                          p.dyn->configured_fingerprint, gtls::upstream_servers_json(updates[i].servers));
         if (p.entry == nullptr) {
+            drop_trusts();
             ngx_http_gtls_drop_pending(mcf, pending);
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
                                             std::string("gateway_tls_upstream_state_zone has no room to keep the servers of "
@@ -640,6 +804,18 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
                       "gateway_tls: upstream \"%V\" now has %uz servers (from the API, entry %uL)",
                       &p.dyn->uscf->host, p.servers, p.entry->sequence);
         reply += (i ? "," : "") + gtls::json_string(updates[i].upstream) + ":{\"servers\":" + std::to_string(p.servers) + "}";
+    }
+    reply += "},\"policies\":{";
+    for (size_t i = 0; i < trusts.size(); i++) {
+        ngx_http_gtls_pending_trust_t &t = trusts[i];
+        const std::string &name = update.policies[i].policy;
+        ngx_http_gtls_keep_entry(mcf->upstream_state, t.entry);
+        ngx_http_gtls_replace_trust(mcf, t.trusted, t.trust, t.entry->sequence);
+        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                      "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
+                      gtls::json_string(name).c_str(), gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(),
+                      t.trust.pins.size(), t.entry->sequence);
+        reply += (i ? "," : "") + gtls::json_string(name) + ":{\"generation\":" + std::to_string(t.entry->sequence) + "}";
     }
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
     return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, reply + "}}\n");
@@ -756,6 +932,15 @@ void ngx_http_gtls_release(void *data)
 
 }  // namespace
 
+void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->upstream_state == nullptr || mcf->trusted == nullptr
+        || ngx_http_gtls_state_sequence(static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data)) == mcf->state_sequence) {
+        return;
+    }
+    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
+}
+
 ngx_int_t ngx_http_gtls_bind_servers(ngx_http_request_t *r, ngx_http_gtls_dynamic_t *dyn)
 {
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_gtls_hold_t));
@@ -844,7 +1029,8 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
     try {
         mcf->dynamic = ngx_gtls_pool_new<std::vector<ngx_http_gtls_dynamic_t *>>(cycle->pool);
         mcf->dynamic_by_name = ngx_gtls_pool_new<std::unordered_map<std::string, ngx_http_gtls_dynamic_t *>>(cycle->pool);
-        if (mcf->dynamic == nullptr || mcf->dynamic_by_name == nullptr) {
+        if (mcf->dynamic == nullptr || mcf->dynamic_by_name == nullptr
+            || ngx_http_gtls_collect_trusted(cycle, mcf) != NGX_OK) {
             return NGX_ERROR;
         }
         auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(
@@ -886,31 +1072,47 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
         if (mcf->upstream_state == nullptr) {
             return NGX_OK;
         }
-        // the servers last pushed, where the configured ones are still those they replaced
+        // the servers (and trust) last pushed, where the configured ones are
+        // still those they replaced
         auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
         ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
         struct kept_t {
             std::string name, json;
             uint64_t sequence;
         };
-        std::vector<kept_t> kept;
+        std::vector<kept_t> kept, kept_trust;
         {
             ngx_http_gtls_locked locked(&state_pool->mutex);
             for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
                 ngx_http_gtls_state_entry_t *e = *link;
-                ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, ngx_http_gtls_entry_name(e));
-                if (dyn == nullptr || dyn->configured_fingerprint != e->fingerprint) {
+                const std::string name(ngx_http_gtls_entry_name(e));
+                uint64_t configured;
+                if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
+                    ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
+                    configured = t != nullptr ? t->configured_fingerprint : ~e->fingerprint;
+                } else {
+                    ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
+                    configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
+                }
+                if (configured != e->fingerprint) {
                     *link = e->next;  // the configuration now says otherwise
                     ngx_slab_free_locked(state_pool, e);
                     continue;
                 }
-                kept.push_back({std::string(ngx_http_gtls_entry_name(e)),
-                                std::string(reinterpret_cast<const char *>(e->data + e->name_len), e->json_len), e->sequence});
+                (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? kept_trust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence});
                 link = &e->next;
             }
             mcf->state_sequence = state->sequence;  // the workers apply what comes after
         }
 
+        // before the workers start: they inherit it
+        for (const kept_t &k : kept_trust) {
+            if (ngx_http_gtls_take_trust(cycle->log, mcf, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
+                ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                              "gateway_tls: policy %s keeps the trust last pushed through the API",
+                              gtls::json_string(k.name).c_str());
+            }
+        }
         for (const kept_t &k : kept) {
             const std::string &name = k.name, &json = k.json;
             ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
@@ -937,7 +1139,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
 ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
-    if (mcf == nullptr || mcf->dynamic == nullptr || mcf->dynamic->empty()) {
+    if (mcf == nullptr || mcf->dynamic == nullptr || (mcf->dynamic->empty() && mcf->upstream_state == nullptr)) {
         return NGX_OK;
     }
     for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {

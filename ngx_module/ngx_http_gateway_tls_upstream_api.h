@@ -4,6 +4,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
+
+#include "gtls_verify.h"
 
 #include "ngx_gtls_nginx.h"
 
@@ -21,6 +24,15 @@ struct ngx_http_gtls_dynamic_t {
     // this worker's view, for closing what removed servers leave behind
     ngx_uint_t                      seen_generation = 0;
     std::set<std::string>           seen_addresses;  // struct sockaddr bytes
+};
+
+// The scopes of one policy name (proxy_ssl_policy_name) whose trust the
+// API may replace: the http module's policies of that name that verify.
+// Each worker changes its own copies of them, the same way.
+struct ngx_http_gtls_trusted_t {
+    std::vector<gtls::Policy *>  policies;
+    uint64_t                     configured_fingerprint = 0;  // of their configured trust
+    uint64_t                     sequence = 0;                // of the state entry applied; 0: configured
 };
 
 // gateway_tls_upstream_api_allow: who may use the API (no one by default).

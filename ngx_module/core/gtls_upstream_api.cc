@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "gtls_spec.h"
+
 namespace gtls {
 
 namespace {
@@ -326,6 +328,86 @@ bool valid_upstream_name(const std::string &name)
     return true;
 }
 
+bool valid_policy_name(const std::string &name)
+{
+    if (name.empty() || name.size() > kMaxApiPolicyName) return false;
+    for (unsigned char c : name) {
+        if (c < 0x20 || c >= 0x7f) return false;
+    }
+    return true;
+}
+
+// PEM text: BEGIN/END lines of one label each, base64 between, nothing
+// else but blank lines (no headers, no private key: a CA bundle only)
+void check_pem_certificates(const std::string &pem, const std::string &field)
+{
+    if (pem.size() > kMaxApiCaBytes) {
+        refuse(field, "more than " + std::to_string(kMaxApiCaBytes) + " bytes");
+    }
+    size_t blocks = 0, line_no = 0;
+    bool inside = false;
+    for (size_t at = 0; at < pem.size();) {
+        size_t end = pem.find('\n', at);
+        if (end == std::string::npos) end = pem.size();
+        std::string_view line(pem.data() + at, end - at);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        at = end + 1;
+        line_no++;
+        const std::string where = " (line " + std::to_string(line_no) + ")";
+        if (line == "-----BEGIN CERTIFICATE-----") {
+            if (inside) refuse(field, "a PEM block begins inside another" + where);
+            inside = true;
+        } else if (line == "-----END CERTIFICATE-----") {
+            if (!inside) refuse(field, "a PEM block ends that did not begin" + where);
+            inside = false;
+            blocks++;
+        } else if (inside) {
+            if (line.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string_view::npos
+                || line.empty()) {
+                refuse(field, "a PEM certificate holds something that is not base64" + where);
+            }
+        } else if (line.find_first_not_of(" \t") != std::string_view::npos) {
+            refuse(field, "only CERTIFICATE PEM blocks may be given" + where);
+        }
+    }
+    if (inside) refuse(field, "the last PEM block does not end");
+    if (blocks == 0) refuse(field, "holds no certificate");
+}
+
+PolicyTrust trust_of(const Json &v, const std::string &policy, const std::string &field)
+{
+    expect(v, Json::Type::Object, field);
+    PolicyTrust t;
+    t.policy = policy;
+    for (const auto &[key, value] : v.members) {
+        const std::string f = field + "." + key;
+        if (key == "ca") {
+            expect(value, Json::Type::String, f);
+            if (value.text != "system") check_pem_certificates(value.text, f);
+            t.ca = value.text;
+        } else if (key == "pins") {
+            expect(value, Json::Type::Array, f);
+            if (value.items.size() > kMaxApiPins) {
+                refuse(f, std::to_string(value.items.size()) + " pins, more than " + std::to_string(kMaxApiPins));
+            }
+            for (size_t i = 0; i < value.items.size(); i++) {
+                const std::string fi = f + "[" + std::to_string(i) + "]";
+                expect(value.items[i], Json::Type::String, fi);
+                std::string error;
+                std::optional<Pin> pin = parse_pin_spec(value.items[i].text, &error);
+                if (!pin) refuse(fi, error);
+                t.pins.push_back(pin->spec);
+            }
+        } else {
+            refuse(field, "unknown field " + json_string(key) + " (known: ca, pins)");
+        }
+    }
+    if (t.ca.empty() && t.pins.empty()) {
+        refuse(field, "a policy verifies against \"ca\", \"pins\" or both; neither was given");
+    }
+    return t;
+}
+
 }  // namespace
 
 UpstreamServer parse_server_address(std::string_view text, const std::string &field)
@@ -368,22 +450,36 @@ UpstreamServer parse_server_address(std::string_view text, const std::string &fi
     return s;
 }
 
-std::vector<UpstreamServers> parse_upstream_update(std::string_view body)
+ApiUpdate parse_api_update(std::string_view body)
 {
     const Json doc = Reader(body).document();
     expect(doc, Json::Type::Object, "the body");
-    const Json *upstreams = nullptr;
+    const Json *upstreams = nullptr, *policies = nullptr;
     for (const auto &[key, value] : doc.members) {
-        if (key != "upstreams") refuse("the body", "unknown field " + json_string(key) + " (known: upstreams)");
-        upstreams = &value;
+        if (key == "upstreams") upstreams = &value;
+        else if (key == "policies") policies = &value;
+        else refuse("the body", "unknown field " + json_string(key) + " (known: upstreams, policies)");
     }
-    if (upstreams == nullptr) refuse("the body", "\"upstreams\" is required");
+    if (upstreams == nullptr && policies == nullptr) refuse("the body", "\"upstreams\" or \"policies\" is required");
+    ApiUpdate out;
+    if (policies != nullptr) {
+        expect(*policies, Json::Type::Object, "policies");
+        if (policies->members.empty()) refuse("policies", "names no policy");
+        if (policies->members.size() > kMaxApiPolicies) {
+            refuse("policies", "more than " + std::to_string(kMaxApiPolicies) + " policies");
+        }
+        for (const auto &[name, value] : policies->members) {
+            const std::string field = "policies[" + json_string(name) + "]";
+            if (!valid_policy_name(name)) refuse(field, "is not a policy name");
+            out.policies.push_back(trust_of(value, name, field));
+        }
+    }
+    if (upstreams == nullptr) return out;
     expect(*upstreams, Json::Type::Object, "upstreams");
     if (upstreams->members.empty()) refuse("upstreams", "names no upstream");
     if (upstreams->members.size() > kMaxApiUpstreams) {
         refuse("upstreams", "more than " + std::to_string(kMaxApiUpstreams) + " upstreams");
     }
-    std::vector<UpstreamServers> out;
     for (const auto &[name, value] : upstreams->members) {
         const std::string field = "upstreams[" + json_string(name) + "]";
         if (!valid_upstream_name(name)) refuse(field, "is not an upstream name");
@@ -394,9 +490,21 @@ std::vector<UpstreamServers> parse_upstream_update(std::string_view body)
             servers = &v;
         }
         if (servers == nullptr) refuse(field, "\"servers\" is required");
-        out.push_back({name, servers_of(*servers, field + ".servers")});
+        out.upstreams.push_back({name, servers_of(*servers, field + ".servers")});
     }
     return out;
+}
+
+PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy)
+{
+    return trust_of(Reader(json).document(), policy, "policies[" + json_string(policy) + "]");
+}
+
+std::string policy_trust_json(const PolicyTrust &trust)
+{
+    std::string out = trust.ca.empty() ? "{\"pins\":[" : "{\"ca\":" + json_string(trust.ca) + ",\"pins\":[";
+    for (size_t i = 0; i < trust.pins.size(); i++) out += (i ? "," : "") + json_string(trust.pins[i]);
+    return out + "]}";
 }
 
 std::vector<UpstreamServer> parse_server_list(std::string_view json)

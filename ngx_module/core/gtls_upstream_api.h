@@ -9,6 +9,11 @@
 //                                         "max_fails": 1, "fail_timeout": 10,
 //                                         "down": false}, ...]}, ...}}
 // Only "address" is required; the rest default as nginx's `server` does.
+// The trust of named backend policies (proxy_ssl_policy_name) is replaced
+// the same way, in the same body or alone:
+//   {"policies": {"ns/web-tls": {"ca": "-----BEGIN CERTIFICATE-----...",
+//                                "pins": ["sha256-spki:BASE64", ...]}}}
+// "ca" is PEM certificates or "system"; a policy needs "ca", "pins" or both.
 #pragma once
 
 #include <array>
@@ -28,6 +33,10 @@ inline constexpr unsigned kMaxApiMaxConns = 1000000;
 inline constexpr unsigned kMaxApiMaxFails = 1000;
 inline constexpr unsigned kMaxApiFailTimeout = 86400;  // seconds
 inline constexpr size_t kMaxApiJsonDepth = 8;
+inline constexpr size_t kMaxApiPolicies = 10000;     // per request
+inline constexpr size_t kMaxApiPolicyName = 253;     // namespace/name
+inline constexpr size_t kMaxApiCaBytes = 1 << 20;    // one policy's PEM bundle
+inline constexpr size_t kMaxApiPins = 64;            // per policy
 
 // One server as nginx's round robin takes it. `address` is canonical
 // ("10.0.0.1:8443", "[fd00::1]:8443": what nginx names a peer), `ip` its
@@ -55,6 +64,23 @@ struct UpstreamServers {
     std::vector<UpstreamServer>  servers;
 };
 
+// The trust a policy verifies backends against, replacing its configured
+// proxy_ssl_verify_ca and pins. The PEM is checked to be text of PEM
+// blocks here; its certificates are read by trust_store_from_pem.
+struct PolicyTrust {
+    std::string               policy;
+    std::string               ca;    // PEM certificates, "system", or empty: pins alone
+    std::vector<std::string>  pins;  // normalised pin SPECs
+
+    bool operator==(const PolicyTrust &o) const { return policy == o.policy && ca == o.ca && pins == o.pins; }
+};
+
+// A PUT body: servers of upstreams, trust of policies, or both.
+struct ApiUpdate {
+    std::vector<UpstreamServers>  upstreams;
+    std::vector<PolicyTrust>      policies;
+};
+
 // A refused request: the HTTP status to answer, and what was wrong, naming
 // the field (`upstreams["web"].servers[2].address: ...`) or the place in
 // the JSON (line and column).
@@ -70,8 +96,16 @@ private:
 // A PUT body: every upstream's full list, in the order given. Throws
 // ApiError (400) on anything malformed, unknown or out of range: JSON
 // syntax, duplicate keys, unknown fields, a host name (no DNS at run
-// time), a port outside 1-65535, more than kMaxApiServers servers.
-std::vector<UpstreamServers> parse_upstream_update(std::string_view body);
+// time), a port outside 1-65535, more than kMaxApiServers servers, a
+// policy with neither "ca" nor "pins", a pin that is not a pin SPEC, "ca"
+// that is not PEM blocks.
+ApiUpdate parse_api_update(std::string_view body);
+
+// One policy's trust as policy_trust_json wrote it (kept across reloads).
+PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy);
+
+// {"ca":"...","pins":[...]}, "ca" left out when empty
+std::string policy_trust_json(const PolicyTrust &trust);
 
 // One server list as upstream_servers_json wrote it (what the module
 // keeps across reloads). Throws ApiError.

@@ -1,6 +1,8 @@
 #include "gtls_verify.h"
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -308,6 +310,7 @@ std::string Binding::key() const
     };
     add(&policy, sizeof(policy));
     add(&tls_context, sizeof(tls_context));
+    add(&trust_generation, sizeof(trust_generation));
     add(reference_name.data(), reference_name.size());
     add(client_certificate.data(), client_certificate.size());
     return out;
@@ -506,6 +509,104 @@ X509StoreShared load_trust_store(const std::string &source, std::string *error)
         return nullptr;
     }
     return store;
+}
+
+X509StoreShared trust_store_from_pem(std::string_view pem, std::string *error)
+{
+    X509StoreShared store(X509_STORE_new(), X509_STORE_free);
+    BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    if (!store || !bio) {
+        *error = openssl_error("cannot allocate a trust store");
+        return nullptr;
+    }
+    size_t count = 0;
+    for (;;) {
+        X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+        if (!cert) {
+            unsigned long err = ERR_peek_last_error();
+            if (ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE && count > 0) {
+                ERR_clear_error();  // the normal end
+                break;
+            }
+            *error = openssl_error(("cannot read PEM certificate " + std::to_string(count + 1)).c_str());
+            return nullptr;
+        }
+        if (X509_STORE_add_cert(store.get(), cert.get()) != 1) {
+            unsigned long err = ERR_peek_last_error();
+            if (ERR_GET_REASON(err) != X509_R_CERT_ALREADY_IN_HASH_TABLE) {
+                *error = openssl_error(("cannot trust PEM certificate " + std::to_string(count + 1)).c_str());
+                return nullptr;
+            }
+            ERR_clear_error();  // the same certificate twice in a bundle
+        }
+        count++;
+    }
+    return store;
+}
+
+bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs, Trust *out, std::string *error)
+{
+    Trust trust;
+    if (ca == "system") {
+        trust.store = load_trust_store("system", error);
+        trust.source = "system";
+    } else if (!ca.empty()) {
+        trust.store = trust_store_from_pem(ca, error);
+        unsigned char md[kSha256Size];
+        unsigned int len = 0;
+        if (trust.store && EVP_Digest(ca.data(), ca.size(), md, &len, sha256(), nullptr) != 1) {
+            *error = openssl_error("EVP_Digest() failed");
+            trust.store = nullptr;
+        }
+        trust.source = "api:sha256:" + to_hex(md, 8);
+    }
+    if (!ca.empty() && !trust.store) {
+        return false;
+    }
+    for (const std::string &spec : pin_specs) {
+        std::optional<Pin> pin = parse_pin_spec(spec, error);
+        if (!pin) {
+            return false;
+        }
+        trust.pins.push_back(std::move(*pin));
+    }
+    if (!trust.store && trust.pins.empty()) {
+        *error = "neither a CA nor a pin";
+        return false;
+    }
+    *out = std::move(trust);
+    return true;
+}
+
+void replace_trust(Policy *policy, const Trust &trust, uint64_t generation)
+{
+    policy->store = trust.store;
+    policy->trust_source = trust.source;
+    policy->pins = trust.pins;
+    policy->trust_generation = generation;
+}
+
+uint64_t trust_fingerprint(const Policy &policy)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](std::string_view bytes) {
+        for (unsigned char c : bytes) {
+            h ^= c;
+            h *= 0x100000001b3ull;
+        }
+        h ^= 0xff;  // a separator no text byte can fake
+        h *= 0x100000001b3ull;
+    };
+    if (policy.trust_source.empty() || policy.trust_source == "system") {
+        mix(policy.trust_source);
+    } else {
+        std::ifstream file(policy.trust_source, std::ios::binary);
+        std::ostringstream bytes;
+        bytes << file.rdbuf();
+        mix(file ? bytes.str() : "unreadable:" + policy.trust_source);
+    }
+    for (const Pin &pin : policy.pins) mix(pin.spec);
+    return h;
 }
 
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error)

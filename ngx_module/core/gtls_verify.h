@@ -2,6 +2,7 @@
 // with an enumerated reason. No nginx types.
 #pragma once
 
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <array>
@@ -32,6 +33,9 @@ struct Policy {
     std::vector<SanMatcher> sans;
     std::vector<Pin> pins;
     std::string hostname;             // upstream-level SNI / reference name
+    // counts replacements of store and pins at run time (the upstream API):
+    // a TLS session or keepalive connection of older trust never carries over
+    uint64_t trust_generation = 0;
 
     bool has_trust() const { return store != nullptr || !pins.empty(); }
 };
@@ -130,6 +134,7 @@ Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, con
 struct Binding {
     const void *policy = nullptr;
     const void *tls_context = nullptr;
+    uint64_t trust_generation = 0;
     std::string reference_name;
     std::string client_certificate;
 
@@ -171,6 +176,30 @@ bool mark_session_for(SSL_SESSION *session, std::string_view server_context);
 // Loads a PEM bundle into a new trust store ("system": OpenSSL's default
 // paths). On failure returns null and sets *error.
 X509StoreShared load_trust_store(const std::string &source, std::string *error);
+
+// The certificates of PEM text (a CA bundle given at run time), as
+// load_trust_store reads a file; null and *error when there is none or one
+// is unreadable.
+X509StoreShared trust_store_from_pem(std::string_view pem, std::string *error);
+
+// What a policy verifies against, replaced at run time (the upstream API).
+struct Trust {
+    X509StoreShared    store;   // null: pins alone
+    std::string        source;  // "system", "api:sha256:HEX" (of the PEM), or empty
+    std::vector<Pin>   pins;
+};
+
+// `ca` is PEM certificates, "system" or empty; pins are SPECs. False and
+// *error when something cannot be read, or nothing would be trusted.
+bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs, Trust *out, std::string *error);
+
+// Puts `trust` in place of the policy's store and pins; `generation`
+// (non-zero) keeps its sessions and connections apart from older trust.
+void replace_trust(Policy *policy, const Trust &trust, uint64_t generation);
+
+// What a configured policy trusts (its CA file's bytes or "system", its
+// pins), FNV-1a: tells whether a reload changed it. Reads the file.
+uint64_t trust_fingerprint(const Policy &policy);
 
 // Reads every certificate of a PEM file and makes each a sha256-cert pin.
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error);

@@ -1,6 +1,6 @@
 // libFuzzer target: the upstream API's request bodies. Whatever is
 // accepted must read back the same from what the API writes of it (the
-// list kept across reloads), and nothing may crash or throw anything but
+// server lists and policy trust kept across reloads), and nothing may crash or throw anything but
 // gtls::ApiError.
 #include <cstddef>
 #include <cstdint>
@@ -13,10 +13,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const std::string body(reinterpret_cast<const char *>(data), size);
     try {
-        for (const gtls::UpstreamServers &u : gtls::parse_upstream_update(body)) {
+        const gtls::ApiUpdate update = gtls::parse_api_update(body);
+        for (const gtls::UpstreamServers &u : update.upstreams) {
             const std::string kept = gtls::upstream_servers_json(u.servers);
             if (!(gtls::parse_server_list(kept) == u.servers)) std::abort();
             gtls::api_error_json(400, u.upstream);
+        }
+        for (const gtls::PolicyTrust &t : update.policies) {
+            if (!(gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t)) std::abort();
         }
     } catch (const gtls::ApiError &) {
     }

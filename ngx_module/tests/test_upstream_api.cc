@@ -7,7 +7,7 @@
 
 using gtls::ApiError;
 using gtls::parse_server_list;
-using gtls::parse_upstream_update;
+using gtls::parse_api_update;
 using gtls::UpstreamServer;
 
 namespace {
@@ -16,7 +16,7 @@ namespace {
 std::string refusal(const std::string &body, int *status = nullptr)
 {
     try {
-        parse_upstream_update(body);
+        parse_api_update(body);
     } catch (const ApiError &e) {
         if (status != nullptr) *status = e.status();
         return e.what();
@@ -35,12 +35,12 @@ BOOST_AUTO_TEST_SUITE(upstream_api)
 
 BOOST_AUTO_TEST_CASE(a_full_list_parses_with_nginx_defaults)
 {
-    auto updates = parse_upstream_update(R"({"upstreams": {
+    auto updates = parse_api_update(R"({"upstreams": {
         "backend_a": {"servers": [{"address": "10.0.0.1:8443"},
                                   {"address": "10.0.0.2:8443", "weight": 3, "max_conns": 10, "max_fails": 0,
                                    "fail_timeout": 30, "down": true}]},
         "backend_b": {"servers": [{"address": "[FD00:0::1]:80"}]},
-        "backend_c": {"servers": []}}})");
+        "backend_c": {"servers": []}}})").upstreams;
     BOOST_TEST_REQUIRE(updates.size() == 3u);
     BOOST_TEST(updates[0].upstream == "backend_a");
     BOOST_TEST_REQUIRE(updates[0].servers.size() == 2u);
@@ -59,8 +59,8 @@ BOOST_AUTO_TEST_CASE(a_full_list_parses_with_nginx_defaults)
 
 BOOST_AUTO_TEST_CASE(what_the_api_writes_it_reads_back)
 {
-    auto servers = parse_upstream_update(one(R"([{"address": "127.0.0.1:1", "weight": 1000, "down": true},
-                                                 {"address": "[::1]:65535", "max_conns": 1000000}])"))[0].servers;
+    auto servers = parse_api_update(one(R"([{"address": "127.0.0.1:1", "weight": 1000, "down": true},
+                                            {"address": "[::1]:65535", "max_conns": 1000000}])")).upstreams[0].servers;
     auto again = parse_server_list(gtls::upstream_servers_json(servers));
     BOOST_TEST((again == servers));
     BOOST_TEST(gtls::server_list_fingerprint(again) == gtls::server_list_fingerprint(servers));
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(malformed_json_is_refused_with_its_line_and_column)
 BOOST_AUTO_TEST_CASE(every_field_is_checked_and_named)
 {
     BOOST_TEST(refusal("[]") == "the body: must be an object, not an array");
-    BOOST_TEST(refusal("{}") == "the body: \"upstreams\" is required");
+    BOOST_TEST(refusal("{}") == "the body: \"upstreams\" or \"policies\" is required");
     BOOST_TEST(refusal(R"({"upstreams": {}, "x": 1})").find("unknown field \"x\"") != std::string::npos);
     BOOST_TEST(refusal(R"({"upstreams": {}})") == "upstreams: names no upstream");
     BOOST_TEST(refusal(R"({"upstreams": {"a": {}, "a": {}}})").find("the key \"a\" appears twice")
@@ -145,6 +145,51 @@ BOOST_AUTO_TEST_CASE(replies_escape_what_they_quote)
     BOOST_TEST(gtls::api_error_json(404, "no upstream \"x\"") == "{\"error\":{\"status\":404,\"text\":\"no upstream \\\"x\\\"\"}}\n");
     // a hostile name comes back quoted, never raw
     BOOST_TEST(refusal(R"({"upstreams": {"a\"}\n": {"servers": []}}})") == R"(upstreams["a\"}\u000a"]: is not an upstream name)");
+}
+
+BOOST_AUTO_TEST_CASE(policies_trust_a_ca_bundle_pins_or_both)
+{
+    const std::string pem = "-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n";
+    auto update = parse_api_update(R"({"policies": {"ns/web-tls": {"ca": ")" + pem + R"("},
+        "ns/pinned": {"pins": ["sha256-spki:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                               "sha256-cert:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:FF"]},
+        "ns/both": {"ca": "system", "pins": []}},
+        "upstreams": {"web": {"servers": []}}})");
+    BOOST_TEST(update.upstreams.size() == 1u);
+    BOOST_TEST_REQUIRE(update.policies.size() == 3u);
+    BOOST_TEST(update.policies[0].policy == "ns/web-tls");
+    BOOST_TEST(update.policies[0].ca == "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+    // pins are kept normalised
+    BOOST_TEST(update.policies[1].pins[1] == "sha256-cert:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+    BOOST_TEST(update.policies[2].ca == "system");
+    for (const gtls::PolicyTrust &t : update.policies) {
+        BOOST_TEST((gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(policy_trust_is_checked_and_named)
+{
+    auto policy = [](const std::string &trust) { return R"({"policies": {"ns/p": )" + trust + "}}"; };
+    BOOST_TEST(refusal(policy("{}")) == R"(policies["ns/p"]: a policy verifies against "ca", "pins" or both; neither was given)");
+    BOOST_TEST(refusal(policy(R"({"pins": []})")).find("neither was given") != std::string::npos);
+    BOOST_TEST(refusal(policy(R"({"ca": ""})")) == R"(policies["ns/p"].ca: holds no certificate)");
+    BOOST_TEST(refusal(policy(R"({"ca": "/etc/ssl/certs/ca.pem"})")) == R"(policies["ns/p"].ca: only CERTIFICATE PEM blocks may be given (line 1))");
+    BOOST_TEST(refusal(policy(R"({"ca": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"})"))
+               == R"(policies["ns/p"].ca: only CERTIFICATE PEM blocks may be given (line 1))");
+    BOOST_TEST(refusal(policy(R"({"ca": "-----BEGIN CERTIFICATE-----\nMI IB\n-----END CERTIFICATE-----\n"})"))
+               == R"(policies["ns/p"].ca: a PEM certificate holds something that is not base64 (line 2))");
+    BOOST_TEST(refusal(policy(R"({"ca": "-----BEGIN CERTIFICATE-----\nMIIB\n"})")) == R"(policies["ns/p"].ca: the last PEM block does not end)");
+    BOOST_TEST(refusal(policy(R"({"pins": ["sha1/AAAA"]})")).rfind(R"(policies["ns/p"].pins[0]: )", 0) == 0u);
+    BOOST_TEST(refusal(policy(R"({"pins": "sha256-spki:AAAA"})")) == R"(policies["ns/p"].pins: must be an array, not a string)");
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "mode": "skip"})")) == R"(policies["ns/p"]: unknown field "mode" (known: ca, pins))");
+    BOOST_TEST(refusal(R"({"policies": {}})") == "policies: names no policy");
+    BOOST_TEST(refusal(R"({"policies": {"": {"ca": "system"}}})") == R"(policies[""]: is not a policy name)");
+    BOOST_TEST(refusal(R"({"policies": {"a\nb": {"ca": "system"}}})") == R"(policies["a\u000ab"]: is not a policy name)");
+    std::string pins = "[";
+    for (size_t i = 0; i <= gtls::kMaxApiPins; i++) pins += std::string(i ? "," : "") + R"("sha256-spki:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")";
+    BOOST_TEST(refusal(policy(R"({"pins": )" + pins + "]}")) == R"(policies["ns/p"].pins: 65 pins, more than 64)");
+    BOOST_TEST(refusal(policy(R"({"ca": ")" + std::string(gtls::kMaxApiCaBytes + 1, 'A') + R"("})"))
+               == R"(policies["ns/p"].ca: more than 1048576 bytes)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -119,6 +121,50 @@ BOOST_AUTO_TEST_CASE(expiry_is_its_own_reason_and_allow_expired_forgives_it)
     // allow_expired forgives the dates only, never the issuer or the name
     BOOST_TEST(run(ca_policy(Mode::AllowExpired), "untrusted").text() == "FAILED:chain");
     BOOST_TEST(run(ca_policy(Mode::AllowExpired), "wrongsan").text() == "FAILED:name");
+}
+
+// The upstream API replaces what a policy trusts at run time: the new
+// anchors alone count, and a bundle that cannot be read replaces nothing.
+BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
+{
+    auto slurp = [](const std::string &path) {
+        std::ifstream in(path, std::ios::binary);
+        std::ostringstream out;
+        out << in.rdbuf();
+        return out.str();
+    };
+    Policy p = ca_policy();
+    const uint64_t configured = trust_fingerprint(p);
+    Trust trust;
+    std::string error;
+    BOOST_TEST_REQUIRE(build_trust(slurp(cert_path("unrelated-ca.crt")), {}, &trust, &error), error);
+    BOOST_TEST(trust.source.rfind("api:sha256:", 0) == 0u);
+    replace_trust(&p, trust, 7);
+    BOOST_TEST(p.trust_generation == 7u);
+    BOOST_TEST(run(p, "untrusted").text() == "SUCCESS");
+    BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
+    BOOST_TEST(trust_fingerprint(p) != configured);
+
+    // a bundle of both roots trusts both; pins alone trust their key alone
+    BOOST_TEST_REQUIRE(build_trust(slurp(cert_path("ca.crt")) + slurp(cert_path("unrelated-ca.crt")), {}, &trust, &error), error);
+    replace_trust(&p, trust, 8);
+    BOOST_TEST(run(p, "untrusted").text() == "SUCCESS");
+    BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
+    Presented leaf("leaf");
+    const std::string spki = "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64();
+    BOOST_TEST_REQUIRE(build_trust("", {spki}, &trust, &error), error);
+    replace_trust(&p, trust, 9);
+    BOOST_TEST(p.store.get() == nullptr);
+    BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
+    BOOST_TEST(run(p, "untrusted").text().rfind("FAILED:", 0) == 0u);
+
+    // nothing readable, nothing trusted: refused, the policy untouched
+    Trust untouched = trust;
+    BOOST_TEST(!build_trust("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}, &trust, &error));
+    BOOST_TEST(error.find("cannot read PEM certificate 1") == 0u);
+    BOOST_TEST(!build_trust("", {}, &trust, &error));
+    BOOST_TEST(!build_trust("", {"sha256-spki:short"}, &trust, &error));
+    BOOST_TEST(trust.pins.size() == untouched.pins.size());
 }
 
 BOOST_AUTO_TEST_CASE(system_store_loads_and_does_not_trust_the_test_ca)
@@ -378,18 +424,20 @@ BOOST_AUTO_TEST_SUITE(binding)
 BOOST_AUTO_TEST_CASE(keys_differ_in_every_part)
 {
     int policy_a = 0, policy_b = 0, context_a = 0, context_b = 0;
-    Binding base{&policy_a, &context_a, "abc.example.com", ""};
+    Binding base{&policy_a, &context_a, 0, "abc.example.com", ""};
     std::vector<Binding> others = {
-        {&policy_b, &context_a, "abc.example.com", ""},
-        {&policy_a, &context_b, "abc.example.com", ""},
-        {&policy_a, &context_a, "b.example.com", ""},
-        {&policy_a, &context_a, "abc.example.com", "client.crt"},
+        {&policy_b, &context_a, 0, "abc.example.com", ""},
+        {&policy_a, &context_b, 0, "abc.example.com", ""},
+        // the policy's trust replaced at run time
+        {&policy_a, &context_a, 1, "abc.example.com", ""},
+        {&policy_a, &context_a, 0, "b.example.com", ""},
+        {&policy_a, &context_a, 0, "abc.example.com", "client.crt"},
         // the same text, split otherwise
-        {&policy_a, &context_a, "abc.example.co", "m"},
-        {&policy_a, &context_a, "", "abc.example.com"},
+        {&policy_a, &context_a, 0, "abc.example.co", "m"},
+        {&policy_a, &context_a, 0, "", "abc.example.com"},
     };
     for (const Binding &other : others) BOOST_TEST(other.key() != base.key());
-    Binding same{&policy_a, &context_a, "abc.example.com", ""};
+    Binding same{&policy_a, &context_a, 0, "abc.example.com", ""};
     BOOST_TEST(same.key() == base.key());
 }
 
