@@ -1,7 +1,8 @@
 # gateway2nginx run beside nginx (issue 20): it watches the manifests'
 # directory; EndpointSlice changes reach nginx through
 # gateway_tls_upstream_api with no reload (the worker pids never change),
-# scaling to zero endpoints (502) and back included,
+# scaling to zero endpoints (502) and back included, and so do CA ConfigMap
+# changes (the policy's trust),
 # a route change is rendered, checked and reloaded (new workers, confirmed),
 # a change that changes nothing neither pushes nor reloads, bad input
 # changes nothing, and status.yaml stays current. Then the same from
@@ -88,8 +89,14 @@ YAML
 
 # a file replaced the way kubectl cp or a config sync does: written aside, renamed
 sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+# the CA ConfigMap in a file of its own, changed below
+my ($ca_map) = $base =~ /(^apiVersion: v1\nkind: ConfigMap\n.*?)(?=^---\n)/sm or die 'no CA ConfigMap';
+$base =~ s/\Q$ca_map\E---\n//;
+sub ca_yaml { my $pem = join '', map { slurp("$certs/$_") } @_; $pem =~ s/^/    /mg;
+              return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ca, namespace: ns}\ndata:\n  ca.crt: |\n$pem" }
 make_path("$dir/manifests");
 put('base.yaml', $base);
+put('ca.yaml', ca_yaml('ca.crt'));
 put('route.yaml', route_yaml('/web'));
 put('slice.yaml', slice_yaml(1, 2));
 
@@ -127,7 +134,7 @@ my @changes = ([3], [3, 4, 5], [], [4, 5], [6, 7, 8], [1], [2, 3], [], [8], [1, 
 my ($served, $slowest) = (0, 0);
 for my $i (0 .. $#changes) {
     my @want = @{$changes[$i]};
-    my $pushed = count_in_log(qr/pushed to nginx, no reload/);
+    my $pushed = count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/);
     my $start = time;
     put('slice.yaml', slice_yaml(@want));
     my $expected = @want ? join(' ', map { "127.0.0.$_" } @want) : '(502)';   # no endpoints: 502, fail closed
@@ -137,19 +144,30 @@ for my $i (0 .. $#changes) {
     } else {
         diag "change $i: wanted $expected, got " . endpoints_seen();
     }
-    wait_for(sub { count_in_log(qr/pushed to nginx, no reload/) > $pushed }, 2);
+    wait_for(sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) > $pushed }, 2);
 }
 diag sprintf('the slowest EndpointSlice change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
 is($served, scalar @changes, 'every EndpointSlice change reached the traffic, exactly its endpoints, to and from none');
-is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'each was pushed through the upstream API');
+is(count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/), scalar @changes, 'each was pushed through the upstream API');
 is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 like(slurp("$out/http.conf"), qr/server "?127\.0\.0\.7:$backend_port"?;/, 'OUTDIR holds the latest servers');
 
+# a CA rotation: the ConfigMap's bundle changes, nginx's trust follows with no reload
+my $trust_pushed = count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/);
+put('ca.yaml', ca_yaml('unrelated-ca.crt'));
+ok(wait_for(sub { endpoints_seen() eq '(502)' }, 5), 'a CA ConfigMap that no longer holds the endpoints\' CA: 502 at once');
+put('ca.yaml', ca_yaml('unrelated-ca.crt', 'ca.crt'));
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.7' }, 5), 'a bundle of both CAs: served again');
+is(count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), $trust_pushed + 2,
+   'each CA change was pushed through the upstream API');
+is(worker_pids($master), $workers, 'and nginx never reloaded for them');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+
 put('slice.yaml', slice_yaml(7));
 ok(wait_for(sub { count_in_log(qr/no change to the configuration or the status/) >= 1 }, 3),
    'rewriting a file with the same objects: no change, said so');
-is(count_in_log(qr/pushed to nginx, no reload/), scalar @changes, 'nothing pushed for it');
+is(count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/), scalar @changes, 'nothing pushed for it');
 
 put('route.yaml', route_yaml('/web', '/shop'));
 ok(wait_for(sub { count_in_log(qr/nginx reloaded: workers/) >= 1 }, 10), 'a route change reloads nginx, confirmed');
@@ -190,7 +208,7 @@ stop_nginx($out);
 # ---- from kubectl's watch events on standard input ---------------------------
 # every object of the directory as an ADDED event, pretty-printed as kubectl does
 my $out2 = "$dir/out2";
-my @objects = grep { /\S/ } split /^---\n/m, $base . "---\n" . route_yaml('/web');
+my @objects = grep { /\S/ } split /^---\n/m, $base . "---\n" . $ca_map . "---\n" . route_yaml('/web');
 pipe(my $reader, my $writer) or die;
 my $watch = fork // die;
 if ($watch == 0) {
@@ -223,10 +241,10 @@ start_nginx($out2, 'nginx.conf', $port);
 my $master2 = master_of("$out2/nginx.pid");
 my $workers2 = worker_pids($master2);
 is(endpoints_seen(), '127.0.0.1', 'it serves the watched endpoints');
-my $pushed = count_in_log(qr/pushed to nginx, no reload/);
+my $pushed = count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/);
 event('MODIFIED', $slice->(2, 3));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 5), 'a MODIFIED EndpointSlice event reaches the traffic');
-is(count_in_log(qr/pushed to nginx, no reload/), $pushed + 1, 'pushed, not reloaded');
+is(count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/), $pushed + 1, 'pushed, not reloaded');
 is(worker_pids($master2), $workers2, 'the same workers');
 close $writer;
 waitpid($watch, 0);

@@ -88,10 +88,10 @@ int main(int argc, char **argv)
                 std::cerr << "gateway2nginx: " << failed << "\n";
                 return 2;
             }
-            std::map<std::string, std::string> servers = replaceable_servers(plan, args.options);
-            if (!servers.empty()) {
-                if (std::string failed = push_servers(args.options.upstream_api, servers_body(servers)); !failed.empty()) {
-                    std::cerr << "gateway2nginx: pushing the servers after the reload failed: " << printable(failed) << "\n";
+            const ApiContent content = api_content(plan, args.options);
+            if (!content.empty()) {
+                if (std::string failed = push_to_api(args.options.upstream_api, api_body(content)); !failed.empty()) {
+                    std::cerr << "gateway2nginx: pushing servers and trust after the reload failed: " << printable(failed) << "\n";
                     return 2;
                 }
             }

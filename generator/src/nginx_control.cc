@@ -24,7 +24,7 @@ namespace g2n {
 namespace {
 
 // PUT `body` to gateway_tls_upstream_api at `listen`; "" on 200, else why not.
-std::string put_servers(const std::string &listen, const std::string &body)
+std::string put_body(const std::string &listen, const std::string &body)
 {
     gtls::UpstreamServer api;
     try {
@@ -140,13 +140,13 @@ std::string reload_and_confirm(const std::string &pidfile, std::string *done)
            "configuration (its error log says why)";
 }
 
-std::string push_servers(const std::string &listen, const std::string &body)
+std::string push_to_api(const std::string &listen, const std::string &body)
 {
     // a worker of the configuration a reload replaced refuses (503): retry
     // until one of the current configuration answers
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
-        std::string failed = put_servers(listen, body);
+        std::string failed = put_body(listen, body);
         if (failed.empty() || std::chrono::steady_clock::now() > deadline
             || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
             return failed;
@@ -155,23 +155,48 @@ std::string push_servers(const std::string &listen, const std::string &body)
     }
 }
 
-std::string servers_body(const std::map<std::string, std::string> &servers)
+ApiContent ApiContent::changed_since(const ApiContent &before) const
 {
-    std::string body;
-    for (const auto &[name, json] : servers) {
-        body += std::string(body.empty() ? "" : ",") + gtls::json_string(name) + ":{\"servers\":" + json + "}";
-    }
-    return "{\"upstreams\":{" + body + "}}";
+    ApiContent changed;
+    auto diff = [](const std::map<std::string, std::string> &now, const std::map<std::string, std::string> &then,
+                   std::map<std::string, std::string> *out) {
+        for (const auto &[name, json] : now) {
+            auto it = then.find(name);
+            if (it == then.end() || it->second != json) (*out)[name] = json;
+        }
+    };
+    diff(servers, before.servers, &changed.servers);
+    diff(trust, before.trust, &changed.trust);
+    return changed;
 }
 
-std::map<std::string, std::string> replaceable_servers(const Plan &plan, const Options &options)
+ApiContent api_content(const Plan &plan, const Options &options)
 {
-    std::map<std::string, std::string> servers;
-    if (options.upstream_api == "off") return servers;
+    ApiContent content;
+    if (options.upstream_api == "off") return content;
     for (const Upstream &u : plan.upstreams) {
-        if (api_replaceable(u)) servers[u.name] = upstream_servers_api_json(u);
+        if (api_replaceable(u)) content.servers[u.name] = upstream_servers_api_json(u);
     }
-    return servers;
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) {
+        content.trust[name] = policy_trust_api_json(*policy, plan);
+    }
+    return content;
+}
+
+std::string api_body(const ApiContent &content)
+{
+    auto section = [](const char *key, const char *field, const std::map<std::string, std::string> &entries) {
+        std::string body;
+        for (const auto &[name, json] : entries) {
+            body += std::string(body.empty() ? "" : ",") + gtls::json_string(name) + ":"
+                    + (field != nullptr ? "{\"" + std::string(field) + "\":" + json + "}" : json);
+        }
+        return "\"" + std::string(key) + "\":{" + body + "}";
+    };
+    std::string body;
+    if (!content.servers.empty()) body += section("upstreams", "servers", content.servers);
+    if (!content.trust.empty()) body += (body.empty() ? "" : ",") + section("policies", nullptr, content.trust);
+    return "{" + body + "}";
 }
 
 }  // namespace g2n

@@ -1,5 +1,5 @@
 // The running nginx, from gateway2nginx: reloads confirmed, and servers
-// pushed to gateway_tls_upstream_api.
+// and trust pushed to gateway_tls_upstream_api.
 #pragma once
 
 #include <map>
@@ -20,11 +20,22 @@ std::string reload_and_confirm(const std::string &pidfile, std::string *done);
 // PUT `body` to the upstream API at `listen` (ADDR:PORT), retried for 5 s
 // while a worker of a replaced configuration refuses it; "" on 200, else
 // why not.
-std::string push_servers(const std::string &listen, const std::string &body);
+std::string push_to_api(const std::string &listen, const std::string &body);
 
-// The servers of every upstream the API can replace, by name, as it takes
-// them (none when the API is off); and a PUT body of such servers.
-std::map<std::string, std::string> replaceable_servers(const Plan &plan, const Options &options);
-std::string servers_body(const std::map<std::string, std::string> &servers);
+// What the upstream API holds of a plan, by name as the API takes it: the
+// servers of every upstream it can replace, the trust of every policy it
+// can (none when the API is off).
+struct ApiContent {
+    std::map<std::string, std::string> servers;  // upstream -> [servers]
+    std::map<std::string, std::string> trust;    // policy -> {"ca":...,"pins":[...]}
+
+    bool empty() const { return servers.empty() && trust.empty(); }
+    // the entries new or different since `before`
+    ApiContent changed_since(const ApiContent &before) const;
+};
+ApiContent api_content(const Plan &plan, const Options &options);
+// A PUT body of `content`: {"upstreams":{...},"policies":{...}}, each
+// section only when it has entries.
+std::string api_body(const ApiContent &content);
 
 }  // namespace g2n

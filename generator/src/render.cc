@@ -141,12 +141,16 @@ const PolicyDirectives kProxyPolicy{"proxy_ssl_verify_mode", "proxy_ssl_verify_c
 const PolicyDirectives kGrpcPolicy{"grpc_ssl_verify_mode", "grpc_ssl_verify_ca", "grpc_ssl_verify_san",
                                    "grpc_ssl_verify_pin", "grpc_ssl_policy_name", "grpc_ssl_policy_hostname"};
 
-void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p)
+void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p, bool trust_skeleton)
 {
     w.directive(d.mode, {nginx::Token::value(p.mode)});
-    if (!p.ca.empty()) w.directive(d.ca, {nginx::Token::value(p.ca)});
+    if (trust_skeleton) {
+        w.comment("trust replaceable at run time");
+    } else if (!p.ca.empty()) {
+        w.directive(d.ca, {nginx::Token::value(p.ca)});
+    }
     if (!p.sans.empty()) w.directive(d.san, values(p.sans));
-    if (!p.pins.empty()) w.directive(d.pin, values(p.pins));
+    if (!trust_skeleton && !p.pins.empty()) w.directive(d.pin, values(p.pins));
     w.directive(d.name, {nginx::Token::value(p.name)});
     w.directive(d.hostname, {nginx::Token::value(p.hostname)});
 }
@@ -177,6 +181,43 @@ bool api_replaceable(const Upstream &u)
     return true;
 }
 
+std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o)
+{
+    std::map<std::string, const UpstreamPolicy *> policies;
+    if (o.upstream_api == "off") return policies;
+    std::set<std::string> refused;
+    for (const Upstream &u : plan.stream_upstreams) {
+        if (u.tls()) refused.insert(u.policy->name);
+    }
+    for (const Upstream &u : plan.upstreams) {
+        if (!u.tls() || !u.unusable.empty() || !(u.for_http || u.for_grpc)) continue;
+        const UpstreamPolicy &p = *u.policy;
+        if (p.mode == "skip" || (p.ca.empty() && p.pins.empty())) {
+            refused.insert(p.name);
+            continue;
+        }
+        auto [it, added] = policies.emplace(p.name, &p);
+        if (!added && (it->second->ca != p.ca || it->second->pins != p.pins)) refused.insert(p.name);
+    }
+    for (const std::string &name : refused) policies.erase(name);
+    return policies;
+}
+
+std::string policy_trust_api_json(const UpstreamPolicy &p, const Plan &plan)
+{
+    gtls::PolicyTrust trust;
+    trust.policy = p.name;
+    trust.pins = p.pins;
+    if (p.ca == "system") {
+        trust.ca = "system";
+    } else if (!p.ca.empty()) {
+        auto file = std::find_if(plan.files.begin(), plan.files.end(), [&](const OutputFile &f) { return f.path == p.ca; });
+        if (file == plan.files.end()) throw std::logic_error("the CA bundle " + p.ca + " is not among the files written");
+        trust.ca = file->content;
+    }
+    return gtls::policy_trust_json(trust);
+}
+
 std::string upstream_servers_api_json(const Upstream &u)
 {
     std::vector<gtls::UpstreamServer> servers;
@@ -188,7 +229,7 @@ std::string upstream_servers_api_json(const Upstream &u)
     return gtls::upstream_servers_json(servers);
 }
 
-void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, bool skeleton)
+void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, Skeleton skeleton)
 {
     w.open("upstream", {nginx::Name(u.name)});
     w.comment("for", {nginx::Token::value(u.comment)});
@@ -203,7 +244,7 @@ void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, bool
     if (zone != nullptr) {
         w.directive("zone", {nginx::Name(zone)});
     }
-    if (skeleton) {
+    if (skeleton.servers) {
         w.comment("servers replaceable at run time");
     } else if (u.servers.empty()) {
         // nginx wants a server in every upstream{}; the API is given none
@@ -221,8 +262,8 @@ void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, bool
         }
     }
     // the same policy for proxy_pass and for grpc_pass, as the upstream is used
-    if (u.tls() && u.for_http) render_policy(w, kProxyPolicy, *u.policy);
-    if (u.tls() && u.for_grpc) render_policy(w, kGrpcPolicy, *u.policy);
+    if (u.tls() && u.for_http) render_policy(w, kProxyPolicy, *u.policy, skeleton.trust);
+    if (u.tls() && u.for_grpc) render_policy(w, kGrpcPolicy, *u.policy, skeleton.trust);
     w.close();
     w.blank();
 }
@@ -1152,9 +1193,14 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.close();
         w.blank();
     }
+    const std::map<std::string, const UpstreamPolicy *> trusts =
+        o.endpoint_skeleton ? trust_replaceable_policies(plan, o) : std::map<std::string, const UpstreamPolicy *>{};
     for (const Upstream &u : plan.upstreams) {
         const bool dynamic = api && api_replaceable(u);
-        render_upstream(w, u, dynamic ? kServersZone : nullptr, dynamic && o.endpoint_skeleton);
+        Skeleton skeleton;
+        skeleton.servers = dynamic && o.endpoint_skeleton;
+        skeleton.trust = u.tls() && trusts.count(u.policy->name) > 0;
+        render_upstream(w, u, dynamic ? kServersZone : nullptr, skeleton);
     }
     out << splits.text.str();
     render_servers(out, splits, plan, o);

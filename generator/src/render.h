@@ -2,6 +2,8 @@
 // same Plan always gives the same bytes.
 #pragma once
 
+#include <map>
+
 #include <functional>
 #include <sstream>
 #include <string>
@@ -52,9 +54,24 @@ std::vector<ServerLine> upstream_server_lines(const Upstream &u);
 bool api_replaceable(const Upstream &u);
 // Its servers as the API takes them (gtls::upstream_servers_json).
 std::string upstream_servers_api_json(const Upstream &u);
+// The policies whose trust (CA bundle, pins) gateway_tls_upstream_api can
+// replace, by name: with the API on, verifying (not skip), in http
+// upstreams that can be reached and nowhere in stream{} (the API reaches
+// the http module's policies only), one trust per name.
+std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o);
+// Its trust as the API takes it (gtls::policy_trust_json): the CA bundle's
+// PEM (from the plan's files) or "system", and the pins.
+std::string policy_trust_api_json(const UpstreamPolicy &p, const Plan &plan);
+// What the skeleton of a configuration leaves out (run mode compares the
+// rest): servers replaceable at run time, and the CA and pins of policies
+// whose trust is
+struct Skeleton {
+    bool servers = false;
+    bool trust = false;
+};
 // upstream{} with its servers and the module directives of its policy; in
-// `zone` when its servers are replaceable at run time (skeleton: without them)
-void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone = nullptr, bool skeleton = false);
+// `zone` when its servers are replaceable at run time
+void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone = nullptr, Skeleton skeleton = {});
 std::string render_status(const Plan &plan, const Options &options);
 // The same, straight into a stream: status.yaml is the largest output.
 void render_status(std::ostream &out, const Plan &plan, const Options &options);

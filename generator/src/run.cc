@@ -54,15 +54,22 @@ std::string sha256(const std::string &text)
 }
 
 // What a reload would change: every file nginx reads, with the servers of
-// replaceable upstreams left out (a cryptographic digest: tenants write
-// what goes into it).
+// replaceable upstreams and the trust of replaceable policies (their CA
+// and pins, and the CA bundles only they name) left out (a cryptographic
+// digest: tenants write what goes into it). A bundle named elsewhere too
+// is in that other text by its name, which is its content's digest.
 std::string skeleton_digest(const Plan &plan, const Options &options)
 {
     Options skeleton = options;
     skeleton.endpoint_skeleton = true;
+    std::set<std::string> replaceable_bundles;
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable_bundles.insert(policy->ca);
     std::string text = render_nginx_conf(plan, skeleton);
     text += "\n\x01http\n" + render_http_conf(plan, skeleton) + "\n\x01stream\n" + render_stream_conf(plan);
-    for (const OutputFile &f : plan.files) text += "\n\x01" + f.path + " " + std::to_string(f.mode) + "\n" + f.content;
+    for (const OutputFile &f : plan.files) {
+        if (replaceable_bundles.count(f.path)) continue;
+        text += "\n\x01" + f.path + " " + std::to_string(f.mode) + "\n" + f.content;
+    }
     return sha256(text);
 }
 
@@ -159,16 +166,16 @@ public:
         try {
             Plan plan = resolve(manifests, args_.options);
             const std::string skeleton = skeleton_digest(plan, args_.options);
-            std::map<std::string, std::string> servers = replaceable_servers(plan, args_.options);
+            ApiContent content = api_content(plan, args_.options);
             if (!applied_ && first_ && outdir_holds(plan)) {
                 // started beside an nginx that runs what OUTDIR holds
                 applied_ = true;
                 skeleton_ = skeleton;
-                servers_ = servers;
+                pushed_ = content;
                 status_ = sha256(render_status(plan, args_.options));
                 say("OUTDIR already holds this configuration: nothing to apply");
             } else if (applied_ && skeleton == skeleton_) {
-                apply_servers(plan, servers);
+                apply_through_api(plan, content);
             } else {
                 apply_configuration(manifests, std::move(plan));
             }
@@ -201,25 +208,27 @@ private:
         return true;
     }
 
-    // Same configuration but for servers: push what changed, then OUTDIR
-    // (and status.yaml) catches up, with no reload.
-    void apply_servers(const Plan &plan, const std::map<std::string, std::string> &servers)
+    // Same configuration but for servers and trust: push what changed,
+    // then OUTDIR (and status.yaml) catches up, with no reload.
+    void apply_through_api(const Plan &plan, const ApiContent &content)
     {
-        std::map<std::string, std::string> changed;
-        for (const auto &[name, json] : servers) {
-            auto it = servers_.find(name);
-            if (it == servers_.end() || it->second != json) changed[name] = json;
-        }
+        const ApiContent changed = content.changed_since(pushed_);
         if (!changed.empty()) {
-            if (std::string failed = push_servers(args_.options.upstream_api, servers_body(changed)); !failed.empty()) {
-                say("pushing servers failed (" + failed + "): reloading instead");
+            if (std::string failed = push_to_api(args_.options.upstream_api, api_body(changed)); !failed.empty()) {
+                say("pushing to the upstream API failed (" + failed + "): reloading instead");
                 applied_ = false;
                 Manifests none;
                 apply_configuration(none, Plan(plan), /*can_isolate=*/false);
                 return;
             }
-            servers_ = servers;
-            say("servers of " + std::to_string(changed.size()) + " upstream(s) pushed to nginx, no reload");
+            pushed_ = content;
+            std::string what;
+            if (!changed.servers.empty()) what = "servers of " + std::to_string(changed.servers.size()) + " upstream(s)";
+            if (!changed.trust.empty()) {
+                what += (what.empty() ? "" : " and ") + std::string("trust of ") + std::to_string(changed.trust.size())
+                        + " policy(ies)";
+            }
+            say(what + " pushed to nginx, no reload");
         }
         const std::string status = sha256(render_status(plan, args_.options));
         if (changed.empty() && status == status_) {
@@ -267,16 +276,16 @@ private:
             say(reloaded);
             // servers pushed before stay across a reload where the configured
             // ones look unchanged to nginx: what was rendered is made current
-            std::map<std::string, std::string> servers = replaceable_servers(plan, args_.options);
-            if (!servers.empty()) {
-                if (std::string failed = push_servers(args_.options.upstream_api, servers_body(servers)); !failed.empty()) {
-                    say("pushing the servers after the reload failed: " + failed);
+            const ApiContent content = api_content(plan, args_.options);
+            if (!content.empty()) {
+                if (std::string failed = push_to_api(args_.options.upstream_api, api_body(content)); !failed.empty()) {
+                    say("pushing servers and trust after the reload failed: " + failed);
                 }
             }
         }
         applied_ = true;
         skeleton_ = skeleton;
-        servers_ = replaceable_servers(plan, args_.options);
+        pushed_ = api_content(plan, args_.options);
     }
 
     const Args &args_;
@@ -284,7 +293,7 @@ private:
     bool applied_ = false;
     bool first_ = true;
     std::string skeleton_, status_;
-    std::map<std::string, std::string> servers_;
+    ApiContent pushed_;  // what the upstream API holds
 };
 
 }  // namespace

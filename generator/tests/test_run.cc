@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gtls_upstream_api.h"
+#include "nginx_control.h"
 #include "render.h"
 #include "run.h"
 #include "test_support.h"
@@ -147,6 +148,81 @@ BOOST_AUTO_TEST_CASE(a_service_without_endpoints_is_replaceable_and_empty)
                              "name is used)\n    server 127.0.0.1:1 down;\n")
                    != std::string::npos);
     }
+}
+
+namespace {
+
+// Service web behind a BackendTLSPolicy whose CA ConfigMap holds `ca_file`
+// (of the test certificates), `mode` its GEP-4152 mode when not strict
+std::string with_policy(const std::string &ca_file, const std::string &mode = "")
+{
+    return kManifests + slice(R"("10.0.0.1")")
+           + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ca, namespace: ns}\ndata:\n  ca.crt: |\n"
+           + g2n_test::yaml_block(g2n_test::test_cert_file(ca_file), 4)
+           + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: web-tls, namespace: ns}\n"
+             "spec:\n  targetRefs: [{group: \"\", kind: Service, name: web}]\n  validation:\n"
+             "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n    hostname: web.example.com\n"
+           + (mode.empty() ? "" : "    mode: " + mode + "\n");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
+{
+    Options skeleton = with_api();
+    skeleton.endpoint_skeleton = true;
+    Plan before = resolve(parse(with_policy("ca.crt")), with_api());
+    Plan after = resolve(parse(with_policy("unrelated-ca.crt")), with_api());
+    const auto policies = trust_replaceable_policies(before, with_api());
+    BOOST_TEST_REQUIRE(policies.size() == 1u);
+    BOOST_TEST(policies.begin()->first == "ns/web-tls");
+    // the skeleton is the same, the configuration is not
+    BOOST_TEST(render_http_conf(before, skeleton) == render_http_conf(after, skeleton));
+    BOOST_TEST(render_http_conf(before, with_api()) != render_http_conf(after, with_api()));
+    BOOST_TEST(render_http_conf(before, skeleton).find("# trust replaceable at run time") != std::string::npos);
+    BOOST_TEST(render_http_conf(before, skeleton).find("proxy_ssl_verify_ca") == std::string::npos);
+    // and the API is given the new bundle itself
+    const ApiContent content = api_content(after, with_api());
+    BOOST_TEST_REQUIRE(content.trust.count("ns/web-tls") == 1u);
+    gtls::PolicyTrust trust = gtls::parse_policy_trust(content.trust.at("ns/web-tls"), "ns/web-tls");
+    BOOST_TEST(trust.ca == g2n_test::test_cert_file("unrelated-ca.crt"));
+    BOOST_TEST(api_body(content.changed_since(api_content(before, with_api())))
+               == "{\"policies\":{\"ns/web-tls\":" + content.trust.at("ns/web-tls") + "}}");
+    // without the API: nothing is replaceable, and the CA is written as ever
+    BOOST_TEST(trust_replaceable_policies(before, Options{}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_reaches_streams_is_not_replaceable)
+{
+    Options skeleton = with_api();
+    skeleton.endpoint_skeleton = true;
+    // mode skip: no trust to replace, the CA change is the reload's
+    std::string allowing = with_policy("ca.crt", "InsecureSkipVerification");
+    const std::string class_line = "  gatewayClassName: ours\n";
+    allowing.replace(allowing.find(class_line), class_line.size(),
+                     class_line + "  tls: {backend: {validation: {mode: AllowInsecureVerification}}}\n");
+    const std::string refs_line = "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n";
+    allowing.erase(allowing.find(refs_line), refs_line.size());  // skip trusts nothing
+    Plan skipped = resolve(parse(allowing), with_api());
+    size_t verified = 0;
+    for (const Upstream &u : skipped.upstreams) {
+        if (!u.tls()) continue;
+        BOOST_TEST_REQUIRE(u.policy->mode == "skip");
+        BOOST_TEST_REQUIRE(u.unusable.empty(), u.unusable);  // the Gateway allows it
+        verified++;
+    }
+    BOOST_TEST_REQUIRE(verified > 0u);
+    BOOST_TEST(trust_replaceable_policies(skipped, with_api()).empty());
+    // a policy also rendered in stream{} (a TLSRoute's backend) is not
+    Plan streamed = resolve(parse(with_policy("ca.crt")), with_api());
+    Upstream stream_copy = streamed.upstreams.front();
+    for (const Upstream &u : streamed.upstreams) {
+        if (u.tls()) stream_copy = u;
+    }
+    BOOST_TEST_REQUIRE(stream_copy.tls());
+    streamed.stream_upstreams.push_back(stream_copy);
+    BOOST_TEST(trust_replaceable_policies(streamed, with_api()).empty());
+    BOOST_TEST(api_content(streamed, with_api()).trust.empty());
 }
 
 BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
