@@ -183,8 +183,8 @@ void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_t
     }
 }
 
-// A kept entry's trust made current here; false (and a log line) when it
-// cannot be read any more.
+// A kept entry's trust made current here; false (a log line, and a policy
+// that trusts nothing) when it cannot be read here.
 bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t,
                               const std::string &name, const std::string &json, uint64_t sequence)
 {
@@ -192,8 +192,11 @@ bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ng
     gtls::Trust trust;
     std::string error;
     if (!gtls::build_trust(pushed.ca, pushed.pins, &trust, &error)) {
-        ngx_log_error(NGX_LOG_ERR, log, 0, "gateway_tls: policy %s keeps its trust: the trust pushed cannot be read: %s",
+        // fail closed: neither the trust replaced nor none at all
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "gateway_tls: policy %s trusts nothing until the next push: the trust pushed cannot be read here: %s",
                       gtls::json_string(name).c_str(), gtls::json_string(error).c_str());
+        ngx_http_gtls_replace_trust(mcf, t, gtls::Trust{}, sequence);
         return false;
     }
     ngx_http_gtls_replace_trust(mcf, t, trust, sequence);

@@ -430,6 +430,11 @@ Verdict verify(const Policy &policy, X509 *leaf, STACK_OF(X509) *untrusted,
         return v;
     }
 
+    if (!policy.has_trust()) {
+        // fail closed: nothing to verify against is no verification
+        return failed(std::move(v), Reason::Chain, "the policy trusts no CA and no pin");
+    }
+
     Reason reason = Reason::None;
     std::string detail;
 

@@ -158,6 +158,12 @@ BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
     BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
     BOOST_TEST(run(p, "untrusted").text().rfind("FAILED:", 0) == 0u);
 
+    // a policy left with nothing to trust verifies nothing: every backend fails
+    replace_trust(&p, Trust{}, 10);
+    BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
+    BOOST_TEST(run(p, "untrusted").text() == "FAILED:chain");
+    replace_trust(&p, trust, 11);
+
     // nothing readable, nothing trusted: refused, the policy untouched
     Trust untouched = trust;
     BOOST_TEST(!build_trust("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", {}, &trust, &error));
