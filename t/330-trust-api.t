@@ -3,13 +3,16 @@
 # worker at run time. The next request in each worker verifies against the
 # new trust alone: a keepalive connection or TLS session made under the old
 # trust never carries over. Bad input changes nothing; a reload keeps the
-# trust last pushed unless the configured trust changed.
+# trust last pushed unless the configured trust changed; a push that a
+# worker of the replaced configuration takes (its body arriving after the
+# reload) reaches the new workers, servers and trust alike.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
 use Time::HiRes qw(sleep);
 use JSON::PP;
+use IO::Socket::INET;
 
 plan 'no_plan';
 setup();
@@ -58,6 +61,8 @@ $policy    }
         proxy_ssl_policy_name ns/pinned;
         proxy_ssl_policy_hostname abc.example.com;
     }
+    # servers replaceable at run time too, for a push that straddles a reload
+    upstream zoned { zone zoned 64k; server 127.0.0.1:$leaf; }
     upstream skipped { server 127.0.0.1:$untrusted;
         proxy_ssl_verify_mode skip;
         proxy_ssl_policy_name ns/skipped;
@@ -76,6 +81,7 @@ $policy    }
         location /sessions { proxy_pass https://to_leaf_sessions; }
         location /pinned { proxy_pass https://pinned; }
         location /skipped { proxy_pass https://skipped; }
+        location /zoned { proxy_pass https://zoned; add_header X-Upstream-Addr \$upstream_addr always; }
         location /api {
             gateway_tls_upstream_api;
             gateway_tls_upstream_api_allow 127.0.0.1;
@@ -196,6 +202,39 @@ like((api('GET'))[1], qr/"ns\/web-tls":\{"generation":0,"source":"configuration"
 is((answers('/leaf'))[0] . ' / ' . (answers('/untrusted'))[0], '200 SUCCESS / 502 FAILED:chain', 'and it verifies');
 
 # nginx logs a backend its verification refused at crit ("certificate verify failed"): not a fault
+# ---- a push that a worker of the replaced configuration takes --------------
+# Its body arrives after the reload: the old worker (still serving the
+# request) takes it, and the new workers take it from the numbered entry it
+# wrote to the state zone, at their next request.
+my $body = $json->encode({policies => {'ns/web-tls' => {ca => $unrelated_ca}},
+                          upstreams => {zoned => {servers => [{address => "127.0.0.1:$untrusted"}]}}});
+my $straddling = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp') or die "$!";
+my $cut = int(length($body) / 2);
+print $straddling "PUT /api HTTP/1.1\r\nHost: localhost\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n"
+    . substr($body, 0, $cut);
+sleep 0.3;   # its headers read, by a worker of this configuration
+my $before_reload = worker_pids($master);
+system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
+my $new_workers = '';
+for (1 .. 50) {
+    my %old = map { $_ => 1 } split ' ', $before_reload;
+    $new_workers = join ' ', grep { !$old{$_} } split ' ', worker_pids($master);
+    last if $new_workers =~ /\d \d/;
+    sleep 0.1;
+}
+like($new_workers, qr/^\d+ \d+$/, "the reload started new workers ($new_workers) while the push is under way");
+print $straddling substr($body, $cut);
+my $answer = join '', <$straddling>;
+close $straddling;
+like($answer, qr{^HTTP/1\.1 200 }, 'the worker of the replaced configuration takes the push');
+is((answers('/leaf'))[0] . ' / ' . (answers('/untrusted'))[0], '502 FAILED:chain / 200 SUCCESS',
+   'the new workers verify against its trust at their next request');
+my %upstream_of;
+$upstream_of{(http_request($port, '/zoned', 'localhost'))[1]{'x-upstream-addr'} // '-'}++ for 1 .. 10;
+is(join(' ', sort keys %upstream_of), "127.0.0.1:$untrusted", 'and send to its servers');
+like(slurp("$dir/gw/logs/error.log"), qr/upstream "zoned" takes the servers pushed through another worker/,
+     'taken from the state zone, as the log says');
+
 my @bad = grep { /\[(?:alert|crit|emerg)\]|exited on signal/ && !/certificate verify failed/ }
     split /\n/, slurp("$dir/gw/logs/error.log");
 is_deeply(\@bad, [], 'no alert, crit or crash in the error log');

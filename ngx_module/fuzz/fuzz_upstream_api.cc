@@ -1,13 +1,15 @@
 // libFuzzer target: the upstream API's request bodies. Whatever is
 // accepted must read back the same from what the API writes of it (the
-// server lists and policy trust kept across reloads), and nothing may crash or throw anything but
-// gtls::ApiError.
+// server lists and policy trust kept across reloads), a policy's trust as
+// the module builds it never trusts nothing, and nothing may crash or
+// throw anything but gtls::ApiError.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
 #include "gtls_upstream_api.h"
+#include "gtls_verify.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -21,6 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         for (const gtls::PolicyTrust &t : update.policies) {
             if (!(gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t)) std::abort();
+            // what the module then builds of it: a store and pins, or a refusal
+            if (t.ca != "system") {
+                gtls::Trust trust;
+                std::string error;
+                if (gtls::build_trust(t.ca, t.pins, &trust, &error) && !trust.store && trust.pins.empty()) std::abort();
+            }
         }
     } catch (const gtls::ApiError &) {
     }
