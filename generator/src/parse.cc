@@ -254,7 +254,50 @@ void parse_root(const Document &doc, const YamlNode &root, Manifests *out)
 
 }  // namespace
 
-void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs)
+const Manifests *DocumentCache::find(const std::string &key)
+{
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return nullptr;
+    it->second.used = true;
+    return &it->second.objects;
+}
+
+void DocumentCache::keep(std::string key, Manifests objects)
+{
+    entries_[std::move(key)] = Entry{std::move(objects), true};
+}
+
+void DocumentCache::forget_unused()
+{
+    for (auto it = entries_.begin(); it != entries_.end();) {
+        if (!it->second.used) {
+            it = entries_.erase(it);
+        } else {
+            it->second.used = false;
+            ++it;
+        }
+    }
+}
+
+void append_manifests(Manifests *out, const Manifests &more)
+{
+    auto add = [](auto &to, const auto &from) { to.insert(to.end(), from.begin(), from.end()); };
+    add(out->namespaces, more.namespaces);
+    add(out->gateway_classes, more.gateway_classes);
+    add(out->gateways, more.gateways);
+    add(out->http_routes, more.http_routes);
+    add(out->tls_routes, more.tls_routes);
+    add(out->services, more.services);
+    add(out->endpoint_slices, more.endpoint_slices);
+    add(out->config_maps, more.config_maps);
+    add(out->secrets, more.secrets);
+    add(out->reference_grants, more.reference_grants);
+    add(out->backend_tls_policies, more.backend_tls_policies);
+    add(out->ignored, more.ignored);
+    add(out->rejected, more.rejected);
+}
+
+void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs, DocumentCache *cache)
 {
     // One document at a time, never the input as a whole: batches of texts
     // go to the scanners (most of the run), their trees are typed here, in
@@ -263,6 +306,7 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
     YamlScanPool scanners(jobs > 1 ? jobs : 0);
     const size_t in_flight = 2 * (scanners.threads() + 1);
     std::deque<std::future<YamlScanPool::Batch>> scanned;
+    std::deque<std::string> keys;  // of the documents submitted, with a cache
     auto type_next = [&] {
         YamlScanPool::Batch batch = scanned.front().get();
         scanned.pop_front();
@@ -270,7 +314,20 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
             if (!doc.error.empty()) {
                 throw InputError(doc.error);
             }
-            parse_document(doc.tree, file, doc.line_offset, out);
+            if (cache == nullptr) {
+                parse_document(doc.tree, file, doc.line_offset, out);
+                continue;
+            }
+            std::string key = std::move(keys.front());
+            keys.pop_front();
+            if (doc.known) {
+                append_manifests(out, *cache->find(key));
+                continue;
+            }
+            Manifests objects;
+            parse_document(doc.tree, file, doc.line_offset, &objects);
+            append_manifests(out, objects);
+            cache->keep(std::move(key), std::move(objects));
         }
     };
 
@@ -285,12 +342,22 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
         }
     };
 
+    // a document's key, and whether the cache knows it
+    auto add_document = [&](std::string document, int first_line) {
+        YamlDocument doc{std::move(document), first_line, {}, {}};
+        if (cache != nullptr) {
+            std::string key = file + '\0' + std::to_string(first_line) + '\0' + doc.text;
+            doc.known = cache->find(key) != nullptr;
+            keys.push_back(std::move(key));
+        }
+        batch.push_back(std::move(doc));
+    };
     std::string text, line;
     int line_no = 0, start = 0;
     while (std::getline(in, line)) {
         if (is_document_marker(line)) {
             batch_bytes += text.size();
-            batch.push_back({std::move(text), start, {}, {}});
+            add_document(std::move(text), start);
             text = std::string();
             start = line_no + 1;
             if (batch_bytes >= kBatchBytes) {
@@ -302,19 +369,19 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
         }
         line_no++;
     }
-    batch.push_back({std::move(text), start, {}, {}});
+    add_document(std::move(text), start);
     submit();
     while (!scanned.empty()) {
         type_next();
     }
 }
 
-void parse_path(const std::string &path, Manifests *out, unsigned jobs)
+void parse_path(const std::string &path, Manifests *out, unsigned jobs, DocumentCache *cache)
 {
     namespace fs = std::filesystem;
 
     if (path == "-") {
-        parse_stream(std::cin, "<stdin>", out, jobs);
+        parse_stream(std::cin, "<stdin>", out, jobs, cache);
         return;
     }
 
@@ -333,7 +400,7 @@ void parse_path(const std::string &path, Manifests *out, unsigned jobs)
         }
         std::sort(files.begin(), files.end());
         for (const std::string &file : files) {
-            parse_path(file, out, jobs);
+            parse_path(file, out, jobs, cache);
         }
         return;
     }
@@ -342,7 +409,7 @@ void parse_path(const std::string &path, Manifests *out, unsigned jobs)
     if (!in) {
         throw InputError(path + ":0:0: cannot open: " + std::strerror(errno));
     }
-    parse_stream(in, path, out, jobs);
+    parse_stream(in, path, out, jobs, cache);
 }
 
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], starting and

@@ -5,6 +5,7 @@
 #include <istream>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "model.h"
 
@@ -21,13 +22,39 @@ public:
 // control sequences. Control bytes and DEL become \xNN.
 std::string printable(const std::string &text);
 
+// The typed objects of documents read before, by file, first line and
+// text (the whole text is the key: no two documents can share an entry):
+// gateway2nginx run, rereading its inputs after a change, scans and types
+// again only the documents that changed. Not thread-safe.
+class DocumentCache {
+public:
+    // The objects of that document, or null; a hit counts as used
+    const Manifests *find(const std::string &key);
+    void keep(std::string key, Manifests objects);
+    // After a whole read: drops the documents it did not meet
+    void forget_unused();
+    size_t size() const { return entries_.size(); }
+
+private:
+    struct Entry {
+        Manifests objects;
+        bool used = true;
+    };
+    std::unordered_map<std::string, Entry> entries_;
+};
+
+// `more`'s objects after *out's.
+void append_manifests(Manifests *out, const Manifests &more);
+
 // Reads every document of the stream into *out, scanning the YAML on
-// `jobs` threads when jobs > 1 (the result does not depend on it). Throws
-// InputError: the first error in input order.
-void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs = 1);
+// `jobs` threads when jobs > 1 (the result does not depend on it, nor on
+// `cache`, which only spares work). Throws InputError: the first error in
+// input order.
+void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs = 1,
+                  DocumentCache *cache = nullptr);
 
 // A file, a directory (every *.yaml, *.yml, *.json below it, sorted), or
 // "-" for standard input. Throws InputError.
-void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1);
+void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1, DocumentCache *cache = nullptr);
 
 }  // namespace g2n

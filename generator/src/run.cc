@@ -329,11 +329,13 @@ int run_gateway(const Args &args)
 
     RunningGateway gateway(args);
     WatchedObjects watched;
+    DocumentCache documents;  // a change rereads the files, but scans only what changed
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
             watched.read(m, args.jobs);
         } else {
-            for (const std::string &input : args.inputs) parse_path(input, m, args.jobs);
+            for (const std::string &input : args.inputs) parse_path(input, m, args.jobs, &documents);
+            documents.forget_unused();
         }
     };
 

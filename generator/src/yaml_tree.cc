@@ -195,6 +195,7 @@ std::future<YamlScanPool::Batch> YamlScanPool::submit(Batch batch, const std::st
 {
     std::packaged_task<Batch()> task([batch = std::move(batch), file]() mutable {
         for (YamlDocument &doc : batch) {
+            if (doc.known) continue;
             try {
                 doc.tree = YamlTree::parse(doc.text, file, doc.line_offset);
             } catch (const InputError &e) {

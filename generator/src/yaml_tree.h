@@ -87,6 +87,7 @@ struct YamlDocument {
     int line_offset = 0;
     YamlTree tree;
     std::string error;
+    bool known = false;  // typed before (a DocumentCache has it): not scanned
 };
 
 // Scans batches of documents into trees on worker threads (none: on the

@@ -2,6 +2,7 @@
 // how the watch-event stream is cut into events.
 #include <boost/test/unit_test.hpp>
 
+#include <sstream>
 #include <string>
 
 #include "gtls_upstream_api.h"
@@ -223,6 +224,38 @@ BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_reaches_streams_is_not_repla
     streamed.stream_upstreams.push_back(stream_copy);
     BOOST_TEST(trust_replaceable_policies(streamed, with_api()).empty());
     BOOST_TEST(api_content(streamed, with_api()).trust.empty());
+}
+
+BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
+{
+    auto read = [](const std::string &yaml, DocumentCache *cache) {
+        Manifests m;
+        std::istringstream in(yaml);
+        parse_stream(in, "in.yaml", &m, 2, cache);
+        if (cache != nullptr) cache->forget_unused();
+        return m;
+    };
+    auto rendered = [](const Manifests &m) {
+        Plan plan = resolve(m, with_api());
+        return render_http_conf(plan, with_api()) + render_status(plan, with_api());
+    };
+    // a rejected object too: its message (with its line) comes back as well
+    const std::string rejected = "---\napiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name, namespace: ns}\n";
+    DocumentCache cache;
+    for (const char *addresses : {R"("10.0.0.1")", R"("10.0.0.1")", R"("10.0.0.7", "10.0.0.8")", R"("10.0.0.1")"}) {
+        const std::string yaml = with_policy("ca.crt") + rejected + slice(addresses);
+        const Manifests cold = read(yaml, nullptr);
+        const Manifests warm = read(yaml, &cache);
+        BOOST_TEST(rendered(warm) == rendered(cold));
+        BOOST_TEST_REQUIRE(warm.rejected.size() == 1u);
+        BOOST_TEST(warm.rejected[0].message == cold.rejected[0].message);
+    }
+    // what the last read no longer held is forgotten
+    const size_t held = cache.size();
+    read(kManifests, &cache);
+    BOOST_TEST(cache.size() < held);
+    // bad input is raised from the cache's read just the same
+    BOOST_CHECK_THROW(read(kManifests + "---\nkind: [\n", &cache), InputError);
 }
 
 BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
