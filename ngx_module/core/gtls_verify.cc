@@ -559,9 +559,12 @@ bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs,
         trust.store = trust_store_from_pem(ca, error);
         unsigned char md[kSha256Size];
         unsigned int len = 0;
-        if (trust.store && EVP_Digest(ca.data(), ca.size(), md, &len, sha256(), nullptr) != 1) {
+        if (!trust.store) {
+            return false;
+        }
+        if (EVP_Digest(ca.data(), ca.size(), md, &len, sha256(), nullptr) != 1) {
             *error = openssl_error("EVP_Digest() failed");
-            trust.store = nullptr;
+            return false;
         }
         trust.source = "api:sha256:" + to_hex(md, 8);
     }
