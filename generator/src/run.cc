@@ -107,12 +107,14 @@ public:
         }
     }
 
-    void read(Manifests *out, unsigned jobs) const
+    // Each object as a file of its own, named by the object: its lines are
+    // its own, so the cache knows it until it changes
+    void read(Manifests *out, DocumentCache *cache) const
     {
-        std::string all;
-        for (const auto &entry : objects_) all += "---\n" + entry.second + "\n";
-        std::istringstream in(all);
-        parse_stream(in, "<watch events>", out, jobs);
+        for (const auto &[key, text] : objects_) {
+            std::istringstream in(text);
+            parse_stream(in, "<watch event " + key + ">", out, 1, cache);
+        }
     }
 
 private:
@@ -329,14 +331,14 @@ int run_gateway(const Args &args)
 
     RunningGateway gateway(args);
     WatchedObjects watched;
-    DocumentCache documents;  // a change rereads the files, but scans only what changed
+    DocumentCache documents;  // a change rereads every input, but scans only what changed
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
-            watched.read(m, args.jobs);
+            watched.read(m, &documents);
         } else {
             for (const std::string &input : args.inputs) parse_path(input, m, args.jobs, &documents);
-            documents.forget_unused();
         }
+        documents.forget_unused();
     };
 
     int inotify = -1;
