@@ -151,6 +151,7 @@ ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_c
         ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
         // built by ngx_gtls_build_policy in the configuration pool, not const there
         t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
+        t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
         t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy);
     }
     return NGX_OK;
@@ -162,16 +163,27 @@ ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *m
     return it != mcf->trusted->end() ? &it->second : nullptr;
 }
 
-// Puts `trust` in place in this process's copies of the policies, and
-// frees the TLS sessions made under what they trusted before (the new
-// trust generation would never offer them again).
-void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t, const gtls::Trust &trust,
+// The configured trust of a group, as pushed trust would fingerprint it:
+// pushing what is configured takes the group back to its configuration.
+uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, const gtls::PolicyTrust &pushed)
+{
+    uint64_t one = gtls::trust_fingerprint(pushed.ca, pushed.pins), all = 0;
+    for (size_t i = 0; i < t->policies.size(); i++) all = all * 0x100000001b3ull ^ one;
+    return all;
+}
+
+// Puts `trust` in place in this process's copies of the policies (or,
+// `trust` null, each one's configured trust again), and frees the TLS
+// sessions made under what they trusted before (the new trust generation
+// would never offer them again).
+void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t, const gtls::Trust *trust,
                                  uint64_t sequence)
 {
-    for (gtls::Policy *policy : t->policies) {
-        gtls::replace_trust(policy, trust, sequence);
+    for (size_t i = 0; i < t->policies.size(); i++) {
+        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], sequence);
     }
     t->sequence = sequence;
+    t->pushed = trust != nullptr;
     ngx_gtls_session_cache_t &sessions = mcf->registry->sessions;
     for (auto it = sessions.begin(); it != sessions.end();) {
         if (std::find(t->policies.begin(), t->policies.end(), it->second.policy) != t->policies.end()) {
@@ -188,6 +200,10 @@ void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_t
 bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t,
                               const std::string &name, const std::string &json, uint64_t sequence)
 {
+    if (json.empty()) {  // the configured trust, pushed: back to it
+        ngx_http_gtls_replace_trust(mcf, t, nullptr, sequence);
+        return true;
+    }
     gtls::PolicyTrust pushed = gtls::parse_policy_trust(json, name);
     gtls::Trust trust;
     std::string error;
@@ -196,10 +212,11 @@ bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ng
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "gateway_tls: policy %s trusts nothing until the next push: the trust pushed cannot be read here: %s",
                       gtls::json_string(name).c_str(), gtls::json_string(error).c_str());
-        ngx_http_gtls_replace_trust(mcf, t, gtls::Trust{}, sequence);
+        const gtls::Trust nothing;
+        ngx_http_gtls_replace_trust(mcf, t, &nothing, sequence);
         return false;
     }
-    ngx_http_gtls_replace_trust(mcf, t, trust, sequence);
+    ngx_http_gtls_replace_trust(mcf, t, &trust, sequence);
     return true;
 }
 
@@ -626,7 +643,7 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
         std::string pins;
         for (const gtls::Pin &pin : p.pins) pins += (pins.empty() ? "" : ",") + gtls::json_string(pin.spec);
         body += (first ? "" : ",") + gtls::json_string(name) + ":{\"generation\":" + std::to_string(t.sequence)
-                + ",\"source\":" + (t.sequence != 0 ? "\"api\"" : "\"configuration\"")
+                + ",\"source\":" + (t.pushed ? "\"api\"" : "\"configuration\"")
                 + ",\"ca\":" + gtls::json_string(p.trust_source) + ",\"pins\":[" + pins + "]}";
         first = false;
     }
@@ -701,6 +718,7 @@ void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t 
 struct ngx_http_gtls_pending_trust_t {
     ngx_http_gtls_trusted_t       *trusted = nullptr;
     gtls::Trust                    trust;
+    bool                           configured = false;  // what it is configured with: back to that
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
 
@@ -735,13 +753,16 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
                                                 + " that verifies (proxy_ssl_policy_name of an http scope whose mode is not skip)");
         }
         std::string error;
-        if (!gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
+        t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
+        if (!t.configured && !gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
             drop_trusts();
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_BAD_REQUEST,
                                             "policies[" + gtls::json_string(pushed.policy) + "]: " + error);
         }
+        // an empty entry: the configured trust (what a reload would serve anyway)
         t.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_TRUST, pushed.policy,
-                                          t.trusted->configured_fingerprint, gtls::policy_trust_json(pushed));
+                                          t.trusted->configured_fingerprint,
+                                          t.configured ? std::string() : gtls::policy_trust_json(pushed));
         if (t.entry == nullptr) {
             drop_trusts();
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
@@ -813,11 +834,22 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         ngx_http_gtls_pending_trust_t &t = trusts[i];
         const std::string &name = update.policies[i].policy;
         ngx_http_gtls_keep_entry(mcf->upstream_state, t.entry);
-        ngx_http_gtls_replace_trust(mcf, t.trusted, t.trust, t.entry->sequence);
-        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                      "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
-                      gtls::json_string(name).c_str(), gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(),
-                      t.trust.pins.size(), t.entry->sequence);
+        if (t.configured) {
+            const bool was_pushed = t.trusted->pushed;
+            ngx_http_gtls_replace_trust(mcf, t.trusted, nullptr, t.entry->sequence);
+            if (was_pushed) {
+                ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                              "gateway_tls: policy %s trusts what it is configured with again (from the API, entry %uL)",
+                              gtls::json_string(name).c_str(), t.entry->sequence);
+            }
+        } else {
+            ngx_http_gtls_replace_trust(mcf, t.trusted, &t.trust, t.entry->sequence);
+            ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                          "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
+                          gtls::json_string(name).c_str(),
+                          gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(), t.trust.pins.size(),
+                          t.entry->sequence);
+        }
         reply += (i ? "," : "") + gtls::json_string(name) + ":{\"generation\":" + std::to_string(t.entry->sequence) + "}";
     }
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
@@ -884,6 +916,7 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
             if (rc != NGX_OK) {
                 return rc;
             }
+            ngx_http_gtls_catch_up(mcf);  // what other workers took: this one lists it too
             return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, ngx_http_gtls_list_json(mcf));
         }
         if (r->method & NGX_HTTP_PUT) {
@@ -1097,8 +1130,8 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
                     ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
                     configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
                 }
-                if (configured != e->fingerprint) {
-                    *link = e->next;  // the configuration now says otherwise
+                if (configured != e->fingerprint || (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST && e->json_len == 0)) {
+                    *link = e->next;  // the configuration now says otherwise, or says the same
                     ngx_slab_free_locked(state_pool, e);
                     continue;
                 }

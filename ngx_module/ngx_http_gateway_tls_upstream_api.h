@@ -31,8 +31,10 @@ struct ngx_http_gtls_dynamic_t {
 // Each worker changes its own copies of them, the same way.
 struct ngx_http_gtls_trusted_t {
     std::vector<gtls::Policy *>  policies;
+    std::vector<gtls::Trust>     configured;                  // each policy's, to go back to
     uint64_t                     configured_fingerprint = 0;  // of their configured trust
-    uint64_t                     sequence = 0;                // of the state entry applied; 0: configured
+    uint64_t                     sequence = 0;                // of the state entry applied last
+    bool                         pushed = false;              // trusts what the API gave
 };
 
 // gateway_tls_upstream_api_allow: who may use the API (no one by default).

@@ -160,6 +160,11 @@ is($code, 200, 'new pins for ns/pinned');
 is((answers('/pinned'))[0], '502 FAILED:pin', 'the old key no longer serves');
 ($code) = push_trust('ns/pinned' => {pins => [spki_pin('untrusted'), $pin_leaf]});
 is((answers('/pinned'))[0], '200 SUCCESS', 'a pin set holding it again serves');
+($code) = push_trust('ns/pinned' => {pins => [$pin_leaf]});
+like((api('GET'))[1], qr/"ns\/pinned":\{"generation":[1-9]\d*,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\]\}/,
+     'pushing what a policy is configured with takes it back to its configuration');
+is((answers('/pinned'))[0], '200 SUCCESS', 'which serves');
+push_trust('ns/pinned' => {pins => [spki_pin('untrusted'), $pin_leaf]});
 
 # ---- bad input changes nothing --------------------------------------------
 (undef, $listed) = api('GET');

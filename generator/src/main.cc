@@ -88,12 +88,9 @@ int main(int argc, char **argv)
                 std::cerr << "gateway2nginx: " << failed << "\n";
                 return 2;
             }
-            const ApiContent content = api_content(plan, args.options);
-            if (!content.empty()) {
-                if (std::string failed = push_to_api(args.options.upstream_api, api_body(content)); !failed.empty()) {
-                    std::cerr << "gateway2nginx: pushing servers and trust after the reload failed: " << printable(failed) << "\n";
-                    return 2;
-                }
+            if (std::string failed = sync_after_reload(plan, args.options); !failed.empty()) {
+                std::cerr << "gateway2nginx: pushing servers and trust after the reload failed: " << printable(failed) << "\n";
+                return 2;
             }
         } else if (!args.reload_pidfile.empty()) {
             std::ifstream pidfile(args.reload_pidfile);

@@ -23,8 +23,9 @@ namespace g2n {
 
 namespace {
 
-// PUT `body` to gateway_tls_upstream_api at `listen`; "" on 200, else why not.
-std::string put_body(const std::string &listen, const std::string &body)
+// METHOD (PUT with `body`, GET) to gateway_tls_upstream_api at `listen`;
+// "" on 200 (and *reply its body), else why not.
+std::string api_request(const std::string &listen, const char *method, const std::string &body, std::string *answer)
 {
     gtls::UpstreamServer api;
     try {
@@ -56,7 +57,7 @@ std::string put_body(const std::string &listen, const std::string &body)
     timeval tv{10, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    const std::string request = "PUT /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    const std::string request = std::string(method) + " /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                                 "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     for (size_t sent = 0; sent < request.size();) {
         ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
@@ -70,8 +71,11 @@ std::string put_body(const std::string &listen, const std::string &body)
     char buf[4096];
     for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
     ::close(fd);
-    if (reply.rfind("HTTP/1.1 200 ", 0) == 0) return "";
     const size_t body_at = reply.find("\r\n\r\n");
+    if (reply.rfind("HTTP/1.1 200 ", 0) == 0) {
+        if (answer != nullptr && body_at != std::string::npos) *answer = reply.substr(body_at + 4);
+        return "";
+    }
     return "the upstream API answered " + reply.substr(0, reply.find("\r\n"))
            + (body_at != std::string::npos ? ": " + reply.substr(body_at + 4) : "");
 }
@@ -146,7 +150,7 @@ std::string push_to_api(const std::string &listen, const std::string &body)
     // until one of the current configuration answers
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
-        std::string failed = put_body(listen, body);
+        std::string failed = api_request(listen, "PUT", body, nullptr);
         if (failed.empty() || std::chrono::steady_clock::now() > deadline
             || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
             return failed;
@@ -181,6 +185,33 @@ ApiContent api_content(const Plan &plan, const Options &options)
         content.trust[name] = policy_trust_api_json(*policy, plan);
     }
     return content;
+}
+
+std::string sync_after_reload(const Plan &plan, const Options &options)
+{
+    ApiContent content = api_content(plan, options);
+    // trust pushed before survives a reload that left the configured trust
+    // as it was: the policies the API says were pushed get what is rendered
+    // (what they are configured with, which takes them back to it)
+    std::string list;
+    if (std::string failed = api_request(options.upstream_api, "GET", "", &list); !failed.empty()) return failed;
+    std::set<std::string> pushed;
+    try {
+        for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
+    } catch (const gtls::ApiError &e) {
+        return std::string("the upstream API's list does not read: ") + e.what();
+    }
+    for (auto it = content.trust.begin(); it != content.trust.end();) {
+        it = pushed.count(it->first) ? std::next(it) : content.trust.erase(it);
+    }
+    for (const Upstream &u : plan.upstreams) {
+        // one no longer replaceable (now behind a TLSRoute too) goes back all the same
+        if (u.tls() && u.unusable.empty() && pushed.count(u.policy->name) && !content.trust.count(u.policy->name)
+            && (!u.policy->ca.empty() || !u.policy->pins.empty())) {
+            content.trust[u.policy->name] = policy_trust_api_json(*u.policy, plan);
+        }
+    }
+    return content.empty() ? "" : push_to_api(options.upstream_api, api_body(content));
 }
 
 std::string api_body(const ApiContent &content)

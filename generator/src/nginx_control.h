@@ -34,6 +34,11 @@ struct ApiContent {
     ApiContent changed_since(const ApiContent &before) const;
 };
 ApiContent api_content(const Plan &plan, const Options &options);
+// After a confirmed reload: the servers rendered pushed (nginx keeps the
+// ones pushed before where the configured ones look unchanged to it), and
+// the trust rendered for each policy the API says holds pushed trust. ""
+// when done, else why not.
+std::string sync_after_reload(const Plan &plan, const Options &options);
 // A PUT body of `content`: {"upstreams":{...},"policies":{...}}, each
 // section only when it has entries.
 std::string api_body(const ApiContent &content);

@@ -278,11 +278,8 @@ private:
             say(reloaded);
             // servers pushed before stay across a reload where the configured
             // ones look unchanged to nginx: what was rendered is made current
-            const ApiContent content = api_content(plan, args_.options);
-            if (!content.empty()) {
-                if (std::string failed = push_to_api(args_.options.upstream_api, api_body(content)); !failed.empty()) {
-                    say("pushing servers and trust after the reload failed: " + failed);
-                }
+            if (std::string failed = sync_after_reload(plan, args_.options); !failed.empty()) {
+                say("pushing servers and trust after the reload failed: " + failed);
             }
         }
         applied_ = true;

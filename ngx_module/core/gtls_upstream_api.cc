@@ -500,6 +500,24 @@ PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy)
     return trust_of(Reader(json).document(), policy, "policies[" + json_string(policy) + "]");
 }
 
+std::vector<std::string> pushed_policies(std::string_view list)
+{
+    const Json doc = Reader(list).document();
+    expect(doc, Json::Type::Object, "the list");
+    std::vector<std::string> names;
+    for (const auto &[key, value] : doc.members) {
+        if (key != "policies") continue;
+        expect(value, Json::Type::Object, "policies");
+        for (const auto &[name, policy] : value.members) {
+            expect(policy, Json::Type::Object, "policies[" + json_string(name) + "]");
+            for (const auto &[field, v] : policy.members) {
+                if (field == "source" && v.type == Json::Type::String && v.text == "api") names.push_back(name);
+            }
+        }
+    }
+    return names;
+}
+
 std::string policy_trust_json(const PolicyTrust &trust)
 {
     std::string out = trust.ca.empty() ? "{\"pins\":[" : "{\"ca\":" + json_string(trust.ca) + ",\"pins\":[";

@@ -33,7 +33,7 @@ inline constexpr unsigned kMaxApiMaxConns = 1000000;
 inline constexpr unsigned kMaxApiMaxFails = 1000;
 inline constexpr unsigned kMaxApiFailTimeout = 86400;  // seconds
 inline constexpr size_t kMaxApiJsonDepth = 8;
-inline constexpr size_t kMaxApiPolicies = 10000;     // per request
+inline constexpr size_t kMaxApiPolicies = 100000;    // per request (a policy per route)
 inline constexpr size_t kMaxApiPolicyName = 253;     // namespace/name
 inline constexpr size_t kMaxApiCaBytes = 1 << 20;    // one policy's PEM bundle
 inline constexpr size_t kMaxApiPins = 64;            // per policy
@@ -103,6 +103,10 @@ ApiUpdate parse_api_update(std::string_view body);
 
 // One policy's trust as policy_trust_json wrote it (kept across reloads).
 PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy);
+
+// The policies a GET of the API lists as pushed ("source":"api"), by name.
+// Throws ApiError on a body that is not such a list.
+std::vector<std::string> pushed_policies(std::string_view list);
 
 // {"ca":"...","pins":[...]}, "ca" left out when empty
 std::string policy_trust_json(const PolicyTrust &trust);

@@ -594,7 +594,7 @@ void replace_trust(Policy *policy, const Trust &trust, uint64_t generation)
     policy->trust_generation = generation;
 }
 
-uint64_t trust_fingerprint(const Policy &policy)
+uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     auto mix = [&h](std::string_view bytes) {
@@ -605,16 +605,22 @@ uint64_t trust_fingerprint(const Policy &policy)
         h ^= 0xff;  // a separator no text byte can fake
         h *= 0x100000001b3ull;
     };
-    if (policy.trust_source.empty() || policy.trust_source == "system") {
-        mix(policy.trust_source);
-    } else {
-        std::ifstream file(policy.trust_source, std::ios::binary);
-        std::ostringstream bytes;
-        bytes << file.rdbuf();
-        mix(file ? bytes.str() : "unreadable:" + policy.trust_source);
-    }
-    for (const Pin &pin : policy.pins) mix(pin.spec);
+    mix(ca);
+    for (const std::string &pin : pin_specs) mix(pin);
     return h;
+}
+
+uint64_t trust_fingerprint(const Policy &policy)
+{
+    std::vector<std::string> pins;
+    for (const Pin &pin : policy.pins) pins.push_back(pin.spec);
+    if (policy.trust_source.empty() || policy.trust_source == "system") {
+        return trust_fingerprint(policy.trust_source, pins);
+    }
+    std::ifstream file(policy.trust_source, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    return trust_fingerprint(file ? bytes.str() : "unreadable:" + policy.trust_source, pins);
 }
 
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error)

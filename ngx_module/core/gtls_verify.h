@@ -200,6 +200,9 @@ void replace_trust(Policy *policy, const Trust &trust, uint64_t generation);
 // What a configured policy trusts (its CA file's bytes or "system", its
 // pins), FNV-1a: tells whether a reload changed it. Reads the file.
 uint64_t trust_fingerprint(const Policy &policy);
+// The same of trust given as text: `ca` PEM bytes, "system" or empty, and
+// normalised pin SPECs. Equal to the configured one's for the same bytes.
+uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs);
 
 // Reads every certificate of a PEM file and makes each a sha256-cert pin.
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error);

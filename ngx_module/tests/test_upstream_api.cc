@@ -167,6 +167,16 @@ BOOST_AUTO_TEST_CASE(policies_trust_a_ca_bundle_pins_or_both)
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_list_says_which_policies_hold_pushed_trust)
+{
+    auto names = gtls::pushed_policies(R"({"upstreams":{"svc":{"generation":2,"source":"api","servers":[]}},)"
+                                       R"("policies":{"ns/a":{"generation":3,"source":"api","ca":"x","pins":[]},)"
+                                       R"("ns/b":{"generation":0,"source":"configuration","ca":"","pins":["p"]}}})");
+    BOOST_TEST(names == std::vector<std::string>{"ns/a"});
+    BOOST_CHECK_THROW(gtls::pushed_policies("<html>"), ApiError);
+    BOOST_CHECK_THROW(gtls::pushed_policies(R"({"policies": []})"), ApiError);
+}
+
 BOOST_AUTO_TEST_CASE(policy_trust_is_checked_and_named)
 {
     auto policy = [](const std::string &trust) { return R"({"policies": {"ns/p": )" + trust + "}}"; };

@@ -144,6 +144,9 @@ BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
     BOOST_TEST(run(p, "untrusted").text() == "SUCCESS");
     BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
     BOOST_TEST(trust_fingerprint(p) != configured);
+    // the configured trust given as text is the same trust
+    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {}) == configured);
+    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {"sha256-spki:x"}) != configured);
 
     // a bundle of both roots trusts both; pins alone trust their key alone
     BOOST_TEST_REQUIRE(build_trust(slurp(cert_path("ca.crt")) + slurp(cert_path("unrelated-ca.crt")), {}, &trust, &error), error);
