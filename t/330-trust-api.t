@@ -172,7 +172,7 @@ my $garbled = "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\
 for my $r (
     [{'ns/nope' => {ca => $ca}}, 404, qr/no policy \\"ns\/nope\\" that verifies/, 'an unknown policy'],
     [{'ns/skipped' => {ca => $ca}}, 404, qr/no policy \\"ns\/skipped\\" that verifies/, 'a policy in mode skip'],
-    [{'ns/web-tls' => {ca => $garbled}}, 400, qr/policies\[\\"ns\/web-tls\\"\]: cannot read PEM certificate 1/,
+    [{'ns/web-tls' => {ca => $garbled}}, 400, qr/policies\[\\"ns\/web-tls\\"\]: cannot read a PEM certificate from the CA bundle/,
      'a certificate that does not parse'],
     [{'ns/web-tls' => {ca => slurp("$certs/leaf.key")}}, 400, qr/only CERTIFICATE PEM blocks may be given/, 'a private key'],
     [{'ns/web-tls' => {}}, 400, qr/neither was given/, 'no trust at all'],

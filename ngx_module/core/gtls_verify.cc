@@ -516,6 +516,33 @@ X509StoreShared load_trust_store(const std::string &source, std::string *error)
     return store;
 }
 
+namespace {
+
+// Calls `take` with each certificate of the PEM in `bio` (at least one);
+// false and *error ("cannot read a PEM certificate from WHAT") when one
+// does not read, false when `take` refuses one.
+template <typename Take>
+bool each_pem_certificate(BIO *bio, const std::string &what, std::string *error, Take take)
+{
+    for (size_t count = 0;; count++) {
+        X509Ptr cert(PEM_read_bio_X509(bio, nullptr, nullptr, nullptr));
+        if (!cert) {
+            unsigned long err = ERR_peek_last_error();
+            if (ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE && count > 0) {
+                ERR_clear_error();  // the normal end
+                return true;
+            }
+            *error = openssl_error(("cannot read a PEM certificate from " + what).c_str());
+            return false;
+        }
+        if (!take(cert.get())) {
+            return false;
+        }
+    }
+}
+
+}  // namespace
+
 X509StoreShared trust_store_from_pem(std::string_view pem, std::string *error)
 {
     X509StoreShared store(X509_STORE_new(), X509_STORE_free);
@@ -524,29 +551,18 @@ X509StoreShared trust_store_from_pem(std::string_view pem, std::string *error)
         *error = openssl_error("cannot allocate a trust store");
         return nullptr;
     }
-    size_t count = 0;
-    for (;;) {
-        X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-        if (!cert) {
-            unsigned long err = ERR_peek_last_error();
-            if (ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE && count > 0) {
-                ERR_clear_error();  // the normal end
-                break;
-            }
-            *error = openssl_error(("cannot read PEM certificate " + std::to_string(count + 1)).c_str());
-            return nullptr;
+    bool read = each_pem_certificate(bio.get(), "the CA bundle", error, [&](X509 *cert) {
+        if (X509_STORE_add_cert(store.get(), cert) == 1) {
+            return true;
         }
-        if (X509_STORE_add_cert(store.get(), cert.get()) != 1) {
-            unsigned long err = ERR_peek_last_error();
-            if (ERR_GET_REASON(err) != X509_R_CERT_ALREADY_IN_HASH_TABLE) {
-                *error = openssl_error(("cannot trust PEM certificate " + std::to_string(count + 1)).c_str());
-                return nullptr;
-            }
+        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_CERT_ALREADY_IN_HASH_TABLE) {
             ERR_clear_error();  // the same certificate twice in a bundle
+            return true;
         }
-        count++;
-    }
-    return store;
+        *error = openssl_error("cannot trust a certificate of the CA bundle");
+        return false;
+    });
+    return read ? store : nullptr;
 }
 
 bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs, Trust *out, std::string *error)
@@ -630,32 +646,18 @@ bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std:
         *error = openssl_error(("cannot open \"" + path + "\"").c_str());
         return false;
     }
-
-    size_t count = 0;
-    for (;;) {
-        X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-        if (!cert) {
-            unsigned long err = ERR_peek_last_error();
-            if (ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE
-                && count > 0) {
-                ERR_clear_error();  // the normal end of the file
-                break;
-            }
-            *error = openssl_error(("cannot read a PEM certificate from \"" + path + "\"").c_str());
-            return false;
-        }
+    return each_pem_certificate(bio.get(), "\"" + path + "\"", error, [&](X509 *cert) {
         Pin pin;
         pin.type = PinType::Cert;
         unsigned int len = 0;
-        if (X509_digest(cert.get(), EVP_sha256(), pin.digest.data(), &len) != 1) {
+        if (X509_digest(cert, EVP_sha256(), pin.digest.data(), &len) != 1) {
             *error = openssl_error("X509_digest() failed");
             return false;
         }
         pin.spec = "sha256-cert:" + to_hex(pin.digest.data(), pin.digest.size());
         pins->push_back(std::move(pin));
-        count++;
-    }
-    return true;
+        return true;
+    });
 }
 
 }  // namespace gtls
