@@ -1193,13 +1193,12 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.close();
         w.blank();
     }
-    const std::map<std::string, const UpstreamPolicy *> trusts =
-        o.endpoint_skeleton ? trust_replaceable_policies(plan, o) : std::map<std::string, const UpstreamPolicy *>{};
+    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
     for (const Upstream &u : plan.upstreams) {
         const bool dynamic = api && api_replaceable(u);
         Skeleton skeleton;
         skeleton.servers = dynamic && o.endpoint_skeleton;
-        skeleton.trust = u.tls() && trusts.count(u.policy->name) > 0;
+        skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
         render_upstream(w, u, dynamic ? kServersZone : nullptr, skeleton);
     }
     out << splits.text.str();
@@ -1207,7 +1206,13 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     if (api) {
         // endpoint changes without reloads (gateway2nginx run): the last
         // servers pushed stay across reloads
-        w.directive("gateway_tls_upstream_state_zone", {nginx::Token::value(std::to_string(1024 + 4 * replaceable) + "k")});
+        // the last list pushed per upstream, and room for the trust of up
+        // to 256 policies pushed at once (not their bundles' sizes: a
+        // changed bundle must not change the skeleton); a zone full of
+        // trust answers 507, and gateway2nginx reloads instead
+        const size_t trust_room = 16 * std::min<size_t>(trusts.size(), 256);
+        w.directive("gateway_tls_upstream_state_zone",
+                    {nginx::Token::value(std::to_string(1024 + 4 * replaceable + trust_room) + "k")});
         w.blank();
         w.open("server");
         w.directive("listen", {nginx::Token::value(o.upstream_api)});

@@ -189,6 +189,9 @@ BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
     BOOST_TEST(trust.ca == g2n_test::test_cert_file("unrelated-ca.crt"));
     BOOST_TEST(api_body(content.changed_since(api_content(before, with_api())))
                == "{\"policies\":{\"ns/web-tls\":" + content.trust.at("ns/web-tls") + "}}");
+    // the state zone has room for the trust pushed (16k a policy), whatever its size
+    BOOST_TEST(render_http_conf(before, with_api()).find("gateway_tls_upstream_state_zone 1048k;") != std::string::npos);
+    BOOST_TEST(render_http_conf(after, with_api()).find("gateway_tls_upstream_state_zone 1048k;") != std::string::npos);
     // without the API: nothing is replaceable, and the CA is written as ever
     BOOST_TEST(trust_replaceable_policies(before, Options{}).empty());
 }
