@@ -1,14 +1,17 @@
 // libFuzzer target: the whole gateway2nginx pipeline on arbitrary bytes as
 // YAML: parse (an InputError is the expected way to refuse), resolve, and
 // every rendered file, with the upstream API on and off (zones, the
-// skeleton gateway2nginx run compares); and the same bytes cut into
-// watch events as `gateway2nginx run --watch-events` reads its stream.
+// skeleton gateway2nginx run compares, the servers and trust it pushes);
+// the same bytes read again through run's document cache, which must give
+// the same configuration; and the same bytes cut into watch events as
+// `gateway2nginx run --watch-events` reads its stream.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
 #include <string>
 
+#include "nginx_control.h"
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
@@ -32,15 +35,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g2n::Options options;
     g2n::Plan plan = g2n::resolve(manifests, options);
     g2n::render_nginx_conf(plan, options);
-    g2n::render_http_conf(plan, options);
+    const std::string http = g2n::render_http_conf(plan, options);
     g2n::render_stream_conf(plan);
-    g2n::render_status(plan, options);
+    const std::string status = g2n::render_status(plan, options);
+
+    // documents typed from gateway2nginx run's cache (kept across inputs:
+    // what an earlier input left must never stand in for this one's)
+    // give exactly what a fresh read gives
+    static g2n::DocumentCache cache;
+    for (int pass = 0; pass < 2; pass++) {
+        std::istringstream again(input);
+        g2n::Manifests cached;
+        g2n::parse_stream(again, "fuzz.yaml", &cached, 1, &cache);
+        cache.forget_unused();
+        g2n::Plan cached_plan = g2n::resolve(cached, options);
+        if (g2n::render_http_conf(cached_plan, options) != http || g2n::render_status(cached_plan, options) != status) {
+            std::abort();
+        }
+    }
+
     options.upstream_api = "127.0.0.1:9114";
     g2n::render_http_conf(plan, options);
+    g2n::api_body(g2n::api_content(plan, options));  // servers and trust, as pushed
     options.endpoint_skeleton = true;
     g2n::render_http_conf(plan, options);
-    for (const g2n::Upstream &u : plan.upstreams) {
-        if (g2n::api_replaceable(u)) g2n::upstream_servers_api_json(u);
-    }
     return 0;
 }
