@@ -111,7 +111,7 @@ int Document::integer(const YamlNode &value, const std::string &where, int min, 
     char *end = nullptr;
     errno = 0;
     long n = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno != 0 || n < min || n > max) {
+    if (text.empty() || end != text.c_str() + text.size() || errno != 0 || n < min || n > max) {
         fail(value, where,
              "expected an integer from " + std::to_string(min) + " to " + std::to_string(max)
                  + ", got \"" + text + "\"");
@@ -464,7 +464,8 @@ bool valid_qualified_name(const std::string &s)
 bool valid_ip_address(const std::string &s)
 {
     unsigned char buf[16];
-    return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+    return s.find('\0') == std::string::npos
+           && (inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1);
 }
 
 bool valid_object_name(const std::string &kind, const std::string &name)

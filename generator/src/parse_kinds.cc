@@ -793,9 +793,29 @@ void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
 
 namespace {
 
+// No text of an object may hold a NUL byte: checks that read a C string
+// (an address through inet_pton, a number through strtol) would stop
+// there and pass what nginx's configuration cannot hold, and the whole
+// rendering would fail instead of this one object.
+void refuse_nul(const Document &doc, const YamlNode &node, const std::string &where)
+{
+    if (node.is_scalar()) {
+        if (node.scalar().find('\0') != std::string::npos) doc.fail(node, where, "holds a NUL byte");
+        return;
+    }
+    size_t i = 0;
+    for (const YamlNode &item : node.items()) refuse_nul(doc, item, where + "[" + std::to_string(i++) + "]");
+    for (const auto &[key, value] : node.entries()) {
+        const std::string at = (where.empty() ? "" : where + ".") + key.scalar();
+        if (key.scalar().find('\0') != std::string::npos) doc.fail(key, at, "holds a NUL byte");
+        refuse_nul(doc, value, at);
+    }
+}
+
 void parse_known_object(const Document &doc, const YamlNode &root, const std::string &api_version,
                         const std::string &group, const std::string &kind, Manifests *out)
 {
+    refuse_nul(doc, root, "");
     if (group == kGatewayGroup) {
         if (kind == "GatewayClass") return parse_gateway_class(doc, root, out);
         if (kind == "Gateway") return parse_gateway(doc, root, out);

@@ -426,6 +426,7 @@ struct ScalarPath {
     bool is_key = false;
     std::string kind;
     std::string where;  // "HTTPRoute app/shop spec.rules[0]..." for messages
+    std::string original;  // a value's benign text
 };
 
 inline bool hostile_tenant_kind(const std::string &kind)
@@ -542,7 +543,7 @@ private:
     void collect(size_t doc, const YAML::Node &node, std::vector<YAML::Node> keys, const std::string &where, bool top)
     {
         if (node.IsScalar()) {
-            paths_.push_back({doc, keys, false, kind_of(doc), where});
+            paths_.push_back({doc, keys, false, kind_of(doc), where, node.Scalar()});
             return;
         }
         if (node.IsSequence()) {
@@ -560,7 +561,7 @@ private:
                 std::vector<YAML::Node> k = keys;
                 k.push_back(YAML::Node(key));
                 std::string w = where + (top ? " " : ".") + key;
-                paths_.push_back({doc, k, true, kind_of(doc), w});
+                paths_.push_back({doc, k, true, kind_of(doc), w, key});
                 collect(doc, entry.second, k, w, false);
             }
         }

@@ -37,8 +37,13 @@ size_t check_each_substitution(const HostileProperty &property,
     for (size_t i = 0; i < property.paths().size(); i++) {
         size_t path_failures = 0;
         size_t tries = property.paths()[i].is_key ? 6 : values.size();
-        for (size_t v = 0; v < tries; v++) {
-            const std::string &value = values[v * values.size() / tries];
+        std::vector<std::string> tried;
+        for (size_t v = 0; v < tries; v++) tried.push_back(values[v * values.size() / tries]);
+        // the field's own valid text with a tail a C string or a line
+        // would not show: a check that stops at NUL or at the end of a line
+        // passes it
+        for (const char *tail : {"\0x", "\nx"}) tried.push_back(property.paths()[i].original + std::string(tail, 2));
+        for (const std::string &value : tried) {
             std::string failure = check(i, value);
             checked++;
             if (!failure.empty() && ++path_failures == 1 && ++failures <= 60) BOOST_ERROR(failure.substr(0, 300));
