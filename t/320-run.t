@@ -240,8 +240,13 @@ for my $doc (@objects) {
     $count++;
 }
 event('ADDED', $slice->(1));
+# a tenant's bad object: refused alone, named by the object it is
+event('ADDED', {apiVersion => 'v1', kind => 'Service', metadata => {name => 'Bad_Name', namespace => 'ns'},
+                spec => {ports => [{name => 'https', port => 443}]}});
 ok(wait_for(sub { -f "$out2/nginx.conf" }, 10), "$count objects and a slice as watch events: a configuration")
     or diag slurp($log);
+like(slurp($log), qr{warning: Service with an invalid name is rejected: <watch event v1/Service/ns/Bad_Name>:\d+:\d+: metadata\.name},
+     'a bad object is refused alone, its error named by the object');
 start_nginx($out2, 'nginx.conf', $port);
 my $master2 = master_of("$out2/nginx.pid");
 my $workers2 = worker_pids($master2);
