@@ -144,19 +144,29 @@ std::string reload_and_confirm(const std::string &pidfile, std::string *done)
            "configuration (its error log says why)";
 }
 
-std::string push_to_api(const std::string &listen, const std::string &body)
+namespace {
+
+// api_request, retried for 5 s while a worker of the configuration a
+// reload replaced refuses (503) or nothing listens yet
+std::string api_request_retried(const std::string &listen, const char *method, const std::string &body,
+                                std::string *answer)
 {
-    // a worker of the configuration a reload replaced refuses (503): retry
-    // until one of the current configuration answers
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
-        std::string failed = api_request(listen, "PUT", body, nullptr);
+        std::string failed = api_request(listen, method, body, answer);
         if (failed.empty() || std::chrono::steady_clock::now() > deadline
             || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
             return failed;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+}
+
+}  // namespace
+
+std::string push_to_api(const std::string &listen, const std::string &body)
+{
+    return api_request_retried(listen, "PUT", body, nullptr);
 }
 
 ApiContent ApiContent::changed_since(const ApiContent &before) const
@@ -194,7 +204,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options)
     // as it was: the policies the API says were pushed get what is rendered
     // (what they are configured with, which takes them back to it)
     std::string list;
-    if (std::string failed = api_request(options.upstream_api, "GET", "", &list); !failed.empty()) return failed;
+    if (std::string failed = api_request_retried(options.upstream_api, "GET", "", &list); !failed.empty()) return failed;
     std::set<std::string> pushed;
     try {
         for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
