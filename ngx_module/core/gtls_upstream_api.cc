@@ -328,6 +328,34 @@ bool valid_upstream_name(const std::string &name)
     return true;
 }
 
+// The members of `section`, an object of at most `most` named entries
+// (KEY["NAME"] in messages), each name checked by `valid`.
+template <typename Each>
+void each_named(const Json &section, const char *key, const char *noun, const char *a_noun, size_t most,
+                bool (*valid)(const std::string &), Each each)
+{
+    expect(section, Json::Type::Object, key);
+    if (section.members.empty()) refuse(key, std::string("names no ") + noun);
+    if (section.members.size() > most) refuse(key, "more than " + std::to_string(most) + " " + key);
+    for (const auto &[name, value] : section.members) {
+        const std::string field = std::string(key) + "[" + json_string(name) + "]";
+        if (!valid(name)) refuse(field, std::string("is not ") + a_noun + " name");
+        each(name, value, field);
+    }
+}
+
+UpstreamServers upstream_of(const Json &v, const std::string &upstream, const std::string &field)
+{
+    expect(v, Json::Type::Object, field);
+    const Json *servers = nullptr;
+    for (const auto &[key, value] : v.members) {
+        if (key != "servers") refuse(field, "unknown field " + json_string(key) + " (known: servers)");
+        servers = &value;
+    }
+    if (servers == nullptr) refuse(field, "\"servers\" is required");
+    return {upstream, servers_of(*servers, field + ".servers")};
+}
+
 bool valid_policy_name(const std::string &name)
 {
     if (name.empty() || name.size() > kMaxApiPolicyName) return false;
@@ -463,35 +491,16 @@ ApiUpdate parse_api_update(std::string_view body)
     if (upstreams == nullptr && policies == nullptr) refuse("the body", "\"upstreams\" or \"policies\" is required");
     ApiUpdate out;
     if (policies != nullptr) {
-        expect(*policies, Json::Type::Object, "policies");
-        if (policies->members.empty()) refuse("policies", "names no policy");
-        if (policies->members.size() > kMaxApiPolicies) {
-            refuse("policies", "more than " + std::to_string(kMaxApiPolicies) + " policies");
-        }
-        for (const auto &[name, value] : policies->members) {
-            const std::string field = "policies[" + json_string(name) + "]";
-            if (!valid_policy_name(name)) refuse(field, "is not a policy name");
-            out.policies.push_back(trust_of(value, name, field));
-        }
+        each_named(*policies, "policies", "policy", "a policy", kMaxApiPolicies, valid_policy_name,
+                   [&](const std::string &name, const Json &value, const std::string &field) {
+                       out.policies.push_back(trust_of(value, name, field));
+                   });
     }
     if (upstreams == nullptr) return out;
-    expect(*upstreams, Json::Type::Object, "upstreams");
-    if (upstreams->members.empty()) refuse("upstreams", "names no upstream");
-    if (upstreams->members.size() > kMaxApiUpstreams) {
-        refuse("upstreams", "more than " + std::to_string(kMaxApiUpstreams) + " upstreams");
-    }
-    for (const auto &[name, value] : upstreams->members) {
-        const std::string field = "upstreams[" + json_string(name) + "]";
-        if (!valid_upstream_name(name)) refuse(field, "is not an upstream name");
-        expect(value, Json::Type::Object, field);
-        const Json *servers = nullptr;
-        for (const auto &[key, v] : value.members) {
-            if (key != "servers") refuse(field, "unknown field " + json_string(key) + " (known: servers)");
-            servers = &v;
-        }
-        if (servers == nullptr) refuse(field, "\"servers\" is required");
-        out.upstreams.push_back({name, servers_of(*servers, field + ".servers")});
-    }
+    each_named(*upstreams, "upstreams", "upstream", "an upstream", kMaxApiUpstreams, valid_upstream_name,
+               [&](const std::string &name, const Json &value, const std::string &field) {
+                   out.upstreams.push_back(upstream_of(value, name, field));
+               });
     return out;
 }
 
