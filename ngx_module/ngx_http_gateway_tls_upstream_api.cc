@@ -144,6 +144,7 @@ ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_c
     if (mcf->trusted == nullptr) {
         return NGX_ERROR;
     }
+    std::map<std::string, std::string> ca_files;  // policies share bundles: each read once
     for (const ngx_gtls_policy_record_t &rec : mcf->registry->status.policies) {
         if (rec.policy->name.empty() || rec.policy->mode == gtls::Mode::Skip) {
             continue;  // nothing to name it by, or no trust to replace
@@ -152,7 +153,7 @@ ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_c
         // built by ngx_gtls_build_policy in the configuration pool, not const there
         t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
         t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
-        t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy);
+        t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy, &ca_files);
     }
     return NGX_OK;
 }

@@ -626,17 +626,23 @@ uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &
     return h;
 }
 
-uint64_t trust_fingerprint(const Policy &policy)
+uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::string> *files)
 {
     std::vector<std::string> pins;
     for (const Pin &pin : policy.pins) pins.push_back(pin.spec);
     if (policy.trust_source.empty() || policy.trust_source == "system") {
         return trust_fingerprint(policy.trust_source, pins);
     }
-    std::ifstream file(policy.trust_source, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    return trust_fingerprint(file ? bytes.str() : "unreadable:" + policy.trust_source, pins);
+    std::map<std::string, std::string> own;
+    if (files == nullptr) files = &own;
+    auto [it, added] = files->emplace(policy.trust_source, std::string());
+    if (added) {
+        std::ifstream file(policy.trust_source, std::ios::binary);
+        std::ostringstream bytes;
+        bytes << file.rdbuf();
+        it->second = file ? bytes.str() : "unreadable:" + policy.trust_source;
+    }
+    return trust_fingerprint(it->second, pins);
 }
 
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <array>
 #include <string>
@@ -198,8 +199,9 @@ bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs,
 void replace_trust(Policy *policy, const Trust &trust, uint64_t generation);
 
 // What a configured policy trusts (its CA file's bytes or "system", its
-// pins), FNV-1a: tells whether a reload changed it. Reads the file.
-uint64_t trust_fingerprint(const Policy &policy);
+// pins), FNV-1a: tells whether a reload changed it. Reads the file, once
+// per path for all the calls that share `files`.
+uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::string> *files = nullptr);
 // The same of trust given as text: `ca` PEM bytes, "system" or empty, and
 // normalised pin SPECs. Equal to the configured one's for the same bytes.
 uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs);
