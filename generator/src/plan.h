@@ -210,6 +210,10 @@ struct StreamRoute {
     std::vector<WeightedUpstream> backends;  // an empty upstream name: refused
     std::string source;   // "ns/route", for the comment
     bool to_terminate = false;  // a Terminate listener's hostname on a mixed port
+    // Terminate: the certificate of the listener the route attached to
+    std::string certificate, certificate_key;
+    // Terminate, a server per hostname: its backends take TLS
+    bool proxy_ssl = false;
 };
 
 // A stream server: the TLS listeners of one port in one mode. Passthrough
@@ -227,6 +231,12 @@ struct StreamServer {
     ClientValidation client;
     BackendClientCertificate backend_client;
     std::vector<StreamRoute> routes;  // sorted by hostname
+    // Terminate on nginx >= 1.25.5: one stream server per route hostname,
+    // picked by nginx's server_name, each with its listener's certificate
+    // and proxy_ssl as its own backends need (the certificate above: for
+    // an SNI no route has). Before, the one server picks the backends by a
+    // map of the SNI, and the certificate and proxy_ssl are the port's.
+    bool server_per_hostname = false;
 };
 
 struct OutputFile {
@@ -248,6 +258,8 @@ struct Plan {
 // nginx 1.25.1: the `http2` directive, and HTTP/1.1 and HTTP/2 by prior
 // knowledge on one cleartext port
 inline constexpr long kNginxHttp2Directive = 1025001;
+// the stream module picks a server by SNI (server_name, listen default_server)
+inline constexpr long kNginxStreamServerName = 1025005;
 
 struct Options {
     std::string controller_name = "gateway2nginx.io/controller";

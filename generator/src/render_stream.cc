@@ -42,6 +42,53 @@ struct StreamSplits {
     }
 };
 
+void render_proxy_ssl(nginx::Writer &sv, const StreamServer &s)
+{
+    sv.directive("proxy_ssl", {"on"});
+    sv.directive("proxy_ssl_server_name", {"on"});
+    sv.directive("proxy_ssl_name", {"$upstream_ssl_policy_hostname"});
+    render_backend_client(sv, s.backend_client, false);
+}
+
+// A Terminate port from nginx 1.25.5: a server per route hostname, which
+// nginx picks by SNI, with its listener's certificate and its own
+// proxy_ssl; an SNI no route has meets the port's default server, which
+// closes the connection.
+void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s)
+{
+    bool catch_all = false;
+    auto open_server = [&](const std::string &hostname, const std::string &certificate, const std::string &key) {
+        sv.open("server");
+        if (hostname.empty()) {
+            sv.directive("listen", {nginx::Token::value(s.listen), "ssl", "default_server"});
+        } else {
+            sv.directive("listen", {nginx::Token::value(s.listen), "ssl"});
+        }
+        sv.directive("server_name", {nginx::Token::value(hostname)});
+        sv.directive("ssl_certificate", {nginx::Token::value(certificate)});
+        sv.directive("ssl_certificate_key", {nginx::Token::value(key)});
+        render_client_validation(sv, s.client);
+        sv.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
+    };
+    for (const StreamRoute &r : s.routes) {
+        catch_all |= r.hostname.empty();
+        sv.comment("TLSRoute", {nginx::Token::value(r.source)});
+        const bool own = !r.certificate.empty();
+        open_server(r.hostname, own ? r.certificate : s.certificate, own ? r.certificate_key : s.certificate_key);
+        sv.directive("proxy_pass", {splits.target(r.backends)});
+        if (r.proxy_ssl) render_proxy_ssl(sv, s);
+        sv.close();
+        sv.blank();
+    }
+    if (!catch_all) {
+        sv.comment("no route for this SNI: the connection is closed");
+        open_server("", s.certificate, s.certificate_key);
+        sv.directive("proxy_pass", {kRefused});
+        sv.close();
+        sv.blank();
+    }
+}
+
 }  // namespace
 
 std::string render_stream_conf(const Plan &plan)
@@ -75,6 +122,10 @@ std::string render_stream_conf(const Plan &plan)
     nginx::Writer m(maps), sv(servers);
     int index = 0;
     for (const StreamServer &s : plan.stream_servers) {
+        if (s.server_per_hostname) {
+            render_server_per_hostname(sv, splits, s);
+            continue;
+        }
         nginx::Name variable("tls_route_" + std::to_string(++index));
         m.open("map", {s.terminate ? nginx::Word("$ssl_server_name") : nginx::Word("$ssl_preread_server_name"),
                        nginx::Token::variable(variable)});
@@ -109,12 +160,7 @@ std::string render_stream_conf(const Plan &plan)
         }
         sv.directive("proxy_pass", {nginx::Token::variable(variable)});
         sv.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
-        if (s.proxy_ssl) {
-            sv.directive("proxy_ssl", {"on"});
-            sv.directive("proxy_ssl_server_name", {"on"});
-            sv.directive("proxy_ssl_name", {"$upstream_ssl_policy_hostname"});
-            render_backend_client(sv, s.backend_client, false);
-        }
+        if (s.proxy_ssl) render_proxy_ssl(sv, s);
         sv.close();
         sv.blank();
     }

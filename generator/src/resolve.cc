@@ -670,6 +670,10 @@ private:
         StreamRoute route;
         route.hostname = host;
         route.source = r.meta.key();
+        if (server.terminate) {
+            route.certificate = ls.certificate;
+            route.certificate_key = ls.certificate_key;
+        }
         const BackendTarget target = server.terminate ? BackendTarget::StreamTerminate
                                                       : BackendTarget::StreamPassthrough;
         for (const RouteRule &rule : r.rules) {
@@ -1007,7 +1011,8 @@ private:
             }
         }
         for (auto &[key, server] : stream_servers_) {
-            finish_stream_server(&server, stream_certificates_[key.first], &plan_->warnings);
+            finish_stream_server(&server, stream_certificates_[key.first],
+                                 o_.nginx_version >= kNginxStreamServerName, &plan_->warnings);
             plan_->stream_servers.push_back(std::move(server));
         }
         stream_servers_.clear();

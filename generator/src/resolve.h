@@ -180,10 +180,11 @@ void order_locations(Server *server);
 
 // One listen socket speaks one protocol (and, for TLS, one mode).
 void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
-// The certificate, proxy_ssl and route order of one stream server, once
-// every route is in; certificates: listener hostname -> (certificate, key).
+// The certificates, proxy_ssl and route order of one stream server, once
+// every route is in; certificates: listener hostname -> (certificate, key);
+// server_per_hostname: the nginx picks stream servers by SNI.
 void finish_stream_server(StreamServer *server,
                           const std::map<std::string, std::pair<std::string, std::string>> &certificates,
-                          std::vector<std::string> *warnings);
+                          bool server_per_hostname, std::vector<std::string> *warnings);
 
 }  // namespace g2n

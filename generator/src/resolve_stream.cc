@@ -44,34 +44,62 @@ void settle_protocol_conflicts(std::vector<ListenerState> &listeners)
     }
 }
 
+namespace {
+
+// proxy_ssl is per stream server: with it on, a backend without a policy
+// cannot be reached in plaintext; refuse it rather than guess
+void refuse_plaintext_beside_tls(StreamRoute *route, const std::string &where, std::vector<std::string> *warnings)
+{
+    for (WeightedUpstream &b : route->backends) {
+        if (b.tls || b.upstream.empty()) continue;
+        warnings->push_back("TLSRoute " + route->source + ": backend " + b.upstream
+                            + " has no BackendTLSPolicy but shares " + where
+                            + " with backends that do; its connections are refused");
+        b.upstream.clear();
+    }
+}
+
+bool any_tls(const StreamRoute &route)
+{
+    return std::any_of(route.backends.begin(), route.backends.end(), [](const WeightedUpstream &b) { return b.tls; });
+}
+
+}  // namespace
+
 void finish_stream_server(StreamServer *server,
                           const std::map<std::string, std::pair<std::string, std::string>> &certificates,
-                          std::vector<std::string> *warnings)
+                          bool server_per_hostname, std::vector<std::string> *warnings)
 {
     if (!certificates.empty()) {
         // the listener without a hostname, else the first by name, answers
         // when no other certificate's hostname is asked for
         server->certificate = certificates.begin()->second.first;
         server->certificate_key = certificates.begin()->second.second;
-        std::set<std::string> files;
-        for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
-        if (files.size() > 1) {
-            warnings->push_back("stream listener " + server->listen + ": TLS listeners with different "
-                                "certificates share the port; " + server->certificate + " is served");
+    }
+    server->server_per_hostname = server->terminate && server_per_hostname;
+    std::set<std::string> files;
+    for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
+    if (files.size() > 1 && !server->server_per_hostname) {
+        // nginx picks a stream server by SNI from 1.25.5; before, a
+        // certificate by SNI would be read from its file by the workers at
+        // each handshake, which the private keys' modes do not allow
+        warnings->push_back("stream listener " + server->listen + ": TLS listeners with different "
+                            "certificates share the port; " + server->certificate
+                            + " is served (nginx before 1.25.5 has one stream server per port)");
+    }
+    if (server->server_per_hostname) {
+        for (StreamRoute &route : server->routes) {
+            route.proxy_ssl = any_tls(route);
+            if (route.proxy_ssl) {
+                refuse_plaintext_beside_tls(&route, "hostname \"" + route.hostname + "\" on " + server->listen,
+                                            warnings);
+            }
         }
-    }
-    for (const StreamRoute &route : server->routes) {
-        for (const WeightedUpstream &b : route.backends) server->proxy_ssl |= b.tls;
-    }
-    // proxy_ssl is per server: with it on, a backend without a policy
-    // cannot be reached in plaintext; refuse it rather than guess
-    for (StreamRoute &route : server->routes) {
-        for (WeightedUpstream &b : route.backends) {
-            if (server->proxy_ssl && !b.tls && !b.upstream.empty()) {
-                warnings->push_back("TLSRoute " + route.source + ": backend " + b.upstream
-                                    + " has no BackendTLSPolicy but shares Terminate listener " + server->listen
-                                    + " with backends that do; its connections are refused");
-                b.upstream.clear();
+    } else {
+        for (const StreamRoute &route : server->routes) server->proxy_ssl |= any_tls(route);
+        if (server->proxy_ssl) {
+            for (StreamRoute &route : server->routes) {
+                refuse_plaintext_beside_tls(&route, "Terminate listener " + server->listen, warnings);
             }
         }
     }

@@ -72,6 +72,12 @@ spec:
     hostname: "*.db.example.com"
     tls: {mode: Passthrough}
     allowedRoutes: {namespaces: {from: All}}
+  - name: tls-terminate
+    port: 8444
+    protocol: TLS
+    hostname: "*.term.example.com"
+    tls: {mode: Terminate, certificateRefs: [{name: listener, namespace: infra}]}
+    allowedRoutes: {namespaces: {from: All}}
 ---
 apiVersion: v1
 kind: Secret
@@ -179,6 +185,15 @@ metadata: {name: db, namespace: app}
 spec:
   parentRefs: [{name: gw, namespace: infra, sectionName: tls}]
   hostnames: [pg.db.example.com]
+  rules:
+  - backendRefs: [{name: db, port: 5432}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: db-terminated, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tls-terminate}]
+  hostnames: [pg.term.example.com]
   rules:
   - backendRefs: [{name: db, port: 5432}]
 ---
@@ -318,7 +333,7 @@ inline void collect_connection_headers(const std::vector<ConfDirective> &directi
     }
 }
 
-inline Rendered render_for_property(const std::string &yaml)
+inline Rendered render_for_property(const std::string &yaml, long nginx_version)
 {
     Rendered out;
     g2n::Manifests m;
@@ -331,6 +346,7 @@ inline Rendered render_for_property(const std::string &yaml)
     }
     out.rejected = m.rejected.size();
     g2n::Options options;
+    options.nginx_version = nginx_version;
     options.upstream_api = "127.0.0.1:9114";  // zones, and the API's server, rendered too
     std::vector<ConfDirective> all;
     try {
@@ -438,7 +454,9 @@ inline bool hostile_tenant_kind(const std::string &kind)
 
 class HostileProperty {
 public:
-    explicit HostileProperty(const std::string &benign) : documents_(YAML::LoadAll(benign))
+    // nginx_version: what the configuration is rendered for (its cuts differ)
+    explicit HostileProperty(const std::string &benign, long nginx_version = g2n::Options().nginx_version)
+        : documents_(YAML::LoadAll(benign)), nginx_version_(nginx_version)
     {
         for (size_t i = 0; i < documents_.size(); i++) {
             const YAML::Node &doc = documents_[i];
@@ -449,7 +467,7 @@ public:
             collect(i, doc, {}, name, true);
         }
         for (const YAML::Node &d : documents_) texts_.push_back(emit_one(d));
-        baseline_ = render_for_property(join(texts_));
+        baseline_ = render_for_property(join(texts_), nginx_version_);
     }
 
     const std::vector<ScalarPath> &paths() const { return paths_; }
@@ -478,7 +496,7 @@ public:
     std::string check(size_t index, const std::string &value) const
     {
         const ScalarPath &p = paths_.at(index);
-        Rendered r = render_for_property(manifests_with(index, value));
+        Rendered r = render_for_property(manifests_with(index, value), nginx_version_);
         std::string at = where(index, value);
         // a value YAML cannot carry (the emitter's own limits) is no input of ours
         if (r.error.find(": invalid YAML: ") != std::string::npos && r.error.find("hostile.yaml") != std::string::npos) {
@@ -610,6 +628,7 @@ private:
     }
 
     std::vector<YAML::Node> documents_;
+    long nginx_version_;
     std::vector<std::string> texts_;
     std::vector<ScalarPath> paths_;
     Rendered baseline_;

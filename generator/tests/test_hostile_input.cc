@@ -84,6 +84,19 @@ BOOST_AUTO_TEST_CASE(no_string_field_changes_the_shape_of_the_configuration)
     BOOST_TEST_MESSAGE("hostile input: " << checked << " substitutions checked");
 }
 
+// The configuration for a newer nginx is cut differently (the http2
+// directive, a stream server per Terminate hostname): the same property.
+BOOST_AUTO_TEST_CASE(no_string_field_changes_the_shape_for_a_newer_nginx)
+{
+    HostileProperty property(benign(), g2n::kNginxStreamServerName);
+    const Rendered &r = property.baseline();
+    BOOST_TEST_REQUIRE(r.error.empty(), r.error);
+    BOOST_TEST((std::find(r.names.begin(), r.names.end(), "server>http2") != r.names.end()));
+    size_t checked = check_each_substitution(
+        property, [&](size_t field, const std::string &value) { return property.check(field, value); });
+    BOOST_TEST_MESSAGE("hostile input, nginx 1.25.5: " << checked << " substitutions checked");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // The same substitutions, and what the generator writes for each run
@@ -101,6 +114,11 @@ BOOST_AUTO_TEST_CASE(nginx_accepts_what_the_generator_writes)
     BOOST_TEST_REQUIRE((nginx != nullptr && modules != nullptr), "GTLS_NGINX and GTLS_MODULE_DIR name nginx and the module");
     g2n::Options options;
     options.module_dir = modules;
+    // the configuration as gateway2nginx writes it for this nginx
+    if (std::optional<g2n::NginxBuild> build = g2n::nginx_build(nginx); build && build->version != 0) {
+        options.nginx_version = build->version;
+        options.stream_module = build->stream_dynamic ? build->modules_path + "/ngx_stream_module.so" : "";
+    }
     options.listen_address = "127.0.0.1";
     options.status_listen = "off";
     options.port_offset = std::getenv("GTLS_PORT_OFFSET") ? std::atoi(std::getenv("GTLS_PORT_OFFSET")) : 0;
@@ -111,7 +129,7 @@ BOOST_AUTO_TEST_CASE(nginx_accepts_what_the_generator_writes)
     const std::string external = "externalName: db.internal.example.com";
     BOOST_TEST_REQUIRE(manifests.find(external) != std::string::npos);
     manifests.replace(manifests.find(external), external.size(), "externalName: localhost");
-    HostileProperty property(manifests);
+    HostileProperty property(manifests, options.nginx_version);
     std::set<std::string> seen;
     size_t refused_as_a_whole = 0;
     size_t checked = check_each_substitution(property, [&](size_t field, const std::string &value) -> std::string {

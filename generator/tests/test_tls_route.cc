@@ -208,6 +208,112 @@ BOOST_AUTO_TEST_CASE(terminate_port_mixing_policies_refuses_the_plaintext_backen
     BOOST_TEST(plan.warnings[0].find("has no BackendTLSPolicy but shares Terminate listener") != std::string::npos);
 }
 
+// Two Terminate listeners of one port, each with its own certificate; the
+// routes behind one take TLS, behind the other plaintext.
+std::string two_terminate_listeners()
+{
+    const std::string listeners =
+        "  - {name: db, port: 8443, protocol: TLS, hostname: db.example.com, tls: {mode: Terminate, "
+        "certificateRefs: [{name: cert}]}}\n"
+        "  - {name: plain, port: 8443, protocol: TLS, hostname: \"*.plain.example.com\", tls: {mode: Terminate, "
+        "certificateRefs: [{name: cert2}]}}\n";
+    return setup() + "---\n" + tls_secret_yaml("cert2", "ns") + gateway("gw", listeners)
+           + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]")
+           + tls_route("plain", "gw", "[a.plain.example.com]", "[{name: db, port: 5433}]");
+}
+
+Plan plan_for_nginx(const std::string &yaml, long nginx_version)
+{
+    Options o;
+    o.nginx_version = nginx_version;
+    return resolve(parse(yaml), o);
+}
+
+// Before nginx 1.25.5 one stream server holds the port: one certificate
+// (a variable certificate would be read by the workers at each handshake,
+// which the key files' modes rightly refuse) and the port's proxy_ssl.
+BOOST_AUTO_TEST_CASE(terminate_listeners_share_one_stream_server_before_1_25_5)
+{
+    Plan plan = plan_for_nginx(two_terminate_listeners(), 1022001);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    const StreamServer &s = plan.stream_servers[0];
+    BOOST_TEST(!s.server_per_hostname);
+    BOOST_TEST(s.certificate == "certs/listener-ns-cert2.crt");  // "*.plain.example.com" sorts first
+    BOOST_TEST_REQUIRE(plan.warnings.size() == 2u);
+    BOOST_TEST(plan.warnings[0].find("TLS listeners with different certificates share the port; "
+                                     "certs/listener-ns-cert2.crt is served (nginx before 1.25.5")
+                   != std::string::npos, plan.warnings[0]);
+    BOOST_TEST(plan.warnings[1].find("shares Terminate listener 0.0.0.0:8443") != std::string::npos, plan.warnings[1]);
+    std::string conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("    server_name ") == std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl;\n    ssl_certificate certs/listener-ns-cert2.crt;\n")
+               != std::string::npos, conf);
+}
+
+// From nginx 1.25.5 the stream module picks servers by SNI: a server per
+// route hostname with its listener's certificate and its own proxy_ssl, so
+// a plaintext backend and a TLS one share the port.
+BOOST_AUTO_TEST_CASE(terminate_routes_get_stream_servers_by_name_from_1_25_5)
+{
+    Plan plan = plan_for_nginx(two_terminate_listeners(), 1025005);
+    BOOST_TEST(plan.warnings.empty());
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    const StreamServer &s = plan.stream_servers[0];
+    BOOST_TEST(s.server_per_hostname);
+    BOOST_TEST_REQUIRE(s.routes.size() == 2u);
+    BOOST_TEST(s.routes[0].hostname == "a.plain.example.com");
+    BOOST_TEST(!s.routes[0].proxy_ssl);
+    BOOST_TEST(!s.routes[0].backends[0].upstream.empty());
+    BOOST_TEST(s.routes[1].proxy_ssl);
+
+    std::string conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("map $ssl_server_name") == std::string::npos, conf);
+    BOOST_TEST(conf.find("# TLSRoute ns/plain\nserver {\n    listen 0.0.0.0:8443 ssl;\n"
+                         "    server_name a.plain.example.com;\n"
+                         "    ssl_certificate certs/listener-ns-cert2.crt;\n"
+                         "    ssl_certificate_key certs/listener-ns-cert2.key;\n"
+                         "    proxy_ssl_verify_insecure deny;\n"
+                         "    proxy_pass backend_ns_db_5433;\n}\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("# TLSRoute ns/db\nserver {\n    listen 0.0.0.0:8443 ssl;\n"
+                         "    server_name db.example.com;\n"
+                         "    ssl_certificate certs/listener-ns-cert.crt;\n"
+                         "    ssl_certificate_key certs/listener-ns-cert.key;\n"
+                         "    proxy_ssl_verify_insecure deny;\n"
+                         "    proxy_pass backend_ns_db_5432;\n"
+                         "    proxy_ssl on;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("# no route for this SNI: the connection is closed\nserver {\n"
+                         "    listen 0.0.0.0:8443 ssl default_server;\n    server_name \"\";\n"
+                         "    ssl_certificate certs/listener-ns-cert2.crt;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    proxy_pass tls_route_refused;\n}") != std::string::npos, conf);
+
+    // a route for any name is the default server itself
+    plan = plan_for_nginx(setup() + gateway("gw", "  - {name: any, port: 8443, protocol: TLS, tls: {mode: Terminate, "
+                                                  "certificateRefs: [{name: cert}]}}\n")
+                          + tls_route("db", "gw", "", "[{name: db, port: 5432}]", "v1alpha2"), 1025005);
+    conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl default_server;\n    server_name \"\";\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("tls_route_refused;\n}") == std::string::npos, conf);
+    BOOST_TEST(conf.find("no route for this SNI: the connection is closed") == std::string::npos, conf);
+}
+
+// One route's own backends still share its server's proxy_ssl.
+BOOST_AUTO_TEST_CASE(a_route_mixing_policies_refuses_its_plaintext_backend_from_1_25_5)
+{
+    Plan plan = plan_for_nginx(setup() + gateway("gw", kTerminate)
+                                   + tls_route("db", "gw", "[db.example.com]",
+                                               "[{name: db, port: 5432}, {name: db, port: 5433}]"),
+                               1025005);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    const StreamServer &s = plan.stream_servers[0];
+    BOOST_TEST_REQUIRE(s.routes.size() == 1u);
+    BOOST_TEST(s.routes[0].proxy_ssl);
+    BOOST_TEST_REQUIRE(s.routes[0].backends.size() == 2u);
+    BOOST_TEST(s.routes[0].backends[1].upstream.empty());
+    BOOST_TEST_REQUIRE(plan.warnings.size() == 1u);
+    BOOST_TEST(plan.warnings[0].find("shares hostname \"db.example.com\" on 0.0.0.0:8443") != std::string::npos,
+               plan.warnings[0]);
+}
+
 BOOST_AUTO_TEST_CASE(route_kinds_follow_the_listener_protocol)
 {
     std::string listeners = "  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {kinds: [{kind: HTTPRoute}, {kind: TLSRoute}]}}\n"
