@@ -1003,51 +1003,129 @@ private:
 
     void finish_stream_servers()
     {
-        int mixed = 0;
-        for (auto &[key, server] : stream_servers_) {
-            auto terminate = stream_servers_.find({key.first, true});
-            if (!key.second && terminate != stream_servers_.end()) {
-                mix_terminate_behind(&server, &terminate->second, ++mixed);
+        const bool by_name = o_.nginx_version >= kNginxStreamServerName;
+        size_t hops = 0;
+        // terminating servers on loopback addresses, by the port they serve
+        std::map<std::string, std::vector<StreamServer>> behind;
+        for (auto it = stream_servers_.begin(); it != stream_servers_.end();) {
+            const std::string listen = it->first.first;
+            if (!it->first.second) {
+                ++it;
+                continue;
             }
+            StreamServer &terminate = it->second;
+            const auto &certificates = stream_certificates_[listen];
+            const bool mixed = stream_servers_.count({listen, false}) > 0;
+            bool split = !by_name && needs_server_per_hostname(terminate, certificates);
+            if (split && hops + terminate.routes.size() > kMaxTerminateHops) {
+                plan_->warnings.push_back("stream listener " + listen + ": more Terminate hostnames than loopback "
+                                          "addresses for them; the port is one server");
+                split = false;
+            }
+            if (!mixed && !split) {
+                ++it;
+                continue;
+            }
+            if (mixed && hops + 1 > kMaxTerminateHops) {
+                plan_->warnings.push_back("stream listener " + listen + ": no loopback address is left for its "
+                                          "Terminate listeners; their hostnames are refused");
+                it = stream_servers_.erase(it);
+                continue;
+            }
+            StreamServer &front = stream_servers_[{listen, false}];
+            if (front.listen.empty()) {  // no Passthrough listener: a front of its own
+                front.listen = listen;
+                front.insecure_allowed = terminate.insecure_allowed;
+            }
+            if (!split) {
+                finish_stream_server(&terminate, certificates, by_name, &plan_->warnings);
+                put_behind(&front, &terminate, terminate_hostnames_[listen], ++hops);
+                behind[listen].push_back(std::move(terminate));
+            } else {
+                // nginx before 1.25.5 has one certificate and one proxy_ssl
+                // per stream server: a server for each hostname, as nginx
+                // from 1.25.5 picks by SNI itself
+                std::sort(terminate.routes.begin(), terminate.routes.end(),
+                          [](const StreamRoute &a, const StreamRoute &b) { return a.hostname < b.hostname; });
+                for (StreamRoute &route : terminate.routes) {
+                    StreamServer one = terminate;
+                    one.routes.clear();
+                    const std::string hostname = route.hostname;
+                    std::map<std::string, std::pair<std::string, std::string>> own;
+                    if (!route.certificate.empty()) {
+                        own[""] = {route.certificate, route.certificate_key};
+                    } else if (!certificates.empty()) {
+                        own[""] = certificates.begin()->second;
+                    }
+                    one.routes.push_back(std::move(route));
+                    finish_stream_server(&one, own, by_name, &plan_->warnings);
+                    put_behind(&front, &one, {hostname}, ++hops);
+                    behind[listen].push_back(std::move(one));
+                }
+            }
+            it = stream_servers_.erase(it);
         }
         for (auto &[key, server] : stream_servers_) {
-            finish_stream_server(&server, stream_certificates_[key.first],
-                                 o_.nginx_version >= kNginxStreamServerName, &plan_->warnings);
+            finish_stream_server(&server, stream_certificates_[key.first], by_name, &plan_->warnings);
             plan_->stream_servers.push_back(std::move(server));
+            for (StreamServer &terminating : behind[key.first]) plan_->stream_servers.push_back(std::move(terminating));
         }
         stream_servers_.clear();
         plan_->stream_upstreams = stream_upstreams_.take_sorted();
     }
 
-    // Terminate and Passthrough listeners on one port (TLSRouteModeMixed):
-    // the port reads the SNI (ssl_preread) and forwards the Terminate
-    // listeners' hostnames, still encrypted, to the Terminate server, which
-    // listens on loopback address 127.254.0.N of the same port instead.
-    void mix_terminate_behind(StreamServer *passthrough, StreamServer *terminate, int n)
+    // 127.254.0.1 .. 127.254.255.255
+    static constexpr size_t kMaxTerminateHops = 65535;
+
+    // Whether a Terminate port needs what one stream server before nginx
+    // 1.25.5 cannot give: certificates of its listeners that differ, or
+    // routes that need proxy_ssl beside routes that must not have it.
+    static bool needs_server_per_hostname(const StreamServer &terminate,
+                                          const std::map<std::string, std::pair<std::string, std::string>> &certificates)
     {
-        const std::string port = passthrough->listen.substr(passthrough->listen.rfind(':') + 1);
+        std::set<std::string> files;
+        for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
+        bool tls = false, plaintext = false;
+        for (const StreamRoute &route : terminate.routes) {
+            bool route_tls = false;
+            for (const WeightedUpstream &b : route.backends) route_tls |= b.tls;
+            (route_tls ? tls : plaintext) = true;
+        }
+        return files.size() > 1 || (tls && plaintext);
+    }
+
+    // A terminating server behind the port's front (TLSRouteModeMixed, or a
+    // server per hostname): the front reads the SNI (ssl_preread) and
+    // forwards `hostnames`, still encrypted, to the terminating server,
+    // which listens on loopback address 127.254.0.N of the same port
+    // instead. A Passthrough route of the same hostname loses it.
+    void put_behind(StreamServer *front, StreamServer *terminate, const std::set<std::string> &hostnames, size_t n)
+    {
+        const std::string port = front->listen.substr(front->listen.rfind(':') + 1);
         terminate->listen = "127.254." + std::to_string(n / 256) + "." + std::to_string(n % 256) + ":" + port;
         WeightedUpstream hop;
         hop.upstream = "tls_terminate_" + std::to_string(n);
         Upstream *upstream = stream_upstreams_.get(hop.upstream).first;
         upstream->name = hop.upstream;
-        upstream->comment = "the Terminate listeners of " + passthrough->listen;
+        upstream->comment = "the Terminate listeners of " + front->listen;
         upstream->servers = {terminate->listen};
-        for (const std::string &hostname : terminate_hostnames_[passthrough->listen]) {
-            auto taken = std::find_if(passthrough->routes.begin(), passthrough->routes.end(),
+        for (const std::string &hostname : hostnames) {
+            auto taken = std::find_if(front->routes.begin(), front->routes.end(),
                                       [&](const StreamRoute &r) { return r.hostname == hostname; });
-            if (taken != passthrough->routes.end()) {
-                plan_->warnings.push_back("hostname \"" + hostname + "\" on " + passthrough->listen
-                                          + " is a Terminate listener's; the Passthrough TLSRoute " + taken->source
-                                          + " does not get it");
-                passthrough->routes.erase(taken);
+            if (taken != front->routes.end()) {
+                if (!taken->to_terminate) {
+                    plan_->warnings.push_back("hostname \"" + hostname + "\" on " + front->listen
+                                              + " is a Terminate listener's; the Passthrough TLSRoute "
+                                              + taken->source + " does not get it");
+                }
+                front->routes.erase(taken);
             }
             StreamRoute route;
             route.hostname = hostname;
             route.backends = {hop};
-            route.source = passthrough->listen;
+            route.source = front->listen;
             route.to_terminate = true;
-            passthrough->routes.push_back(std::move(route));
+            front->routes.push_back(std::move(route));
         }
     }
 

@@ -79,13 +79,11 @@ void finish_stream_server(StreamServer *server,
     server->server_per_hostname = server->terminate && server_per_hostname;
     std::set<std::string> files;
     for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
-    if (files.size() > 1 && !server->server_per_hostname) {
-        // nginx picks a stream server by SNI from 1.25.5; before, a
-        // certificate by SNI would be read from its file by the workers at
-        // each handshake, which the private keys' modes do not allow
+    if (server->terminate && files.size() > 1 && !server->server_per_hostname) {
+        // what the generator could not put behind the port (no loopback
+        // address left)
         warnings->push_back("stream listener " + server->listen + ": TLS listeners with different "
-                            "certificates share the port; " + server->certificate
-                            + " is served (nginx before 1.25.5 has one stream server per port)");
+                            "certificates share the port; " + server->certificate + " is served");
     }
     if (server->server_per_hostname) {
         for (StreamRoute &route : server->routes) {

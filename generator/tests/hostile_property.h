@@ -197,6 +197,15 @@ spec:
   rules:
   - backendRefs: [{name: db, port: 5432}]
 ---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: api-terminated, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tls-terminate}]
+  hostnames: [api.term.example.com]
+  rules:
+  - backendRefs: [{name: api, port: 443}]
+---
 apiVersion: v1
 kind: Service
 metadata: {name: api, namespace: app}
@@ -418,7 +427,8 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client", "ssl_verify_client_handshake", "ssl_client_certificate", "ssl_verify_depth",
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
-                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "if", "http2", "access_log"});
+                        "return", "ssl_preread", "proxy_pass", "proxy_ssl", "proxy_ssl_server_name", "proxy_ssl_name",
+                        "if", "http2", "access_log"});
         add("server>if>", {"return"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",

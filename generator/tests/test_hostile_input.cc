@@ -74,6 +74,21 @@ BOOST_AUTO_TEST_CASE(the_benign_manifests_render_everything_the_property_looks_a
         BOOST_TEST((std::find(r.names.begin(), r.names.end(), name) != r.names.end()), name);
     }
     BOOST_TEST(r.statuses.find("=False") == std::string::npos, r.statuses);
+    // a Terminate port of a backend with a policy and one without: for
+    // nginx 1.22 a terminating server per hostname behind the port, from
+    // 1.25.5 a server per hostname picked by SNI
+    for (long version : {g2n::Options().nginx_version, g2n::kNginxStreamServerName}) {
+        g2n::Options options;
+        options.nginx_version = version;
+        g2n::Plan plan = g2n::resolve(parse(benign()), options);
+        size_t behind = 0, by_name = 0;
+        for (const g2n::StreamServer &s : plan.stream_servers) {
+            behind += s.listen.rfind("127.254.", 0) == 0;
+            by_name += s.server_per_hostname;
+        }
+        BOOST_TEST(behind == (version < g2n::kNginxStreamServerName ? 2u : 0u));
+        BOOST_TEST(by_name == (version < g2n::kNginxStreamServerName ? 0u : 1u));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(no_string_field_changes_the_shape_of_the_configuration)

@@ -193,21 +193,6 @@ BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
     BOOST_TEST(conf.find("    proxy_ssl_policy_name ns/db-tls;\n    proxy_ssl_policy_hostname db.internal;\n") != std::string::npos, conf);
 }
 
-BOOST_AUTO_TEST_CASE(terminate_port_mixing_policies_refuses_the_plaintext_backend)
-{
-    Plan plan = plan_of(setup() + gateway("gw", kTerminate)
-                        + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]")
-                        + tls_route("plain", "gw", "[plain.example.com]", "[{name: db, port: 5433}]"));
-    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
-    const StreamServer &s = plan.stream_servers[0];
-    BOOST_TEST(s.proxy_ssl);
-    BOOST_TEST_REQUIRE(s.routes.size() == 2u);
-    BOOST_TEST(s.routes[1].hostname == "plain.example.com");
-    BOOST_TEST(s.routes[1].backends[0].upstream.empty());  // refused, never sent TLS it cannot expect
-    BOOST_TEST_REQUIRE(plan.warnings.size() == 1u);
-    BOOST_TEST(plan.warnings[0].find("has no BackendTLSPolicy but shares Terminate listener") != std::string::npos);
-}
-
 // Two Terminate listeners of one port, each with its own certificate; the
 // routes behind one take TLS, behind the other plaintext.
 std::string two_terminate_listeners()
@@ -229,25 +214,52 @@ Plan plan_for_nginx(const std::string &yaml, long nginx_version)
     return resolve(parse(yaml), o);
 }
 
-// Before nginx 1.25.5 one stream server holds the port: one certificate
-// (a variable certificate would be read by the workers at each handshake,
-// which the key files' modes rightly refuse) and the port's proxy_ssl.
-BOOST_AUTO_TEST_CASE(terminate_listeners_share_one_stream_server_before_1_25_5)
+// Before nginx 1.25.5 a stream server has one certificate and one
+// proxy_ssl: a port whose listeners' certificates differ, or whose routes
+// need proxy_ssl beside routes that must not have it, reads the SNI
+// (ssl_preread) and sends each hostname, still encrypted, to a server of
+// its own on a loopback address, as nginx from 1.25.5 picks them itself.
+BOOST_AUTO_TEST_CASE(terminate_hostnames_get_servers_behind_the_port_before_1_25_5)
 {
     Plan plan = plan_for_nginx(two_terminate_listeners(), 1022001);
-    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
-    const StreamServer &s = plan.stream_servers[0];
-    BOOST_TEST(!s.server_per_hostname);
-    BOOST_TEST(s.certificate == "certs/listener-ns-cert2.crt");  // "*.plain.example.com" sorts first
-    BOOST_TEST_REQUIRE(plan.warnings.size() == 2u);
-    BOOST_TEST(plan.warnings[0].find("TLS listeners with different certificates share the port; "
-                                     "certs/listener-ns-cert2.crt is served (nginx before 1.25.5")
-                   != std::string::npos, plan.warnings[0]);
-    BOOST_TEST(plan.warnings[1].find("shares Terminate listener 0.0.0.0:8443") != std::string::npos, plan.warnings[1]);
+    BOOST_TEST(plan.warnings.empty(), plan.warnings[0]);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 3u);
+    const StreamServer &front = plan.stream_servers[0];
+    BOOST_TEST(!front.terminate);
+    BOOST_TEST(front.listen == "0.0.0.0:8443");
+    BOOST_TEST_REQUIRE(front.routes.size() == 2u);
+    const StreamServer &plain = plan.stream_servers[1], &db = plan.stream_servers[2];
+    BOOST_TEST(db.listen == "127.254.0.2:8443");
+    BOOST_TEST(db.certificate == "certs/listener-ns-cert.crt");
+    BOOST_TEST(db.proxy_ssl);
+    BOOST_TEST(plain.listen == "127.254.0.1:8443");
+    BOOST_TEST(plain.certificate == "certs/listener-ns-cert2.crt");
+    BOOST_TEST(!plain.proxy_ssl);
+    BOOST_TEST_REQUIRE(plain.routes.size() == 1u);
+    BOOST_TEST(!plain.routes[0].backends[0].upstream.empty());  // reached, in plaintext
+
     std::string conf = render_stream_conf(plan);
-    BOOST_TEST(conf.find("    server_name ") == std::string::npos, conf);
-    BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl;\n    ssl_certificate certs/listener-ns-cert2.crt;\n")
+    BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
+                         "    # a Terminate listener's hostname: to the server that terminates\n"
+                         "    a.plain.example.com tls_terminate_1;\n"
+                         "    # a Terminate listener's hostname: to the server that terminates\n"
+                         "    db.example.com tls_terminate_2;\n    default tls_route_refused;\n}")
                != std::string::npos, conf);
+    BOOST_TEST(conf.find("server {\n    listen 0.0.0.0:8443;\n    ssl_preread on;\n    proxy_pass $tls_route_1;\n")
+               != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 127.254.0.1:8443 ssl;\n    ssl_certificate certs/listener-ns-cert2.crt;\n")
+               != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 127.254.0.2:8443 ssl;\n    ssl_certificate certs/listener-ns-cert.crt;\n")
+               != std::string::npos, conf);
+    BOOST_TEST(conf.find("    server_name ") == std::string::npos, conf);
+
+    // one certificate, and every route with a policy: one server, no hop
+    plan = plan_for_nginx(setup() + gateway("gw", kTerminate)
+                          + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]")
+                          + tls_route("db2", "gw", "[db2.example.com]", "[{name: db, port: 5432}]"), 1022001);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    BOOST_TEST(plan.stream_servers[0].listen == "0.0.0.0:8443");
+    BOOST_TEST(plan.stream_servers[0].terminate);
 }
 
 // From nginx 1.25.5 the stream module picks servers by SNI: a server per
