@@ -375,6 +375,56 @@ BOOST_AUTO_TEST_CASE(terminate_and_passthrough_share_a_port_by_sni)
     BOOST_TEST(conf.find("server {\n    listen 127.254.0.1:443 ssl;\n") != std::string::npos, conf);
 }
 
+// A mixed port whose Terminate listeners differ in certificates: before
+// 1.25.5 each Terminate hostname has its own hop from the Passthrough
+// server; from 1.25.5 one hop reaches the Terminate servers, which nginx
+// picks by SNI.
+BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
+{
+    std::string mixed = "  - {name: a, port: 443, protocol: TLS, hostname: \"*.a.example.com\", tls: {mode: Passthrough}}\n"
+                        "  - {name: b, port: 443, protocol: TLS, hostname: b.example.com, tls: {mode: Terminate, "
+                        "certificateRefs: [{name: cert}]}}\n"
+                        "  - {name: c, port: 443, protocol: TLS, hostname: \"*.c.example.com\", tls: {mode: Terminate, "
+                        "certificateRefs: [{name: cert2}]}}\n";
+    std::string yaml = setup() + "---\n" + tls_secret_yaml("cert2", "ns") + gateway("gw", mixed)
+                       + tls_route("pass", "gw", "[db.a.example.com]", "[{name: db, port: 5432}]")
+                       + tls_route("plain", "gw", "[b.example.com]", "[{name: db, port: 5433}]")
+                       + tls_route("db", "gw", "[x.c.example.com]", "[{name: db, port: 5432}]");
+
+    Plan plan = plan_for_nginx(yaml, 1022001);
+    BOOST_TEST(plan.warnings.empty());
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 3u);
+    const StreamServer &front = plan.stream_servers[0];
+    BOOST_TEST(!front.terminate);
+    BOOST_TEST(front.listen == "0.0.0.0:443");
+    BOOST_TEST(plan.stream_servers[1].listen == "127.254.0.1:443");
+    BOOST_TEST(plan.stream_servers[1].certificate == "certs/listener-ns-cert.crt");
+    BOOST_TEST(!plan.stream_servers[1].proxy_ssl);
+    BOOST_TEST(plan.stream_servers[2].listen == "127.254.0.2:443");
+    BOOST_TEST(plan.stream_servers[2].certificate == "certs/listener-ns-cert2.crt");
+    BOOST_TEST(plan.stream_servers[2].proxy_ssl);
+    std::string conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
+                         "    # a Terminate listener's hostname: to the server that terminates\n"
+                         "    b.example.com tls_terminate_1;\n"
+                         "    # TLSRoute ns/pass\n    db.a.example.com backend_ns_db_5432_passthrough;\n"
+                         "    # a Terminate listener's hostname: to the server that terminates\n"
+                         "    x.c.example.com tls_terminate_2;\n"
+                         "    default tls_route_refused;\n}") != std::string::npos, conf);
+
+    plan = plan_for_nginx(yaml, 1025005);
+    BOOST_TEST(plan.warnings.empty());
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 2u);
+    BOOST_TEST(plan.stream_servers[1].listen == "127.254.0.1:443");
+    BOOST_TEST(plan.stream_servers[1].server_per_hostname);
+    conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("    *.c.example.com tls_terminate_1;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    b.example.com tls_terminate_1;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl;\n    server_name x.c.example.com;\n"
+                         "    ssl_certificate certs/listener-ns-cert2.crt;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl default_server;\n") != std::string::npos, conf);
+}
+
 BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
 {
     // one Gateway: HTTP and TLS on one port -> both lose it
