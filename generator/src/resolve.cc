@@ -683,11 +683,11 @@ private:
                 if (wu.weight > 0) route.backends.push_back(wu);
             }
         }
-        auto taken = std::find_if(server.routes.begin(), server.routes.end(),
-                                  [&](const StreamRoute &sr) { return sr.hostname == host; });
-        if (taken != server.routes.end()) {
+        // (looked up, not scanned: a port may have tens of thousands)
+        auto [taken, added] = stream_route_sources_[{ls.listen, terminate}].emplace(host, route.source);
+        if (!added) {
             plan_->warnings.push_back("TLSRoute " + r.meta.key() + ": hostname \"" + host + "\" on " + ls.listen
-                                      + " is served by the older TLSRoute " + taken->source);
+                                      + " is served by the older TLSRoute " + taken->second);
             return;
         }
         server.routes.push_back(std::move(route));
@@ -1045,11 +1045,12 @@ private:
                 // nginx before 1.25.5 has one certificate and one proxy_ssl
                 // per stream server: a server for each hostname, as nginx
                 // from 1.25.5 picks by SNI itself
-                std::sort(terminate.routes.begin(), terminate.routes.end(),
+                std::vector<StreamRoute> routes = std::move(terminate.routes);
+                terminate.routes.clear();
+                std::sort(routes.begin(), routes.end(),
                           [](const StreamRoute &a, const StreamRoute &b) { return a.hostname < b.hostname; });
-                for (StreamRoute &route : terminate.routes) {
+                for (StreamRoute &route : routes) {
                     StreamServer one = terminate;
-                    one.routes.clear();
                     const std::string hostname = route.hostname;
                     std::map<std::string, std::pair<std::string, std::string>> own;
                     if (!route.certificate.empty()) {
@@ -1063,6 +1064,7 @@ private:
                     behind[listen].push_back(std::move(one));
                 }
             }
+            drop_passthrough_of_terminate_hostnames(&front);
             it = stream_servers_.erase(it);
         }
         for (auto &[key, server] : stream_servers_) {
@@ -1098,7 +1100,7 @@ private:
     // server per hostname): the front reads the SNI (ssl_preread) and
     // forwards `hostnames`, still encrypted, to the terminating server,
     // which listens on loopback address 127.254.0.N of the same port
-    // instead. A Passthrough route of the same hostname loses it.
+    // instead.
     void put_behind(StreamServer *front, StreamServer *terminate, const std::set<std::string> &hostnames, size_t n)
     {
         const std::string port = front->listen.substr(front->listen.rfind(':') + 1);
@@ -1110,16 +1112,6 @@ private:
         upstream->comment = "the Terminate listeners of " + front->listen;
         upstream->servers = {terminate->listen};
         for (const std::string &hostname : hostnames) {
-            auto taken = std::find_if(front->routes.begin(), front->routes.end(),
-                                      [&](const StreamRoute &r) { return r.hostname == hostname; });
-            if (taken != front->routes.end()) {
-                if (!taken->to_terminate) {
-                    plan_->warnings.push_back("hostname \"" + hostname + "\" on " + front->listen
-                                              + " is a Terminate listener's; the Passthrough TLSRoute "
-                                              + taken->source + " does not get it");
-                }
-                front->routes.erase(taken);
-            }
             StreamRoute route;
             route.hostname = hostname;
             route.backends = {hop};
@@ -1127,6 +1119,24 @@ private:
             route.to_terminate = true;
             front->routes.push_back(std::move(route));
         }
+    }
+
+    // A Passthrough route of a hostname the port sends to a terminating
+    // server loses it.
+    void drop_passthrough_of_terminate_hostnames(StreamServer *front)
+    {
+        std::unordered_set<std::string> terminated;
+        for (const StreamRoute &r : front->routes) {
+            if (r.to_terminate) terminated.insert(r.hostname);
+        }
+        auto lost = [&](const StreamRoute &r) {
+            if (r.to_terminate || !terminated.count(r.hostname)) return false;
+            plan_->warnings.push_back("hostname \"" + r.hostname + "\" on " + front->listen
+                                      + " is a Terminate listener's; the Passthrough TLSRoute " + r.source
+                                      + " does not get it");
+            return true;
+        };
+        front->routes.erase(std::remove_if(front->routes.begin(), front->routes.end(), lost), front->routes.end());
     }
 
     const Manifests &m_;
@@ -1167,6 +1177,8 @@ private:
     std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
     UpstreamTable upstreams_;
     std::map<std::pair<std::string, bool>, StreamServer> stream_servers_;  // by listen and Terminate
+    // each stream server's route hostnames, and the route that has each
+    std::map<std::pair<std::string, bool>, std::unordered_map<std::string, std::string>> stream_route_sources_;
     // listen -> listener hostname -> (certificate, key) of its Terminate listeners
     std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> stream_certificates_;
     std::map<std::string, std::set<std::string>> terminate_hostnames_;  // by listen: Terminate listeners' hostnames

@@ -425,6 +425,36 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
     BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl default_server;\n") != std::string::npos, conf);
 }
 
+// 127.254.0.0/16 bounds the terminating servers behind ports: a port with
+// more hostnames than addresses left stays one server, and says so, rather
+// than render an address nginx refuses (every tenant's update lost).
+BOOST_AUTO_TEST_CASE(terminate_hostnames_past_the_loopback_addresses_keep_one_server)
+{
+    const std::string listeners =
+        "  - {name: x, port: 8443, protocol: TLS, hostname: \"*.x.example.com\", tls: {mode: Terminate, "
+        "certificateRefs: [{name: cert}]}}\n"
+        "  - {name: y, port: 8443, protocol: TLS, hostname: \"*.y.example.com\", tls: {mode: Terminate, "
+        "certificateRefs: [{name: cert2}]}}\n";
+    std::string yaml = setup() + "---\n" + tls_secret_yaml("cert2", "ns") + gateway("gw", listeners);
+    const int routes = 65536 / 16 + 1;  // 16 hostnames each: 65,552, and one of listener y
+    for (int r = 0; r < routes; r++) {
+        std::string hostnames = "[";
+        for (int h = 0; h < 16; h++) {
+            hostnames += (h ? ", h" : "h") + std::to_string(r * 16 + h) + ".x.example.com";
+        }
+        yaml += tls_route("r" + std::to_string(r), "gw", hostnames + "]", "[{name: db, port: 5433}]");
+    }
+    yaml += tls_route("y", "gw", "[a.y.example.com]", "[{name: db, port: 5433}]");
+    Plan plan = plan_for_nginx(yaml, 1022001);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
+    BOOST_TEST(plan.stream_servers[0].listen == "0.0.0.0:8443");
+    BOOST_TEST(plan.stream_servers[0].routes.size() == 65553u);
+    BOOST_TEST_REQUIRE(plan.warnings.size() == 2u);
+    BOOST_TEST(plan.warnings[0] == "stream listener 0.0.0.0:8443: more Terminate hostnames than loopback addresses for "
+                                   "them; the port is one server");
+    BOOST_TEST(plan.warnings[1].find("TLS listeners with different certificates share the port") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
 {
     // one Gateway: HTTP and TLS on one port -> both lose it
