@@ -54,6 +54,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
 
+    // the configuration for an nginx that picks stream servers by SNI (and
+    // has the http2 directive) is cut differently
+    g2n::Options newer = options;
+    newer.nginx_version = g2n::kNginxStreamServerName;
+    g2n::Plan newer_plan = g2n::resolve(manifests, newer);
+    g2n::render_http_conf(newer_plan, newer);
+    g2n::render_stream_conf(newer_plan);
+
     options.upstream_api = "127.0.0.1:9114";
     g2n::render_http_conf(plan, options);
     g2n::api_body(g2n::api_content(plan, options));  // servers and trust, as pushed
