@@ -73,8 +73,7 @@ void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const S
     for (const StreamRoute &r : s.routes) {
         catch_all |= r.hostname.empty();
         sv.comment("TLSRoute", {nginx::Token::value(r.source)});
-        const bool own = !r.certificate.empty();
-        open_server(r.hostname, own ? r.certificate : s.certificate, own ? r.certificate_key : s.certificate_key);
+        open_server(r.hostname, r.certificate, r.certificate_key);
         sv.directive("proxy_pass", {splits.target(r.backends)});
         if (r.proxy_ssl) render_proxy_ssl(sv, s);
         sv.close();

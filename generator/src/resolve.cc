@@ -670,7 +670,7 @@ private:
         StreamRoute route;
         route.hostname = host;
         route.source = r.meta.key();
-        if (server.terminate) {
+        if (server.terminate) {  // a usable Terminate listener's certificate resolved
             route.certificate = ls.certificate;
             route.certificate_key = ls.certificate_key;
         }
@@ -1052,12 +1052,9 @@ private:
                 for (StreamRoute &route : routes) {
                     StreamServer one = terminate;
                     const std::string hostname = route.hostname;
+                    // its listener's certificate alone
                     std::map<std::string, std::pair<std::string, std::string>> own;
-                    if (!route.certificate.empty()) {
-                        own[""] = {route.certificate, route.certificate_key};
-                    } else if (!certificates.empty()) {
-                        own[""] = certificates.begin()->second;
-                    }
+                    own[""] = {route.certificate, route.certificate_key};
                     one.routes.push_back(std::move(route));
                     finish_stream_server(&one, own, by_name, &plan_->warnings);
                     put_behind(&front, &one, {hostname}, ++hops);
@@ -1078,23 +1075,6 @@ private:
 
     // 127.254.0.1 .. 127.254.255.255
     static constexpr size_t kMaxTerminateHops = 65535;
-
-    // Whether a Terminate port needs what one stream server before nginx
-    // 1.25.5 cannot give: certificates of its listeners that differ, or
-    // routes that need proxy_ssl beside routes that must not have it.
-    static bool needs_server_per_hostname(const StreamServer &terminate,
-                                          const std::map<std::string, std::pair<std::string, std::string>> &certificates)
-    {
-        std::set<std::string> files;
-        for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
-        bool tls = false, plaintext = false;
-        for (const StreamRoute &route : terminate.routes) {
-            bool route_tls = false;
-            for (const WeightedUpstream &b : route.backends) route_tls |= b.tls;
-            (route_tls ? tls : plaintext) = true;
-        }
-        return files.size() > 1 || (tls && plaintext);
-    }
 
     // A terminating server behind the port's front (TLSRouteModeMixed, or a
     // server per hostname): the front reads the SNI (ssl_preread) and

@@ -183,6 +183,11 @@ void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
 // The certificates, proxy_ssl and route order of one stream server, once
 // every route is in; certificates: listener hostname -> (certificate, key);
 // server_per_hostname: the nginx picks stream servers by SNI.
+// Whether a Terminate port needs what one stream server before nginx
+// 1.25.5 cannot give: certificates of its listeners that differ, or routes
+// that need proxy_ssl beside routes that must not have it.
+bool needs_server_per_hostname(const StreamServer &terminate,
+                               const std::map<std::string, std::pair<std::string, std::string>> &certificates);
 void finish_stream_server(StreamServer *server,
                           const std::map<std::string, std::pair<std::string, std::string>> &certificates,
                           bool server_per_hostname, std::vector<std::string> *warnings);

@@ -64,7 +64,22 @@ bool any_tls(const StreamRoute &route)
     return std::any_of(route.backends.begin(), route.backends.end(), [](const WeightedUpstream &b) { return b.tls; });
 }
 
+size_t certificate_files(const std::map<std::string, std::pair<std::string, std::string>> &certificates)
+{
+    std::set<std::string> files;
+    for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
+    return files.size();
+}
+
 }  // namespace
+
+bool needs_server_per_hostname(const StreamServer &terminate,
+                               const std::map<std::string, std::pair<std::string, std::string>> &certificates)
+{
+    bool tls = false, plaintext = false;
+    for (const StreamRoute &route : terminate.routes) (any_tls(route) ? tls : plaintext) = true;
+    return certificate_files(certificates) > 1 || (tls && plaintext);
+}
 
 void finish_stream_server(StreamServer *server,
                           const std::map<std::string, std::pair<std::string, std::string>> &certificates,
@@ -77,9 +92,7 @@ void finish_stream_server(StreamServer *server,
         server->certificate_key = certificates.begin()->second.second;
     }
     server->server_per_hostname = server->terminate && server_per_hostname;
-    std::set<std::string> files;
-    for (const auto &[hostname, files_of] : certificates) files.insert(files_of.first);
-    if (server->terminate && files.size() > 1 && !server->server_per_hostname) {
+    if (server->terminate && certificate_files(certificates) > 1 && !server->server_per_hostname) {
         // what the generator could not put behind the port (no loopback
         // address left)
         warnings->push_back("stream listener " + server->listen + ": TLS listeners with different "
