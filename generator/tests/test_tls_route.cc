@@ -425,26 +425,34 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
     BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl default_server;\n") != std::string::npos, conf);
 }
 
+// TLSRoutes on Gateway gw's listener x (*.x.example.com), 16 hostnames
+// each, `hostnames` in all.
+std::string routes_with_hostnames(int hostnames)
+{
+    std::string yaml;
+    for (int r = 0; r * 16 < hostnames; r++) {
+        std::string list = "[";
+        for (int h = r * 16; h < std::min(hostnames, r * 16 + 16); h++) {
+            list += (h % 16 ? ", h" : "h") + std::to_string(h) + ".x.example.com";
+        }
+        yaml += tls_route("r" + std::to_string(r), "gw", list + "]", "[{name: db, port: 5433}]");
+    }
+    return yaml;
+}
+
+const std::string kTwoCertificateListeners =
+    "  - {name: x, port: 8443, protocol: TLS, hostname: \"*.x.example.com\", tls: {mode: Terminate, "
+    "certificateRefs: [{name: cert}]}}\n"
+    "  - {name: y, port: 8443, protocol: TLS, hostname: \"*.y.example.com\", tls: {mode: Terminate, "
+    "certificateRefs: [{name: cert2}]}}\n";
+
 // 127.254.0.0/16 bounds the terminating servers behind ports: a port with
 // more hostnames than addresses left stays one server, and says so, rather
 // than render an address nginx refuses (every tenant's update lost).
 BOOST_AUTO_TEST_CASE(terminate_hostnames_past_the_loopback_addresses_keep_one_server)
 {
-    const std::string listeners =
-        "  - {name: x, port: 8443, protocol: TLS, hostname: \"*.x.example.com\", tls: {mode: Terminate, "
-        "certificateRefs: [{name: cert}]}}\n"
-        "  - {name: y, port: 8443, protocol: TLS, hostname: \"*.y.example.com\", tls: {mode: Terminate, "
-        "certificateRefs: [{name: cert2}]}}\n";
-    std::string yaml = setup() + "---\n" + tls_secret_yaml("cert2", "ns") + gateway("gw", listeners);
-    const int routes = 65536 / 16 + 1;  // 16 hostnames each: 65,552, and one of listener y
-    for (int r = 0; r < routes; r++) {
-        std::string hostnames = "[";
-        for (int h = 0; h < 16; h++) {
-            hostnames += (h ? ", h" : "h") + std::to_string(r * 16 + h) + ".x.example.com";
-        }
-        yaml += tls_route("r" + std::to_string(r), "gw", hostnames + "]", "[{name: db, port: 5433}]");
-    }
-    yaml += tls_route("y", "gw", "[a.y.example.com]", "[{name: db, port: 5433}]");
+    std::string yaml = setup() + "---\n" + tls_secret_yaml("cert2", "ns") + gateway("gw", kTwoCertificateListeners)
+                       + routes_with_hostnames(65552) + tls_route("y", "gw", "[a.y.example.com]", "[{name: db, port: 5433}]");
     Plan plan = plan_for_nginx(yaml, 1022001);
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
     BOOST_TEST(plan.stream_servers[0].listen == "0.0.0.0:8443");
@@ -453,6 +461,34 @@ BOOST_AUTO_TEST_CASE(terminate_hostnames_past_the_loopback_addresses_keep_one_se
     BOOST_TEST(plan.warnings[0] == "stream listener 0.0.0.0:8443: more Terminate hostnames than loopback addresses for "
                                    "them; the port is one server");
     BOOST_TEST(plan.warnings[1].find("TLS listeners with different certificates share the port") != std::string::npos);
+}
+
+// The addresses all taken by one port, a mixed port after it has no hop
+// for its Terminate listeners: their hostnames are refused, its Passthrough
+// routes still served.
+BOOST_AUTO_TEST_CASE(a_mixed_port_without_a_loopback_address_left_refuses_its_terminate_hostnames)
+{
+    const std::string mixed = "  - {name: p, port: 9443, protocol: TLS, hostname: p.example.com, tls: {mode: Passthrough}}\n"
+                              "  - {name: t, port: 9443, protocol: TLS, hostname: t.example.com, tls: {mode: Terminate, "
+                              "certificateRefs: [{name: cert}]}}\n";
+    std::string yaml = setup() + "---\n" + tls_secret_yaml("cert2", "ns")
+                       + gateway("gw", kTwoCertificateListeners + mixed)
+                       + routes_with_hostnames(65534) + tls_route("y", "gw", "[a.y.example.com]", "[{name: db, port: 5433}]")
+                       + tls_route("pass", "gw", "[p.example.com]", "[{name: db, port: 5432}]")
+                       + tls_route("term", "gw", "[t.example.com]", "[{name: db, port: 5433}]");
+    Plan plan = plan_for_nginx(yaml, 1022001);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u + 65535u + 1u);
+    BOOST_TEST(plan.stream_servers[65535].listen == "127.254.255.255:8443");
+    const StreamServer &mixed_port = plan.stream_servers.back();
+    BOOST_TEST(mixed_port.listen == "0.0.0.0:9443");
+    BOOST_TEST(!mixed_port.terminate);
+    BOOST_TEST_REQUIRE(mixed_port.routes.size() == 1u);
+    BOOST_TEST(mixed_port.routes[0].hostname == "p.example.com");
+    BOOST_TEST_REQUIRE(plan.warnings.size() == 1u);
+    BOOST_TEST(plan.warnings[0] == "stream listener 0.0.0.0:9443: no loopback address is left for its Terminate "
+                                   "listeners; their hostnames are refused");
+    std::string conf = render_stream_conf(plan);
+    BOOST_TEST(conf.find("127.254.256.") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
