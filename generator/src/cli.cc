@@ -189,8 +189,7 @@ Args parse_args(int argc, char **argv, bool run)
     // module paths as the nginx that will load them was built with
     if (std::optional<NginxBuild> build = nginx_build(a.nginx)) {
         if (!a.module_dir_given) a.options.module_dir = build->modules_path;
-        a.options.stream_module = build->stream_dynamic ? build->modules_path + "/ngx_stream_module.so" : "";
-        if (build->version != 0) a.options.nginx_version = build->version;
+        follow_nginx_build(*build, &a.options);
     }
     return a;
 }

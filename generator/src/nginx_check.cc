@@ -170,6 +170,12 @@ NginxBuild nginx_build_from(const std::string &text)
     return build;
 }
 
+void follow_nginx_build(const NginxBuild &build, Options *options)
+{
+    options->stream_module = build.stream_dynamic ? build.modules_path + "/ngx_stream_module.so" : "";
+    if (build.version != 0) options->nginx_version = build.version;
+}
+
 std::optional<NginxBuild> nginx_build(const std::string &nginx)
 {
     int out[2];

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "plan.h"
+
 namespace g2n {
 
 // nginx -t (the binary `nginx`) on the configuration in `dir` (nginx.conf,
@@ -23,6 +25,9 @@ struct NginxBuild {
 NginxBuild nginx_build_from(const std::string &version_text);
 // `nginx -V` of the binary `nginx`; nullopt when it cannot be run.
 std::optional<NginxBuild> nginx_build(const std::string &nginx);
+// Options for the nginx so built: its stream module's path and its version
+// (the caller decides the module directory).
+void follow_nginx_build(const NginxBuild &build, Options *options);
 
 // Whether nginx on this host could listen on the IP address `address`
 // (a socket binds to it; any port): a Gateway's static address.

@@ -130,10 +130,7 @@ BOOST_AUTO_TEST_CASE(nginx_accepts_what_the_generator_writes)
     g2n::Options options;
     options.module_dir = modules;
     // the configuration as gateway2nginx writes it for this nginx
-    if (std::optional<g2n::NginxBuild> build = g2n::nginx_build(nginx); build && build->version != 0) {
-        options.nginx_version = build->version;
-        options.stream_module = build->stream_dynamic ? build->modules_path + "/ngx_stream_module.so" : "";
-    }
+    if (std::optional<g2n::NginxBuild> build = g2n::nginx_build(nginx)) g2n::follow_nginx_build(*build, &options);
     options.listen_address = "127.0.0.1";
     options.status_listen = "off";
     options.port_offset = std::getenv("GTLS_PORT_OFFSET") ? std::atoi(std::getenv("GTLS_PORT_OFFSET")) : 0;

@@ -161,13 +161,15 @@ BOOST_AUTO_TEST_CASE(stream_module_follows_the_nginx_build)
                         + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]"));
     Options o;
     o.module_dir = source.modules_path;
-    o.stream_module = "";
+    follow_nginx_build(source, &o);
+    BOOST_TEST(o.nginx_version == 1030004);
     std::string conf = render_nginx_conf(plan, o);
     BOOST_TEST(conf.find("ngx_stream_module.so") == std::string::npos, conf);
     BOOST_TEST(conf.find("load_module /opt/nginx/modules/ngx_stream_gateway_tls_module.so;") != std::string::npos, conf);
-    o.stream_module = "/opt/nginx/modules/ngx_stream_module.so";
+    follow_nginx_build(debian, &o);
+    BOOST_TEST(o.nginx_version == 1022001);
     conf = render_nginx_conf(plan, o);
-    BOOST_TEST(conf.find("load_module /opt/nginx/modules/ngx_stream_module.so;\n"
+    BOOST_TEST(conf.find("load_module /usr/lib/nginx/modules/ngx_stream_module.so;\n"
                          "load_module /opt/nginx/modules/ngx_stream_gateway_tls_module.so;") != std::string::npos, conf);
 }
 
