@@ -178,7 +178,7 @@ const ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_l
         || exported->status_size != sizeof(ngx_gtls_status_t)) {
         ngx_log_error(NGX_LOG_EMERG, log, 0,
                       "gateway_tls: ngx_stream_gateway_tls_module.so is of another build than "
-                      "ngx_http_gateway_tls_module.so (status export version %uD, this one reads %uD): "
+                      "ngx_http_gateway_tls_module.so (export version %uD, this one reads %uD): "
                       "install both from one build",
                       exported->magic == ngx_gtls_stream_export_t::kMagic ? exported->version : 0,
                       ngx_gtls_stream_export_t::kVersion);

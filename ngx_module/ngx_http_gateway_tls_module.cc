@@ -704,16 +704,16 @@ ngx_http_module_t ngx_http_gtls_module_ctx = {
     ngx_http_gtls_merge_loc_conf     // merge location configuration
 };
 
-// Both .so files are configured now: the stream module's status export,
-// if it is loaded, must be of this build.
+// Both .so files are configured now: the stream module's export, if it
+// is loaded, must be of this build; the upstream API takes its upstreams.
 ngx_int_t ngx_http_gtls_init_module(ngx_cycle_t *cycle)
 {
     bool mismatch = false;
-    ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
+    const ngx_gtls_stream_export_t *stream = ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
     if (mismatch) {
         return NGX_ERROR;
     }
-    return ngx_http_gtls_init_dynamic_upstreams(cycle);
+    return ngx_http_gtls_init_dynamic_upstreams(cycle, stream);
 }
 
 }  // namespace

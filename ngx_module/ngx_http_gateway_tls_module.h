@@ -55,8 +55,8 @@ typedef struct {
     ngx_gtls_registry_t                                         *registry;
     ngx_shm_zone_t                                              *upstream_state;  // gateway_tls_upstream_state_zone
     ngx_flag_t                                                   upstream_api;    // a location serves it
-    std::vector<ngx_http_gtls_dynamic_t *>                      *dynamic;         // per cycle, from init_module
-    std::unordered_map<std::string, ngx_http_gtls_dynamic_t *>  *dynamic_by_name;
+    ngx_gtls_upstream_set_t                                     *upstreams;        // per cycle, from init_module
+    ngx_gtls_upstream_set_t                                     *stream_upstreams; // the stream module's, when loaded
     uint64_t                                                     state_sequence;  // state entries up to it are applied
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
 } ngx_http_gtls_main_conf_t;

@@ -1,16 +1,7 @@
-// gateway_tls_upstream_api: an upstream{} with a zone gets its servers
-// replaced at run time. Each push builds a new, complete list (an
-// ngx_http_upstream_rr_peers_t, a "generation") in the upstream's zone and
-// makes it current; every request binds to the generation current when its
-// balancer starts and keeps it, reference-counted, until its pool goes. So
-// a request never sees a list change under it (nginx's round robin sizes
-// its per-request `tried` bitmap from the list it starts with, and nginx
-// before 1.27.3 counts no references to peers), in-flight requests finish
-// on the servers they picked, and a replaced generation is freed by the
-// last request that held it. Only round robin's family (round robin,
-// least_conn: the balancers that take `backup`) work on the list handed to
-// them at each request; hash, ip_hash and random precompute from the
-// configured one, and are refused.
+// gateway_tls_upstream_api: an upstream{} with a zone, in http{} or in
+// stream{}, gets its servers replaced at run time (the generations of
+// ngx_gtls_dynamic_upstream.h); the endpoint, the list kept across
+// reloads, and each worker's catching up live here.
 //
 // The trust of named policies (their CA and pins) is replaced the same
 // way: each worker puts the pushed trust in place of its own copies of the
@@ -27,26 +18,8 @@
 #include <vector>
 
 #include "gtls_upstream_api.h"
+#include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_module.h"
-
-// In the upstream's zone. `refs` counts requests bound to the generation;
-// binding takes the upstream's lock shared, everything else exclusive.
-struct ngx_http_gtls_generation_t {
-    ngx_http_upstream_rr_peers_t  *peers;
-    ngx_atomic_t                   refs;
-    ngx_uint_t                     generation;
-    unsigned                       retired:1;
-    unsigned                       configured:1;  // the zone module's copy: never ours to free
-    ngx_http_gtls_generation_t    *next;          // every generation still alive
-};
-
-struct ngx_http_gtls_dynamic_sh_t {
-    ngx_atomic_t                   lock;  // ngx_rwlock
-    ngx_http_gtls_generation_t    *current;
-    ngx_http_gtls_generation_t    *alive;
-    ngx_atomic_t                   generation;  // counts swaps, read unlocked by workers' timers
-    uint64_t                       sequence;    // of the state zone's entry it came from; 0: configured
-};
 
 namespace {
 
@@ -76,11 +49,16 @@ private:
 
 // ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
 
-// One entry per upstream, the list last pushed, and per policy its trust. Entries are numbered as
+// One entry per upstream (of http{} or of stream{}: their names are apart),
+// the list last pushed, and per policy its trust. Entries are numbered as
 // they are written: a push that a worker of a replaced configuration
 // handled (a reload's race) reaches the workers of the new one, whose
 // timers look for entries newer than what they run.
-enum ngx_http_gtls_entry_kind_e { NGX_HTTP_GTLS_ENTRY_SERVERS, NGX_HTTP_GTLS_ENTRY_TRUST };
+enum ngx_http_gtls_entry_kind_e {
+    NGX_HTTP_GTLS_ENTRY_SERVERS,
+    NGX_HTTP_GTLS_ENTRY_TRUST,
+    NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS
+};
 
 struct ngx_http_gtls_state_entry_t {
     ngx_http_gtls_state_entry_t  *next;
@@ -221,186 +199,6 @@ bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ng
     return true;
 }
 
-// ---- generations -------------------------------------------------------
-
-size_t ngx_http_gtls_align(size_t n)
-{
-    return (n + sizeof(void *) - 1) & ~(sizeof(void *) - 1);
-}
-
-socklen_t ngx_http_gtls_sockaddr(const gtls::UpstreamServer &s, ngx_sockaddr_t *sa)
-{
-    ngx_memzero(sa, sizeof(*sa));
-    if (s.family == 6) {
-        sa->sockaddr_in6.sin6_family = AF_INET6;
-        sa->sockaddr_in6.sin6_port = htons(s.port);
-        std::memcpy(&sa->sockaddr_in6.sin6_addr, s.ip.data(), 16);
-        return sizeof(struct sockaddr_in6);
-    }
-    sa->sockaddr_in.sin_family = AF_INET;
-    sa->sockaddr_in.sin_port = htons(s.port);
-    std::memcpy(&sa->sockaddr_in.sin_addr, s.ip.data(), 4);
-    return sizeof(struct sockaddr_in);
-}
-
-// A generation of `servers`, in one block of the upstream's zone (the
-// generation record, the peers, each peer with its sockaddr and name), or
-// null when the zone has no room.
-ngx_http_gtls_generation_t *ngx_http_gtls_build_generation(ngx_http_gtls_dynamic_t *dyn,
-                                                           const std::vector<gtls::UpstreamServer> &servers)
-{
-    const size_t head = ngx_http_gtls_align(sizeof(ngx_http_gtls_generation_t))
-                        + ngx_http_gtls_align(sizeof(ngx_http_upstream_rr_peers_t));
-    auto sockaddr_size = [](const gtls::UpstreamServer &s) {
-        return ngx_http_gtls_align(s.family == 6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-    };
-    size_t size = head;
-    for (const gtls::UpstreamServer &s : servers) {
-        size += ngx_http_gtls_align(sizeof(ngx_http_upstream_rr_peer_t)) + sockaddr_size(s) + ngx_http_gtls_align(s.address.size());
-    }
-    ngx_slab_pool_t *shpool = dyn->configured->shpool;
-
-    ngx_shmtx_lock(&shpool->mutex);
-    const ngx_uint_t log_nomem = shpool->log_nomem;
-    shpool->log_nomem = 0;  // the API says it, naming the upstream
-    auto *block = static_cast<u_char *>(ngx_slab_calloc_locked(shpool, size));
-    shpool->log_nomem = log_nomem;
-    ngx_shmtx_unlock(&shpool->mutex);
-    if (block == nullptr) {
-        return nullptr;
-    }
-
-    auto *gen = reinterpret_cast<ngx_http_gtls_generation_t *>(block);
-    auto *peers = reinterpret_cast<ngx_http_upstream_rr_peers_t *>(block + ngx_http_gtls_align(sizeof(*gen)));
-    // the configured list's name, zone and backup servers; a list and lock of its own
-    *peers = *dyn->configured;
-    peers->rwlock = 0;
-    peers->zone_next = nullptr;
-#if (nginx_version >= 1027003)
-    peers->config = nullptr;
-    peers->resolve = nullptr;
-#endif
-    peers->peer = nullptr;
-
-    ngx_uint_t total_weight = 0, tries = 0;
-    ngx_http_upstream_rr_peer_t **link = &peers->peer;
-    u_char *p = block + head;
-    for (const gtls::UpstreamServer &s : servers) {
-        auto *peer = reinterpret_cast<ngx_http_upstream_rr_peer_t *>(p);
-        p += ngx_http_gtls_align(sizeof(*peer));
-        ngx_sockaddr_t sa;
-        peer->socklen = ngx_http_gtls_sockaddr(s, &sa);
-        ngx_memcpy(p, &sa, peer->socklen);
-        peer->sockaddr = reinterpret_cast<struct sockaddr *>(p);
-        p += sockaddr_size(s);
-        peer->name.len = s.address.size();
-        peer->name.data = p;
-        ngx_memcpy(p, s.address.data(), s.address.size());
-        p += ngx_http_gtls_align(s.address.size());
-        peer->server = peer->name;
-        peer->weight = s.weight;
-        peer->effective_weight = s.weight;
-        peer->current_weight = 0;
-        peer->max_conns = s.max_conns;
-        peer->max_fails = s.max_fails;
-        peer->fail_timeout = s.fail_timeout;
-        peer->down = s.down;
-
-        total_weight += s.weight;
-        tries += s.down ? 0 : 1;
-        *link = peer;
-        link = &peer->next;
-    }
-    peers->number = servers.size();
-    peers->total_weight = total_weight;
-    peers->tries = tries;
-    peers->single = servers.size() == 1;
-    peers->weighted = total_weight != servers.size();
-
-    gen->peers = peers;
-    return gen;
-}
-
-// Frees a generation the API built (and the TLS sessions nginx's round
-// robin saved in its peers). The zone's mutex is held.
-void ngx_http_gtls_free_generation_locked(ngx_slab_pool_t *shpool, ngx_http_gtls_generation_t *gen)
-{
-#if (NGX_HTTP_SSL)
-    for (ngx_http_upstream_rr_peer_t *peer = gen->peers->peer; peer; peer = peer->next) {
-        if (peer->ssl_session != nullptr) {
-            ngx_slab_free_locked(shpool, peer->ssl_session);
-        }
-    }
-#endif
-    ngx_slab_free_locked(shpool, gen);
-}
-
-// Unlinks and frees `gen` when nothing holds it any more; the upstream's
-// lock is held exclusively.
-void ngx_http_gtls_collect(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen)
-{
-    if (!gen->retired || gen->configured || gen->refs != 0) {
-        return;
-    }
-    for (ngx_http_gtls_generation_t **link = &dyn->sh->alive; *link; link = &(*link)->next) {
-        if (*link == gen) {
-            *link = gen->next;
-            break;
-        }
-    }
-    ngx_slab_pool_t *shpool = dyn->configured->shpool;
-    ngx_shmtx_lock(&shpool->mutex);
-    ngx_http_gtls_free_generation_locked(shpool, gen);
-    ngx_shmtx_unlock(&shpool->mutex);
-}
-
-// Makes `gen` current, unless it comes from a state entry (`sequence`) no
-// newer than the current list's: then false, and the caller frees it.
-bool ngx_http_gtls_swap(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen, uint64_t sequence)
-{
-    ngx_http_gtls_dynamic_sh_t *sh = dyn->sh;
-    ngx_rwlock_wlock(&sh->lock);
-    if (sequence != 0 && sequence <= sh->sequence) {
-        ngx_rwlock_unlock(&sh->lock);
-        return false;
-    }
-    ngx_http_gtls_generation_t *old = sh->current;
-    gen->generation = sh->generation + 1;
-    gen->next = sh->alive;
-    sh->alive = gen;
-    sh->current = gen;
-    sh->sequence = sequence;
-    old->retired = 1;
-    ngx_http_gtls_collect(dyn, old);
-    ngx_atomic_fetch_add(&sh->generation, 1);
-    ngx_rwlock_unlock(&sh->lock);
-    return true;
-}
-
-void ngx_http_gtls_free_generation(ngx_http_gtls_dynamic_t *dyn, ngx_http_gtls_generation_t *gen)
-{
-    ngx_slab_pool_t *shpool = dyn->configured->shpool;
-    ngx_shmtx_lock(&shpool->mutex);
-    ngx_http_gtls_free_generation_locked(shpool, gen);
-    ngx_shmtx_unlock(&shpool->mutex);
-}
-
-std::vector<gtls::UpstreamServer> ngx_http_gtls_servers_of(const ngx_http_upstream_rr_peers_t *peers)
-{
-    std::vector<gtls::UpstreamServer> servers;
-    for (const ngx_http_upstream_rr_peer_t *peer = peers->peer; peer; peer = peer->next) {
-        gtls::UpstreamServer s;
-        s.address = std::string(ngx_gtls_sv(peer->name));
-        s.weight = peer->weight;
-        s.max_conns = peer->max_conns;
-        s.max_fails = peer->max_fails;
-        s.fail_timeout = peer->fail_timeout;
-        s.down = peer->down;
-        servers.push_back(std::move(s));
-    }
-    return servers;
-}
-
 ngx_http_gtls_main_conf_t *ngx_http_gtls_cycle_main_conf(ngx_cycle_t *cycle)
 {
     if (cycle->conf_ctx[ngx_http_module.index] == nullptr) {
@@ -410,54 +208,27 @@ ngx_http_gtls_main_conf_t *ngx_http_gtls_cycle_main_conf(ngx_cycle_t *cycle)
         ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gateway_tls_module));
 }
 
-ngx_http_gtls_dynamic_t *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, std::string_view name)
+// The upstreams an entry of `kind` names: http's, or stream's (null
+// when the stream module is not loaded).
+ngx_gtls_upstream_set_t *ngx_http_gtls_set_of(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind)
 {
-    auto it = mcf->dynamic_by_name->find(std::string(name));
-    return it != mcf->dynamic_by_name->end() ? it->second : nullptr;
+    return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? mcf->stream_upstreams : mcf->upstreams;
 }
 
-// Why the API cannot replace this upstream's servers; empty when it can.
-std::string ngx_http_gtls_not_dynamic(ngx_http_upstream_srv_conf_t *uscf)
+ngx_gtls_dynamic_upstream_t *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,
+                                                        std::string_view name)
 {
-    if (uscf->srv_conf == nullptr) {
-        return "is implicit (proxy_pass to a host name), not an upstream{} block";
-    }
-    if (uscf->shm_zone == nullptr) {
-        return "has no zone (servers change at run time only in shared memory)";
-    }
-    if (!(uscf->flags & NGX_HTTP_UPSTREAM_BACKUP)) {
-        return "balances by hash, ip_hash or random, which work out their choices from the configured servers";
-    }
-    auto *peers = static_cast<ngx_http_upstream_rr_peers_t *>(uscf->peer.data);
-    if (peers == nullptr || peers->shpool == nullptr) {
-        return "has no servers in its zone";
-    }
-#if (nginx_version >= 1027003)
-    if (peers->resolve != nullptr) {
-        return "has servers with \"resolve\", which nginx changes itself";
-    }
-#endif
-    return {};
+    ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
+    return set != nullptr ? set->find(name) : nullptr;
 }
 
 // ---- closing what removed servers leave behind -------------------------
 
-std::set<std::string> ngx_http_gtls_current_addresses(ngx_http_gtls_dynamic_t *dyn, ngx_uint_t *generation)
-{
-    std::set<std::string> addresses;
-    ngx_http_gtls_read_locked locked(&dyn->sh->lock);
-    *generation = dyn->sh->generation;
-    for (ngx_http_upstream_rr_peer_t *peer = dyn->sh->current->peers->peer; peer; peer = peer->next) {
-        addresses.emplace(reinterpret_cast<const char *>(peer->sockaddr), peer->socklen);
-    }
-    return addresses;
-}
-
 // Idle keepalive connections to `removed` are closed the way nginx closes
 // idle connections at shutdown (close, then the read handler: keepalive's
-// own, which frees its cache slot), and TLS sessions the module cached for
-// them dropped.
-void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf,
+// own, which frees its cache slot), and TLS sessions the upstream's module
+// cached for them dropped.
+void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_gtls_session_cache_t &sessions,
                                   const std::set<std::string> &removed)
 {
     if (removed.empty()) {
@@ -481,7 +252,6 @@ void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t 
         c[i].read->handler(c[i].read);
     }
 
-    ngx_gtls_session_cache_t &sessions = mcf->registry->sessions;
     for (auto it = sessions.begin(); it != sessions.end();) {
         bool gone = false;
         for (const std::string &address : removed) {
@@ -508,7 +278,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
     auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
     ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
     struct newer_t {
-        ngx_http_gtls_dynamic_t *dyn;
+        ngx_gtls_dynamic_upstream_t *dyn;
         std::string json;
         uint64_t sequence;
     };
@@ -534,9 +304,9 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
                     }
                     continue;
                 }
-                auto it = mcf->dynamic_by_name->find(name);
-                if (it != mcf->dynamic_by_name->end() && e->sequence > it->second->sh->sequence) {
-                    newer.push_back({it->second, ngx_http_gtls_entry_json(e), e->sequence});
+                ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
+                if (dyn != nullptr && e->sequence > dyn->sequence()) {
+                    newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence});
                 }
             }
             mcf->state_sequence = state->sequence;
@@ -552,18 +322,18 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
     }
 
     for (const newer_t &n : newer) {
-        ngx_http_gtls_generation_t *gen = ngx_http_gtls_build_generation(n.dyn, gtls::parse_server_list(n.json));
+        void *gen = n.dyn->build(gtls::parse_server_list(n.json));
         if (gen == nullptr) {
-            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: upstream \"%V\": zone \"%V\" has no room for the servers pushed",
-                          &n.dyn->uscf->host, &n.dyn->uscf->shm_zone->shm.name);
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: upstream \"%s\": zone \"%s\" has no room for the servers pushed",
+                          n.dyn->name.c_str(), n.dyn->zone.c_str());
             continue;
         }
-        if (!ngx_http_gtls_swap(n.dyn, gen, n.sequence)) {
-            ngx_http_gtls_free_generation(n.dyn, gen);  // another worker of this configuration did
+        if (!n.dyn->swap(gen, n.sequence)) {
+            n.dyn->free(gen);  // another worker of this configuration did
         } else {
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                          "gateway_tls: upstream \"%V\" takes the servers pushed through another worker (entry %uL)",
-                          &n.dyn->uscf->host, n.sequence);
+                          "gateway_tls: upstream \"%s\" takes the servers pushed through another worker (entry %uL)",
+                          n.dyn->name.c_str(), n.sequence);
         }
     }
 }
@@ -571,21 +341,25 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
 void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
-    if (mcf == nullptr || mcf->dynamic == nullptr || mcf->trusted == nullptr) {
+    if (mcf == nullptr || mcf->upstreams == nullptr || mcf->trusted == nullptr) {
         return;
     }
     try {
         ngx_http_gtls_apply_newer_entries(cycle, mcf);
-        for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
-            if (dyn->sh->generation == dyn->seen_generation) {
-                continue;
+        for (ngx_gtls_upstream_set_t *set : {mcf->upstreams, mcf->stream_upstreams}) {
+            for (ngx_gtls_dynamic_upstream_t *dyn : set != nullptr ? set->dynamic : std::vector<ngx_gtls_dynamic_upstream_t *>()) {
+                if (dyn->generation() == dyn->seen_generation) {
+                    continue;
+                }
+                std::set<std::string> now;
+                bool pushed;
+                dyn->current(nullptr, &dyn->seen_generation, &pushed, &now);
+                std::set<std::string> removed;
+                std::set_difference(dyn->seen_addresses.begin(), dyn->seen_addresses.end(), now.begin(), now.end(),
+                                    std::inserter(removed, removed.end()));
+                dyn->seen_addresses = std::move(now);
+                ngx_http_gtls_forget_servers(cycle, *dyn->sessions, removed);
             }
-            std::set<std::string> now = ngx_http_gtls_current_addresses(dyn, &dyn->seen_generation);
-            std::set<std::string> removed;
-            std::set_difference(dyn->seen_addresses.begin(), dyn->seen_addresses.end(), now.begin(), now.end(),
-                                std::inserter(removed, removed.end()));
-            dyn->seen_addresses = std::move(now);
-            ngx_http_gtls_forget_servers(cycle, mcf, removed);
         }
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s", e.what());
@@ -618,27 +392,30 @@ ngx_int_t ngx_http_gtls_api_refuse(ngx_http_request_t *r, ngx_uint_t status, con
     return ngx_http_gtls_api_reply(r, status, gtls::api_error_json(static_cast<int>(status), text));
 }
 
-std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
+// {"NAME":{"generation":N,"source":"api"|"configuration","servers":[...]},...}
+std::string ngx_http_gtls_upstreams_json(const ngx_gtls_upstream_set_t &set)
 {
-    std::string body = "{\"upstreams\":{";
-    bool first = true;
-    for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
-        std::string servers;
+    std::string body = "{";
+    for (ngx_gtls_dynamic_upstream_t *dyn : set.dynamic) {
+        std::vector<gtls::UpstreamServer> servers;
         ngx_uint_t generation;
         bool pushed;
-        {
-            ngx_http_gtls_read_locked locked(&dyn->sh->lock);
-            generation = dyn->sh->generation;
-            pushed = dyn->sh->sequence != 0;
-            servers = gtls::upstream_servers_json(ngx_http_gtls_servers_of(dyn->sh->current->peers));
-        }
-        body += (first ? "" : ",") + gtls::json_string(ngx_gtls_sv(dyn->uscf->host)) + ":{\"generation\":"
+        dyn->current(&servers, &generation, &pushed, nullptr);
+        body += (body.size() > 1 ? "," : "") + gtls::json_string(dyn->name) + ":{\"generation\":"
                 + std::to_string(generation) + ",\"source\":" + (pushed ? "\"api\"" : "\"configuration\"")
-                + ",\"servers\":" + servers + "}";
-        first = false;
+                + ",\"servers\":" + gtls::upstream_servers_json(servers) + "}";
     }
-    body += "},\"policies\":{";
-    first = true;
+    return body + "}";
+}
+
+std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
+{
+    std::string body = "{\"upstreams\":" + ngx_http_gtls_upstreams_json(*mcf->upstreams);
+    if (mcf->stream_upstreams != nullptr) {
+        body += ",\"stream_upstreams\":" + ngx_http_gtls_upstreams_json(*mcf->stream_upstreams);
+    }
+    bool first = true;
+    body += ",\"policies\":{";
     for (const auto &[name, t] : *mcf->trusted) {
         const gtls::Policy &p = *t.policies.front();
         std::string pins;
@@ -651,18 +428,20 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
     return body + "}}\n";
 }
 
+// An upstream's new list, built and kept, not yet current.
 struct ngx_http_gtls_pending_t {
-    ngx_http_gtls_dynamic_t       *dyn = nullptr;
-    ngx_http_gtls_generation_t    *gen = nullptr;
+    const gtls::UpstreamServers   *update = nullptr;
+    ngx_http_gtls_entry_kind_e     kind = NGX_HTTP_GTLS_ENTRY_SERVERS;
+    ngx_gtls_dynamic_upstream_t   *dyn = nullptr;
+    void                          *gen = nullptr;
     ngx_http_gtls_state_entry_t   *entry = nullptr;
-    size_t                         servers = 0;
 };
 
 void ngx_http_gtls_drop_pending(ngx_http_gtls_main_conf_t *mcf, std::vector<ngx_http_gtls_pending_t> &pending)
 {
     for (ngx_http_gtls_pending_t &p : pending) {
         if (p.gen != nullptr) {
-            ngx_http_gtls_free_generation(p.dyn, p.gen);
+            p.dyn->free(p.gen);
         }
         if (p.entry != nullptr) {
             ngx_slab_free(ngx_http_gtls_state_pool(mcf->upstream_state), p.entry);
@@ -734,8 +513,6 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     } catch (const gtls::ApiError &e) {
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
     }
-    const std::vector<gtls::UpstreamServers> &updates = update.upstreams;
-
     std::vector<ngx_http_gtls_pending_trust_t> trusts;
     auto drop_trusts = [&]() {
         for (ngx_http_gtls_pending_trust_t &t : trusts) {
@@ -773,62 +550,76 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         trusts.push_back(std::move(t));
     }
 
-    auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_upstream_module));
+    // the upstreams of http{}, then of stream{}
     std::vector<ngx_http_gtls_pending_t> pending;
-    for (const gtls::UpstreamServers &u : updates) {
-        ngx_http_gtls_pending_t p;
-        p.dyn = ngx_http_gtls_find_dynamic(mcf, u.upstream);
-        p.servers = u.servers.size();
-        if (p.dyn == nullptr) {
-            drop_trusts();
-            auto **uscfp = static_cast<ngx_http_upstream_srv_conf_t **>(umcf->upstreams.elts);
-            for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
-                if (ngx_gtls_sv(uscfp[i]->host) == u.upstream) {
-                    return ngx_http_gtls_api_refuse(r, NGX_HTTP_CONFLICT,
-                                                    "upstream \"" + u.upstream + "\" " + ngx_http_gtls_not_dynamic(uscfp[i]));
+    for (const std::vector<gtls::UpstreamServers> *list : {&update.upstreams, &update.stream_upstreams}) {
+        const bool stream = list == &update.stream_upstreams;
+        const ngx_gtls_upstream_set_t *set = stream ? mcf->stream_upstreams : mcf->upstreams;
+        const std::string what = stream ? "stream upstream" : "upstream";
+        for (const gtls::UpstreamServers &u : *list) {
+            ngx_http_gtls_pending_t p;
+            p.update = &u;
+            p.kind = stream ? NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS : NGX_HTTP_GTLS_ENTRY_SERVERS;
+            p.dyn = set != nullptr ? set->find(u.upstream) : nullptr;
+            if (p.dyn == nullptr) {
+                drop_trusts();
+                ngx_http_gtls_drop_pending(mcf, pending);
+                if (set == nullptr) {
+                    return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
+                                                    "no stream upstream \"" + u.upstream
+                                                        + "\": ngx_stream_gateway_tls_module is not loaded");
                 }
+                auto refused = set->refused.find(u.upstream);
+                if (refused != set->refused.end()) {
+                    return ngx_http_gtls_api_refuse(r, NGX_HTTP_CONFLICT,
+                                                    what + " \"" + u.upstream + "\" " + refused->second);
+                }
+                return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND, "no " + what + " \"" + u.upstream + "\"");
             }
-            return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND, "no upstream \"" + u.upstream + "\"");
+            pending.push_back(p);
         }
-        pending.push_back(p);
     }
 
-    for (size_t i = 0; i < updates.size(); i++) {
-        ngx_http_gtls_pending_t &p = pending[i];
-        p.gen = ngx_http_gtls_build_generation(p.dyn, updates[i].servers);
+    for (ngx_http_gtls_pending_t &p : pending) {
+        const gtls::UpstreamServers &u = *p.update;
+        const std::string what = p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+        p.gen = p.dyn->build(u.servers);
         if (p.gen == nullptr) {
             drop_trusts();
             ngx_http_gtls_drop_pending(mcf, pending);
-            return ngx_http_gtls_api_refuse(
-                r, NGX_HTTP_INSUFFICIENT_STORAGE,
-                "upstream \"" + updates[i].upstream + "\": its zone \"" + std::string(ngx_gtls_sv(p.dyn->uscf->shm_zone->shm.name))
-                    + "\" has no room for " + std::to_string(updates[i].servers.size())
-                    + " servers; nothing was changed");
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
+                                            what + " \"" + u.upstream + "\": its zone \"" + p.dyn->zone + "\" has no room for "
+                                                + std::to_string(u.servers.size()) + " servers; nothing was changed");
         }
-        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_SERVERS, updates[i].upstream,
-                                          p.dyn->configured_fingerprint, gtls::upstream_servers_json(updates[i].servers));
+        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, p.kind, u.upstream, p.dyn->configured_fingerprint,
+                                          gtls::upstream_servers_json(u.servers));
         if (p.entry == nullptr) {
             drop_trusts();
             ngx_http_gtls_drop_pending(mcf, pending);
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
-                                            std::string("gateway_tls_upstream_state_zone has no room to keep the servers of "
-                                                        "upstream \"")
-                                                + updates[i].upstream + "\"; nothing was changed");
+                                            "gateway_tls_upstream_state_zone has no room to keep the servers of " + what
+                                                + " \"" + u.upstream + "\"; nothing was changed");
         }
     }
 
-    std::string reply = "{\"upstreams\":{";
-    for (size_t i = 0; i < pending.size(); i++) {
-        ngx_http_gtls_pending_t &p = pending[i];
+    std::string reply = "{\"upstreams\":{", stream_reply;
+    for (ngx_http_gtls_pending_t &p : pending) {
         ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
-        if (!ngx_http_gtls_swap(p.dyn, p.gen, p.entry->sequence)) {
-            ngx_http_gtls_free_generation(p.dyn, p.gen);  // a newer push won meanwhile
-            p.gen = nullptr;
+        if (!p.dyn->swap(p.gen, p.entry->sequence)) {
+            p.dyn->free(p.gen);  // a newer push won meanwhile
         }
+        p.gen = nullptr;
+        const bool stream = p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS;
+        const size_t servers = p.update->servers.size();
         ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                      "gateway_tls: upstream \"%V\" now has %uz servers (from the API, entry %uL)",
-                      &p.dyn->uscf->host, p.servers, p.entry->sequence);
-        reply += (i ? "," : "") + gtls::json_string(updates[i].upstream) + ":{\"servers\":" + std::to_string(p.servers) + "}";
+                      "gateway_tls: %s \"%s\" now has %uz servers (from the API, entry %uL)",
+                      stream ? "stream upstream" : "upstream", p.dyn->name.c_str(), servers, p.entry->sequence);
+        std::string &to = stream ? stream_reply : reply;
+        to += (to.empty() || to.back() == '{' ? "" : ",") + gtls::json_string(p.update->upstream)
+              + ":{\"servers\":" + std::to_string(servers) + "}";
+    }
+    if (!update.stream_upstreams.empty()) {
+        reply += "},\"stream_upstreams\":{" + stream_reply;
     }
     reply += "},\"policies\":{";
     for (size_t i = 0; i < trusts.size(); i++) {
@@ -946,27 +737,6 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
     return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_ALLOWED, "use GET to read the servers, PUT to replace them");
 }
 
-// ---- a request's hold on its generation ---------------------------------
-
-struct ngx_http_gtls_hold_t {
-    ngx_http_gtls_dynamic_t     *dyn;
-    ngx_http_gtls_generation_t  *gen;
-};
-
-void ngx_http_gtls_release(void *data)
-{
-    auto *hold = static_cast<ngx_http_gtls_hold_t *>(data);
-    if (hold->gen == nullptr) {
-        return;
-    }
-    ngx_http_gtls_dynamic_sh_t *sh = hold->dyn->sh;
-    ngx_rwlock_wlock(&sh->lock);
-    ngx_atomic_fetch_add(&hold->gen->refs, -1);
-    ngx_http_gtls_collect(hold->dyn, hold->gen);
-    ngx_rwlock_unlock(&sh->lock);
-    hold->gen = nullptr;
-}
-
 }  // namespace
 
 void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf)
@@ -976,32 +746,6 @@ void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf)
         return;
     }
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
-}
-
-ngx_int_t ngx_http_gtls_bind_servers(ngx_http_request_t *r, ngx_http_gtls_dynamic_t *dyn)
-{
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_gtls_hold_t));
-    if (cln == nullptr) {
-        return NGX_ERROR;
-    }
-    auto *hold = static_cast<ngx_http_gtls_hold_t *>(cln->data);
-    ngx_http_gtls_dynamic_sh_t *sh = dyn->sh;
-    ngx_rwlock_rlock(&sh->lock);
-    ngx_http_gtls_generation_t *gen = sh->current;
-    ngx_atomic_fetch_add(&gen->refs, 1);
-    ngx_rwlock_unlock(&sh->lock);
-    hold->dyn = dyn;
-    hold->gen = gen;
-    cln->handler = ngx_http_gtls_release;
-    dyn->uscf->peer.data = gen->peers;
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls: upstream \"%V\" servers of generation %ui",
-                   &dyn->uscf->host, gen->generation);
-    return NGX_OK;
-}
-
-void ngx_http_gtls_restore_servers(ngx_http_gtls_dynamic_t *dyn)
-{
-    dyn->uscf->peer.data = dyn->configured;
 }
 
 char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *, void *)
@@ -1057,17 +801,15 @@ char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void
     return mcf->upstream_state != nullptr ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
 }
 
-ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
+ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, const ngx_gtls_stream_export_t *stream)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
     if (mcf == nullptr) {
         return NGX_OK;
     }
     try {
-        mcf->dynamic = ngx_gtls_pool_new<std::vector<ngx_http_gtls_dynamic_t *>>(cycle->pool);
-        mcf->dynamic_by_name = ngx_gtls_pool_new<std::unordered_map<std::string, ngx_http_gtls_dynamic_t *>>(cycle->pool);
-        if (mcf->dynamic == nullptr || mcf->dynamic_by_name == nullptr
-            || ngx_http_gtls_collect_trusted(cycle, mcf) != NGX_OK) {
+        mcf->upstreams = ngx_gtls_pool_new<ngx_gtls_upstream_set_t>(cycle->pool);
+        if (mcf->upstreams == nullptr || ngx_http_gtls_collect_trusted(cycle, mcf) != NGX_OK) {
             return NGX_ERROR;
         }
         auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(
@@ -1075,35 +817,25 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
         auto **uscfp = static_cast<ngx_http_upstream_srv_conf_t **>(umcf->upstreams.elts);
         for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
             ngx_http_upstream_srv_conf_t *uscf = uscfp[i];
-            if (!ngx_http_gtls_not_dynamic(uscf).empty()) {
+            std::string why = ngx_http_gtls_dynamic_t::not_dynamic(uscf);
+            if (!why.empty()) {
+                mcf->upstreams->refused.emplace(ngx_gtls_sv(uscf->host), std::move(why));
                 continue;
             }
-            auto *dyn = ngx_gtls_pool_new<ngx_http_gtls_dynamic_t>(cycle->pool);
+            ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_dynamic_t::create(cycle, uscf, &mcf->registry->sessions);
             if (dyn == nullptr) {
                 return NGX_ERROR;
             }
-            dyn->uscf = uscf;
-            dyn->configured = static_cast<ngx_http_upstream_rr_peers_t *>(uscf->peer.data);
-            dyn->configured_fingerprint = gtls::server_list_fingerprint(ngx_http_gtls_servers_of(dyn->configured));
-
-            ngx_slab_pool_t *shpool = dyn->configured->shpool;
-            ngx_shmtx_lock(&shpool->mutex);
-            dyn->sh = static_cast<ngx_http_gtls_dynamic_sh_t *>(ngx_slab_calloc_locked(shpool, sizeof(ngx_http_gtls_dynamic_sh_t)));
-            auto *gen = static_cast<ngx_http_gtls_generation_t *>(ngx_slab_calloc_locked(shpool, sizeof(ngx_http_gtls_generation_t)));
-            ngx_shmtx_unlock(&shpool->mutex);
-            if (dyn->sh == nullptr || gen == nullptr) {
-                ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: upstream \"%V\": no room in zone \"%V\"",
-                              &uscf->host, &uscf->shm_zone->shm.name);
-                return NGX_ERROR;
-            }
-            gen->peers = dyn->configured;
-            gen->configured = 1;
-            dyn->sh->current = gen;
-            dyn->sh->alive = gen;
             auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_conf_upstream_srv_conf(uscf, ngx_http_gateway_tls_module));
             ups->dynamic = dyn;
-            mcf->dynamic->push_back(dyn);
-            (*mcf->dynamic_by_name)[std::string(ngx_gtls_sv(uscf->host))] = dyn;
+            mcf->upstreams->add(dyn);
+        }
+        // the stream module's, which it binds its sessions to itself
+        if (stream != nullptr) {
+            mcf->stream_upstreams = ngx_gtls_pool_new<ngx_gtls_upstream_set_t>(cycle->pool);
+            if (mcf->stream_upstreams == nullptr || stream->init_upstreams(cycle, mcf->stream_upstreams) != NGX_OK) {
+                return NGX_ERROR;
+            }
         }
 
         if (mcf->upstream_state == nullptr) {
@@ -1116,6 +848,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
         struct kept_t {
             std::string name, json;
             uint64_t sequence;
+            ngx_uint_t kind;
         };
         std::vector<kept_t> kept, kept_trust;
         {
@@ -1128,7 +861,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
                     ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
                     configured = t != nullptr ? t->configured_fingerprint : ~e->fingerprint;
                 } else {
-                    ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
+                    ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
                     configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
                 }
                 if (configured != e->fingerprint || (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST && e->json_len == 0)) {
@@ -1136,7 +869,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
                     ngx_slab_free_locked(state_pool, e);
                     continue;
                 }
-                (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? kept_trust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence});
+                (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? kept_trust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
                 link = &e->next;
             }
             mcf->state_sequence = state->sequence;  // the workers apply what comes after
@@ -1151,20 +884,19 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
             }
         }
         for (const kept_t &k : kept) {
-            const std::string &name = k.name, &json = k.json;
-            ngx_http_gtls_dynamic_t *dyn = ngx_http_gtls_find_dynamic(mcf, name);
-            ngx_http_gtls_generation_t *gen = ngx_http_gtls_build_generation(dyn, gtls::parse_server_list(json));
+            ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, k.kind, k.name);
+            const char *what = k.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+            void *gen = dyn->build(gtls::parse_server_list(k.json));
             if (gen == nullptr) {
                 ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
-                              "gateway_tls: upstream \"%V\": zone \"%V\" has no room for the servers last pushed; "
+                              "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers last pushed; "
                               "it serves its configured servers",
-                              &dyn->uscf->host, &dyn->uscf->shm_zone->shm.name);
+                              what, dyn->name.c_str(), dyn->zone.c_str());
                 continue;
             }
-            ngx_http_gtls_swap(dyn, gen, k.sequence);
-            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                          "gateway_tls: upstream \"%V\" keeps the servers last pushed through the API",
-                          &dyn->uscf->host);
+            dyn->swap(gen, k.sequence);
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "gateway_tls: %s \"%s\" keeps the servers last pushed through the API",
+                          what, dyn->name.c_str());
         }
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: %s", e.what());
@@ -1176,11 +908,24 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle)
 ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
-    if (mcf == nullptr || mcf->dynamic == nullptr || (mcf->dynamic->empty() && mcf->upstream_state == nullptr)) {
+    if (mcf == nullptr || mcf->upstreams == nullptr) {
         return NGX_OK;
     }
-    for (ngx_http_gtls_dynamic_t *dyn : *mcf->dynamic) {
-        dyn->seen_addresses = ngx_http_gtls_current_addresses(dyn, &dyn->seen_generation);
+    size_t dynamic = 0;
+    try {
+        for (ngx_gtls_upstream_set_t *set : {mcf->upstreams, mcf->stream_upstreams}) {
+            for (ngx_gtls_dynamic_upstream_t *dyn : set != nullptr ? set->dynamic : std::vector<ngx_gtls_dynamic_upstream_t *>()) {
+                bool pushed;
+                dyn->current(nullptr, &dyn->seen_generation, &pushed, &dyn->seen_addresses);
+                dynamic++;
+            }
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+    if (dynamic == 0 && mcf->upstream_state == nullptr) {
+        return NGX_OK;
     }
     ngx_http_gtls_notice_connection.fd = (ngx_socket_t) -1;
     ngx_http_gtls_notice_event.handler = ngx_http_gtls_notice_handler;

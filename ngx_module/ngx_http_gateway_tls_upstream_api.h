@@ -8,23 +8,12 @@
 
 #include "gtls_verify.h"
 
+#include "ngx_gtls_dynamic_upstream.h"
 #include "ngx_gtls_nginx.h"
 
-struct ngx_http_gtls_generation_t;
-struct ngx_http_gtls_dynamic_sh_t;
-
-// One upstream{} whose servers the API may replace (a zone, a balancer of
-// round robin's family), in process memory; `sh` lies in its zone.
-struct ngx_http_gtls_dynamic_t {
-    ngx_http_upstream_srv_conf_t   *uscf = nullptr;
-    ngx_http_upstream_rr_peers_t   *configured = nullptr;  // the zone's copy of the servers written
-    uint64_t                        configured_fingerprint = 0;
-    ngx_http_gtls_dynamic_sh_t     *sh = nullptr;
-
-    // this worker's view, for closing what removed servers leave behind
-    ngx_uint_t                      seen_generation = 0;
-    std::set<std::string>           seen_addresses;  // struct sockaddr bytes
-};
+// An http upstream{} whose servers the API may replace.
+using ngx_http_gtls_dynamic_t =
+    ngx_gtls_dynamic_upstream_of<ngx_http_upstream_srv_conf_t, ngx_http_upstream_rr_peers_t, NGX_HTTP_UPSTREAM_BACKUP>;
 
 // The scopes of one policy name (proxy_ssl_policy_name) whose trust the
 // API may replace: the http module's policies of that name that verify.
@@ -47,16 +36,10 @@ char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 char *ngx_http_gtls_upstream_api_allow(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
-// init_module: every eligible zone upstream gets its shared state, and the
-// servers last pushed for it before a reload if its configured servers did
-// not change since.
-ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle);
+// init_module: every eligible zone upstream, of http{} and of stream{},
+// gets its shared state, and the servers last pushed for it before a
+// reload if its configured servers did not change since.
+ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, const struct ngx_gtls_stream_export_t *stream);
 // init_process: each worker closes idle connections and drops TLS sessions
 // of servers the API removed.
 ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle);
-
-// Binds a request to its upstream's current servers (us->peer.data, for the
-// balancer's init_peer), until the request's pool goes; `restore` after
-// that init_peer puts the configured servers back.
-ngx_int_t ngx_http_gtls_bind_servers(ngx_http_request_t *r, ngx_http_gtls_dynamic_t *dyn);
-void ngx_http_gtls_restore_servers(ngx_http_gtls_dynamic_t *dyn);

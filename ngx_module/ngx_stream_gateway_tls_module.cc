@@ -31,11 +31,17 @@ typedef struct {
 static_assert(offsetof(ngx_stream_gtls_main_conf_t, export_status) == 0,
               "the http .so reads the export at the start of the main conf");
 
+// A stream upstream{} whose servers the http module's upstream API may
+// replace (ngx_gtls_dynamic_upstream.h).
+using ngx_stream_gtls_dynamic_t = ngx_gtls_dynamic_upstream_of<ngx_stream_upstream_srv_conf_t,
+                                                               ngx_stream_upstream_rr_peers_t, NGX_STREAM_UPSTREAM_BACKUP>;
+
 typedef struct {
     ngx_gtls_client_pin_conf_t        client_pins;  // ssl_verify_client_pin*
     ngx_gtls_policy_conf_t            policy;
     ngx_uint_t                        insecure;
     ngx_stream_upstream_init_peer_pt  original_init_peer;
+    ngx_stream_gtls_dynamic_t        *dynamic;      // servers the upstream API may replace
 } ngx_stream_gtls_srv_conf_t;
 
 // What one stream session learnt about its backend connection.
@@ -151,11 +157,22 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
 {
     ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
     ngx_stream_upstream_init_peer_pt original = mcf->implicit_init_peer;
+    ngx_stream_gtls_dynamic_t *dynamic = nullptr;
     if (us->srv_conf != nullptr) {
-        original = static_cast<ngx_stream_gtls_srv_conf_t *>(
-            ngx_stream_conf_upstream_srv_conf(us, ngx_stream_gateway_tls_module))->original_init_peer;
+        auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
+            ngx_stream_conf_upstream_srv_conf(us, ngx_stream_gateway_tls_module));
+        original = ups->original_init_peer;
+        dynamic = ups->dynamic;
     }
-    if (original(s, us) != NGX_OK) {
+    // the balancer starts on the servers current now, and the session keeps them
+    if (dynamic != nullptr && dynamic->bind(s->connection->pool, s->connection->log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    ngx_int_t rc = original(s, us);
+    if (dynamic != nullptr) {
+        dynamic->restore();
+    }
+    if (rc != NGX_OK) {
         return NGX_ERROR;
     }
     const gtls::Policy *policy = ngx_stream_gtls_policy(s);
@@ -287,6 +304,39 @@ ngx_command_t ngx_stream_gtls_commands[] = {
 
     ngx_null_command};
 
+// For the http module's upstream API, at its init_module: every stream
+// upstream{} with a zone and a balancer of round robin's family gets its
+// shared state; the others are listed with the reason.
+ngx_int_t ngx_stream_gtls_init_upstreams(ngx_cycle_t *cycle, ngx_gtls_upstream_set_t *set)
+{
+    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(
+        ngx_stream_cycle_get_module_main_conf(cycle, ngx_stream_gateway_tls_module));
+    auto *umcf = static_cast<ngx_stream_upstream_main_conf_t *>(
+        ngx_stream_cycle_get_module_main_conf(cycle, ngx_stream_upstream_module));
+    try {
+        auto **uscfp = static_cast<ngx_stream_upstream_srv_conf_t **>(umcf->upstreams.elts);
+        for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
+            ngx_stream_upstream_srv_conf_t *uscf = uscfp[i];
+            std::string why = ngx_stream_gtls_dynamic_t::not_dynamic(uscf);
+            if (!why.empty()) {
+                set->refused.emplace(ngx_gtls_sv(uscf->host), std::move(why));
+                continue;
+            }
+            ngx_stream_gtls_dynamic_t *dyn = ngx_stream_gtls_dynamic_t::create(cycle, uscf, &mcf->registry->sessions);
+            if (dyn == nullptr) {
+                return NGX_ERROR;
+            }
+            static_cast<ngx_stream_gtls_srv_conf_t *>(ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module))
+                ->dynamic = dyn;
+            set->add(dyn);
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
 void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
 {
     auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(ngx_pcalloc(cf->pool, sizeof(ngx_stream_gtls_main_conf_t)));
@@ -305,6 +355,7 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
     mcf->registry->status.kind = "stream";
     mcf->export_status = ngx_gtls_stream_export_t{};
     mcf->export_status.status = &mcf->registry->status;
+    mcf->export_status.init_upstreams = ngx_stream_gtls_init_upstreams;
     return mcf;
 }
 

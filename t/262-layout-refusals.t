@@ -64,7 +64,7 @@ CONF
 is($rc, 0, 'the stream module as built, without TLS to the backend: nginx -t passes') or diag $out;
 ($rc, $out) = check($fault, $variable_proxy);
 is($rc, 1, 'a stream module of another build: nginx -t fails') or diag $out;
-like($out, qr/\[emerg\] .*gateway_tls: ngx_stream_gateway_tls_module\.so is of another build than ngx_http_gateway_tls_module\.so \(status export version 1000, this one reads 1\): install both from one build/,
+like($out, qr/\[emerg\] .*gateway_tls: ngx_stream_gateway_tls_module\.so is of another build than ngx_http_gateway_tls_module\.so \(export version 1000, this one reads 2\): install both from one build/,
      'the refusal says which .so and what to do');
 
 # the http module expecting proxy's upstream conf one field further

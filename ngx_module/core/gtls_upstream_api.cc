@@ -482,13 +482,16 @@ ApiUpdate parse_api_update(std::string_view body)
 {
     const Json doc = Reader(body).document();
     expect(doc, Json::Type::Object, "the body");
-    const Json *upstreams = nullptr, *policies = nullptr;
+    const Json *upstreams = nullptr, *stream_upstreams = nullptr, *policies = nullptr;
     for (const auto &[key, value] : doc.members) {
         if (key == "upstreams") upstreams = &value;
+        else if (key == "stream_upstreams") stream_upstreams = &value;
         else if (key == "policies") policies = &value;
-        else refuse("the body", "unknown field " + json_string(key) + " (known: upstreams, policies)");
+        else refuse("the body", "unknown field " + json_string(key) + " (known: upstreams, stream_upstreams, policies)");
     }
-    if (upstreams == nullptr && policies == nullptr) refuse("the body", "\"upstreams\" or \"policies\" is required");
+    if (upstreams == nullptr && stream_upstreams == nullptr && policies == nullptr) {
+        refuse("the body", "\"upstreams\", \"stream_upstreams\" or \"policies\" is required");
+    }
     ApiUpdate out;
     if (policies != nullptr) {
         each_named(*policies, "policies", "policy", "a policy", kMaxApiPolicies, valid_policy_name,
@@ -496,11 +499,15 @@ ApiUpdate parse_api_update(std::string_view body)
                        out.policies.push_back(trust_of(value, name, field));
                    });
     }
-    if (upstreams == nullptr) return out;
-    each_named(*upstreams, "upstreams", "upstream", "an upstream", kMaxApiUpstreams, valid_upstream_name,
-               [&](const std::string &name, const Json &value, const std::string &field) {
-                   out.upstreams.push_back(upstream_of(value, name, field));
-               });
+    const std::pair<const Json *, const char *> lists[] = {{upstreams, "upstreams"}, {stream_upstreams, "stream_upstreams"}};
+    for (const auto &[list, key] : lists) {
+        if (list == nullptr) continue;
+        std::vector<UpstreamServers> &to = list == upstreams ? out.upstreams : out.stream_upstreams;
+        each_named(*list, key, "upstream", "an upstream", kMaxApiUpstreams, valid_upstream_name,
+                   [&](const std::string &name, const Json &value, const std::string &field) {
+                       to.push_back(upstream_of(value, name, field));
+                   });
+    }
     return out;
 }
 

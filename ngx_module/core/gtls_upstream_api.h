@@ -9,6 +9,8 @@
 //                                         "max_fails": 1, "fail_timeout": 10,
 //                                         "down": false}, ...]}, ...}}
 // Only "address" is required; the rest default as nginx's `server` does.
+// Stream upstream{} blocks (nginx names them apart from http's) go under
+// "stream_upstreams", in the same form.
 // The trust of named backend policies (proxy_ssl_policy_name) is replaced
 // the same way, in the same body or alone:
 //   {"policies": {"ns/web-tls": {"ca": "-----BEGIN CERTIFICATE-----...",
@@ -75,9 +77,11 @@ struct PolicyTrust {
     bool operator==(const PolicyTrust &o) const { return policy == o.policy && ca == o.ca && pins == o.pins; }
 };
 
-// A PUT body: servers of upstreams, trust of policies, or both.
+// A PUT body: servers of upstreams (of http{}, of stream{}), trust of
+// policies, or any of them together.
 struct ApiUpdate {
     std::vector<UpstreamServers>  upstreams;
+    std::vector<UpstreamServers>  stream_upstreams;
     std::vector<PolicyTrust>      policies;
 };
 

@@ -57,6 +57,31 @@ BOOST_AUTO_TEST_CASE(a_full_list_parses_with_nginx_defaults)
     BOOST_TEST(updates[2].servers.empty());
 }
 
+// stream{} names its upstreams apart from http{}: one name may be both
+BOOST_AUTO_TEST_CASE(stream_upstreams_parse_apart_from_http_upstreams)
+{
+    auto update = parse_api_update(R"({"stream_upstreams": {"db": {"servers": [{"address": "10.0.0.5:5432"}]},
+                                                              "web": {"servers": []}},
+                                       "upstreams": {"web": {"servers": [{"address": "10.0.0.1:8443", "weight": 2}]}}})");
+    BOOST_TEST_REQUIRE(update.upstreams.size() == 1u);
+    BOOST_TEST(update.upstreams[0].upstream == "web");
+    BOOST_TEST(update.upstreams[0].servers.at(0).weight == 2u);
+    BOOST_TEST_REQUIRE(update.stream_upstreams.size() == 2u);
+    BOOST_TEST(update.stream_upstreams[0].upstream == "db");
+    BOOST_TEST(update.stream_upstreams[0].servers.at(0).address == "10.0.0.5:5432");
+    BOOST_TEST(update.stream_upstreams[1].upstream == "web");
+    BOOST_TEST(update.stream_upstreams[1].servers.empty());
+    BOOST_TEST(update.policies.empty());
+    // stream lists alone, checked and named as http's are
+    BOOST_TEST(parse_api_update(R"({"stream_upstreams": {"db": {"servers": []}}})").upstreams.empty());
+    BOOST_TEST(refusal(R"({"stream_upstreams": {}})") == "stream_upstreams: names no upstream");
+    BOOST_TEST(refusal(R"({"stream_upstreams": {"db": {"servers": [{"address": "db.ns.svc:5432"}]}}})")
+                   .rfind(R"(stream_upstreams["db"].servers[0].address: )", 0)
+               == 0);
+    BOOST_TEST(refusal(R"({"stream_upstreams": {"a b": {"servers": []}}})") == R"(stream_upstreams["a b"]: is not an upstream name)");
+    BOOST_TEST(refusal(R"({"streams": {}})").find("(known: upstreams, stream_upstreams, policies)") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(what_the_api_writes_it_reads_back)
 {
     auto servers = parse_api_update(one(R"([{"address": "127.0.0.1:1", "weight": 1000, "down": true},
@@ -89,7 +114,7 @@ BOOST_AUTO_TEST_CASE(malformed_json_is_refused_with_its_line_and_column)
 BOOST_AUTO_TEST_CASE(every_field_is_checked_and_named)
 {
     BOOST_TEST(refusal("[]") == "the body: must be an object, not an array");
-    BOOST_TEST(refusal("{}") == "the body: \"upstreams\" or \"policies\" is required");
+    BOOST_TEST(refusal("{}") == "the body: \"upstreams\", \"stream_upstreams\" or \"policies\" is required");
     BOOST_TEST(refusal(R"({"upstreams": {}, "x": 1})").find("unknown field \"x\"") != std::string::npos);
     BOOST_TEST(refusal(R"({"upstreams": {}})") == "upstreams: names no upstream");
     BOOST_TEST(refusal(R"({"upstreams": {"a": {}, "a": {}}})").find("the key \"a\" appears twice")
