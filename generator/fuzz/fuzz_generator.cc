@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g2n::Plan plan = g2n::resolve(manifests, options);
     g2n::render_nginx_conf(plan, options);
     const std::string http = g2n::render_http_conf(plan, options);
-    g2n::render_stream_conf(plan);
+    g2n::render_stream_conf(plan, options);
     const std::string status = g2n::render_status(plan, options);
 
     // documents typed from gateway2nginx run's cache (kept across inputs:
@@ -60,12 +60,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     newer.nginx_version = g2n::kNginxStreamServerName;
     g2n::Plan newer_plan = g2n::resolve(manifests, newer);
     g2n::render_http_conf(newer_plan, newer);
-    g2n::render_stream_conf(newer_plan);
+    g2n::render_stream_conf(newer_plan, newer);
 
     options.upstream_api = "127.0.0.1:9114";
     g2n::render_http_conf(plan, options);
+    g2n::render_stream_conf(plan, options);
     g2n::api_body(g2n::api_content(plan, options));  // servers and trust, as pushed
     options.endpoint_skeleton = true;
     g2n::render_http_conf(plan, options);
+    g2n::render_stream_conf(plan, options);
     return 0;
 }

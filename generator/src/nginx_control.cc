@@ -180,6 +180,7 @@ ApiContent ApiContent::changed_since(const ApiContent &before) const
         }
     };
     diff(servers, before.servers, &changed.servers);
+    diff(stream_servers, before.stream_servers, &changed.stream_servers);
     diff(trust, before.trust, &changed.trust);
     return changed;
 }
@@ -190,6 +191,9 @@ ApiContent api_content(const Plan &plan, const Options &options)
     if (options.upstream_api == "off") return content;
     for (const Upstream &u : plan.upstreams) {
         if (api_replaceable(u)) content.servers[u.name] = upstream_servers_api_json(u);
+    }
+    for (const Upstream &u : plan.stream_upstreams) {
+        if (stream_api_replaceable(u)) content.stream_servers[u.name] = upstream_servers_api_json(u);
     }
     for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) {
         content.trust[name] = policy_trust_api_json(*policy, plan);
@@ -236,6 +240,9 @@ std::string api_body(const ApiContent &content)
     };
     std::string body;
     if (!content.servers.empty()) body += section("upstreams", "servers", content.servers);
+    if (!content.stream_servers.empty()) {
+        body += (body.empty() ? "" : ",") + section("stream_upstreams", "servers", content.stream_servers);
+    }
     if (!content.trust.empty()) body += (body.empty() ? "" : ",") + section("policies", nullptr, content.trust);
     return "{" + body + "}";
 }

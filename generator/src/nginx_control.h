@@ -26,10 +26,11 @@ std::string push_to_api(const std::string &listen, const std::string &body);
 // servers of every upstream it can replace, the trust of every policy it
 // can (none when the API is off).
 struct ApiContent {
-    std::map<std::string, std::string> servers;  // upstream -> [servers]
-    std::map<std::string, std::string> trust;    // policy -> {"ca":...,"pins":[...]}
+    std::map<std::string, std::string> servers;         // upstream -> [servers]
+    std::map<std::string, std::string> stream_servers;  // stream upstream -> [servers]
+    std::map<std::string, std::string> trust;           // policy -> {"ca":...,"pins":[...]}
 
-    bool empty() const { return servers.empty() && trust.empty(); }
+    bool empty() const { return servers.empty() && stream_servers.empty() && trust.empty(); }
     // the entries new or different since `before`
     ApiContent changed_since(const ApiContent &before) const;
 };
@@ -39,8 +40,8 @@ ApiContent api_content(const Plan &plan, const Options &options);
 // the trust rendered for each policy the API says holds pushed trust. ""
 // when done, else why not.
 std::string sync_after_reload(const Plan &plan, const Options &options);
-// A PUT body of `content`: {"upstreams":{...},"policies":{...}}, each
-// section only when it has entries.
+// A PUT body of `content`: {"upstreams":{...},"stream_upstreams":{...},
+// "policies":{...}}, each section only when it has entries.
 std::string api_body(const ApiContent &content);
 
 }  // namespace g2n

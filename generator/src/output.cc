@@ -45,7 +45,7 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     std::future<void> status = std::async(threads ? std::launch::async : std::launch::deferred, write_status);
     write_file(dir / "nginx.conf", render_nginx_conf(plan, options), 0644);
     write_file(dir / "http.conf", 0644, [&](std::ostream &out) { render_http_conf(out, plan, options); });
-    write_file(dir / "stream.conf", render_stream_conf(plan), 0644);
+    write_file(dir / "stream.conf", render_stream_conf(plan, options), 0644);
     status.get();
     for (const OutputFile &f : plan.files) {
         write_file(dir / f.path, f.content, f.mode);

@@ -168,9 +168,12 @@ std::vector<ServerLine> upstream_server_lines(const Upstream &u)
     return lines;
 }
 
-bool api_replaceable(const Upstream &u)
+namespace {
+
+// An upstream that can be reached, its servers IP literals
+bool api_can_replace(const Upstream &u)
 {
-    if (!u.unusable.empty() || !(u.for_http || u.for_grpc)) return false;
+    if (!u.unusable.empty()) return false;
     for (const std::string &server : u.servers) {
         try {
             gtls::parse_server_address(server, "server");
@@ -179,6 +182,18 @@ bool api_replaceable(const Upstream &u)
         }
     }
     return true;
+}
+
+}  // namespace
+
+bool api_replaceable(const Upstream &u)
+{
+    return (u.for_http || u.for_grpc) && api_can_replace(u);
+}
+
+bool stream_api_replaceable(const Upstream &u)
+{
+    return api_can_replace(u);
 }
 
 std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o)
@@ -227,6 +242,17 @@ std::string upstream_servers_api_json(const Upstream &u)
         servers.push_back(std::move(s));
     }
     return gtls::upstream_servers_json(servers);
+}
+
+void render_servers_zone(nginx::Writer &w, const char *zone, size_t replaceable)
+{
+    if (replaceable == 0) return;
+    w.open("upstream", {nginx::Name(zone)});
+    w.comment("the zone of upstreams whose servers gateway_tls_upstream_api replaces");
+    w.directive("zone", {nginx::Name(zone), nginx::Token::value(std::to_string(1024 + 8 * replaceable) + "k")});
+    w.directive("server", {"127.0.0.1:1", "down"});
+    w.close();
+    w.blank();
 }
 
 void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, Skeleton skeleton)
@@ -1185,14 +1211,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     const bool api = o.upstream_api != "off";
     size_t replaceable = 0;
     for (const Upstream &u : plan.upstreams) replaceable += api && api_replaceable(u);
-    if (replaceable > 0) {
-        w.open("upstream", {nginx::Name(kServersZone)});
-        w.comment("the zone of upstreams whose servers gateway_tls_upstream_api replaces");
-        w.directive("zone", {nginx::Name(kServersZone), nginx::Token::value(std::to_string(1024 + 8 * replaceable) + "k")});
-        w.directive("server", {"127.0.0.1:1", "down"});
-        w.close();
-        w.blank();
-    }
+    render_servers_zone(w, kServersZone, replaceable);
     const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
     for (const Upstream &u : plan.upstreams) {
         const bool dynamic = api && api_replaceable(u);
@@ -1211,8 +1230,10 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         // changed bundle must not change the skeleton); a zone full of
         // trust answers 507, and gateway2nginx reloads instead
         const size_t trust_room = 16 * std::min<size_t>(trusts.size(), 256);
+        size_t stream_replaceable = 0;
+        for (const Upstream &u : plan.stream_upstreams) stream_replaceable += stream_api_replaceable(u);
         w.directive("gateway_tls_upstream_state_zone",
-                    {nginx::Token::value(std::to_string(1024 + 4 * replaceable + trust_room) + "k")});
+                    {nginx::Token::value(std::to_string(1024 + 4 * (replaceable + stream_replaceable) + trust_room) + "k")});
         w.blank();
         w.open("server");
         w.directive("listen", {nginx::Token::value(o.upstream_api)});

@@ -16,7 +16,7 @@ namespace g2n {
 std::string render_nginx_conf(const Plan &plan, const Options &options);
 std::string render_http_conf(const Plan &plan, const Options &options = Options{});
 void render_http_conf(std::ostream &out, const Plan &plan, const Options &options);
-std::string render_stream_conf(const Plan &plan);
+std::string render_stream_conf(const Plan &plan, const Options &options);
 
 // ---- shared by render.cc and render_stream.cc -----------------------------
 
@@ -52,6 +52,8 @@ std::vector<ServerLine> upstream_server_lines(const Upstream &u);
 // http upstream that can be reached, its servers IP literals (names are
 // resolved only when nginx loads its configuration).
 bool api_replaceable(const Upstream &u);
+// The same for an upstream of plan.stream_upstreams (a TLSRoute's).
+bool stream_api_replaceable(const Upstream &u);
 // Its servers as the API takes them (gtls::upstream_servers_json).
 std::string upstream_servers_api_json(const Upstream &u);
 // The policies whose trust (CA bundle, pins) gateway_tls_upstream_api can
@@ -69,6 +71,9 @@ struct Skeleton {
     bool servers = false;
     bool trust = false;
 };
+// The upstream{} that sizes `zone`, shared by the `replaceable` upstreams
+// (none: nothing)
+void render_servers_zone(nginx::Writer &w, const char *zone, size_t replaceable);
 // upstream{} with its servers and the module directives of its policy; in
 // `zone` when its servers are replaceable at run time
 void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone = nullptr, Skeleton skeleton = {});

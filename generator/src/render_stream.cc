@@ -15,6 +15,8 @@ namespace {
 // Connections nobody may receive: an SNI no route claims, an invalid
 // backendRef's share. A server that is always down closes them.
 const nginx::Word kRefused = "tls_route_refused";
+// The zone of stream upstreams whose servers gateway_tls_upstream_api replaces.
+const char *const kStreamServersZone = "gateway2nginx_stream_servers";
 
 struct StreamSplits {
     std::ostringstream text;
@@ -90,7 +92,7 @@ void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const S
 
 }  // namespace
 
-std::string render_stream_conf(const Plan &plan)
+std::string render_stream_conf(const Plan &plan, const Options &o)
 {
     std::ostringstream out;
     out << kHeader << "\n";
@@ -107,8 +109,17 @@ std::string render_stream_conf(const Plan &plan)
     w.directive("proxy_ssl_verify_insecure", {any_allowed ? nginx::Word("allow") : nginx::Word("deny")});
     w.blank();
 
+    // with the upstream API, every replaceable upstream shares one zone,
+    // as in http{}
+    const bool api = o.upstream_api != "off";
+    size_t replaceable = 0;
+    for (const Upstream &u : plan.stream_upstreams) replaceable += api && stream_api_replaceable(u);
+    render_servers_zone(w, kStreamServersZone, replaceable);
     for (const Upstream &u : plan.stream_upstreams) {
-        render_upstream(w, u);
+        const bool dynamic = api && stream_api_replaceable(u);
+        Skeleton skeleton;
+        skeleton.servers = dynamic && o.endpoint_skeleton;
+        render_upstream(w, u, dynamic ? kStreamServersZone : nullptr, skeleton);
     }
     w.open("upstream", {kRefused});
     w.comment("no route for this SNI, or an invalid backend: the connection is closed");

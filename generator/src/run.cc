@@ -65,7 +65,7 @@ std::string skeleton_digest(const Plan &plan, const Options &options)
     std::set<std::string> replaceable_bundles;
     for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable_bundles.insert(policy->ca);
     std::string text = render_nginx_conf(plan, skeleton);
-    text += "\n\x01http\n" + render_http_conf(plan, skeleton) + "\n\x01stream\n" + render_stream_conf(plan);
+    text += "\n\x01http\n" + render_http_conf(plan, skeleton) + "\n\x01stream\n" + render_stream_conf(plan, skeleton);
     for (const OutputFile &f : plan.files) {
         if (replaceable_bundles.count(f.path)) continue;
         text += "\n\x01" + f.path + " " + std::to_string(f.mode) + "\n" + f.content;
@@ -201,7 +201,7 @@ private:
     {
         if (file_text(outdir_ / "nginx.conf") != render_nginx_conf(plan, args_.options)
             || file_text(outdir_ / "http.conf") != render_http_conf(plan, args_.options)
-            || file_text(outdir_ / "stream.conf") != render_stream_conf(plan)) {
+            || file_text(outdir_ / "stream.conf") != render_stream_conf(plan, args_.options)) {
             return false;
         }
         for (const OutputFile &f : plan.files) {
@@ -225,7 +225,8 @@ private:
             }
             pushed_ = content;
             std::string what;
-            if (!changed.servers.empty()) what = "servers of " + std::to_string(changed.servers.size()) + " upstream(s)";
+            const size_t upstreams = changed.servers.size() + changed.stream_servers.size();
+            if (upstreams > 0) what = "servers of " + std::to_string(upstreams) + " upstream(s)";
             if (!changed.trust.empty()) {
                 what += (what.empty() ? "" : " and ") + std::string("trust of ") + std::to_string(changed.trust.size())
                         + " policy(ies)";

@@ -374,7 +374,7 @@ inline Rendered render_for_property(const std::string &yaml, long nginx_version)
             out.statuses += "\n";
         }
         for (const std::string &text : {g2n::render_nginx_conf(plan, options), g2n::render_http_conf(plan, options),
-                                        g2n::render_stream_conf(plan)}) {
+                                        g2n::render_stream_conf(plan, options)}) {
             ConfTree tree = read_conf(text);
             if (!tree.error.empty()) {
                 out.error = "not nginx syntax: " + tree.error + "\n" + text;

@@ -215,7 +215,7 @@ spec:
   hostnames: [db.example.com]
   rules: [{backendRefs: [{name: db, port: 5432}]}]
 )";
-    std::string stream = render_stream_conf(plan_of(yaml));
+    std::string stream = render_stream_conf(plan_of(yaml), Options());
     BOOST_TEST(stream.find("    ssl_verify_client on;\n    ssl_verify_client_handshake on;\n    ssl_client_certificate certs/ca-")
                    != std::string::npos,
                stream);

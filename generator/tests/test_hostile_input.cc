@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(nginx_accepts_what_the_generator_writes)
         }
         g2n::Plan plan = g2n::resolve(m, options);
         std::string text = g2n::render_nginx_conf(plan, options) + g2n::render_http_conf(plan, options)
-                           + g2n::render_stream_conf(plan);
+                           + g2n::render_stream_conf(plan, options);
         for (const g2n::OutputFile &f : plan.files) text += f.path + f.content;
         if (!seen.insert(text).second) return "";
         g2n::write_configuration(plan, options, dir, false);

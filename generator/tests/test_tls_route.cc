@@ -7,7 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "gtls_upstream_api.h"
 #include "nginx_check.h"
+#include "nginx_control.h"
 #include "parse.h"
 #include "render.h"
 #include "resolve.h"
@@ -126,7 +128,7 @@ BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
     // the policy has nothing to act on behind Passthrough: no ancestor
     BOOST_TEST(status_of(plan, "BackendTLSPolicy", "db-tls").refs.empty());
 
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
                          "    # TLSRoute ns/db\n    *.db.example.com backend_ns_db_5432_passthrough;\n"
                          "    # TLSRoute ns/db\n    db.example.com backend_ns_db_5432_passthrough;\n"
@@ -135,11 +137,81 @@ BOOST_AUTO_TEST_CASE(passthrough_routes_by_sni_and_ignores_backend_tls_policy)
     BOOST_TEST(conf.find("proxy_ssl on;") == std::string::npos);
     BOOST_TEST(render_nginx_conf(plan, Options{}).find("load_module /usr/lib/nginx/modules/ngx_stream_module.so;")
                != std::string::npos);
-    BOOST_TEST(render_stream_conf(plan) == conf);  // deterministic
+    BOOST_TEST(render_stream_conf(plan, Options()) == conf);  // deterministic
 }
 
 // The stream module is loaded from where the nginx that runs the
 // configuration keeps its modules, and not at all when it is built in.
+// With the upstream API, a TLSRoute's backends (Passthrough and Terminate,
+// with a policy or without) change endpoints without a reload, as an
+// HTTPRoute's do: their upstreams share a stream zone, the skeleton leaves
+// their servers out, and the API is given them as "stream_upstreams".
+BOOST_AUTO_TEST_CASE(tls_route_endpoints_are_replaceable_through_the_api)
+{
+    Options api;
+    api.upstream_api = "127.0.0.1:9114";
+    Options skeleton = api;
+    skeleton.endpoint_skeleton = true;
+    auto manifests = [](const std::string &addresses) {
+        std::string m = setup() + gateway("gw", std::string(kPassthrough) + kTerminate)
+                         + tls_route("db", "gw", "[db.example.com]", "[{name: db, port: 5432}]");
+        const std::string slice = "endpoints: [{addresses: [\"10.0.0.1\"]}]";
+        m.replace(m.find(slice), slice.size(), "endpoints: [{addresses: [" + addresses + "]}]");
+        return m;
+    };
+    Plan plan = plan_of(manifests(R"("10.0.0.1", "10.0.0.2")"));
+    BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 2u);  // the Passthrough route's and the Terminate route's
+    size_t with_policy = 0;
+    for (const Upstream &u : plan.stream_upstreams) {
+        BOOST_TEST(stream_api_replaceable(u));
+        with_policy += u.tls();
+    }
+    BOOST_TEST(with_policy == 1u);
+
+    const std::string conf = render_stream_conf(plan, api);
+    BOOST_TEST(conf.find("upstream gateway2nginx_stream_servers {\n"
+                         "    # the zone of upstreams whose servers gateway_tls_upstream_api replaces\n"
+                         "    zone gateway2nginx_stream_servers 1040k;\n    server 127.0.0.1:1 down;\n}\n")
+                   != std::string::npos,
+               conf);
+    size_t zoned = 0;
+    for (size_t at = 0; (at = conf.find("    zone gateway2nginx_stream_servers;\n", at)) != std::string::npos; at++) zoned++;
+    BOOST_TEST(zoned == 2u);
+    BOOST_TEST(conf.find("server 10.0.0.2:15432;") != std::string::npos, conf);
+    // the state zone keeps a list per upstream, http's and stream's
+    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1032k;") != std::string::npos);
+
+    // other endpoints, none at all: the same skeleton
+    auto stream_skeleton = [&](const std::string &addresses) {
+        return render_stream_conf(plan_of(manifests(addresses)), skeleton);
+    };
+    BOOST_TEST(stream_skeleton(R"("10.0.0.1")") == stream_skeleton(R"("10.0.0.7", "10.0.0.8")"));
+    BOOST_TEST(stream_skeleton(R"("10.0.0.1")") == stream_skeleton(""));
+    BOOST_TEST(stream_skeleton(R"("10.0.0.1")").find("10.0.0.1") == std::string::npos);
+    BOOST_TEST(render_stream_conf(plan_of(manifests(R"("10.0.0.7")")), api) != conf);
+
+    // what the API is given: the servers nginx would be given, by stream upstream
+    const ApiContent content = api_content(plan, api);
+    BOOST_TEST(content.servers.empty());
+    BOOST_TEST_REQUIRE(content.stream_servers.size() == 2u);
+    for (const Upstream &u : plan.stream_upstreams) {
+        std::vector<gtls::UpstreamServer> servers = gtls::parse_server_list(content.stream_servers.at(u.name));
+        BOOST_TEST_REQUIRE(servers.size() == 2u);
+        BOOST_TEST(servers[1].address == "10.0.0.2:15432");
+    }
+    const ApiContent moved = api_content(plan_of(manifests(R"("10.0.0.9")")), api);
+    const std::string body = api_body(moved.changed_since(content));
+    BOOST_TEST(body.rfind("{\"stream_upstreams\":{", 0) == 0, body);
+    BOOST_TEST(body.find("{\"servers\":[{\"address\":\"10.0.0.9:15432\"") != std::string::npos, body);
+    gtls::ApiUpdate update = gtls::parse_api_update(body);  // what the module reads
+    BOOST_TEST(update.upstreams.empty());
+    BOOST_TEST(update.stream_upstreams.size() == 2u);
+
+    // without the API: no zone
+    BOOST_TEST(render_stream_conf(plan, Options()).find("gateway2nginx_stream_servers") == std::string::npos);
+    BOOST_TEST(api_content(plan, Options()).empty());
+}
+
 BOOST_AUTO_TEST_CASE(stream_module_follows_the_nginx_build)
 {
     NginxBuild debian = nginx_build_from(
@@ -187,7 +259,7 @@ BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
     BOOST_TEST(plan.stream_upstreams[0].policy->hostname == "db.internal");
     BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "db-tls")).find("gw:Accepted=True/Accepted") != std::string::npos);
 
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_server_name $tls_route_1 {") != std::string::npos, conf);
     BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl;\n    ssl_certificate certs/listener-ns-cert.crt;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    proxy_ssl on;\n    proxy_ssl_server_name on;\n    proxy_ssl_name $upstream_ssl_policy_hostname;\n")
@@ -240,7 +312,7 @@ BOOST_AUTO_TEST_CASE(terminate_hostnames_get_servers_behind_the_port_before_1_25
     BOOST_TEST_REQUIRE(plain.routes.size() == 1u);
     BOOST_TEST(!plain.routes[0].backends[0].upstream.empty());  // reached, in plaintext
 
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
                          "    # a Terminate listener's hostname: to the server that terminates\n"
                          "    a.plain.example.com tls_terminate_1;\n"
@@ -280,7 +352,7 @@ BOOST_AUTO_TEST_CASE(terminate_routes_get_stream_servers_by_name_from_1_25_5)
     BOOST_TEST(!s.routes[0].backends[0].upstream.empty());
     BOOST_TEST(s.routes[1].proxy_ssl);
 
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_server_name") == std::string::npos, conf);
     BOOST_TEST(conf.find("# TLSRoute ns/plain\nserver {\n    listen 0.0.0.0:8443 ssl;\n"
                          "    server_name a.plain.example.com;\n"
@@ -304,7 +376,7 @@ BOOST_AUTO_TEST_CASE(terminate_routes_get_stream_servers_by_name_from_1_25_5)
     plan = plan_for_nginx(setup() + gateway("gw", "  - {name: any, port: 8443, protocol: TLS, tls: {mode: Terminate, "
                                                   "certificateRefs: [{name: cert}]}}\n")
                           + tls_route("db", "gw", "", "[{name: db, port: 5432}]", "v1alpha2"), 1025005);
-    conf = render_stream_conf(plan);
+    conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl default_server;\n    server_name \"\";\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("tls_route_refused;\n}") == std::string::npos, conf);
     BOOST_TEST(conf.find("no route for this SNI: the connection is closed") == std::string::npos, conf);
@@ -361,7 +433,7 @@ BOOST_AUTO_TEST_CASE(terminate_and_passthrough_share_a_port_by_sni)
     BOOST_TEST(listener_reasons(gw, "a").find("attached=1 kinds=TLSRoute, Accepted=True/Accepted") == 0u, listener_reasons(gw, "a"));
     BOOST_TEST(listener_reasons(gw, "b").find("attached=1 kinds=TLSRoute, Accepted=True/Accepted") == 0u, listener_reasons(gw, "b"));
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 2u);
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("upstream tls_terminate_1 {\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    server 127.254.0.1:443;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
@@ -405,7 +477,7 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
     BOOST_TEST(plan.stream_servers[2].listen == "127.254.0.2:443");
     BOOST_TEST(plan.stream_servers[2].certificate == "certs/listener-ns-cert2.crt");
     BOOST_TEST(plan.stream_servers[2].proxy_ssl);
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
                          "    # a Terminate listener's hostname: to the server that terminates\n"
                          "    b.example.com tls_terminate_1;\n"
@@ -419,7 +491,7 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 2u);
     BOOST_TEST(plan.stream_servers[1].listen == "127.254.0.1:443");
     BOOST_TEST(plan.stream_servers[1].server_per_hostname);
-    conf = render_stream_conf(plan);
+    conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("    *.c.example.com tls_terminate_1;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    b.example.com tls_terminate_1;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl;\n    server_name x.c.example.com;\n"
@@ -489,7 +561,7 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_without_a_loopback_address_left_refuses_its_te
     BOOST_TEST_REQUIRE(plan.warnings.size() == 1u);
     BOOST_TEST(plan.warnings[0] == "stream listener 0.0.0.0:9443: no loopback address is left for its Terminate "
                                    "listeners; their hostnames are refused");
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("127.254.256.") == std::string::npos);
 }
 
@@ -521,7 +593,7 @@ BOOST_AUTO_TEST_CASE(weights_and_invalid_backends)
                         + tls_route("db", "gw", "[db.example.com]",
                                     "[{name: db, port: 5432, weight: 3}, {name: missing, port: 1, weight: 1}]"));
     BOOST_TEST(reasons(status_of(plan, "TLSRoute", "db")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=False/BackendNotFound ");
-    std::string conf = render_stream_conf(plan);
+    std::string conf = render_stream_conf(plan, Options());
     // the missing Service keeps its quarter of the connections, refused
     BOOST_TEST(conf.find("split_clients \"${remote_addr}${remote_port}${msec}\" $tls_split_1 {\n"
                          "    75.00% backend_ns_db_5432_passthrough;\n    * tls_route_refused;\n}") != std::string::npos, conf);

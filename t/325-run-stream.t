@@ -1,0 +1,189 @@
+# gateway2nginx run beside nginx, for TLSRoute backends (issue 20): the
+# EndpointSlice changes of a Service behind a TLS Terminate listener (its
+# backend under a BackendTLSPolicy, re-encrypted by the stream module) and
+# of one behind a Passthrough listener reach nginx through
+# gateway_tls_upstream_api ("stream_upstreams") with no reload, scaling to
+# zero and back included; an endpoint pushed that way is verified under
+# the policy as a configured one is.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path);
+use Time::HiRes qw(sleep time);
+
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $certs = certs_dir();
+my $ns = 'gateway-conformance-infra';
+my $backend_port = server_port() + 1;   # every endpoint listens on 127.0.0.N:this
+my $offset = server_port() + 20 - 443;
+my $terminate = 443 + $offset;
+my $passthrough = 444 + $offset;
+my $api_port = server_port() + 18;
+my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
+(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
+
+# ---- endpoints on 127.0.0.1 to 127.0.0.7, one port: TLS that says who it is;
+# the seventh's certificate does not name abc.example.com
+make_path("$dir/backends/logs", "$dir/backends/tmp", "$dir/tmp");
+my $servers = join '', map { my $cert = $_ == 7 ? 'wrongsan' : 'leaf'; <<"EOF" } 1 .. 7;
+    server {
+        listen 127.0.0.$_:$backend_port ssl;
+        ssl_certificate $certs/$cert.crt;
+        ssl_certificate_key $certs/$cert.key;
+        return "endpoint=127.0.0.$_\\n";
+    }
+EOF
+my $stream_load = nginx_stream_module();
+spit("$dir/backends/nginx.conf", <<"EOF");
+$stream_load
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 256; }
+stream {
+$servers
+}
+EOF
+start_nginx("$dir/backends", 'nginx.conf', $backend_port);
+
+sub slice_yaml {
+    my ($service, @hosts) = @_;
+    my $addresses = join ', ', map { "\"127.0.0.$_\"" } @hosts;
+    my $endpoints = @hosts ? "[{addresses: [$addresses]}]" : '[]';   # none: a Service scaled to zero
+    return <<"YAML";
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $service-abc
+  namespace: $ns
+  labels: {kubernetes.io/service-name: $service}
+ports: [{name: tls, port: $backend_port}]
+endpoints: $endpoints
+YAML
+}
+my $base = conformance_setup() . tls_secret_yaml('cert-abc', 'leaf') . <<"YAML";
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: $ns}
+spec:
+  gatewayClassName: gateway2nginx
+  listeners:
+  - {name: term, port: 443, protocol: TLS, hostname: abc.example.com, tls: {mode: Terminate, certificateRefs: [{name: cert-abc}]}}
+  - {name: pass, port: 444, protocol: TLS, hostname: abc.example.com, tls: {mode: Passthrough}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: $ns}
+spec:
+  ports: [{name: tls, port: 5432}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pass, namespace: $ns}
+spec:
+  ports: [{name: tls, port: 5432}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: db-tls, namespace: $ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: db}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: tls-checks-ca-certificate}]
+    hostname: abc.example.com
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: db, namespace: $ns}
+spec:
+  parentRefs: [{name: gw, sectionName: term}]
+  hostnames: [abc.example.com]
+  rules: [{backendRefs: [{name: db, port: 5432}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: pass, namespace: $ns}
+spec:
+  parentRefs: [{name: gw, sectionName: pass}]
+  hostnames: [abc.example.com]
+  rules: [{backendRefs: [{name: pass, port: 5432}]}]
+YAML
+
+sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+make_path("$dir/manifests");
+put('base.yaml', $base);
+put('db.yaml', slice_yaml('db', 1, 2));
+put('pass.yaml', slice_yaml('pass', 3));
+
+my $log = "$dir/run.log";
+my $run = fork // die;
+if ($run == 0) {
+    open STDERR, '>>', $log or die;
+    exec($bin, 'run', '-f', "$dir/manifests", '-o', "$dir/out", '--reload', "$dir/out/nginx.pid",
+         '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
+         '--module-dir', $module_dir, '--status-listen', 'off', '--debounce', '100') or die;
+}
+sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
+sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
+# the endpoint a new connection to PORT reaches ("(closed)": none)
+sub endpoint { my $said = tls_exchange(shift, 'abc.example.com', "hello\n"); return $said =~ /endpoint=(\S+)/ ? $1 : '(closed)' }
+sub endpoints_seen { my $port = shift; my %seen; $seen{endpoint($port)}++ for 1 .. 12; return join ' ', sort keys %seen }
+
+ok(wait_for(sub { -f "$dir/out/nginx.conf" }), 'gateway2nginx run writes the configuration') or diag slurp($log);
+start_nginx("$dir/out", 'nginx.conf', $api_port);
+my $master = slurp("$dir/out/nginx.pid");
+chomp $master;
+my $workers = worker_pids($master);
+is(endpoints_seen($terminate), '127.0.0.1 127.0.0.2', 'Terminate: traffic reaches the endpoints of its EndpointSlice');
+is(endpoints_seen($passthrough), '127.0.0.3', 'Passthrough: likewise');
+my $stream_conf = slurp("$dir/out/stream.conf");
+is(scalar(() = $stream_conf =~ /^    zone gateway2nginx_stream_servers;$/mg), 2, 'both upstreams have their servers in the stream zone');
+
+# [Terminate's endpoints], [Passthrough's]: one Service changes at a time
+my @changes = ([[3], [3]], [[3, 4, 5], [3]], [[3, 4, 5], [1, 2]], [[], [1, 2]], [[6], [1, 2]], [[6], []],
+               [[1, 6], [4]], [[2], [4]], [[2], [5, 6]]);
+my ($served, $slowest) = (0, 0);
+for my $i (0 .. $#changes) {
+    my ($db, $pass) = @{$changes[$i]};
+    my $pushed = count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/);
+    my $start = time;
+    put('db.yaml', slice_yaml('db', @$db));
+    put('pass.yaml', slice_yaml('pass', @$pass));
+    my $want = sub { @_ ? join(' ', map { "127.0.0.$_" } @_) : '(closed)' };   # no endpoints: closed, fail closed
+    if (wait_for(sub { endpoints_seen($terminate) eq $want->(@$db) && endpoints_seen($passthrough) eq $want->(@$pass) }, 5)) {
+        $served++;
+        $slowest = time - $start if time - $start > $slowest;
+    } else {
+        diag "change $i: wanted @{[$want->(@$db)]} / @{[$want->(@$pass)]}, got "
+             . endpoints_seen($terminate) . ' / ' . endpoints_seen($passthrough);
+    }
+    wait_for(sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) > $pushed }, 2);
+}
+diag sprintf('the slowest EndpointSlice change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
+is($served, scalar @changes, 'every EndpointSlice change of a TLSRoute backend reached the traffic, exactly its endpoints');
+ok(count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) >= scalar @changes,
+   'each was pushed through the upstream API');
+is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+like(slurp("$dir/out/stream.conf"), qr/server "?127\.0\.0\.5:$backend_port"?;/, 'OUTDIR holds the latest servers');
+
+# an endpoint whose certificate does not name the policy's hostname
+put('db.yaml', slice_yaml('db', 7));
+put('pass.yaml', slice_yaml('pass', 7));
+ok(wait_for(sub { endpoint($passthrough) eq '127.0.0.7' }, 5), 'pushed: the Passthrough route reaches it (no policy)');
+is(endpoints_seen($terminate), '(closed)', 'the Terminate route\'s policy refuses it: closed, never plaintext or unverified');
+like(slurp("$dir/out/logs/error.log"), qr/gateway_tls: .*127\.0\.0\.7:$backend_port/, 'and the log says why');
+put('db.yaml', slice_yaml('db', 1));
+ok(wait_for(sub { endpoints_seen($terminate) eq '127.0.0.1' }, 5), 'a verified endpoint pushed again serves');
+is(worker_pids($master), $workers, 'still the same workers');
+is(count_in_log(qr/nginx reloaded/), 0, 'still no reload');
+
+kill 'TERM', $run;
+waitpid($run, 0);
+is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
+stop_nginx("$dir/out");
+stop_nginx("$dir/backends");
