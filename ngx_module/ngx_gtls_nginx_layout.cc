@@ -160,7 +160,7 @@ ngx_int_t ngx_gtls_stream_proxy_ssl(ngx_conf_t *cf, const ngx_gtls_stream_proxy_
     return NGX_OK;
 }
 
-const ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_log_t *log, bool *mismatch)
+ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_log_t *log, bool *mismatch)
 {
     *mismatch = false;
     ngx_module_t *stream = ngx_gtls_module_named(cycle, "ngx_stream_module");
@@ -169,7 +169,7 @@ const ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_l
         return nullptr;
     }
     auto *ctx = reinterpret_cast<ngx_stream_conf_ctx_t *>(cycle->conf_ctx[stream->index]);
-    auto *exported = static_cast<const ngx_gtls_stream_export_t *>(ctx->main_conf[ours->ctx_index]);
+    auto *exported = static_cast<ngx_gtls_stream_export_t *>(ctx->main_conf[ours->ctx_index]);
     if (exported == nullptr) {
         return nullptr;
     }

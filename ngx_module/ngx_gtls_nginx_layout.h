@@ -83,21 +83,28 @@ ngx_int_t ngx_gtls_stream_proxy_ssl(ngx_conf_t *cf, const ngx_gtls_stream_proxy_
 // ---- between our two .so files --------------------------------------------
 
 // The first member of ngx_stream_gateway_tls_module's main conf: what the
-// http module (another .so) reads: the counters for its status endpoint,
-// and the stream upstreams its upstream API replaces the servers of
-// (`init_upstreams` fills the set at init_module, before the workers
-// start). A new field, or a change to ngx_gtls_status_t or to
-// ngx_gtls_dynamic_upstream.h, takes a new version.
+// http module (another .so) reads and writes. Its status endpoint reads
+// the counters; its upstream API replaces the servers of the stream
+// upstreams (`init_upstreams` fills the set at init_module, before the
+// workers start) and the trust of the stream policies (`status` lists
+// them, `sessions` holds their TLS sessions), and gives the stream module
+// `catch_up`, which each stream session calls before its balancer starts
+// so that it sees what another worker took. A new field, or a change to
+// ngx_gtls_status_t, gtls::Policy or ngx_gtls_dynamic_upstream.h, takes a
+// new version.
 struct ngx_gtls_stream_export_t {
     static constexpr uint32_t kMagic = 0x67746c73;  // "gtls"
     static constexpr uint32_t kVersion = NGX_GTLS_LAYOUT_FAULT ? 1000 : 2;
-    uint32_t            magic = kMagic;
-    uint32_t            version = kVersion;
-    size_t              status_size = sizeof(ngx_gtls_status_t);
-    ngx_gtls_status_t  *status = nullptr;
-    ngx_int_t         (*init_upstreams)(ngx_cycle_t *cycle, ngx_gtls_upstream_set_t *set) = nullptr;
+    uint32_t                   magic = kMagic;
+    uint32_t                   version = kVersion;
+    size_t                     status_size = sizeof(ngx_gtls_status_t);
+    ngx_gtls_status_t         *status = nullptr;
+    ngx_int_t                (*init_upstreams)(ngx_cycle_t *cycle, ngx_gtls_upstream_set_t *set) = nullptr;
+    ngx_gtls_session_cache_t  *sessions = nullptr;
+    void                     (*catch_up)(void *data) = nullptr;
+    void                      *catch_up_data = nullptr;
 };
 // The stream module's export in `cycle` when that module is loaded and
 // configured; null without it. `*mismatch` (and a log line at `log`): it
 // is there, but of another build of this project.
-const ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_log_t *log, bool *mismatch);
+ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_log_t *log, bool *mismatch);

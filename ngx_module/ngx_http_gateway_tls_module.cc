@@ -709,7 +709,7 @@ ngx_http_module_t ngx_http_gtls_module_ctx = {
 ngx_int_t ngx_http_gtls_init_module(ngx_cycle_t *cycle)
 {
     bool mismatch = false;
-    const ngx_gtls_stream_export_t *stream = ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
+    ngx_gtls_stream_export_t *stream = ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
     if (mismatch) {
         return NGX_ERROR;
     }

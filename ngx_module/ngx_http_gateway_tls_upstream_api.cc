@@ -114,24 +114,35 @@ uint64_t ngx_http_gtls_state_sequence(const ngx_http_gtls_state_t *state)
 
 // ---- policies' trust -----------------------------------------------------
 
-// The policies of each name, and what they trust as configured; every
+// The policies of each name, of this module and of the stream module
+// (`stream`, when it is loaded), and what they trust as configured; every
 // worker inherits them from init_module and changes its own copies.
-ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
+ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf,
+                                        const ngx_gtls_stream_export_t *stream)
 {
     mcf->trusted = ngx_gtls_pool_new<std::map<std::string, ngx_http_gtls_trusted_t>>(cycle->pool);
     if (mcf->trusted == nullptr) {
         return NGX_ERROR;
     }
     std::map<std::string, std::string> ca_files;  // policies share bundles: each read once
-    for (const ngx_gtls_policy_record_t &rec : mcf->registry->status.policies) {
-        if (rec.policy->name.empty() || rec.policy->mode == gtls::Mode::Skip) {
-            continue;  // nothing to name it by, or no trust to replace
+    auto collect = [&](const ngx_gtls_status_t &status, ngx_gtls_session_cache_t *sessions) {
+        for (const ngx_gtls_policy_record_t &rec : status.policies) {
+            if (rec.policy->name.empty() || rec.policy->mode == gtls::Mode::Skip) {
+                continue;  // nothing to name it by, or no trust to replace
+            }
+            ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
+            // built by ngx_gtls_build_policy in the configuration pool, not const there
+            t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
+            t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
+            t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy, &ca_files);
+            if (std::find(t.sessions.begin(), t.sessions.end(), sessions) == t.sessions.end()) {
+                t.sessions.push_back(sessions);
+            }
         }
-        ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
-        // built by ngx_gtls_build_policy in the configuration pool, not const there
-        t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
-        t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
-        t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy, &ca_files);
+    };
+    collect(mcf->registry->status, &mcf->registry->sessions);
+    if (stream != nullptr) {
+        collect(*stream->status, stream->sessions);
     }
     return NGX_OK;
 }
@@ -151,21 +162,11 @@ uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, cons
     return all;
 }
 
-// Puts `trust` in place in this process's copies of the policies (or,
-// `trust` null, each one's configured trust again), and frees the TLS
-// sessions made under what they trusted before (the new trust generation
-// would never offer them again).
-void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t, const gtls::Trust *trust,
-                                 uint64_t sequence)
+// Frees the TLS sessions `sessions` holds for `policies`.
+void ngx_http_gtls_forget_sessions(ngx_gtls_session_cache_t &sessions, const std::vector<gtls::Policy *> &policies)
 {
-    for (size_t i = 0; i < t->policies.size(); i++) {
-        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], sequence);
-    }
-    t->sequence = sequence;
-    t->pushed = trust != nullptr;
-    ngx_gtls_session_cache_t &sessions = mcf->registry->sessions;
     for (auto it = sessions.begin(); it != sessions.end();) {
-        if (std::find(t->policies.begin(), t->policies.end(), it->second.policy) != t->policies.end()) {
+        if (std::find(policies.begin(), policies.end(), it->second.policy) != policies.end()) {
             SSL_SESSION_free(it->second.session);
             it = sessions.erase(it);
         } else {
@@ -174,13 +175,29 @@ void ngx_http_gtls_replace_trust(ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_t
     }
 }
 
+// Puts `trust` in place in this process's copies of the policies (or,
+// `trust` null, each one's configured trust again), and frees the TLS
+// sessions made under what they trusted before (the new trust generation
+// would never offer them again).
+void ngx_http_gtls_replace_trust(ngx_http_gtls_trusted_t *t, const gtls::Trust *trust, uint64_t sequence)
+{
+    for (size_t i = 0; i < t->policies.size(); i++) {
+        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], sequence);
+    }
+    t->sequence = sequence;
+    t->pushed = trust != nullptr;
+    for (ngx_gtls_session_cache_t *sessions : t->sessions) {
+        ngx_http_gtls_forget_sessions(*sessions, t->policies);
+    }
+}
+
 // A kept entry's trust made current here; false (a log line, and a policy
 // that trusts nothing) when it cannot be read here.
-bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_trusted_t *t,
+bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_trusted_t *t,
                               const std::string &name, const std::string &json, uint64_t sequence)
 {
     if (json.empty()) {  // the configured trust, pushed: back to it
-        ngx_http_gtls_replace_trust(mcf, t, nullptr, sequence);
+        ngx_http_gtls_replace_trust(t, nullptr, sequence);
         return true;
     }
     gtls::PolicyTrust pushed = gtls::parse_policy_trust(json, name);
@@ -192,10 +209,10 @@ bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ng
                       "gateway_tls: policy %s trusts nothing until the next push: the trust pushed cannot be read here: %s",
                       gtls::json_string(name).c_str(), gtls::json_string(error).c_str());
         const gtls::Trust nothing;
-        ngx_http_gtls_replace_trust(mcf, t, &nothing, sequence);
+        ngx_http_gtls_replace_trust(t, &nothing, sequence);
         return false;
     }
-    ngx_http_gtls_replace_trust(mcf, t, &trust, sequence);
+    ngx_http_gtls_replace_trust(t, &trust, sequence);
     return true;
 }
 
@@ -314,7 +331,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
     }
 
     for (const newer_trust_t &n : newer_trust) {
-        if (ngx_http_gtls_take_trust(cycle->log, mcf, n.trusted, n.name, n.json, n.sequence)) {
+        if (ngx_http_gtls_take_trust(cycle->log, n.trusted, n.name, n.json, n.sequence)) {
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                            "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
                            n.name.c_str(), n.sequence);
@@ -528,7 +545,7 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
             drop_trusts();
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
                                             "no policy " + gtls::json_string(pushed.policy)
-                                                + " that verifies (proxy_ssl_policy_name of an http scope whose mode is not skip)");
+                                                + " that verifies (proxy_ssl_policy_name of an http or stream scope whose mode is not skip)");
         }
         std::string error;
         t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
@@ -628,14 +645,14 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         ngx_http_gtls_keep_entry(mcf->upstream_state, t.entry);
         if (t.configured) {
             const bool was_pushed = t.trusted->pushed;
-            ngx_http_gtls_replace_trust(mcf, t.trusted, nullptr, t.entry->sequence);
+            ngx_http_gtls_replace_trust(t.trusted, nullptr, t.entry->sequence);
             if (was_pushed) {
                 ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                               "gateway_tls: policy %s trusts what it is configured with again (from the API, entry %uL)",
                               gtls::json_string(name).c_str(), t.entry->sequence);
             }
         } else {
-            ngx_http_gtls_replace_trust(mcf, t.trusted, &t.trust, t.entry->sequence);
+            ngx_http_gtls_replace_trust(t.trusted, &t.trust, t.entry->sequence);
             ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                           "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
                           gtls::json_string(name).c_str(),
@@ -801,7 +818,17 @@ char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void
     return mcf->upstream_state != nullptr ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
 }
 
-ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, const ngx_gtls_stream_export_t *stream)
+// ngx_gtls_stream_export_t's catch_up
+void ngx_http_gtls_catch_up_hook(void *mcf)
+{
+    try {
+        ngx_http_gtls_catch_up(static_cast<ngx_http_gtls_main_conf_t *>(mcf));
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stream_export_t *stream)
 {
     ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
     if (mcf == nullptr) {
@@ -809,7 +836,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, const ngx_gtl
     }
     try {
         mcf->upstreams = ngx_gtls_pool_new<ngx_gtls_upstream_set_t>(cycle->pool);
-        if (mcf->upstreams == nullptr || ngx_http_gtls_collect_trusted(cycle, mcf) != NGX_OK) {
+        if (mcf->upstreams == nullptr || ngx_http_gtls_collect_trusted(cycle, mcf, stream) != NGX_OK) {
             return NGX_ERROR;
         }
         auto *umcf = static_cast<ngx_http_upstream_main_conf_t *>(
@@ -830,12 +857,15 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, const ngx_gtl
             ups->dynamic = dyn;
             mcf->upstreams->add(dyn);
         }
-        // the stream module's, which it binds its sessions to itself
+        // the stream module's, which it binds its sessions to itself; its
+        // sessions catch up, as requests do, with what other workers took
         if (stream != nullptr) {
             mcf->stream_upstreams = ngx_gtls_pool_new<ngx_gtls_upstream_set_t>(cycle->pool);
             if (mcf->stream_upstreams == nullptr || stream->init_upstreams(cycle, mcf->stream_upstreams) != NGX_OK) {
                 return NGX_ERROR;
             }
+            stream->catch_up = ngx_http_gtls_catch_up_hook;
+            stream->catch_up_data = mcf;
         }
 
         if (mcf->upstream_state == nullptr) {
@@ -877,7 +907,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, const ngx_gtl
 
         // before the workers start: they inherit it
         for (const kept_t &k : kept_trust) {
-            if (ngx_http_gtls_take_trust(cycle->log, mcf, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
+            if (ngx_http_gtls_take_trust(cycle->log, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
                 ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                               "gateway_tls: policy %s keeps the trust last pushed through the API",
                               gtls::json_string(k.name).c_str());

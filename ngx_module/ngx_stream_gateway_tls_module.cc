@@ -164,6 +164,10 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
         original = ups->original_init_peer;
         dynamic = ups->dynamic;
     }
+    // servers and trust pushed through another worker count from now here too
+    if (mcf->export_status.catch_up != nullptr) {
+        mcf->export_status.catch_up(mcf->export_status.catch_up_data);
+    }
     // the balancer starts on the servers current now, and the session keeps them
     if (dynamic != nullptr && dynamic->bind(s->connection->pool, s->connection->log) != NGX_OK) {
         return NGX_ERROR;
@@ -356,6 +360,7 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
     mcf->export_status = ngx_gtls_stream_export_t{};
     mcf->export_status.status = &mcf->registry->status;
     mcf->export_status.init_upstreams = ngx_stream_gtls_init_upstreams;
+    mcf->export_status.sessions = &mcf->registry->sessions;
     return mcf;
 }
 

@@ -154,24 +154,8 @@ sleep 0.5;
 
 # the servers of change I: scale up and down over a moving window, and
 # every 20th change a rollout onto endpoints the previous list did not have
-my @lists;
-my @previous = ($ports[0]);
-for my $i (1 .. 200) {
-    my @list;
-    if ($i % 20 == 0) {
-        my %old = map { $_ => 1 } @previous;
-        @list = (grep { !$old{$_} } @ports)[0 .. 2];
-    } else {
-        my $size = 1 + $i % 6;
-        my $start = ($i * 5) % 16;
-        @list = map { $ports[($start + $_) % 16] } 0 .. $size - 1;
-    }
-    push @lists, [@list];
-    @previous = @list;
-}
-
-my %member_since = ($ports[0] => 0);   # port => time it joined (current members)
-my @intervals;                          # [port, from, to]
+my @lists = churn_lists(200, 20, 6, \@ports, $ports[0]);
+my ($joined, $strays) = endpoint_membership($ports[0]);
 my ($accepted, $late, $slowest, $rollouts) = (0, 0, 0, 0);
 my $first_change = time;
 for my $i (0 .. $#lists) {
@@ -179,14 +163,7 @@ for my $i (0 .. $#lists) {
     my ($code) = api('PUT', servers_json(@list));
     my $now = time;
     $accepted++ if $code == 200;
-    my %in = map { $_ => 1 } @list;
-    for my $p (keys %member_since) {
-        next if $in{$p};
-        push @intervals, [$p, $member_since{$p}, $now];
-        delete $member_since{$p};
-    }
-    my @new = grep { !exists $member_since{$_} } @list;
-    $member_since{$_} = $now for @new;
+    my @new = $joined->($now, @list);
     $rollouts++ if ($i + 1) % 20 == 0;
     # every new endpoint serves within 1 s
     my %waiting = map { $_ => 1 } @new;
@@ -198,7 +175,6 @@ for my $i (0 .. $#lists) {
     sleep 0.05;
 }
 my $last_change = time;
-push @intervals, map { [$_, $member_since{$_}, 9e9] } keys %member_since;
 my $slow_alive = kill(0, $slow) && waitpid($slow, POSIX::WNOHANG()) == 0;
 waitpid($wrk_pid, 0);
 my $report = slurp($wrk);
@@ -221,13 +197,7 @@ is(-s $slow_out, $slow_bytes, "with all its $slow_bytes bytes");
 
 # no request reached an endpoint outside its time in the list (0.5 s for
 # requests in flight at a change)
-my ($lines, @strays) = (0);
-for (split /\n/, slurp("$dir/backends/logs/access.log")) {
-    my ($p, $t) = split ' ';
-    next if $p == $wrongsan;
-    $lines++;
-    push @strays, "$p at $t" unless grep { $_->[0] == $p && $t >= $_->[1] - 0.5 && $t <= $_->[2] + 0.5 } @intervals;
-}
+my ($lines, @strays) = $strays->("$dir/backends/logs/access.log", 0.5, 0, $wrongsan);
 ok($lines > 1000, "the endpoints logged the requests ($lines)");
 is_deeply(\@strays, [], 'a removed endpoint got no request after its in-flight ones');
 

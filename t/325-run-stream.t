@@ -4,7 +4,8 @@
 # of one behind a Passthrough listener reach nginx through
 # gateway_tls_upstream_api ("stream_upstreams") with no reload, scaling to
 # zero and back included; an endpoint pushed that way is verified under
-# the policy as a configured one is.
+# the policy as a configured one is; and a rotation of the policy's CA
+# ConfigMap is pushed as the policy's trust, no reload either.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -93,7 +94,7 @@ metadata: {name: db-tls, namespace: $ns}
 spec:
   targetRefs: [{group: "", kind: Service, name: db}]
   validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: tls-checks-ca-certificate}]
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: db-ca}]
     hostname: abc.example.com
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -113,9 +114,13 @@ spec:
   rules: [{backendRefs: [{name: pass, port: 5432}]}]
 YAML
 
+# the policy's CA ConfigMap, in a file of its own: changed below
+sub ca_yaml { my $pem = join '', map { slurp("$certs/$_") } @_; $pem =~ s/^/    /mg;
+              return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db-ca, namespace: $ns}\ndata:\n  ca.crt: |\n$pem" }
 sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
 make_path("$dir/manifests");
 put('base.yaml', $base);
+put('ca.yaml', ca_yaml('ca.crt'));
 put('db.yaml', slice_yaml('db', 1, 2));
 put('pass.yaml', slice_yaml('pass', 3));
 
@@ -181,6 +186,18 @@ put('db.yaml', slice_yaml('db', 1));
 ok(wait_for(sub { endpoints_seen($terminate) eq '127.0.0.1' }, 5), 'a verified endpoint pushed again serves');
 is(worker_pids($master), $workers, 'still the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'still no reload');
+
+# a CA rotation: the ConfigMap's bundle changes, the stream policy's trust follows with no reload
+my $trust_pushed = count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/);
+put('ca.yaml', ca_yaml('unrelated-ca.crt'));
+ok(wait_for(sub { endpoints_seen($terminate) eq '(closed)' }, 5),
+   'a CA ConfigMap that no longer holds the endpoints\' CA: every connection refused at once');
+put('ca.yaml', ca_yaml('unrelated-ca.crt', 'ca.crt'));
+ok(wait_for(sub { endpoints_seen($terminate) eq '127.0.0.1' }, 5), 'a bundle of both CAs: served again');
+is(count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), $trust_pushed + 2,
+   'each CA change was pushed through the upstream API');
+is(worker_pids($master), $workers, 'and nginx never reloaded for them');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 
 kill 'TERM', $run;
 waitpid($run, 0);

@@ -4,13 +4,14 @@
 # the first change (a slow download through the stream proxy) is still
 # open after 60 changes; every new endpoint serves within 1 s; a removed
 # one gets no new connection; the workers never change; a pushed endpoint
-# is verified under the upstream's policy; bad input changes nothing; a
-# reload keeps the last list pushed.
+# is verified under the upstream's policy, whose trust is replaced at run
+# time too; bad input changes nothing; a reload keeps the last list pushed.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
 use IO::Socket::INET;
+use JSON::PP;
 use Time::HiRes qw(sleep time);
 
 plan 'no_plan';
@@ -167,24 +168,9 @@ sleep 1;
 my $started = -s $slow_out // 0;
 ok($started > 0, "the slow download streams through the stream proxy ($started bytes after 1 s)");
 
-# ---- 60 changes: scale up and down, rollouts onto new endpoints -------------
-my @lists;
-my @previous = ($slow_endpoint);
-for my $i (1 .. 60) {
-    my @list;
-    if ($i % 10 == 0) {
-        my %old = map { $_ => 1 } @previous;
-        @list = (grep { !$old{$_} } @ports)[0 .. 1];
-    } else {
-        my $size = 1 + $i % 4;
-        my $start = ($i * 3) % 8;
-        @list = map { $ports[($start + $_) % 8] } 0 .. $size - 1;
-    }
-    push @lists, [@list];
-    @previous = @list;
-}
-my %member_since = ($slow_endpoint => 0);
-my @intervals;
+# ---- 60 changes: scale up and down, every 10th a rollout onto new endpoints --
+my @lists = churn_lists(60, 10, 4, \@ports, $slow_endpoint);
+my ($joined, $strays) = endpoint_membership($slow_endpoint);
 my ($accepted, $late, $strays_seen) = (0, 0, 0);
 my $first_change = time;
 for my $list (@lists) {
@@ -192,13 +178,7 @@ for my $list (@lists) {
     my $now = time;
     $accepted++ if $code == 200;
     my %in = map { $_ => 1 } @$list;
-    for my $p (keys %member_since) {
-        next if $in{$p};
-        push @intervals, [$p, $member_since{$p}, $now];
-        delete $member_since{$p};
-    }
-    my @new = grep { !exists $member_since{$_} } @$list;
-    $member_since{$_} = $now for @new;
+    my @new = $joined->($now, @$list);
     my %waiting = map { $_ => 1 } @new;
     while (%waiting && time - $now < 1) {
         my $got = endpoint();
@@ -207,7 +187,6 @@ for my $list (@lists) {
     }
     $late += scalar keys %waiting;
 }
-push @intervals, map { [$_, $member_since{$_}, 9e9] } keys %member_since;
 is($accepted, 60, 'the API accepted 60 changes of the stream upstream');
 is($late, 0, 'every new endpoint served a new connection within 1 s of its change');
 is($strays_seen, 0, 'every new connection reached an endpoint of the list current at its start');
@@ -220,13 +199,7 @@ is(-s $slow_out, $slow_bytes, "with all its $slow_bytes bytes");
 
 # no connection reached an endpoint outside its time in the list (before
 # the first change, only start_nginx's probe of the last port connected)
-my ($lines, @strays) = (0);
-for (split /\n/, slurp("$dir/backends/logs/access.log")) {
-    my ($p, $t) = split ' ';
-    next if $p == $wrongsan || $p == $slow_endpoint || $t < $first_change;
-    $lines++;
-    push @strays, "$p at $t" unless grep { $_->[0] == $p && $t >= $_->[1] - 0.2 && $t <= $_->[2] + 0.2 } @intervals;
-}
+my ($lines, @strays) = $strays->("$dir/backends/logs/access.log", 0.2, $first_change, $wrongsan, $slow_endpoint);
 ok($lines >= 60, "the endpoints logged the connections ($lines)");
 is_deeply(\@strays, [], 'a removed endpoint got no connection after its removal');
 my $log = slurp("$dir/gw/logs/error.log");
@@ -245,6 +218,23 @@ like(substr(slurp("$dir/gw/logs/stream.log"), $stream_log), qr/127\.0\.0\.1:$wro
 api('PUT', servers_json($ports[5]));
 is(endpoint(), $ports[5], 'and a verified one serves');
 like(substr(slurp("$dir/gw/logs/stream.log"), $stream_log), qr/127\.0\.0\.1:$ports[5] SUCCESS/, 'verified');
+
+# ---- the stream policy's trust, replaced at run time ---------------------------
+sub trust_json { JSON::PP->new->encode({policies => {'ns/svc' => {ca => join '', map { slurp("$certs/$_") } @_}}}) }
+my ($trusted, $trust_reply) = api('PUT', trust_json('unrelated-ca.crt'));
+is($trusted, 200, 'the stream policy\'s trust pushed: a CA that signed no endpoint') or diag $trust_reply;
+$stream_log = -s "$dir/gw/logs/stream.log";
+my @refused = map { endpoint() } 1 .. 12;
+is_deeply(\@refused, [('(closed)') x 12], 'every new connection at once, whichever worker takes it, is refused under it');
+sleep 0.2;
+my @verdicts = substr(slurp("$dir/gw/logs/stream.log"), $stream_log) =~ /FAILED:chain/g;
+is(scalar @verdicts, 12, 'for the chain');
+my (undef, $policies) = api('GET');
+like($policies, qr/"policies":\{"ns\/svc":\{"generation":\d+,"source":"api","ca":"api:sha256:[0-9a-f]+"/,
+     'GET lists the stream policy\'s pushed trust');
+api('PUT', trust_json('unrelated-ca.crt', 'ca.crt'));
+is(join(' ', map { endpoint() } 1 .. 6), join(' ', ($ports[5]) x 6), 'a bundle of both CAs: served again');
+is(workers(), $workers, 'no reload for either');
 
 # ---- no servers, and back ----------------------------------------------------
 my ($emptied) = api('PUT', servers_json());

@@ -218,11 +218,13 @@ std::string sync_after_reload(const Plan &plan, const Options &options)
     for (auto it = content.trust.begin(); it != content.trust.end();) {
         it = pushed.count(it->first) ? std::next(it) : content.trust.erase(it);
     }
-    for (const Upstream &u : plan.upstreams) {
-        // one no longer replaceable (now behind a TLSRoute too) goes back all the same
-        if (u.tls() && u.unusable.empty() && pushed.count(u.policy->name) && !content.trust.count(u.policy->name)
-            && (!u.policy->ca.empty() || !u.policy->pins.empty())) {
-            content.trust[u.policy->name] = policy_trust_api_json(*u.policy, plan);
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            // one no longer replaceable (its copies now differ) goes back all the same
+            if (u.tls() && u.unusable.empty() && pushed.count(u.policy->name) && !content.trust.count(u.policy->name)
+                && (!u.policy->ca.empty() || !u.policy->pins.empty())) {
+                content.trust[u.policy->name] = policy_trust_api_json(*u.policy, plan);
+            }
         }
     }
     return content.empty() ? "" : push_to_api(options.upstream_api, api_body(content));

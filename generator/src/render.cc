@@ -201,18 +201,18 @@ std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const P
     std::map<std::string, const UpstreamPolicy *> policies;
     if (o.upstream_api == "off") return policies;
     std::set<std::string> refused;
-    for (const Upstream &u : plan.stream_upstreams) {
-        if (u.tls()) refused.insert(u.policy->name);
-    }
-    for (const Upstream &u : plan.upstreams) {
-        if (!u.tls() || !u.unusable.empty() || !(u.for_http || u.for_grpc)) continue;
-        const UpstreamPolicy &p = *u.policy;
-        if (p.mode == "skip" || (p.ca.empty() && p.pins.empty())) {
-            refused.insert(p.name);
-            continue;
+    // the API reaches the policies of a name in http{} and in stream{} alike
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            if (!u.tls() || !u.unusable.empty() || !(u.for_http || u.for_grpc)) continue;  // where its policy is rendered
+            const UpstreamPolicy &p = *u.policy;
+            if (p.mode == "skip" || (p.ca.empty() && p.pins.empty())) {
+                refused.insert(p.name);
+                continue;
+            }
+            auto [it, added] = policies.emplace(p.name, &p);
+            if (!added && (it->second->ca != p.ca || it->second->pins != p.pins)) refused.insert(p.name);
         }
-        auto [it, added] = policies.emplace(p.name, &p);
-        if (!added && (it->second->ca != p.ca || it->second->pins != p.pins)) refused.insert(p.name);
     }
     for (const std::string &name : refused) policies.erase(name);
     return policies;

@@ -57,9 +57,8 @@ bool stream_api_replaceable(const Upstream &u);
 // Its servers as the API takes them (gtls::upstream_servers_json).
 std::string upstream_servers_api_json(const Upstream &u);
 // The policies whose trust (CA bundle, pins) gateway_tls_upstream_api can
-// replace, by name: with the API on, verifying (not skip), in http
-// upstreams that can be reached and nowhere in stream{} (the API reaches
-// the http module's policies only), one trust per name.
+// replace, by name: with the API on, verifying (not skip), in upstreams
+// (of http{} or stream{}) that can be reached, one trust per name.
 std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o);
 // Its trust as the API takes it (gtls::policy_trust_json): the CA bundle's
 // PEM (from the plan's files) or "system", and the pins.

@@ -115,10 +115,12 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     size_t replaceable = 0;
     for (const Upstream &u : plan.stream_upstreams) replaceable += api && stream_api_replaceable(u);
     render_servers_zone(w, kStreamServersZone, replaceable);
+    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
     for (const Upstream &u : plan.stream_upstreams) {
         const bool dynamic = api && stream_api_replaceable(u);
         Skeleton skeleton;
         skeleton.servers = dynamic && o.endpoint_skeleton;
+        skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
         render_upstream(w, u, dynamic ? kStreamServersZone : nullptr, skeleton);
     }
     w.open("upstream", {kRefused});

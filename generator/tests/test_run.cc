@@ -196,7 +196,7 @@ BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
     BOOST_TEST(trust_replaceable_policies(before, Options{}).empty());
 }
 
-BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_reaches_streams_is_not_replaceable)
+BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)
 {
     Options skeleton = with_api();
     skeleton.endpoint_skeleton = true;
@@ -217,7 +217,8 @@ BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_reaches_streams_is_not_repla
     }
     BOOST_TEST_REQUIRE(verified > 0u);
     BOOST_TEST(trust_replaceable_policies(skipped, with_api()).empty());
-    // a policy also rendered in stream{} (a TLSRoute's backend) is not
+    // a policy also rendered in stream{} (a TLSRoute's backend) is, as one:
+    // the API reaches the stream module's policies of the name too
     Plan streamed = resolve(parse(with_policy("ca.crt")), with_api());
     Upstream stream_copy = streamed.upstreams.front();
     for (const Upstream &u : streamed.upstreams) {
@@ -225,6 +226,12 @@ BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_reaches_streams_is_not_repla
     }
     BOOST_TEST_REQUIRE(stream_copy.tls());
     streamed.stream_upstreams.push_back(stream_copy);
+    BOOST_TEST(trust_replaceable_policies(streamed, with_api()).size() == 1u);
+    BOOST_TEST(api_content(streamed, with_api()).trust.size() == 1u);
+    // unless its copies disagree on what they trust: one trust per name
+    auto differing = std::make_shared<UpstreamPolicy>(*stream_copy.policy);
+    differing->pins.push_back("sha256-spki:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    streamed.stream_upstreams.back().policy = differing;
     BOOST_TEST(trust_replaceable_policies(streamed, with_api()).empty());
     BOOST_TEST(api_content(streamed, with_api()).trust.empty());
 }

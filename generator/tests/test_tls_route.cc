@@ -178,8 +178,9 @@ BOOST_AUTO_TEST_CASE(tls_route_endpoints_are_replaceable_through_the_api)
     for (size_t at = 0; (at = conf.find("    zone gateway2nginx_stream_servers;\n", at)) != std::string::npos; at++) zoned++;
     BOOST_TEST(zoned == 2u);
     BOOST_TEST(conf.find("server 10.0.0.2:15432;") != std::string::npos, conf);
-    // the state zone keeps a list per upstream, http's and stream's
-    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1032k;") != std::string::npos);
+    // the state zone keeps a list per upstream, http's and stream's, and
+    // room for the trust of the policy
+    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1048k;") != std::string::npos);
 
     // other endpoints, none at all: the same skeleton
     auto stream_skeleton = [&](const std::string &addresses) {
@@ -188,6 +189,14 @@ BOOST_AUTO_TEST_CASE(tls_route_endpoints_are_replaceable_through_the_api)
     BOOST_TEST(stream_skeleton(R"("10.0.0.1")") == stream_skeleton(R"("10.0.0.7", "10.0.0.8")"));
     BOOST_TEST(stream_skeleton(R"("10.0.0.1")") == stream_skeleton(""));
     BOOST_TEST(stream_skeleton(R"("10.0.0.1")").find("10.0.0.1") == std::string::npos);
+    // and the policy's trust, which the API replaces in stream{} too
+    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, api);
+    BOOST_TEST_REQUIRE(trusts.size() == 1u);
+    const std::string ca = trusts.begin()->second->ca;
+    BOOST_TEST(conf.find("proxy_ssl_verify_ca " + ca + ";") != std::string::npos, conf);
+    BOOST_TEST(stream_skeleton(R"("10.0.0.1")").find(ca) == std::string::npos);
+    BOOST_TEST(stream_skeleton(R"("10.0.0.1")").find("    # trust replaceable at run time\n") != std::string::npos);
+    BOOST_TEST(api_content(plan, api).trust.count(trusts.begin()->first) == 1u);
     BOOST_TEST(render_stream_conf(plan_of(manifests(R"("10.0.0.7")")), api) != conf);
 
     // what the API is given: the servers nginx would be given, by stream upstream

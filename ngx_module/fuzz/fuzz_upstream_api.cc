@@ -16,10 +16,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const std::string body(reinterpret_cast<const char *>(data), size);
     try {
         const gtls::ApiUpdate update = gtls::parse_api_update(body);
-        for (const gtls::UpstreamServers &u : update.upstreams) {
-            const std::string kept = gtls::upstream_servers_json(u.servers);
-            if (!(gtls::parse_server_list(kept) == u.servers)) std::abort();
-            gtls::api_error_json(400, u.upstream);
+        for (const std::vector<gtls::UpstreamServers> *lists : {&update.upstreams, &update.stream_upstreams}) {
+            for (const gtls::UpstreamServers &u : *lists) {
+                const std::string kept = gtls::upstream_servers_json(u.servers);
+                if (!(gtls::parse_server_list(kept) == u.servers)) std::abort();
+                gtls::api_error_json(400, u.upstream);
+            }
         }
         for (const gtls::PolicyTrust &t : update.policies) {
             if (!(gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t)) std::abort();

@@ -31,7 +31,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
-                 nginx_stream_module nginx_version worker_pids);
+                 nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -799,6 +799,62 @@ sub request {
 # (a GatewayClass: "GatewayClass name"; a Gateway's addresses: "address=IP";
 # "generation=N"; a condition whose observedGeneration is not N: "REF: stale TYPE ..."),
 # read with a small line parser (Debian's base perl has no YAML module).
+# Endpoint churn (t/310, t/335): COUNT lists of PORTS that scale up and
+# down over a moving window of up to MOST endpoints, and every EVERY-th a
+# rollout onto three endpoints the previous list (the first: FIRST) did
+# not have.
+sub churn_lists {
+    my ($count, $every, $most, $ports, @previous) = @_;
+    my @lists;
+    for my $i (1 .. $count) {
+        my @list;
+        if ($i % $every == 0) {
+            my %old = map { $_ => 1 } @previous;
+            @list = (grep { !$old{$_} } @$ports)[0 .. 2];
+        } else {
+            my $start = ($i * 5) % @$ports;
+            @list = map { $ports->[($start + $_) % @$ports] } 0 .. $i % $most;
+        }
+        push @lists, [@list];
+        @previous = @list;
+    }
+    return @lists;
+}
+
+# When each endpoint was in the lists pushed, from the CONFIGURED ones on:
+# `$joined->(TIME, LIST)` takes a list pushed at TIME and returns the
+# endpoints new in it; `$strays->(LOG, SLACK, FROM, SKIP...)` reads a
+# backend's access log of "PORT MSEC" lines from time FROM on, leaving out
+# the SKIP ports, and returns how many lines it read and those of an
+# endpoint outside its time in the lists (SLACK seconds either side: what
+# was in flight at a change).
+sub endpoint_membership {
+    my %since = map { $_ => 0 } @_;   # port => when it joined (current members)
+    my @intervals;                     # [port, from, to]
+    my $joined = sub {
+        my ($now, @list) = @_;
+        my %in = map { $_ => 1 } @list;
+        push @intervals, map { [$_, delete $since{$_}, $now] } grep { !$in{$_} } sort keys %since;
+        my @new = grep { !exists $since{$_} } @list;
+        $since{$_} = $now for @new;
+        return @new;
+    };
+    my $strays = sub {
+        my ($log, $slack, $from, @skip) = @_;
+        my %skip = map { $_ => 1 } @skip;
+        my @all = (@intervals, map { [$_, $since{$_}, 9e9] } keys %since);
+        my ($lines, @strays) = (0);
+        for (split /\n/, slurp($log)) {
+            my ($p, $t) = split ' ';
+            next if $skip{$p} || $t < $from;
+            $lines++;
+            push @strays, "$p at $t" unless grep { $_->[0] == $p && $t >= $_->[1] - $slack && $t <= $_->[2] + $slack } @all;
+        }
+        return ($lines, @strays);
+    };
+    return ($joined, $strays);
+}
+
 sub slurp { local (@ARGV, $/) = @_; <> }
 sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
 
