@@ -41,6 +41,12 @@ out=bench/results.md
     bash bench/generator.sh
     echo '```'
     echo
+    echo "The same objects one file per object (a directory, as a config sync writes them) against one file:"
+    echo
+    echo '```'
+    bash bench/generator_files.sh "${BENCH_ROUTES:-10000}"
+    echo '```'
+    echo
     echo "gateway2nginx on N Gateways of three listeners (listener isolation) against the YAML parse alone:"
     echo
     echo '```'

@@ -12,6 +12,7 @@
 #include <deque>
 #include <future>
 #include <iostream>
+#include <sstream>
 
 #include "parse_fields.h"
 
@@ -297,119 +298,188 @@ void append_manifests(Manifests *out, const Manifests &more)
     add(out->rejected, more.rejected);
 }
 
-void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs, DocumentCache *cache)
-{
-    // One document at a time, never the input as a whole: batches of texts
-    // go to the scanners (most of the run), their trees are typed here, in
-    // input order, while later batches are still being scanned.
-    constexpr size_t kBatchBytes = 32 * 1024;
-    YamlScanPool scanners(jobs > 1 ? jobs : 0);
-    const size_t in_flight = 2 * (scanners.threads() + 1);
-    std::deque<std::future<YamlScanPool::Batch>> scanned;
-    std::deque<std::string> keys;  // of the documents submitted, with a cache
-    auto type_next = [&] {
-        YamlScanPool::Batch batch = scanned.front().get();
-        scanned.pop_front();
+namespace {
+
+// The documents of one or more files, in input order. Batches of texts go
+// to the scanners (most of the run), their trees are typed here, in input
+// order, while later batches, of this file or the next, are still being
+// scanned: a directory of many small files, or a watch stream of many
+// objects, is scanned on every thread as one large file is.
+class DocumentReader {
+public:
+    DocumentReader(Manifests *out, unsigned jobs, DocumentCache *cache)
+        : out_(out), cache_(cache), scanners_(jobs > 1 ? jobs : 0), in_flight_(2 * (scanners_.threads() + 1))
+    {
+    }
+
+    // Every document of `in`, named `file` in errors. Throws InputError.
+    void read(std::istream &in, const std::string &file)
+    {
+        file_ = file;
+        std::string text, line;
+        int line_no = 0, start = 0;
+        while (std::getline(in, line)) {
+            if (is_document_marker(line)) {
+                add_document(std::move(text), start);
+                text = std::string();
+                start = line_no + 1;
+                if (batch_bytes_ >= kBatchBytes) {
+                    submit();
+                }
+            } else {
+                text += line;
+                text += '\n';
+            }
+            line_no++;
+        }
+        add_document(std::move(text), start);
+        submit();  // a batch holds one file's documents
+    }
+
+    // Types what is still being scanned. Throws InputError: the first
+    // error in input order.
+    void finish()
+    {
+        while (!scanned_.empty()) {
+            type_next();
+        }
+    }
+
+private:
+    static constexpr size_t kBatchBytes = 32 * 1024;
+
+    struct Scanned {
+        std::future<YamlScanPool::Batch> batch;
+        std::string file;
+    };
+
+    // a document's key, and whether the cache knows it
+    void add_document(std::string document, int first_line)
+    {
+        batch_bytes_ += document.size();
+        YamlDocument doc{std::move(document), first_line, {}, {}};
+        if (cache_ != nullptr) {
+            doc.known = cache_->find(key_of(doc)) != nullptr;
+        }
+        batch_.push_back(std::move(doc));
+    }
+
+    std::string key_of(const YamlDocument &doc) const
+    {
+        return file_ + '\0' + std::to_string(doc.line_offset) + '\0' + doc.text;
+    }
+
+    void submit()
+    {
+        if (cache_ != nullptr) {
+            for (const YamlDocument &doc : batch_) keys_.push_back(key_of(doc));
+        }
+        scanned_.push_back({scanners_.submit(std::move(batch_), file_), file_});
+        batch_ = YamlScanPool::Batch();
+        batch_bytes_ = 0;
+        if (scanned_.size() >= in_flight_) {
+            type_next();
+        }
+    }
+
+    void type_next()
+    {
+        Scanned next = std::move(scanned_.front());
+        scanned_.pop_front();
+        YamlScanPool::Batch batch = next.batch.get();
         for (const YamlDocument &doc : batch) {
             if (!doc.error.empty()) {
                 throw InputError(doc.error);
             }
-            if (cache == nullptr) {
-                parse_document(doc.tree, file, doc.line_offset, out);
+            if (cache_ == nullptr) {
+                parse_document(doc.tree, next.file, doc.line_offset, out_);
                 continue;
             }
-            std::string key = std::move(keys.front());
-            keys.pop_front();
+            std::string key = std::move(keys_.front());
+            keys_.pop_front();
             if (doc.known) {
-                append_manifests(out, *cache->find(key));
+                append_manifests(out_, *cache_->find(key));
                 continue;
             }
             Manifests objects;
-            parse_document(doc.tree, file, doc.line_offset, &objects);
-            append_manifests(out, objects);
-            cache->keep(std::move(key), std::move(objects));
+            parse_document(doc.tree, next.file, doc.line_offset, &objects);
+            append_manifests(out_, objects);
+            cache_->keep(std::move(key), std::move(objects));
         }
-    };
-
-    YamlScanPool::Batch batch;
-    size_t batch_bytes = 0;
-    auto submit = [&] {
-        scanned.push_back(scanners.submit(std::move(batch), file));
-        batch = YamlScanPool::Batch();
-        batch_bytes = 0;
-        if (scanned.size() >= in_flight) {
-            type_next();
-        }
-    };
-
-    // a document's key, and whether the cache knows it
-    auto add_document = [&](std::string document, int first_line) {
-        YamlDocument doc{std::move(document), first_line, {}, {}};
-        if (cache != nullptr) {
-            std::string key = file + '\0' + std::to_string(first_line) + '\0' + doc.text;
-            doc.known = cache->find(key) != nullptr;
-            keys.push_back(std::move(key));
-        }
-        batch.push_back(std::move(doc));
-    };
-    std::string text, line;
-    int line_no = 0, start = 0;
-    while (std::getline(in, line)) {
-        if (is_document_marker(line)) {
-            batch_bytes += text.size();
-            add_document(std::move(text), start);
-            text = std::string();
-            start = line_no + 1;
-            if (batch_bytes >= kBatchBytes) {
-                submit();
-            }
-        } else {
-            text += line;
-            text += '\n';
-        }
-        line_no++;
     }
-    add_document(std::move(text), start);
-    submit();
-    while (!scanned.empty()) {
-        type_next();
+
+    Manifests *out_;
+    DocumentCache *cache_;
+    YamlScanPool scanners_;
+    const size_t in_flight_;
+    std::deque<Scanned> scanned_;
+    std::deque<std::string> keys_;  // of the documents submitted, with a cache
+    YamlScanPool::Batch batch_;
+    size_t batch_bytes_ = 0;
+    std::string file_;  // being read
+};
+
+// The files `path` names, in the order they are read: itself, or every
+// *.yaml, *.yml, *.json below a directory, sorted.
+std::vector<std::string> files_of(const std::string &path)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (path == "-" || !fs::is_directory(path, ec)) {
+        return {path};
     }
+    std::vector<std::string> files;
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        std::string ext = it->path().extension().string();
+        if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
+            files.push_back(it->path().string());
+        }
+    }
+    if (ec) {
+        throw InputError(path + ":0:0: cannot read directory: " + ec.message());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+}  // namespace
+
+void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs, DocumentCache *cache)
+{
+    DocumentReader reader(out, jobs, cache);
+    reader.read(in, file);
+    reader.finish();
+}
+
+void parse_texts(const std::vector<std::pair<std::string, std::string>> &texts, Manifests *out, unsigned jobs,
+                 DocumentCache *cache)
+{
+    DocumentReader reader(out, jobs, cache);
+    for (const auto &[name, text] : texts) {
+        std::istringstream in(text);
+        reader.read(in, name);
+    }
+    reader.finish();
 }
 
 void parse_path(const std::string &path, Manifests *out, unsigned jobs, DocumentCache *cache)
 {
-    namespace fs = std::filesystem;
-
-    if (path == "-") {
-        parse_stream(std::cin, "<stdin>", out, jobs, cache);
-        return;
-    }
-
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-        std::vector<std::string> files;
-        for (auto it = fs::recursive_directory_iterator(path, ec);
-             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-            std::string ext = it->path().extension().string();
-            if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
-                files.push_back(it->path().string());
-            }
+    DocumentReader reader(out, jobs, cache);
+    for (const std::string &file : files_of(path)) {
+        if (file == "-") {
+            reader.read(std::cin, "<stdin>");
+            continue;
         }
-        if (ec) {
-            throw InputError(path + ":0:0: cannot read directory: " + ec.message());
+        std::ifstream in(file);
+        if (!in) {
+            const int error = errno;
+            reader.finish();  // an error of the files before comes first
+            throw InputError(file + ":0:0: cannot open: " + std::strerror(error));
         }
-        std::sort(files.begin(), files.end());
-        for (const std::string &file : files) {
-            parse_path(file, out, jobs, cache);
-        }
-        return;
+        reader.read(in, file);
     }
-
-    std::ifstream in(path);
-    if (!in) {
-        throw InputError(path + ":0:0: cannot open: " + std::strerror(errno));
-    }
-    parse_stream(in, path, out, jobs, cache);
+    reader.finish();
 }
 
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], starting and

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "model.h"
 
@@ -53,8 +55,15 @@ void append_manifests(Manifests *out, const Manifests &more);
 void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs = 1,
                   DocumentCache *cache = nullptr);
 
-// A file, a directory (every *.yaml, *.yml, *.json below it, sorted), or
-// "-" for standard input. Throws InputError.
+// Named texts, each read as a file of that name (a watch stream's
+// objects), their YAML scanned together on `jobs` threads. Throws
+// InputError, as parse_stream.
+void parse_texts(const std::vector<std::pair<std::string, std::string>> &texts, Manifests *out, unsigned jobs = 1,
+                 DocumentCache *cache = nullptr);
+
+// A file, a directory (every *.yaml, *.yml, *.json below it, sorted, their
+// YAML scanned together on `jobs` threads), or "-" for standard input.
+// Throws InputError.
 void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1, DocumentCache *cache = nullptr);
 
 }  // namespace g2n

@@ -109,12 +109,12 @@ public:
 
     // Each object as a file of its own, named by the object: its lines are
     // its own, so the cache knows it until it changes
-    void read(Manifests *out, DocumentCache *cache) const
+    void read(Manifests *out, unsigned jobs, DocumentCache *cache) const
     {
-        for (const auto &[key, text] : objects_) {
-            std::istringstream in(text);
-            parse_stream(in, "<watch event " + key + ">", out, 1, cache);
-        }
+        std::vector<std::pair<std::string, std::string>> texts;
+        texts.reserve(objects_.size());
+        for (const auto &[key, text] : objects_) texts.emplace_back("<watch event " + key + ">", text);
+        parse_texts(texts, out, jobs, cache);
     }
 
 private:
@@ -332,7 +332,7 @@ int run_gateway(const Args &args)
     DocumentCache documents;  // a change rereads every input, but scans only what changed
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
-            watched.read(m, &documents);
+            watched.read(m, args.jobs, &documents);
         } else {
             for (const std::string &input : args.inputs) parse_path(input, m, args.jobs, &documents);
         }

@@ -2,6 +2,11 @@
 // several threads: same objects, same first error, whatever the jobs.
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "parse.h"
@@ -181,6 +186,106 @@ BOOST_AUTO_TEST_CASE(the_first_error_in_input_order_wins_whatever_the_jobs)
     std::string e = error_with_jobs(yaml_first, 4);
     BOOST_TEST(e == error_with_jobs(yaml_first, 1));
     BOOST_TEST(e.find("invalid YAML") != std::string::npos, e);
+}
+
+namespace {
+
+// many_documents(n), a text per document
+std::vector<std::pair<std::string, std::string>> one_text_each(int n)
+{
+    std::vector<std::pair<std::string, std::string>> texts;
+    std::string yaml = many_documents(n) + "---\n";
+    for (size_t at = 0, end; (end = yaml.find("---\n", at)) != std::string::npos; at = end + 4) {
+        texts.emplace_back("<object " + std::to_string(texts.size()) + ">", yaml.substr(at, end - at));
+    }
+    return texts;
+}
+
+std::string rendered(const Manifests &m)
+{
+    Plan plan = resolve(m, Options{});
+    std::ostringstream status;
+    render_status(status, plan, Options{});
+    return render_http_conf(plan) + status.str();
+}
+
+std::string error_of_texts(const std::vector<std::pair<std::string, std::string>> &texts, unsigned jobs)
+{
+    Manifests m;
+    try {
+        parse_texts(texts, &m, jobs);
+    } catch (const InputError &e) {
+        return e.what();
+    }
+    BOOST_FAIL("expected an InputError");
+    return {};
+}
+
+}  // namespace
+
+// A watch stream's objects, or a directory's files, are scanned together
+// on the threads (not one small file at a time): the same objects, named
+// by their own text, and the first error in input order.
+BOOST_AUTO_TEST_CASE(many_texts_and_files_scanned_together_change_nothing)
+{
+    const std::vector<std::pair<std::string, std::string>> texts = one_text_each(150);
+    BOOST_TEST_REQUIRE(texts.size() == 603u);
+    std::string expected;
+    {
+        Manifests whole;
+        std::istringstream in(many_documents(150));
+        parse_stream(in, "in.yaml", &whole, 1);
+        expected = rendered(whole);
+    }
+    DocumentCache cache;
+    for (unsigned jobs : {1u, 2u, 5u}) {
+        for (DocumentCache *c : {static_cast<DocumentCache *>(nullptr), &cache, &cache}) {
+            Manifests m;
+            parse_texts(texts, &m, jobs, c);
+            BOOST_TEST(rendered(m) == expected, "jobs " << jobs);
+            // each object's position is in its own text
+            BOOST_TEST_REQUIRE(m.http_routes.size() == 150u);
+            BOOST_TEST(m.http_routes[149].meta.pos.file == "<object 602>");
+            BOOST_TEST(m.http_routes[149].meta.pos.line == 1);
+        }
+    }
+    BOOST_TEST(cache.size() == 603u);
+
+    // a typed error in one object, invalid YAML in a later one: the first wins
+    std::vector<std::pair<std::string, std::string>> bad = texts;
+    bad[40].second = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: a}\nspec:\n"
+                     "  gatewayClassName: ours\n  listeners: {port: 1}\n";
+    bad[300].second = "key: [unclosed\n";
+    const std::string first = error_of_texts(bad, 1);
+    BOOST_TEST(first.find("<object 40>:") == 0u, first);
+    BOOST_TEST(first.find("spec.listeners: expected a list") != std::string::npos, first);
+    for (int round = 0; round < 10; round++) BOOST_TEST(error_of_texts(bad, 4) == first);
+    bad[40] = texts[40];
+    const std::string later = error_of_texts(bad, 4);
+    BOOST_TEST((later.find("<object 300>:") == 0u && later.find("invalid YAML") != std::string::npos), later);
+
+    // a directory of a file per object: read as the texts are
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("g2n-files-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "sub");
+    for (size_t i = 0; i < texts.size(); i++) {
+        char name[32];
+        std::snprintf(name, sizeof name, "%s%04zu.yaml", i % 2 ? "sub/" : "", i);
+        std::ofstream(dir / name) << texts[i].second;
+    }
+    for (unsigned jobs : {1u, 4u}) {
+        Manifests m;
+        parse_path(dir.string(), &m, jobs);
+        BOOST_TEST(rendered(m) == expected, "jobs " << jobs);
+    }
+    std::ofstream(dir / "0000.yaml") << "key: [unclosed\n";
+    Manifests m;
+    BOOST_CHECK_EXCEPTION(parse_path(dir.string(), &m, 4), InputError, [&](const InputError &e) {
+        const std::string what = e.what();
+        return what.find((dir / "0000.yaml").string() + ":") == 0 && what.find("invalid YAML") != std::string::npos;
+    });
+    fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
