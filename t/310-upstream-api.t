@@ -125,14 +125,7 @@ sub connections_to {
 my $workers = workers();
 is(scalar(split ' ', $workers), 2, "two workers ($workers)");
 
-sub api {
-    my ($method, $body, $path) = @_;
-    $path //= '/api';
-    spit("$dir/body.json", $body // '');
-    my $out = `curl -s -w '\\n%{http_code}' -X $method --data-binary \@$dir/body.json http://127.0.0.1:$port$path`;
-    my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
-    return ($code // 0, $reply // '');
-}
+sub api { my ($method, $body, $path) = @_; return api_request($port, $path // '/api', $method, $body) }
 sub servers_json { '{"upstreams":{"svc":{"servers":[' . join(',', map { qq({"address":"127.0.0.1:$_"}) } @_) . ']}}}' }
 sub backend { my ($code, $h, $body) = http_request($port, shift // '/', 'localhost'); return $body =~ /port=(\d+)/ ? $1 : "($code)" }
 

@@ -96,13 +96,7 @@ my $master = slurp("$dir/gw/logs/nginx.pid");
 chomp $master;
 my $workers = worker_pids($master);
 
-sub api {
-    my ($method, $body) = @_;
-    spit("$dir/body.json", $body // '');
-    my $out = `curl -s -w '\\n%{http_code}' -X $method --data-binary \@$dir/body.json http://127.0.0.1:$port/api`;
-    my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
-    return ($code // 0, $reply // '');
-}
+sub api { my ($method, $body) = @_; return api_request($port, '/api', $method, $body) }
 my $json = JSON::PP->new->canonical;
 sub push_trust { my %policies = @_; return api('PUT', $json->encode({policies => \%policies})) }
 # PATH asked 30 times on new connections: "STATUS VERIFY" of each answer,

@@ -137,13 +137,7 @@ sub workers { worker_pids($master) }
 my $workers = workers();
 is(scalar(split ' ', $workers), 2, "two workers ($workers)");
 
-sub api {
-    my ($method, $body) = @_;
-    spit("$dir/body.json", $body // '');
-    my $out = `curl -s -w '\\n%{http_code}' -X $method --data-binary \@$dir/body.json http://127.0.0.1:$port/api`;
-    my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
-    return ($code // 0, $reply // '');
-}
+sub api { my ($method, $body) = @_; return api_request($port, '/api', $method, $body) }
 sub servers_json {
     '{"stream_upstreams":{"svc":{"servers":[' . join(',', map { qq({"address":"127.0.0.1:$_"}) } @_) . ']}}}'
 }

@@ -31,7 +31,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
-                 nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership);
+                 nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -799,6 +799,17 @@ sub request {
 # (a GatewayClass: "GatewayClass name"; a Gateway's addresses: "address=IP";
 # "generation=N"; a condition whose observedGeneration is not N: "REF: stale TYPE ..."),
 # read with a small line parser (Debian's base perl has no YAML module).
+# METHOD http://127.0.0.1:PORT/PATH with BODY, as an operator's tool
+# would (curl): (status, reply).
+sub api_request {
+    my ($port, $path, $method, $body) = @_;
+    my $file = "$ServRoot/api-body.json";
+    spit($file, $body // '');
+    my $out = `curl -s -w '\\n%{http_code}' -X $method --data-binary \@$file http://127.0.0.1:$port$path`;
+    my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
+    return ($code // 0, $reply // '');
+}
+
 # Endpoint churn (t/310, t/335): COUNT lists of PORTS that scale up and
 # down over a moving window of up to MOST endpoints, and every EVERY-th a
 # rollout onto three endpoints the previous list (the first: FIRST) did
