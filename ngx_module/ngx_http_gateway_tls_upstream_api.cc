@@ -584,7 +584,7 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
                 if (set == nullptr) {
                     return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
                                                     "no stream upstream \"" + u.upstream
-                                                        + "\": ngx_stream_gateway_tls_module is not loaded");
+                                                        + "\": nginx runs no stream{} with ngx_stream_gateway_tls_module");
                 }
                 auto refused = set->refused.find(u.upstream);
                 if (refused != set->refused.end()) {

@@ -240,6 +240,9 @@ my @refusals = (
     ['{"upstreams": {"svc": {"servers": [{"address": "svc.ns.svc:443"}]}}}', 400, qr/is not an IPv4 address/,
      'a host name'],
     ['{"upstreams": {"nozone": {"servers": []}}}', 409, qr/has no zone/, 'an upstream without a zone'],
+    ['{"stream_upstreams": {"svc": {"servers": []}}}', 404,
+     qr/no stream upstream \\"svc\\": nginx runs no stream\{\} with ngx_stream_gateway_tls_module/,
+     'a stream upstream where nginx has no stream module'],
     ['{"upstreams": {"hashed": {"servers": []}}}', 409, qr/balances by hash/, 'a hash upstream'],
     ['{"upstreams": {"svc": {"servers": []}, "tiny": {"servers": ['
          . join(',', map { qq({"address":"127.0.0.1:$_"}) } 1 .. 2000) . ']}}}',
