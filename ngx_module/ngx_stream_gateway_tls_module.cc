@@ -20,15 +20,15 @@ extern "C" {
 
 namespace {
 
-// The export comes first: the http module's status endpoint reads it
-// (ngx_gtls_nginx_layout.h).
+// The export comes first: the http module reads it (its status endpoint,
+// its upstream API; ngx_gtls_nginx_layout.h).
 typedef struct {
-    ngx_gtls_stream_export_t                                     export_status;
+    ngx_gtls_stream_export_t                                     exported;
     ngx_gtls_registry_t                                         *registry;
     ngx_gtls_stream_proxy_layout_t                              *proxy;
     ngx_stream_upstream_init_peer_pt                             implicit_init_peer;
 } ngx_stream_gtls_main_conf_t;
-static_assert(offsetof(ngx_stream_gtls_main_conf_t, export_status) == 0,
+static_assert(offsetof(ngx_stream_gtls_main_conf_t, exported) == 0,
               "the http .so reads the export at the start of the main conf");
 
 // A stream upstream{} whose servers the http module's upstream API may
@@ -165,8 +165,8 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
         dynamic = ups->dynamic;
     }
     // servers and trust pushed through another worker count from now here too
-    if (mcf->export_status.catch_up != nullptr) {
-        mcf->export_status.catch_up(mcf->export_status.catch_up_data);
+    if (mcf->exported.catch_up != nullptr) {
+        mcf->exported.catch_up(mcf->exported.catch_up_data);
     }
     // the balancer starts on the servers current now, and the session keeps them
     if (dynamic != nullptr && dynamic->bind(s->connection->pool, s->connection->log) != NGX_OK) {
@@ -357,10 +357,10 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
         return nullptr;
     }
     mcf->registry->status.kind = "stream";
-    mcf->export_status = ngx_gtls_stream_export_t{};
-    mcf->export_status.status = &mcf->registry->status;
-    mcf->export_status.init_upstreams = ngx_stream_gtls_init_upstreams;
-    mcf->export_status.sessions = &mcf->registry->sessions;
+    mcf->exported = ngx_gtls_stream_export_t{};
+    mcf->exported.status = &mcf->registry->status;
+    mcf->exported.init_upstreams = ngx_stream_gtls_init_upstreams;
+    mcf->exported.sessions = &mcf->registry->sessions;
     return mcf;
 }
 
