@@ -33,6 +33,19 @@
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_nginx.h"
 
+// An upstream's lock (an ngx_rwlock) held shared for a scope: C++ work
+// under it may throw.
+class ngx_gtls_read_locked {
+public:
+    explicit ngx_gtls_read_locked(ngx_atomic_t *lock) : lock_(lock) { ngx_rwlock_rlock(lock_); }
+    ~ngx_gtls_read_locked() { ngx_rwlock_unlock(lock_); }
+    ngx_gtls_read_locked(const ngx_gtls_read_locked &) = delete;
+    ngx_gtls_read_locked &operator=(const ngx_gtls_read_locked &) = delete;
+
+private:
+    ngx_atomic_t *lock_;
+};
+
 // One upstream{} whose servers the API may replace, in process memory.
 class ngx_gtls_dynamic_upstream_t {
 public:
@@ -302,11 +315,7 @@ public:
     void current(std::vector<gtls::UpstreamServer> *servers, ngx_uint_t *generation, bool *pushed,
                  std::set<std::string> *addresses) override
     {
-        ngx_rwlock_rlock(&sh_->lock);
-        struct unlock_t {
-            ngx_atomic_t *lock;
-            ~unlock_t() { ngx_rwlock_unlock(lock); }
-        } unlock{&sh_->lock};  // the copies may throw
+        ngx_gtls_read_locked locked(&sh_->lock);
         *generation = sh_->generation;
         *pushed = sh_->sequence != 0;
         if (servers != nullptr) {

@@ -13,8 +13,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cstring>
-#include <unordered_map>
 #include <vector>
 
 #include "gtls_upstream_api.h"
@@ -33,18 +31,6 @@ public:
 
 private:
     ngx_shmtx_t *mutex_;
-};
-
-// An upstream's lock held shared for a scope, likewise.
-class ngx_http_gtls_read_locked {
-public:
-    explicit ngx_http_gtls_read_locked(ngx_atomic_t *lock) : lock_(lock) { ngx_rwlock_rlock(lock_); }
-    ~ngx_http_gtls_read_locked() { ngx_rwlock_unlock(lock_); }
-    ngx_http_gtls_read_locked(const ngx_http_gtls_read_locked &) = delete;
-    ngx_http_gtls_read_locked &operator=(const ngx_http_gtls_read_locked &) = delete;
-
-private:
-    ngx_atomic_t *lock_;
 };
 
 // ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
