@@ -218,6 +218,12 @@ ngx_gtls_upstream_set_t *ngx_http_gtls_set_of(ngx_http_gtls_main_conf_t *mcf, ng
     return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? mcf->stream_upstreams : mcf->upstreams;
 }
 
+// How replies and log lines name an upstream of `kind`.
+const char *ngx_http_gtls_upstream_noun(ngx_uint_t kind)
+{
+    return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+}
+
 ngx_gtls_dynamic_upstream_t *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,
                                                         std::string_view name)
 {
@@ -284,6 +290,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
         ngx_gtls_dynamic_upstream_t *dyn;
         std::string json;
         uint64_t sequence;
+        ngx_uint_t kind;
     };
     struct newer_trust_t {
         ngx_http_gtls_trusted_t *trusted;
@@ -309,7 +316,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
                 }
                 ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
                 if (dyn != nullptr && e->sequence > dyn->sequence()) {
-                    newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence});
+                    newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
                 }
             }
             mcf->state_sequence = state->sequence;
@@ -327,16 +334,16 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
     for (const newer_t &n : newer) {
         void *gen = n.dyn->build(gtls::parse_server_list(n.json));
         if (gen == nullptr) {
-            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: upstream \"%s\": zone \"%s\" has no room for the servers pushed",
-                          n.dyn->name.c_str(), n.dyn->zone.c_str());
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers pushed",
+                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.dyn->zone.c_str());
             continue;
         }
         if (!n.dyn->swap(gen, n.sequence)) {
             n.dyn->free(gen);  // another worker of this configuration did
         } else {
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                          "gateway_tls: upstream \"%s\" takes the servers pushed through another worker (entry %uL)",
-                          n.dyn->name.c_str(), n.sequence);
+                          "gateway_tls: %s \"%s\" takes the servers pushed through another worker (entry %uL)",
+                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.sequence);
         }
     }
 }
@@ -350,7 +357,10 @@ void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
     try {
         ngx_http_gtls_apply_newer_entries(cycle, mcf);
         for (ngx_gtls_upstream_set_t *set : {mcf->upstreams, mcf->stream_upstreams}) {
-            for (ngx_gtls_dynamic_upstream_t *dyn : set != nullptr ? set->dynamic : std::vector<ngx_gtls_dynamic_upstream_t *>()) {
+            if (set == nullptr) {
+                continue;
+            }
+            for (ngx_gtls_dynamic_upstream_t *dyn : set->dynamic) {
                 if (dyn->generation() == dyn->seen_generation) {
                     continue;
                 }
@@ -556,17 +566,17 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     // the upstreams of http{}, then of stream{}
     std::vector<ngx_http_gtls_pending_t> pending;
     for (const std::vector<gtls::UpstreamServers> *list : {&update.upstreams, &update.stream_upstreams}) {
-        const bool stream = list == &update.stream_upstreams;
-        const ngx_gtls_upstream_set_t *set = stream ? mcf->stream_upstreams : mcf->upstreams;
-        const std::string what = stream ? "stream upstream" : "upstream";
+        const ngx_http_gtls_entry_kind_e kind =
+            list == &update.stream_upstreams ? NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS : NGX_HTTP_GTLS_ENTRY_SERVERS;
+        const ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
+        const std::string what = ngx_http_gtls_upstream_noun(kind);
         for (const gtls::UpstreamServers &u : *list) {
             ngx_http_gtls_pending_t p;
             p.update = &u;
-            p.kind = stream ? NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS : NGX_HTTP_GTLS_ENTRY_SERVERS;
+            p.kind = kind;
             p.dyn = set != nullptr ? set->find(u.upstream) : nullptr;
             if (p.dyn == nullptr) {
-                drop_trusts();
-                ngx_http_gtls_drop_pending(mcf, pending);
+                drop_trusts();  // nothing of `pending` is built yet
                 if (set == nullptr) {
                     return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
                                                     "no stream upstream \"" + u.upstream
@@ -585,7 +595,7 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
 
     for (ngx_http_gtls_pending_t &p : pending) {
         const gtls::UpstreamServers &u = *p.update;
-        const std::string what = p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+        const std::string what = ngx_http_gtls_upstream_noun(p.kind);
         p.gen = p.dyn->build(u.servers);
         if (p.gen == nullptr) {
             drop_trusts();
@@ -612,12 +622,11 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
             p.dyn->free(p.gen);  // a newer push won meanwhile
         }
         p.gen = nullptr;
-        const bool stream = p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS;
         const size_t servers = p.update->servers.size();
         ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                       "gateway_tls: %s \"%s\" now has %uz servers (from the API, entry %uL)",
-                      stream ? "stream upstream" : "upstream", p.dyn->name.c_str(), servers, p.entry->sequence);
-        std::string &to = stream ? stream_reply : reply;
+                      ngx_http_gtls_upstream_noun(p.kind), p.dyn->name.c_str(), servers, p.entry->sequence);
+        std::string &to = p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? stream_reply : reply;
         to += (to.empty() || to.back() == '{' ? "" : ",") + gtls::json_string(p.update->upstream)
               + ":{\"servers\":" + std::to_string(servers) + "}";
     }
@@ -901,7 +910,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
         }
         for (const kept_t &k : kept) {
             ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, k.kind, k.name);
-            const char *what = k.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+            const char *what = ngx_http_gtls_upstream_noun(k.kind);
             void *gen = dyn->build(gtls::parse_server_list(k.json));
             if (gen == nullptr) {
                 ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
@@ -930,7 +939,10 @@ ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle)
     size_t dynamic = 0;
     try {
         for (ngx_gtls_upstream_set_t *set : {mcf->upstreams, mcf->stream_upstreams}) {
-            for (ngx_gtls_dynamic_upstream_t *dyn : set != nullptr ? set->dynamic : std::vector<ngx_gtls_dynamic_upstream_t *>()) {
+            if (set == nullptr) {
+                continue;
+            }
+            for (ngx_gtls_dynamic_upstream_t *dyn : set->dynamic) {
                 bool pushed;
                 dyn->current(nullptr, &dyn->seen_generation, &pushed, &dyn->seen_addresses);
                 dynamic++;
