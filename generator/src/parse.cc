@@ -359,21 +359,15 @@ private:
         batch_bytes_ += document.size();
         YamlDocument doc{std::move(document), first_line, {}, {}};
         if (cache_ != nullptr) {
-            doc.known = cache_->find(key_of(doc)) != nullptr;
+            std::string key = file_ + '\0' + std::to_string(first_line) + '\0' + doc.text;
+            doc.known = cache_->find(key) != nullptr;
+            keys_.push_back(std::move(key));
         }
         batch_.push_back(std::move(doc));
     }
 
-    std::string key_of(const YamlDocument &doc) const
-    {
-        return file_ + '\0' + std::to_string(doc.line_offset) + '\0' + doc.text;
-    }
-
     void submit()
     {
-        if (cache_ != nullptr) {
-            for (const YamlDocument &doc : batch_) keys_.push_back(key_of(doc));
-        }
         scanned_.push_back({scanners_.submit(std::move(batch_), file_), file_});
         batch_ = YamlScanPool::Batch();
         batch_bytes_ = 0;
