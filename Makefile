@@ -41,7 +41,8 @@ CORE_HDRS  := $(wildcard ngx_module/core/*.h)
 UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
 MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
 GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc)) \
-               ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc ngx_module/core/gtls_upstream_api.cc
+               ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc ngx_module/core/gtls_upstream_api.cc \
+               ngx_module/core/gtls_access.cc
 GEN_HDRS    := $(wildcard generator/src/*.h)
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_TEST_HDRS := $(wildcard generator/tests/*.h)

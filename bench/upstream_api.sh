@@ -62,7 +62,11 @@ CONF
         proxy_ssl_verify_pin sha256-spki:$spki;
         location /zone/ { proxy_pass https://zoned; }
         location /nozone/ { proxy_pass https://plain; }
-        location /api { gateway_tls_upstream_api; gateway_tls_upstream_api_allow 127.0.0.1; }
+        location /api {
+            gateway_tls_upstream_api;
+            gateway_tls_upstream_api_allow 127.0.0.1;
+            gateway_tls_upstream_api_token_file $work/api.token;
+        }
 CONF
     for ((i = 0; i < routes; i++)); do
         echo "        location = /r$i { proxy_pass https://r$i; }"
@@ -71,6 +75,7 @@ CONF
     echo "}"
 }
 
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/api.token")
 conf -1 > "$work/nginx.conf"
 /usr/sbin/nginx -p "$work/" -c nginx.conf 2>&1 | { grep -v '\[notice\]' || true; } >&2
 sleep 0.5
@@ -112,10 +117,10 @@ for round in $(seq "$rounds"); do
     route=$(( (round * 7919) % routes ))
     # through the API
     start=$(date +%s%N)
-    curl -s -o /dev/null -X PUT "http://127.0.0.1:29080/api" \
+    curl -s -o /dev/null -X PUT -H "Authorization: Bearer $(cat "$work/api.token")" "http://127.0.0.1:29080/api" \
         --data-binary "{\"upstreams\":{\"r$route\":{\"servers\":[{\"address\":\"127.0.0.1:29444\"}]}}}"
     api+=("$(served_by_b_ms "$route" "$start")")
-    curl -s -o /dev/null -X PUT "http://127.0.0.1:29080/api" \
+    curl -s -o /dev/null -X PUT -H "Authorization: Bearer $(cat "$work/api.token")" "http://127.0.0.1:29080/api" \
         --data-binary "{\"upstreams\":{\"r$route\":{\"servers\":[{\"address\":\"127.0.0.1:29443\"}]}}}"
     # through the configuration and a reload (a changed configured list wins)
     route=$(( (route + 1) % routes ))

@@ -134,7 +134,9 @@ awk '/^kind: / {p = ($2 == "BackendTLSPolicy")}
 
 echo
 echo "== what the security officer sees: http://127.0.0.1:28113/status"
-curl -s http://127.0.0.1:28113/status | sed 's/},{"name"/},\n {"name"/g; s/\],"audit"/],\n "audit"/'
+# the endpoint's bearer token: in OUTDIR, readable by the operator alone
+status_auth="Authorization: Bearer $(cat "$work/out/status.token")"
+curl -s -H "$status_auth" http://127.0.0.1:28113/status | sed 's/},{"name"/},\n {"name"/g; s/\],"audit"/],\n "audit"/'
 echo
 echo "== and as Prometheus text (first lines)"
-curl -s 'http://127.0.0.1:28113/status?format=prometheus' | grep -v '^#' | grep -E 'verified|failed",reason="(chain|name)"|expiry' | head -8
+curl -s -H "$status_auth" 'http://127.0.0.1:28113/status?format=prometheus' | grep -v '^#' | grep -E 'verified|failed",reason="(chain|name)"|expiry' | head -8

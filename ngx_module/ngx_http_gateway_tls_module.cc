@@ -262,7 +262,14 @@ ngx_command_t ngx_http_gtls_commands[] = {
 
     {ngx_string("gateway_tls_upstream_api_allow"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
-     ngx_http_gtls_upstream_api_allow,
+     ngx_http_gtls_access_allow,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_loc_conf_t, api),
+     nullptr},
+
+    {ngx_string("gateway_tls_upstream_api_token_file"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_access_token_file,
      NGX_HTTP_LOC_CONF_OFFSET,
      offsetof(ngx_http_gtls_loc_conf_t, api),
      nullptr},
@@ -279,6 +286,20 @@ ngx_command_t ngx_http_gtls_commands[] = {
      ngx_http_gtls_status,
      NGX_HTTP_LOC_CONF_OFFSET,
      0,
+     nullptr},
+
+    {ngx_string("gateway_tls_status_allow"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+     ngx_http_gtls_access_allow,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_loc_conf_t, status),
+     nullptr},
+
+    {ngx_string("gateway_tls_status_token_file"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_access_token_file,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_loc_conf_t, status),
      nullptr},
 
     {ngx_string("gateway_tls_share"),
@@ -403,8 +424,11 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_http_conf_get_module_srv_conf(cf, ngx_http_gateway_tls_module));
     auto *ctx = static_cast<ngx_http_conf_ctx_t *>(cf->ctx);
 
-    if (conf->api.allow == nullptr && !conf->api.allow_unix) {
-        conf->api = prev->api;
+    if (ngx_http_gtls_merge_access(cf, &conf->api, &prev->api, "gateway_tls_upstream_api",
+                                   "gateway_tls_upstream_api_token_file") != NGX_CONF_OK
+        || ngx_http_gtls_merge_access(cf, &conf->status, &prev->status, "gateway_tls_status",
+                                      "gateway_tls_status_token_file") != NGX_CONF_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
 
     try {

@@ -16,6 +16,7 @@
 #include "ngx_gtls_client_pins.h"
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
+#include "ngx_http_gateway_tls_access.h"
 #include "ngx_http_gateway_tls_status.h"
 #include "ngx_http_gateway_tls_upstream_api.h"
 
@@ -35,7 +36,8 @@ struct ngx_http_gtls_policies_t {
 
 typedef struct {
     ngx_http_gtls_policies_t  policy;
-    ngx_http_gtls_api_conf_t  api;  // gateway_tls_upstream_api_allow
+    ngx_http_gtls_access_t    api;     // gateway_tls_upstream_api_allow, _token_file
+    ngx_http_gtls_access_t    status;  // gateway_tls_status_allow, _token_file
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {

@@ -24,12 +24,16 @@ ngx_gtls_status_t *ngx_http_gtls_stream_status(ngx_cycle_t *cycle)
 
 ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
 {
-    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
     ngx_int_t rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
+    }
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    if (ngx_int_t refused = ngx_http_gtls_access_check(r, lcf->status, "status endpoint", "gateway_tls_status_allow"); refused != NGX_OK) {
+        return refused;
+    }
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
     }
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
@@ -75,8 +79,9 @@ char *ngx_http_gtls_status_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return NGX_CONF_OK;
 }
 
-char *ngx_http_gtls_status(ngx_conf_t *cf, ngx_command_t *, void *)
+char *ngx_http_gtls_status(ngx_conf_t *cf, ngx_command_t *, void *conf)
 {
+    static_cast<ngx_http_gtls_loc_conf_t *>(conf)->status.serves = 1;
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
         ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     clcf->handler = ngx_http_gtls_status_handler;

@@ -689,29 +689,20 @@ void ngx_http_gtls_api_body(ngx_http_request_t *r)
     ngx_http_finalize_request(r, rc);
 }
 
-bool ngx_http_gtls_api_allowed(ngx_http_request_t *r, const ngx_http_gtls_api_conf_t &api)
-{
-    struct sockaddr *sa = r->connection->sockaddr;
-    if (sa->sa_family == AF_UNIX) {
-        return api.allow_unix;
-    }
-    return api.allow != nullptr && ngx_cidr_match(sa, api.allow) == NGX_OK;
-}
-
 ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
     auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
 
-    if (!ngx_http_gtls_api_allowed(r, lcf->api)) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "gateway_tls: upstream API refused to %V: not in gateway_tls_upstream_api_allow",
-                      &r->connection->addr_text);
+    if (ngx_int_t refused = ngx_http_gtls_access_check(r, lcf->api, "upstream API", "gateway_tls_upstream_api_allow"); refused != NGX_OK) {
         if (ngx_http_discard_request_body(r) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        return ngx_http_gtls_api_reply(r, NGX_HTTP_FORBIDDEN,
-                                       gtls::api_error_json(NGX_HTTP_FORBIDDEN, "this address may not use the upstream API"));
+        return ngx_http_gtls_api_reply(r, refused,
+                                       gtls::api_error_json(static_cast<int>(refused),
+                                                            refused == NGX_HTTP_FORBIDDEN
+                                                                ? "this address may not use the upstream API"
+                                                                : "the upstream API needs its bearer token"));
     }
 
     try {
@@ -760,46 +751,13 @@ void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf)
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
 }
 
-char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *, void *)
+char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *, void *conf)
 {
+    static_cast<ngx_http_gtls_loc_conf_t *>(conf)->api.serves = 1;
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
     clcf->handler = ngx_http_gtls_api_handler;
     mcf->upstream_api = 1;
-    return NGX_CONF_OK;
-}
-
-char *ngx_http_gtls_upstream_api_allow(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    auto *api = ngx_gtls_field<ngx_http_gtls_api_conf_t>(conf, cmd->offset);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-    if (api->allow != nullptr || api->allow_unix) {
-        return const_cast<char *>("is duplicate");
-    }
-    api->allow = ngx_array_create(cf->pool, cf->args->nelts, sizeof(ngx_cidr_t));
-    if (api->allow == nullptr) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
-        if (value[i].len == 5 && ngx_strncmp(value[i].data, "unix:", 5) == 0) {
-            api->allow_unix = 1;
-            continue;
-        }
-        auto *cidr = static_cast<ngx_cidr_t *>(ngx_array_push(api->allow));
-        if (cidr == nullptr) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        ngx_int_t rc = ngx_ptocidr(&value[i], cidr);
-        if (rc == NGX_ERROR || (value[i].len == 3 && ngx_strncmp(value[i].data, "all", 3) == 0)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\" in \"%V\": an address, ADDRESS/PREFIX or \"unix:\" was expected",
-                               &value[i], &cmd->name);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        if (rc == NGX_DONE) {
-            ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "low address bits of %V are meaningless", &value[i]);
-        }
-    }
     return NGX_CONF_OK;
 }
 

@@ -28,14 +28,7 @@ struct ngx_http_gtls_trusted_t {
     bool                         pushed = false;              // trusts what the API gave
 };
 
-// gateway_tls_upstream_api_allow: who may use the API (no one by default).
-struct ngx_http_gtls_api_conf_t {
-    ngx_array_t  *allow;       // ngx_cidr_t
-    ngx_flag_t    allow_unix;  // "unix:"
-};
-
 char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-char *ngx_http_gtls_upstream_api_allow(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 // init_module: every eligible zone upstream, of http{} and of stream{},

@@ -378,6 +378,7 @@ qr/invalid variable name "share" in \S+nginx.conf:\d+/
     location /api {
         gateway_tls_upstream_api;
         gateway_tls_upstream_api_allow 127.0.0.1;
+        gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
 --- must_die
 --- error_log eval
@@ -390,6 +391,7 @@ qr/gateway_tls_upstream_api needs "gateway_tls_upstream_state_zone" in the http 
     location /api {
         gateway_tls_upstream_api;
         gateway_tls_upstream_api_allow 127.0.0.1 all;
+        gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
 --- must_die
 --- error_log eval
@@ -412,10 +414,150 @@ qr/invalid value "1k" in "gateway_tls_upstream_state_zone" directive: expected a
 --- config
     location /api {
         gateway_tls_upstream_api;
+        gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request
 GET /api
 --- error_code: 403
 --- response_body_like: "this address may not use the upstream API"
 --- error_log eval
 qr/upstream API refused to 127.0.0.1: not in gateway_tls_upstream_api_allow/
+
+=== TEST 35: the upstream API without a token file: an address is no credential
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_allow 127.0.0.1;
+    }
+--- must_die
+--- error_log eval
+qr/"gateway_tls_upstream_api" in location "\/api" needs "gateway_tls_upstream_api_token_file": an address is no credential/
+
+=== TEST 36: the status endpoint without a token file
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+    }
+--- must_die
+--- error_log eval
+qr/"gateway_tls_status" in location "\/status" needs "gateway_tls_status_token_file"/
+
+=== TEST 37: a token file others may read is refused
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_token_file /etc/passwd;
+    }
+--- must_die
+--- error_log eval
+qr/"gateway_tls_status_token_file": access token file "\/etc\/passwd" may be read or written by its group or others \(mode 0644\): it must be 0600 or 0400 in \S+nginx.conf:\d+/
+
+=== TEST 38: the token file may be set for the server, and a location inherits it
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+    gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_allow 127.0.0.1;
+    }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
+--- request
+GET /api
+--- response_body_like: "upstreams"
+
+=== TEST 39: the API from an allowed address without its token: 401
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_allow 127.0.0.1;
+        gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
+    }
+--- request
+GET /api
+--- error_code: 401
+--- response_headers
+WWW-Authenticate: Bearer
+--- response_body_like: "the upstream API needs its bearer token"
+--- error_log eval
+qr/upstream API refused to 127.0.0.1: no bearer token/
+
+=== TEST 40: the API with another token: 401
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_allow 127.0.0.1;
+        gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
+    }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN-x
+--- request
+GET /api
+--- error_code: 401
+--- error_log eval
+qr/upstream API refused to 127.0.0.1: not its bearer token/
+
+=== TEST 41: the status endpoint without its token: 401, and nothing of its counters
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
+    }
+--- more_headers
+Authorization: Bearer not-the-token-0123456789abcdef0123456789
+--- request
+GET /status
+--- error_code: 401
+--- response_headers
+WWW-Authenticate: Bearer
+--- error_log eval
+qr/status endpoint refused to 127.0.0.1: not its bearer token/
+
+=== TEST 42: the status endpoint from an address not in its allow list: 403
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_allow 10.0.0.0/8;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
+    }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
+--- request
+GET /status
+--- error_code: 403
+--- error_log eval
+qr/status endpoint refused to 127.0.0.1: not in gateway_tls_status_allow/
+
+=== TEST 43: the status endpoint with its address and token
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
+    }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
+--- request
+GET /status
+--- response_body_like: "policies"

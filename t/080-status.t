@@ -44,7 +44,11 @@ __DATA__
     }
     location = /status {
         gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request eval
 ["GET /good", "GET /good", "GET /good", "GET /bad", "GET /bad", "GET /expired", "GET /dev", "GET /status"]
 --- error_code eval
@@ -87,7 +91,11 @@ __DATA__
     }
     location = /metrics {
         gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request eval
 ["GET /good", "GET /lenient", "GET /odd", "GET /metrics?format=prometheus"]
 --- error_code eval
@@ -107,7 +115,11 @@ __DATA__
 --- config
     location = /status {
         gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request
 GET /status
 --- error_code: 500
@@ -135,7 +147,11 @@ qr/invalid value "1k" in "gateway_tls_status_zone" directive: expected a size of
     }
     location = /status {
         gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request eval
 ["GET /good", "GET /good", "RELOAD", "GET /good", "GET /status"]
 --- error_code eval
@@ -153,6 +169,8 @@ signal 1 (SIGHUP) received
 --- config
     location = /status {
         gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
 --- stream_config
     proxy_ssl_verify_insecure allow;
@@ -182,6 +200,8 @@ signal 1 (SIGHUP) received
         proxy_ssl_verify_mode skip;
         proxy_ssl_policy_name tcp/dev;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request eval
 ['@0 GET /a', '@0 GET /b', '@1 GET /c', '@2 GET /d', 'GET /status', 'GET /status?format=prometheus']
 --- error_code eval

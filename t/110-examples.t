@@ -19,7 +19,7 @@ sub files_under {
     find({ no_chdir => 1, wanted => sub {
         return unless -f $_;
         (my $rel = $_) =~ s{^\Q$top\E/}{};
-        return if $rel =~ m{^(logs|temp)/};
+        return if $rel =~ m{^(logs|temp)/} || $rel =~ m{\.token$};  # a secret of each OUTDIR
         local (@ARGV, $/) = ($_);
         $files{$rel} = <>;
     } }, $top);
@@ -51,6 +51,15 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     is($rc, 0, "$ex: the configuration passes nginx -t with the module") or diag $out;
     my $mode = (stat("$dir/$ex-checked/certs"))[2] & 07777;
     is(sprintf('%o', $mode), '700', "$ex: certs/ is private");
+    # the status endpoint's bearer token: the operator's alone, and the
+    # same across rewrites of one OUTDIR (the running nginx holds it)
+    my $token_mode = (stat("$dir/$ex-checked/status.token"))[2] & 07777;
+    is(sprintf('%o', $token_mode), '600', "$ex: status.token is the operator's alone");
+    my $token = slurp("$dir/$ex-checked/status.token");
+    like($token, qr/^[0-9a-f]{64}\n\z/, "$ex: status.token holds 256 random bits");
+    ($rc, $out) = run_generator(@args, '-o', "$dir/$ex-checked", '--module-dir', $module_dir, '--check');
+    is(slurp("$dir/$ex-checked/status.token"), $token, "$ex: a rewrite of OUTDIR keeps its token");
+    isnt(slurp("$dir/$ex-1/status.token"), $token, "$ex: another OUTDIR has another token");
 }
 
 # bad input from the operator or a Gateway owner: exit 1, FILE:LINE:COL,

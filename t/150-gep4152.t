@@ -92,7 +92,8 @@ for my $path (sort keys %expect) {
 }
 
 # the generated status endpoint counted exactly what was sent
-my (undef, undef, $json) = request(status_port(), 'GET', '/status', 'Host: localhost');
+my (undef, undef, $json) = request(status_port(), 'GET', '/status', 'Host: localhost',
+                               bearer(servroot() . '/out/status.token'));
 like($json, qr/"name":"ns\/dev-tls","kind":"proxy","mode":"skip","trust":"","sans":\[\],"pins":0,"handshakes":\{"verified":0,"skipped":1,/,
      'status: the skip policy was used once (through the lab Gateway only)');
 # two requests, two Gateways, one upstream: the second may resume the
@@ -101,7 +102,8 @@ like($json, qr/"name":"ns\/pinned-tls",[^}]*"pins":1,"handshakes":\{"verified":[
 like($json, qr/"name":"ns\/old-strict-tls",[^{]*\{[^{]*\{"chain":0,"expired":2,/, 'status: two failures for expiry');
 like($json, qr/"audit":\[.*\{"file":"[^"]+http\.conf","line":\d+,"policy":"ns\/dev-tls","kind":"proxy","mode":"skip"\}/,
      'status: the audit list names the insecure scope with file:line');
-my (undef, undef, $prom) = request(status_port(), 'GET', '/status?format=prometheus', 'Host: localhost');
+my (undef, undef, $prom) = request(status_port(), 'GET', '/status?format=prometheus', 'Host: localhost',
+                               bearer(servroot() . '/out/status.token'));
 like($prom, qr/^gateway_tls_handshakes_total\{policy="ns\/old-tls",kind="proxy",result="verified",reason=""\} 1$/m,
      'status: Prometheus text');
 

@@ -42,7 +42,8 @@ my $offset = server_port() + 20 - 80;
 $module_dir ||= 'build/nginx/objs';
 
 sub verified {
-    my $json = `curl -s --max-time 5 http://127.0.0.1:@{[status_port()]}/status`;
+    my $auth = bearer("$out/status.token");
+    my $json = `curl -s --max-time 5 -H '$auth' http://127.0.0.1:@{[status_port()]}/status`;
     return $json =~ /"name":"ns\/steady-tls"[^{]*\{"verified":(\d+)/ ? $1 : -1;
 }
 

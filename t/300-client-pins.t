@@ -126,7 +126,11 @@ $cert =~ s/://g;
     }
     location = /status {
         gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE;
     }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request eval
 ["GET /selfsigned", "GET /selfsigned", "GET /leaf", "GET /status"]
 --- error_code eval

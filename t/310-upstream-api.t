@@ -100,12 +100,14 @@ http {
         location /api {
             gateway_tls_upstream_api;
             gateway_tls_upstream_api_allow 127.0.0.1 unix:;
+            gateway_tls_upstream_api_token_file @{[operator_token_file()]};
             client_body_buffer_size 1m;
             client_max_body_size 1m;
         }
         location /api-elsewhere {
             gateway_tls_upstream_api;
             gateway_tls_upstream_api_allow 10.0.0.0/8;
+            gateway_tls_upstream_api_token_file @{[operator_token_file()]};
         }
     }
 }

@@ -191,12 +191,12 @@ is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
 # alone would keep the pushed ones)
 my ($upstream) = slurp("$out/http.conf") =~ /upstream (\S+) \{\n[^}]*zone gateway2nginx_servers;/;
 spit("$dir/push.json", qq({"upstreams":{"$upstream":{"servers":[{"address":"127.0.0.3:$backend_port"}]}}}));
-my $pushed_by_hand = `curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`;
+my $pushed_by_hand = `curl -s -o /dev/null -w '%{http_code}' -H '@{[bearer("$out/upstream-api.token")]}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`;
 is($pushed_by_hand, 200, 'a push by hand');
 ok(wait_for(sub { endpoint() eq '127.0.0.3' }, 2), 'serves');
 # and a trust by hand that the endpoints' CA is not in
 spit("$dir/push.json", JSON::PP->new->encode({policies => {'ns/web-tls' => {ca => slurp("$certs/unrelated-ca.crt")}}}));
-is(`curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`, 200,
+is(`curl -s -o /dev/null -w '%{http_code}' -H '@{[bearer("$out/upstream-api.token")]}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`, 200,
    'a trust pushed by hand');
 ok(wait_for(sub { endpoint() eq '(502)' }, 2), 'refuses the endpoint');
 my @before = split ' ', worker_pids($master);
@@ -207,7 +207,7 @@ is($rc, 0, 'gateway2nginx --reload --upstream-api') or diag $said;
 wait_for(sub { my %now = map { $_ => 1 } split ' ', worker_pids($master); !grep { $now{$_} } @before }, 10);
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.7' }, 5),
    'after its reload nginx serves the servers and trust it rendered, not the ones pushed before')
-    or diag $said . `curl -s http://127.0.0.1:$api_port/upstreams`;
+    or diag $said . `curl -s -H '@{[bearer("$out/upstream-api.token")]}' http://127.0.0.1:$api_port/upstreams`;
 stop_nginx($out);
 
 # ---- from kubectl's watch events on standard input ---------------------------

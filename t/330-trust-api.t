@@ -85,6 +85,7 @@ $policy    }
         location /api {
             gateway_tls_upstream_api;
             gateway_tls_upstream_api_allow 127.0.0.1;
+            gateway_tls_upstream_api_token_file @{[operator_token_file()]};
             client_body_buffer_size 2m;
             client_max_body_size 2m;
         }
@@ -209,7 +210,8 @@ my $body = $json->encode({policies => {'ns/web-tls' => {ca => $unrelated_ca}},
                           upstreams => {zoned => {servers => [{address => "127.0.0.1:$untrusted"}]}}});
 my $straddling = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp') or die "$!";
 my $cut = int(length($body) / 2);
-print $straddling "PUT /api HTTP/1.1\r\nHost: localhost\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n"
+print $straddling "PUT /api HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " . operator_token()
+    . "\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n"
     . substr($body, 0, $cut);
 sleep 0.3;   # its headers read, by a worker of this configuration
 my $before_reload = worker_pids($master);

@@ -122,6 +122,7 @@ http {
         location /api {
             gateway_tls_upstream_api;
             gateway_tls_upstream_api_allow 127.0.0.1;
+            gateway_tls_upstream_api_token_file @{[operator_token_file()]};
             client_body_buffer_size 1m;
             client_max_body_size 1m;
         }

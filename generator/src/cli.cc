@@ -56,11 +56,14 @@ would show.
                             where gateway_tls_upstream_api answers, on
                             loopback (gateway2nginx run pushes endpoint
                             changes there, without reloads); replaceable
-                            upstreams get a zone; default off
+                            upstreams get a zone; default off. Callers need
+                            the bearer token in OUTDIR/upstream-api.token
       --status-listen ADDR:PORT
                             where gateway_tls_status answers (/status: JSON,
                             /status?format=prometheus), default 127.0.0.1:9113;
                             "off" for none
+      --status-allow CIDR   who may read it (repeatable; default 127.0.0.1, ::1),
+                            with the bearer token in OUTDIR/status.token
   -j, --jobs N              threads scanning YAML (default: the CPUs, at most 4);
                             the output does not depend on it
       --check               run nginx -t on the result before replacing OUTDIR
@@ -101,6 +104,7 @@ Args parse_args(int argc, char **argv, bool run)
 {
     Args a;
     a.run = run;
+    bool status_allow_given = false;
     for (int i = 1; i < argc; i++) {
         std::string arg = argv[i];
         auto value = [&]() -> std::string {
@@ -165,6 +169,10 @@ Args parse_args(int argc, char **argv, bool run)
             }
         } else if (arg == "--status-listen") {
             a.options.status_listen = value();
+        } else if (arg == "--status-allow") {
+            if (!status_allow_given) a.options.status_allow.clear();
+            status_allow_given = true;
+            a.options.status_allow.push_back(value());
         } else if (arg == "--check") {
             a.check = true;
         } else if (arg == "--nginx") {
@@ -186,6 +194,7 @@ Args parse_args(int argc, char **argv, bool run)
             usage_error("gateway2nginx run reads either -f - --watch-events, or files and directories it watches");
         }
     }
+    load_operator_tokens(fs::absolute(a.outdir), &a.options);
     // module paths as the nginx that will load them was built with
     if (std::optional<NginxBuild> build = nginx_build(a.nginx)) {
         if (!a.module_dir_given) a.options.module_dir = build->modules_path;

@@ -25,7 +25,8 @@ namespace {
 
 // METHOD (PUT with `body`, GET) to gateway_tls_upstream_api at `listen`;
 // "" on 200 (and *reply its body), else why not.
-std::string api_request(const std::string &listen, const char *method, const std::string &body, std::string *answer)
+std::string api_request(const std::string &listen, const std::string &token, const char *method, const std::string &body,
+                        std::string *answer)
 {
     gtls::UpstreamServer api;
     try {
@@ -58,7 +59,7 @@ std::string api_request(const std::string &listen, const char *method, const std
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     const std::string request = std::string(method) + " /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                                "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+                                "Authorization: Bearer " + token + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     for (size_t sent = 0; sent < request.size();) {
         ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
         if (n <= 0) {
@@ -148,12 +149,12 @@ namespace {
 
 // api_request, retried for 5 s while a worker of the configuration a
 // reload replaced refuses (503) or nothing listens yet
-std::string api_request_retried(const std::string &listen, const char *method, const std::string &body,
+std::string api_request_retried(const Options &options, const char *method, const std::string &body,
                                 std::string *answer)
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
-        std::string failed = api_request(listen, method, body, answer);
+        std::string failed = api_request(options.upstream_api, options.upstream_api_token, method, body, answer);
         if (failed.empty() || std::chrono::steady_clock::now() > deadline
             || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
             return failed;
@@ -164,9 +165,9 @@ std::string api_request_retried(const std::string &listen, const char *method, c
 
 }  // namespace
 
-std::string push_to_api(const std::string &listen, const std::string &body)
+std::string push_to_api(const Options &options, const std::string &body)
 {
-    return api_request_retried(listen, "PUT", body, nullptr);
+    return api_request_retried(options, "PUT", body, nullptr);
 }
 
 ApiContent ApiContent::changed_since(const ApiContent &before) const
@@ -208,7 +209,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options)
     // as it was: the policies the API says were pushed get what is rendered
     // (what they are configured with, which takes them back to it)
     std::string list;
-    if (std::string failed = api_request_retried(options.upstream_api, "GET", "", &list); !failed.empty()) return failed;
+    if (std::string failed = api_request_retried(options, "GET", "", &list); !failed.empty()) return failed;
     std::set<std::string> pushed;
     try {
         for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
@@ -227,7 +228,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options)
             }
         }
     }
-    return content.empty() ? "" : push_to_api(options.upstream_api, api_body(content));
+    return content.empty() ? "" : push_to_api(options, api_body(content));
 }
 
 std::string api_body(const ApiContent &content)

@@ -17,10 +17,10 @@ long read_pid(const std::string &pidfile);
 // *done says so), else why not.
 std::string reload_and_confirm(const std::string &pidfile, std::string *done);
 
-// PUT `body` to the upstream API at `listen` (ADDR:PORT), retried for 5 s
-// while a worker of a replaced configuration refuses it; "" on 200, else
-// why not.
-std::string push_to_api(const std::string &listen, const std::string &body);
+// PUT `body` to the upstream API (options.upstream_api, with its bearer
+// token), retried for 5 s while a worker of a replaced configuration
+// refuses it; "" on 200, else why not.
+std::string push_to_api(const Options &options, const std::string &body);
 
 // What the upstream API holds of a plan, by name as the API takes it: the
 // servers of every upstream it can replace, the trust of every policy it

@@ -7,6 +7,10 @@
 #include <future>
 #include <stdexcept>
 
+#include <openssl/rand.h>
+
+#include "gtls_access.h"
+
 #include "render.h"
 
 namespace fs = std::filesystem;
@@ -30,7 +34,48 @@ void write_file(const fs::path &path, const std::string &content, int mode)
     write_file(path, mode, [&](std::ostream &out) { out << content; });
 }
 
+std::string random_token()
+{
+    unsigned char bytes[32];
+    if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes for an access token");
+    static const char hex[] = "0123456789abcdef";
+    std::string token;
+    for (unsigned char b : bytes) {
+        token.push_back(hex[b >> 4]);
+        token.push_back(hex[b & 15]);
+    }
+    return token;
+}
+
+std::string token_in(const fs::path &file)
+{
+    std::ifstream in(file, std::ios::binary);
+    std::string token;
+    std::getline(in, token);
+    return gtls::valid_access_token(token) ? token : random_token();
+}
+
+// a new token where none was loaded (a test's Options)
+void write_token(const fs::path &file, const std::string &token)
+{
+    const std::string text = token.empty() ? random_token() : token;
+    // created 0600, never readable by others even for a moment
+    const mode_t was = ::umask(077);
+    std::ofstream out(file, std::ios::binary);
+    out << text << "\n";
+    out.close();
+    ::umask(was);
+    if (!out) throw std::runtime_error("cannot write " + file.string());
+    ::chmod(file.c_str(), 0600);
+}
+
 }  // namespace
+
+void load_operator_tokens(const fs::path &outdir, Options *options)
+{
+    options->upstream_api_token = token_in(outdir / kUpstreamApiTokenFile);
+    options->status_token = token_in(outdir / kStatusTokenFile);
+}
 
 void write_configuration(const Plan &plan, const Options &options, const fs::path &dir, bool threads)
 {
@@ -50,6 +95,8 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     for (const OutputFile &f : plan.files) {
         write_file(dir / f.path, f.content, f.mode);
     }
+    if (options.upstream_api != "off") write_token(dir / kUpstreamApiTokenFile, options.upstream_api_token);
+    if (options.status_listen != "off") write_token(dir / kStatusTokenFile, options.status_token);
 }
 
 }  // namespace g2n

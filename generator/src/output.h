@@ -8,8 +8,13 @@
 namespace g2n {
 
 // Makes `dir` afresh and writes into it nginx.conf, http.conf, stream.conf,
-// status.yaml and the Plan's files (certs/ 0700), with empty logs/ and
-// temp/. `threads`: status.yaml, as large as the rest, is written beside.
+// status.yaml, the Plan's files (certs/ 0700) and the interfaces' token
+// files (0600), with empty logs/ and temp/. `threads`: status.yaml, as large as the rest, is written beside.
 void write_configuration(const Plan &plan, const Options &options, const std::filesystem::path &dir, bool threads);
+
+// The bearer tokens of the upstream API and the status endpoint: those in
+// `outdir` (the running nginx holds them) where they are valid, else new
+// random ones.
+void load_operator_tokens(const std::filesystem::path &outdir, Options *options);
 
 }  // namespace g2n

@@ -275,12 +275,22 @@ struct Options {
     long nginx_version = 1022001;
     std::string resolver;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
+    // who may read it besides its token (gateway_tls_status_allow)
+    std::vector<std::string> status_allow = {"127.0.0.1", "::1"};
     // where gateway_tls_upstream_api answers (a loopback ADDR:PORT);
     // "off": none, and upstreams get no zone
     std::string upstream_api = "off";
     // render replaceable upstreams without their servers: what a change
     // must alter for a reload to be needed (gateway2nginx run)
     bool endpoint_skeleton = false;
+    // the bearer tokens of the upstream API and of the status endpoint,
+    // written to OUTDIR (kUpstreamApiTokenFile, kStatusTokenFile, 0600);
+    // never rendered into the configuration, which names only the files
+    std::string upstream_api_token;
+    std::string status_token;
 };
+
+inline constexpr const char *kUpstreamApiTokenFile = "upstream-api.token";
+inline constexpr const char *kStatusTokenFile = "status.token";
 
 }  // namespace g2n

@@ -1241,6 +1241,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.open("location", {"=", "/upstreams"});
         w.directive("gateway_tls_upstream_api");
         w.directive("gateway_tls_upstream_api_allow", {"127.0.0.1", "::1"});
+        w.directive("gateway_tls_upstream_api_token_file", {nginx::Token::value(kUpstreamApiTokenFile)});
         w.directive("client_body_buffer_size", {"64m"});
         w.directive("client_max_body_size", {"64m"});
         w.close();
@@ -1258,6 +1259,10 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.directive("listen", {nginx::Token::value(o.status_listen)});
         w.open("location", {"=", "/status"});
         w.directive("gateway_tls_status");
+        std::vector<nginx::Token> allow;
+        for (const std::string &a : o.status_allow) allow.push_back(nginx::Token::value(a));
+        w.directive("gateway_tls_status_allow", allow);
+        w.directive("gateway_tls_status_token_file", {nginx::Token::value(kStatusTokenFile)});
         w.close();
         w.open("location", {"/"});
         w.directive("return", {"404"});

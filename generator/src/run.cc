@@ -216,7 +216,7 @@ private:
     {
         const ApiContent changed = content.changed_since(pushed_);
         if (!changed.empty()) {
-            if (std::string failed = push_to_api(args_.options.upstream_api, api_body(changed)); !failed.empty()) {
+            if (std::string failed = push_to_api(args_.options, api_body(changed)); !failed.empty()) {
                 say("pushing to the upstream API failed (" + failed + "): reloading instead");
                 applied_ = false;
                 Manifests none;

@@ -200,7 +200,7 @@ private:
                 pos_++;
                 return out;
             }
-            if (c < 0x20) fail("a control character in a string");
+            if (c < 0x20 || c == 0x7f) fail("a control character in a string");
             if (c != '\\') {
                 out.push_back(static_cast<char>(c));
                 pos_++;
@@ -213,11 +213,11 @@ private:
             case '"': out.push_back('"'); break;
             case '\\': out.push_back('\\'); break;
             case '/': out.push_back('/'); break;
-            case 'b': out.push_back('\b'); break;
-            case 'f': out.push_back('\f'); break;
             case 'n': out.push_back('\n'); break;
             case 'r': out.push_back('\r'); break;
             case 't': out.push_back('\t'); break;
+            case 'b':
+            case 'f': fail("a control character in a string");
             case 'u': {
                 unsigned u = hex4();
                 if (u >= 0xD800 && u <= 0xDBFF) {
@@ -227,6 +227,11 @@ private:
                     u = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
                 } else if (u >= 0xDC00 && u <= 0xDFFF) {
                     fail("a lone surrogate in \\u");
+                }
+                // no field holds a control byte but a PEM bundle's line breaks:
+                // one would cut an address or a name short where C reads it
+                if ((u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7f) {
+                    fail("a control character in a string");
                 }
                 // UTF-8
                 if (u < 0x80) {
@@ -440,6 +445,9 @@ PolicyTrust trust_of(const Json &v, const std::string &policy, const std::string
 
 UpstreamServer parse_server_address(std::string_view text, const std::string &field)
 {
+    for (unsigned char c : text) {
+        if (c <= 0x20 || c >= 0x7f) refuse(field, json_string(text) + " holds a byte no address has");
+    }
     UpstreamServer s;
     std::string host;
     std::string_view port;

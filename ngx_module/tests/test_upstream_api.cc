@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -225,6 +226,37 @@ BOOST_AUTO_TEST_CASE(policy_trust_is_checked_and_named)
     BOOST_TEST(refusal(policy(R"({"pins": )" + pins + "]}")) == R"(policies["ns/p"].pins: 65 pins, more than 64)");
     BOOST_TEST(refusal(policy(R"({"ca": ")" + std::string(gtls::kMaxApiCaBytes + 1, 'A') + R"("})"))
                == R"(policies["ns/p"].ca: more than 1048576 bytes)");
+}
+
+// Every string field, every control byte, raw or escaped: refused, never
+// read as a shorter string ("10.0.0.1\u0000junk:8443" once passed as
+// 10.0.0.1:8443, inet_pton stopping at the NUL).
+BOOST_AUTO_TEST_CASE(no_string_field_takes_a_control_byte)
+{
+    const std::vector<std::pair<std::string, std::string>> fields = {
+        {R"({"upstreams": {"web": {"servers": [{"address": "10.0.0.1)", R"(junk:8443"}]}}})"},
+        {R"({"upstreams": {"web)", R"(": {"servers": []}}})"},
+        {R"({"stream_upstreams": {"web)", R"(": {"servers": []}}})"},
+        {R"({"policies": {"ns/p)", R"(": {"pins": ["sha256-spki:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]}}})"},
+        {R"({"policies": {"ns/p": {"pins": ["sha256-spki:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=)", R"("]}}})"},
+    };
+    for (const auto &[before, after] : fields) {
+        for (int c = 0; c < 0x20; c++) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+            for (const std::string &byte : {std::string(escaped), std::string(1, static_cast<char>(c))}) {
+                const std::string body = before + byte + after;
+                BOOST_TEST(!refusal(body).empty(), "taken: " << gtls::json_string(body));
+            }
+        }
+        BOOST_TEST(!refusal(before + "\\u007f" + after).empty());
+        BOOST_TEST(!refusal(before + "\\b" + after).empty());
+        BOOST_TEST(!refusal(before + "\\f" + after).empty());
+    }
+    BOOST_TEST(refusal(one(R"([{"address": "10.0.0.1\u0000junk:8443"}])")) == "JSON line 1, column 63: a control character in a string");
+    BOOST_TEST(refusal(one(R"([{"address": "10.0.0.1\u00e9:8443"}])")).find("holds a byte no address has") != std::string::npos);
+    // a PEM bundle keeps its line breaks
+    BOOST_TEST(refusal(R"({"policies": {"ns/p": {"ca": "\r\n\t"}}})").find("holds no certificate") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,7 +31,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
-                 nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request);
+                 nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
+                 operator_token operator_token_file bearer);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -163,7 +164,20 @@ sub _setup {
         or die "cannot make the test certificates\n";
     -f $Module or die "module not built: $Module (run make)\n";
     $BasePort = _pick_ports();
+    # the bearer token of the operator interfaces in hand-written configurations
+    my $token = join '', map { sprintf '%02x', int rand 256 } 1 .. 24;
+    my $old = umask 077;
+    spit(operator_token_file(), "test-operator-$token\n");
+    umask $old;
 }
+
+# The bearer token of the upstream API and the status endpoint in the
+# blocks' configurations ($TEST_NGINX_OPERATOR_TOKEN_FILE), 0600.
+sub operator_token_file { "$ServRoot/conf/operator.token" }
+sub operator_token { my $t = slurp(operator_token_file()); chomp $t; $t }
+# "Authorization: Bearer TOKEN" with the token in FILE (a generated
+# OUTDIR's upstream-api.token or status.token).
+sub bearer { my $t = slurp(shift); chomp $t; "Authorization: Bearer $t" }
 
 # $TEST_NGINX_* in sections, as Test::Nginx does.
 sub _expand {
@@ -173,6 +187,8 @@ sub _expand {
     $text =~ s/\$TEST_NGINX_STREAM_PORT(?:_(\d+))?\b/stream_port() + ($1 \/\/ 0)/ge;
     $text =~ s/\$TEST_NGINX_CERTS\b/certs_dir()/ge;
     $text =~ s/\$TEST_NGINX_SERVROOT\b/$ServRoot/g;
+    $text =~ s/\$TEST_NGINX_OPERATOR_TOKEN_FILE\b/operator_token_file()/ge;
+    $text =~ s/\$TEST_NGINX_OPERATOR_TOKEN\b/operator_token()/ge;
     $text =~ s/\$TEST_NGINX_BACKEND_(\w+)\b/backend_port(lc $1)/ge;
     $text =~ s/\$TEST_NGINX_SPKI_(\w+)\b/spki_pin(lc $1)/ge;
     $text =~ s/\$TEST_NGINX_CERTPIN_(\w+)\b/cert_pin(lc $1)/ge;
@@ -527,8 +543,8 @@ sub _run_block {
         if ($request =~ s/^TLS((?:\s+\w+=\S*)*)\s+//) {
             %tls = map { split /=/, $_, 2 } grep { length } split /\s+/, $1;
         }
-        my ($status, $hdrs, $body) = %tls ? _tls_http($port, \%tls, $request, $block->more_headers)
-                                          : _http($port, $request, $block->more_headers);
+        my ($status, $hdrs, $body) = %tls ? _tls_http($port, \%tls, $request, _expand($block->more_headers))
+                                          : _http($port, $request, _expand($block->more_headers));
         $last_body = $body;
         my $label = @requests > 1 ? "$name - request $i" : "$name";
         my $code = @codes > 1 ? $codes[$i] : $codes[0];
@@ -800,12 +816,15 @@ sub request {
 # "generation=N"; a condition whose observedGeneration is not N: "REF: stale TYPE ..."),
 # read with a small line parser (Debian's base perl has no YAML module).
 # METHOD http://127.0.0.1:PORT/PATH with BODY, as an operator's tool
-# would (curl): (status, reply).
+# would (curl), with the bearer TOKEN (default: operator_token(); '' for
+# none): (status, reply).
 sub api_request {
-    my ($port, $path, $method, $body) = @_;
+    my ($port, $path, $method, $body, $token) = @_;
+    $token //= operator_token();
     my $file = "$ServRoot/api-body.json";
     spit($file, $body // '');
-    my $out = `curl -s -w '\\n%{http_code}' -X $method --data-binary \@$file http://127.0.0.1:$port$path`;
+    my $auth = $token eq '' ? '' : "-H 'Authorization: Bearer $token'";
+    my $out = `curl -s -w '\\n%{http_code}' $auth -X $method --data-binary \@$file http://127.0.0.1:$port$path`;
     my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
     return ($code // 0, $reply // '');
 }
