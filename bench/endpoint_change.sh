@@ -82,7 +82,7 @@ YAML
 slice 127.0.0.1
 
 flags=(-f "$work/in" -o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-dir "$(dirname "$module")"
-       --status-listen off --upstream-api 127.0.0.1:29114 --reload "$work/out/nginx.pid")
+       --status-listen off --allow-endpoints 127.0.0.0/8 --upstream-api 127.0.0.1:29114 --reload "$work/out/nginx.pid")
 "$generator" "${flags[@]:0:${#flags[@]}-2}" --check 2>/dev/null
 /usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>&1 | { grep -v '\[notice\]' || true; } >&2
 sleep 1

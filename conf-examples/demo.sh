@@ -96,11 +96,11 @@ manifests=""
 for ex in spiffe-backend system-ca weighted-two-policies rejected-policy tls-route; do
     manifests="$manifests -f $here/$ex/manifests.yaml"
 done
-echo "\$ gateway2nginx -f conf-examples/gateway.yaml$(echo "$manifests" | sed "s|$here|conf-examples|g") -o OUT --port-offset 28000 --check"
+echo "\$ gateway2nginx -f conf-examples/gateway.yaml$(echo "$manifests" | sed "s|$here|conf-examples|g") -o OUT --port-offset 28000 --allow-endpoints 127.0.0.0/8 --check"
 # shellcheck disable=SC2086
 "$generator" -f "$here/gateway.yaml" $manifests -o "$work/out" --port-offset 28000 \
     --listen-address 127.0.0.1 --module-dir "$(dirname "$module")" --check \
-    --status-listen 127.0.0.1:28113
+    --status-listen 127.0.0.1:28113 --allow-endpoints 127.0.0.0/8  # the demo's backends are on loopback
 echo "wrote: $(cd "$work/out" && ls -d nginx.conf http.conf stream.conf status.yaml certs/* | tr '\n' ' ')"
 /usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>/dev/null
 wait_port 28080

@@ -34,7 +34,8 @@ my $debian12 = "$root/conf-examples/nginx-debian12";
 
 for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tls-route)) {
     my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/$ex/manifests.yaml",
-                '--port-offset', 28000, '--listen-address', '127.0.0.1', '--status-listen', '127.0.0.1:28113');
+                '--port-offset', 28000, '--listen-address', '127.0.0.1', '--status-listen', '127.0.0.1:28113',
+                '--allow-endpoints', '127.0.0.0/8');
     my $expected = files_under("$root/conf-examples/$ex/expected");
     # run 3 on one thread: same bytes, same exit
     for my $run (1, 2, 3) {

@@ -102,7 +102,7 @@ put('slice.yaml', slice_yaml(1, 2));
 
 my $log = "$dir/run.log";
 my @common = ('--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
-              '--status-listen', 'off', '--debounce', '100');
+              '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints);
 sub start_run {
     my ($out, @args) = @_;
     my $pid = fork // die;

@@ -130,7 +130,7 @@ if ($run == 0) {
     open STDERR, '>>', $log or die;
     exec($bin, 'run', '-f', "$dir/manifests", '-o', "$dir/out", '--reload', "$dir/out/nginx.pid",
          '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
-         '--module-dir', $module_dir, '--status-listen', 'off', '--debounce', '100') or die;
+         '--module-dir', $module_dir, '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints) or die;
 }
 sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
 sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }

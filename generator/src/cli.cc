@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 
+#include "endpoints.h"
 #include "isolate.h"
 #include "nginx_check.h"
 #include "output.h"
@@ -51,6 +52,11 @@ would show.
                             ngx_stream_gateway_tls_module.so are (default:
                             the --nginx binary's modules path, as nginx -V
                             says; /usr/lib/nginx/modules if it cannot run)
+      --allow-endpoints CIDR
+                            endpoints may be loopback, link-local, multicast or
+                            unspecified addresses in CIDR (repeatable; for test
+                            rigs: the API server refuses them), never the
+                            gateway's own ports there
       --resolver ADDR       nginx resolver for DNS names of backends
       --upstream-api ADDR:PORT
                             where gateway_tls_upstream_api answers, on
@@ -148,6 +154,11 @@ Args parse_args(int argc, char **argv, bool run)
             a.options.module_dir = fs::absolute(value()).lexically_normal().string();
             if (a.options.module_dir.size() > 1 && a.options.module_dir.back() == '/') {
                 a.options.module_dir.pop_back();
+            }
+        } else if (arg == "--allow-endpoints") {
+            a.options.allow_endpoints.push_back(value());
+            if (!parse_cidr(a.options.allow_endpoints.back())) {
+                usage_error("--allow-endpoints takes ADDRESS/PREFIX (127.0.0.0/8, ::1/128)");
             }
         } else if (arg == "--resolver") {
             a.options.resolver = value();

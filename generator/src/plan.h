@@ -274,6 +274,9 @@ struct Options {
     // 1.22.1, Debian 12's), for directives that changed
     long nginx_version = 1022001;
     std::string resolver;
+    // special ranges (loopback, ...) endpoints may point into: CIDRs, for
+    // test rigs (--allow-endpoints); never the gateway's own ports there
+    std::vector<std::string> allow_endpoints;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
     // who may read it besides its token (gateway_tls_status_allow)
     std::vector<std::string> status_allow = {"127.0.0.1", "::1"};

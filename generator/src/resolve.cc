@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "conditions.h"
+#include "endpoints.h"
 #include "nginx_check.h"
 
 namespace g2n {
@@ -224,7 +225,7 @@ enum class BackendTarget { Http, Mirror, Grpc, StreamTerminate, StreamPassthroug
 class Resolver {
 public:
     Resolver(const Manifests &m, const Options &o, Plan *plan)
-        : m_(m), o_(o), plan_(plan), objects_(m), policies_(resolve_policies(m, objects_, plan)) {}
+        : m_(m), o_(o), plan_(plan), objects_(m), policies_(resolve_policies(m, objects_, plan)), endpoint_rules_(m, o) {}
 
     void run()
     {
@@ -895,11 +896,14 @@ private:
                 if (ep.name != port.name) continue;
                 for (const std::string &addr : es.ready_addresses) {
                     std::string host = addr.find(':') != std::string::npos ? "[" + addr + "]" : addr;
+                    if (!endpoint_allowed(host, addr, ep.port, "EndpointSlice " + es.meta.key())) continue;
                     u.servers.push_back(host + ":" + std::to_string(ep.port));
                 }
             }
         }
-        if (u.servers.empty() && svc.type == "ExternalName") {
+        if (u.servers.empty() && svc.type == "ExternalName"
+            && endpoint_allowed(svc.external_name, svc.external_name, port.port,
+                                "Service " + svc.meta.key() + " (externalName)")) {
             u.servers.push_back(svc.external_name + ":" + std::to_string(port.port));
         }
         if (u.servers.empty() && !o_.resolver.empty()) {
@@ -921,6 +925,19 @@ private:
             }
         }
         return name;
+    }
+
+    // whether a tenant's endpoint may be served (endpoints.h); a refused
+    // one is left out, with a warning naming its object
+    bool endpoint_allowed(const std::string &host, const std::string &address, int port, const std::string &owner)
+    {
+        const std::string why = endpoint_rules_.refusal(address, port);
+        if (why.empty()) return true;
+        const std::string endpoint = host + ":" + std::to_string(port);
+        if (endpoints_refused_.insert(owner + " " + endpoint).second) {
+            plan_->warnings.push_back(owner + ": endpoint " + endpoint + " is not served: it " + why);
+        }
+        return false;
     }
 
     void gateway_statuses()
@@ -1124,6 +1141,8 @@ private:
     Plan *plan_;
     ObjectIndex objects_;
     PolicyIndex policies_;
+    EndpointRules endpoint_rules_;
+    std::set<std::string> endpoints_refused_;  // "slice address:port", warned once
     std::vector<const Gateway *> gateways_;
     std::vector<ListenerState> listeners_;
     // each Gateway's listeners: [first, last) of listeners_, where run()

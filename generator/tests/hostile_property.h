@@ -437,6 +437,8 @@ inline const std::set<std::string> &generator_vocabulary()
                                  "grpc_read_timeout", "grpc_next_upstream_timeout", "proxy_next_upstream",
                                  "proxy_next_upstream_tries", "grpc_next_upstream", "grpc_next_upstream_tries",
                                  "gateway_tls_upstream_api", "gateway_tls_upstream_api_allow",
+                                 "gateway_tls_upstream_api_token_file", "gateway_tls_status_allow",
+                                 "gateway_tls_status_token_file",
                                  "client_body_buffer_size", "client_max_body_size"});
         add("server>location>if>", {"return", "add_header", "grpc_pass"});
         return w;

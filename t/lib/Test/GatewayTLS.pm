@@ -689,9 +689,19 @@ sub http_request {
     return _http($port, "GET $path", "Host: $host");
 }
 
-# Runs gateway2nginx with ARGS; returns (exit code, its output).
+# What the tests' gateway2nginx is told besides ARGS: their backends are on
+# loopback, which endpoints may point at only where the operator allows.
+our @TestEndpoints = ('--allow-endpoints', '127.0.0.0/8', '--allow-endpoints', '::1/128');
+
+# Runs gateway2nginx with ARGS (and @TestEndpoints, unless ARGS say
+# --allow-endpoints or --no-test-endpoints); returns (exit code, its output).
 sub run_generator {
     my @args = @_;
+    if (grep { $_ eq '--no-test-endpoints' } @args) {
+        @args = grep { $_ ne '--no-test-endpoints' } @args;
+    } elsif (!grep { $_ eq '--allow-endpoints' } @args) {
+        push @args, @TestEndpoints;
+    }
     my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
     # the nginx the tests run: its --check, and its build's module paths
     unshift @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY};
