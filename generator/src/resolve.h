@@ -99,6 +99,11 @@ std::string ca_bundle_file(const std::string &bundle, Plan *plan);
 
 // A file name made only of safe characters, for certs/ and upstream names.
 std::string safe_name(const std::string &text);
+// The name of an object's files under certs/: PREFIX_NAMESPACE_NAME.
+// Kubernetes names hold no "_": no two objects share one (with "-",
+// Secret payments/prod-tls and payments-prod/tls did); a name that is not
+// a Kubernetes name carries the digest of what it was.
+std::string object_file_stem(const std::string &prefix, const std::string &ns, const std::string &name);
 
 // One Gateway listener as resolve sees it.
 struct ListenerState {

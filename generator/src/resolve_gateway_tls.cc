@@ -45,7 +45,7 @@ SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, con
         out.why = "Secret " + ns + "/" + ref.name + ": " + why;
         return out;
     }
-    std::string base = "certs/" + prefix + "-" + safe_name(ns) + "-" + safe_name(ref.name);
+    std::string base = "certs/" + object_file_stem(prefix, ns, ref.name);
     out.certificate = base + ".crt";
     out.key = base + ".key";
     if (written->insert(base).second) {

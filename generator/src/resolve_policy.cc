@@ -160,6 +160,16 @@ std::string safe_name(const std::string &text)
     return out;
 }
 
+std::string object_file_stem(const std::string &prefix, const std::string &ns, const std::string &name)
+{
+    std::string stem = prefix + "_" + safe_name(ns) + "_" + safe_name(name);
+    if (safe_name(ns) != ns || safe_name(name) != name || ns.find('_') != std::string::npos
+        || name.find('_') != std::string::npos) {
+        stem += "_" + content_id(std::to_string(ns.size()) + ":" + ns + name);  // where ns ends is part of it
+    }
+    return stem;
+}
+
 BoundPolicy *PolicyIndex::find(size_t service, const std::string &port_name) const
 {
     BoundPolicy *whole = nullptr;

@@ -3,7 +3,12 @@
 // backends.
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "render.h"
+#include "resolve.h"
 #include "test_support.h"
 
 using namespace g2n;
@@ -157,14 +162,14 @@ BOOST_AUTO_TEST_CASE(backend_client_certificate)
 {
     Plan plan = plan_of(setup("  tls:\n    backend:\n      clientCertificateRef: {name: cert}\n"));
     std::string http = render_http_conf(plan);
-    BOOST_TEST(http.find("    proxy_ssl_certificate certs/backend-client-ns-cert.crt;\n"
-                         "    proxy_ssl_certificate_key certs/backend-client-ns-cert.key;\n"
-                         "    grpc_ssl_certificate certs/backend-client-ns-cert.crt;\n")
+    BOOST_TEST(http.find("    proxy_ssl_certificate certs/backend-client_ns_cert.crt;\n"
+                         "    proxy_ssl_certificate_key certs/backend-client_ns_cert.key;\n"
+                         "    grpc_ssl_certificate certs/backend-client_ns_cert.crt;\n")
                    != std::string::npos,
                http);
     BOOST_TEST(gateway_conditions(status_of(plan, "Gateway", "gw")).find("ResolvedRefs=True/ResolvedRefs") != std::string::npos);
     bool key_private = false;
-    for (const OutputFile &f : plan.files) key_private |= f.path == "certs/backend-client-ns-cert.key" && f.mode == 0600;
+    for (const OutputFile &f : plan.files) key_private |= f.path == "certs/backend-client_ns_cert.key" && f.mode == 0600;
     BOOST_TEST(key_private);
 
     plan = plan_of(setup("  tls:\n    backend:\n      clientCertificateRef: {name: cert, namespace: other}\n"));
@@ -219,11 +224,42 @@ spec:
     BOOST_TEST(stream.find("    ssl_verify_client on;\n    ssl_verify_client_handshake on;\n    ssl_client_certificate certs/ca-")
                    != std::string::npos,
                stream);
-    BOOST_TEST(stream.find("    proxy_ssl_certificate certs/backend-client-ns-cert.crt;\n"
-                           "    proxy_ssl_certificate_key certs/backend-client-ns-cert.key;\n")
+    BOOST_TEST(stream.find("    proxy_ssl_certificate certs/backend-client_ns_cert.crt;\n"
+                           "    proxy_ssl_certificate_key certs/backend-client_ns_cert.key;\n")
                    != std::string::npos,
                stream);
     BOOST_TEST(stream.find("grpc_ssl_certificate") == std::string::npos);
+}
+
+// No two objects share a file under certs/ (Secret payments/prod-tls and
+// payments-prod/tls once did): every namespace and name of a small
+// alphabet that holds the separators, names no Kubernetes object may
+// have included.
+BOOST_AUTO_TEST_CASE(no_two_objects_share_certificate_files)
+{
+    std::vector<std::string> texts = {""};
+    for (size_t length = 1; length <= 4; length++) {
+        std::vector<std::string> longer;
+        for (const std::string &t : texts) {
+            if (t.size() + 1 != length) continue;
+            for (char c : std::string("a-._/")) longer.push_back(t + c);
+        }
+        texts.insert(texts.end(), longer.begin(), longer.end());
+    }
+    std::map<std::string, std::string> owner;  // stem -> "ns/name"
+    size_t pairs = 0;
+    for (const std::string &ns : texts) {
+        if (ns.empty()) continue;
+        for (const std::string &name : texts) {
+            if (name.empty()) continue;
+            const std::string stem = g2n::object_file_stem("listener", ns, name);
+            BOOST_TEST(stem.find('/') == std::string::npos, stem);
+            auto [it, added] = owner.emplace(stem, ns + "\n" + name);
+            BOOST_TEST(added, stem << " is both " << it->second << " and " << ns << "\n" << name);
+            pairs++;
+        }
+    }
+    BOOST_TEST(pairs > 100000u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

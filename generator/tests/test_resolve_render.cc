@@ -224,7 +224,7 @@ spec:
     bool key_private = false;
     for (const OutputFile &f : allowed.files) {
         // the key as OpenSSL encodes it, never the input's bytes
-        if (f.path == "certs/listener-certs-cert.key") {
+        if (f.path == "certs/listener_certs_cert.key") {
             key_private = f.mode == 0600 && f.content.find("-----BEGIN PRIVATE KEY-----") == 0;
         }
     }
@@ -1698,8 +1698,8 @@ spec:
 )";
     std::string http = render_http_conf(plan_of(yaml));
     BOOST_TEST(http.find("server {\n    listen 0.0.0.0:443 ssl default_server;\n    server_name \"\";\n"
-                         "    ssl_certificate certs/listener-ns-cert.crt;\n"
-                         "    ssl_certificate_key certs/listener-ns-cert.key;\n"
+                         "    ssl_certificate certs/listener_ns_cert.crt;\n"
+                         "    ssl_certificate_key certs/listener_ns_cert.key;\n"
                          "    if ($sni_listener_1 != \"\") {\n        return 421;\n    }\n    return 404;\n}")
                    != std::string::npos,
                http);

@@ -263,14 +263,14 @@ BOOST_AUTO_TEST_CASE(terminate_reencrypts_with_the_policy)
     const StreamServer &s = plan.stream_servers[0];
     BOOST_TEST(s.terminate);
     BOOST_TEST(s.proxy_ssl);
-    BOOST_TEST(s.certificate == "certs/listener-ns-cert.crt");
+    BOOST_TEST(s.certificate == "certs/listener_ns_cert.crt");
     BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
     BOOST_TEST(plan.stream_upstreams[0].policy->hostname == "db.internal");
     BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "db-tls")).find("gw:Accepted=True/Accepted") != std::string::npos);
 
     std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_server_name $tls_route_1 {") != std::string::npos, conf);
-    BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl;\n    ssl_certificate certs/listener-ns-cert.crt;\n") != std::string::npos, conf);
+    BOOST_TEST(conf.find("    listen 0.0.0.0:8443 ssl;\n    ssl_certificate certs/listener_ns_cert.crt;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    proxy_ssl on;\n    proxy_ssl_server_name on;\n    proxy_ssl_name $upstream_ssl_policy_hostname;\n")
                != std::string::npos, conf);
     BOOST_TEST(conf.find("    proxy_ssl_policy_name ns/db-tls;\n    proxy_ssl_policy_hostname db.internal;\n") != std::string::npos, conf);
@@ -313,10 +313,10 @@ BOOST_AUTO_TEST_CASE(terminate_hostnames_get_servers_behind_the_port_before_1_25
     BOOST_TEST_REQUIRE(front.routes.size() == 2u);
     const StreamServer &plain = plan.stream_servers[1], &db = plan.stream_servers[2];
     BOOST_TEST(db.listen == "127.254.0.2:8443");
-    BOOST_TEST(db.certificate == "certs/listener-ns-cert.crt");
+    BOOST_TEST(db.certificate == "certs/listener_ns_cert.crt");
     BOOST_TEST(db.proxy_ssl);
     BOOST_TEST(plain.listen == "127.254.0.1:8443");
-    BOOST_TEST(plain.certificate == "certs/listener-ns-cert2.crt");
+    BOOST_TEST(plain.certificate == "certs/listener_ns_cert2.crt");
     BOOST_TEST(!plain.proxy_ssl);
     BOOST_TEST_REQUIRE(plain.routes.size() == 1u);
     BOOST_TEST(!plain.routes[0].backends[0].upstream.empty());  // reached, in plaintext
@@ -330,9 +330,9 @@ BOOST_AUTO_TEST_CASE(terminate_hostnames_get_servers_behind_the_port_before_1_25
                != std::string::npos, conf);
     BOOST_TEST(conf.find("server {\n    listen 0.0.0.0:8443;\n    ssl_preread on;\n    proxy_pass $tls_route_1;\n")
                != std::string::npos, conf);
-    BOOST_TEST(conf.find("    listen 127.254.0.1:8443 ssl;\n    ssl_certificate certs/listener-ns-cert2.crt;\n")
+    BOOST_TEST(conf.find("    listen 127.254.0.1:8443 ssl;\n    ssl_certificate certs/listener_ns_cert2.crt;\n")
                != std::string::npos, conf);
-    BOOST_TEST(conf.find("    listen 127.254.0.2:8443 ssl;\n    ssl_certificate certs/listener-ns-cert.crt;\n")
+    BOOST_TEST(conf.find("    listen 127.254.0.2:8443 ssl;\n    ssl_certificate certs/listener_ns_cert.crt;\n")
                != std::string::npos, conf);
     BOOST_TEST(conf.find("    server_name ") == std::string::npos, conf);
 
@@ -365,20 +365,20 @@ BOOST_AUTO_TEST_CASE(terminate_routes_get_stream_servers_by_name_from_1_25_5)
     BOOST_TEST(conf.find("map $ssl_server_name") == std::string::npos, conf);
     BOOST_TEST(conf.find("# TLSRoute ns/plain\nserver {\n    listen 0.0.0.0:8443 ssl;\n"
                          "    server_name a.plain.example.com;\n"
-                         "    ssl_certificate certs/listener-ns-cert2.crt;\n"
-                         "    ssl_certificate_key certs/listener-ns-cert2.key;\n"
+                         "    ssl_certificate certs/listener_ns_cert2.crt;\n"
+                         "    ssl_certificate_key certs/listener_ns_cert2.key;\n"
                          "    proxy_ssl_verify_insecure deny;\n"
                          "    proxy_pass backend_ns_db_5433;\n}\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("# TLSRoute ns/db\nserver {\n    listen 0.0.0.0:8443 ssl;\n"
                          "    server_name db.example.com;\n"
-                         "    ssl_certificate certs/listener-ns-cert.crt;\n"
-                         "    ssl_certificate_key certs/listener-ns-cert.key;\n"
+                         "    ssl_certificate certs/listener_ns_cert.crt;\n"
+                         "    ssl_certificate_key certs/listener_ns_cert.key;\n"
                          "    proxy_ssl_verify_insecure deny;\n"
                          "    proxy_pass backend_ns_db_5432;\n"
                          "    proxy_ssl on;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("# no route for this SNI: the connection is closed\nserver {\n"
                          "    listen 0.0.0.0:8443 ssl default_server;\n    server_name \"\";\n"
-                         "    ssl_certificate certs/listener-ns-cert2.crt;\n") != std::string::npos, conf);
+                         "    ssl_certificate certs/listener_ns_cert2.crt;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    proxy_pass tls_route_refused;\n}") != std::string::npos, conf);
 
     // a route for any name is the default server itself
@@ -481,10 +481,10 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
     BOOST_TEST(!front.terminate);
     BOOST_TEST(front.listen == "0.0.0.0:443");
     BOOST_TEST(plan.stream_servers[1].listen == "127.254.0.1:443");
-    BOOST_TEST(plan.stream_servers[1].certificate == "certs/listener-ns-cert.crt");
+    BOOST_TEST(plan.stream_servers[1].certificate == "certs/listener_ns_cert.crt");
     BOOST_TEST(!plan.stream_servers[1].proxy_ssl);
     BOOST_TEST(plan.stream_servers[2].listen == "127.254.0.2:443");
-    BOOST_TEST(plan.stream_servers[2].certificate == "certs/listener-ns-cert2.crt");
+    BOOST_TEST(plan.stream_servers[2].certificate == "certs/listener_ns_cert2.crt");
     BOOST_TEST(plan.stream_servers[2].proxy_ssl);
     std::string conf = render_stream_conf(plan, Options());
     BOOST_TEST(conf.find("map $ssl_preread_server_name $tls_route_1 {\n    hostnames;\n"
@@ -504,7 +504,7 @@ BOOST_AUTO_TEST_CASE(a_mixed_port_with_terminate_certificates_that_differ)
     BOOST_TEST(conf.find("    *.c.example.com tls_terminate_1;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    b.example.com tls_terminate_1;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl;\n    server_name x.c.example.com;\n"
-                         "    ssl_certificate certs/listener-ns-cert2.crt;\n") != std::string::npos, conf);
+                         "    ssl_certificate certs/listener_ns_cert2.crt;\n") != std::string::npos, conf);
     BOOST_TEST(conf.find("    listen 127.254.0.1:443 ssl default_server;\n") != std::string::npos, conf);
 }
 
