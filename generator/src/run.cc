@@ -168,16 +168,15 @@ public:
         try {
             Plan plan = resolve(manifests, args_.options);
             const std::string skeleton = skeleton_digest(plan, args_.options);
-            ApiContent content = api_content(plan, args_.options);
             if (!applied_ && first_ && outdir_holds(plan)) {
                 // started beside an nginx that runs what OUTDIR holds
                 applied_ = true;
                 skeleton_ = skeleton;
-                pushed_ = content;
+                pushed_ = api_content(plan, args_.options);
                 status_ = sha256(render_status(plan, args_.options));
                 say("OUTDIR already holds this configuration: nothing to apply");
             } else if (applied_ && skeleton == skeleton_) {
-                apply_through_api(plan, content);
+                apply_through_api(plan);
             } else {
                 apply_configuration(manifests, std::move(plan));
             }
@@ -210,31 +209,43 @@ private:
         return true;
     }
 
+    // The servers and trust of `plan` that differ from what nginx holds,
+    // pushed (and logged) alone; false when the push failed.
+    bool push_changed(const Plan &plan, bool *pushed = nullptr)
+    {
+        const ApiContent content = api_content(plan, args_.options);
+        const ApiContent changed = content.changed_since(pushed_);
+        if (pushed != nullptr) *pushed = !changed.empty();
+        if (changed.empty()) return true;
+        if (std::string failed = push_to_api(args_.options, api_body(changed)); !failed.empty()) {
+            say("pushing to the upstream API failed (" + failed + "): reloading instead");
+            return false;
+        }
+        pushed_ = content;
+        std::string what;
+        const size_t upstreams = changed.servers.size() + changed.stream_servers.size();
+        if (upstreams > 0) what = "servers of " + std::to_string(upstreams) + " upstream(s)";
+        if (!changed.trust.empty()) {
+            what += (what.empty() ? "" : " and ") + std::string("trust of ") + std::to_string(changed.trust.size())
+                    + " policy(ies)";
+        }
+        say(what + " pushed to nginx, no reload");
+        return true;
+    }
+
     // Same configuration but for servers and trust: push what changed,
     // then OUTDIR (and status.yaml) catches up, with no reload.
-    void apply_through_api(const Plan &plan, const ApiContent &content)
+    void apply_through_api(const Plan &plan)
     {
-        const ApiContent changed = content.changed_since(pushed_);
-        if (!changed.empty()) {
-            if (std::string failed = push_to_api(args_.options, api_body(changed)); !failed.empty()) {
-                say("pushing to the upstream API failed (" + failed + "): reloading instead");
-                applied_ = false;
-                Manifests none;
-                apply_configuration(none, Plan(plan), /*can_isolate=*/false);
-                return;
-            }
-            pushed_ = content;
-            std::string what;
-            const size_t upstreams = changed.servers.size() + changed.stream_servers.size();
-            if (upstreams > 0) what = "servers of " + std::to_string(upstreams) + " upstream(s)";
-            if (!changed.trust.empty()) {
-                what += (what.empty() ? "" : " and ") + std::string("trust of ") + std::to_string(changed.trust.size())
-                        + " policy(ies)";
-            }
-            say(what + " pushed to nginx, no reload");
+        bool pushed = false;
+        if (!push_changed(plan, &pushed)) {
+            applied_ = false;
+            Manifests none;
+            apply_configuration(none, Plan(plan), /*can_isolate=*/false);
+            return;
         }
         const std::string status = sha256(render_status(plan, args_.options));
-        if (changed.empty() && status == status_) {
+        if (!pushed && status == status_) {
             say("no change to the configuration or the status");
             return;
         }
@@ -259,11 +270,14 @@ private:
         for (const std::string &w : plan.warnings) say("warning: " + w);
         const std::string skeleton = skeleton_digest(plan, args_.options);
         if (applied_ && skeleton == skeleton_) {
-            // what nginx runs already (the objects nginx refuses are left out again)
-            replace_dir(staged_, outdir_);
-            status_ = sha256(render_status(plan, args_.options));
-            say("the configuration nginx runs is unchanged, no reload");
-            return;
+            // what nginx runs already (the objects nginx refuses are left out
+            // again): the other tenants' servers and trust still reach it
+            if (push_changed(plan)) {
+                replace_dir(staged_, outdir_);
+                status_ = sha256(render_status(plan, args_.options));
+                say("the configuration nginx runs is unchanged, no reload");
+                return;
+            }
         }
         replace_dir(staged_, outdir_);
         status_ = sha256(render_status(plan, args_.options));

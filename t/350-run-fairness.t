@@ -1,0 +1,145 @@
+# One tenant cannot stall `gateway2nginx run` for the others (issue 35,
+# finding 2): while an object that nginx -t refuses exists (an ExternalName
+# that does not resolve, left out with its route), every other tenant's
+# EndpointSlice change and CA rotation is still pushed to nginx, with no
+# reload. On 46c5027 the "configuration unchanged, no reload" path returned
+# before the push: traffic kept going to removed endpoints.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path);
+use Time::HiRes qw(sleep time);
+
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $certs = certs_dir();
+my $backend_port = server_port() + 1;
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
+(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
+
+make_path("$dir/backends/logs", "$dir/backends/tmp");
+my $servers = join '', map { <<"EOF" } 1 .. 4;
+    server {
+        listen 127.0.0.$_:$backend_port ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        location / { return 200 "endpoint=127.0.0.$_\\n"; }
+    }
+EOF
+spit("$dir/backends/nginx.conf", <<"EOF");
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path tmp/client_body;
+$servers
+}
+EOF
+start_nginx("$dir/backends", 'nginx.conf', $backend_port);
+
+sub slice_yaml {
+    my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
+    return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: web-abc\n  namespace: ns\n"
+         . "  labels: {kubernetes.io/service-name: web}\nports: [{name: https, port: $backend_port}]\n"
+         . "endpoints: [{addresses: [$addresses]}]\n";
+}
+my $base = gateway_manifests() . <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: web-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation:
+    hostname: abc.example.com
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {type: PathPrefix, value: /web}}], backendRefs: [{name: web, port: 443}]}]
+YAML
+# another tenant's route to a name nginx cannot resolve: nginx -t refuses it
+my $hostile = <<"YAML";
+apiVersion: v1
+kind: Service
+metadata: {name: far, namespace: ns}
+spec: {type: ExternalName, externalName: nowhere.invalid, ports: [{port: 443}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: far, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {type: PathPrefix, value: /far}}], backendRefs: [{name: far, port: 443}]}]
+YAML
+sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+make_path("$dir/manifests");
+put('base.yaml', $base);
+put('slice.yaml', slice_yaml(1));
+put('hostile.yaml', $hostile);
+
+my $log = "$dir/run.log";
+my $out = "$dir/out";
+my $run = fork // die;
+if ($run == 0) {
+    open STDERR, '>>', $log or die;
+    exec($bin, 'run', '-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid", '--upstream-api', "127.0.0.1:$api_port",
+         '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
+         '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints) or die;
+}
+sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
+sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
+sub endpoint { my ($code, $h, $body) = http_request($port, '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
+sub endpoints_seen { my %seen; $seen{endpoint()}++ for 1 .. 12; return join ' ', sort keys %seen }
+
+ok(wait_for(sub { -f "$out/nginx.conf" }, 30), 'gateway2nginx run writes the configuration') or diag slurp($log);
+like(slurp($log), qr/warning: HTTPRoute ns\/far is rejected: .*nginx -t refuses the configuration with it: host not found in upstream "nowhere\.invalid:443"/,
+     'the route nginx -t refuses is left out, its owner named');
+start_nginx($out, 'nginx.conf', $port);
+my $master = slurp("$out/nginx.pid");
+chomp $master;
+my $workers = worker_pids($master);
+is(endpoints_seen(), '127.0.0.1', 'the other tenant is served');
+
+my @changes = ([2], [3, 4], [1]);
+for my $i (0 .. $#changes) {
+    my @want = @{$changes[$i]};
+    my $pushed = count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/);
+    put('slice.yaml', slice_yaml(@want));
+    my $expected = join ' ', map { "127.0.0.$_" } @want;
+    ok(wait_for(sub { endpoints_seen() eq $expected }, 20),
+       "change $i: traffic reaches exactly $expected while the refused route exists")
+        or diag 'got ' . endpoints_seen() . "\n" . slurp($log);
+    ok(wait_for(sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) > $pushed }, 5),
+       "change $i: pushed through the upstream API");
+}
+my $trust = count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/);
+my $pem = slurp("$certs/unrelated-ca.crt") =~ s/^/    /mgr;
+my $ca_map = ($base =~ /(apiVersion: v1\nkind: ConfigMap\n.*?)(?=^---\n)/sm)[0];
+(my $rotated = $base) =~ s/\Q$ca_map\E/apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ca, namespace: ns}\ndata:\n  ca.crt: |\n$pem/;
+put('base.yaml', $rotated);
+ok(wait_for(sub { endpoints_seen() eq '(502)' }, 20), 'a CA rotated away is trusted no more, at once')
+    or diag endpoints_seen() . "\n" . slurp($log);
+is(count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), $trust + 1, 'the rotation was pushed');
+is(worker_pids($master), $workers, 'nginx never reloaded: the same workers');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+kill 'TERM', $run;
+waitpid($run, 0);
+stop_nginx($out);
+stop_nginx("$dir/backends");
