@@ -139,6 +139,30 @@ ok(wait_for(sub { endpoints_seen() eq '(502)' }, 20), 'a CA rotated away is trus
 is(count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), $trust + 1, 'the rotation was pushed');
 is(worker_pids($master), $workers, 'nginx never reloaded: the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+
+# Finding 12: after a reload, only what differs from what nginx holds is
+# pushed (and logged): not every upstream again, a notice line each.
+put('base.yaml', $base);
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.1' }, 20), 'the CA back: served again');
+my $error_log = "$out/logs/error.log";
+my $notices = () = slurp($error_log) =~ /now has \d+ servers \(from the API/g;
+put('shop.yaml', <<"YAML");
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: shop, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {type: PathPrefix, value: /shop}}], backendRefs: [{name: web, port: 443}]}]
+YAML
+ok(wait_for(sub { count_in_log(qr/after the reload, \d+ upstream\(s\) and policy\(ies\) pushed/) >= 1 }, 30),
+   'a new route reloads nginx, and what it holds is compared with what was rendered') or diag slurp($log);
+like(slurp($log), qr/after the reload, 0 upstream\(s\) and policy\(ies\) pushed; nginx holds the rest as rendered/,
+     'nginx holds the servers and trust as rendered: nothing is pushed again');
+my $after = () = slurp($error_log) =~ /now has \d+ servers \(from the API/g;
+is($after, $notices, 'and no upstream is logged as changed');
+# the old workers answer until they have the master's word
+ok(wait_for(sub { (http_request($port, '/shop', 'localhost'))[2] =~ /endpoint=127\.0\.0\.1/ }, 10),
+   'the new route serves the endpoint nginx holds');
 kill 'TERM', $run;
 waitpid($run, 0);
 stop_nginx($out);

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -202,7 +203,7 @@ ApiContent api_content(const Plan &plan, const Options &options)
     return content;
 }
 
-std::string sync_after_reload(const Plan &plan, const Options &options)
+std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed_count)
 {
     ApiContent content = api_content(plan, options);
     // trust pushed before survives a reload that left the configured trust
@@ -219,6 +220,26 @@ std::string sync_after_reload(const Plan &plan, const Options &options)
     for (auto it = content.trust.begin(); it != content.trust.end();) {
         it = pushed.count(it->first) ? std::next(it) : content.trust.erase(it);
     }
+    // servers nginx already holds as rendered are not pushed again (nor
+    // logged again, once per upstream, at every reload)
+    try {
+        for (auto [section, rendered] : {std::pair{"upstreams", &content.servers},
+                                         std::pair{"stream_upstreams", &content.stream_servers}}) {
+            for (gtls::UpstreamServers &held : gtls::listed_servers(list, section)) {
+                auto it = rendered->find(held.upstream);
+                if (it == rendered->end()) continue;
+                std::vector<gtls::UpstreamServer> want = gtls::parse_server_list(it->second);
+                auto by_address = [](const gtls::UpstreamServer &a, const gtls::UpstreamServer &b) {
+                    return a.address < b.address;
+                };
+                std::sort(want.begin(), want.end(), by_address);
+                std::sort(held.servers.begin(), held.servers.end(), by_address);
+                if (want == held.servers) rendered->erase(it);
+            }
+        }
+    } catch (const gtls::ApiError &e) {
+        return std::string("the upstream API's list does not read: ") + e.what();
+    }
     for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
         for (const Upstream &u : *upstreams) {
             // one no longer replaceable (its copies now differ) goes back all the same
@@ -227,6 +248,9 @@ std::string sync_after_reload(const Plan &plan, const Options &options)
                 content.trust[u.policy->name] = policy_trust_api_json(*u.policy, plan);
             }
         }
+    }
+    if (pushed_count != nullptr) {
+        *pushed_count = content.servers.size() + content.stream_servers.size() + content.trust.size();
     }
     return content.empty() ? "" : push_to_api(options, api_body(content));
 }

@@ -39,7 +39,9 @@ ApiContent api_content(const Plan &plan, const Options &options);
 // ones pushed before where the configured ones look unchanged to it), and
 // the trust rendered for each policy the API says holds pushed trust. ""
 // when done, else why not.
-std::string sync_after_reload(const Plan &plan, const Options &options);
+// Only what differs from what nginx holds is pushed: *pushed says how many
+// upstreams and policies that was.
+std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed = nullptr);
 // A PUT body of `content`: {"upstreams":{...},"stream_upstreams":{...},
 // "policies":{...}}, each section only when it has entries.
 std::string api_body(const ApiContent &content);

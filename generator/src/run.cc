@@ -293,8 +293,12 @@ private:
             say(reloaded);
             // servers pushed before stay across a reload where the configured
             // ones look unchanged to nginx: what was rendered is made current
-            if (std::string failed = sync_after_reload(plan, args_.options); !failed.empty()) {
+            size_t pushed = 0;
+            if (std::string failed = sync_after_reload(plan, args_.options, &pushed); !failed.empty()) {
                 say("pushing servers and trust after the reload failed: " + failed);
+            } else {
+                say("after the reload, " + std::to_string(pushed)
+                    + " upstream(s) and policy(ies) pushed; nginx holds the rest as rendered");
             }
         }
         applied_ = true;

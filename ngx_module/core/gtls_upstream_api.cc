@@ -542,6 +542,25 @@ std::vector<std::string> pushed_policies(std::string_view list)
     return names;
 }
 
+std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_view section)
+{
+    const Json doc = Reader(list).document();
+    expect(doc, Json::Type::Object, "the list");
+    std::vector<UpstreamServers> out;
+    for (const auto &[key, value] : doc.members) {
+        if (key != section) continue;
+        expect(value, Json::Type::Object, key);
+        for (const auto &[name, upstream] : value.members) {
+            const std::string field = key + "[" + json_string(name) + "]";
+            expect(upstream, Json::Type::Object, field);
+            for (const auto &[f, v] : upstream.members) {
+                if (f == "servers") out.push_back({name, servers_of(v, field + ".servers")});
+            }
+        }
+    }
+    return out;
+}
+
 std::string policy_trust_json(const PolicyTrust &trust)
 {
     std::string out = trust.ca.empty() ? "{\"pins\":[" : "{\"ca\":" + json_string(trust.ca) + ",\"pins\":[";

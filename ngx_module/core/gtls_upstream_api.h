@@ -112,6 +112,11 @@ PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy)
 // Throws ApiError on a body that is not such a list.
 std::vector<std::string> pushed_policies(std::string_view list);
 
+// The servers a GET of the API lists for each upstream of `section`
+// ("upstreams" or "stream_upstreams"), by name. Throws ApiError on a body
+// that is not such a list.
+std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_view section);
+
 // {"ca":"...","pins":[...]}, "ca" left out when empty
 std::string policy_trust_json(const PolicyTrust &trust);
 

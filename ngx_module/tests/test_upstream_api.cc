@@ -259,4 +259,20 @@ BOOST_AUTO_TEST_CASE(no_string_field_takes_a_control_byte)
     BOOST_TEST(refusal(R"({"policies": {"ns/p": {"ca": "\r\n\t"}}})").find("holds no certificate") != std::string::npos);
 }
 
+// What gateway2nginx compares with what it rendered after a reload.
+BOOST_AUTO_TEST_CASE(a_list_says_which_servers_each_upstream_holds)
+{
+    const std::string list = R"({"upstreams":{"a":{"generation":3,"source":"api","servers":[{"address":"10.0.0.1:80","weight":1,"max_conns":0,"max_fails":1,"fail_timeout":10,"down":false}]},"b":{"generation":1,"source":"configuration","servers":[]}},"stream_upstreams":{"a":{"generation":1,"source":"configuration","servers":[{"address":"[fd00::1]:443"}]}},"policies":{}})";
+    auto http = gtls::listed_servers(list, "upstreams");
+    BOOST_TEST_REQUIRE(http.size() == 2u);
+    BOOST_TEST(http[0].upstream == "a");
+    BOOST_TEST(http[0].servers.size() == 1u);
+    BOOST_TEST(http[0].servers[0].address == "10.0.0.1:80");
+    BOOST_TEST(http[1].servers.empty());
+    auto stream = gtls::listed_servers(list, "stream_upstreams");
+    BOOST_TEST_REQUIRE(stream.size() == 1u);
+    BOOST_TEST(stream[0].servers[0].address == "[fd00::1]:443");
+    BOOST_CHECK_THROW(gtls::listed_servers(R"({"upstreams":{"a":{"servers":[{"address":"x"}]}}})", "upstreams"), ApiError);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
