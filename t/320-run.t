@@ -27,27 +27,7 @@ my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.
 my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 
 # ---- endpoints on 127.0.0.1 to 127.0.0.8, one port ------------------------
-make_path("$dir/backends/logs", "$dir/backends/tmp");
-my $servers = join '', map { <<"EOF" } 1 .. 8;
-    server {
-        listen 127.0.0.$_:$backend_port ssl;
-        ssl_certificate $certs/leaf.crt;
-        ssl_certificate_key $certs/leaf.key;
-        location / { return 200 "endpoint=127.0.0.$_ path=\$uri\\n"; }
-    }
-EOF
-spit("$dir/backends/nginx.conf", <<"EOF");
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log info;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path tmp/client_body;
-$servers
-}
-EOF
-start_nginx("$dir/backends", 'nginx.conf', $backend_port);
+start_numbered_backends(8, $backend_port);
 
 sub slice_yaml {
     my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
@@ -88,7 +68,7 @@ spec:
 YAML
 
 # a file replaced the way kubectl cp or a config sync does: written aside, renamed
-sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+sub put { put_file("$dir/manifests", @_) }
 # the CA ConfigMap in a file of its own, changed below
 my ($ca_map) = $base =~ /(^apiVersion: v1\nkind: ConfigMap\n.*?)(?=^---\n)/sm or die 'no CA ConfigMap';
 $base =~ s/\Q$ca_map\E---\n//;
@@ -113,9 +93,7 @@ sub start_run {
     }
     return $pid;
 }
-# true as soon as $what is, within SECONDS (10)
-sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
-sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
+sub count_in_log { count_in($log, shift) }
 sub master_of { my $m = slurp(shift); chomp $m; $m }
 sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 24; return join ' ', sort keys %seen }

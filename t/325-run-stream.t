@@ -117,7 +117,7 @@ YAML
 # the policy's CA ConfigMap, in a file of its own: changed below
 sub ca_yaml { my $pem = join '', map { slurp("$certs/$_") } @_; $pem =~ s/^/    /mg;
               return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db-ca, namespace: $ns}\ndata:\n  ca.crt: |\n$pem" }
-sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+sub put { put_file("$dir/manifests", @_) }
 make_path("$dir/manifests");
 put('base.yaml', $base);
 put('ca.yaml', ca_yaml('ca.crt'));
@@ -132,8 +132,7 @@ if ($run == 0) {
          '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
          '--module-dir', $module_dir, '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints) or die;
 }
-sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
-sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
+sub count_in_log { count_in($log, shift) }
 # the endpoint a new connection to PORT reaches ("(closed)": none)
 sub endpoint { my $said = tls_exchange(shift, 'abc.example.com', "hello\n"); return $said =~ /endpoint=(\S+)/ ? $1 : '(closed)' }
 sub endpoints_seen { my $port = shift; my %seen; $seen{endpoint($port)}++ for 1 .. 12; return join ' ', sort keys %seen }

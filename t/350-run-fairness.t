@@ -22,27 +22,7 @@ my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.
 (my $module_dir = $module) =~ s{/[^/]+$}{};
 my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 
-make_path("$dir/backends/logs", "$dir/backends/tmp");
-my $servers = join '', map { <<"EOF" } 1 .. 4;
-    server {
-        listen 127.0.0.$_:$backend_port ssl;
-        ssl_certificate $certs/leaf.crt;
-        ssl_certificate_key $certs/leaf.key;
-        location / { return 200 "endpoint=127.0.0.$_\\n"; }
-    }
-EOF
-spit("$dir/backends/nginx.conf", <<"EOF");
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log info;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path tmp/client_body;
-$servers
-}
-EOF
-start_nginx("$dir/backends", 'nginx.conf', $backend_port);
+start_numbered_backends(4, $backend_port);
 
 sub slice_yaml {
     my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
@@ -88,7 +68,7 @@ spec:
   parentRefs: [{name: gw}]
   rules: [{matches: [{path: {type: PathPrefix, value: /far}}], backendRefs: [{name: far, port: 443}]}]
 YAML
-sub put { my ($name, $text) = @_; spit("$dir/manifests/.$name.tmp", $text); rename "$dir/manifests/.$name.tmp", "$dir/manifests/$name" or die }
+sub put { put_file("$dir/manifests", @_) }
 make_path("$dir/manifests");
 put('base.yaml', $base);
 put('slice.yaml', slice_yaml(1));
@@ -103,8 +83,7 @@ if ($run == 0) {
          '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
          '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints) or die;
 }
-sub wait_for { my ($what, $deadline) = (shift, time + (shift // 10)); my $ok; sleep 0.02 until ($ok = $what->()) || time > $deadline; return $ok }
-sub count_in_log { my $re = shift; my $n = () = slurp($log) =~ /$re/g; return $n }
+sub count_in_log { count_in($log, shift) }
 sub endpoint { my ($code, $h, $body) = http_request($port, '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint()}++ for 1 .. 12; return join ' ', sort keys %seen }
 

@@ -32,7 +32,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
-                 operator_token operator_token_file bearer);
+                 operator_token operator_token_file bearer wait_for count_in put_file
+                 start_numbered_backends);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -837,6 +838,56 @@ sub api_request {
     my $out = `curl -s -w '\\n%{http_code}' $auth -X $method --data-binary \@$file http://127.0.0.1:$port$path`;
     my ($reply, $code) = $out =~ /^(.*)\n(\d+)$/s;
     return ($code // 0, $reply // '');
+}
+
+# True as soon as CODE returns true, within SECONDS (10); the last value.
+sub wait_for {
+    my ($what, $seconds) = @_;
+    my $deadline = time + ($seconds // 10);
+    my $ok;
+    sleep 0.02 until ($ok = $what->()) || time > $deadline;
+    return $ok;
+}
+
+# How often RE matches the text of FILE.
+sub count_in { my ($file, $re) = @_; my $n = () = slurp($file) =~ /$re/g; return $n }
+
+# DIR/NAME replaced the way kubectl cp or a config sync does: written
+# aside, renamed.
+sub put_file {
+    my ($dir, $name, $text) = @_;
+    spit("$dir/.$name.tmp", $text);
+    rename "$dir/.$name.tmp", "$dir/$name" or die "$dir/$name: $!";
+}
+
+# An nginx under servroot/backends with a TLS server (the leaf
+# certificate) on 127.0.0.N:PORT for N in 1 .. COUNT, each answering
+# "endpoint=127.0.0.N path=URI": endpoints of one port.
+sub start_numbered_backends {
+    my ($count, $port) = @_;
+    my $dir = "$ServRoot/backends";
+    make_path("$dir/logs", "$dir/tmp");
+    my $certs = certs_dir();
+    my $servers = join '', map { <<"EOF" } 1 .. $count;
+    server {
+        listen 127.0.0.$_:$port ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        location / { return 200 "endpoint=127.0.0.$_ path=\$uri\\n"; }
+    }
+EOF
+    spit("$dir/nginx.conf", <<"EOF");
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path tmp/client_body;
+$servers
+}
+EOF
+    start_nginx($dir, 'nginx.conf', $port);
 }
 
 # Endpoint churn (t/310, t/335): COUNT lists of PORTS that scale up and
