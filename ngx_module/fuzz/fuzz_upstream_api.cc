@@ -1,8 +1,9 @@
 // libFuzzer target: the upstream API's request bodies. Whatever is
 // accepted must read back the same from what the API writes of it (the
 // server lists and policy trust kept across reloads), a policy's trust as
-// the module builds it never trusts nothing, and nothing may crash or
-// throw anything but gtls::ApiError.
+// the module builds it never trusts nothing, no name or address holds a
+// control byte (which C would read as the end of a shorter string), and
+// nothing may crash or throw anything but gtls::ApiError.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,17 @@
 
 #include "gtls_upstream_api.h"
 #include "gtls_verify.h"
+
+namespace {
+
+void no_control_byte(const std::string &text)
+{
+    for (unsigned char c : text) {
+        if (c < 0x20 || c == 0x7f) std::abort();
+    }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -21,9 +33,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 const std::string kept = gtls::upstream_servers_json(u.servers);
                 if (!(gtls::parse_server_list(kept) == u.servers)) std::abort();
                 gtls::api_error_json(400, u.upstream);
+                no_control_byte(u.upstream);
+                for (const gtls::UpstreamServer &server : u.servers) no_control_byte(server.address);
             }
         }
         for (const gtls::PolicyTrust &t : update.policies) {
+            no_control_byte(t.policy);
+            for (const std::string &pin : t.pins) no_control_byte(pin);
             if (!(gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t)) std::abort();
             // what the module then builds of it: a store and pins, or a refusal
             if (t.ca != "system") {
