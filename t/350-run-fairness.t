@@ -1,5 +1,5 @@
 # One tenant cannot stall `gateway2nginx run` for the others (issue 35,
-# finding 2): while an object that nginx -t refuses exists (an ExternalName
+# findings 2, 5 and 12): while an object that nginx -t refuses exists (an ExternalName
 # that does not resolve, left out with its route), every other tenant's
 # EndpointSlice change and CA rotation is still pushed to nginx, with no
 # reload. On 46c5027 the "configuration unchanged, no reload" path returned
@@ -9,6 +9,7 @@ use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
 use Time::HiRes qw(sleep time);
+use POSIX ();
 
 plan 'no_plan';
 setup();
@@ -119,10 +120,35 @@ is(count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), $trust
 is(worker_pids($master), $workers, 'nginx never reloaded: the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 
-# Finding 12: after a reload, only what differs from what nginx holds is
-# pushed (and logged): not every upstream again, a notice line each.
 put('base.yaml', $base);
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.1' }, 20), 'the CA back: served again');
+
+# Finding 5: a tenant touching their own ConfigMap every 40 ms (less than
+# the 100 ms debounce) holds back no one: another tenant's change is applied
+# within a few debounce periods while the touching goes on.
+my $toucher = fork // die;
+if ($toucher == 0) {
+    my $end = time + 8;
+    for (my $i = 0; time < $end; $i++) {
+        put('noise.yaml', "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: noise, namespace: ns}\ndata: {n: \"$i\"}\n");
+        sleep 0.04;
+    }
+    POSIX::_exit(0);   # no END blocks of Test::More in the child
+}
+sleep 0.5;
+my $start = time;
+put('slice.yaml', slice_yaml(2));
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.2' }, 3),
+   'an EndpointSlice change beside a steady stream of another object\'s changes is served within 3 s')
+    or diag 'got ' . endpoints_seen();
+ok(waitpid($toucher, 1) == 0, sprintf('while the stream goes on (served after %.0f ms)', (time - $start) * 1000));
+kill 'TERM', $toucher;
+waitpid($toucher, 0);
+put('slice.yaml', slice_yaml(1));
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.1' }, 10), 'and back');
+
+# Finding 12: after a reload, only what differs from what nginx holds is
+# pushed (and logged): not every upstream again, a notice line each.
 my $error_log = "$out/logs/error.log";
 my $notices = () = slurp($error_log) =~ /now has \d+ servers \(from the API/g;
 put('shop.yaml', <<"YAML");

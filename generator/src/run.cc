@@ -373,18 +373,26 @@ int run_gateway(const Args &args)
     }
 
     using clock = std::chrono::steady_clock;
+    // a quiet spell of --debounce applies a change; a steady stream of
+    // events (one tenant touching an object again and again) is applied
+    // all the same once its first event has waited this long
+    const auto quiet_spell = std::chrono::milliseconds(args.debounce_ms);
+    const auto longest_wait = kLongestDebounceWaits * quiet_spell;
     bool dirty = false, eof = false;
-    clock::time_point last_event{};
+    clock::time_point last_event{}, first_event{};
     std::string pending;  // watch-event bytes not yet a whole event
     while (!g_stop) {
         pollfd fd{args.watch_events ? 0 : inotify, POLLIN, 0};
         int timeout = 1000;
         if (dirty) {
-            auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - last_event).count();
-            timeout = static_cast<int>(std::max<long>(0, args.debounce_ms - quiet));
+            const auto now = clock::now();
+            const auto due = std::min(last_event + quiet_spell, first_event + longest_wait);
+            timeout = static_cast<int>(
+                std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count()));
         }
         int n = eof ? 0 : ::poll(&fd, 1, timeout);
         if (n > 0) {
+            if (!dirty) first_event = clock::now();
             char buf[65536];
             ssize_t got = ::read(fd.fd, buf, sizeof buf);
             if (got > 0) {
@@ -405,9 +413,9 @@ int run_gateway(const Args &args)
             } else if (got == 0 && args.watch_events) {
                 eof = true;
             }
-            continue;
         }
-        if (dirty && (eof || clock::now() - last_event >= std::chrono::milliseconds(args.debounce_ms))) {
+        const auto now = clock::now();
+        if (dirty && (eof || now - last_event >= quiet_spell || now - first_event >= longest_wait)) {
             dirty = false;
             gateway.apply(read);
         }

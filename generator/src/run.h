@@ -14,8 +14,12 @@ namespace g2n {
 // reload); anything else is rendered, checked and swapped into OUTDIR,
 // nginx reloaded and the reload confirmed (new workers). A change that
 // changes nothing nginx runs neither pushes nor reloads. OUTDIR, status.yaml
-// included, always holds the latest configuration. Returns the exit code.
+// included, always holds the latest configuration. Events that never fall
+// quiet are applied once the first has waited kLongestDebounceWaits quiet
+// spells: no tenant holds back the others' changes. Returns the exit code.
 int run_gateway(const Args &args);
+
+inline constexpr int kLongestDebounceWaits = 4;
 
 // The end of the first complete JSON value in `text` from `from` (skipping
 // whitespace before it), or std::string::npos while it is incomplete.
