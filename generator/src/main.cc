@@ -84,7 +84,7 @@ int main(int argc, char **argv)
             // reload (the configured ones unchanged): what was rendered is
             // pushed once the new workers run
             std::string reloaded;
-            if (std::string failed = reload_and_confirm(args.reload_pidfile, &reloaded); !failed.empty()) {
+            if (std::string failed = reload_and_confirm(args.reload_pidfile, (outdir / "logs" / "error.log").string(), &reloaded); !failed.empty()) {
                 std::cerr << "gateway2nginx: " << failed << "\n";
                 return 2;
             }

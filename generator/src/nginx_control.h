@@ -13,9 +13,13 @@ namespace g2n {
 long read_pid(const std::string &pidfile);
 
 // SIGHUP, then new workers (the master's children that were not there
-// before) within 15 s: nginx took the configuration. "" when it did (and
-// *done says so), else why not.
-std::string reload_and_confirm(const std::string &pidfile, std::string *done);
+// before): nginx took the configuration, however long its reload took. It
+// took none when `error_log` (the configuration's, where nginx reports a
+// refused reload) gains an [emerg] line, when the master is gone, or after
+// kLongestReload seconds of neither. "" when it did (and *done says so),
+// else why not.
+inline constexpr long kLongestReload = 600;
+std::string reload_and_confirm(const std::string &pidfile, const std::string &error_log, std::string *done);
 
 // PUT `body` to the upstream API (options.upstream_api, with its bearer
 // token), retried for 5 s while a worker of a replaced configuration

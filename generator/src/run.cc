@@ -285,7 +285,7 @@ private:
             say("configuration written; no nginx is running on it yet");
         } else {
             std::string reloaded;
-            if (std::string failed = reload_and_confirm(args_.reload_pidfile, &reloaded); !failed.empty()) {
+            if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(), &reloaded); !failed.empty()) {
                 say(failed);
                 applied_ = false;  // the next change reloads again
                 return;
