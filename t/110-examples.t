@@ -163,7 +163,8 @@ SKIP: {
     my ($rc, $help) = run_generator('--help');
     is($rc, 0, '--help exits 0');
     for my $flag (qw(-f -o --controller-name --gateway-class --gateway --listen-address --port-offset
-                     --module-dir --resolver --status-listen --check --reload --version --help)) {
+                     --module-dir --resolver --status-listen --status-allow --allow-endpoints --upstream-api
+                     --check --reload --version --help)) {
         like($help, qr/^\s+(?:-\w, )?\Q$flag\E\b/m, "--help documents $flag");
     }
     my ($vrc, $version) = run_generator('--version');

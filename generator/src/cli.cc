@@ -83,7 +83,8 @@ would show.
 gateway2nginx run stays beside nginx: it watches the files and directories
 (inotify), or reads `kubectl get ... --watch -o json --output-watch-events`
 on standard input (--watch-events), and after each quiet spell of
---debounce ms (default 250) applies the change: servers of upstreams alone
+--debounce ms (default 250), or at the latest 4 of them after a change's
+first event, applies the change: servers of upstreams alone
 (EndpointSlices) are pushed through gateway_tls_upstream_api with no reload;
 anything else is rendered, checked, swapped into OUTDIR and nginx reloaded,
 the reload confirmed by its new workers. A change that changes nothing
@@ -91,7 +92,9 @@ nginx runs is neither pushed nor reloaded; OUTDIR and status.yaml always
 hold the latest.
 
 Output: nginx.conf (run as `nginx -p OUTDIR -c nginx.conf`), http.conf,
-stream.conf, certs/, logs/, temp/, status.yaml.
+stream.conf, certs/, logs/, temp/, status.yaml, and the bearer tokens of
+the status endpoint and the upstream API (status.token,
+upstream-api.token, 0600).
 Exit status: 0 configuration written (rejected objects are in status.yaml),
 1 bad input (FILE:LINE:COL: message), 2 nginx -t refuses the configuration even
 without any route, policy or object of theirs (OUTDIR untouched); what it
