@@ -1,4 +1,4 @@
-# No tenant reaches an operator's interface (issue 35, findings 1 and 8).
+# No tenant reaches an operator's interface (issue 35, findings 1, 8 and 10).
 # A tenant who writes an EndpointSlice or an ExternalName Service pointing
 # at the gateway itself (its upstream API, its status endpoint, its own
 # listener) and a route to it: gateway2nginx serves none of them, even
@@ -188,5 +188,15 @@ is((api_request($port, '/api', 'GET', ''))[1], $before, 'the upstreams are uncha
 ($c) = api_request($port, '/tenant-status', 'GET', '', '');
 is($c, 401, 'the status endpoint proxied from 127.0.0.1: 401');
 like(slurp("$dir/gw/logs/error.log"), qr/upstream API refused to 127\.0\.0\.1: no bearer token/, 'the refusals are logged');
+
+# Finding 10: an escaped NUL in an address was taken as the address before
+# it ("10.0.0.1\u0000junk:8443" as 10.0.0.1:8443); every control byte is
+# refused, and nothing changes.
+($c, $reply) = api_request($port, '/api', 'PUT', '{"upstreams":{"zoned":{"servers":[{"address":"10.0.0.1\\u0000junk:8443"}]}}}');
+is($c, 400, 'an escaped NUL in an address: 400');
+like($reply, qr/a control character in a string/, 'and says why');
+($c, $reply) = api_request($port, '/api', 'PUT', '{"upstreams":{"zoned\\u0000x":{"servers":[]}}}');
+is($c, 400, 'an escaped NUL in an upstream name: 400');
+is((api_request($port, '/api', 'GET', ''))[1], $before, 'the upstreams are unchanged');
 stop_nginx("$dir/gw");
 stop_backends();
