@@ -159,9 +159,9 @@ my $slow = fork // die;
 if ($slow == 0) {
     exec("curl -s -N --max-time 120 -o $slow_out http://127.0.0.1:$stream/slow");
 }
-sleep 1;
+wait_for(sub { (-s $slow_out // 0) > 0 }, 10);
 my $started = -s $slow_out // 0;
-ok($started > 0, "the slow download streams through the stream proxy ($started bytes after 1 s)");
+ok($started > 0, "the slow download streams through the stream proxy ($started bytes)");
 
 # ---- 60 changes: scale up and down, every 10th a rollout onto new endpoints --
 my @lists = churn_lists(60, 10, 4, \@ports, $slow_endpoint);
@@ -207,12 +207,13 @@ is_deeply(\@bad, [], 'no alert, crit or crash in the error log');
 api('PUT', servers_json($wrongsan));
 my $stream_log = -s "$dir/gw/logs/stream.log";
 is(endpoint(), '(closed)', 'a pushed endpoint whose certificate the policy refuses gets no byte through');
-sleep 0.2;
-like(substr(slurp("$dir/gw/logs/stream.log"), $stream_log), qr/127\.0\.0\.1:$wrongsan FAILED:name/,
-     'refused by the stream policy, for the name');
+# the stream log's line is written when the session ends: waited for
+sub stream_log_since { my $from = shift; substr(slurp("$dir/gw/logs/stream.log"), $from) }
+ok(wait_for(sub { stream_log_since($stream_log) =~ /127\.0\.0\.1:$wrongsan FAILED:name/ }, 5),
+   'refused by the stream policy, for the name');
 api('PUT', servers_json($ports[5]));
 is(endpoint(), $ports[5], 'and a verified one serves');
-like(substr(slurp("$dir/gw/logs/stream.log"), $stream_log), qr/127\.0\.0\.1:$ports[5] SUCCESS/, 'verified');
+ok(wait_for(sub { stream_log_since($stream_log) =~ /127\.0\.0\.1:$ports[5] SUCCESS/ }, 5), 'verified');
 
 # ---- the stream policy's trust, replaced at run time ---------------------------
 sub trust_json { JSON::PP->new->encode({policies => {'ns/svc' => {ca => join '', map { slurp("$certs/$_") } @_}}}) }
@@ -221,8 +222,8 @@ is($trusted, 200, 'the stream policy\'s trust pushed: a CA that signed no endpoi
 $stream_log = -s "$dir/gw/logs/stream.log";
 my @refused = map { endpoint() } 1 .. 12;
 is_deeply(\@refused, [('(closed)') x 12], 'every new connection at once, whichever worker takes it, is refused under it');
-sleep 0.2;
-my @verdicts = substr(slurp("$dir/gw/logs/stream.log"), $stream_log) =~ /FAILED:chain/g;
+wait_for(sub { my @v = stream_log_since($stream_log) =~ /FAILED:chain/g; @v >= 12 }, 5);
+my @verdicts = stream_log_since($stream_log) =~ /FAILED:chain/g;
 is(scalar @verdicts, 12, 'for the chain');
 my (undef, $policies) = api('GET');
 like($policies, qr/"policies":\{"ns\/svc":\{"generation":\d+,"source":"api","ca":"api:sha256:[0-9a-f]+"/,
@@ -274,16 +275,17 @@ is(endpoint($port + 13), $ports[0], 'the other upstream of the refused request t
 
 # ---- a reload keeps the last list pushed --------------------------------------
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null") == 0 or diag 'reload failed';
-sleep 1;
-isnt(workers(), $workers, 'a deliberate reload makes new workers');
+ok(wait_for(sub { my %old = map { $_ => 1 } split ' ', $workers; !grep { $old{$_} } split ' ', workers() }, 10),
+   'a deliberate reload makes new workers');
 like((api('GET'))[1], qr/"stream_upstreams":\{"svc":\{"generation":1,"source":"api","servers":\[\{"address":"127.0.0.1:$ports[5]"/,
      'a reload keeps the servers last pushed');
 is(endpoint(), $ports[5], 'and they serve');
 spit("$dir/gw/nginx.conf", gateway_conf($ports[7]));
+my $before_reload = workers();
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
-sleep 1;
-like((api('GET'))[1], qr/"stream_upstreams":\{"svc":\{"generation":0,"source":"configuration","servers":\[\{"address":"127.0.0.1:$ports[7]"/,
-     'a reload whose configuration changed the servers serves those');
+wait_for(sub { my %old = map { $_ => 1 } split ' ', $before_reload; !grep { $old{$_} } split ' ', workers() }, 10);
+ok(wait_for(sub { (api('GET'))[1] =~ /"stream_upstreams":\{"svc":\{"generation":0,"source":"configuration","servers":\[\{"address":"127.0.0.1:$ports[7]"/ }, 10),
+   'a reload whose configuration changed the servers serves those');
 is(endpoint(), $ports[7], 'and they serve');
 
 stop_nginx("$dir/gw");
