@@ -114,6 +114,13 @@ EndpointRules::EndpointRules(const Manifests &m, const Options &o)
 std::string EndpointRules::refusal(const std::string &host, int port) const
 {
     std::optional<IpAddress> ip = parse_ip(host);
+    in_addr legacy{};
+    if (!ip && host.find('\0') == std::string::npos && inet_aton(host.c_str(), &legacy) == 1) {
+        // "127.1", "2130706433", "0x7f000001": DNS names to the API server,
+        // but nginx's getaddrinfo reads them as inet_aton does
+        ip = IpAddress{};
+        std::memcpy(ip->bytes.data(), &legacy, 4);
+    }
     if (!ip && names_local_host(host)) {
         ip = parse_ip("127.0.0.1");  // what it resolves to, and checked as such
     }

@@ -114,8 +114,9 @@ BOOST_AUTO_TEST_CASE(the_operator_admits_ranges_but_never_the_gateways_own_ports
 
 BOOST_AUTO_TEST_CASE(an_external_name_of_this_host_is_a_loopback_address)
 {
+    // the numeric spellings getaddrinfo reads as inet_aton does, too
     for (std::string name : {"localhost", "api.localhost", "127.0.0.1", "localhost.localdomain",
-                                    "ip6-localhost"}) {
+                             "ip6-localhost", "127.1", "2130706433", "0x7f000001", "0177.0.0.1", "169.254.43518"}) {
         const std::string yaml = kManifests.substr(0, kManifests.find("---\napiVersion: v1\nkind: Service"))
                                  + "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
                                    "spec: {type: ExternalName, externalName: \"" + name + "\", ports: [{name: http, port: 80}]}\n"
