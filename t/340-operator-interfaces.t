@@ -124,9 +124,9 @@ like($peek, qr/^5\d\d$/, "GET /peek: $peek, not the status endpoint");
 unlike($peeked, qr/"policies"/, 'and none of its policies');
 my ($loop) = request($port, 'GET', '/loop', 'Host: localhost');
 like($loop, qr/^5\d\d$/, "GET /loop: $loop, no request loop");
-my $access = slurp("$dir/out/logs/access.log");
-my $loop_hits = () = $access =~ m{"GET /loop HTTP}g;
-is($loop_hits, 1, 'the looping request reached the gateway once');
+# the access log's line is written after the response: waited for
+wait_for(sub { count_in("$dir/out/logs/access.log", qr{"GET /loop HTTP}) >= 1 }, 5);
+is(count_in("$dir/out/logs/access.log", qr{"GET /loop HTTP}), 1, 'the looping request reached the gateway once');
 ($code) = request($status_port, 'GET', '/status', 'Host: localhost');
 is($code, 401, 'the status endpoint without its token: 401');
 ($code) = request($status_port, 'GET', '/status', 'Host: localhost', bearer("$dir/out/status.token"));
