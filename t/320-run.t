@@ -106,7 +106,7 @@ start_nginx($out, 'nginx.conf', $port);
 my $master = master_of("$out/nginx.pid");
 my $workers = worker_pids($master);
 is(endpoints_seen(), '127.0.0.1 127.0.0.2', 'traffic reaches the endpoints of the EndpointSlice');
-like(slurp("$out/http.conf"), qr/zone gateway2nginx_servers;/, 'the upstream has its servers in the zone');
+like(slurp("$out/http.conf"), qr/zone gateway2nginx_servers_ns;/, 'the upstream has its servers in the zone');
 
 my @changes = ([3], [3, 4, 5], [], [4, 5], [6, 7, 8], [1], [2, 3], [], [8], [1, 2, 3, 4, 5, 6, 7, 8], [5, 6], [7]);
 my ($served, $slowest) = (0, 0);
@@ -167,7 +167,7 @@ is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
 # a one-shot regenerate after pushes: its servers win, even where they are
 # the servers nginx was configured with when it took the push (a reload
 # alone would keep the pushed ones)
-my ($upstream) = slurp("$out/http.conf") =~ /upstream (\S+) \{\n[^}]*zone gateway2nginx_servers;/;
+my ($upstream) = slurp("$out/http.conf") =~ /upstream (\S+) \{\n[^}]*zone gateway2nginx_servers_ns;/;
 spit("$dir/push.json", qq({"upstreams":{"$upstream":{"servers":[{"address":"127.0.0.3:$backend_port"}]}}}));
 my $pushed_by_hand = `curl -s -o /dev/null -w '%{http_code}' -H '@{[bearer("$out/upstream-api.token")]}' -X PUT --data-binary \@$dir/push.json http://127.0.0.1:$api_port/upstreams`;
 is($pushed_by_hand, 200, 'a push by hand');

@@ -145,7 +145,7 @@ my $workers = worker_pids($master);
 is(endpoints_seen($terminate), '127.0.0.1 127.0.0.2', 'Terminate: traffic reaches the endpoints of its EndpointSlice');
 is(endpoints_seen($passthrough), '127.0.0.3', 'Passthrough: likewise');
 my $stream_conf = slurp("$dir/out/stream.conf");
-is(scalar(() = $stream_conf =~ /^    zone gateway2nginx_stream_servers;$/mg), 2, 'both upstreams have their servers in the stream zone');
+is(scalar(() = $stream_conf =~ /^    zone gateway2nginx_stream_servers_$ns;$/mg), 2, 'both upstreams have their servers in the stream zone');
 
 # [Terminate's endpoints], [Passthrough's]: one Service changes at a time
 my @changes = ([[3], [3]], [[3, 4, 5], [3]], [[3, 4, 5], [1, 2]], [[], [1, 2]], [[6], [1, 2]], [[6], []],

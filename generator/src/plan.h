@@ -80,6 +80,10 @@ struct UpstreamPolicy {
 struct Upstream {
     std::string name;
     std::string comment;
+    // the namespace of the Service whose endpoints these are (as in
+    // names): the tenant whose own zone holds them, so that a tenant's
+    // servers take no other tenant's room
+    std::string tenant;
     std::vector<std::string> servers;  // "host:port"
     // a rule's retries: nginx tries each peer of an upstream once, so each
     // server is listed often enough for TRIES tries, without passive

@@ -244,15 +244,44 @@ std::string upstream_servers_api_json(const Upstream &u)
     return gtls::upstream_servers_json(servers);
 }
 
-void render_servers_zone(nginx::Writer &w, const char *zone, size_t replaceable)
+namespace {
+
+size_t power_of_two_at_least(size_t n, size_t least)
 {
-    if (replaceable == 0) return;
-    w.open("upstream", {nginx::Name(zone)});
-    w.comment("the zone of upstreams whose servers gateway_tls_upstream_api replaces");
-    w.directive("zone", {nginx::Name(zone), nginx::Token::value(std::to_string(1024 + 8 * replaceable) + "k")});
-    w.directive("server", {"127.0.0.1:1", "down"});
-    w.close();
-    w.blank();
+    size_t p = least;
+    while (p < n) p *= 2;
+    return p;
+}
+
+}  // namespace
+
+size_t servers_zone_kilobytes(size_t server_lines)
+{
+    // nginx copies each configured server into the zone (about 800 bytes
+    // with nginx 1.22), and a push adds a generation of its own (about 250
+    // bytes a server) while the one it replaces drains: 2 KB a server.
+    // Rounded up to a power of two, so that endpoints come and go without
+    // changing the configuration until their number doubles or halves.
+    return power_of_two_at_least(64 + 2 * server_lines, 128);
+}
+
+std::map<std::string, std::string> render_servers_zones(nginx::Writer &w, const std::string &prefix,
+                                                        const std::vector<const Upstream *> &replaceable)
+{
+    std::map<std::string, size_t> lines_by_tenant;
+    for (const Upstream *u : replaceable) lines_by_tenant[u->tenant] += upstream_server_lines(*u).size();
+    std::map<std::string, std::string> zone_by_upstream;
+    for (const Upstream *u : replaceable) zone_by_upstream[u->name] = prefix + "_" + u->tenant;
+    for (const auto &[tenant, lines] : lines_by_tenant) {
+        const std::string zone = prefix + "_" + tenant;
+        w.open("upstream", {nginx::Name(zone)});
+        w.comment("the zone of the replaceable upstreams of namespace", {nginx::Token::value(tenant)});
+        w.directive("zone", {nginx::Name(zone), nginx::Token::value(std::to_string(servers_zone_kilobytes(lines)) + "k")});
+        w.directive("server", {"127.0.0.1:1", "down"});
+        w.close();
+        w.blank();
+    }
+    return zone_by_upstream;
 }
 
 void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, Skeleton skeleton)
@@ -1206,19 +1235,22 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     w.directive("default", {nginx::Token::value("$")});
     w.close();
     w.blank();
-    // with the upstream API, every replaceable upstream shares one zone
-    // (its servers live there); its size bounds what pushes may hold
+    // with the upstream API, the replaceable upstreams of each namespace
+    // share a zone sized from their servers
     const bool api = o.upstream_api != "off";
-    size_t replaceable = 0;
-    for (const Upstream &u : plan.upstreams) replaceable += api && api_replaceable(u);
-    render_servers_zone(w, kServersZone, replaceable);
+    std::vector<const Upstream *> replaceable;
+    for (const Upstream &u : plan.upstreams) {
+        if (api && api_replaceable(u)) replaceable.push_back(&u);
+    }
+    const std::map<std::string, std::string> zones = render_servers_zones(w, kServersZone, replaceable);
     const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
     for (const Upstream &u : plan.upstreams) {
-        const bool dynamic = api && api_replaceable(u);
+        const auto zone = zones.find(u.name);
+        const bool dynamic = zone != zones.end();
         Skeleton skeleton;
         skeleton.servers = dynamic && o.endpoint_skeleton;
         skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
-        render_upstream(w, u, dynamic ? kServersZone : nullptr, skeleton);
+        render_upstream(w, u, dynamic ? zone->second.c_str() : nullptr, skeleton);
     }
     out << splits.text.str();
     render_servers(out, splits, plan, o);
@@ -1230,10 +1262,18 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         // changed bundle must not change the skeleton); a zone full of
         // trust answers 507, and gateway2nginx reloads instead
         const size_t trust_room = 16 * std::min<size_t>(trusts.size(), 256);
-        size_t stream_replaceable = 0;
-        for (const Upstream &u : plan.stream_upstreams) stream_replaceable += stream_api_replaceable(u);
+        size_t upstream_count = replaceable.size(), server_lines = 0;
+        for (const Upstream *u : replaceable) server_lines += upstream_server_lines(*u).size();
+        for (const Upstream &u : plan.stream_upstreams) {
+            if (!stream_api_replaceable(u)) continue;
+            upstream_count++;
+            server_lines += upstream_server_lines(u).size();
+        }
+        // and the lists themselves, about 120 bytes a server, twice while
+        // one replaces another, rounded as the servers zones are
+        const size_t list_room = power_of_two_at_least(server_lines / 4, 64);
         w.directive("gateway_tls_upstream_state_zone",
-                    {nginx::Token::value(std::to_string(1024 + 4 * (replaceable + stream_replaceable) + trust_room) + "k")});
+                    {nginx::Token::value(std::to_string(1024 + 4 * upstream_count + trust_room + list_room) + "k")});
         w.blank();
         w.open("server");
         w.directive("listen", {nginx::Token::value(o.upstream_api)});

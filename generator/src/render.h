@@ -56,6 +56,13 @@ bool api_replaceable(const Upstream &u);
 bool stream_api_replaceable(const Upstream &u);
 // Its servers as the API takes them (gtls::upstream_servers_json).
 std::string upstream_servers_api_json(const Upstream &u);
+// The zones of replaceable upstreams, one per tenant (namespace), each
+// sized from the servers in it: the upstream{} blocks that declare them
+// are rendered, and the zone of each upstream is returned by name.
+std::map<std::string, std::string> render_servers_zones(nginx::Writer &w, const std::string &prefix,
+                                                        const std::vector<const Upstream *> &replaceable);
+// The size of a zone holding `server_lines` servers, in kilobytes.
+size_t servers_zone_kilobytes(size_t server_lines);
 // The policies whose trust (CA bundle, pins) gateway_tls_upstream_api can
 // replace, by name: with the API on, verifying (not skip), in upstreams
 // (of http{} or stream{}) that can be reached, one trust per name.
@@ -70,9 +77,6 @@ struct Skeleton {
     bool servers = false;
     bool trust = false;
 };
-// The upstream{} that sizes `zone`, shared by the `replaceable` upstreams
-// (none: nothing)
-void render_servers_zone(nginx::Writer &w, const char *zone, size_t replaceable);
 // upstream{} with its servers and the module directives of its policy; in
 // `zone` when its servers are replaceable at run time
 void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone = nullptr, Skeleton skeleton = {});

@@ -889,6 +889,7 @@ private:
 
         u.name = name;
         u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
+        u.tenant = safe_name(svc.meta.namespace_);
         u.tries = tries;
         for (const EndpointSlice *es_ptr : objects_.slices_of_service[objects_.position(svc)]) {
             const EndpointSlice &es = *es_ptr;

@@ -2,6 +2,8 @@
 // how the watch-event stream is cut into events.
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -72,16 +74,17 @@ Options with_api()
 
 BOOST_AUTO_TEST_SUITE(run_mode)
 
-BOOST_AUTO_TEST_CASE(endpoint_upstreams_share_a_zone_and_the_api_listens_on_loopback)
+BOOST_AUTO_TEST_CASE(a_namespace_s_upstreams_share_a_zone_and_the_api_listens_on_loopback)
 {
     Plan plan = resolve(parse(kManifests + slice(R"("10.0.0.1", "fd00::2")")), with_api());
     const std::string http = render_http_conf(plan, with_api());
-    BOOST_TEST(http.find("zone gateway2nginx_servers 1040k;") != std::string::npos);
-    BOOST_TEST(http.find("gateway_tls_upstream_state_zone 1032k;") != std::string::npos);
+    BOOST_TEST(http.find("zone gateway2nginx_servers_ns 128k;") != std::string::npos);
+    // 4k an upstream, and 64k for the lists of up to 256 servers
+    BOOST_TEST(http.find("gateway_tls_upstream_state_zone 1096k;") != std::string::npos);
     BOOST_TEST(http.find("listen 127.0.0.1:9114;") != std::string::npos);
     BOOST_TEST(http.find("gateway_tls_upstream_api_allow 127.0.0.1 ::1;") != std::string::npos);
     size_t zoned = 0, replaceable = 0;
-    for (size_t at = 0; (at = http.find("zone gateway2nginx_servers;", at)) != std::string::npos; at++) zoned++;
+    for (size_t at = 0; (at = http.find("zone gateway2nginx_servers_ns;", at)) != std::string::npos; at++) zoned++;
     for (const Upstream &u : plan.upstreams) replaceable += api_replaceable(u);
     BOOST_TEST(replaceable == 2u);  // web, and web for the retried rule
     BOOST_TEST(zoned == replaceable);
@@ -93,6 +96,66 @@ BOOST_AUTO_TEST_CASE(endpoint_upstreams_share_a_zone_and_the_api_listens_on_loop
     const std::string plain = render_http_conf(plan, Options{});
     BOOST_TEST(plain.find("gateway2nginx_servers") == std::string::npos);
     BOOST_TEST(plain.find("gateway_tls_upstream_api") == std::string::npos);
+}
+
+namespace {
+
+// The zone line of each namespace: tenant -> kilobytes
+std::map<std::string, size_t> servers_zones(const std::string &http)
+{
+    std::map<std::string, size_t> zones;
+    const std::string prefix = "    zone gateway2nginx_servers_";
+    for (size_t at = 0; (at = http.find(prefix, at)) != std::string::npos; at++) {
+        const size_t name_end = http.find(' ', at + prefix.size());
+        if (name_end > http.find('\n', at)) continue;  // an upstream's "zone NAME;"
+        zones[http.substr(at + prefix.size(), name_end - at - prefix.size())] = std::stoul(http.substr(name_end + 1));
+    }
+    return zones;
+}
+
+std::string state_zone(const std::string &http)
+{
+    const size_t at = http.find("gateway_tls_upstream_state_zone ");
+    return at == std::string::npos ? "" : http.substr(at, http.find('\n', at) - at);
+}
+
+Upstream endpoints_of(const std::string &tenant, size_t count)
+{
+    Upstream u;
+    u.name = "backend_" + tenant + "_web_80";
+    u.tenant = tenant;
+    u.for_http = true;
+    for (size_t i = 0; i < count; i++) u.servers.push_back("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":80");
+    return u;
+}
+
+}  // namespace
+
+// The class of finding 4 of issue 35 (a shared budget one tenant fills):
+// whatever the servers of two tenants, each tenant's zone holds its own (2
+// KB a server) and does not depend on the other's; the skeleton, and so a
+// reload, changes only when a tenant's count crosses a power of two (or
+// all lists together cross one in the state zone).
+BOOST_AUTO_TEST_CASE(each_tenant_s_zone_holds_its_servers_whatever_the_other_s)
+{
+    std::mt19937 random(35);
+    Options skeleton = with_api();
+    skeleton.endpoint_skeleton = true;
+    for (int round = 0; round < 60; round++) {
+        const size_t mine = random() % 20000, theirs = random() % 20000, theirs_later = random() % 20000;
+        Plan plan, later;
+        plan.upstreams = {endpoints_of("mine", mine), endpoints_of("theirs", theirs)};
+        later.upstreams = {endpoints_of("mine", mine), endpoints_of("theirs", theirs_later)};
+        const std::map<std::string, size_t> zones = servers_zones(render_http_conf(plan, with_api()));
+        const std::map<std::string, size_t> zones_later = servers_zones(render_http_conf(later, with_api()));
+        BOOST_TEST_REQUIRE(zones.size() == 2u);
+        BOOST_TEST(zones.at("mine") * 1024 >= 2048 * mine);
+        BOOST_TEST(zones.at("theirs") * 1024 >= 2048 * theirs);
+        BOOST_TEST(zones_later.at("mine") == zones.at("mine"));
+        BOOST_TEST((render_http_conf(plan, skeleton) == render_http_conf(later, skeleton))
+                   == (zones.at("theirs") == zones_later.at("theirs")
+                       && state_zone(render_http_conf(plan, with_api())) == state_zone(render_http_conf(later, with_api()))));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(the_api_gets_the_servers_nginx_would_be_given)
@@ -145,7 +208,7 @@ BOOST_AUTO_TEST_CASE(a_service_without_endpoints_is_replaceable_and_empty)
         BOOST_TEST(replaceable == 2u);
         // nginx wants a server in each upstream{}: one that is never used
         const std::string http = render_http_conf(plan, with_api());
-        BOOST_TEST(http.find("    zone gateway2nginx_servers;\n    # no ready endpoints (with --resolver, the cluster DNS "
+        BOOST_TEST(http.find("    zone gateway2nginx_servers_ns;\n    # no ready endpoints (with --resolver, the cluster DNS "
                              "name is used)\n    server 127.0.0.1:1 down;\n")
                    != std::string::npos);
     }
@@ -190,8 +253,8 @@ BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
     BOOST_TEST(api_body(content.changed_since(api_content(before, with_api())))
                == "{\"policies\":{\"ns/web-tls\":" + content.trust.at("ns/web-tls") + "}}");
     // the state zone has room for the trust pushed (16k a policy), whatever its size
-    BOOST_TEST(render_http_conf(before, with_api()).find("gateway_tls_upstream_state_zone 1048k;") != std::string::npos);
-    BOOST_TEST(render_http_conf(after, with_api()).find("gateway_tls_upstream_state_zone 1048k;") != std::string::npos);
+    BOOST_TEST(render_http_conf(before, with_api()).find("gateway_tls_upstream_state_zone 1112k;") != std::string::npos);
+    BOOST_TEST(render_http_conf(after, with_api()).find("gateway_tls_upstream_state_zone 1112k;") != std::string::npos);
     // without the API: nothing is replaceable, and the CA is written as ever
     BOOST_TEST(trust_replaceable_policies(before, Options{}).empty());
 }

@@ -169,18 +169,18 @@ BOOST_AUTO_TEST_CASE(tls_route_endpoints_are_replaceable_through_the_api)
     BOOST_TEST(with_policy == 1u);
 
     const std::string conf = render_stream_conf(plan, api);
-    BOOST_TEST(conf.find("upstream gateway2nginx_stream_servers {\n"
-                         "    # the zone of upstreams whose servers gateway_tls_upstream_api replaces\n"
-                         "    zone gateway2nginx_stream_servers 1040k;\n    server 127.0.0.1:1 down;\n}\n")
+    BOOST_TEST(conf.find("upstream gateway2nginx_stream_servers_ns {\n"
+                         "    # the zone of the replaceable upstreams of namespace ns\n"
+                         "    zone gateway2nginx_stream_servers_ns 128k;\n    server 127.0.0.1:1 down;\n}\n")
                    != std::string::npos,
                conf);
     size_t zoned = 0;
-    for (size_t at = 0; (at = conf.find("    zone gateway2nginx_stream_servers;\n", at)) != std::string::npos; at++) zoned++;
+    for (size_t at = 0; (at = conf.find("    zone gateway2nginx_stream_servers_ns;\n", at)) != std::string::npos; at++) zoned++;
     BOOST_TEST(zoned == 2u);
     BOOST_TEST(conf.find("server 10.0.0.2:15432;") != std::string::npos, conf);
     // the state zone keeps a list per upstream, http's and stream's, and
     // room for the trust of the policy
-    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1048k;") != std::string::npos);
+    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1112k;") != std::string::npos);
 
     // other endpoints, none at all: the same skeleton
     auto stream_skeleton = [&](const std::string &addresses) {
