@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 for ex in spiffe-backend system-ca weighted-two-policies rejected-policy tls-route; do
     build/gateway2nginx -f conf-examples/gateway.yaml -f "conf-examples/$ex/manifests.yaml" \
         -o "conf-examples/$ex/expected" --port-offset 28000 --listen-address 127.0.0.1 \
-        --status-listen 127.0.0.1:28113 --allow-endpoints 127.0.0.0/8 --nginx conf-examples/nginx-debian12
+        --status-listen 127.0.0.1:28113 --allow-endpoints 127.0.0.0/8 --instance example \
+        --nginx conf-examples/nginx-debian12
     rm -rf "conf-examples/$ex/expected/logs" "conf-examples/$ex/expected/temp" "conf-examples/$ex/expected/status.token"
 done

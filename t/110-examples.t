@@ -35,7 +35,7 @@ my $debian12 = "$root/conf-examples/nginx-debian12";
 for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tls-route)) {
     my @args = ('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/$ex/manifests.yaml",
                 '--port-offset', 28000, '--listen-address', '127.0.0.1', '--status-listen', '127.0.0.1:28113',
-                '--allow-endpoints', '127.0.0.0/8');
+                '--allow-endpoints', '127.0.0.0/8', '--instance', 'example');
     my $expected = files_under("$root/conf-examples/$ex/expected");
     # run 3 on one thread: same bytes, same exit
     for my $run (1, 2, 3) {
@@ -87,7 +87,7 @@ for my $ex (qw(spiffe-backend system-ca weighted-two-policies rejected-policy tl
     close $fh;
     my ($rc, $out) = run_generator('-f', "$root/conf-examples/gateway.yaml", '-f', "$root/conf-examples/spiffe-backend/manifests.yaml",
                                    '-f', $bad, '-o', "$dir/tenant-out", '--port-offset', '28000', '--listen-address', '127.0.0.1',
-                                   '--status-listen', '127.0.0.1:28113', '--nginx', $debian12);
+                                   '--status-listen', '127.0.0.1:28113', '--instance', 'example', '--nginx', $debian12);
     is($rc, 0, "a tenant's bad Service does not stop the configuration");
     like($out, qr{warning: Service demo/x is rejected: \Q$bad\E:6:11: spec\.ports\[0\]\.port: expected an integer},
          'the warning names the object, FILE:LINE:COL and the field');

@@ -70,6 +70,10 @@ would show.
                             "off" for none
       --status-allow CIDR   who may read it (repeatable; default 127.0.0.1, ::1),
                             with the bearer token in OUTDIR/status.token
+      --instance NAME       what this gateway adds to Via on requests it
+                            proxies (gateway2nginx-NAME; its listeners answer
+                            a request that holds it 508); default random,
+                            kept in OUTDIR/instance
   -j, --jobs N              threads scanning YAML (default: the CPUs, at most 4);
                             the output does not depend on it
       --check               run nginx -t on the result before replacing OUTDIR
@@ -94,7 +98,7 @@ hold the latest.
 Output: nginx.conf (run as `nginx -p OUTDIR -c nginx.conf`), http.conf,
 stream.conf, certs/, logs/, temp/, status.yaml, and the bearer tokens of
 the status endpoint and the upstream API (status.token,
-upstream-api.token, 0600).
+upstream-api.token, 0600), and the name Via carries (instance).
 Exit status: 0 configuration written (rejected objects are in status.yaml),
 1 bad input (FILE:LINE:COL: message), 2 nginx -t refuses the configuration even
 without any route, policy or object of theirs (OUTDIR untouched); what it
@@ -181,6 +185,10 @@ Args parse_args(int argc, char **argv, bool run)
             if (v != "off" && v.rfind("127.", 0) != 0 && v.rfind("[::1]:", 0) != 0) {
                 usage_error("--upstream-api takes a loopback ADDRESS:PORT (127.0.0.1:9114, [::1]:9114) or off");
             }
+        } else if (arg == "--instance") {
+            a.options.instance = value();
+            a.options.instance_kept = false;
+            if (!valid_instance_name(a.options.instance)) usage_error("--instance takes 1 to 64 of a-z, 0-9 and -");
         } else if (arg == "--status-listen") {
             a.options.status_listen = value();
         } else if (arg == "--status-allow") {

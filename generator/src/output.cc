@@ -75,6 +75,17 @@ void load_operator_tokens(const fs::path &outdir, Options *options)
 {
     options->upstream_api_token = token_in(outdir / kUpstreamApiTokenFile);
     options->status_token = token_in(outdir / kStatusTokenFile);
+    if (options->instance.empty()) {
+        std::ifstream in(outdir / kInstanceFile, std::ios::binary);
+        std::getline(in, options->instance);
+        if (!valid_instance_name(options->instance)) options->instance = random_token().substr(0, 16);
+    }
+}
+
+bool valid_instance_name(const std::string &name)
+{
+    return !name.empty() && name.size() <= 64
+           && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
 }
 
 void write_configuration(const Plan &plan, const Options &options, const fs::path &dir, bool threads)
@@ -97,6 +108,7 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     }
     if (options.upstream_api != "off") write_token(dir / kUpstreamApiTokenFile, options.upstream_api_token);
     if (options.status_listen != "off") write_token(dir / kStatusTokenFile, options.status_token);
+    if (options.instance_kept) write_file(dir / kInstanceFile, options.instance + "\n", 0644);
 }
 
 }  // namespace g2n

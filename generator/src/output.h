@@ -16,5 +16,7 @@ void write_configuration(const Plan &plan, const Options &options, const std::fi
 // `outdir` (the running nginx holds them) where they are valid, else new
 // random ones.
 void load_operator_tokens(const std::filesystem::path &outdir, Options *options);
+// --instance NAME: 1 to 64 of a-z, 0-9 and "-"
+bool valid_instance_name(const std::string &name);
 
 }  // namespace g2n

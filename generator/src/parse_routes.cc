@@ -236,13 +236,17 @@ bool valid_header_value(const std::string &value)
 // clients share (a Content-Length that disagrees with the body is request
 // smuggling) or reopen the Upgrade that websocket_upgrade() keeps to
 // WebSocket.
-bool connection_header(const std::string &name)
+bool header_among(const std::string &name, const std::set<std::string> &lower_case_names)
 {
-    static const std::set<std::string> names = {"connection", "content-length", "keep-alive", "proxy-connection",
-                                                "te", "trailer", "transfer-encoding", "upgrade"};
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    return names.count(lower) > 0;
+    return lower_case_names.count(lower) > 0;
+}
+
+bool connection_header(const std::string &name)
+{
+    return header_among(name, {"connection", "content-length", "keep-alive", "proxy-connection", "te", "trailer",
+                               "transfer-encoding", "upgrade"});
 }
 
 HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
@@ -404,6 +408,12 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
         YamlNode m = doc.child(node, path, key.c_str());
         if (!m.defined()) doc.fail(node, path + "." + key, "required field is missing");
         f.headers = parse_header_modifier(doc, m, path + "." + key, unsupported);
+        for (const std::string &name : f.headers.names()) {
+            if (f.type == "RequestHeaderModifier" && header_among(name, {"via"})) {
+                // the gateway's loop marker: a route that could drop it could loop
+                *unsupported = "header " + name + " names the proxies a request passed: the gateway sets it";
+            }
+        }
     } else if (f.type == "RequestRedirect") {
         YamlNode r = doc.child(node, path, "requestRedirect");
         std::string rpath = path + ".requestRedirect";

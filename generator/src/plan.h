@@ -295,7 +295,15 @@ struct Options {
     // never rendered into the configuration, which names only the files
     std::string upstream_api_token;
     std::string status_token;
+    // the name this gateway adds to Via on what it proxies
+    // ("gateway2nginx-NAME"); its listeners refuse a request whose Via
+    // holds it (508), a loop back to itself. Kept in OUTDIR (kInstanceFile)
+    // unless given (--instance)
+    std::string instance;
+    bool instance_kept = true;
 };
+
+inline constexpr const char *kInstanceFile = "instance";
 
 inline constexpr const char *kUpstreamApiTokenFile = "upstream-api.token";
 inline constexpr const char *kStatusTokenFile = "status.token";

@@ -406,7 +406,8 @@ inline const std::set<std::string> &generator_vocabulary()
         };
         add("", {"load_module", "worker_processes", "pid", "error_log", "events", "http", "stream",
                  // http.conf and stream.conf
-                 "proxy_ssl_verify_insecure", "proxy_http_version", "proxy_set_header", "proxy_ssl_server_name",
+                 "proxy_ssl_verify_insecure", "proxy_http_version", "proxy_set_header", "grpc_set_header",
+                 "proxy_ssl_server_name",
                  "proxy_ssl_name", "grpc_ssl_server_name", "grpc_ssl_name", "geo", "upstream", "map", "split_clients",
                  "server", "gateway_tls_status_zone", "gateway_tls_share", "gateway_tls_upstream_state_zone"});
         add("events>", {"worker_connections"});

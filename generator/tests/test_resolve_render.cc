@@ -441,7 +441,7 @@ spec:
     // its own without locations (404), not the wildcard's
     BOOST_TEST_REQUIRE(sources.count("abc.example.com") == 1u);
     BOOST_TEST(sources["abc.example.com"].empty());
-    BOOST_TEST(render_http_conf(plan, Options{}).find("server_name abc.example.com;\n    proxy_ssl_verify_insecure deny;\n    return 404;\n")
+    BOOST_TEST(render_http_conf(plan, Options{}).find("server_name abc.example.com;\n    proxy_ssl_verify_insecure deny;\n    if ($gateway2nginx_loop = 1) {\n        return 508;\n    }\n    return 404;\n")
                != std::string::npos);
     // still attached, and counted where they attach
     BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "broad")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
@@ -784,6 +784,7 @@ BOOST_AUTO_TEST_CASE(filters_render_as_nginx_directives)
                          "        rewrite \"^/api$\" /v2 break;\n"
                          "        rewrite \"^/api(/.*)$\" /v2$1 break;\n"
                          "        proxy_set_header Host internal.example.com;\n"
+                         "        proxy_set_header Via $gateway2nginx_via;\n"
                          "        proxy_set_header X-Set one;\n"
                          "        proxy_set_header X-Add $header_add_1;\n"
                          "        proxy_set_header X-Drop \"\";\n"
@@ -850,6 +851,7 @@ BOOST_AUTO_TEST_CASE(grpc_route_filters_render_as_grpc_directives)
                          "        grpc_hide_header Server-Timing;\n"
                          "        grpc_hide_header X-Resp;\n"
                          "        add_header X-Resp three always;\n"
+                         "        grpc_set_header Via $gateway2nginx_via;\n"
                          "        grpc_set_header X-Set one;\n"
                          "        grpc_set_header X-Add $header_add_1;\n"
                          "        grpc_set_header X-Drop \"\";\n"
@@ -960,6 +962,7 @@ spec:
                          "    \"~^http://backend_ns_svc_443$\" $header_add_3;\n"
                          "    default $http_x_trail;\n}\n") != std::string::npos, http);
     BOOST_TEST(http.find("        proxy_set_header Host $http_host;\n"
+                         "        proxy_set_header Via $gateway2nginx_via;\n"
                          "        proxy_set_header Backend $backend_header_2;\n"
                          "        proxy_set_header X-Trail $backend_header_4;\n"
                          "        proxy_pass $backend_split_1;\n") != std::string::npos, http);
@@ -1175,6 +1178,7 @@ spec:
     BOOST_TEST(http.find("map $websocket_1 $connection_2 {\n    websocket upgrade;\n    default close;\n}\n")
                != std::string::npos, http);
     BOOST_TEST(http.find("    location /ws/ {\n        proxy_set_header Host $http_host;\n"
+                         "        proxy_set_header Via $gateway2nginx_via;\n"
                          "        proxy_set_header Upgrade $websocket_1;\n"
                          "        proxy_set_header Connection $connection_2;\n"
                          "        proxy_pass http://backend_ns_ws_80;\n") != std::string::npos, http);
@@ -1185,7 +1189,7 @@ spec:
                          "        proxy_set_header Connection $connection_5;\n"
                          "        proxy_pass $backend_split_3;\n") != std::string::npos, http);
     // a header the filters name is theirs alone: one Host
-    BOOST_TEST(http.find("    location /host/ {\n        proxy_set_header Upgrade $websocket_1;\n"
+    BOOST_TEST(http.find("    location /host/ {\n        proxy_set_header Via $gateway2nginx_via;\n        proxy_set_header Upgrade $websocket_1;\n"
                          "        proxy_set_header Connection $connection_2;\n"
                          "        proxy_set_header HOST h.example.com;\n") != std::string::npos, http);
     // a backend without kubernetes.io/ws gets none
@@ -1251,6 +1255,7 @@ spec:
     std::string http = render_http_conf(plan);
     // a location of h2c backends alone: grpc_pass, and grpc_ timeouts
     BOOST_TEST(http.find("    location /only/ {\n        grpc_set_header Host $http_host;\n"
+                         "        grpc_set_header Via $gateway2nginx_via;\n"
                          "        grpc_connect_timeout 5s;\n        grpc_send_timeout 5s;\n        grpc_read_timeout 5s;\n"
                          "        grpc_next_upstream_timeout 5s;\n"
                          "        grpc_pass grpc://backend_ns_h2_81;\n") != std::string::npos, http);
@@ -1258,6 +1263,7 @@ spec:
     // the filter's headers go to both
     BOOST_TEST(http.find("    location /mixed/ {\n        proxy_set_header Host $http_host;\n"
                          "        grpc_set_header Host $http_host;\n"
+                         "        proxy_set_header Via $gateway2nginx_via;\n        grpc_set_header Via $gateway2nginx_via;\n"
                          "        proxy_set_header x-a b;\n        grpc_set_header x-a b;\n") != std::string::npos, http);
     const size_t split = http.find("split_clients \"${request_id}\" $backend_split_");
     BOOST_TEST_REQUIRE(split != std::string::npos);
@@ -1700,7 +1706,7 @@ spec:
     BOOST_TEST(http.find("server {\n    listen 0.0.0.0:443 ssl default_server;\n    server_name \"\";\n"
                          "    ssl_certificate certs/listener_ns_cert.crt;\n"
                          "    ssl_certificate_key certs/listener_ns_cert.key;\n"
-                         "    if ($sni_listener_1 != \"\") {\n        return 421;\n    }\n    return 404;\n}")
+                         "    if ($sni_listener_1 != \"\") {\n        return 421;\n    }\n    if ($gateway2nginx_loop = 1) {\n        return 508;\n    }\n    return 404;\n}")
                    != std::string::npos,
                http);
     BOOST_TEST(http.find("ssl_reject_handshake") == std::string::npos);
