@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "endpoints.h"
 #include "isolate.h"
@@ -226,13 +227,23 @@ Args parse_args(int argc, char **argv, bool run)
 }
 
 std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal, const Args &args,
-                                          const fs::path &staged)
+                                          const fs::path &staged, const std::vector<Exclusion> &left_out,
+                                          std::vector<Exclusion> *found)
 {
     std::cerr << "gateway2nginx: nginx -t refuses the configuration (" << printable(refusal)
               << "); looking for the objects at fault\n";
-    const std::vector<TenantObject> objects = tenant_objects(manifests);
+    // the objects searched: all but those left out already
+    std::vector<TenantObject> objects;
+    {
+        std::set<std::pair<TenantObject::Kind, size_t>> out;
+        for (const Exclusion &e : left_out) out.insert({e.object.kind, e.object.index});
+        for (const TenantObject &o : tenant_objects(manifests)) {
+            if (!out.count({o.kind, o.index})) objects.push_back(o);
+        }
+    }
+    size_t checks = 0;
     auto stage_with = [&](const std::vector<bool> &included, const std::function<std::string(size_t)> &why) {
-        std::vector<Exclusion> excluded;
+        std::vector<Exclusion> excluded = left_out;
         for (size_t i = 0; i < objects.size(); i++) {
             if (!included[i]) excluded.push_back({objects[i], why(i)});
         }
@@ -242,6 +253,7 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
     };
     auto refusal_with = [&](const std::vector<bool> &included) {
         stage_with(included, [](size_t) { return "left out while looking for what nginx -t refuses"; });
+        checks++;
         return nginx_refusal(args.nginx, staged, true);
     };
     if (std::optional<std::string> r = refusal_with(std::vector<bool>(objects.size(), false))) {
@@ -255,13 +267,17 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
     for (const Refused &r : refused) {
         included[r.index] = false;
         why[r.index] = "nginx -t refuses the configuration with it: " + r.why;
+        if (found != nullptr) found->push_back({objects[r.index], why[r.index]});
     }
     Plan plan = stage_with(included, [&](size_t i) { return why[i]; });
+    checks++;
     if (std::optional<std::string> r = nginx_refusal(args.nginx, staged, false)) {
         std::cerr << "gateway2nginx: nginx -t refuses the configuration without the objects at fault: "
                   << printable(*r) << "\n";
         return std::nullopt;
     }
+    std::cerr << "gateway2nginx: " << refused.size() << " object(s) at fault among " << objects.size() << ", found in "
+              << checks << " nginx -t run(s)\n";
     return plan;
 }
 

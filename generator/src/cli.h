@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "parse.h"
+#include "isolate.h"
 #include "plan.h"
 
 namespace g2n {
@@ -33,12 +34,15 @@ struct Args {
 // exits with the usage on a bad option.
 Args parse_args(int argc, char **argv, bool run);
 
-// nginx -t refused the configuration of `manifests` (`refusal`): finds the
-// tenant objects at fault and stages the configuration without them, each
-// rejected with nginx's reason. nullopt when nginx refuses even the
-// configuration without any tenant object (the operator's to fix).
+// nginx -t refused the configuration of `manifests` without `left_out`
+// (`refusal`): finds the other tenant objects at fault (added to *found)
+// and stages the configuration without them and `left_out`, each rejected
+// with its reason. nullopt when nginx refuses even the configuration
+// without any tenant object (the operator's to fix).
 std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal, const Args &args,
-                                          const std::filesystem::path &staged);
+                                          const std::filesystem::path &staged,
+                                          const std::vector<Exclusion> &left_out = {},
+                                          std::vector<Exclusion> *found = nullptr);
 
 // A fresh sibling directory, swapped with OUTDIR in one rename; the running
 // nginx's pid file, logs and temp files move into it first.

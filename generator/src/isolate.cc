@@ -1,6 +1,7 @@
 #include "isolate.h"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 namespace g2n {
@@ -122,6 +123,80 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
     erase_at(&out.tls_routes, positions[static_cast<size_t>(Kind::TLSRoute)]);
     erase_at(&out.http_routes, positions[static_cast<size_t>(Kind::HTTPRoute)]);
     return out;
+}
+
+std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects)
+{
+    auto mix = [](size_t seed, size_t value) { return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); };
+    auto identity = [](const char *kind, const ObjectMeta &meta) {
+        return std::string(kind) + '\0' + meta.namespace_ + '\0' + meta.name + '\0' + std::to_string(meta.content);
+    };
+    // the operator's objects
+    std::vector<std::string> operators;
+    for (const Namespace &n : m.namespaces) operators.push_back(identity("Namespace", n.meta));
+    for (const GatewayClass &c : m.gateway_classes) operators.push_back(identity("GatewayClass", c.meta));
+    for (const Gateway &g : m.gateways) operators.push_back(identity("Gateway", g.meta));
+    std::sort(operators.begin(), operators.end());
+    size_t environment = 0;
+    for (const std::string &o : operators) environment = mix(environment, std::hash<std::string>{}(o));
+    // each namespace's tenant objects, in any order
+    static const char *const kinds[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
+                                        "Service", "EndpointSlice", "TLSRoute", "HTTPRoute"};
+    std::vector<TenantObject> all = tenant_objects(m);
+    std::map<std::string, size_t> namespace_content;
+    for (const TenantObject &o : all) {
+        const ObjectMeta &meta = meta_of(m, o);
+        // a sum: the same whatever the order the objects come in
+        namespace_content[meta.namespace_] += std::hash<std::string>{}(identity(kinds[static_cast<size_t>(o.kind)], meta));
+    }
+    // the namespaces each namespace may refer into
+    std::map<std::string, std::set<std::string>> granted;
+    for (const ReferenceGrant &g : m.reference_grants) {
+        for (const ReferenceGrantFrom &from : g.from) granted[from.namespace_].insert(g.meta.namespace_);
+    }
+    std::vector<std::string> keys;
+    keys.reserve(objects.size());
+    for (const TenantObject &o : objects) {
+        const ObjectMeta &meta = meta_of(m, o);
+        size_t scope = mix(environment, namespace_content[meta.namespace_]);
+        for (const std::string &to : granted[meta.namespace_]) {
+            scope = mix(mix(scope, std::hash<std::string>{}(to)), namespace_content[to]);
+        }
+        keys.push_back(identity(kinds[static_cast<size_t>(o.kind)], meta) + '\0' + std::to_string(scope));
+    }
+    return keys;
+}
+
+std::vector<Exclusion> RefusalMemory::recall(const Manifests &m, std::chrono::steady_clock::time_point now) const
+{
+    std::vector<Exclusion> out;
+    if (refused_.empty()) return out;
+    const std::vector<TenantObject> objects = tenant_objects(m);
+    const std::vector<std::string> keys = refusal_keys(m, objects);
+    for (size_t i = 0; i < objects.size(); i++) {
+        auto known = refused_.find(keys[i]);
+        if (known != refused_.end() && now - known->second.since < kRecheckRefused) {
+            out.push_back({objects[i], known->second.why});
+        }
+    }
+    return out;
+}
+
+void RefusalMemory::remember(const Manifests &m, const std::vector<Exclusion> &recalled,
+                             const std::vector<Exclusion> &found, std::chrono::steady_clock::time_point now)
+{
+    std::vector<TenantObject> objects;
+    for (const Exclusion &e : recalled) objects.push_back(e.object);
+    for (const Exclusion &e : found) objects.push_back(e.object);
+    const std::vector<std::string> keys = refusal_keys(m, objects);
+    std::map<std::string, Refusal> kept;
+    for (size_t i = 0; i < objects.size(); i++) {
+        auto before = refused_.find(keys[i]);
+        const bool was_recalled = i < recalled.size() && before != refused_.end();
+        kept[keys[i]] = {i < recalled.size() ? recalled[i].why : found[i - recalled.size()].why,
+                         was_recalled ? before->second.since : now};
+    }
+    refused_ = std::move(kept);
 }
 
 std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_all,

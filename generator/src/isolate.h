@@ -4,7 +4,9 @@
 // operator's: a refusal without any tenant object is still fatal).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <map>
 #include <functional>
 #include <optional>
 #include <string>
@@ -51,5 +53,37 @@ struct Refused {
 };
 std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_all,
                                   const std::function<std::optional<std::string>(const std::vector<bool> &)> &refusal);
+
+// What nginx -t refused before, so that a change elsewhere costs no new
+// search (gateway2nginx run). An object is known by what can change
+// whether nginx takes it: its own document, every tenant object of its
+// namespace and of the namespaces whose ReferenceGrants let it refer
+// there, and the operator's objects (GatewayClasses, Gateways,
+// Namespaces). While all of that is unchanged, an object refused is left
+// out again without an nginx -t; after kRecheckRefused it is searched for
+// again (an ExternalName may resolve by then).
+class RefusalMemory {
+public:
+    static constexpr std::chrono::minutes kRecheckRefused{10};
+
+    // The objects of `m` refused before and unchanged since, each with
+    // the reason it was refused for
+    std::vector<Exclusion> recall(const Manifests &m, std::chrono::steady_clock::time_point now) const;
+    // What is refused now: recalled (known since it was found) and found
+    // by a search (known from `now`); the rest is forgotten
+    void remember(const Manifests &m, const std::vector<Exclusion> &recalled, const std::vector<Exclusion> &found,
+                  std::chrono::steady_clock::time_point now);
+    size_t size() const { return refused_.size(); }
+
+private:
+    struct Refusal {
+        std::string why;
+        std::chrono::steady_clock::time_point since;
+    };
+    std::map<std::string, Refusal> refused_;  // by refusal_keys()
+};
+
+// Each tenant object's key as RefusalMemory knows it, in tenant_objects() order.
+std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects);
 
 }  // namespace g2n

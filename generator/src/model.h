@@ -30,6 +30,9 @@ struct ObjectMeta {
     std::string namespace_;
     int64_t generation = 0;
     std::string creation_timestamp;  // RFC 3339, compares as text
+    // what the document it came from held (a digest of its text): equal
+    // contents, an unchanged object
+    size_t content = 0;
     std::map<std::string, std::string> labels;
     SourcePos pos;
 

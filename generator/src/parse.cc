@@ -228,11 +228,28 @@ bool is_document_marker(const std::string &line)
            && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
 }
 
-void parse_document(const YamlTree &tree, const std::string &file, int line_offset,
+// Its objects, each stamped with the digest of the document's text
+void parse_document(const YamlTree &tree, const std::string &file, int line_offset, size_t content,
                     Manifests *out)
 {
     Document doc(file, line_offset);
-    parse_root(doc, tree.root(), out);
+    Manifests objects;
+    parse_root(doc, tree.root(), &objects);
+    auto stamp = [content](auto &list) {
+        for (auto &object : list) object.meta.content = content;
+    };
+    stamp(objects.namespaces);
+    stamp(objects.gateway_classes);
+    stamp(objects.gateways);
+    stamp(objects.http_routes);
+    stamp(objects.tls_routes);
+    stamp(objects.services);
+    stamp(objects.endpoint_slices);
+    stamp(objects.config_maps);
+    stamp(objects.secrets);
+    stamp(objects.reference_grants);
+    stamp(objects.backend_tls_policies);
+    append_manifests(out, std::move(objects));
 }
 
 void parse_root(const Document &doc, const YamlNode &root, Manifests *out)
@@ -278,6 +295,26 @@ void DocumentCache::forget_unused()
             ++it;
         }
     }
+}
+
+void append_manifests(Manifests *out, Manifests &&more)
+{
+    auto add = [](auto &to, auto &from) {
+        to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    };
+    add(out->namespaces, more.namespaces);
+    add(out->gateway_classes, more.gateway_classes);
+    add(out->gateways, more.gateways);
+    add(out->http_routes, more.http_routes);
+    add(out->tls_routes, more.tls_routes);
+    add(out->services, more.services);
+    add(out->endpoint_slices, more.endpoint_slices);
+    add(out->config_maps, more.config_maps);
+    add(out->secrets, more.secrets);
+    add(out->reference_grants, more.reference_grants);
+    add(out->backend_tls_policies, more.backend_tls_policies);
+    add(out->ignored, more.ignored);
+    add(out->rejected, more.rejected);
 }
 
 void append_manifests(Manifests *out, const Manifests &more)
@@ -386,7 +423,7 @@ private:
                 throw InputError(doc.error);
             }
             if (cache_ == nullptr) {
-                parse_document(doc.tree, next.file, doc.line_offset, out_);
+                parse_document(doc.tree, next.file, doc.line_offset, doc.content, out_);
                 continue;
             }
             std::string key = std::move(keys_.front());
@@ -396,7 +433,7 @@ private:
                 continue;
             }
             Manifests objects;
-            parse_document(doc.tree, next.file, doc.line_offset, &objects);
+            parse_document(doc.tree, next.file, doc.line_offset, doc.content, &objects);
             append_manifests(out_, objects);
             cache_->keep(std::move(key), std::move(objects));
         }

@@ -47,6 +47,7 @@ private:
 
 // `more`'s objects after *out's.
 void append_manifests(Manifests *out, const Manifests &more);
+void append_manifests(Manifests *out, Manifests &&more);
 
 // Reads every document of the stream into *out, scanning the YAML on
 // `jobs` threads when jobs > 1 (the result does not depend on it, nor on

@@ -166,7 +166,10 @@ public:
             return;
         }
         try {
-            Plan plan = resolve(manifests, args_.options);
+            // what nginx -t refused before and is unchanged since stays out,
+            // with no new search: a change elsewhere costs one nginx -t at most
+            const std::vector<Exclusion> recalled = refusals_.recall(manifests, std::chrono::steady_clock::now());
+            Plan plan = resolve(recalled.empty() ? manifests : without(manifests, recalled), args_.options);
             const std::string skeleton = skeleton_digest(plan, args_.options);
             if (!applied_ && first_ && outdir_holds(plan)) {
                 // started beside an nginx that runs what OUTDIR holds
@@ -178,7 +181,7 @@ public:
             } else if (applied_ && skeleton == skeleton_) {
                 apply_through_api(plan);
             } else {
-                apply_configuration(manifests, std::move(plan));
+                apply_configuration(manifests, std::move(plan), recalled);
             }
             first_ = false;
         } catch (const std::exception &e) {
@@ -241,7 +244,7 @@ private:
         if (!push_changed(plan, &pushed)) {
             applied_ = false;
             Manifests none;
-            apply_configuration(none, Plan(plan), /*can_isolate=*/false);
+            apply_configuration(none, Plan(plan), {}, /*can_isolate=*/false);
             return;
         }
         const std::string status = sha256(render_status(plan, args_.options));
@@ -254,18 +257,30 @@ private:
         status_ = status;
     }
 
-    void apply_configuration(const Manifests &manifests, Plan plan, bool can_isolate = true)
+    // `plan`: of `manifests` without `recalled`, objects nginx -t refused
+    // before
+    void apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
+                             bool can_isolate = true)
     {
         write_configuration(plan, args_.options, staged_, false);
+        std::vector<Exclusion> found;
         if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false)) {
             std::optional<Plan> isolated =
-                can_isolate ? stage_without_refused(manifests, *refusal, args_, staged_) : std::nullopt;
+                can_isolate ? stage_without_refused(manifests, *refusal, args_, staged_, recalled, &found)
+                            : std::nullopt;
             if (!isolated) {
                 fs::remove_all(staged_);
                 say("nginx -t refuses the configuration; nginx keeps the one it runs");
                 return;
             }
             plan = std::move(*isolated);
+        }
+        if (can_isolate) {
+            refusals_.remember(manifests, recalled, found, std::chrono::steady_clock::now());
+            if (!recalled.empty()) {
+                say(std::to_string(recalled.size()) + " object(s) nginx -t refused before, unchanged since, left out "
+                    "again without a search");
+            }
         }
         for (const std::string &w : plan.warnings) say("warning: " + w);
         const std::string skeleton = skeleton_digest(plan, args_.options);
@@ -310,6 +325,7 @@ private:
     fs::path outdir_, staged_;
     bool applied_ = false;
     bool first_ = true;
+    RefusalMemory refusals_;
     std::string skeleton_, status_;
     ApiContent pushed_;  // what the upstream API holds
 };

@@ -202,7 +202,8 @@ std::future<YamlScanPool::Batch> YamlScanPool::submit(Batch batch, const std::st
                 doc.error = e.what();
                 break;
             }
-            doc.text = std::string();  // scanned: only the tree is needed now
+            doc.content = std::hash<std::string>{}(doc.text);
+            doc.text = std::string();  // scanned: only the tree and its digest are needed now
         }
         return std::move(batch);
     });

@@ -88,6 +88,7 @@ struct YamlDocument {
     YamlTree tree;
     std::string error;
     bool known = false;  // typed before (a DocumentCache has it): not scanned
+    size_t content = 0;  // a digest of the text, kept once the text is not
 };
 
 // Scans batches of documents into trees on worker threads (none: on the

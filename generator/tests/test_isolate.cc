@@ -203,3 +203,105 @@ BOOST_AUTO_TEST_CASE(what_is_left_out_is_reported_and_a_policy_fails_closed)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+const std::string kTenants = R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ops}
+spec: {gatewayClassName: ours, listeners: [{name: http, port: 80, protocol: HTTP}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: a}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: a}
+spec: {parentRefs: [{name: gw, namespace: ops}], rules: [{backendRefs: [{name: svc, port: 80}]}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: b}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: c}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: from-a, namespace: c}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: a}]
+  to: [{group: "", kind: Service}]
+)";
+
+// The key RefusalMemory knows HTTPRoute a/r by
+std::string route_key(const std::string &manifests)
+{
+    Manifests m = parse(manifests);
+    std::vector<TenantObject> objects = tenant_objects(m);
+    std::vector<std::string> keys = refusal_keys(m, objects);
+    for (size_t i = 0; i < objects.size(); i++) {
+        if (objects[i].kind == TenantObject::Kind::HTTPRoute) return keys[i];
+    }
+    return "";
+}
+
+std::string edited(std::string text, const std::string &from, const std::string &to)
+{
+    const size_t at = text.find(from);
+    BOOST_TEST_REQUIRE(at != std::string::npos, from);
+    return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+// What RefusalMemory remembers a refusal by: a route refused stays known
+// while nothing that can change nginx's verdict changes (another tenant's
+// namespace), and is searched for again when its document, its namespace,
+// a namespace it may refer into, or the operator's objects change.
+BOOST_AUTO_TEST_CASE(a_refusal_is_remembered_while_nothing_it_can_see_changes)
+{
+    const std::string key = route_key(kTenants);
+    BOOST_TEST_REQUIRE(!key.empty());
+    BOOST_TEST(route_key(kTenants) == key);
+    // another tenant's namespace, its objects in another order
+    BOOST_TEST(route_key(edited(kTenants, "metadata: {name: svc, namespace: b}\nspec: {ports: [{port: 80}]}",
+                                "metadata: {name: svc, namespace: b}\nspec: {ports: [{port: 81}]}")) == key);
+    BOOST_TEST(route_key(kTenants + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: b}\n") == key);
+    // what it can see
+    BOOST_TEST(route_key(edited(kTenants, "rules: [{backendRefs: [{name: svc, port: 80}]}]",
+                                "rules: [{backendRefs: [{name: svc, port: 81}]}]")) != key);
+    BOOST_TEST(route_key(edited(kTenants, "metadata: {name: svc, namespace: a}\nspec: {ports: [{port: 80}]}",
+                                "metadata: {name: svc, namespace: a}\nspec: {ports: [{port: 81}]}")) != key);
+    BOOST_TEST(route_key(kTenants + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: a}\n") != key);
+    BOOST_TEST(route_key(edited(kTenants, "metadata: {name: svc, namespace: c}\nspec: {ports: [{port: 80}]}",
+                                "metadata: {name: svc, namespace: c}\nspec: {ports: [{port: 81}]}")) != key);
+    BOOST_TEST(route_key(edited(kTenants, "listeners: [{name: http, port: 80", "listeners: [{name: http, port: 81")) != key);
+
+    // remembered, recalled while unchanged, forgotten once searched without it
+    Manifests m = parse(kTenants);
+    std::vector<TenantObject> objects = tenant_objects(m);
+    const TenantObject route = *std::find_if(objects.begin(), objects.end(), [](const TenantObject &o) {
+        return o.kind == TenantObject::Kind::HTTPRoute;
+    });
+    RefusalMemory memory;
+    const auto start = std::chrono::steady_clock::now();
+    memory.remember(m, {}, {{route, "refused"}}, start);
+    std::vector<Exclusion> recalled = memory.recall(parse(kTenants), start + std::chrono::minutes(1));
+    BOOST_TEST_REQUIRE(recalled.size() == 1u);
+    BOOST_TEST(recalled[0].why == "refused");
+    // searched for again after a while (a name may resolve by then), and
+    // known from the new search on
+    BOOST_TEST(memory.recall(m, start + RefusalMemory::kRecheckRefused).empty());
+    memory.remember(m, recalled, {}, start + std::chrono::minutes(2));
+    BOOST_TEST(memory.recall(m, start + RefusalMemory::kRecheckRefused).empty());
+    memory.remember(m, {}, {{route, "refused"}}, start + RefusalMemory::kRecheckRefused);
+    BOOST_TEST(memory.recall(m, start + RefusalMemory::kRecheckRefused + std::chrono::minutes(1)).size() == 1u);
+    memory.remember(m, {}, {}, start);
+    BOOST_TEST(memory.size() == 0u);
+}
