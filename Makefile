@@ -33,7 +33,7 @@ endif
 
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
-        libyaml-cpp-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
+        libyaml-cpp-dev rapidjson-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
         ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2 python3-yaml
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)

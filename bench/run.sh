@@ -66,5 +66,11 @@ out=bench/results.md
     echo '```'
     bash bench/endpoint_change.sh "${BENCH_ROUTES:-10000}"
     echo '```'
+    echo
+    echo "## The upstream API's body reader: peak memory added per body byte (target: a few; a refused body no dearer)"
+    echo
+    echo '```'
+    bash bench/api_body_memory.sh
+    echo '```'
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

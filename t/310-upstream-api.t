@@ -236,7 +236,7 @@ my (undef, $listed) = api('GET');
 like($listed, qr/"svc":\{"generation":\d+,"source":"api","servers":\[\{"address":"127.0.0.1:$ports[7]"/,
      'GET lists the current servers');
 my @refusals = (
-    ['{"upstreams": {"svc": {"servers": [}}}', 400, qr/JSON line 1, column 36: a value was expected/, 'malformed JSON'],
+    ['{"upstreams": {"svc": {"servers": [}}}', 400, qr/JSON line 1, column 36: Invalid value\./, 'malformed JSON'],
     ['{"upstreams": {"nope": {"servers": []}}}', 404, qr/no upstream \\"nope\\"/, 'an unknown upstream'],
     ['{"upstreams": {"svc": {"servers": [{"address": "10.0.0.1:0"}]}}}', 400, qr/the port must be 1 to 65535/, 'a bad address'],
     ['{"upstreams": {"svc": {"servers": [{"address": "svc.ns.svc:443"}]}}}', 400, qr/is not an IPv4 address/,

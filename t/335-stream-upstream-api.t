@@ -247,7 +247,7 @@ like($listed, qr/"stream_upstreams":\{"svc":\{"generation":\d+,"source":"api","s
      'GET lists the stream upstream and its current servers');
 like($listed, qr/"upstreams":\{"websvc":\{"generation":0,"source":"configuration"/, 'apart from http\'s');
 my @refusals = (
-    ['{"stream_upstreams": {"svc": {"servers": [}}}', 400, qr/JSON line 1, column 43: a value was expected/, 'malformed JSON'],
+    ['{"stream_upstreams": {"svc": {"servers": [}}}', 400, qr/JSON line 1, column 43: Invalid value\./, 'malformed JSON'],
     ['{"stream_upstreams": {"websvc": {"servers": []}}}', 404, qr/no stream upstream \\"websvc\\"/,
      'an http upstream\'s name among the stream upstreams'],
     ['{"upstreams": {"svc": {"servers": []}}}', 404, qr/no upstream \\"svc\\"/, 'a stream upstream among http\'s'],

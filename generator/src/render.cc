@@ -1311,8 +1311,16 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.directive("gateway_tls_upstream_api");
         w.directive("gateway_tls_upstream_api_allow", {"127.0.0.1", "::1"});
         w.directive("gateway_tls_upstream_api_token_file", {nginx::Token::value(kUpstreamApiTokenFile)});
-        w.directive("client_body_buffer_size", {"64m"});
-        w.directive("client_max_body_size", {"64m"});
+        // a body as large as the pushes gateway2nginx makes, twice over (a
+        // server is at most 128 bytes of JSON, a name as much; 64 KB of
+        // trust a policy): larger ones are refused (413) before the worker
+        // reads them. Rounded as the zones are; a trust push over its
+        // allowance is refused, and gateway2nginx reloads instead
+        const size_t body_kilobytes = power_of_two_at_least(
+            64 + (2 * 128 * (server_lines + upstream_count)) / 1024 + 64 * std::min<size_t>(trusts.size(), 256), 1024);
+        const std::string body_size = std::to_string(body_kilobytes) + "k";
+        w.directive("client_body_buffer_size", {nginx::Token::value(body_size)});
+        w.directive("client_max_body_size", {nginx::Token::value(body_size)});
         w.close();
         w.open("location", {"/"});
         w.directive("return", {"404"});

@@ -113,10 +113,22 @@ std::map<std::string, size_t> servers_zones(const std::string &http)
     return zones;
 }
 
-std::string state_zone(const std::string &http)
+// What is sized from all tenants' servers together: the state zone, and
+// the API's body limit
+std::string shared_sizes(const std::string &http)
 {
-    const size_t at = http.find("gateway_tls_upstream_state_zone ");
-    return at == std::string::npos ? "" : http.substr(at, http.find('\n', at) - at);
+    std::string sizes;
+    for (const char *directive : {"gateway_tls_upstream_state_zone ", "client_max_body_size "}) {
+        const size_t at = http.find(directive);
+        if (at != std::string::npos) sizes += http.substr(at, http.find('\n', at) - at);
+    }
+    return sizes;
+}
+
+size_t body_limit(const std::string &http)
+{
+    const size_t at = http.find("client_max_body_size ");
+    return at == std::string::npos ? 0 : std::stoul(http.substr(at + 21)) * 1024;
 }
 
 Upstream endpoints_of(const std::string &tenant, size_t count)
@@ -135,7 +147,8 @@ Upstream endpoints_of(const std::string &tenant, size_t count)
 // whatever the servers of two tenants, each tenant's zone holds its own (2
 // KB a server) and does not depend on the other's; the skeleton, and so a
 // reload, changes only when a tenant's count crosses a power of two (or
-// all lists together cross one in the state zone).
+// all lists together cross one in the state zone or the API's body
+// limit), and the body limit holds twice the largest push.
 BOOST_AUTO_TEST_CASE(each_tenant_s_zone_holds_its_servers_whatever_the_other_s)
 {
     std::mt19937 random(35);
@@ -154,7 +167,10 @@ BOOST_AUTO_TEST_CASE(each_tenant_s_zone_holds_its_servers_whatever_the_other_s)
         BOOST_TEST(zones_later.at("mine") == zones.at("mine"));
         BOOST_TEST((render_http_conf(plan, skeleton) == render_http_conf(later, skeleton))
                    == (zones.at("theirs") == zones_later.at("theirs")
-                       && state_zone(render_http_conf(plan, with_api())) == state_zone(render_http_conf(later, with_api()))));
+                       && shared_sizes(render_http_conf(plan, with_api()))
+                              == shared_sizes(render_http_conf(later, with_api()))));
+        // the largest push gateway2nginx makes fits the API's body limit
+        BOOST_TEST(2 * api_body(api_content(plan, with_api())).size() <= body_limit(render_http_conf(plan, with_api())));
     }
 }
 

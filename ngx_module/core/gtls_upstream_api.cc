@@ -2,8 +2,14 @@
 
 #include <arpa/inet.h>
 
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -13,315 +19,36 @@ namespace gtls {
 
 namespace {
 
-// A parsed JSON value: a small strict reader (RFC 8259, nesting at most
-// kMaxApiJsonDepth, duplicate keys refused) for bodies of bounded size.
-struct Json {
-    enum class Type { Null, Bool, Number, String, Array, Object } type = Type::Null;
-    bool                                     boolean = false;
-    std::string                              text;  // a string's value, a number's digits
-    std::vector<Json>                        items;
-    std::vector<std::pair<std::string, Json>> members;
-};
-
-const char *type_name(Json::Type t)
-{
-    switch (t) {
-    case Json::Type::Null: return "null";
-    case Json::Type::Bool: return "a boolean";
-    case Json::Type::Number: return "a number";
-    case Json::Type::String: return "a string";
-    case Json::Type::Array: return "an array";
-    case Json::Type::Object: return "an object";
-    }
-    return "a value";
-}
-
-class Reader {
-public:
-    explicit Reader(std::string_view s) : s_(s) {}
-
-    Json document()
-    {
-        Json v = value(0);
-        space();
-        if (pos_ != s_.size()) fail("unexpected text after the JSON value");
-        return v;
-    }
-
-private:
-    [[noreturn]] void fail(const std::string &what) const
-    {
-        size_t line = 1, column = 1;
-        for (size_t i = 0; i < pos_ && i < s_.size(); i++) {
-            if (s_[i] == '\n') {
-                line++;
-                column = 1;
-            } else {
-                column++;
-            }
-        }
-        throw ApiError(400, "JSON line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
-    }
-
-    void space()
-    {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) pos_++;
-    }
-
-    bool literal(std::string_view word)
-    {
-        if (s_.substr(pos_, word.size()) != word) return false;
-        pos_ += word.size();
-        return true;
-    }
-
-    Json value(size_t depth)
-    {
-        if (depth >= kMaxApiJsonDepth) fail("nested deeper than " + std::to_string(kMaxApiJsonDepth) + " levels");
-        space();
-        if (pos_ >= s_.size()) fail("a value was expected, the body ended");
-        Json v;
-        const char c = s_[pos_];
-        if (c == '{') {
-            v.type = Json::Type::Object;
-            pos_++;
-            std::set<std::string> seen;
-            space();
-            if (pos_ < s_.size() && s_[pos_] == '}') {
-                pos_++;
-                return v;
-            }
-            for (;;) {
-                space();
-                if (pos_ >= s_.size() || s_[pos_] != '"') fail("a key (a string) was expected");
-                std::string key = string();
-                if (!seen.insert(key).second) fail("the key " + json_string(key) + " appears twice");
-                space();
-                if (pos_ >= s_.size() || s_[pos_] != ':') fail("':' was expected");
-                pos_++;
-                v.members.emplace_back(std::move(key), value(depth + 1));
-                space();
-                if (pos_ < s_.size() && s_[pos_] == ',') {
-                    pos_++;
-                    continue;
-                }
-                if (pos_ < s_.size() && s_[pos_] == '}') {
-                    pos_++;
-                    return v;
-                }
-                fail("',' or '}' was expected");
-            }
-        }
-        if (c == '[') {
-            v.type = Json::Type::Array;
-            pos_++;
-            space();
-            if (pos_ < s_.size() && s_[pos_] == ']') {
-                pos_++;
-                return v;
-            }
-            for (;;) {
-                v.items.push_back(value(depth + 1));
-                space();
-                if (pos_ < s_.size() && s_[pos_] == ',') {
-                    pos_++;
-                    continue;
-                }
-                if (pos_ < s_.size() && s_[pos_] == ']') {
-                    pos_++;
-                    return v;
-                }
-                fail("',' or ']' was expected");
-            }
-        }
-        if (c == '"') {
-            v.type = Json::Type::String;
-            v.text = string();
-            return v;
-        }
-        if (literal("true") || literal("false")) {
-            v.type = Json::Type::Bool;
-            v.boolean = s_[pos_ - 1] == 'e' && s_[pos_ - 2] == 'u';
-            return v;
-        }
-        if (literal("null")) return v;
-        if (c == '-' || (c >= '0' && c <= '9')) {
-            v.type = Json::Type::Number;
-            const size_t start = pos_;
-            if (s_[pos_] == '-') pos_++;
-            if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9') fail("a digit was expected");
-            if (s_[pos_] == '0' && pos_ + 1 < s_.size() && s_[pos_ + 1] >= '0' && s_[pos_ + 1] <= '9') {
-                fail("a number has a leading zero");
-            }
-            auto digits = [&] {
-                while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') pos_++;
-            };
-            digits();
-            if (pos_ < s_.size() && s_[pos_] == '.') {
-                pos_++;
-                if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9') fail("a digit was expected");
-                digits();
-            }
-            if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-                pos_++;
-                if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) pos_++;
-                if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9') fail("a digit was expected");
-                digits();
-            }
-            v.text = std::string(s_.substr(start, pos_ - start));
-            return v;
-        }
-        fail("a value was expected");
-    }
-
-    unsigned hex4()
-    {
-        if (s_.size() - pos_ < 4) fail("\\u needs four hex digits");
-        unsigned u = 0;
-        for (int i = 0; i < 4; i++) {
-            const char h = s_[pos_++];
-            u <<= 4;
-            if (h >= '0' && h <= '9') u |= h - '0';
-            else if (h >= 'a' && h <= 'f') u |= h - 'a' + 10;
-            else if (h >= 'A' && h <= 'F') u |= h - 'A' + 10;
-            else fail("\\u needs four hex digits");
-        }
-        return u;
-    }
-
-    std::string string()
-    {
-        pos_++;  // the opening quote
-        std::string out;
-        for (;;) {
-            if (pos_ >= s_.size()) fail("a string is not closed");
-            const unsigned char c = s_[pos_];
-            if (c == '"') {
-                pos_++;
-                return out;
-            }
-            if (c < 0x20 || c == 0x7f) fail("a control character in a string");
-            if (c != '\\') {
-                out.push_back(static_cast<char>(c));
-                pos_++;
-                continue;
-            }
-            pos_++;
-            if (pos_ >= s_.size()) fail("a string is not closed");
-            const char e = s_[pos_++];
-            switch (e) {
-            case '"': out.push_back('"'); break;
-            case '\\': out.push_back('\\'); break;
-            case '/': out.push_back('/'); break;
-            case 'n': out.push_back('\n'); break;
-            case 'r': out.push_back('\r'); break;
-            case 't': out.push_back('\t'); break;
-            case 'b':
-            case 'f': fail("a control character in a string");
-            case 'u': {
-                unsigned u = hex4();
-                if (u >= 0xD800 && u <= 0xDBFF) {
-                    if (!literal("\\u")) fail("a lone surrogate in \\u");
-                    const unsigned low = hex4();
-                    if (low < 0xDC00 || low > 0xDFFF) fail("a lone surrogate in \\u");
-                    u = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
-                } else if (u >= 0xDC00 && u <= 0xDFFF) {
-                    fail("a lone surrogate in \\u");
-                }
-                // no field holds a control byte but a PEM bundle's line breaks:
-                // one would cut an address or a name short where C reads it
-                if ((u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7f) {
-                    fail("a control character in a string");
-                }
-                // UTF-8
-                if (u < 0x80) {
-                    out.push_back(static_cast<char>(u));
-                } else if (u < 0x800) {
-                    out.push_back(static_cast<char>(0xC0 | (u >> 6)));
-                    out.push_back(static_cast<char>(0x80 | (u & 0x3F)));
-                } else if (u < 0x10000) {
-                    out.push_back(static_cast<char>(0xE0 | (u >> 12)));
-                    out.push_back(static_cast<char>(0x80 | ((u >> 6) & 0x3F)));
-                    out.push_back(static_cast<char>(0x80 | (u & 0x3F)));
-                } else {
-                    out.push_back(static_cast<char>(0xF0 | (u >> 18)));
-                    out.push_back(static_cast<char>(0x80 | ((u >> 12) & 0x3F)));
-                    out.push_back(static_cast<char>(0x80 | ((u >> 6) & 0x3F)));
-                    out.push_back(static_cast<char>(0x80 | (u & 0x3F)));
-                }
-                break;
-            }
-            default: fail("an unknown escape in a string");
-            }
-        }
-    }
-
-    std::string_view s_;
-    size_t pos_ = 0;
-};
-
 [[noreturn]] void refuse(const std::string &field, const std::string &what)
 {
     throw ApiError(400, field + ": " + what);
 }
 
-void expect(const Json &v, Json::Type type, const std::string &field)
+enum class JsonType { Null, Bool, Number, String, Array, Object };
+
+const char *type_name(JsonType t)
 {
-    if (v.type != type) refuse(field, std::string("must be ") + type_name(type) + ", not " + type_name(v.type));
+    switch (t) {
+    case JsonType::Null: return "null";
+    case JsonType::Bool: return "a boolean";
+    case JsonType::Number: return "a number";
+    case JsonType::String: return "a string";
+    case JsonType::Array: return "an array";
+    case JsonType::Object: return "an object";
+    }
+    return "a value";
 }
 
-unsigned bounded(const Json &v, const std::string &field, unsigned low, unsigned high)
+unsigned bounded(std::string_view number, const std::string &field, unsigned low, unsigned high)
 {
-    expect(v, Json::Type::Number, field);
-    const std::string &t = v.text;
-    bool integer = !t.empty() && t[0] != '-' && t.find_first_not_of("0123456789") == std::string::npos;
-    if (!integer || t.size() > 10 || std::stoull(t) < low || std::stoull(t) > high) {
+    const bool integer = !number.empty() && number.size() <= 10
+                         && number.find_first_not_of("0123456789") == std::string_view::npos;
+    const unsigned long long n = integer ? std::stoull(std::string(number)) : 0;
+    if (!integer || n < low || n > high) {
         refuse(field, "must be a whole number from " + std::to_string(low) + " to " + std::to_string(high) + ", not "
-                          + t);
+                          + std::string(number));
     }
-    return static_cast<unsigned>(std::stoull(t));
-}
-
-UpstreamServer server_of(const Json &v, const std::string &field)
-{
-    expect(v, Json::Type::Object, field);
-    const Json *address = nullptr;
-    for (const auto &[key, value] : v.members) {
-        if (key == "address") address = &value;
-    }
-    if (address == nullptr) refuse(field, "\"address\" is required");
-    expect(*address, Json::Type::String, field + ".address");
-    UpstreamServer s = parse_server_address(address->text, field + ".address");
-    for (const auto &[key, value] : v.members) {
-        const std::string f = field + "." + key;
-        if (key == "address") continue;
-        else if (key == "weight") s.weight = bounded(value, f, 1, kMaxApiWeight);
-        else if (key == "max_conns") s.max_conns = bounded(value, f, 0, kMaxApiMaxConns);
-        else if (key == "max_fails") s.max_fails = bounded(value, f, 0, kMaxApiMaxFails);
-        else if (key == "fail_timeout") s.fail_timeout = bounded(value, f, 0, kMaxApiFailTimeout);
-        else if (key == "down") {
-            expect(value, Json::Type::Bool, f);
-            s.down = value.boolean;
-        } else {
-            refuse(field, "unknown field " + json_string(key)
-                              + " (known: address, weight, max_conns, max_fails, fail_timeout, down)");
-        }
-    }
-    return s;
-}
-
-std::vector<UpstreamServer> servers_of(const Json &v, const std::string &field)
-{
-    expect(v, Json::Type::Array, field);
-    if (v.items.size() > kMaxApiServers) {
-        refuse(field, std::to_string(v.items.size()) + " servers, more than " + std::to_string(kMaxApiServers));
-    }
-    std::vector<UpstreamServer> servers;
-    servers.reserve(v.items.size());
-    for (size_t i = 0; i < v.items.size(); i++) {
-        servers.push_back(server_of(v.items[i], field + "[" + std::to_string(i) + "]"));
-    }
-    return servers;
+    return static_cast<unsigned>(n);
 }
 
 bool valid_upstream_name(const std::string &name)
@@ -331,34 +58,6 @@ bool valid_upstream_name(const std::string &name)
         if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '{' || c == '}' || c == ';') return false;
     }
     return true;
-}
-
-// The members of `section`, an object of at most `most` named entries
-// (KEY["NAME"] in messages), each name checked by `valid`.
-template <typename Each>
-void each_named(const Json &section, const char *key, const char *noun, const char *a_noun, size_t most,
-                bool (*valid)(const std::string &), Each each)
-{
-    expect(section, Json::Type::Object, key);
-    if (section.members.empty()) refuse(key, std::string("names no ") + noun);
-    if (section.members.size() > most) refuse(key, "more than " + std::to_string(most) + " " + key);
-    for (const auto &[name, value] : section.members) {
-        const std::string field = std::string(key) + "[" + json_string(name) + "]";
-        if (!valid(name)) refuse(field, std::string("is not ") + a_noun + " name");
-        each(name, value, field);
-    }
-}
-
-UpstreamServers upstream_of(const Json &v, const std::string &upstream, const std::string &field)
-{
-    expect(v, Json::Type::Object, field);
-    const Json *servers = nullptr;
-    for (const auto &[key, value] : v.members) {
-        if (key != "servers") refuse(field, "unknown field " + json_string(key) + " (known: servers)");
-        servers = &value;
-    }
-    if (servers == nullptr) refuse(field, "\"servers\" is required");
-    return {upstream, servers_of(*servers, field + ".servers")};
 }
 
 bool valid_policy_name(const std::string &name)
@@ -407,39 +106,420 @@ void check_pem_certificates(const std::string &pem, const std::string &field)
     if (blocks == 0) refuse(field, "holds no certificate");
 }
 
-PolicyTrust trust_of(const Json &v, const std::string &policy, const std::string &field)
-{
-    expect(v, Json::Type::Object, field);
-    PolicyTrust t;
-    t.policy = policy;
-    for (const auto &[key, value] : v.members) {
-        const std::string f = field + "." + key;
-        if (key == "ca") {
-            expect(value, Json::Type::String, f);
-            if (value.text != "system") check_pem_certificates(value.text, f);
-            t.ca = value.text;
-        } else if (key == "pins") {
-            expect(value, Json::Type::Array, f);
-            if (value.items.size() > kMaxApiPins) {
-                refuse(f, std::to_string(value.items.size()) + " pins, more than " + std::to_string(kMaxApiPins));
-            }
-            for (size_t i = 0; i < value.items.size(); i++) {
-                const std::string fi = f + "[" + std::to_string(i) + "]";
-                expect(value.items[i], Json::Type::String, fi);
-                std::string error;
-                std::optional<Pin> pin = parse_pin_spec(value.items[i].text, &error);
-                if (!pin) refuse(fi, error);
-                t.pins.push_back(pin->spec);
-            }
-        } else {
-            refuse(field, "unknown field " + json_string(key) + " (known: ca, pins)");
+// The API's JSON, read as RapidJSON's SAX reader meets it: each token is
+// checked where it stands (a stack of frames: the body, a section, an
+// upstream, its servers, a server, a policy, its pins), counts and sizes
+// as they grow, and only the typed result is kept, never a tree: a body
+// costs about what it holds, and a refused one stops at its first fault.
+class ApiReader {
+public:
+    // What the text is: a PUT body; one server list or one policy's trust
+    // (kept across reloads); a GET list (read for a section and policies,
+    // its other fields skipped)
+    enum class Root { Update, Servers, Trust, List };
+
+    // `name`: the section a list is read for, or the policy a trust is
+    ApiReader(Root root, std::string field, std::string name = "") : name_(std::move(name))
+    {
+        Frame f;
+        f.kind = Kind::Root;
+        f.field = std::move(field);
+        f.root = root;
+        frames_.push_back(std::move(f));
+    }
+
+    void read(std::string_view text)
+    {
+        rapidjson::MemoryStream memory(text.data(), text.size());
+        rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(memory);
+        stream_ = &in;
+        text_ = text;
+        rapidjson::Reader reader;
+        constexpr unsigned kFlags =
+            rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
+        const rapidjson::ParseResult r = reader.Parse<kFlags>(in, *this);
+        if (error_) throw *error_;
+        if (r.IsError()) fail_at(r.Offset(), rapidjson::GetParseError_En(r.Code()));
+        // RapidJSON reads a NUL as the end of the text
+        if (in.Tell() < text.size()) fail_at(in.Tell(), "unexpected text after the JSON value");
+    }
+
+    ApiUpdate update;
+    std::vector<UpstreamServer> servers;  // Root::Servers
+    PolicyTrust trust;                    // Root::Trust
+    std::vector<UpstreamServers> listed;  // Root::List: the section's
+    std::vector<std::string> pushed;      // Root::List: policies whose source is "api"
+
+    // RapidJSON's handler
+    bool Null() { return guard([&] { scalar(JsonType::Null, {}); }); }
+    bool Bool(bool b) { return guard([&] { scalar(JsonType::Bool, b ? "true" : "false"); }); }
+    bool Int(int) { return false; }  // numbers come as RawNumber
+    bool Uint(unsigned) { return false; }
+    bool Int64(int64_t) { return false; }
+    bool Uint64(uint64_t) { return false; }
+    bool Double(double) { return false; }
+    bool RawNumber(const char *s, rapidjson::SizeType n, bool) { return guard([&] { scalar(JsonType::Number, {s, n}); }); }
+    bool String(const char *s, rapidjson::SizeType n, bool)
+    {
+        return guard([&] {
+            check_text({s, n});
+            scalar(JsonType::String, {s, n});
+        });
+    }
+    bool StartObject() { return guard([&] { open(JsonType::Object); }); }
+    bool Key(const char *s, rapidjson::SizeType n, bool)
+    {
+        return guard([&] {
+            check_text({s, n});
+            Frame &f = frames_.back();
+            f.key.assign(s, n);
+            if (!f.seen.insert(f.key).second) fail_at(stream_->Tell(), "the key " + json_string(f.key) + " appears twice");
+        });
+    }
+    bool EndObject(rapidjson::SizeType) { return guard([&] { close(); }); }
+    bool StartArray() { return guard([&] { open(JsonType::Array); }); }
+    bool EndArray(rapidjson::SizeType) { return guard([&] { close(); }); }
+
+private:
+    enum class Kind {
+        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins,
+        ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, Skip
+    };
+    struct Frame {
+        Kind kind = Kind::Skip;
+        std::string field;            // for messages: upstreams["web"].servers[2]
+        std::string key;              // an object's member being read
+        std::set<std::string> seen;   // its keys
+        size_t count = 0;             // an array's items
+        Root root = Root::Update;
+        // a server being read
+        std::string address;
+        bool has_address = false;
+        UpstreamServer server;
+        std::vector<UpstreamServer> *servers_to = nullptr;  // Servers: where they go
+    };
+
+    template <typename F>
+    bool guard(F f)
+    {
+        try {
+            f();
+            return true;
+        } catch (const ApiError &e) {
+            error_ = e;
+            return false;
         }
     }
-    if (t.ca.empty() && t.pins.empty()) {
-        refuse(field, "a policy verifies against \"ca\", \"pins\" or both; neither was given");
+
+    [[noreturn]] void fail_at(size_t offset, const std::string &what) const
+    {
+        size_t line = 1, column = 1;
+        for (size_t i = 0; i < offset && i < text_.size(); i++) {
+            if (text_[i] == '\n') {
+                line++;
+                column = 1;
+            } else {
+                column++;
+            }
+        }
+        throw ApiError(400, "JSON line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
     }
-    return t;
-}
+
+    // no field holds a control byte but a PEM bundle's line breaks: one
+    // would cut an address or a name short where C reads it
+    void check_text(std::string_view text) const
+    {
+        for (unsigned char c : text) {
+            if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+                fail_at(stream_->Tell(), "a control character in a string");
+            }
+        }
+    }
+
+    [[noreturn]] static void wrong_type(const std::string &field, JsonType want, JsonType got)
+    {
+        refuse(field, std::string("must be ") + type_name(want) + ", not " + type_name(got));
+    }
+
+    static void expect(const std::string &field, JsonType want, JsonType got)
+    {
+        if (got != want) wrong_type(field, want, got);
+    }
+
+    // The field a value stands at, counting an array's items; checks the
+    // counts that depend on the frame
+    std::string field_of_value(Frame &f)
+    {
+        switch (f.kind) {
+        case Kind::Servers:
+            if (++f.count > kMaxApiServers) {
+                refuse(f.field, std::to_string(f.count) + " servers, more than " + std::to_string(kMaxApiServers));
+            }
+            return f.field + "[" + std::to_string(f.count - 1) + "]";
+        case Kind::Pins:
+            if (++f.count > kMaxApiPins) {
+                refuse(f.field, std::to_string(f.count) + " pins, more than " + std::to_string(kMaxApiPins));
+            }
+            return f.field + "[" + std::to_string(f.count - 1) + "]";
+        case Kind::Section:
+        case Kind::ListSection:
+        case Kind::Policies:
+        case Kind::ListPolicies: return f.field + "[" + json_string(f.key) + "]";
+        case Kind::Root: return f.field;
+        case Kind::Skip: return f.field;
+        default: return f.field + "." + f.key;
+        }
+    }
+
+    void push(Kind kind, std::string field)
+    {
+        if (frames_.size() > kMaxApiJsonDepth) {
+            fail_at(stream_->Tell(), "nested deeper than " + std::to_string(kMaxApiJsonDepth) + " levels");
+        }
+        Frame f;
+        f.kind = kind;
+        f.field = std::move(field);
+        frames_.push_back(std::move(f));
+    }
+
+    // A value that is not a container: where it stands, what it sets
+    void scalar(JsonType type, std::string_view text)
+    {
+        Frame &f = frames_.back();
+        const std::string field = field_of_value(f);
+        switch (f.kind) {
+        case Kind::Server:
+            if (f.key == "address") {
+                expect(field, JsonType::String, type);
+                f.address = std::string(text);
+                f.has_address = true;
+            } else if (f.key == "weight") {
+                number(field, type);
+                f.server.weight = bounded(text, field, 1, kMaxApiWeight);
+            } else if (f.key == "max_conns") {
+                number(field, type);
+                f.server.max_conns = bounded(text, field, 0, kMaxApiMaxConns);
+            } else if (f.key == "max_fails") {
+                number(field, type);
+                f.server.max_fails = bounded(text, field, 0, kMaxApiMaxFails);
+            } else if (f.key == "fail_timeout") {
+                number(field, type);
+                f.server.fail_timeout = bounded(text, field, 0, kMaxApiFailTimeout);
+            } else if (f.key == "down") {
+                expect(field, JsonType::Bool, type);
+                f.server.down = text == "true";
+            } else {
+                unknown_server_field(f);
+            }
+            return;
+        case Kind::Policy:
+            if (f.key == "ca") {
+                expect(field, JsonType::String, type);
+                if (text != "system") check_pem_certificates(std::string(text), field);
+                trust_of_policy().ca = std::string(text);
+                return;
+            }
+            if (f.key == "pins") wrong_type(field, JsonType::Array, type);
+            refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins)");
+        case Kind::Pins: {
+            expect(field, JsonType::String, type);
+            std::string error;
+            std::optional<Pin> pin = parse_pin_spec(std::string(text), &error);
+            if (!pin) refuse(field, error);
+            trust_of_policy().pins.push_back(pin->spec);
+            return;
+        }
+        case Kind::ListPolicy:
+            if (f.key == "source" && type == JsonType::String && text == "api") {
+                pushed.push_back(frames_[frames_.size() - 2].key);
+            }
+            return;
+        case Kind::ListBody:
+            if (f.key == name_ || f.key == "policies") wrong_type(f.key, JsonType::Object, type);
+            return;
+        case Kind::ListUpstream:
+        case Kind::Skip: return;
+        default: container_expected(f, field, type);
+        }
+    }
+
+    static void number(const std::string &field, JsonType type) { expect(field, JsonType::Number, type); }
+
+    [[noreturn]] static void unknown_server_field(const Frame &f)
+    {
+        refuse(f.field, "unknown field " + json_string(f.key)
+                            + " (known: address, weight, max_conns, max_fails, fail_timeout, down)");
+    }
+
+    PolicyTrust &trust_of_policy()
+    {
+        return frames_[0].root == Root::Trust ? trust : update.policies.back();
+    }
+
+    // Where only a container may stand: the message for a scalar there
+    [[noreturn]] void container_expected(const Frame &f, const std::string &field, JsonType type)
+    {
+        switch (f.kind) {
+        case Kind::Root:
+            wrong_type(field, f.root == Root::Servers ? JsonType::Array : JsonType::Object, type);
+        case Kind::Body:
+            body_key(f);
+            wrong_type(f.key, JsonType::Object, type);
+        case Kind::Upstream:
+            if (f.key != "servers") refuse(f.field, "unknown field " + json_string(f.key) + " (known: servers)");
+            wrong_type(field, JsonType::Array, type);
+        default: wrong_type(field, JsonType::Object, type);
+        }
+    }
+
+    static void body_key(const Frame &f)
+    {
+        if (f.key != "upstreams" && f.key != "stream_upstreams" && f.key != "policies") {
+            refuse(f.field, "unknown field " + json_string(f.key) + " (known: upstreams, stream_upstreams, policies)");
+        }
+    }
+
+    void open(JsonType type)
+    {
+        Frame &f = frames_.back();
+        const std::string field = field_of_value(f);
+        switch (f.kind) {
+        case Kind::Root:
+            switch (f.root) {
+            case Root::Update: expect(field, JsonType::Object, type); return push(Kind::Body, field);
+            case Root::Servers:
+                expect(field, JsonType::Array, type);
+                push(Kind::Servers, field);
+                frames_.back().servers_to = &servers;
+                return;
+            case Root::Trust:
+                expect(field, JsonType::Object, type);
+                trust.policy = name_;
+                return push(Kind::Policy, field);
+            case Root::List: expect(field, JsonType::Object, type); return push(Kind::ListBody, field);
+            }
+            return;
+        case Kind::Body:
+            body_key(f);
+            expect(f.key, JsonType::Object, type);
+            return push(f.key == "policies" ? Kind::Policies : Kind::Section, f.key);
+        case Kind::Section: {
+            expect(field, JsonType::Object, type);
+            const std::string section = f.field;
+            if (f.seen.size() > kMaxApiUpstreams) refuse(section, "more than " + std::to_string(kMaxApiUpstreams) + " " + section);
+            if (!valid_upstream_name(f.key)) refuse(field, "is not an upstream name");
+            std::vector<UpstreamServers> &to = section == "upstreams" ? update.upstreams : update.stream_upstreams;
+            to.push_back({f.key, {}});
+            return push(Kind::Upstream, field);
+        }
+        case Kind::Upstream: {
+            if (f.key != "servers") refuse(f.field, "unknown field " + json_string(f.key) + " (known: servers)");
+            expect(field, JsonType::Array, type);
+            const bool stream = frames_[frames_.size() - 2].field == "stream_upstreams";
+            std::vector<UpstreamServers> &to = stream ? update.stream_upstreams : update.upstreams;
+            push(Kind::Servers, field);
+            frames_.back().servers_to = &to.back().servers;
+            return;
+        }
+        case Kind::Servers: {
+            expect(field, JsonType::Object, type);
+            std::vector<UpstreamServer> *to = f.servers_to;
+            push(Kind::Server, field);
+            frames_.back().servers_to = to;
+            return;
+        }
+        case Kind::Server:
+            if (f.key == "address") wrong_type(field, JsonType::String, type);
+            if (f.key == "down") wrong_type(field, JsonType::Bool, type);
+            if (f.key == "weight" || f.key == "max_conns" || f.key == "max_fails" || f.key == "fail_timeout") {
+                wrong_type(field, JsonType::Number, type);
+            }
+            unknown_server_field(f);
+        case Kind::Policies:
+            expect(field, JsonType::Object, type);
+            if (f.seen.size() > kMaxApiPolicies) refuse("policies", "more than " + std::to_string(kMaxApiPolicies) + " policies");
+            if (!valid_policy_name(f.key)) refuse(field, "is not a policy name");
+            update.policies.push_back({});
+            update.policies.back().policy = f.key;
+            return push(Kind::Policy, field);
+        case Kind::Policy:
+            if (f.key == "pins") {
+                expect(field, JsonType::Array, type);
+                return push(Kind::Pins, field);
+            }
+            if (f.key == "ca") wrong_type(field, JsonType::String, type);
+            refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins)");
+        case Kind::Pins: wrong_type(field, JsonType::String, type);
+        case Kind::ListBody:
+            if (f.key == name_ || f.key == "policies") {
+                expect(f.key, JsonType::Object, type);
+                return push(f.key == "policies" ? Kind::ListPolicies : Kind::ListSection, f.key);
+            }
+            return push(Kind::Skip, field);
+        case Kind::ListSection:
+            expect(field, JsonType::Object, type);
+            listed.push_back({f.key, {}});
+            return push(Kind::ListUpstream, field);
+        case Kind::ListUpstream:
+            if (f.key == "servers") {
+                expect(field, JsonType::Array, type);
+                push(Kind::Servers, field);
+                frames_.back().servers_to = &listed.back().servers;
+                return;
+            }
+            return push(Kind::Skip, field);
+        case Kind::ListPolicies: expect(field, JsonType::Object, type); return push(Kind::ListPolicy, field);
+        case Kind::ListPolicy:
+        case Kind::Skip: return push(Kind::Skip, field);
+        }
+    }
+
+    // The end of an object or an array: what it had to hold
+    void close()
+    {
+        Frame f = std::move(frames_.back());
+        frames_.pop_back();
+        switch (f.kind) {
+        case Kind::Body:
+            if (f.seen.empty()) refuse("the body", "\"upstreams\", \"stream_upstreams\" or \"policies\" is required");
+            return;
+        case Kind::Section:
+            if (f.seen.empty()) refuse(f.field, "names no upstream");
+            return;
+        case Kind::Policies:
+            if (f.seen.empty()) refuse(f.field, "names no policy");
+            return;
+        case Kind::Upstream:
+            if (f.seen.empty()) refuse(f.field, "\"servers\" is required");
+            return;
+        case Kind::Server: {
+            if (!f.has_address) refuse(f.field, "\"address\" is required");
+            UpstreamServer s = parse_server_address(f.address, f.field + ".address");
+            s.weight = f.server.weight;
+            s.max_conns = f.server.max_conns;
+            s.max_fails = f.server.max_fails;
+            s.fail_timeout = f.server.fail_timeout;
+            s.down = f.server.down;
+            f.servers_to->push_back(std::move(s));
+            return;
+        }
+        case Kind::Policy: {
+            const PolicyTrust &t = frames_.empty() || frames_.back().kind == Kind::Root ? trust : update.policies.back();
+            if (t.ca.empty() && t.pins.empty()) {
+                refuse(f.field, "a policy verifies against \"ca\", \"pins\" or both; neither was given");
+            }
+            return;
+        }
+        default: return;
+        }
+    }
+
+    std::vector<Frame> frames_;
+    std::string name_;
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> *stream_ = nullptr;
+    std::string_view text_;
+    std::optional<ApiError> error_;
+};
 
 }  // namespace
 
@@ -488,77 +568,30 @@ UpstreamServer parse_server_address(std::string_view text, const std::string &fi
 
 ApiUpdate parse_api_update(std::string_view body)
 {
-    const Json doc = Reader(body).document();
-    expect(doc, Json::Type::Object, "the body");
-    const Json *upstreams = nullptr, *stream_upstreams = nullptr, *policies = nullptr;
-    for (const auto &[key, value] : doc.members) {
-        if (key == "upstreams") upstreams = &value;
-        else if (key == "stream_upstreams") stream_upstreams = &value;
-        else if (key == "policies") policies = &value;
-        else refuse("the body", "unknown field " + json_string(key) + " (known: upstreams, stream_upstreams, policies)");
-    }
-    if (upstreams == nullptr && stream_upstreams == nullptr && policies == nullptr) {
-        refuse("the body", "\"upstreams\", \"stream_upstreams\" or \"policies\" is required");
-    }
-    ApiUpdate out;
-    if (policies != nullptr) {
-        each_named(*policies, "policies", "policy", "a policy", kMaxApiPolicies, valid_policy_name,
-                   [&](const std::string &name, const Json &value, const std::string &field) {
-                       out.policies.push_back(trust_of(value, name, field));
-                   });
-    }
-    const std::pair<const Json *, const char *> lists[] = {{upstreams, "upstreams"}, {stream_upstreams, "stream_upstreams"}};
-    for (const auto &[list, key] : lists) {
-        if (list == nullptr) continue;
-        std::vector<UpstreamServers> &to = list == upstreams ? out.upstreams : out.stream_upstreams;
-        each_named(*list, key, "upstream", "an upstream", kMaxApiUpstreams, valid_upstream_name,
-                   [&](const std::string &name, const Json &value, const std::string &field) {
-                       to.push_back(upstream_of(value, name, field));
-                   });
-    }
-    return out;
+    ApiReader reader(ApiReader::Root::Update, "the body");
+    reader.read(body);
+    return std::move(reader.update);
 }
 
 PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy)
 {
-    return trust_of(Reader(json).document(), policy, "policies[" + json_string(policy) + "]");
+    ApiReader reader(ApiReader::Root::Trust, "policies[" + json_string(policy) + "]", policy);
+    reader.read(json);
+    return std::move(reader.trust);
 }
 
 std::vector<std::string> pushed_policies(std::string_view list)
 {
-    const Json doc = Reader(list).document();
-    expect(doc, Json::Type::Object, "the list");
-    std::vector<std::string> names;
-    for (const auto &[key, value] : doc.members) {
-        if (key != "policies") continue;
-        expect(value, Json::Type::Object, "policies");
-        for (const auto &[name, policy] : value.members) {
-            expect(policy, Json::Type::Object, "policies[" + json_string(name) + "]");
-            for (const auto &[field, v] : policy.members) {
-                if (field == "source" && v.type == Json::Type::String && v.text == "api") names.push_back(name);
-            }
-        }
-    }
-    return names;
+    ApiReader reader(ApiReader::Root::List, "the list");
+    reader.read(list);
+    return std::move(reader.pushed);
 }
 
 std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_view section)
 {
-    const Json doc = Reader(list).document();
-    expect(doc, Json::Type::Object, "the list");
-    std::vector<UpstreamServers> out;
-    for (const auto &[key, value] : doc.members) {
-        if (key != section) continue;
-        expect(value, Json::Type::Object, key);
-        for (const auto &[name, upstream] : value.members) {
-            const std::string field = key + "[" + json_string(name) + "]";
-            expect(upstream, Json::Type::Object, field);
-            for (const auto &[f, v] : upstream.members) {
-                if (f == "servers") out.push_back({name, servers_of(v, field + ".servers")});
-            }
-        }
-    }
-    return out;
+    ApiReader reader(ApiReader::Root::List, "the list", std::string(section));
+    reader.read(list);
+    return std::move(reader.listed);
 }
 
 std::string policy_trust_json(const PolicyTrust &trust)
@@ -570,7 +603,9 @@ std::string policy_trust_json(const PolicyTrust &trust)
 
 std::vector<UpstreamServer> parse_server_list(std::string_view json)
 {
-    return servers_of(Reader(json).document(), "servers");
+    ApiReader reader(ApiReader::Root::Servers, "servers");
+    reader.read(json);
+    return std::move(reader.servers);
 }
 
 std::string json_string(std::string_view text)
