@@ -21,7 +21,6 @@ my $port = 80 + $offset;
 my $api_port = server_port() + 18;
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
 (my $module_dir = $module) =~ s{/[^/]+$}{};
-my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 
 start_numbered_backends(4, $backend_port);
 
@@ -77,13 +76,9 @@ put('hostile.yaml', $hostile);
 
 my $log = "$dir/run.log";
 my $out = "$dir/out";
-my $run = fork // die;
-if ($run == 0) {
-    open STDERR, '>>', $log or die;
-    exec($bin, 'run', '-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid", '--upstream-api', "127.0.0.1:$api_port",
-         '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
-         '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints) or die;
-}
+my $run = start_run($log, '-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid",
+                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                    '--module-dir', $module_dir, '--status-listen', 'off', '--debounce', '100');
 sub count_in_log { count_in($log, shift) }
 sub endpoint { my ($code, $h, $body) = http_request($port, '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint()}++ for 1 .. 12; return join ' ', sort keys %seen }

@@ -18,7 +18,6 @@ my $port = 80 + $offset;
 my $api_port = server_port() + 18;
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
 (my $module_dir = $module) =~ s{/[^/]+$}{};
-my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 my $refused = 8;
 
 my $base = (gateway_manifests(web => 'leaf') =~ s/listeners: \[\{name: http, port: 80, protocol: HTTP\}\]/listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]/r);
@@ -60,13 +59,9 @@ put('route.yaml', route('ns', '/web'));
 start_backends();
 my $log = "$dir/run.log";
 my $out = "$dir/out";
-my $run = fork // die;
-if ($run == 0) {
-    open STDERR, '>>', $log or die;
-    exec($bin, 'run', '-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid", '--upstream-api', "127.0.0.1:$api_port",
-         '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
-         '--status-listen', 'off', '--debounce', '100', @Test::GatewayTLS::TestEndpoints) or die;
-}
+my $run = start_run($log, '-f', "$dir/manifests", '-o', $out, '--reload', "$out/nginx.pid",
+                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                    '--module-dir', $module_dir, '--status-listen', 'off', '--debounce', '100');
 sub count_in_log { count_in($log, shift) }
 my $searches = qr/looking for the objects at fault/;
 my $found = qr/(\d+) object\(s\) at fault among \d+, found in (\d+) nginx -t run\(s\)/;

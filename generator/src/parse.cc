@@ -319,20 +319,8 @@ void append_manifests(Manifests *out, Manifests &&more)
 
 void append_manifests(Manifests *out, const Manifests &more)
 {
-    auto add = [](auto &to, const auto &from) { to.insert(to.end(), from.begin(), from.end()); };
-    add(out->namespaces, more.namespaces);
-    add(out->gateway_classes, more.gateway_classes);
-    add(out->gateways, more.gateways);
-    add(out->http_routes, more.http_routes);
-    add(out->tls_routes, more.tls_routes);
-    add(out->services, more.services);
-    add(out->endpoint_slices, more.endpoint_slices);
-    add(out->config_maps, more.config_maps);
-    add(out->secrets, more.secrets);
-    add(out->reference_grants, more.reference_grants);
-    add(out->backend_tls_policies, more.backend_tls_policies);
-    add(out->ignored, more.ignored);
-    add(out->rejected, more.rejected);
+    Manifests copy = more;
+    append_manifests(out, std::move(copy));
 }
 
 namespace {

@@ -33,7 +33,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends);
+                 start_numbered_backends start_run);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -696,6 +696,19 @@ our @TestEndpoints = ('--allow-endpoints', '127.0.0.0/8', '--allow-endpoints', '
 
 # Runs gateway2nginx with ARGS (and @TestEndpoints, unless ARGS say
 # --allow-endpoints or --no-test-endpoints); returns (exit code, its output).
+# `gateway2nginx run ARGS...` in the background (with the test endpoints),
+# its standard error appended to LOG; returns its pid.
+sub start_run {
+    my ($log, @args) = @_;
+    my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDERR, '>>', $log or die "$log: $!";
+        exec($bin, 'run', @args, @TestEndpoints) or die "$bin: $!";
+    }
+    return $pid;
+}
+
 sub run_generator {
     my @args = @_;
     if (grep { $_ eq '--no-test-endpoints' } @args) {
