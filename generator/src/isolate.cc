@@ -25,6 +25,11 @@ const ObjectMeta &meta_of(const Manifests &m, const TenantObject &o)
     return m.secrets[o.index].meta;  // not reached
 }
 
+ObjectMeta &meta_of(Manifests &m, const TenantObject &o)
+{
+    return const_cast<ObjectMeta &>(meta_of(static_cast<const Manifests &>(m), o));
+}
+
 template <typename T>
 void add_all(const std::vector<T> &objects, Kind kind, std::vector<TenantObject> *out)
 {
@@ -68,11 +73,14 @@ std::vector<TenantObject> tenant_objects(const Manifests &m)
     add_all(m.endpoint_slices, Kind::EndpointSlice, &all);
     add_all(m.tls_routes, Kind::TLSRoute, &all);
     add_all(m.http_routes, Kind::HTTPRoute, &all);
+    static const std::string kUntrusted;
     std::stable_sort(all.begin(), all.end(), [&m](const TenantObject &a, const TenantObject &b) {
         const ObjectMeta &x = meta_of(m, a);
         const ObjectMeta &y = meta_of(m, b);
-        return std::tie(a.kind, x.creation_timestamp, x.namespace_, x.name)
-               < std::tie(b.kind, y.creation_timestamp, y.namespace_, y.name);
+        const std::string &x_created = m.server_timestamps ? x.creation_timestamp : kUntrusted;
+        const std::string &y_created = m.server_timestamps ? y.creation_timestamp : kUntrusted;
+        return std::tie(a.kind, x.seen, x_created, x.namespace_, x.name)
+               < std::tie(b.kind, y.seen, y_created, y.namespace_, y.name);
     });
     return all;
 }
@@ -197,6 +205,22 @@ void RefusalMemory::remember(const Manifests &m, const std::vector<Exclusion> &r
                          was_recalled ? before->second.since : now};
     }
     refused_ = std::move(kept);
+}
+
+void FirstSeen::stamp(Manifests *m)
+{
+    static const char *const kinds[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
+                                        "Service", "EndpointSlice", "TLSRoute", "HTTPRoute"};
+    std::map<std::string, uint64_t> now;
+    for (const TenantObject &o : tenant_objects(*m)) {
+        ObjectMeta &meta = meta_of(*m, o);
+        const std::string identity = std::string(kinds[static_cast<size_t>(o.kind)]) + '\0' + meta.namespace_ + '\0' + meta.name;
+        auto before = seen_.find(identity);
+        meta.seen = before != seen_.end() ? before->second : configurations_;
+        now.emplace(identity, meta.seen);
+    }
+    seen_ = std::move(now);  // one deleted and made again is met anew
+    configurations_++;
 }
 
 std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_all,

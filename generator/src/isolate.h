@@ -25,7 +25,9 @@ struct TenantObject {
 
 // Every tenant object, in the order they are added to a configuration
 // nginx accepts: what routes refer to first, routes last, and in each kind
-// the oldest first. An object that fails only beside another is blamed when
+// the oldest first: the first met by gateway2nginx run (ObjectMeta::seen),
+// then by creationTimestamp where the API server set it
+// (Manifests::server_timestamps), then by namespace and name. An object that fails only beside another is blamed when
 // it comes second: the newer of two, a route rather than the Service that
 // other routes share (Gateway API's rule for conflicts: the oldest wins).
 std::vector<TenantObject> tenant_objects(const Manifests &m);
@@ -53,6 +55,20 @@ struct Refused {
 };
 std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_all,
                                   const std::function<std::optional<std::string>(const std::vector<bool> &)> &refusal);
+
+// gateway2nginx run's order of blame, which no tenant chooses: when it
+// first met each tenant object (a creationTimestamp from a file is what
+// its author wrote).
+class FirstSeen {
+public:
+    // Sets meta.seen of every tenant object of *m: the number of the
+    // configuration it first appeared in
+    void stamp(Manifests *m);
+
+private:
+    std::map<std::string, uint64_t> seen_;
+    uint64_t configurations_ = 0;
+};
 
 // What nginx -t refused before, so that a change elsewhere costs no new
 // search (gateway2nginx run). An object is known by what can change

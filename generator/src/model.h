@@ -33,6 +33,9 @@ struct ObjectMeta {
     // what the document it came from held (a digest of its text): equal
     // contents, an unchanged object
     size_t content = 0;
+    // when gateway2nginx run first met it (0: in the first configuration);
+    // of objects nginx refuses together, the later one is blamed
+    uint64_t seen = 0;
     std::map<std::string, std::string> labels;
     SourcePos pos;
 
@@ -359,6 +362,9 @@ struct Manifests {
     std::vector<BackendTLSPolicy> backend_tls_policies;
     std::vector<std::string> ignored;  // "Kind ns/name" of kinds we do not handle
     std::vector<RejectedObject> rejected;
+    // creationTimestamps are the API server's (a watch stream), not what a
+    // manifest's author wrote: only then do they order blame
+    bool server_timestamps = false;
 };
 
 }  // namespace g2n

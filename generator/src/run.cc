@@ -168,6 +168,7 @@ public:
         try {
             // what nginx -t refused before and is unchanged since stays out,
             // with no new search: a change elsewhere costs one nginx -t at most
+            first_seen_.stamp(&manifests);
             const std::vector<Exclusion> recalled = refusals_.recall(manifests, std::chrono::steady_clock::now());
             Plan plan = resolve(recalled.empty() ? manifests : without(manifests, recalled), args_.options);
             const std::string skeleton = skeleton_digest(plan, args_.options);
@@ -326,6 +327,7 @@ private:
     bool applied_ = false;
     bool first_ = true;
     RefusalMemory refusals_;
+    FirstSeen first_seen_;
     std::string skeleton_, status_;
     ApiContent pushed_;  // what the upstream API holds
 };
@@ -367,6 +369,7 @@ int run_gateway(const Args &args)
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
             watched.read(m, args.jobs, &documents);
+            m->server_timestamps = true;  // kubectl's: the API server's
         } else {
             for (const std::string &input : args.inputs) parse_path(input, m, args.jobs, &documents);
         }
