@@ -22,8 +22,7 @@ my $backend_port = server_port() + 1;   # every endpoint listens on 127.0.0.N:th
 my $offset = server_port() + 20 - 80;
 my $port = 80 + $offset;
 my $api_port = server_port() + 18;
-my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 
 # ---- endpoints on 127.0.0.1 to 127.0.0.8, one port ------------------------

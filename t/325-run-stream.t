@@ -22,8 +22,7 @@ my $offset = server_port() + 20 - 443;
 my $terminate = 443 + $offset;
 my $passthrough = 444 + $offset;
 my $api_port = server_port() + 18;
-my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 
 # ---- endpoints on 127.0.0.1 to 127.0.0.7, one port: TLS that says who it is;

@@ -22,7 +22,7 @@ my $port = 80 + $offset;
 my $api_port = server_port() + 18;
 my $status_port = status_port();
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 
 sub thief {
     my ($name, $address, $target_port) = @_;
@@ -45,7 +45,7 @@ endpoints: [{addresses: ["$address"]}]
 YAML
 }
 
-my $yaml = gateway_manifests(web => 'leaf') =~ s/listeners: \[\{name: http, port: 80, protocol: HTTP\}\]/listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]/r;
+my $yaml = routes_from_all_namespaces(gateway_manifests(web => 'leaf'));
 $yaml .= <<"YAML";
 ---
 apiVersion: gateway.networking.k8s.io/v1

@@ -12,8 +12,7 @@ setup();
 my $dir = servroot();
 my $offset = server_port() + 20 - 443;
 my $certs = certs_dir();
-my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 
 my $yaml = <<"YAML";
 apiVersion: gateway.networking.k8s.io/v1

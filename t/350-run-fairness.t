@@ -19,8 +19,7 @@ my $backend_port = server_port() + 1;
 my $offset = server_port() + 20 - 80;
 my $port = 80 + $offset;
 my $api_port = server_port() + 18;
-my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 
 start_numbered_backends(4, $backend_port);
 

@@ -12,8 +12,7 @@ use Test::More;
 plan 'no_plan';
 setup();
 my $dir = servroot();
-my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 my %port = (a => server_port() + 20, b => server_port() + 21);
 
 # gateway NAME's /loop goes to gateway OTHER's listener; /web to the backend

@@ -16,11 +16,10 @@ my $dir = servroot();
 my $offset = server_port() + 20 - 80;
 my $port = 80 + $offset;
 my $api_port = server_port() + 18;
-my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-(my $module_dir = $module) =~ s{/[^/]+$}{};
+my $module_dir = module_dir();
 my $refused = 8;
 
-my $base = (gateway_manifests(web => 'leaf') =~ s/listeners: \[\{name: http, port: 80, protocol: HTTP\}\]/listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]/r);
+my $base = routes_from_all_namespaces(gateway_manifests(web => 'leaf'));
 # a tenant's routes to names nginx cannot resolve: nginx -t refuses each
 sub hostile {
     my ($count) = @_;

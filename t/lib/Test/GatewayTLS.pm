@@ -33,7 +33,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends start_run);
+                 start_numbered_backends start_run module_dir routes_from_all_namespaces);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -722,6 +722,15 @@ sub run_generator {
     my $cmd = join ' ', map { "'$_'" } $bin, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
+}
+
+# Where the module under test is (--module-dir): $GTLS_MODULE's directory.
+sub module_dir { (my $dir = $ENV{GTLS_MODULE} || $Module) =~ s{/[^/]+$}{}; return $dir }
+
+# gateway_manifests() YAML whose listener takes routes of every namespace.
+sub routes_from_all_namespaces {
+    my ($yaml) = @_;
+    return $yaml =~ s/listeners: \[\{name: http, port: 80, protocol: HTTP\}\]/listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]/r;
 }
 
 # Manifests for tests of routes: our GatewayClass, Gateway ns/gw with an
