@@ -30,6 +30,19 @@ ObjectMeta &meta_of(Manifests &m, const TenantObject &o)
     return const_cast<ObjectMeta &>(meta_of(static_cast<const Manifests &>(m), o));
 }
 
+const char *kind_name(Kind kind)
+{
+    static const char *const names[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
+                                        "Service", "EndpointSlice", "TLSRoute", "HTTPRoute"};
+    return names[static_cast<size_t>(kind)];
+}
+
+// What RefusalMemory and FirstSeen know an object by: kind, namespace, name
+std::string identity_of(Kind kind, const ObjectMeta &meta)
+{
+    return std::string(kind_name(kind)) + '\0' + meta.namespace_ + '\0' + meta.name;
+}
+
 template <typename T>
 void add_all(const std::vector<T> &objects, Kind kind, std::vector<TenantObject> *out)
 {
@@ -136,26 +149,27 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
 std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects)
 {
     auto mix = [](size_t seed, size_t value) { return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); };
-    auto identity = [](const char *kind, const ObjectMeta &meta) {
-        return std::string(kind) + '\0' + meta.namespace_ + '\0' + meta.name + '\0' + std::to_string(meta.content);
+    auto with_content = [](std::string identity, const ObjectMeta &meta) {
+        return identity + '\0' + std::to_string(meta.content);
+    };
+    auto operator_object = [&](const char *kind, const ObjectMeta &meta) {
+        return with_content(std::string(kind) + '\0' + meta.namespace_ + '\0' + meta.name, meta);
     };
     // the operator's objects
     std::vector<std::string> operators;
-    for (const Namespace &n : m.namespaces) operators.push_back(identity("Namespace", n.meta));
-    for (const GatewayClass &c : m.gateway_classes) operators.push_back(identity("GatewayClass", c.meta));
-    for (const Gateway &g : m.gateways) operators.push_back(identity("Gateway", g.meta));
+    for (const Namespace &n : m.namespaces) operators.push_back(operator_object("Namespace", n.meta));
+    for (const GatewayClass &c : m.gateway_classes) operators.push_back(operator_object("GatewayClass", c.meta));
+    for (const Gateway &g : m.gateways) operators.push_back(operator_object("Gateway", g.meta));
     std::sort(operators.begin(), operators.end());
     size_t environment = 0;
     for (const std::string &o : operators) environment = mix(environment, std::hash<std::string>{}(o));
     // each namespace's tenant objects, in any order
-    static const char *const kinds[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
-                                        "Service", "EndpointSlice", "TLSRoute", "HTTPRoute"};
     std::vector<TenantObject> all = tenant_objects(m);
     std::map<std::string, size_t> namespace_content;
     for (const TenantObject &o : all) {
         const ObjectMeta &meta = meta_of(m, o);
         // a sum: the same whatever the order the objects come in
-        namespace_content[meta.namespace_] += std::hash<std::string>{}(identity(kinds[static_cast<size_t>(o.kind)], meta));
+        namespace_content[meta.namespace_] += std::hash<std::string>{}(with_content(identity_of(o.kind, meta), meta));
     }
     // the namespaces each namespace may refer into
     std::map<std::string, std::set<std::string>> granted;
@@ -170,7 +184,7 @@ std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<Tena
         for (const std::string &to : granted[meta.namespace_]) {
             scope = mix(mix(scope, std::hash<std::string>{}(to)), namespace_content[to]);
         }
-        keys.push_back(identity(kinds[static_cast<size_t>(o.kind)], meta) + '\0' + std::to_string(scope));
+        keys.push_back(with_content(identity_of(o.kind, meta), meta) + '\0' + std::to_string(scope));
     }
     return keys;
 }
@@ -209,12 +223,10 @@ void RefusalMemory::remember(const Manifests &m, const std::vector<Exclusion> &r
 
 void FirstSeen::stamp(Manifests *m)
 {
-    static const char *const kinds[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
-                                        "Service", "EndpointSlice", "TLSRoute", "HTTPRoute"};
     std::map<std::string, uint64_t> now;
     for (const TenantObject &o : tenant_objects(*m)) {
         ObjectMeta &meta = meta_of(*m, o);
-        const std::string identity = std::string(kinds[static_cast<size_t>(o.kind)]) + '\0' + meta.namespace_ + '\0' + meta.name;
+        const std::string identity = identity_of(o.kind, meta);
         auto before = seen_.find(identity);
         meta.seen = before != seen_.end() ? before->second : configurations_;
         now.emplace(identity, meta.seen);
