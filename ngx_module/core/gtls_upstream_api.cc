@@ -265,7 +265,7 @@ private:
         case Kind::ListSection:
         case Kind::Policies:
         case Kind::ListPolicies: return f.field + "[" + json_string(f.key) + "]";
-        case Kind::Root: return f.field;
+        case Kind::Root:
         case Kind::Skip: return f.field;
         default: return f.field + "." + f.key;
         }
