@@ -2,6 +2,10 @@
 # builds and runs every test, `make demo` shows the module at work.
 
 SHELL        := /bin/bash
+# in parallel unless told otherwise (make -j1)
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS    += -j$(shell nproc)
+endif
 # SANITIZE=1: the module, the generator and the unit tests built with ASan
 # and UBSan in build/sanitize, and the suite run with their runtimes
 # preloaded into Debian's nginx (and whatever else the tests start).
@@ -40,16 +44,15 @@ CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
 UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
 MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
-GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc)) \
+GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc generator/src/*/*.cc)) \
                ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc ngx_module/core/gtls_upstream_api.cc \
                ngx_module/core/gtls_access.cc
-GEN_HDRS    := $(wildcard generator/src/*.h)
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
-GEN_TEST_HDRS := $(wildcard generator/tests/*.h)
 GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module generator unit-tests test test-unit test-valgrind test-nginx test-debian deb test-deb conformance install demo bench fuzz clean
+.PHONY: all deps module generator unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
+        conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
@@ -93,19 +96,24 @@ $(FAULT_SO): $(MODULE_SO)
 
 generator: $(GENERATOR)
 
-$(BUILD)/unit_tests: $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
-	@mkdir -p $(BUILD)
-	$(CXX) $(CXXFLAGS) -DBOOST_TEST_DYN_LINK -o $@ $(CORE_SRCS) $(UNIT_SRCS) \
-	  -lboost_unit_test_framework -lssl -lcrypto -lpcre2-8
+# Each source compiled once into an object under $(OBJ), with its header
+# dependencies (-MMD), shared by gateway2nginx and both test binaries.
+OBJ         := $(BUILD)/obj
+objects      = $(patsubst %.cc,$(OBJ)/%.o,$(1))
+$(OBJ)/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_FLAGS) -Igenerator/src -MMD -MP -c -o $@ $<
+$(OBJ)/generator/tests/%.o $(OBJ)/ngx_module/tests/%.o: TEST_FLAGS := -DBOOST_TEST_DYN_LINK
+-include $(patsubst %.o,%.d,$(call objects,$(sort $(CORE_SRCS) $(UNIT_SRCS) $(GEN_SRCS) $(GEN_TESTS) generator/src/main.cc)))
 
-$(GENERATOR): $(GEN_SRCS) $(GEN_HDRS) generator/src/main.cc
-	@mkdir -p $(BUILD)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -Igenerator/src -o $@ $(GEN_SRCS) generator/src/main.cc $(LDFLAGS) $(GEN_LIBS)
+$(BUILD)/unit_tests: $(call objects,$(CORE_SRCS) $(UNIT_SRCS))
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ -lboost_unit_test_framework -lssl -lcrypto -lpcre2-8
 
-$(BUILD)/generator_tests: $(GEN_SRCS) $(GEN_HDRS) $(GEN_TESTS) $(GEN_TEST_HDRS)
-	@mkdir -p $(BUILD)
-	$(CXX) $(CXXFLAGS) -Igenerator/src -DBOOST_TEST_DYN_LINK -o $@ $(GEN_SRCS) $(GEN_TESTS) \
-	  -lboost_unit_test_framework $(GEN_LIBS)
+$(GENERATOR): $(call objects,$(GEN_SRCS) generator/src/main.cc)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(GEN_LIBS)
+
+$(BUILD)/generator_tests: $(call objects,$(GEN_SRCS) $(GEN_TESTS))
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ -lboost_unit_test_framework $(GEN_LIBS)
 
 $(BUILD)/test-certs/leaf.crt: t/lib/make-certs.sh
 	rm -rf $(BUILD)/test-certs
@@ -150,6 +158,14 @@ conformance: module $(GENERATOR)
 	rm -f $(CONFORMANCE_RESULTS)
 	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v $(CONFORMANCE_T)
 	@$(CONFORMANCE_REPORT)
+
+# Every one-shot gateway2nginx run of the suite (TESTS) repeated by BASE's
+# build (a git revision) and compared: a change that must not change the
+# output shows it this way (t/lib/check-rendering.sh).
+BASE ?= HEAD
+check-rendering: module $(FAULT_SO) $(GENERATOR)
+	GTLS_MODULE=$(MODULE_SO) GTLS_LAYOUT_FAULT_MODULE=$(FAULT_SO) GATEWAY2NGINX=$(GENERATOR) \
+	  t/lib/check-rendering.sh $(BASE) $(TESTS)
 
 # Debian's nginx with the ASan and UBSan runtimes preloaded, for SANITIZE=1.
 $(SAN_NGINX):
