@@ -11,11 +11,12 @@
 #include <sstream>
 #include <string>
 
-#include "nginx_control.h"
-#include "parse.h"
-#include "render.h"
-#include "resolve.h"
-#include "run.h"
+#include "apply/reload.h"
+#include "apply/upstream_api.h"
+#include "parse/parse.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
+#include "run/run.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,11 +12,11 @@
 #include <map>
 #include <set>
 
-#include "endpoints.h"
-#include "isolate.h"
-#include "nginx_check.h"
-#include "output.h"
-#include "resolve.h"
+#include "resolve/endpoints.h"
+#include "apply/isolate.h"
+#include "apply/nginx_check.h"
+#include "apply/output.h"
+#include "resolve/resolve.h"
 
 #ifndef GATEWAY2NGINX_VERSION
 #define GATEWAY2NGINX_VERSION "0.1.0"
@@ -224,81 +224,6 @@ Args parse_args(int argc, char **argv, bool run)
         follow_nginx_build(*build, &a.options);
     }
     return a;
-}
-
-std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal, const Args &args,
-                                          const fs::path &staged, const std::vector<Exclusion> &left_out,
-                                          std::vector<Exclusion> *found)
-{
-    std::cerr << "gateway2nginx: nginx -t refuses the configuration (" << printable(refusal)
-              << "); looking for the objects at fault\n";
-    // the objects searched: all but those left out already
-    std::vector<TenantObject> objects;
-    {
-        std::set<std::pair<TenantObject::Kind, size_t>> out;
-        for (const Exclusion &e : left_out) out.insert({e.object.kind, e.object.index});
-        for (const TenantObject &o : tenant_objects(manifests)) {
-            if (!out.count({o.kind, o.index})) objects.push_back(o);
-        }
-    }
-    size_t checks = 0;
-    auto stage_with = [&](const std::vector<bool> &included, const std::function<std::string(size_t)> &why) {
-        std::vector<Exclusion> excluded = left_out;
-        for (size_t i = 0; i < objects.size(); i++) {
-            if (!included[i]) excluded.push_back({objects[i], why(i)});
-        }
-        Plan plan = resolve(without(manifests, excluded), args.options);
-        write_configuration(plan, args.options, staged, args.jobs > 1);
-        return plan;
-    };
-    auto refusal_with = [&](const std::vector<bool> &included) {
-        stage_with(included, [](size_t) { return "left out while looking for what nginx -t refuses"; });
-        checks++;
-        return nginx_refusal(args.nginx, staged, true);
-    };
-    if (std::optional<std::string> r = refusal_with(std::vector<bool>(objects.size(), false))) {
-        std::cerr << "gateway2nginx: nginx -t refuses the configuration even without any route, policy or object "
-                     "of theirs: " << printable(*r) << "\n";
-        return std::nullopt;
-    }
-    std::vector<Refused> refused = find_refused(objects.size(), refusal, refusal_with);
-    std::vector<bool> included(objects.size(), true);
-    std::map<size_t, std::string> why;
-    for (const Refused &r : refused) {
-        included[r.index] = false;
-        why[r.index] = "nginx -t refuses the configuration with it: " + r.why;
-        if (found != nullptr) found->push_back({objects[r.index], why[r.index]});
-    }
-    Plan plan = stage_with(included, [&](size_t i) { return why[i]; });
-    checks++;
-    if (std::optional<std::string> r = nginx_refusal(args.nginx, staged, false)) {
-        std::cerr << "gateway2nginx: nginx -t refuses the configuration without the objects at fault: "
-                  << printable(*r) << "\n";
-        return std::nullopt;
-    }
-    std::cerr << "gateway2nginx: " << refused.size() << " object(s) at fault among " << objects.size() << ", found in "
-              << checks << " nginx -t run(s)\n";
-    return plan;
-}
-
-void replace_dir(const fs::path &staged, const fs::path &outdir)
-{
-    if (!fs::exists(outdir)) {
-        fs::rename(staged, outdir);
-        return;
-    }
-    // a running nginx keeps its pid file, logs and buffered bodies: they
-    // move into the new directory before the swap
-    for (const char *state : {"nginx.pid", "logs", "temp"}) {
-        if (fs::exists(outdir / state)) {
-            fs::remove_all(staged / state);
-            fs::rename(outdir / state, staged / state);
-        }
-    }
-    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, outdir.c_str(), RENAME_EXCHANGE) != 0) {
-        throw std::runtime_error("cannot replace " + outdir.string() + ": " + std::strerror(errno));
-    }
-    fs::remove_all(staged);  // now holds the previous configuration
 }
 
 }  // namespace g2n

@@ -20,13 +20,14 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "isolate.h"
-#include "nginx_check.h"
-#include "nginx_control.h"
-#include "output.h"
-#include "parse.h"
-#include "resolve.h"
-#include "run.h"
+#include "apply/isolate.h"
+#include "apply/nginx_check.h"
+#include "apply/reload.h"
+#include "apply/upstream_api.h"
+#include "apply/output.h"
+#include "parse/parse.h"
+#include "resolve/resolve.h"
+#include "run/run.h"
 
 namespace fs = std::filesystem;
 using namespace g2n;
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
         write_configuration(plan, args.options, staged, args.jobs > 1);
         if (args.check) {
             if (std::optional<std::string> refusal = nginx_refusal(args.nginx, staged, false)) {
-                std::optional<Plan> isolated = stage_without_refused(manifests, *refusal, args, staged);
+                std::optional<Plan> isolated = stage_without_refused(manifests, *refusal, args.options, args.nginx, args.jobs > 1, staged);
                 if (!isolated) {
                     std::cerr << "gateway2nginx: nginx -t failed; " << outdir.string() << " is unchanged\n";
                     fs::remove_all(staged);

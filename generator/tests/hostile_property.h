@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "nginx_conf_grammar.h"
-#include "parse.h"
-#include "render.h"
-#include "resolve.h"
+#include "parse/parse.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
 
 namespace g2n_test {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "endpoints.h"
-#include "render.h"
+#include "resolve/endpoints.h"
+#include "render/render.h"
 #include "test_support.h"
 
 using namespace g2n;

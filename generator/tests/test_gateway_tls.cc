@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "render.h"
-#include "resolve.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
 #include "test_support.h"
 
 using namespace g2n;

@@ -12,8 +12,8 @@
 #include <set>
 
 #include "hostile_property.h"
-#include "nginx_check.h"
-#include "output.h"
+#include "apply/nginx_check.h"
+#include "apply/output.h"
 #include "test_support.h"
 
 using namespace g2n_test;

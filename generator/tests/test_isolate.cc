@@ -7,8 +7,8 @@
 #include <random>
 #include <set>
 
-#include "isolate.h"
-#include "render.h"
+#include "apply/isolate.h"
+#include "render/render.h"
 #include "test_support.h"
 
 using namespace g2n;

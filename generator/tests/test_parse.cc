@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "parse.h"
+#include "parse/parse.h"
 #include "test_support.h"
 
 using namespace g2n;

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "gateway_features.h"
-#include "parse.h"
-#include "render.h"
-#include "resolve.h"
+#include "resolve/features.h"
+#include "parse/parse.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
 #include "test_support.h"
 
 #include <yaml-cpp/yaml.h>

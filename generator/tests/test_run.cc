@@ -8,9 +8,10 @@
 #include <string>
 
 #include "gtls_upstream_api.h"
-#include "nginx_control.h"
-#include "render.h"
-#include "run.h"
+#include "apply/reload.h"
+#include "apply/upstream_api.h"
+#include "render/render.h"
+#include "run/run.h"
 #include "test_support.h"
 
 using namespace g2n;

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "parse.h"
-#include "resolve.h"
+#include "parse/parse.h"
+#include "resolve/resolve.h"
 
 namespace g2n_test {
 

@@ -8,11 +8,12 @@
 #include <sstream>
 
 #include "gtls_upstream_api.h"
-#include "nginx_check.h"
-#include "nginx_control.h"
-#include "parse.h"
-#include "render.h"
-#include "resolve.h"
+#include "apply/nginx_check.h"
+#include "apply/reload.h"
+#include "apply/upstream_api.h"
+#include "parse/parse.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
 #include "test_support.h"
 
 using namespace g2n;

@@ -9,11 +9,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "parse.h"
-#include "render.h"
-#include "resolve.h"
+#include "parse/parse.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
 #include "test_support.h"
-#include "yaml_tree.h"
+#include "parse/yaml_tree.h"
 
 using namespace g2n;
 

@@ -1,8 +1,18 @@
-#include "isolate.h"
+#include "apply/isolate.h"
 
 #include <algorithm>
+#include <functional>
+#include <iostream>
+#include <map>
 #include <set>
 #include <tuple>
+
+#include "apply/nginx_check.h"
+#include "apply/output.h"
+#include "parse/parse.h"
+#include "resolve/resolve.h"
+
+namespace fs = std::filesystem;
 
 namespace g2n {
 
@@ -269,6 +279,62 @@ std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_al
     };
     add(0, count, refusal_of_all);
     return refused;
+}
+
+std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
+                                          const Options &options, const std::string &nginx, bool threads,
+                                          const fs::path &staged, const std::vector<Exclusion> &left_out,
+                                          std::vector<Exclusion> *found)
+{
+    std::cerr << "gateway2nginx: nginx -t refuses the configuration (" << printable(refusal)
+              << "); looking for the objects at fault\n";
+    // the objects searched: all but those left out already
+    std::vector<TenantObject> objects;
+    {
+        std::set<std::pair<TenantObject::Kind, size_t>> out;
+        for (const Exclusion &e : left_out) out.insert({e.object.kind, e.object.index});
+        for (const TenantObject &o : tenant_objects(manifests)) {
+            if (!out.count({o.kind, o.index})) objects.push_back(o);
+        }
+    }
+    size_t checks = 0;
+    auto stage_with = [&](const std::vector<bool> &included, const std::function<std::string(size_t)> &why) {
+        std::vector<Exclusion> excluded = left_out;
+        for (size_t i = 0; i < objects.size(); i++) {
+            if (!included[i]) excluded.push_back({objects[i], why(i)});
+        }
+        Plan plan = resolve(without(manifests, excluded), options);
+        write_configuration(plan, options, staged, threads);
+        return plan;
+    };
+    auto refusal_with = [&](const std::vector<bool> &included) {
+        stage_with(included, [](size_t) { return "left out while looking for what nginx -t refuses"; });
+        checks++;
+        return nginx_refusal(nginx, staged, true);
+    };
+    if (std::optional<std::string> r = refusal_with(std::vector<bool>(objects.size(), false))) {
+        std::cerr << "gateway2nginx: nginx -t refuses the configuration even without any route, policy or object "
+                     "of theirs: " << printable(*r) << "\n";
+        return std::nullopt;
+    }
+    std::vector<Refused> refused = find_refused(objects.size(), refusal, refusal_with);
+    std::vector<bool> included(objects.size(), true);
+    std::map<size_t, std::string> why;
+    for (const Refused &r : refused) {
+        included[r.index] = false;
+        why[r.index] = "nginx -t refuses the configuration with it: " + r.why;
+        if (found != nullptr) found->push_back({objects[r.index], why[r.index]});
+    }
+    Plan plan = stage_with(included, [&](size_t i) { return why[i]; });
+    checks++;
+    if (std::optional<std::string> r = nginx_refusal(nginx, staged, false)) {
+        std::cerr << "gateway2nginx: nginx -t refuses the configuration without the objects at fault: "
+                  << printable(*r) << "\n";
+        return std::nullopt;
+    }
+    std::cerr << "gateway2nginx: " << refused.size() << " object(s) at fault among " << objects.size() << ", found in "
+              << checks << " nginx -t run(s)\n";
+    return plan;
 }
 
 }  // namespace g2n

@@ -1,4 +1,4 @@
-// When nginx -t refuses what was rendered, the tenant objects at fault, so
+// apply: when nginx -t refuses what was rendered, the tenant objects at fault, so
 // that the configuration is written without them and one tenant's object
 // costs only that tenant (the Gateways and GatewayClasses are the
 // operator's: a refusal without any tenant object is still fatal).
@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <functional>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "model.h"
+#include "plan.h"
 
 namespace g2n {
 
@@ -101,5 +103,16 @@ private:
 
 // Each tenant object's key as RefusalMemory knows it, in tenant_objects() order.
 std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects);
+
+// `nginx` -t refused the configuration of `manifests` without `left_out`
+// (`refusal`): finds the other tenant objects at fault (added to *found)
+// and stages the configuration without them and `left_out`, each rejected
+// with its reason. nullopt when nginx refuses even the configuration
+// without any tenant object (the operator's to fix).
+std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
+                                          const Options &options, const std::string &nginx, bool threads,
+                                          const std::filesystem::path &staged,
+                                          const std::vector<Exclusion> &left_out = {},
+                                          std::vector<Exclusion> *found = nullptr);
 
 }  // namespace g2n

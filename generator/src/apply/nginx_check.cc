@@ -1,4 +1,4 @@
-#include "nginx_check.h"
+#include "apply/nginx_check.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "parse.h"
+#include "parse/parse.h"
 
 namespace fs = std::filesystem;
 
@@ -206,7 +206,7 @@ std::optional<NginxBuild> nginx_build(const std::string &nginx)
     return nginx_build_from(text);
 }
 
-bool address_is_local(const std::string &address)
+bool host_address_is_local(const std::string &address)
 {
     sockaddr_in v4{};
     sockaddr_in6 v6{};

@@ -1,5 +1,5 @@
-// nginx -t on a configuration gateway2nginx wrote: without a shell, and
-// when run as root, as an unprivileged user.
+// apply: nginx -t on a configuration gateway2nginx wrote (without a shell,
+// and when run as root, as an unprivileged user), and nginx -V.
 #pragma once
 
 #include <filesystem>
@@ -28,9 +28,5 @@ std::optional<NginxBuild> nginx_build(const std::string &nginx);
 // Options for the nginx so built: its stream module's path and its version
 // (the caller decides the module directory).
 void follow_nginx_build(const NginxBuild &build, Options *options);
-
-// Whether nginx on this host could listen on the IP address `address`
-// (a socket binds to it; any port): a Gateway's static address.
-bool address_is_local(const std::string &address);
 
 }  // namespace g2n

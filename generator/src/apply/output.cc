@@ -1,7 +1,10 @@
-#include "output.h"
+#include "apply/output.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -11,7 +14,7 @@
 
 #include "gtls_access.h"
 
-#include "render.h"
+#include "render/render.h"
 
 namespace fs = std::filesystem;
 
@@ -109,6 +112,26 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     if (options.upstream_api != "off") write_token(dir / kUpstreamApiTokenFile, options.upstream_api_token);
     if (options.status_listen != "off") write_token(dir / kStatusTokenFile, options.status_token);
     if (options.instance_kept) write_file(dir / kInstanceFile, options.instance + "\n", 0644);
+}
+
+void replace_dir(const fs::path &staged, const fs::path &outdir)
+{
+    if (!fs::exists(outdir)) {
+        fs::rename(staged, outdir);
+        return;
+    }
+    // a running nginx keeps its pid file, logs and buffered bodies: they
+    // move into the new directory before the swap
+    for (const char *state : {"nginx.pid", "logs", "temp"}) {
+        if (fs::exists(outdir / state)) {
+            fs::remove_all(staged / state);
+            fs::rename(outdir / state, staged / state);
+        }
+    }
+    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, outdir.c_str(), RENAME_EXCHANGE) != 0) {
+        throw std::runtime_error("cannot replace " + outdir.string() + ": " + std::strerror(errno));
+    }
+    fs::remove_all(staged);  // now holds the previous configuration
 }
 
 }  // namespace g2n

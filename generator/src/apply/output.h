@@ -1,4 +1,6 @@
-// Writing OUTDIR's files: what render makes of a Plan, in a directory.
+// apply: what touches the host or a running nginx (files, nginx -t,
+// reloads, the upstream API); nothing here decides what to serve. This
+// file: OUTDIR's files, what render makes of a Plan, in a directory.
 #pragma once
 
 #include <filesystem>
@@ -18,5 +20,10 @@ void write_configuration(const Plan &plan, const Options &options, const std::fi
 void load_operator_tokens(const std::filesystem::path &outdir, Options *options);
 // --instance NAME: 1 to 64 of a-z, 0-9 and "-"
 bool valid_instance_name(const std::string &name);
+
+
+// A fresh sibling directory, swapped with OUTDIR in one rename; the running
+// nginx's pid file, logs and temp files move into it first.
+void replace_dir(const std::filesystem::path &staged, const std::filesystem::path &outdir);
 
 }  // namespace g2n

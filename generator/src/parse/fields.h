@@ -7,8 +7,8 @@
 
 
 #include "model.h"
-#include "parse.h"
-#include "yaml_tree.h"
+#include "parse/parse.h"
+#include "parse/yaml_tree.h"
 
 namespace g2n {
 

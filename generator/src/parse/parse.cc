@@ -1,4 +1,4 @@
-#include "parse.h"
+#include "parse/parse.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -14,7 +14,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "parse_fields.h"
+#include "parse/fields.h"
 
 namespace g2n {
 

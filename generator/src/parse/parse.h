@@ -1,5 +1,9 @@
-// parse: YAML (as kubectl prints it) to typed objects. Documents are read
-// one at a time from a stream; a `kind: List` document holds many objects.
+// parse: YAML and JSON as kubectl prints them, to the typed objects of
+// model.h. Documents are read one at a time from a stream; a `kind: List`
+// document holds many objects. Every field is checked here, where its
+// FILE:LINE:COL is known, including nginx's limits on one argument.
+// May not: look at other objects (references are resolve's), or decide
+// what nginx serves.
 #pragma once
 
 #include <istream>

@@ -1,4 +1,4 @@
-#include "pem.h"
+#include "parse/pem.h"
 
 #include <memory>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "yaml_tree.h"
+#include "parse/yaml_tree.h"
 
 #include <cstring>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
 
-#include "parse.h"
+#include "parse/parse.h"
 
 namespace g2n {
 

@@ -6,7 +6,7 @@
 #include <regex>
 #include <tuple>
 
-#include "resolve.h"
+#include "resolve/resolve.h"
 
 namespace g2n {
 

@@ -1,4 +1,4 @@
-#include "nginx_text.h"
+#include "render/nginx_text.h"
 
 #include <cstdint>
 #include <cstring>
@@ -159,6 +159,16 @@ Token Token::map_regex(std::string_view regex)
 }
 
 bool fits_value(std::string_view input) { return quoted_size(input, 1) <= kMaxTokenBytes; }
+
+std::string regex_quote(const std::string &text)
+{
+    std::string out;
+    for (char ch : text) {
+        if (std::strchr(".^$*+?()[]{}|\\", ch)) out += '\\';
+        out += ch;
+    }
+    return out;
+}
 
 bool fits_script(std::string_view input) { return quoted_size(input, kDollarReference.size()) <= kMaxTokenBytes; }
 

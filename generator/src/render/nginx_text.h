@@ -122,6 +122,9 @@ private:
 // Whether input can become a token in the given form: no CR, LF or NUL,
 // and short enough once escaped. Validation asks this before render does.
 bool fits_value(std::string_view input);
+// `text` as a PCRE literal (its metacharacters escaped), for regular
+// expressions built around it.
+std::string regex_quote(const std::string &text);
 bool fits_script(std::string_view input);
 
 // Configuration text a Writer made, kept to be written later (blocks that

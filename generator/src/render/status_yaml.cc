@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "gateway_features.h"
-#include "render.h"
+#include "resolve/features.h"
+#include "render/render.h"
 
 namespace g2n {
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "render.h"
+#include "render/render.h"
 
 namespace g2n {
 

@@ -1,4 +1,4 @@
-#include "endpoints.h"
+#include "resolve/endpoints.h"
 
 #include <arpa/inet.h>
 

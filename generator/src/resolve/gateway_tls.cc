@@ -3,9 +3,9 @@
 // certificate it shows to TLS backends.
 #include <algorithm>
 
-#include "conditions.h"
-#include "pem.h"
-#include "resolve.h"
+#include "resolve/conditions.h"
+#include "parse/pem.h"
+#include "resolve/resolve.h"
 
 namespace g2n {
 

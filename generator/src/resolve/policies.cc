@@ -7,9 +7,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "conditions.h"
-#include "pem.h"
-#include "resolve.h"
+#include "resolve/conditions.h"
+#include "parse/pem.h"
+#include "resolve/resolve.h"
 
 namespace g2n {
 

@@ -1,5 +1,9 @@
-// resolve: attaches routes to listeners and policies to Services, resolves
-// references, settles conflicts, and computes every condition.
+// resolve: Gateway API semantics. Attaches routes to listeners and
+// policies to Services, follows references and ReferenceGrants, settles
+// conflicts, computes every condition, and lays out the Plan (plan.h,
+// whose nginx shape plan/ decides).
+// May not: write nginx syntax (render's), or touch the host or a running
+// nginx (apply's; host facts come through Options).
 #pragma once
 
 #include <algorithm>
@@ -17,7 +21,7 @@ namespace g2n {
 
 Plan resolve(const Manifests &manifests, const Options &options);
 
-// ---- shared between resolve.cc and resolve_policy.cc ----------------------
+// ---- shared by the files of resolve/ ---------------------------------------
 
 // Objects by "namespace/name", so that resolving stays linear in the size
 // of the input: hashed, since only looked up (output order never comes from

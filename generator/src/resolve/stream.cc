@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "conditions.h"
-#include "resolve.h"
+#include "resolve/conditions.h"
+#include "resolve/resolve.h"
 
 namespace g2n {
 

@@ -1,4 +1,4 @@
-#include "run.h"
+#include "run/run.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,11 +20,14 @@
 #include <thread>
 
 #include "gtls_upstream_api.h"
-#include "nginx_check.h"
-#include "nginx_control.h"
-#include "output.h"
-#include "render.h"
-#include "resolve.h"
+#include "apply/isolate.h"
+#include "apply/nginx_check.h"
+#include "apply/reload.h"
+#include "apply/upstream_api.h"
+#include "apply/output.h"
+#include "parse/parse.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
 
 namespace fs = std::filesystem;
 
@@ -267,7 +270,7 @@ private:
         std::vector<Exclusion> found;
         if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false)) {
             std::optional<Plan> isolated =
-                can_isolate ? stage_without_refused(manifests, *refusal, args_, staged_, recalled, &found)
+                can_isolate ? stage_without_refused(manifests, *refusal, args_.options, args_.nginx, args_.jobs > 1, staged_, recalled, &found)
                             : std::nullopt;
             if (!isolated) {
                 fs::remove_all(staged_);

@@ -1,4 +1,7 @@
-// gateway2nginx run: beside a running nginx, for as long as it runs.
+// run: gateway2nginx beside a running nginx, for as long as it runs. It
+// watches its inputs, and after each change runs the stages again and
+// applies the outcome through apply/ (a push, or a checked reload).
+// May not: compute anything the one-shot run does not.
 #pragma once
 
 #include <string>

@@ -1,0 +1,237 @@
+#include "apply/upstream_api.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "gtls_upstream_api.h"
+#include "plan/upstreams.h"
+
+namespace g2n {
+
+namespace {
+
+// METHOD (PUT with `body`, GET) to gateway_tls_upstream_api at `listen`;
+// "" on 200 (and *reply its body), else why not.
+std::string api_request(const std::string &listen, const std::string &token, const char *method, const std::string &body,
+                        std::string *answer)
+{
+    gtls::UpstreamServer api;
+    try {
+        api = gtls::parse_server_address(listen, "--upstream-api");
+    } catch (const gtls::ApiError &e) {
+        return e.what();
+    }
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    if (api.family == 6) {
+        auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(api.port);
+        std::memcpy(&v6->sin6_addr, api.ip.data(), 16);
+        len = sizeof *v6;
+    } else {
+        auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(api.port);
+        std::memcpy(&v4->sin_addr, api.ip.data(), 4);
+        len = sizeof *v4;
+    }
+    int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+        ::close(fd);
+        return "cannot connect to " + listen + ": " + std::strerror(errno);
+    }
+    if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const std::string request = std::string(method) + " /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                                "Authorization: Bearer " + token + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    for (size_t sent = 0; sent < request.size();) {
+        ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) {
+            ::close(fd);
+            return std::string("cannot send to the upstream API: ") + std::strerror(errno);
+        }
+        sent += static_cast<size_t>(n);
+    }
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    const size_t body_at = reply.find("\r\n\r\n");
+    if (reply.rfind("HTTP/1.1 200 ", 0) == 0) {
+        if (answer != nullptr && body_at != std::string::npos) *answer = reply.substr(body_at + 4);
+        return "";
+    }
+    return "the upstream API answered " + reply.substr(0, reply.find("\r\n"))
+           + (body_at != std::string::npos ? ": " + reply.substr(body_at + 4) : "");
+}
+
+}  // namespace
+
+std::string policy_trust_api_json(const UpstreamPolicy &p, const Plan &plan)
+{
+    gtls::PolicyTrust trust;
+    trust.policy = p.name;
+    trust.pins = p.pins;
+    if (p.ca == "system") {
+        trust.ca = "system";
+    } else if (!p.ca.empty()) {
+        auto file = std::find_if(plan.files.begin(), plan.files.end(), [&](const OutputFile &f) { return f.path == p.ca; });
+        if (file == plan.files.end()) throw std::logic_error("the CA bundle " + p.ca + " is not among the files written");
+        trust.ca = file->content;
+    }
+    return gtls::policy_trust_json(trust);
+}
+
+std::string upstream_servers_api_json(const Upstream &u)
+{
+    std::vector<gtls::UpstreamServer> servers;
+    for (const ServerLine &line : upstream_server_lines(u)) {
+        gtls::UpstreamServer s = gtls::parse_server_address(line.address, "server");
+        if (line.max_fails_off) s.max_fails = 0;
+        servers.push_back(std::move(s));
+    }
+    return gtls::upstream_servers_json(servers);
+}
+
+
+namespace {
+
+// api_request, retried for 5 s while a worker of the configuration a
+// reload replaced refuses (503) or nothing listens yet
+std::string api_request_retried(const Options &options, const char *method, const std::string &body,
+                                std::string *answer)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+        std::string failed = api_request(options.upstream_api, options.upstream_api_token, method, body, answer);
+        if (failed.empty() || std::chrono::steady_clock::now() > deadline
+            || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
+            return failed;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+}  // namespace
+
+std::string push_to_api(const Options &options, const std::string &body)
+{
+    return api_request_retried(options, "PUT", body, nullptr);
+}
+
+ApiContent ApiContent::changed_since(const ApiContent &before) const
+{
+    ApiContent changed;
+    auto diff = [](const std::map<std::string, std::string> &now, const std::map<std::string, std::string> &then,
+                   std::map<std::string, std::string> *out) {
+        for (const auto &[name, json] : now) {
+            auto it = then.find(name);
+            if (it == then.end() || it->second != json) (*out)[name] = json;
+        }
+    };
+    diff(servers, before.servers, &changed.servers);
+    diff(stream_servers, before.stream_servers, &changed.stream_servers);
+    diff(trust, before.trust, &changed.trust);
+    return changed;
+}
+
+ApiContent api_content(const Plan &plan, const Options &options)
+{
+    ApiContent content;
+    if (options.upstream_api == "off") return content;
+    for (const Upstream &u : plan.upstreams) {
+        if (api_replaceable(u)) content.servers[u.name] = upstream_servers_api_json(u);
+    }
+    for (const Upstream &u : plan.stream_upstreams) {
+        if (stream_api_replaceable(u)) content.stream_servers[u.name] = upstream_servers_api_json(u);
+    }
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) {
+        content.trust[name] = policy_trust_api_json(*policy, plan);
+    }
+    return content;
+}
+
+std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed_count)
+{
+    ApiContent content = api_content(plan, options);
+    // trust pushed before survives a reload that left the configured trust
+    // as it was: the policies the API says were pushed get what is rendered
+    // (what they are configured with, which takes them back to it)
+    std::string list;
+    if (std::string failed = api_request_retried(options, "GET", "", &list); !failed.empty()) return failed;
+    std::set<std::string> pushed;
+    try {
+        for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
+    } catch (const gtls::ApiError &e) {
+        return std::string("the upstream API's list does not read: ") + e.what();
+    }
+    for (auto it = content.trust.begin(); it != content.trust.end();) {
+        it = pushed.count(it->first) ? std::next(it) : content.trust.erase(it);
+    }
+    // servers nginx already holds as rendered are not pushed again (nor
+    // logged again, once per upstream, at every reload)
+    try {
+        for (auto [section, rendered] : {std::pair{"upstreams", &content.servers},
+                                         std::pair{"stream_upstreams", &content.stream_servers}}) {
+            for (gtls::UpstreamServers &held : gtls::listed_servers(list, section)) {
+                auto it = rendered->find(held.upstream);
+                if (it == rendered->end()) continue;
+                std::vector<gtls::UpstreamServer> want = gtls::parse_server_list(it->second);
+                auto by_address = [](const gtls::UpstreamServer &a, const gtls::UpstreamServer &b) {
+                    return a.address < b.address;
+                };
+                std::sort(want.begin(), want.end(), by_address);
+                std::sort(held.servers.begin(), held.servers.end(), by_address);
+                if (want == held.servers) rendered->erase(it);
+            }
+        }
+    } catch (const gtls::ApiError &e) {
+        return std::string("the upstream API's list does not read: ") + e.what();
+    }
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            // one no longer replaceable (its copies now differ) goes back all the same
+            if (u.tls() && u.unusable.empty() && pushed.count(u.policy->name) && !content.trust.count(u.policy->name)
+                && (!u.policy->ca.empty() || !u.policy->pins.empty())) {
+                content.trust[u.policy->name] = policy_trust_api_json(*u.policy, plan);
+            }
+        }
+    }
+    if (pushed_count != nullptr) {
+        *pushed_count = content.servers.size() + content.stream_servers.size() + content.trust.size();
+    }
+    return content.empty() ? "" : push_to_api(options, api_body(content));
+}
+
+std::string api_body(const ApiContent &content)
+{
+    auto section = [](const char *key, const char *field, const std::map<std::string, std::string> &entries) {
+        std::string body;
+        for (const auto &[name, json] : entries) {
+            body += std::string(body.empty() ? "" : ",") + gtls::json_string(name) + ":"
+                    + (field != nullptr ? "{\"" + std::string(field) + "\":" + json + "}" : json);
+        }
+        return "\"" + std::string(key) + "\":{" + body + "}";
+    };
+    std::string body;
+    if (!content.servers.empty()) body += section("upstreams", "servers", content.servers);
+    if (!content.stream_servers.empty()) {
+        body += (body.empty() ? "" : ",") + section("stream_upstreams", "servers", content.stream_servers);
+    }
+    if (!content.trust.empty()) body += (body.empty() ? "" : ",") + section("policies", nullptr, content.trust);
+    return "{" + body + "}";
+}
+
+}  // namespace g2n

@@ -1,0 +1,66 @@
+// How gateway2nginx was asked to run (the command line, cli.h): what
+// resolve and render take besides the objects, and the host facts they
+// may ask about.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace g2n {
+
+// whether ADDRESS can be bound on this host (apply/nginx_check.cc)
+bool host_address_is_local(const std::string &address);
+
+// nginx 1.25.1: the `http2` directive, and HTTP/1.1 and HTTP/2 by prior
+// knowledge on one cleartext port
+inline constexpr long kNginxHttp2Directive = 1025001;
+// the stream module picks a server by SNI (server_name, listen default_server)
+inline constexpr long kNginxStreamServerName = 1025005;
+
+struct Options {
+    std::string controller_name = "gateway2nginx.io/controller";
+    std::string gateway_class;             // empty: any of ours
+    std::vector<std::string> gateways;     // NAMESPACE/NAME; empty: all
+    std::string listen_address = "0.0.0.0";
+    int port_offset = 0;
+    std::string module_dir = "/usr/lib/nginx/modules";  // our modules
+    // nginx's stream module, loaded before ours; empty: built into nginx
+    std::string stream_module = "/usr/lib/nginx/modules/ngx_stream_module.so";
+    // the version of the nginx that runs the configuration (1022001 is
+    // 1.22.1, Debian 12's), for directives that changed
+    long nginx_version = 1022001;
+    std::string resolver;
+    // special ranges (loopback, ...) endpoints may point into: CIDRs, for
+    // test rigs (--allow-endpoints); never the gateway's own ports there
+    std::vector<std::string> allow_endpoints;
+    std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
+    // who may read it besides its token (gateway_tls_status_allow)
+    std::vector<std::string> status_allow = {"127.0.0.1", "::1"};
+    // where gateway_tls_upstream_api answers (a loopback ADDR:PORT);
+    // "off": none, and upstreams get no zone
+    std::string upstream_api = "off";
+    // render replaceable upstreams without their servers: what a change
+    // must alter for a reload to be needed (gateway2nginx run)
+    bool endpoint_skeleton = false;
+    // the bearer tokens of the upstream API and of the status endpoint,
+    // written to OUTDIR (kUpstreamApiTokenFile, kStatusTokenFile, 0600);
+    // never rendered into the configuration, which names only the files
+    std::string upstream_api_token;
+    std::string status_token;
+    // the name this gateway adds to Via on what it proxies
+    // ("gateway2nginx-NAME"); its listeners refuse a request whose Via
+    // holds it (508), a loop back to itself. Kept in OUTDIR (kInstanceFile)
+    // unless given (--instance)
+    std::string instance;
+    bool instance_kept = true;
+    // whether a Gateway's static address is one of this host's (where
+    // nginx can listen); resolve asks, the host answers
+    bool (*address_is_local)(const std::string &address) = host_address_is_local;
+};
+
+inline constexpr const char *kInstanceFile = "instance";
+
+inline constexpr const char *kUpstreamApiTokenFile = "upstream-api.token";
+inline constexpr const char *kStatusTokenFile = "status.token";
+
+}  // namespace g2n

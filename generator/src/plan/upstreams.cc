@@ -1,0 +1,87 @@
+#include "plan/upstreams.h"
+
+#include <set>
+
+#include "gtls_upstream_api.h"
+
+namespace g2n {
+
+std::vector<ServerLine> upstream_server_lines(const Upstream &u)
+{
+    std::vector<ServerLine> lines;
+    // enough peers for every try of a retried rule, each server as often
+    const size_t copies = u.servers.empty() ? 1 : (u.tries + u.servers.size() - 1) / u.servers.size();
+    for (size_t i = 0; i < copies; i++) {
+        for (const std::string &server : u.servers) lines.push_back({server, u.tries > 1});
+    }
+    return lines;
+}
+
+namespace {
+
+// An upstream that can be reached, its servers IP literals
+bool api_can_replace(const Upstream &u)
+{
+    if (!u.unusable.empty()) return false;
+    for (const std::string &server : u.servers) {
+        try {
+            gtls::parse_server_address(server, "server");
+        } catch (const gtls::ApiError &) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+bool api_replaceable(const Upstream &u)
+{
+    return (u.for_http || u.for_grpc) && api_can_replace(u);
+}
+
+bool stream_api_replaceable(const Upstream &u)
+{
+    return api_can_replace(u);
+}
+
+std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o)
+{
+    std::map<std::string, const UpstreamPolicy *> policies;
+    if (o.upstream_api == "off") return policies;
+    std::set<std::string> refused;
+    // the API reaches the policies of a name in http{} and in stream{} alike
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            if (!u.tls() || !u.unusable.empty() || !(u.for_http || u.for_grpc)) continue;  // where its policy is rendered
+            const UpstreamPolicy &p = *u.policy;
+            if (p.mode == "skip" || (p.ca.empty() && p.pins.empty())) {
+                refused.insert(p.name);
+                continue;
+            }
+            auto [it, added] = policies.emplace(p.name, &p);
+            if (!added && (it->second->ca != p.ca || it->second->pins != p.pins)) refused.insert(p.name);
+        }
+    }
+    for (const std::string &name : refused) policies.erase(name);
+    return policies;
+}
+
+size_t power_of_two_at_least(size_t n, size_t least)
+{
+    size_t p = least;
+    while (p < n) p *= 2;
+    return p;
+}
+
+size_t servers_zone_kilobytes(size_t server_lines)
+{
+    // nginx copies each configured server into the zone (about 800 bytes
+    // with nginx 1.22), and a push adds a generation of its own (about 250
+    // bytes a server) while the one it replaces drains: 2 KB a server.
+    // Rounded up to a power of two, so that endpoints come and go without
+    // changing the configuration until their number doubles or halves.
+    return power_of_two_at_least(64 + 2 * server_lines, 128);
+}
+
+}  // namespace g2n

@@ -1,0 +1,38 @@
+// Decisions about upstreams that follow from a Plan, shared by render (what
+// it writes) and apply (what it pushes): how many times each server is
+// written, and what gateway_tls_upstream_api may replace at run time.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan.h"
+
+namespace g2n {
+
+// An upstream's servers as written: each address as often as its rule's
+// retries need, without passive health checks where it is retried.
+struct ServerLine {
+    std::string address;
+    bool max_fails_off = false;
+};
+std::vector<ServerLine> upstream_server_lines(const Upstream &u);
+// Whether gateway_tls_upstream_api can replace the upstream's servers: an
+// http upstream that can be reached, its servers IP literals (names are
+// resolved only when nginx loads its configuration).
+bool api_replaceable(const Upstream &u);
+// The same for an upstream of plan.stream_upstreams (a TLSRoute's).
+bool stream_api_replaceable(const Upstream &u);
+// The least power of two times `least` that is at least n: sizes that
+// change only when what they hold doubles or halves.
+size_t power_of_two_at_least(size_t n, size_t least);
+// The size of a zone holding `server_lines` servers, in kilobytes.
+size_t servers_zone_kilobytes(size_t server_lines);
+// The policies whose trust (CA bundle, pins) gateway_tls_upstream_api can
+// replace, by name: with the API on, verifying (not skip), in upstreams
+// (of http{} or stream{}) that can be reached, one trust per name.
+std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o);
+
+}  // namespace g2n

@@ -1,0 +1,226 @@
+// Gateways: which are ours, where each listens, their listeners and the
+// conditions of both.
+#include "resolve/resolver.h"
+
+namespace g2n {
+
+void Resolver::select_gateways()
+{
+    std::set<std::string> classes;
+    for (const GatewayClass &gc : m_.gateway_classes) {
+        if (gc.controller_name != o_.controller_name) continue;  // its controller writes its status
+        ObjectStatus st;
+        st.api_version = "gateway.networking.k8s.io/v1";
+        st.kind = "GatewayClass";
+        st.meta = status_meta(gc.meta);
+        if (!gc.parameters_ref.empty()) {
+            // its Gateways are not programmed: nothing says what the parameters would have changed
+            st.conditions = {cond::gateway_class_invalid_parameters(gc.parameters_ref)};
+        } else {
+            st.conditions = {cond::gateway_class_accepted()};
+            if (o_.gateway_class.empty() || gc.meta.name == o_.gateway_class) classes.insert(gc.meta.name);
+        }
+        plan_->statuses.push_back(std::move(st));
+    }
+    for (const Gateway &gw : m_.gateways) {
+        bool wanted = o_.gateways.empty()
+                      || std::find(o_.gateways.begin(), o_.gateways.end(), gw.meta.key())
+                             != o_.gateways.end();
+        if (wanted && classes.count(gw.gateway_class_name)) {
+            gateways_.push_back(&gw);
+        }
+    }
+    std::sort(gateways_.begin(), gateways_.end(),
+              [](const Gateway *a, const Gateway *b) { return key_less(a->meta, b->meta); });
+}
+
+const Resolver::GatewayAddress &Resolver::gateway_address(const Gateway &gw)
+{
+    auto [it, added] = gateway_addresses_.try_emplace(gw.meta.key());
+    GatewayAddress &a = it->second;
+    if (!added) return a;
+    a.address = o_.listen_address;
+    size_t ip_addresses = 0;
+    for (const auto &[type, value] : gw.addresses) {
+        if (type != "IPAddress") {
+            a.refused = cond::gateway_unsupported_address("address type " + type + " is not supported (IPAddress only)");
+            return a;
+        }
+        ip_addresses++;
+        if (value.empty()) continue;
+        if (!o_.address_is_local(value)) {
+            a.refused = cond::gateway_address_not_programmed("AddressNotUsable", "address " + value + " is not an address of this host");
+            return a;
+        }
+        a.address = value;
+    }
+    if (ip_addresses > 1) {
+        a.refused = cond::gateway_address_not_programmed("AddressNotAssigned", "gateway2nginx listens on one address per Gateway");
+    }
+    return a;
+}
+
+ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
+{
+    ListenerState s;
+    s.gateway = &gw;
+    s.listener = &l;
+    s.status.name = l.name;
+    std::string address = gateway_address(gw).address;
+    if (address.find(':') != std::string::npos) address = "[" + address + "]";
+    s.listen = address + ":" + std::to_string(l.port + o_.port_offset);
+    if (!gw.parameters_ref.empty() || gateway_address(gw).refused) {
+        s.status.conditions = {cond::listener_not_programmed(gw.parameters_ref.empty() ? "the Gateway's address cannot be used"
+                                                                                       : "the Gateway is not accepted")};
+        return s;
+    }
+
+    static const std::map<std::string, std::vector<std::string>> kinds_of_protocol = {
+        {"HTTP", {"HTTPRoute", "GRPCRoute"}},
+        {"HTTPS", {"HTTPRoute", "GRPCRoute"}},
+        {"TLS", {"TLSRoute"}},
+    };
+    auto kinds = kinds_of_protocol.find(l.protocol);
+    if (kinds == kinds_of_protocol.end()) {
+        s.status.conditions.push_back(cond::listener_unsupported_protocol(l.protocol));
+        return s;
+    }
+    s.category = l.protocol == "TLS" ? "TLS/" + l.tls_mode : l.protocol;
+    // allowedRoutes.kinds narrows what the protocol carries; a kind the
+    // protocol cannot carry is reported, the others still attach
+    std::string invalid_kinds;
+    for (const std::string &kind : kinds->second) {
+        if (l.allowed_kinds.empty()
+            || std::find(l.allowed_kinds.begin(), l.allowed_kinds.end(), kind) != l.allowed_kinds.end()) {
+            s.status.supported_kinds.push_back(kind);
+        }
+    }
+    for (const std::string &kind : l.allowed_kinds) {
+        if (std::find(kinds->second.begin(), kinds->second.end(), kind) == kinds->second.end()) {
+            invalid_kinds += (invalid_kinds.empty() ? "" : ", ") + kind;
+        }
+    }
+    if (l.protocol == "HTTPS" || (l.protocol == "TLS" && l.tls_mode == "Terminate")) {
+        SecretFiles files = resolve_certificate(gw, l, &s);
+        if (!files.ok()) {
+            // routes still attach (GatewayWithAttachedRoutes), nothing is served
+            s.accepted = true;
+            s.status.conditions = {cond::listener_accepted(), cond::listener_not_programmed(files.why),
+                                   cond::listener_invalid_certificate(files.reason == "RefNotPermitted", files.why)};
+            return s;
+        }
+        std::vector<Condition> failure;
+        if (!resolve_client_validation(m_, objects_, gw, l, plan_, &s.client, &failure)) {
+            s.status.conditions = failure;
+            return s;
+        }
+    }
+    s.accepted = s.usable = true;
+    s.status.conditions = {cond::listener_accepted(), cond::listener_programmed(),
+                           invalid_kinds.empty() ? cond::listener_refs_resolved()
+                                                 : cond::listener_invalid_route_kinds(l.protocol, invalid_kinds)};
+    return s;
+}
+
+SecretFiles Resolver::resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s)
+{
+    SecretFiles files = tls_secret_files(m_, objects_, gw, l.certificate_refs.front(), "listener", plan_, &written_);
+    s->certificate = files.certificate;
+    s->certificate_key = files.key;
+    return files;
+}
+
+// Listener isolation (GEP-1713): a request goes to the most specific
+// listener of its Gateway and port whose hostname matches it, so a
+// route's hostname that such a listener claims whole is not served
+// through a broader one (nginx would merge both into one server).
+bool Resolver::claimed_by_a_more_specific_listener(const ListenerState &ls, const std::string &host) const
+{
+    auto specificity = [](const std::string &h) {
+        return std::make_pair(h.empty() ? 0 : h[0] == '*' ? 1 : 2, h.size());
+    };
+    for (const ListenerState &other : listeners_of(*ls.gateway)) {
+        if (&other == &ls || other.listen != ls.listen || !other.accepted) continue;
+        const std::string &theirs = other.listener->hostname;
+        if (theirs.empty() || host.empty() || specificity(theirs) <= specificity(ls.listener->hostname)) continue;
+        if (host == theirs || (theirs[0] == '*' && wildcard_covers(theirs, host))) return true;
+    }
+    return false;
+}
+
+// A listener with a hostname beside a broader listener on its port owns
+// its hostname even without routes: a server of its own answers 404,
+// where nginx would otherwise pick the broader listener's server.
+void Resolver::isolate_listener_hostnames()
+{
+    for (ListenerState &ls : listeners_) {
+        const std::string &name = ls.listener->hostname;
+        if (!ls.usable || name.empty() || (ls.category != "HTTP" && ls.category != "HTTPS")) continue;
+        ListenerRange<ListenerState> mine = listeners_of(*ls.gateway);
+        bool broader = std::any_of(mine.begin(), mine.end(), [&](const ListenerState &other) {
+            return &other != &ls && other.listen == ls.listen && other.usable
+                   && claimed_by_a_more_specific_listener(other, name);
+        });
+        if (!broader) continue;
+        std::string &owner = server_owner_[ls.listen + " " + name];
+        if (owner.empty()) owner = ls.gateway->meta.key();
+        if (owner == ls.gateway->meta.key()) server_for(ls, name);
+    }
+}
+
+// allowedRoutes.namespaces: a namespace given no Namespace object has
+// only the label the API server gives every namespace, its name
+bool Resolver::namespace_allowed(const Listener &l, const Gateway &gw, const std::string &ns) const
+{
+    if (l.allowed_namespaces_from == "All") return true;
+    if (l.allowed_namespaces_from == "Same") return ns == gw.meta.namespace_;
+    auto it = objects_.namespaces.find(ns);
+    if (it != objects_.namespaces.end()) return l.allowed_namespaces_selector.matches(it->second->meta.labels);
+    return l.allowed_namespaces_selector.matches({{"kubernetes.io/metadata.name", ns}});
+}
+
+void Resolver::gateway_statuses()
+{
+    for (const Gateway *gw : gateways_) {
+        ObjectStatus st;
+        st.api_version = "gateway.networking.k8s.io/v1";
+        st.kind = "Gateway";
+        st.meta = status_meta(gw->meta);
+        bool insecure_frontend = false;
+        size_t accepted = 0, programmed = 0;
+        for (const ListenerState &ls : listeners_of(*gw)) {
+            st.listeners.push_back(ls.status);
+            accepted += ls.accepted;
+            programmed += ls.usable;
+            insecure_frontend |= ls.usable && ls.client.verify == "optional_no_ca" && !ls.client.ca.empty();
+        }
+        const size_t listeners = st.listeners.size();
+        const GatewayAddress &address = gateway_address(*gw);
+        if (!gw->parameters_ref.empty()) {
+            st.conditions = {cond::gateway_invalid_parameters(gw->parameters_ref),
+                             cond::gateway_not_programmed("the Gateway is not accepted")};
+        } else if (address.refused && address.refused->type == "Accepted") {
+            st.conditions = {*address.refused, cond::gateway_not_programmed("the Gateway is not accepted")};
+        } else if (address.refused) {
+            st.conditions = {cond::gateway_accepted(), *address.refused};
+        } else {
+            // a listener that is not programmed makes the Gateway's
+            // listeners not valid; none accepted, the Gateway is not
+            st.conditions = {programmed == listeners ? cond::gateway_accepted()
+                                                     : cond::gateway_listeners_not_valid(accepted > 0,
+                                                                                         listeners - programmed),
+                             programmed > 0 ? cond::gateway_programmed()
+                                            : cond::gateway_not_programmed("no listener is programmed")};
+        }
+        // where clients reach it: the address it listens on, unless that is every address
+        if (programmed > 0 && address.address != "0.0.0.0" && address.address != "::") {
+            st.addresses.push_back(address.address);
+        }
+        if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
+        if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
+        if (insecure_frontend) st.conditions.push_back(cond::gateway_insecure_frontend());
+        plan_->statuses.push_back(std::move(st));
+    }
+}
+
+}  // namespace g2n

@@ -1,0 +1,198 @@
+// The Resolver: one pass over the objects that makes the Plan. Its members
+// are defined by concern in the files named below (resolve/ for Gateway
+// API semantics, plan/ for the nginx shape they take); this header is
+// private to those files.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+#include <deque>
+#include <set>
+#include <mutex>
+#include <unordered_set>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "resolve/conditions.h"
+#include "resolve/endpoints.h"
+#include "resolve/resolve.h"
+
+namespace g2n {
+
+// Whether hostname `name` (exact, or itself a wildcard) lies strictly below
+// wildcard `wild` ("*.example.com" covers "a.example.com" and "*.a.example.com").
+bool wildcard_covers(const std::string &wild, const std::string &name);
+
+// Gateway API hostname intersection: the more specific of the two, or
+// nothing. An empty hostname matches anything.
+bool intersect(const std::string &listener, const std::string &route, std::string *out);
+
+// What an HTTPRoute rule's filters and its backendRefs' filters come to:
+// the filters of its location and, per backendRef, the request headers of
+// requests sent there. A filter on a rule's only backendRef acts as the
+// rule's own; of several backendRefs', only RequestHeaderModifier is
+// rendered (a map over the backend the split chose).
+struct RuleFilters {
+    std::vector<RouteFilter> location;
+    std::vector<HeaderModifier> per_backend;  // by backendRef
+    std::string unsupported;                  // why the rule cannot be served as written
+};
+
+// The header names H touches, lowercased (header names are case-insensitive).
+std::vector<std::string> lowercase_header_names(const HeaderModifier &h);
+
+// A CORS filter answers for the Access-Control-* response headers: a
+// ResponseHeaderModifier of the same location may not name one.
+void check_cors_headers(RuleFilters *out);
+
+RuleFilters rule_filters(const RouteRule &rule);
+
+RuleFilters rule_filters_of(const RouteRule &rule);
+
+// Whether a rule sets anything on its location beyond where requests go:
+// filters (its own or its backendRefs') or timeouts.
+bool has_location_settings(const RouteRule &rule);
+
+// Upstreams by name, in the order first used; handed to the plan sorted by
+// name, without a second copy.
+class UpstreamTable {
+public:
+    // the upstream called `name`, and whether it was just added
+    std::pair<Upstream *, bool> get(const std::string &name)
+    {
+        auto [slot, added] = position_.try_emplace(name, list_.size());
+        if (added) list_.emplace_back();
+        return {&list_[slot->second], added};
+    }
+
+    // all of them, sorted by name; the table is left empty
+    std::vector<Upstream> take_sorted()
+    {
+        position_ = {};
+        sort_by_position(list_, [](const Upstream &a, const Upstream &b) { return a.name < b.name; });
+        return std::exchange(list_, {});
+    }
+
+private:
+    std::vector<Upstream> list_;
+    std::unordered_map<std::string, size_t> position_;
+};
+
+// What a backendRef feeds: the upstream's block and whether a
+// BackendTLSPolicy applies to it.
+// Mirror: a RequestMirror's backend, which only proxy_pass can reach (a
+// mirror's subrequest carries the request line by proxy_pass's URI, which
+// grpc_pass has not)
+enum class BackendTarget { Http, Mirror, Grpc, StreamTerminate, StreamPassthrough };
+
+class Resolver {
+public:
+    Resolver(const Manifests &m, const Options &o, Plan *plan)
+        : m_(m), o_(o), plan_(plan), objects_(m), policies_(resolve_policies(m, objects_, plan)), endpoint_rules_(m, o) {}
+    void run();
+
+private:
+    // Where a Gateway listens (spec.addresses): one IP address, given or
+    // assigned (the --listen-address); other types are not supported, and
+    // an address this host does not have cannot be listened on (nginx
+    // would refuse the whole configuration).
+    struct GatewayAddress {
+        std::string address;
+        std::optional<Condition> refused;  // Accepted=False or Programmed=False
+    };
+
+    // 127.254.0.1 .. 127.254.255.255
+    static constexpr size_t kMaxTerminateHops = 65535;
+
+    // resolve/gateways.cc
+    void select_gateways();
+    const GatewayAddress &gateway_address(const Gateway &gw);
+    ListenerState resolve_listener(const Gateway &gw, const Listener &l);
+    SecretFiles resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s);
+    bool claimed_by_a_more_specific_listener(const ListenerState &ls, const std::string &host) const;
+    void isolate_listener_hostnames();
+    bool namespace_allowed(const Listener &l, const Gateway &gw, const std::string &ns) const;
+    void gateway_statuses();
+
+    // resolve/attach.cc
+    void rejected_statuses(std::vector<ObjectStatus> *route_statuses);
+    ObjectStatus attach_route(const HTTPRoute &r);
+    std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref,
+                                             const Gateway &gw, const std::string &unsupported);
+    Server &server_for(const ListenerState &ls, const std::string &host);
+    void add_tls_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
+                       const Gateway &gw, Condition *refs);
+    void add_rule(Server &server, const HTTPRoute &r, const RouteRule &rule, size_t index,
+                  const Gateway &gw, Condition *refs);
+
+    // resolve/backends.cc
+    const ServicePort *referenced_port(const HTTPRoute &r, const BackendRef &b, const Service **svc_out,
+                                       Condition *refs) const;
+    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
+                         WeightedUpstream *out, Condition *refs, int tries = 1);
+    std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
+                             BackendTarget target, const Gateway *denied_by, int tries = 1);
+    bool endpoint_allowed(const std::string &host, const std::string &address, int port, const std::string &owner);
+
+    // plan/http_servers.cc
+    void finish_servers();
+
+    // plan/stream_servers.cc
+    void finish_stream_servers();
+    void put_behind(StreamServer *front, StreamServer *terminate, const std::set<std::string> &hostnames, size_t n);
+    void drop_passthrough_of_terminate_hostnames(StreamServer *front);
+
+    const Manifests &m_;
+    const Options &o_;
+    Plan *plan_;
+    ObjectIndex objects_;
+    PolicyIndex policies_;
+    EndpointRules endpoint_rules_;
+    std::set<std::string> endpoints_refused_;  // "slice address:port", warned once
+    std::vector<const Gateway *> gateways_;
+    std::vector<ListenerState> listeners_;
+    // each Gateway's listeners: [first, last) of listeners_, where run()
+    // adds them together (looked up per route and per listener: a scan of
+    // every Gateway's listeners would grow with the number of Gateways)
+    std::unordered_map<const Gateway *, std::pair<size_t, size_t>> listener_ranges_;
+
+    template <typename T>
+    struct ListenerRange {
+        T *first, *last;
+        T *begin() const { return first; }
+        T *end() const { return last; }
+    };
+    ListenerRange<ListenerState> listeners_of(const Gateway &gw)
+    {
+        auto it = listener_ranges_.find(&gw);
+        if (it == listener_ranges_.end()) return {nullptr, nullptr};
+        return {listeners_.data() + it->second.first, listeners_.data() + it->second.second};
+    }
+    ListenerRange<const ListenerState> listeners_of(const Gateway &gw) const
+    {
+        auto it = listener_ranges_.find(&gw);
+        if (it == listener_ranges_.end()) return {nullptr, nullptr};
+        return {listeners_.data() + it->second.first, listeners_.data() + it->second.second};
+    }
+    // hashed, not ordered: one per hostname, and looked up for every
+    // route; finish_servers() hands them to the plan in key order
+    std::unordered_map<std::string, Server> servers_;                // by "listen host"
+    std::unordered_map<std::string, std::string> server_owner_;     // "listen host" -> Gateway
+    std::map<std::string, GatewayAddress> gateway_addresses_;       // Gateway key -> where it listens
+    std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
+    UpstreamTable upstreams_;
+    std::map<std::pair<std::string, bool>, StreamServer> stream_servers_;  // by listen and Terminate
+    // each stream server's route hostnames, and the route that has each
+    std::map<std::pair<std::string, bool>, std::unordered_map<std::string, std::string>> stream_route_sources_;
+    // listen -> listener hostname -> (certificate, key) of its Terminate listeners
+    std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> stream_certificates_;
+    std::map<std::string, std::set<std::string>> terminate_hostnames_;  // by listen: Terminate listeners' hostnames
+    UpstreamTable stream_upstreams_;
+    std::set<std::string> written_;
+    std::map<std::string, BackendClientCertificate> backend_clients_;  // by Gateway
+    std::map<std::string, Condition> gateway_refs_;                    // ResolvedRefs, by Gateway
+};
+
+}  // namespace g2n
