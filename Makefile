@@ -35,6 +35,12 @@ SAN_ENV      := TEST_NGINX_BINARY=$(SAN_NGINX) \
                 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan
 endif
 
+# The Gateway API conformance suite the replays take their manifests from:
+# a checkout (or release tree) of kubernetes-sigs/gateway-api, or nothing
+# (the replays skip, saying so).
+GATEWAY_API_DIR ?=
+export GATEWAY_API_DIR
+
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
         libyaml-cpp-dev rapidjson-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
@@ -148,8 +154,9 @@ test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filt
 CONFORMANCE_T := t/100-conformance-backendtls.t t/210-conformance-tlsroute.t t/230-conformance-client-certs.t \
                  t/400-conformance.t
 CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
-# The report of the replays that ran: they skip, saying so, where the
-# suite's manifests (../shared/gateway-api) are not beside the checkout.
+# The report of the replays that ran: they skip, saying so, where
+# GATEWAY_API_DIR (a checkout of kubernetes-sigs/gateway-api: its
+# conformance/ manifests) is not given.
 CONFORMANCE_REPORT = ran=$$(ls $(CONFORMANCE_RESULTS) 2>/dev/null); \
   if [ -z "$$ran" ]; then echo "ConformanceReport: not written, no conformance replay ran" >&2; \
   else perl t/lib/conformance-report.pl $(BUILD)/conformance-report.yaml $$ran \

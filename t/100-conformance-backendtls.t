@@ -2,7 +2,7 @@
 # BackendTLSPolicyConflictResolution, BackendTLSPolicyInvalidCACertificateRef,
 # BackendTLSPolicyInvalidKind, BackendTLSPolicySANValidation and
 # BackendTLSPolicyObservedGenerationBump: the suite's own manifests from
-# ../shared/gateway-api/conformance/, the certificates the suite makes at
+# $GATEWAY_API_DIR/conformance/, the certificates the suite makes at
 # start (made here by t/lib/make-certs.sh: CA "ca" signs the leaf with SANs
 # abc.example.com, spiffe://abc.example.com/test-identity, other.example.com;
 # "unrelated-ca" is the mismatch CA), EndpointSlices that point every

@@ -1,6 +1,6 @@
 # Replays, locally, the Gateway API conformance tests for TLSRoute
 # (GEP-2643) and BackendTLSPolicy behind a TLSRoute in Terminate mode
-# (GEP-4274): the suite's own manifests from ../shared/gateway-api/conformance/,
+# (GEP-4274): the suite's own manifests from $GATEWAY_API_DIR/conformance/,
 # its certificates made by t/lib/make-certs.sh, EndpointSlices that point
 # each Service at a local backend, gateway2nginx and the nginx it writes.
 #

@@ -11,4 +11,5 @@ use Test::ConformanceReport qw(write_report);
 my $out = shift or die "usage: $0 OUT [RESULTS.json ...]\n";
 my @files = @ARGV ? @ARGV : glob("$FindBin::Bin/../servroot-*/conformance-results.json");
 die "no conformance results: run make conformance (or make test-nginx) first\n" unless @files;
-print write_report($out, "$FindBin::Bin/../../../shared/gateway-api/conformance", @files);
+my $api = $ENV{GATEWAY_API_DIR} or die "GATEWAY_API_DIR is not set: the report needs the suite's conformance/ directory\n";
+print write_report($out, "$api/conformance", @files);

@@ -1,7 +1,7 @@
 package Test::Conformance;
 
 # A local replay of the Gateway API conformance suite: its manifests
-# (../shared/gateway-api/conformance), the requests and assertions of its Go
+# ($GATEWAY_API_DIR/conformance), the requests and assertions of its Go
 # tests (conformance/tests/NAME.go in kubernetes-sigs/gateway-api), written
 # down as data in t/conformance/*.pl, and echo backends answering as the
 # suite's echo server (t/lib/echo-server.pl). Each test: gateway2nginx

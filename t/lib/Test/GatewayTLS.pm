@@ -971,19 +971,30 @@ sub endpoint_membership {
 sub slurp { local (@ARGV, $/) = @_; <> }
 sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
 
-# The start of a conformance replay: skips without the suite beside the
-# checkout, else sets up servroot; returns the suite's directory and the
-# directory the manifests go to.
+# The Gateway API conformance suite: GATEWAY_API_DIR/conformance, where
+# GATEWAY_API_DIR is a checkout (or release tree) of kubernetes-sigs/gateway-api.
+sub conformance_dir {
+    my $api = $ENV{GATEWAY_API_DIR};
+    return undef unless defined $api && length $api;
+    return "$api/conformance";
+}
+
+# The start of a conformance replay: skips, saying why, without the suite,
+# else sets up servroot; returns the suite's directory and the directory
+# the manifests go to.
 sub conformance_begin {
-    my $shared = "$Root/../shared/gateway-api/conformance";
-    Test::More::plan(skip_all => "no $shared") unless -d $shared;
+    my $shared = conformance_dir();
+    Test::More::plan(skip_all => 'GATEWAY_API_DIR is not set: no Gateway API conformance manifests to replay '
+                                 . '(set it to a checkout of kubernetes-sigs/gateway-api)') unless defined $shared;
+    Test::More::plan(skip_all => "GATEWAY_API_DIR=$ENV{GATEWAY_API_DIR} has no conformance/ directory: "
+                                 . 'no Gateway API conformance manifests to replay') unless -d $shared;
     Test::More::plan('no_plan');
     _setup();
     make_path("$ServRoot/manifests");
     return ($shared, "$ServRoot/manifests");
 }
 
-# The Gateway API conformance suite (../shared/gateway-api/conformance): its
+# The Gateway API conformance suite (conformance_dir()): its
 # base manifests and the manifests of TESTS, with our GatewayClass name, as
 # DIR/00-base.yaml and DIR/10-TEST.yaml; returns all of them as one text.
 sub conformance_manifests {
