@@ -42,7 +42,7 @@ GATEWAY_API_DIR ?=
 export GATEWAY_API_DIR
 
 # Debian packages the build, the tests and the demo need.
-DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev \
+DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev help2man \
         libyaml-cpp-dev rapidjson-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
         ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2 python3-yaml
 
@@ -57,7 +57,7 @@ GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module generator unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
+.PHONY: all deps module generator man docs unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
         conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
@@ -101,6 +101,17 @@ $(FAULT_SO): $(MODULE_SO)
 	  || { cat $(BUILD)/layout-fault-build.log; exit 1; }
 
 generator: $(GENERATOR)
+
+# The command line is written once, in generator/src/cli.cc (--help): the
+# man page is made from it by help2man, and `make docs` copies it into
+# docs/gateway2nginx.md (t/112-usage.t checks that both agree with it).
+man: $(BUILD)/gateway2nginx.1
+$(BUILD)/gateway2nginx.1: $(GENERATOR) debian/gateway2nginx.h2m
+	help2man --no-info --section=1 --include=debian/gateway2nginx.h2m --output=$@ $(GENERATOR)
+
+docs: $(GENERATOR)
+	$(GENERATOR) --help | perl -0pi -e 'my $$u = do { local $$/; <STDIN> }; \
+	  s/(<!-- usage: [^\n]*-->\n```\n).*?(```\n<!-- end usage -->)/$$1$$u$$2/s or die "no usage block\n"' docs/gateway2nginx.md
 
 # Each source compiled once into an object under $(OBJ), with its header
 # dependencies (-MMD), shared by gateway2nginx and both test binaries.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per request (DESIGN §5), which do not drift with machine
+# Instructions per request (targets: bench/README.md), which do not drift with machine
 # noise: the proxying nginx runs as one process under
 # `valgrind --tool=callgrind`; each case is run twice, with 1 and with 1 + N
 # requests, and (instructions of the second - the first) / N is what one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-plane benchmark (DESIGN §5): requests/s through the module (strict +
+# Data-plane benchmark (targets: bench/README.md): requests/s through the module (strict +
 # URI SAN + SPKI pin) against stock `proxy_ssl_verify on`, to the same TLS
 # backend, with upstream keepalive and with a full TLS handshake per
 # request. Runs alternate module/stock ($ROUNDS rounds, default 5, the

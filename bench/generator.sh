@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generator benchmark (DESIGN §5): gateway2nginx on N routes (each with its
+# Generator benchmark (targets: bench/README.md): gateway2nginx on N routes (each with its
 # Service, EndpointSlice and BackendTLSPolicy) against a program that only
 # event-parses the same file with yaml-cpp, interleaved, median of $RUNS
 # (default 5): wall seconds and peak RSS; then how time grows with N.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark (DESIGN §5): N TLS backends, each location with its own
+# Scale benchmark (targets: bench/README.md): N TLS backends, each location with its own
 # policy (strict, its SAN, the CA bundle) as the module reads them, against
 # the same locations in plain HTTP; stock nginx's per-location
 # proxy_ssl_verify + proxy_ssl_trusted_certificate is printed beside.

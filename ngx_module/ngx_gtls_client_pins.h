@@ -1,4 +1,4 @@
-// Client certificate pinning on listeners (GEP-4078, DESIGN §2.3), shared
+// Client certificate pinning on listeners (GEP-4078), shared
 // by the http and stream modules: ssl_verify_client_pin and
 // ssl_verify_client_pin_certificate in a server, enforced in the TLS
 // handshake of that server's SSL_CTX.

@@ -1,4 +1,4 @@
-// The counters and the audit list behind gateway_tls_status (DESIGN §2.4),
+// The counters and the audit list behind gateway_tls_status (docs/security.md),
 // shared by the http and stream modules: both count into the one zone the
 // http block declares, and the http endpoint shows the policies of both.
 #pragma once

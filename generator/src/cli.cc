@@ -29,10 +29,8 @@ namespace g2n {
 namespace {
 
 const char *const kUsage = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTDIR [options]
-       gateway2nginx run -f PATH [-f PATH ...] -o OUTDIR --reload PIDFILE
-                         --upstream-api LISTEN [--debounce MS] [options]
-       gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE
-                         --upstream-api LISTEN [--debounce MS] [options]
+  or:  gateway2nginx run -f PATH [-f PATH ...] -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
+  or:  gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
 
 Reads Gateway API manifests (YAML as `kubectl get -o yaml` prints them,
 multi-document or `kind: List`) and writes a complete nginx configuration
@@ -46,7 +44,8 @@ would show.
                             (default gateway2nginx.io/controller)
       --gateway-class NAME  only Gateways of this GatewayClass
       --gateway NS/NAME     only this Gateway; repeatable
-      --listen-address ADDR where listeners listen when a Gateway has no IP
+      --listen-address ADDR
+                            where listeners listen when a Gateway has no IP
                             address (default 0.0.0.0)
       --port-offset N       add N to every listener port (unprivileged runs)
       --module-dir DIR      where ngx_http_gateway_tls_module.so and
@@ -83,7 +82,13 @@ would show.
                             and --check runs it (default /usr/sbin/nginx)
       --reload PIDFILE      after a successful check, send SIGHUP to that nginx
       --version             print the version
-      --help                print this help
+  -h, --help                print this help
+
+gateway2nginx run also takes:
+      --debounce MS         apply a change once MS ms pass without another
+                            (default 250)
+      --watch-events        standard input (-f -) is what `kubectl get --watch
+                            -o json --output-watch-events` prints
 
 gateway2nginx run stays beside nginx: it watches the files and directories
 (inotify), or reads `kubectl get ... --watch -o json --output-watch-events`

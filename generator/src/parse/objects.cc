@@ -22,7 +22,7 @@ namespace g2n {
 void parse_known_object(const Document &doc, const YamlNode &root, const std::string &api_version,
                         const std::string &group, const std::string &kind, Manifests *out);
 
-// Tenants own these kinds (DESIGN §6): a failure in one of them rejects
+// Tenants own these kinds (docs/security.md): a failure in one of them rejects
 // that object alone. Gateways and GatewayClasses are the operator's and
 // the Gateway owner's, and a failure there is bad input as a whole.
 bool tenant_kind(const std::string &group, const std::string &kind)

@@ -325,7 +325,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.blank();
     }
     if (o.status_listen != "off") {
-        // counters and the audit list for the security officer (DESIGN §2.4)
+        // counters and the audit list for the security officer (docs/security.md)
         w.directive("gateway_tls_status_zone", {"1m"});
         w.blank();
         w.open("server");
