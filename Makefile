@@ -57,7 +57,7 @@ GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_LIBS    := -lyaml-cpp -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module generator man docs unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
+.PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
         conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
@@ -139,6 +139,12 @@ $(BUILD)/test-certs/leaf.crt: t/lib/make-certs.sh
 test-unit: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/leaf.crt
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/unit_tests --report_level=short --color_output=no
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(BUILD)/generator_tests --report_level=short --color_output=no
+
+# The generator's golden files (generator/tests/testdata/NAME.*) written
+# afresh from NAME.in.yaml: review the diff, then commit it.
+golden: $(BUILD)/generator_tests
+	UPDATE_GOLDEN=1 $(BUILD)/generator_tests --run_test=golden
+	git status --short generator/tests/testdata
 
 # Both unit test binaries under valgrind: no memory error, no definite or
 # indirect leak (OpenSSL's and yaml-cpp's process-lifetime caches are "still
