@@ -11,8 +11,11 @@ use Cwd qw(abs_path);
 
 plan 'no_plan';
 setup();
+# the unit tests built beside gateway2nginx (GTLS_GENERATOR_TESTS where
+# GATEWAY2NGINX is a wrapper elsewhere)
 my $generator = abs_path($ENV{GATEWAY2NGINX} || 'build/gateway2nginx');
 (my $tests = $generator) =~ s{[^/]+$}{generator_tests};
+$tests = $ENV{GTLS_GENERATOR_TESTS} if $ENV{GTLS_GENERATOR_TESTS};
 (my $modules = abs_path($ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so')) =~ s{/[^/]+$}{};
 ok(-x $tests, "the generator's unit tests are built: $tests") or exit;
 

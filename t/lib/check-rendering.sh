@@ -25,7 +25,8 @@ fi
 
 log=$root/build/rendering-base/compared-$rev.log
 : > "$log"
-GTLS_SHADOW_REAL=$GATEWAY2NGINX GTLS_SHADOW_BASE=$base GTLS_SHADOW_LOG=$log \
+GTLS_GENERATOR_TESTS=$(dirname "$GATEWAY2NGINX")/generator_tests \
+    GTLS_SHADOW_REAL=$GATEWAY2NGINX GTLS_SHADOW_BASE=$base GTLS_SHADOW_LOG=$log \
     GATEWAY2NGINX=$root/t/lib/shadow-gateway2nginx prove -r "${@:-t/}"
 suite=$?
 
