@@ -54,7 +54,7 @@ int ngx_gtls_x509_error(gtls::Reason reason)
 
 std::string ngx_gtls_session_key(const ngx_gtls_balancer_t *b, ngx_peer_connection_t *pc)
 {
-    std::string key = b->binding;
+    std::string key = b->binding.key();
     key.append(reinterpret_cast<const char *>(pc->sockaddr), pc->socklen);
     return key;
 }
@@ -112,7 +112,7 @@ ngx_int_t ngx_gtls_set_session(ngx_peer_connection_t *pc, void *data)
         // provisional: a full handshake replaces it with its own verdict
         conn->policy = policy;
         conn->verdict = it->second.verdict;
-        conn->binding = b->binding;
+        conn->binding = b->binding.key();
         return ngx_ssl_set_session(pc->connection, it->second.session);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, pc->log, 0, "gateway_tls: %s", e.what());
@@ -126,7 +126,7 @@ void ngx_gtls_save_session(ngx_peer_connection_t *pc, void *data)
     ngx_gtls_session_cache_t *cache = b->sessions;
     const gtls::Policy *policy = b->policy;
     ngx_gtls_connection_t *conn = ngx_gtls_connection(pc->connection, false);
-    if (conn == nullptr || conn->policy != policy || conn->binding != b->binding || !conn->verdict
+    if (conn == nullptr || conn->policy != policy || !b->binding.has_key(conn->binding) || !conn->verdict
         || conn->verdict->status == gtls::Status::Failed) {
         ngx_log_debug1(NGX_LOG_DEBUG_EVENT, pc->log, 0,
                        "gateway_tls: TLS session for \"%V\" not kept: not verified under this binding", pc->name);
@@ -173,7 +173,7 @@ ngx_int_t ngx_gtls_get_peer(ngx_peer_connection_t *pc, void *data)
     // a cached keepalive connection: nginx matched it by address only
     ngx_connection_t *c = pc->connection;
     ngx_gtls_connection_t *conn = c->ssl ? ngx_gtls_connection(c, false) : nullptr;
-    if (conn != nullptr && conn->policy == b->policy && conn->binding == b->binding && conn->verdict
+    if (conn != nullptr && conn->policy == b->policy && b->binding.has_key(conn->binding) && conn->verdict
         && conn->verdict->status != gtls::Status::Failed) {
         ngx_log_debug1(NGX_LOG_DEBUG_EVENT, pc->log, 0,
                        "gateway_tls: keepalive connection to \"%V\" reused under its binding", pc->name);
@@ -234,30 +234,32 @@ void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks)
     }
 }
 
-std::string ngx_gtls_binding_key(const gtls::Policy *policy, const ngx_ssl_t *ssl, const std::string &reference_name,
-                                 const ngx_str_t &host, const ngx_str_t *client_certificate)
+gtls::Binding ngx_gtls_binding(const gtls::Policy *policy, const ngx_ssl_t *ssl, std::string_view reference_name,
+                               const ngx_str_t &host, const ngx_str_t *client_certificate)
 {
     gtls::Binding binding;
     binding.policy = policy;
     binding.tls_context = ssl != nullptr ? ssl->ctx : nullptr;
     binding.trust_generation = policy->trust_generation;
-    binding.reference_name = reference_name + "\n" + std::string(ngx_gtls_sv(host));
+    binding.reference_name = reference_name;
+    binding.upstream = ngx_gtls_sv(host);
     if (client_certificate != nullptr) {
-        binding.client_certificate = std::string(ngx_gtls_sv(*client_certificate));
+        binding.client_certificate = ngx_gtls_sv(*client_certificate);
     }
-    return binding.key();
+    return binding;
 }
 
 ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, const gtls::Policy *policy,
-                                 std::string binding, ngx_gtls_session_cache_t *sessions, ngx_peer_connection_t *peer)
+                                 std::optional<gtls::Binding> binding, ngx_gtls_session_cache_t *sessions,
+                                 ngx_peer_connection_t *peer)
 {
-    if (binding.empty()) {
+    if (!binding) {
         return NGX_ERROR;
     }
     backend->policy = policy;
     backend->verdict.reset();
     backend->balancer.policy = policy;
-    backend->balancer.binding = std::move(binding);
+    backend->balancer.binding = std::move(*binding);
     backend->balancer.sessions = sessions;
     backend->balancer.verdict = &backend->verdict;
     ngx_gtls_wrap_balancer(peer, &backend->balancer);
@@ -287,7 +289,7 @@ int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_back
         backend->verdict = verdict;
         conn->policy = policy;
         conn->verdict = verdict;
-        conn->binding = backend->balancer.binding;
+        conn->binding = backend->balancer.binding.key();
         ngx_gtls_count(status, policy, *verdict, c->log);
         ngx_log_debug2(NGX_LOG_DEBUG_EVENT, c->log, 0, "gateway_tls: policy \"%s\" verdict %s",
                        policy->name.c_str(), verdict->text().c_str());

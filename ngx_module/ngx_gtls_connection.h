@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ngx_gtls_nginx.h"
@@ -39,7 +40,7 @@ ngx_gtls_connection_t *ngx_gtls_connection(const SSL *ssl);
 // callback gets the balancer's own data back.
 struct ngx_gtls_balancer_t {
     const gtls::Policy                     *policy = nullptr;
-    std::string                             binding;  // gtls::Binding::key() of this request or session
+    gtls::Binding                           binding;  // of this request or session
     ngx_gtls_session_cache_t               *sessions = nullptr;
     std::shared_ptr<const gtls::Verdict>   *verdict = nullptr;
 
@@ -62,19 +63,20 @@ struct ngx_gtls_backend_t {
     ngx_gtls_balancer_t                    balancer;
 };
 
-// What a backend connection under `policy` is bound to (gtls::Binding::key):
-// the name verified and sent (`reference_name`) with the upstream's `host`,
-// the TLS context of `ssl`, and the client certificate's path where it
-// comes from variables (`client_certificate`, else null).
-std::string ngx_gtls_binding_key(const gtls::Policy *policy, const ngx_ssl_t *ssl, const std::string &reference_name,
-                                 const ngx_str_t &host, const ngx_str_t *client_certificate);
+// What a backend connection under `policy` is bound to: the name verified
+// and sent (`reference_name`) with the upstream's `host`, the TLS context
+// of `ssl`, and the client certificate's path where it comes from
+// variables (`client_certificate`, else null); all of them outlive it.
+gtls::Binding ngx_gtls_binding(const gtls::Policy *policy, const ngx_ssl_t *ssl, std::string_view reference_name,
+                               const ngx_str_t &host, const ngx_str_t *client_certificate);
 
 // An init_peer's end, once the protocol's own balancer is in place: under
 // a policy, the backend starts without a verdict and its balancer is
 // wrapped (ngx_gtls_wrap_balancer) with `binding`. NGX_ERROR, logged, on
-// an empty binding or no memory.
+// no binding or no memory.
 ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, const gtls::Policy *policy,
-                                 std::string binding, ngx_gtls_session_cache_t *sessions, ngx_peer_connection_t *peer);
+                                 std::optional<gtls::Binding> binding, ngx_gtls_session_cache_t *sessions,
+                                 ngx_peer_connection_t *peer);
 
 // The handshake's decision on the backend certificate, once the protocol
 // found the policy: without one, stock nginx's (OpenSSL's own check, its
@@ -87,7 +89,7 @@ ngx_int_t ngx_gtls_start_backend(ngx_log_t *log, ngx_gtls_backend_t *backend, co
 // `reference_name(owner, policy)` gives the name the policy checks (the
 // protocol's request or session is the owner); it runs inside the
 // decision's exception guard, which nothing may leave into OpenSSL.
-using ngx_gtls_reference_name_pt = std::string (*)(void *owner, const gtls::Policy *policy);
+using ngx_gtls_reference_name_pt = std::string_view (*)(void *owner, const gtls::Policy *policy);
 int ngx_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c, ngx_gtls_backend_t *backend,
                     const gtls::Policy *policy, bool stock_verify, ngx_gtls_reference_name_pt reference_name,
                     void *owner, ngx_str_t *peer_name, ngx_gtls_status_t *status);

@@ -32,6 +32,51 @@ T *ngx_gtls_pool_new(ngx_pool_t *pool)
     return object;
 }
 
+// Objects that every request makes and drops, kept by the worker (one
+// thread) for the next request: a request's pool then grows by a cleanup
+// entry only, where the object itself would often take a new pool block
+// (a page from malloc, per request).
+template <typename T>
+class ngx_gtls_recycled {
+public:
+    static T *make(ngx_pool_t *pool)
+    {
+        ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, 0);
+        if (cln == nullptr) {
+            return nullptr;
+        }
+        slot_t *slot = free_;
+        if (slot != nullptr) {
+            free_ = slot->next;
+        } else {
+            slot = static_cast<slot_t *>(::operator new(sizeof(slot_t), std::nothrow));
+            if (slot == nullptr) {
+                return nullptr;
+            }
+        }
+        T *object = new (slot->bytes) T();
+        cln->data = object;
+        cln->handler = release;
+        return object;
+    }
+
+    // the pool cleanup handler of what make() returned
+    static void release(void *data)
+    {
+        static_cast<T *>(data)->~T();
+        auto *slot = reinterpret_cast<slot_t *>(data);
+        slot->next = free_;
+        free_ = slot;
+    }
+
+private:
+    union slot_t {
+        slot_t *next;
+        alignas(T) unsigned char bytes[sizeof(T)];
+    };
+    static inline slot_t *free_ = nullptr;
+};
+
 // A field of a conf struct by offset: a directive's own (cmd->offset), or
 // one of another module's private struct, by the offset its directive
 // table gives (ngx_gtls_nginx_layout.cc).

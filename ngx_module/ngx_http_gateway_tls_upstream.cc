@@ -39,7 +39,7 @@ const gtls::Policy *ngx_http_gtls_effective_policy(ngx_http_request_t *r,
 // hostname, else the SNI name as nginx computes it (proxy_ssl_name, else
 // the proxied host), without its port. nginx computes it only when
 // proxy_ssl_server_name or stock proxy_ssl_verify is on, so we do it here.
-std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Policy *policy)
+std::string_view ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Policy *policy)
 {
     if (!policy->hostname.empty()) {
         return policy->hostname;
@@ -58,18 +58,18 @@ std::string ngx_http_gtls_reference_name(ngx_http_request_t *r, const gtls::Poli
 // What this request's backend connection is made under (gtls::Binding):
 // the name is the one verified and sent, or where nginx takes it from;
 // the client certificate counts apart from the TLS context only when
-// proxy_ssl_certificate names it through variables. Empty on failure.
-std::string ngx_http_gtls_binding(ngx_http_request_t *r, const gtls::Policy *policy, ngx_http_upstream_srv_conf_t *us)
+// proxy_ssl_certificate names it through variables. None on failure.
+std::optional<gtls::Binding> ngx_http_gtls_binding(ngx_http_request_t *r, const gtls::Policy *policy, ngx_http_upstream_srv_conf_t *us)
 {
     ngx_http_upstream_t *u = r->upstream;
     ngx_http_complex_value_t *certificate = u->conf->ssl_certificate;
     ngx_str_t path;
     if (certificate != nullptr && certificate->lengths != nullptr) {
         if (ngx_http_complex_value(r, certificate, &path) != NGX_OK) {
-            return {};
+            return std::nullopt;
         }
     }
-    return ngx_gtls_binding_key(policy, u->conf->ssl, ngx_http_gtls_reference_name(r, policy), us->host,
+    return ngx_gtls_binding(policy, u->conf->ssl, ngx_http_gtls_reference_name(r, policy), us->host,
                                 certificate != nullptr && certificate->lengths != nullptr ? &path : nullptr);
 }
 
@@ -115,7 +115,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
     // an internal redirect (error_page) clears module contexts; the pool
     // cleanup keeps our state findable for the variables
     for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_gtls_pool_destroy<ngx_http_gtls_request_t>
+        if (cln->handler == ngx_gtls_recycled<ngx_http_gtls_request_t>::release
             && static_cast<ngx_http_gtls_request_t *>(cln->data)->request == r) {
             state = static_cast<ngx_http_gtls_request_t *>(cln->data);
             ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
@@ -127,7 +127,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
         return nullptr;
     }
 
-    state = ngx_gtls_pool_new<ngx_http_gtls_request_t>(r->pool);
+    state = ngx_gtls_recycled<ngx_http_gtls_request_t>::make(r->pool);
     if (state == nullptr) {
         return nullptr;
     }

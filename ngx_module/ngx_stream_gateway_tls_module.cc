@@ -93,7 +93,7 @@ const gtls::Policy *ngx_stream_gtls_policy(ngx_stream_session_t *s)
 
 // The SNI name as the stream proxy computes it: proxy_ssl_name, else the
 // proxied host, without a port.
-std::string ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::Policy *policy)
+std::string_view ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::Policy *policy)
 {
     if (!policy->hostname.empty()) {
         return policy->hostname;
@@ -109,8 +109,8 @@ std::string ngx_stream_gtls_reference_name(ngx_stream_session_t *s, const gtls::
 }
 
 // What this session's backend connection is made under (gtls::Binding),
-// as for http. Empty on failure.
-std::string ngx_stream_gtls_binding(ngx_stream_session_t *s, const gtls::Policy *policy,
+// as for http. None on failure.
+std::optional<gtls::Binding> ngx_stream_gtls_binding(ngx_stream_session_t *s, const gtls::Policy *policy,
                                     ngx_stream_upstream_srv_conf_t *us)
 {
     ngx_stream_gtls_main_conf_t *mcf = ngx_stream_gtls_main(s);
@@ -119,12 +119,12 @@ std::string ngx_stream_gtls_binding(ngx_stream_session_t *s, const gtls::Policy 
     ngx_str_t path;
     if (certificate != nullptr && certificate->lengths != nullptr) {
         if (ngx_stream_complex_value(s, certificate, &path) != NGX_OK) {
-            return {};
+            return std::nullopt;
         }
     }
-    return ngx_gtls_binding_key(policy, *ngx_gtls_field<ngx_ssl_t *>(pscf, mcf->proxy->ssl),
-                                ngx_stream_gtls_reference_name(s, policy), us->host,
-                                certificate != nullptr && certificate->lengths != nullptr ? &path : nullptr);
+    return ngx_gtls_binding(policy, *ngx_gtls_field<ngx_ssl_t *>(pscf, mcf->proxy->ssl),
+                            ngx_stream_gtls_reference_name(s, policy), us->host,
+                            certificate != nullptr && certificate->lengths != nullptr ? &path : nullptr);
 }
 
 int ngx_stream_gtls_decide(X509_STORE_CTX *x509_ctx, ngx_connection_t *c)

@@ -240,13 +240,13 @@ bool fallback_error_admitted_by_nginx(int x509_error)
     }
 }
 
-std::string host_of_server_name(std::string_view name)
+std::string_view host_of_server_name(std::string_view name)
 {
     if (!name.empty() && name.front() == '[') {
         size_t end = name.find(']');
-        return end == std::string_view::npos ? std::string() : std::string(name.substr(1, end - 1));
+        return end == std::string_view::npos ? std::string_view() : name.substr(1, end - 1);
     }
-    return std::string(name.substr(0, name.find(':')));
+    return name.substr(0, name.find(':'));
 }
 
 bool session_resumable_in(const SSL_SESSION *session, std::string_view server_context)
@@ -301,19 +301,80 @@ Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, con
     return v;
 }
 
+namespace {
+
+// Each part of a binding as key() writes it: its size, then its bytes.
+template <typename Part>
+void for_each_binding_part(const Binding &b, Part part)
+{
+    part(&b.policy, sizeof(b.policy));
+    part(&b.tls_context, sizeof(b.tls_context));
+    part(&b.trust_generation, sizeof(b.trust_generation));
+    part(b.reference_name.data(), b.reference_name.size());
+    part(b.upstream.data(), b.upstream.size());
+    part(b.client_certificate.data(), b.client_certificate.size());
+}
+
+}  // namespace
+
 std::string Binding::key() const
 {
+    size_t total = 0;
+    for_each_binding_part(*this, [&total](const void *, size_t size) { total += sizeof(size) + size; });
     std::string out;
-    auto add = [&out](const void *data, size_t size) {
+    out.reserve(total);
+    for_each_binding_part(*this, [&out](const void *data, size_t size) {
         out.append(reinterpret_cast<const char *>(&size), sizeof(size));
         out.append(static_cast<const char *>(data), size);
-    };
-    add(&policy, sizeof(policy));
-    add(&tls_context, sizeof(tls_context));
-    add(&trust_generation, sizeof(trust_generation));
-    add(reference_name.data(), reference_name.size());
-    add(client_certificate.data(), client_certificate.size());
+    });
     return out;
+}
+
+namespace {
+
+// Whether `key` starts with the part key() writes for DATA: its size, then
+// its bytes; if so, the part is taken off `key`. Inlined for the fixed-size
+// parts, whose comparison then needs no call.
+inline bool take_binding_part(std::string_view *key, const void *data, size_t size)
+{
+    size_t stored;
+    if (key->size() < sizeof(stored) + size) {
+        return false;
+    }
+    std::memcpy(&stored, key->data(), sizeof(stored));
+    if (stored != size || (size != 0 && std::memcmp(key->data() + sizeof(stored), data, size) != 0)) {
+        return false;
+    }
+    key->remove_prefix(sizeof(stored) + size);
+    return true;
+}
+
+template <typename Word>
+inline bool take_binding_word(std::string_view *key, Word word)
+{
+    size_t stored;
+    Word value;
+    if (key->size() < sizeof(stored) + sizeof(value)) {
+        return false;
+    }
+    std::memcpy(&stored, key->data(), sizeof(stored));
+    std::memcpy(&value, key->data() + sizeof(stored), sizeof(value));
+    if (stored != sizeof(value) || value != word) {
+        return false;
+    }
+    key->remove_prefix(sizeof(stored) + sizeof(value));
+    return true;
+}
+
+}  // namespace
+
+bool Binding::has_key(std::string_view key) const
+{
+    return take_binding_word(&key, policy) && take_binding_word(&key, tls_context)
+           && take_binding_word(&key, trust_generation)
+           && take_binding_part(&key, reference_name.data(), reference_name.size())
+           && take_binding_part(&key, upstream.data(), upstream.size())
+           && take_binding_part(&key, client_certificate.data(), client_certificate.size()) && key.empty();
 }
 
 std::string PeerInfo::sans_text() const

@@ -132,15 +132,21 @@ Verdict verify_client(const std::vector<Pin> &pins, X509 *leaf, ClientCa ca, con
 // context (our client certificate, protocols), the same reference name and
 // SNI, the same client certificate when one is chosen per request; the
 // peer's address is added where a session is cached.
+// A request builds one for every backend connection it asks for, and a
+// keepalive connection is reused when has_key() says its stored key is
+// this binding's: nothing is allocated on that path.
 struct Binding {
     const void *policy = nullptr;
     const void *tls_context = nullptr;
     uint64_t trust_generation = 0;
-    std::string reference_name;
-    std::string client_certificate;
+    std::string_view reference_name;      // outlives the binding (request, configuration)
+    std::string_view upstream;            // outlives the binding (configuration)
+    std::string_view client_certificate;  // outlives the binding, or empty
 
     // Equal for equal bindings only: every part length-prefixed.
     std::string key() const;
+    // Whether `key` is key(), without building it.
+    bool has_key(std::string_view key) const;
 };
 
 // Whether a request may be served on its connection: a server that verifies
@@ -156,8 +162,8 @@ inline bool client_verified_for_server(bool server_verifies, const void *handsha
 
 // The host of the name nginx sends as SNI for a backend (proxy_ssl_name,
 // else the proxied host): "[::1]:8443" is "::1", "a.example:443" is
-// "a.example"; an unclosed "[" gives "".
-std::string host_of_server_name(std::string_view name);
+// "a.example"; an unclosed "[" gives "". A part of `name`.
+std::string_view host_of_server_name(std::string_view name);
 
 // Whether a resumed TLS session may go on in a server that verifies its
 // clients (`server_context`: its certificate, client CA names,

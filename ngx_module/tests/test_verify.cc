@@ -433,21 +433,33 @@ BOOST_AUTO_TEST_SUITE(binding)
 BOOST_AUTO_TEST_CASE(keys_differ_in_every_part)
 {
     int policy_a = 0, policy_b = 0, context_a = 0, context_b = 0;
-    Binding base{&policy_a, &context_a, 0, "abc.example.com", ""};
+    Binding base{&policy_a, &context_a, 0, "abc.example.com", "backend", ""};
     std::vector<Binding> others = {
-        {&policy_b, &context_a, 0, "abc.example.com", ""},
-        {&policy_a, &context_b, 0, "abc.example.com", ""},
+        {&policy_b, &context_a, 0, "abc.example.com", "backend", ""},
+        {&policy_a, &context_b, 0, "abc.example.com", "backend", ""},
         // the policy's trust replaced at run time
-        {&policy_a, &context_a, 1, "abc.example.com", ""},
-        {&policy_a, &context_a, 0, "b.example.com", ""},
-        {&policy_a, &context_a, 0, "abc.example.com", "client.crt"},
+        {&policy_a, &context_a, 1, "abc.example.com", "backend", ""},
+        {&policy_a, &context_a, 0, "b.example.com", "backend", ""},
+        {&policy_a, &context_a, 0, "abc.example.com", "other", ""},
+        {&policy_a, &context_a, 0, "abc.example.com", "backend", "client.crt"},
         // the same text, split otherwise
-        {&policy_a, &context_a, 0, "abc.example.co", "m"},
-        {&policy_a, &context_a, 0, "", "abc.example.com"},
+        {&policy_a, &context_a, 0, "abc.example.co", "mbackend", ""},
+        {&policy_a, &context_a, 0, "abc.example.com", "", "backend"},
+        {&policy_a, &context_a, 0, "", "abc.example.combackend", ""},
     };
-    for (const Binding &other : others) BOOST_TEST(other.key() != base.key());
-    Binding same{&policy_a, &context_a, 0, "abc.example.com", ""};
+    for (const Binding &other : others) {
+        BOOST_TEST(other.key() != base.key());
+        BOOST_TEST(!other.has_key(base.key()));
+        BOOST_TEST(!base.has_key(other.key()));
+        BOOST_TEST(other.has_key(other.key()));
+    }
+    Binding same{&policy_a, &context_a, 0, "abc.example.com", "backend", ""};
     BOOST_TEST(same.key() == base.key());
+    BOOST_TEST(same.has_key(base.key()));
+    // a key cut short, or with bytes after it, is another binding's
+    const std::string key = base.key();
+    for (size_t n = 0; n < key.size(); n++) BOOST_TEST(!base.has_key(std::string_view(key).substr(0, n)));
+    BOOST_TEST(!base.has_key(key + "x"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
