@@ -1,5 +1,7 @@
 #include "ngx_gtls_connection.h"
 
+#include "ngx_gtls_client_pins.h"
+
 namespace {
 
 int ngx_gtls_connection_index = -1;
@@ -322,6 +324,66 @@ int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy
                   verdict.peer.sans_text().c_str(), verdict.peer.spki_sha256_base64().c_str());
     X509_STORE_CTX_set_error(x509_ctx, ngx_gtls_x509_error(verdict.reason));
     return 0;
+}
+
+const ngx_gtls_variable_t ngx_gtls_variables[] = {
+    {ngx_string("upstream_ssl_verify"), NGX_GTLS_VAR_VERIFY},
+    {ngx_string("upstream_ssl_verify_mode"), NGX_GTLS_VAR_VERIFY_MODE},
+    {ngx_string("upstream_ssl_policy"), NGX_GTLS_VAR_POLICY},
+    {ngx_string("upstream_ssl_peer_cert_sha256"), NGX_GTLS_VAR_PEER_CERT_SHA256},
+    {ngx_string("upstream_ssl_peer_spki_sha256"), NGX_GTLS_VAR_PEER_SPKI_SHA256},
+    {ngx_string("upstream_ssl_peer_san"), NGX_GTLS_VAR_PEER_SAN},
+    {ngx_string("upstream_ssl_verified_by"), NGX_GTLS_VAR_VERIFIED_BY},
+    {ngx_string("ssl_client_spki_sha256"), NGX_GTLS_VAR_CLIENT_SPKI_SHA256},
+    {ngx_string("ssl_client_cert_sha256"), NGX_GTLS_VAR_CLIENT_CERT_SHA256},
+    {ngx_string("ssl_client_pin"), NGX_GTLS_VAR_CLIENT_PIN},
+    {ngx_null_string, NGX_GTLS_VAR_VERIFY}};
+
+ngx_int_t ngx_gtls_variable(ngx_pool_t *pool, ngx_variable_value_t *v, ngx_gtls_variable_e which,
+                            const ngx_gtls_backend_t *backend, ngx_connection_t *c,
+                            const ngx_gtls_client_pins_t *pins)
+{
+    const gtls::Policy *policy = backend ? backend->policy : nullptr;
+    const gtls::Verdict *verdict = backend && backend->verdict ? backend->verdict.get() : nullptr;
+    try {
+        switch (which) {
+        case NGX_GTLS_VAR_VERIFY:
+            return ngx_gtls_variable_text(pool, v, verdict ? verdict->text() : "NONE");
+        case NGX_GTLS_VAR_VERIFY_MODE:
+            return ngx_gtls_variable_text(pool, v, gtls::mode_name(policy ? policy->mode : gtls::Mode::Off));
+        case NGX_GTLS_VAR_POLICY:
+            return ngx_gtls_variable_text(pool, v, policy ? policy->name : "");
+        case NGX_GTLS_VAR_CLIENT_SPKI_SHA256:
+            return ngx_gtls_variable_text(pool, v, ngx_gtls_client_variable(c, pins, NGX_GTLS_CLIENT_SPKI));
+        case NGX_GTLS_VAR_CLIENT_CERT_SHA256:
+            return ngx_gtls_variable_text(pool, v, ngx_gtls_client_variable(c, pins, NGX_GTLS_CLIENT_CERT));
+        case NGX_GTLS_VAR_CLIENT_PIN:
+            return ngx_gtls_variable_text(pool, v, ngx_gtls_client_variable(c, pins, NGX_GTLS_CLIENT_PIN));
+        default:
+            break;
+        }
+        if (verdict == nullptr) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+        switch (which) {
+        case NGX_GTLS_VAR_PEER_CERT_SHA256:
+            return ngx_gtls_variable_text(pool, v, verdict->peer.cert_sha256_hex());
+        case NGX_GTLS_VAR_PEER_SPKI_SHA256:
+            return ngx_gtls_variable_text(pool, v, verdict->peer.spki_sha256_base64());
+        case NGX_GTLS_VAR_PEER_SAN:
+            return ngx_gtls_variable_text(pool, v, verdict->peer.sans_text());
+        case NGX_GTLS_VAR_VERIFIED_BY:
+            return ngx_gtls_variable_text(pool, v, verdict->verified_by);
+        default:
+            break;
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+        return NGX_ERROR;
+    }
+    v->not_found = 1;
+    return NGX_OK;
 }
 
 ngx_int_t ngx_gtls_variable_text(ngx_pool_t *pool, ngx_variable_value_t *v, const std::string &text)

@@ -120,3 +120,39 @@ int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy
 // A variable's value: a copy of text in the pool (the verdict it comes from
 // may be replaced before the value is used).
 ngx_int_t ngx_gtls_variable_text(ngx_pool_t *pool, ngx_variable_value_t *v, const std::string &text);
+
+// The variables both modules have: one list, and one rule for a missing
+// value. A peer variable before any verdict is not found (either access
+// log writes "-"); $upstream_ssl_verify is then NONE, and the mode and
+// policy those the backend went out under (off and "" before it did); a
+// client variable without a client certificate or pin is "".
+enum ngx_gtls_variable_e {
+    NGX_GTLS_VAR_VERIFY,
+    NGX_GTLS_VAR_VERIFY_MODE,
+    NGX_GTLS_VAR_POLICY,
+    NGX_GTLS_VAR_PEER_CERT_SHA256,
+    NGX_GTLS_VAR_PEER_SPKI_SHA256,
+    NGX_GTLS_VAR_PEER_SAN,
+    NGX_GTLS_VAR_VERIFIED_BY,
+    NGX_GTLS_VAR_CLIENT_SPKI_SHA256,
+    NGX_GTLS_VAR_CLIENT_CERT_SHA256,
+    NGX_GTLS_VAR_CLIENT_PIN,
+};
+
+struct ngx_gtls_variable_t {
+    ngx_str_t            name;
+    ngx_gtls_variable_e  which;
+};
+
+// every variable above, by name; the last has an empty name
+extern const ngx_gtls_variable_t ngx_gtls_variables[];
+
+struct ngx_gtls_client_pins_t;
+
+// The value of `which` for a request or session, copied into `pool` (the
+// request's, the session's): `backend` its backend side (null before it
+// has one), `c` the client's connection and `pins` its server's client
+// pins (null: none). Logs to c->log, never throws.
+ngx_int_t ngx_gtls_variable(ngx_pool_t *pool, ngx_variable_value_t *v, ngx_gtls_variable_e which,
+                            const ngx_gtls_backend_t *backend, ngx_connection_t *c,
+                            const ngx_gtls_client_pins_t *pins);

@@ -540,54 +540,12 @@ char *ngx_http_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
 
 // ---- variables -------------------------------------------------------------
 
-enum ngx_http_gtls_field_e {
-    NGX_HTTP_GTLS_VERIFY,
-    NGX_HTTP_GTLS_VERIFY_MODE,
-    NGX_HTTP_GTLS_POLICY,
-    NGX_HTTP_GTLS_CERT_SHA256,
-    NGX_HTTP_GTLS_SPKI_SHA256,
-    NGX_HTTP_GTLS_PEER_SAN,
-    NGX_HTTP_GTLS_VERIFIED_BY,
-};
-
-ngx_int_t ngx_http_gtls_verdict_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
-                                         uintptr_t data)
+// $upstream_ssl_* and $ssl_client_* (ngx_gtls_variables)
+ngx_int_t ngx_http_gtls_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
 {
-    try {
-        ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
-        const gtls::Verdict *verdict = state && state->verdict ? state->verdict.get() : nullptr;
-        const gtls::Policy *policy = state ? state->policy : nullptr;
-
-        switch (data) {
-        case NGX_HTTP_GTLS_VERIFY:
-            return ngx_gtls_variable_text(r->pool, v, verdict ? verdict->text() : "NONE");
-        case NGX_HTTP_GTLS_VERIFY_MODE:
-            return ngx_gtls_variable_text(r->pool, v, gtls::mode_name(policy ? policy->mode
-                                                                        : gtls::Mode::Off));
-        case NGX_HTTP_GTLS_POLICY:
-            return ngx_gtls_variable_text(r->pool, v, policy ? policy->name : "");
-        }
-
-        if (verdict == nullptr) {
-            v->not_found = 1;
-            return NGX_OK;
-        }
-        switch (data) {
-        case NGX_HTTP_GTLS_CERT_SHA256:
-            return ngx_gtls_variable_text(r->pool, v, verdict->peer.cert_sha256_hex());
-        case NGX_HTTP_GTLS_SPKI_SHA256:
-            return ngx_gtls_variable_text(r->pool, v, verdict->peer.spki_sha256_base64());
-        case NGX_HTTP_GTLS_PEER_SAN:
-            return ngx_gtls_variable_text(r->pool, v, verdict->peer.sans_text());
-        case NGX_HTTP_GTLS_VERIFIED_BY:
-            return ngx_gtls_variable_text(r->pool, v, verdict->verified_by);
-        }
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
-        return NGX_ERROR;
-    }
-    v->not_found = 1;
-    return NGX_OK;
+    auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_gateway_tls_module));
+    return ngx_gtls_variable(r->pool, v, static_cast<ngx_gtls_variable_e>(data), ngx_http_gtls_get_request(r, false),
+                             r->connection, scf->client_pins.built);
 }
 
 // The name for proxy_ssl_name when a policy is bound to an upstream{}: its
@@ -629,55 +587,23 @@ ngx_int_t ngx_http_gtls_policy_hostname_variable(ngx_http_request_t *r,
     return NGX_OK;
 }
 
-// $ssl_client_spki_sha256, $ssl_client_cert_sha256, $ssl_client_pin
-ngx_int_t ngx_http_gtls_client_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
-{
-    try {
-        auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_gateway_tls_module));
-        return ngx_gtls_variable_text(r->pool, v,
-                                      ngx_gtls_client_variable(r->connection, scf->client_pins.built,
-                                                               static_cast<ngx_gtls_client_variable_e>(data)));
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
-        return NGX_ERROR;
-    }
-}
-
-ngx_http_variable_t ngx_http_gtls_vars[] = {
-    {ngx_string("ssl_client_spki_sha256"), nullptr, ngx_http_gtls_client_variable, NGX_GTLS_CLIENT_SPKI,
-     NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("ssl_client_cert_sha256"), nullptr, ngx_http_gtls_client_variable, NGX_GTLS_CLIENT_CERT,
-     NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("ssl_client_pin"), nullptr, ngx_http_gtls_client_variable, NGX_GTLS_CLIENT_PIN,
-     NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_verify"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_VERIFY, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_verify_mode"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_VERIFY_MODE, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_policy"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_POLICY, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_peer_cert_sha256"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_CERT_SHA256, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_peer_spki_sha256"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_SPKI_SHA256, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_peer_san"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_PEER_SAN, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_verified_by"), nullptr, ngx_http_gtls_verdict_variable,
-     NGX_HTTP_GTLS_VERIFIED_BY, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    {ngx_string("upstream_ssl_policy_hostname"), nullptr,
-     ngx_http_gtls_policy_hostname_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0},
-    ngx_http_null_variable};
-
 ngx_int_t ngx_http_gtls_add_variables(ngx_conf_t *cf)
 {
-    for (ngx_http_variable_t *v = ngx_http_gtls_vars; v->name.len; v++) {
-        ngx_http_variable_t *var = ngx_http_add_variable(cf, &v->name, v->flags);
+    for (const ngx_gtls_variable_t *gv = ngx_gtls_variables; gv->name.len; gv++) {
+        ngx_str_t name = gv->name;
+        ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
         if (var == nullptr) {
             return NGX_ERROR;
         }
-        var->get_handler = v->get_handler;
-        var->data = v->data;
+        var->get_handler = ngx_http_gtls_variable;
+        var->data = gv->which;
     }
+    ngx_str_t hostname = ngx_string("upstream_ssl_policy_hostname");
+    ngx_http_variable_t *var = ngx_http_add_variable(cf, &hostname, NGX_HTTP_VAR_NOCACHEABLE);
+    if (var == nullptr) {
+        return NGX_ERROR;
+    }
+    var->get_handler = ngx_http_gtls_policy_hostname_variable;
     return NGX_OK;
 }
 

@@ -480,33 +480,13 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
 // ---- variables ---------------------------------------------------------------
 
-enum { V_VERIFY, V_MODE, V_POLICY, V_CERT, V_SPKI, V_SAN, V_BY };
-constexpr uintptr_t V_CLIENT = 100;  // + ngx_gtls_client_variable_e
-
+// $upstream_ssl_* and $ssl_client_* (ngx_gtls_variables)
 ngx_int_t ngx_stream_gtls_variable(ngx_stream_session_t *s, ngx_stream_variable_value_t *v, uintptr_t data)
 {
-    if (data >= V_CLIENT) {  // $ssl_client_spki_sha256, _cert_sha256, $ssl_client_pin
-        auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(
-            ngx_stream_get_module_srv_conf(s, ngx_stream_gateway_tls_module));
-        return ngx_gtls_variable_text(
-            s->connection->pool, v,
-            ngx_gtls_client_variable(s->connection, scf->client_pins.built,
-                                     static_cast<ngx_gtls_client_variable_e>(data - V_CLIENT)));
-    }
-    ngx_stream_gtls_state_t *state = ngx_stream_gtls_state(s, false);
-    const gtls::Policy *policy = state ? state->policy : ngx_stream_gtls_policy(s);
-    const gtls::Verdict *verdict = state && state->verdict ? state->verdict.get() : nullptr;
-    std::string text;
-    switch (data) {
-    case V_VERIFY: text = verdict ? verdict->text() : "NONE"; break;
-    case V_MODE: text = gtls::mode_name(policy ? policy->mode : gtls::Mode::Off); break;
-    case V_POLICY: text = policy ? policy->name : ""; break;
-    case V_CERT: text = verdict ? verdict->peer.cert_sha256_hex() : ""; break;
-    case V_SPKI: text = verdict ? verdict->peer.spki_sha256_base64() : ""; break;
-    case V_SAN: text = verdict ? verdict->peer.sans_text() : ""; break;
-    case V_BY: text = verdict ? verdict->verified_by : ""; break;
-    }
-    return ngx_gtls_variable_text(s->connection->pool, v, text);
+    auto *scf = static_cast<ngx_stream_gtls_srv_conf_t *>(
+        ngx_stream_get_module_srv_conf(s, ngx_stream_gateway_tls_module));
+    return ngx_gtls_variable(s->connection->pool, v, static_cast<ngx_gtls_variable_e>(data),
+                             ngx_stream_gtls_state(s, false), s->connection, scf->client_pins.built);
 }
 
 // For proxy_ssl_name: the upstream{} policy's hostname, else the
@@ -536,30 +516,21 @@ ngx_int_t ngx_stream_gtls_policy_hostname_variable(ngx_stream_session_t *s, ngx_
 
 ngx_int_t ngx_stream_gtls_add_variables(ngx_conf_t *cf)
 {
-    ngx_str_t hostname = ngx_string("upstream_ssl_policy_hostname");
-    ngx_stream_variable_t *hv = ngx_stream_add_variable(cf, &hostname, NGX_STREAM_VAR_NOCACHEABLE);
-    if (hv == nullptr) {
-        return NGX_ERROR;
-    }
-    hv->get_handler = ngx_stream_gtls_policy_hostname_variable;
-
-    static const std::pair<const char *, uintptr_t> vars[] = {
-        {"upstream_ssl_verify", V_VERIFY}, {"upstream_ssl_verify_mode", V_MODE},
-        {"upstream_ssl_policy", V_POLICY}, {"upstream_ssl_peer_cert_sha256", V_CERT},
-        {"upstream_ssl_peer_spki_sha256", V_SPKI}, {"upstream_ssl_peer_san", V_SAN},
-        {"upstream_ssl_verified_by", V_BY},
-        {"ssl_client_spki_sha256", V_CLIENT + NGX_GTLS_CLIENT_SPKI},
-        {"ssl_client_cert_sha256", V_CLIENT + NGX_GTLS_CLIENT_CERT},
-        {"ssl_client_pin", V_CLIENT + NGX_GTLS_CLIENT_PIN}};
-    for (const auto &[name, data] : vars) {
-        ngx_str_t n = {ngx_strlen(name), (u_char *) name};
-        ngx_stream_variable_t *var = ngx_stream_add_variable(cf, &n, NGX_STREAM_VAR_NOCACHEABLE);
+    for (const ngx_gtls_variable_t *gv = ngx_gtls_variables; gv->name.len; gv++) {
+        ngx_str_t name = gv->name;
+        ngx_stream_variable_t *var = ngx_stream_add_variable(cf, &name, NGX_STREAM_VAR_NOCACHEABLE);
         if (var == nullptr) {
             return NGX_ERROR;
         }
         var->get_handler = ngx_stream_gtls_variable;
-        var->data = data;
+        var->data = gv->which;
     }
+    ngx_str_t hostname = ngx_string("upstream_ssl_policy_hostname");
+    ngx_stream_variable_t *var = ngx_stream_add_variable(cf, &hostname, NGX_STREAM_VAR_NOCACHEABLE);
+    if (var == nullptr) {
+        return NGX_ERROR;
+    }
+    var->get_handler = ngx_stream_gtls_policy_hostname_variable;
     return NGX_OK;
 }
 

@@ -265,3 +265,19 @@ GET /insecure
 gateway_tls: policy "tcp/insecure" of upstream "insecure_backend" ("proxy_ssl_verify_mode skip") is not allowed by "proxy_ssl_verify_insecure deny" in this server
 --- no_backend_log
 /insecure
+
+=== TEST 12: one rule for what is missing, as in http: no policy, no verdict, every peer variable "-"
+--- stream_config
+    log_format all 'verify=$upstream_ssl_verify mode=$upstream_ssl_verify_mode policy=[$upstream_ssl_policy] san=$upstream_ssl_peer_san cert=$upstream_ssl_peer_cert_sha256 spki=$upstream_ssl_peer_spki_sha256 by=$upstream_ssl_verified_by';
+    server {
+        listen 127.0.0.1:$TEST_NGINX_STREAM_PORT;
+        access_log logs/access.log all;
+        proxy_pass 127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl on;
+    }
+--- stream
+--- request
+GET /stock
+--- error_code: 200
+--- access_log
+verify=NONE mode=off policy=[] san=- cert=- spki=- by=-
