@@ -134,7 +134,7 @@ void ngx_gtls_init_client_pin_conf(ngx_gtls_client_pin_conf_t *conf)
 {
     conf->pins = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     conf->pin_certificates = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
-    conf->handshake = NGX_CONF_UNSET;
+    conf->handshake = NGX_CONF_UNSET_UINT;
 }
 
 namespace {
@@ -163,23 +163,23 @@ char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, v
     return ngx_gtls_conf_pin_certificate_specs(cf, cmd, &conf->pin_certificates);
 }
 
+ngx_conf_enum_t ngx_gtls_client_handshakes[] = {
+    {ngx_string("on"), NGX_GTLS_CLIENT_HANDSHAKE_ON},
+    {ngx_string("off"), NGX_GTLS_CLIENT_HANDSHAKE_OFF},
+    {ngx_string("fallback"), NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK},
+    {ngx_null_string, 0}};
+
 char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf)
 {
-    auto *conf = ngx_gtls_field<ngx_gtls_client_pin_conf_t>(srv_conf, cmd->offset);
-    if (conf->handshake != NGX_CONF_UNSET) {
-        return const_cast<char *>("is duplicate");
+    char *rv = ngx_gtls_conf_keyword(cf, cmd, srv_conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-    if (ngx_strcmp(value[1].data, "on") == 0) {
-        conf->handshake = NGX_GTLS_CLIENT_HANDSHAKE_ON;
-    } else if (ngx_strcmp(value[1].data, "off") == 0) {
-        conf->handshake = NGX_GTLS_CLIENT_HANDSHAKE_OFF;
-    } else if (ngx_strcmp(value[1].data, "fallback") == 0) {
-        conf->handshake = NGX_GTLS_CLIENT_HANDSHAKE_FALLBACK;
-    } else {
-        return ngx_gtls_invalid(cf, cmd, &value[1], "expected on, off or fallback");
+    auto *conf = ngx_gtls_field<ngx_gtls_client_pin_conf_t>(
+        srv_conf, cmd->offset - offsetof(ngx_gtls_client_pin_conf_t, handshake));
+    if (conf->handshake != NGX_GTLS_CLIENT_HANDSHAKE_OFF) {
+        ngx_gtls_client_pin_where(cf, conf);
     }
-    if (conf->handshake) ngx_gtls_client_pin_where(cf, conf);
     return NGX_CONF_OK;
 }
 
@@ -221,8 +221,8 @@ ngx_int_t ngx_gtls_install_client_pins(ngx_conf_t *cf, ngx_gtls_client_pin_conf_
             return NGX_ERROR;
         }
         pins->verify = verify;
-        pins->handshake = conf->handshake == NGX_CONF_UNSET ? static_cast<ngx_uint_t>(NGX_GTLS_CLIENT_HANDSHAKE_OFF)
-                                                            : static_cast<ngx_uint_t>(conf->handshake);
+        pins->handshake = conf->handshake == NGX_CONF_UNSET_UINT ? static_cast<ngx_uint_t>(NGX_GTLS_CLIENT_HANDSHAKE_OFF)
+                                                                 : conf->handshake;
         pins->status = status;
         pins->record.mode = gtls::Mode::Strict;
         pins->record.name = "client@" + std::string(ngx_gtls_sv(conf->file)) + ":" + std::to_string(conf->line);

@@ -43,15 +43,19 @@ struct ngx_gtls_client_pins_t {
 typedef struct {
     ngx_array_t             *pins;              // ngx_str_t SPECs
     ngx_array_t             *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
-    ngx_int_t                handshake;         // ssl_verify_client_handshake (NGX_GTLS_CLIENT_HANDSHAKE_*)
+    ngx_uint_t               handshake;         // ssl_verify_client_handshake (NGX_GTLS_CLIENT_HANDSHAKE_*)
     ngx_str_t                file;              // where the first one was set
     ngx_uint_t               line;
     ngx_gtls_client_pins_t  *built;             // null: no client pins here
 } ngx_gtls_client_pin_conf_t;
 
 void ngx_gtls_init_client_pin_conf(ngx_gtls_client_pin_conf_t *conf);
+// The words of ssl_verify_client_handshake (ngx_conf_set_enum_slot's table).
+extern ngx_conf_enum_t ngx_gtls_client_handshakes[];
+
 // Directive handlers, as nginx's ngx_conf_set_*_slot: the
-// ngx_gtls_client_pin_conf_t at cmd->offset of the srv conf.
+// ngx_gtls_client_pin_conf_t at cmd->offset of the srv conf (for the
+// handshake, its handshake field).
 char *ngx_gtls_conf_client_pin(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf);
 char *ngx_gtls_conf_client_pin_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf);
 char *ngx_gtls_conf_client_handshake(ngx_conf_t *cf, ngx_command_t *cmd, void *srv_conf);

@@ -20,22 +20,41 @@ ngx_array_t *ngx_gtls_spec_array(ngx_conf_t *cf, ngx_array_t **array)
     return *array;
 }
 
+ngx_conf_enum_t ngx_gtls_verify_modes[] = {
+    {ngx_string("off"), static_cast<ngx_uint_t>(gtls::Mode::Off)},
+    {ngx_string("strict"), static_cast<ngx_uint_t>(gtls::Mode::Strict)},
+    {ngx_string("allow_expired"), static_cast<ngx_uint_t>(gtls::Mode::AllowExpired)},
+    {ngx_string("skip_san"), static_cast<ngx_uint_t>(gtls::Mode::SkipSan)},
+    {ngx_string("skip"), static_cast<ngx_uint_t>(gtls::Mode::Skip)},
+    {ngx_null_string, 0}};
+
+ngx_conf_enum_t ngx_gtls_insecure_gates[] = {
+    {ngx_string("allow"), NGX_GTLS_INSECURE_ALLOW},
+    {ngx_string("deny"), NGX_GTLS_INSECURE_DENY},
+    {ngx_null_string, 0}};
+
+char *ngx_gtls_conf_keyword(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    bool known = false;
+    std::string words;
+    for (auto *e = static_cast<ngx_conf_enum_t *>(cmd->post); e->name.len != 0; e++) {
+        known |= e->name.len == value[1].len && ngx_strncasecmp(e->name.data, value[1].data, value[1].len) == 0;
+        words += (words.empty() ? "" : e[1].name.len != 0 ? ", " : " or ") + std::string(ngx_gtls_sv(e->name));
+    }
+    if (!known) {
+        return ngx_gtls_invalid(cf, cmd, &value[1], "expected " + words);
+    }
+    return ngx_conf_set_enum_slot(cf, cmd, conf);
+}
+
 char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (pc->mode != NGX_CONF_UNSET_UINT) {
-        return const_cast<char *>("is duplicate");
+    char *rv = ngx_gtls_conf_keyword(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
-
-    auto mode = gtls::parse_mode(ngx_gtls_sv(value[1]));
-    if (!mode) {
-        return ngx_gtls_invalid(cf, cmd, &value[1],
-                                     "expected off, strict, allow_expired, skip_san or skip");
-    }
-
-    pc->mode = static_cast<ngx_uint_t>(*mode);
+    auto *pc = ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset - offsetof(ngx_gtls_policy_conf_t, mode));
     pc->mode_file = cf->conf_file->file.name;
     pc->mode_line = cf->conf_file->line;
     return NGX_CONF_OK;
@@ -182,24 +201,6 @@ char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *co
         return ngx_gtls_invalid(cf, cmd, &value[1], error);
     }
     pc->hostname = value[1];
-    return NGX_CONF_OK;
-}
-
-char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_uint_t *gate = ngx_gtls_field<ngx_uint_t>(conf, cmd->offset);
-    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-
-    if (*gate != NGX_CONF_UNSET_UINT) {
-        return const_cast<char *>("is duplicate");
-    }
-    if (ngx_gtls_sv(value[1]) == "allow") {
-        *gate = NGX_GTLS_INSECURE_ALLOW;
-    } else if (ngx_gtls_sv(value[1]) == "deny") {
-        *gate = NGX_GTLS_INSECURE_DENY;
-    } else {
-        return ngx_gtls_invalid(cf, cmd, &value[1], "expected allow or deny");
-    }
     return NGX_CONF_OK;
 }
 

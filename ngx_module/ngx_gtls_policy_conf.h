@@ -52,8 +52,19 @@ enum { NGX_GTLS_INSECURE_ALLOW = 0, NGX_GTLS_INSECURE_DENY = 1 };
 char *ngx_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value, const std::string &why);
 void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc);
 
+// The words of the keyword directives, as ngx_conf_set_enum_slot takes
+// them (the command's post): *_ssl_verify_mode (gtls::Mode), and
+// proxy_ssl_verify_insecure (NGX_GTLS_INSECURE_*).
+extern ngx_conf_enum_t ngx_gtls_verify_modes[];
+extern ngx_conf_enum_t ngx_gtls_insecure_gates[];
+
+// A keyword directive: ngx_conf_set_enum_slot sets the ngx_uint_t at
+// cmd->offset of conf from the table in cmd->post, once a word outside the
+// table has been refused with the words it takes.
+char *ngx_gtls_conf_keyword(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
 // Directive handlers, as nginx's ngx_conf_set_*_slot: each sets the field
-// at cmd->offset of conf (a policy conf, or the insecure gate).
+// at cmd->offset of conf (for the mode, the policy conf's mode).
 char *ngx_gtls_conf_verify_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_gtls_conf_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
                               ngx_gtls_registry_t &registry);
@@ -66,7 +77,6 @@ char *ngx_gtls_conf_pin_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **
 char *ngx_gtls_conf_pin_certificate_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array);
 char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-char *ngx_gtls_conf_verify_insecure(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
                                 ngx_gtls_registry_t &registry);

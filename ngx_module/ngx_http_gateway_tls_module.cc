@@ -124,8 +124,8 @@ ngx_command_t ngx_http_gtls_commands[] = {
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_verify_mode,
      NGX_HTTP_LOC_CONF_OFFSET,
-     offsetof(ngx_http_gtls_policies_t, proxy),
-     nullptr},
+     offsetof(ngx_http_gtls_policies_t, proxy.mode),
+     ngx_gtls_verify_modes},
 
     {ngx_string("proxy_ssl_verify_ca"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
@@ -173,8 +173,8 @@ ngx_command_t ngx_http_gtls_commands[] = {
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_verify_mode,
      NGX_HTTP_LOC_CONF_OFFSET,
-     offsetof(ngx_http_gtls_policies_t, grpc),
-     nullptr},
+     offsetof(ngx_http_gtls_policies_t, grpc.mode),
+     ngx_gtls_verify_modes},
 
     {ngx_string("grpc_ssl_verify_ca"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
@@ -220,10 +220,10 @@ ngx_command_t ngx_http_gtls_commands[] = {
 
     {ngx_string("proxy_ssl_verify_insecure"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_gtls_conf_verify_insecure,
+     ngx_gtls_conf_keyword,
      NGX_HTTP_SRV_CONF_OFFSET,
      offsetof(ngx_http_gtls_srv_conf_t, insecure),
-     nullptr},
+     ngx_gtls_insecure_gates},
 
     {ngx_string("ssl_verify_client_pin"),
      NGX_HTTP_SRV_CONF | NGX_CONF_1MORE,
@@ -243,8 +243,8 @@ ngx_command_t ngx_http_gtls_commands[] = {
      NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
      ngx_gtls_conf_client_handshake,
      NGX_HTTP_SRV_CONF_OFFSET,
-     offsetof(ngx_http_gtls_srv_conf_t, client_pins),
-     nullptr},
+     offsetof(ngx_http_gtls_srv_conf_t, client_pins.handshake),
+     ngx_gtls_client_handshakes},
 
     {ngx_string("gateway_tls_upstream_state_zone"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,

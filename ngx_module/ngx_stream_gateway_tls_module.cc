@@ -233,8 +233,8 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
      ngx_gtls_conf_verify_mode,
      NGX_STREAM_SRV_CONF_OFFSET,
-     offsetof(ngx_stream_gtls_srv_conf_t, policy),
-     nullptr},
+     offsetof(ngx_stream_gtls_srv_conf_t, policy.mode),
+     ngx_gtls_verify_modes},
 
     {ngx_string("proxy_ssl_verify_ca"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
@@ -280,10 +280,10 @@ ngx_command_t ngx_stream_gtls_commands[] = {
 
     {ngx_string("proxy_ssl_verify_insecure"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
-     ngx_gtls_conf_verify_insecure,
+     ngx_gtls_conf_keyword,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, insecure),
-     nullptr},
+     ngx_gtls_insecure_gates},
 
     {ngx_string("ssl_verify_client_pin"),
      NGX_STREAM_SRV_CONF | NGX_CONF_1MORE,
@@ -303,8 +303,8 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
      ngx_gtls_conf_client_handshake,
      NGX_STREAM_SRV_CONF_OFFSET,
-     offsetof(ngx_stream_gtls_srv_conf_t, client_pins),
-     nullptr},
+     offsetof(ngx_stream_gtls_srv_conf_t, client_pins.handshake),
+     ngx_gtls_client_handshakes},
 
     ngx_null_command};
 

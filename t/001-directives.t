@@ -561,3 +561,33 @@ Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
 --- request
 GET /status
 --- response_body_like: "policies"
+
+=== TEST 44: keywords are nginx's enums: any case, each directive once
+--- config
+    location / {
+        proxy_pass https://127.0.0.1:$TEST_NGINX_BACKEND_LEAF;
+        proxy_ssl_verify_mode STRICT;
+        proxy_ssl_verify_ca $TEST_NGINX_CERTS/ca.crt;
+        proxy_ssl_name abc.example.com;
+        add_header X-Mode $upstream_ssl_verify_mode always;
+    }
+--- request
+GET /
+--- error_code: 200
+--- response_headers
+X-Mode: strict
+
+=== TEST 45: ssl_verify_client_handshake takes on, off or fallback
+--- config
+    ssl_verify_client_handshake maybe;
+--- must_die
+--- error_log eval
+qr/invalid value "maybe" in "ssl_verify_client_handshake" directive: expected on, off or fallback in \S+nginx.conf:\d+/
+
+=== TEST 46: ssl_verify_client_handshake once per server
+--- config
+    ssl_verify_client_handshake off;
+    ssl_verify_client_handshake on;
+--- must_die
+--- error_log eval
+qr/"ssl_verify_client_handshake" directive is duplicate in \S+nginx.conf:\d+/
