@@ -98,6 +98,11 @@ struct ngx_gtls_stream_export_t {
     uint32_t                   magic = kMagic;
     uint32_t                   version = kVersion;
     size_t                     status_size = sizeof(ngx_gtls_status_t);
+    // the other types one .so reads of the other's: a change to one that
+    // forgets kVersion still refuses to load the pair
+    size_t                     policy_size = sizeof(gtls::Policy);
+    size_t                     upstream_set_size = sizeof(ngx_gtls_upstream_set_t);
+    size_t                     sessions_size = sizeof(ngx_gtls_session_cache_t);
     ngx_gtls_status_t         *status = nullptr;
     ngx_int_t                (*init_upstreams)(ngx_cycle_t *cycle, ngx_gtls_upstream_set_t *set) = nullptr;
     ngx_gtls_session_cache_t  *sessions = nullptr;

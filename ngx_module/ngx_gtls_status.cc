@@ -13,8 +13,7 @@ const char *const ngx_gtls_status_zone_name = "gateway_tls_status";
 
 namespace {
 
-
-constexpr int kReasons = 7;  // gtls::Reason values, None included
+constexpr int kReasons = static_cast<int>(gtls::kReasonCount);
 
 struct ngx_gtls_status_shctx_t {
     ngx_rbtree_t       rbtree;

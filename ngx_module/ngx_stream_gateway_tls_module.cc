@@ -350,7 +350,7 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
     try {
         mcf->registry = ngx_gtls_pool_new<ngx_gtls_registry_t>(cf->pool);
         mcf->proxy = ngx_gtls_pool_new<ngx_gtls_stream_proxy_layout_t>(cf->pool);
-    } catch (const std::bad_alloc &) {
+    } catch (const std::exception &) {
         return nullptr;
     }
     if (mcf->registry == nullptr || mcf->proxy == nullptr) {
@@ -367,36 +367,41 @@ void *ngx_stream_gtls_create_main_conf(ngx_conf_t *cf)
 // The stream proxy's srv conf fields (ngx_gtls_nginx_layout.cc).
 char *ngx_stream_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
 {
-    auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(conf);
-    if (ngx_gtls_find_stream_proxy_layout(cf, mcf->proxy) != NGX_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    if (ngx_gtls_init_connection_index(cf->log) != NGX_OK) {
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-
-    auto *umcf = static_cast<ngx_stream_upstream_main_conf_t *>(
-        ngx_stream_conf_get_module_main_conf(cf, ngx_stream_upstream_module));
-    auto **uscfp = static_cast<ngx_stream_upstream_srv_conf_t **>(umcf->upstreams.elts);
-    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
-        ngx_stream_upstream_srv_conf_t *uscf = uscfp[i];
-        if (uscf->srv_conf == nullptr) {
-            mcf->implicit_init_peer = uscf->peer.init;
-        } else {
-            auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
-                ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module));
-            ups->original_init_peer = uscf->peer.init;
-            auto *top = static_cast<ngx_stream_gtls_srv_conf_t *>(
-                ngx_stream_conf_get_module_srv_conf(cf, ngx_stream_gateway_tls_module));
-            if (ngx_gtls_build_policy(cf, &ups->policy, "proxy", ngx_stream_gtls_registry(cf)) != NGX_OK
-                || ngx_gtls_check_gate(cf, &ups->policy, top->insecure, "proxy") != NGX_OK) {
-                return static_cast<char *>(NGX_CONF_ERROR);
-            }
+    try {
+        auto *mcf = static_cast<ngx_stream_gtls_main_conf_t *>(conf);
+        if (ngx_gtls_find_stream_proxy_layout(cf, mcf->proxy) != NGX_OK) {
+            return static_cast<char *>(NGX_CONF_ERROR);
         }
-        uscf->peer.init = ngx_stream_gtls_init_peer;
+
+        if (ngx_gtls_init_connection_index(cf->log) != NGX_OK) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+
+        auto *umcf = static_cast<ngx_stream_upstream_main_conf_t *>(
+            ngx_stream_conf_get_module_main_conf(cf, ngx_stream_upstream_module));
+        auto **uscfp = static_cast<ngx_stream_upstream_srv_conf_t **>(umcf->upstreams.elts);
+        for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
+            ngx_stream_upstream_srv_conf_t *uscf = uscfp[i];
+            if (uscf->srv_conf == nullptr) {
+                mcf->implicit_init_peer = uscf->peer.init;
+            } else {
+                auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
+                    ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module));
+                ups->original_init_peer = uscf->peer.init;
+                auto *top = static_cast<ngx_stream_gtls_srv_conf_t *>(
+                    ngx_stream_conf_get_module_srv_conf(cf, ngx_stream_gateway_tls_module));
+                if (ngx_gtls_build_policy(cf, &ups->policy, "proxy", ngx_stream_gtls_registry(cf)) != NGX_OK
+                    || ngx_gtls_check_gate(cf, &ups->policy, top->insecure, "proxy") != NGX_OK) {
+                    return static_cast<char *>(NGX_CONF_ERROR);
+                }
+            }
+            uscf->peer.init = ngx_stream_gtls_init_peer;
+        }
+        return NGX_CONF_OK;
+    } catch (const std::exception &e) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls: %s", e.what());
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
-    return NGX_CONF_OK;
 }
 
 void *ngx_stream_gtls_create_srv_conf(ngx_conf_t *cf)

@@ -22,6 +22,9 @@ namespace gtls {
 
 enum class Status { None, Success, Failed, Skipped };
 enum class Reason { None, Chain, Expired, Name, San, Pin, NoCertificate };
+// How many reasons there are, None included, for arrays by reason: a new
+// reason goes before NoCertificate (the reasons test checks it is last).
+inline constexpr size_t kReasonCount = static_cast<size_t>(Reason::NoCertificate) + 1;
 
 const char *reason_name(Reason reason);
 

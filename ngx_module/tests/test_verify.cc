@@ -428,6 +428,19 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // A session or keepalive connection carries over only to the same binding:
 // the key tells every part apart, and no two splits of the text collide.
+// Arrays by reason (the status counters) are kReasonCount long: every
+// reason but None has a name, and none comes after NoCertificate.
+BOOST_AUTO_TEST_SUITE(reasons)
+
+BOOST_AUTO_TEST_CASE(no_certificate_is_the_last_reason)
+{
+    BOOST_TEST(std::string(reason_name(Reason::None)).empty());
+    for (size_t i = 1; i < kReasonCount; i++) BOOST_TEST(!std::string(reason_name(static_cast<Reason>(i))).empty());
+    BOOST_TEST(std::string(reason_name(static_cast<Reason>(kReasonCount))).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(binding)
 
 BOOST_AUTO_TEST_CASE(keys_differ_in_every_part)
