@@ -405,40 +405,37 @@ ngx_int_t ngx_http_gtls_api_refuse(ngx_http_request_t *r, ngx_uint_t status, con
     return ngx_http_gtls_api_reply(r, status, gtls::api_error_json(static_cast<int>(status), text));
 }
 
-// {"NAME":{"generation":N,"source":"api"|"configuration","servers":[...]},...}
-std::string ngx_http_gtls_upstreams_json(const ngx_gtls_upstream_set_t &set)
+std::vector<gtls::ListedUpstream> ngx_http_gtls_listed(const ngx_gtls_upstream_set_t &set)
 {
-    std::string body = "{";
+    std::vector<gtls::ListedUpstream> listed;
     for (ngx_gtls_dynamic_upstream_t *dyn : set.dynamic) {
-        std::vector<gtls::UpstreamServer> servers;
+        gtls::ListedUpstream &u = listed.emplace_back();
+        u.name = dyn->name;
         ngx_uint_t generation;
-        bool pushed;
-        dyn->current(&servers, &generation, &pushed, nullptr);
-        body += (body.size() > 1 ? "," : "") + gtls::json_string(dyn->name) + ":{\"generation\":"
-                + std::to_string(generation) + ",\"source\":" + (pushed ? "\"api\"" : "\"configuration\"")
-                + ",\"servers\":" + gtls::upstream_servers_json(servers) + "}";
+        dyn->current(&u.servers, &generation, &u.pushed, nullptr);
+        u.generation = generation;
     }
-    return body + "}";
+    return listed;
 }
 
 std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
 {
-    std::string body = "{\"upstreams\":" + ngx_http_gtls_upstreams_json(*mcf->upstreams);
+    gtls::ApiList list;
+    list.upstreams = ngx_http_gtls_listed(*mcf->upstreams);
     if (mcf->stream_upstreams != nullptr) {
-        body += ",\"stream_upstreams\":" + ngx_http_gtls_upstreams_json(*mcf->stream_upstreams);
+        list.has_stream = true;
+        list.stream_upstreams = ngx_http_gtls_listed(*mcf->stream_upstreams);
     }
-    bool first = true;
-    body += ",\"policies\":{";
     for (const auto &[name, t] : *mcf->trusted) {
         const gtls::Policy &p = *t.policies.front();
-        std::string pins;
-        for (const gtls::Pin &pin : p.pins) pins += (pins.empty() ? "" : ",") + gtls::json_string(pin.spec);
-        body += (first ? "" : ",") + gtls::json_string(name) + ":{\"generation\":" + std::to_string(t.sequence)
-                + ",\"source\":" + (t.pushed ? "\"api\"" : "\"configuration\"")
-                + ",\"ca\":" + gtls::json_string(p.trust_source) + ",\"pins\":[" + pins + "]}";
-        first = false;
+        gtls::ListedPolicy &listed = list.policies.emplace_back();
+        listed.name = name;
+        listed.generation = t.sequence;
+        listed.pushed = t.pushed;
+        listed.ca = p.trust_source;
+        for (const gtls::Pin &pin : p.pins) listed.pins.push_back(pin.spec);
     }
-    return body + "}}\n";
+    return gtls::api_list_json(list);
 }
 
 // An upstream's new list, built and kept, not yet current.
@@ -615,7 +612,8 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         }
     }
 
-    std::string reply = "{\"upstreams\":{", stream_reply;
+    gtls::ApiUpdated updated;
+    updated.has_stream = !update.stream_upstreams.empty();
     for (ngx_http_gtls_pending_t &p : pending) {
         ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
         if (!p.dyn->swap(p.gen, p.entry->sequence)) {
@@ -626,14 +624,9 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
                       "gateway_tls: %s \"%s\" now has %uz servers (from the API, entry %uL)",
                       ngx_http_gtls_upstream_noun(p.kind), p.dyn->name.c_str(), servers, p.entry->sequence);
-        std::string &to = p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? stream_reply : reply;
-        to += (to.empty() || to.back() == '{' ? "" : ",") + gtls::json_string(p.update->upstream)
-              + ":{\"servers\":" + std::to_string(servers) + "}";
+        (p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? updated.stream_upstreams : updated.upstreams)
+            .emplace_back(p.update->upstream, servers);
     }
-    if (!update.stream_upstreams.empty()) {
-        reply += "},\"stream_upstreams\":{" + stream_reply;
-    }
-    reply += "},\"policies\":{";
     for (size_t i = 0; i < trusts.size(); i++) {
         ngx_http_gtls_pending_trust_t &t = trusts[i];
         const std::string &name = update.policies[i].policy;
@@ -654,10 +647,10 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
                           gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(), t.trust.pins.size(),
                           t.entry->sequence);
         }
-        reply += (i ? "," : "") + gtls::json_string(name) + ":{\"generation\":" + std::to_string(t.entry->sequence) + "}";
+        updated.policies.emplace_back(name, t.entry->sequence);
     }
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
-    return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, reply + "}}\n");
+    return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, gtls::api_updated_json(updated));
 }
 
 void ngx_http_gtls_api_body(ngx_http_request_t *r)

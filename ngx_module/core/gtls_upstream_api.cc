@@ -640,6 +640,60 @@ std::string upstream_servers_json(const std::vector<UpstreamServer> &servers)
     return out + "]";
 }
 
+namespace {
+
+// {NAME:{"generation":N,"source":...,"servers":[...]},...}
+std::string listed_upstreams_json(const std::vector<ListedUpstream> &upstreams)
+{
+    std::string out = "{";
+    for (const ListedUpstream &u : upstreams) {
+        out += (out.size() > 1 ? "," : "") + json_string(u.name) + ":{\"generation\":" + std::to_string(u.generation)
+               + ",\"source\":" + (u.pushed ? "\"api\"" : "\"configuration\"")
+               + ",\"servers\":" + upstream_servers_json(u.servers) + "}";
+    }
+    return out + "}";
+}
+
+// {NAME:{"servers":N},...}, or {NAME:{"generation":N},...}
+template <typename Count>
+std::string counts_json(const std::vector<std::pair<std::string, Count>> &counts, const char *field)
+{
+    std::string out = "{";
+    for (const auto &[name, count] : counts) {
+        out += (out.size() > 1 ? "," : "") + json_string(name) + ":{\"" + field + "\":" + std::to_string(count) + "}";
+    }
+    return out + "}";
+}
+
+}  // namespace
+
+std::string api_list_json(const ApiList &list)
+{
+    std::string out = "{\"upstreams\":" + listed_upstreams_json(list.upstreams);
+    if (list.has_stream) {
+        out += ",\"stream_upstreams\":" + listed_upstreams_json(list.stream_upstreams);
+    }
+    out += ",\"policies\":{";
+    for (size_t i = 0; i < list.policies.size(); i++) {
+        const ListedPolicy &p = list.policies[i];
+        std::string pins;
+        for (const std::string &pin : p.pins) pins += (pins.empty() ? "" : ",") + json_string(pin);
+        out += (i ? "," : "") + json_string(p.name) + ":{\"generation\":" + std::to_string(p.generation)
+               + ",\"source\":" + (p.pushed ? "\"api\"" : "\"configuration\"") + ",\"ca\":" + json_string(p.ca)
+               + ",\"pins\":[" + pins + "]}";
+    }
+    return out + "}}\n";
+}
+
+std::string api_updated_json(const ApiUpdated &updated)
+{
+    std::string out = "{\"upstreams\":" + counts_json(updated.upstreams, "servers");
+    if (updated.has_stream) {
+        out += ",\"stream_upstreams\":" + counts_json(updated.stream_upstreams, "servers");
+    }
+    return out + ",\"policies\":" + counts_json(updated.policies, "generation") + "}\n";
+}
+
 std::string api_error_json(int status, std::string_view text)
 {
     return "{\"error\":{\"status\":" + std::to_string(status) + ",\"text\":" + json_string(text) + "}}\n";

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gtls {
@@ -85,6 +86,41 @@ struct ApiUpdate {
     std::vector<PolicyTrust>      policies;
 };
 
+// What a GET of the API lists: each replaceable upstream of http{} (and of
+// stream{}, where there is a stream block), and each policy whose trust
+// the API may replace, with the generation in force and where it came
+// from ("api", or "configuration").
+struct ListedUpstream {
+    std::string                  name;
+    uint64_t                     generation = 0;
+    bool                         pushed = false;
+    std::vector<UpstreamServer>  servers;
+};
+
+struct ListedPolicy {
+    std::string               name;
+    uint64_t                  generation = 0;
+    bool                      pushed = false;
+    std::string               ca;  // where its trust comes from: a file, "system", the API
+    std::vector<std::string>  pins;
+};
+
+struct ApiList {
+    std::vector<ListedUpstream>  upstreams;
+    bool                         has_stream = false;
+    std::vector<ListedUpstream>  stream_upstreams;
+    std::vector<ListedPolicy>    policies;
+};
+
+// What a PUT that took effect answers: how many servers each upstream
+// given now has, and the generation of each policy's trust given.
+struct ApiUpdated {
+    std::vector<std::pair<std::string, size_t>>    upstreams;
+    bool                                           has_stream = false;  // the PUT gave stream upstreams
+    std::vector<std::pair<std::string, size_t>>    stream_upstreams;
+    std::vector<std::pair<std::string, uint64_t>>  policies;
+};
+
 // A refused request: the HTTP status to answer, and what was wrong, naming
 // the field (`upstreams["web"].servers[2].address: ...`) or the place in
 // the JSON (line and column).
@@ -134,6 +170,16 @@ std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
 // A JSON string literal of `text` (escaped, quoted); bytes that are not
 // printable ASCII become \u00XX, so peer-given text cannot break a reply.
 std::string json_string(std::string_view text);
+
+// The body of a GET: {"upstreams":{NAME:{"generation":N,"source":...,
+// "servers":[...]}},"stream_upstreams":{...},"policies":{NAME:{
+// "generation":N,"source":...,"ca":...,"pins":[...]}}}, which
+// listed_servers and pushed_policies read.
+std::string api_list_json(const ApiList &list);
+
+// The body of a PUT's 200: {"upstreams":{NAME:{"servers":N}},
+// "stream_upstreams":{...},"policies":{NAME:{"generation":N}}}.
+std::string api_updated_json(const ApiUpdated &updated);
 
 // {"error":{"status":N,"text":"..."}}
 std::string api_error_json(int status, std::string_view text);

@@ -283,4 +283,52 @@ BOOST_AUTO_TEST_CASE(a_list_says_which_servers_each_upstream_holds)
     BOOST_CHECK_THROW(gtls::listed_servers(R"({"upstreams":{"a":{"servers":[{"address":"x"}]}}})", "upstreams"), ApiError);
 }
 
+// The list the module writes is what gateway2nginx reads: the servers of
+// each upstream of both sections, and which policies hold pushed trust,
+// whatever the names hold.
+BOOST_AUTO_TEST_CASE(what_a_get_lists_reads_back)
+{
+    gtls::ApiList list;
+    auto servers = parse_server_list(R"([{"address":"10.0.0.1:80","weight":3},{"address":"[fd00::1]:8443","down":true}])");
+    list.upstreams.push_back({"web", 7, true, servers});
+    list.upstreams.push_back({"quote\"d \\ name", 1, false, {}});
+    list.has_stream = true;
+    list.stream_upstreams.push_back({"db", 2, false, {servers[0]}});
+    list.policies.push_back({"ns/pushed", 4, true, "api", {"sha256-spki:AAAA"}});
+    list.policies.push_back({"ns/configured", 1, false, "/etc/ca.pem", {}});
+    const std::string json = gtls::api_list_json(list);
+
+    auto http = gtls::listed_servers(json, "upstreams");
+    BOOST_TEST_REQUIRE(http.size() == 2u);
+    BOOST_TEST(http[0].upstream == "web");
+    BOOST_TEST(http[0].servers == servers);
+    BOOST_TEST(http[1].upstream == "quote\"d \\ name");
+    BOOST_TEST(http[1].servers.empty());
+    auto stream = gtls::listed_servers(json, "stream_upstreams");
+    BOOST_TEST_REQUIRE(stream.size() == 1u);
+    BOOST_TEST(stream[0].upstream == "db");
+    BOOST_TEST(stream[0].servers == std::vector<UpstreamServer>{servers[0]});
+    BOOST_TEST(gtls::pushed_policies(json) == std::vector<std::string>{"ns/pushed"});
+
+    list.has_stream = false;
+    BOOST_TEST(gtls::api_list_json(list).find("stream_upstreams") == std::string::npos);
+    BOOST_TEST(gtls::api_list_json(gtls::ApiList{}) == "{\"upstreams\":{},\"policies\":{}}\n");
+}
+
+BOOST_AUTO_TEST_CASE(what_a_put_answers)
+{
+    gtls::ApiUpdated updated;
+    updated.upstreams = {{"web", 2}, {"api\"x", 0}};
+    updated.policies = {{"ns/p", 9}};
+    BOOST_TEST(gtls::api_updated_json(updated)
+               == R"({"upstreams":{"web":{"servers":2},"api\"x":{"servers":0}},"policies":{"ns/p":{"generation":9}}})"
+                      "\n");
+    updated.has_stream = true;
+    updated.stream_upstreams = {{"db", 1}};
+    BOOST_TEST(gtls::api_updated_json(updated)
+               == R"({"upstreams":{"web":{"servers":2},"api\"x":{"servers":0}},"stream_upstreams":{"db":{"servers":1}},)"
+                  R"("policies":{"ns/p":{"generation":9}}})"
+                      "\n");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
