@@ -33,23 +33,26 @@
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_nginx.h"
 
+// The C++ classes of the glue: C++ names, in a namespace of their own.
+namespace gtls_glue {
+
 // An upstream's lock (an ngx_rwlock) held shared for a scope: C++ work
 // under it may throw.
-class ngx_gtls_read_locked {
+class ReadLock {
 public:
-    explicit ngx_gtls_read_locked(ngx_atomic_t *lock) : lock_(lock) { ngx_rwlock_rlock(lock_); }
-    ~ngx_gtls_read_locked() { ngx_rwlock_unlock(lock_); }
-    ngx_gtls_read_locked(const ngx_gtls_read_locked &) = delete;
-    ngx_gtls_read_locked &operator=(const ngx_gtls_read_locked &) = delete;
+    explicit ReadLock(ngx_atomic_t *lock) : lock_(lock) { ngx_rwlock_rlock(lock_); }
+    ~ReadLock() { ngx_rwlock_unlock(lock_); }
+    ReadLock(const ReadLock &) = delete;
+    ReadLock &operator=(const ReadLock &) = delete;
 
 private:
     ngx_atomic_t *lock_;
 };
 
 // One upstream{} whose servers the API may replace, in process memory.
-class ngx_gtls_dynamic_upstream_t {
+class DynamicUpstream {
 public:
-    virtual ~ngx_gtls_dynamic_upstream_t() = default;
+    virtual ~DynamicUpstream() = default;
 
     // A generation of `servers` in the upstream's zone, not current yet;
     // null when the zone has no room.
@@ -78,29 +81,33 @@ public:
     std::set<std::string>      seen_addresses;
 };
 
+}  // namespace gtls_glue
+
 // One module's upstream{} blocks, as the API sees them.
 struct ngx_gtls_upstream_set_t {
-    std::vector<ngx_gtls_dynamic_upstream_t *>                       dynamic;
-    std::unordered_map<std::string, ngx_gtls_dynamic_upstream_t *>  by_name;
+    std::vector<gtls_glue::DynamicUpstream *>                       dynamic;
+    std::unordered_map<std::string, gtls_glue::DynamicUpstream *>  by_name;
     std::unordered_map<std::string, std::string>                     refused;  // name: why the API cannot replace its servers
 
-    ngx_gtls_dynamic_upstream_t *find(std::string_view name) const
+    gtls_glue::DynamicUpstream *find(std::string_view name) const
     {
         auto it = by_name.find(std::string(name));
         return it != by_name.end() ? it->second : nullptr;
     }
-    void add(ngx_gtls_dynamic_upstream_t *u)
+    void add(gtls_glue::DynamicUpstream *u)
     {
         dynamic.push_back(u);
         by_name[u->name] = u;
     }
 };
 
+namespace gtls_glue {
+
 // The implementation over one module's types: SrvConf is its
 // ngx_*_upstream_srv_conf_t, Peers its ngx_*_upstream_rr_peers_t,
 // kBackup its NGX_*_UPSTREAM_BACKUP flag (set by round robin's family).
 template <typename SrvConf, typename Peers, ngx_uint_t kBackup>
-class ngx_gtls_dynamic_upstream_of final : public ngx_gtls_dynamic_upstream_t {
+class DynamicUpstreamOf final : public DynamicUpstream {
     using Peer = std::remove_pointer_t<decltype(Peers::peer)>;
 
     // In the upstream's zone. `refs` counts requests bound to the
@@ -124,7 +131,7 @@ class ngx_gtls_dynamic_upstream_of final : public ngx_gtls_dynamic_upstream_t {
     };
 
     struct hold_t {
-        ngx_gtls_dynamic_upstream_of  *dyn;
+        DynamicUpstreamOf  *dyn;
         generation_t                  *gen;
     };
 
@@ -155,9 +162,9 @@ public:
 
     // At init_module, for an upstream not_dynamic() accepts: its shared
     // state in its zone. Null (logged) when the zone has no room.
-    static ngx_gtls_dynamic_upstream_of *create(ngx_cycle_t *cycle, SrvConf *uscf, ngx_gtls_session_cache_t *sessions)
+    static DynamicUpstreamOf *create(ngx_cycle_t *cycle, SrvConf *uscf, ngx_gtls_session_cache_t *sessions)
     {
-        auto *dyn = ngx_gtls_pool_new<ngx_gtls_dynamic_upstream_of>(cycle->pool);
+        auto *dyn = ngx_gtls_pool_new<DynamicUpstreamOf>(cycle->pool);
         if (dyn == nullptr) {
             return nullptr;
         }
@@ -315,7 +322,7 @@ public:
     void current(std::vector<gtls::UpstreamServer> *servers, ngx_uint_t *generation, bool *pushed,
                  std::set<std::string> *addresses) override
     {
-        ngx_gtls_read_locked locked(&sh_->lock);
+        ReadLock locked(&sh_->lock);
         *generation = sh_->generation;
         *pushed = sh_->sequence != 0;
         if (servers != nullptr) {
@@ -411,3 +418,5 @@ private:
     Peers     *configured_ = nullptr;  // the zone's copy of the servers written
     shared_t  *sh_ = nullptr;
 };
+
+}  // namespace gtls_glue

@@ -32,12 +32,14 @@ T *ngx_gtls_pool_new(ngx_pool_t *pool)
     return object;
 }
 
+namespace gtls_glue {
+
 // Objects that every request makes and drops, kept by the worker (one
 // thread) for the next request: a request's pool then grows by a cleanup
 // entry only, where the object itself would often take a new pool block
 // (a page from malloc, per request).
 template <typename T>
-class ngx_gtls_recycled {
+class Recycled {
 public:
     static T *make(ngx_pool_t *pool)
     {
@@ -76,6 +78,8 @@ private:
     };
     static inline slot_t *free_ = nullptr;
 };
+
+}  // namespace gtls_glue
 
 // A field of a conf struct by offset: a directive's own (cmd->offset), or
 // one of another module's private struct, by the offset its directive

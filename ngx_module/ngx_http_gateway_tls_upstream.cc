@@ -115,7 +115,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
     // an internal redirect (error_page) clears module contexts; the pool
     // cleanup keeps our state findable for the variables
     for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_gtls_recycled<ngx_http_gtls_request_t>::release
+        if (cln->handler == gtls_glue::Recycled<ngx_http_gtls_request_t>::release
             && static_cast<ngx_http_gtls_request_t *>(cln->data)->request == r) {
             state = static_cast<ngx_http_gtls_request_t *>(cln->data);
             ngx_http_set_ctx(r, state, ngx_http_gateway_tls_module);
@@ -127,7 +127,7 @@ ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool c
         return nullptr;
     }
 
-    state = ngx_gtls_recycled<ngx_http_gtls_request_t>::make(r->pool);
+    state = gtls_glue::Recycled<ngx_http_gtls_request_t>::make(r->pool);
     if (state == nullptr) {
         return nullptr;
     }

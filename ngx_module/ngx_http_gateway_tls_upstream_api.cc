@@ -22,12 +22,12 @@
 namespace {
 
 // A shared mutex held for a scope: C++ work under it may throw.
-class ngx_http_gtls_locked {
+class MutexLock {
 public:
-    explicit ngx_http_gtls_locked(ngx_shmtx_t *mutex) : mutex_(mutex) { ngx_shmtx_lock(mutex_); }
-    ~ngx_http_gtls_locked() { ngx_shmtx_unlock(mutex_); }
-    ngx_http_gtls_locked(const ngx_http_gtls_locked &) = delete;
-    ngx_http_gtls_locked &operator=(const ngx_http_gtls_locked &) = delete;
+    explicit MutexLock(ngx_shmtx_t *mutex) : mutex_(mutex) { ngx_shmtx_lock(mutex_); }
+    ~MutexLock() { ngx_shmtx_unlock(mutex_); }
+    MutexLock(const MutexLock &) = delete;
+    MutexLock &operator=(const MutexLock &) = delete;
 
 private:
     ngx_shmtx_t *mutex_;
@@ -224,7 +224,7 @@ const char *ngx_http_gtls_upstream_noun(ngx_uint_t kind)
     return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
 }
 
-ngx_gtls_dynamic_upstream_t *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,
+gtls_glue::DynamicUpstream *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,
                                                         std::string_view name)
 {
     ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
@@ -286,21 +286,21 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
     }
     auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
     ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
-    struct newer_t {
-        ngx_gtls_dynamic_upstream_t *dyn;
+    struct Newer {
+        gtls_glue::DynamicUpstream *dyn;
         std::string json;
         uint64_t sequence;
         ngx_uint_t kind;
     };
-    struct newer_trust_t {
+    struct NewerTrust {
         ngx_http_gtls_trusted_t *trusted;
         std::string name, json;
         uint64_t sequence;
     };
-    std::vector<newer_t> newer;
-    std::vector<newer_trust_t> newer_trust;
+    std::vector<Newer> newer;
+    std::vector<NewerTrust> Newerrust;
     {
-        ngx_http_gtls_locked locked(&state_pool->mutex);
+        MutexLock locked(&state_pool->mutex);
         if (state->sequence != mcf->state_sequence) {
             for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
                 if (e->sequence <= mcf->state_sequence) {
@@ -310,11 +310,11 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
                 if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
                     ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
                     if (t != nullptr && e->sequence > t->sequence) {
-                        newer_trust.push_back({t, name, ngx_http_gtls_entry_json(e), e->sequence});
+                        Newerrust.push_back({t, name, ngx_http_gtls_entry_json(e), e->sequence});
                     }
                     continue;
                 }
-                ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
+                gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
                 if (dyn != nullptr && e->sequence > dyn->sequence()) {
                     newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
                 }
@@ -323,7 +323,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
         }
     }
 
-    for (const newer_trust_t &n : newer_trust) {
+    for (const NewerTrust &n : Newerrust) {
         if (ngx_http_gtls_take_trust(cycle->log, n.trusted, n.name, n.json, n.sequence)) {
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                            "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
@@ -331,7 +331,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
         }
     }
 
-    for (const newer_t &n : newer) {
+    for (const Newer &n : newer) {
         void *gen = n.dyn->build(gtls::parse_server_list(n.json));
         if (gen == nullptr) {
             ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers pushed",
@@ -360,7 +360,7 @@ void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
             if (set == nullptr) {
                 continue;
             }
-            for (ngx_gtls_dynamic_upstream_t *dyn : set->dynamic) {
+            for (gtls_glue::DynamicUpstream *dyn : set->dynamic) {
                 if (dyn->generation() == dyn->seen_generation) {
                     continue;
                 }
@@ -408,7 +408,7 @@ ngx_int_t ngx_http_gtls_api_refuse(ngx_http_request_t *r, ngx_uint_t status, con
 std::vector<gtls::ListedUpstream> ngx_http_gtls_listed(const ngx_gtls_upstream_set_t &set)
 {
     std::vector<gtls::ListedUpstream> listed;
-    for (ngx_gtls_dynamic_upstream_t *dyn : set.dynamic) {
+    for (gtls_glue::DynamicUpstream *dyn : set.dynamic) {
         gtls::ListedUpstream &u = listed.emplace_back();
         u.name = dyn->name;
         ngx_uint_t generation;
@@ -442,7 +442,7 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
 struct ngx_http_gtls_pending_t {
     const gtls::UpstreamServers   *update = nullptr;
     ngx_http_gtls_entry_kind_e     kind = NGX_HTTP_GTLS_ENTRY_SERVERS;
-    ngx_gtls_dynamic_upstream_t   *dyn = nullptr;
+    gtls_glue::DynamicUpstream   *dyn = nullptr;
     void                          *gen = nullptr;
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
@@ -821,14 +821,14 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
         // still those they replaced
         auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
         ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
-        struct kept_t {
+        struct Kept {
             std::string name, json;
             uint64_t sequence;
             ngx_uint_t kind;
         };
-        std::vector<kept_t> kept, kept_trust;
+        std::vector<Kept> kept, Keptrust;
         {
-            ngx_http_gtls_locked locked(&state_pool->mutex);
+            MutexLock locked(&state_pool->mutex);
             for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
                 ngx_http_gtls_state_entry_t *e = *link;
                 const std::string name(ngx_http_gtls_entry_name(e));
@@ -837,7 +837,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
                     ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
                     configured = t != nullptr ? t->configured_fingerprint : ~e->fingerprint;
                 } else {
-                    ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
+                    gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
                     configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
                 }
                 if (configured != e->fingerprint || (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST && e->json_len == 0)) {
@@ -845,22 +845,22 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
                     ngx_slab_free_locked(state_pool, e);
                     continue;
                 }
-                (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? kept_trust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
+                (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? Keptrust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
                 link = &e->next;
             }
             mcf->state_sequence = state->sequence;  // the workers apply what comes after
         }
 
         // before the workers start: they inherit it
-        for (const kept_t &k : kept_trust) {
+        for (const Kept &k : Keptrust) {
             if (ngx_http_gtls_take_trust(cycle->log, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
                 ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                               "gateway_tls: policy %s keeps the trust last pushed through the API",
                               gtls::json_string(k.name).c_str());
             }
         }
-        for (const kept_t &k : kept) {
-            ngx_gtls_dynamic_upstream_t *dyn = ngx_http_gtls_find_dynamic(mcf, k.kind, k.name);
+        for (const Kept &k : kept) {
+            gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, k.kind, k.name);
             const char *what = ngx_http_gtls_upstream_noun(k.kind);
             void *gen = dyn->build(gtls::parse_server_list(k.json));
             if (gen == nullptr) {
@@ -893,7 +893,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle)
             if (set == nullptr) {
                 continue;
             }
-            for (ngx_gtls_dynamic_upstream_t *dyn : set->dynamic) {
+            for (gtls_glue::DynamicUpstream *dyn : set->dynamic) {
                 bool pushed;
                 dyn->current(nullptr, &dyn->seen_generation, &pushed, &dyn->seen_addresses);
                 dynamic++;

@@ -13,7 +13,7 @@
 
 // An http upstream{} whose servers the API may replace.
 using ngx_http_gtls_dynamic_t =
-    ngx_gtls_dynamic_upstream_of<ngx_http_upstream_srv_conf_t, ngx_http_upstream_rr_peers_t, NGX_HTTP_UPSTREAM_BACKUP>;
+    gtls_glue::DynamicUpstreamOf<ngx_http_upstream_srv_conf_t, ngx_http_upstream_rr_peers_t, NGX_HTTP_UPSTREAM_BACKUP>;
 
 // The scopes of one policy name (proxy_ssl_policy_name) whose trust the
 // API may replace: the policies of that name that verify, of the http

@@ -33,7 +33,7 @@ static_assert(offsetof(ngx_stream_gtls_main_conf_t, exported) == 0,
 
 // A stream upstream{} whose servers the http module's upstream API may
 // replace (ngx_gtls_dynamic_upstream.h).
-using ngx_stream_gtls_dynamic_t = ngx_gtls_dynamic_upstream_of<ngx_stream_upstream_srv_conf_t,
+using ngx_stream_gtls_dynamic_t = gtls_glue::DynamicUpstreamOf<ngx_stream_upstream_srv_conf_t,
                                                                ngx_stream_upstream_rr_peers_t, NGX_STREAM_UPSTREAM_BACKUP>;
 
 typedef struct {
