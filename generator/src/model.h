@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gtls_spec.h"
+
 namespace g2n {
 
 // The longest hostname ("*." and a 253-byte DNS name) and HTTP header name
@@ -235,10 +237,23 @@ struct RouteRule {
 // HTTPRoute, and GRPCRoute and TLSRoute read into the same shape: GRPCRoute
 // service/method matches become the gRPC paths /service/method; a TLSRoute
 // has hostnames and backendRefs only.
+// The route kinds read into the HTTPRoute shape.
+enum class RouteKind { HTTPRoute, GRPCRoute, TLSRoute };
+
+inline const char *route_kind_name(RouteKind kind)
+{
+    switch (kind) {
+    case RouteKind::GRPCRoute: return "GRPCRoute";
+    case RouteKind::TLSRoute: return "TLSRoute";
+    case RouteKind::HTTPRoute: break;
+    }
+    return "HTTPRoute";
+}
+
 struct HTTPRoute {
     ObjectMeta meta;
     std::string api_version = "gateway.networking.k8s.io/v1";
-    std::string kind = "HTTPRoute";
+    RouteKind kind = RouteKind::HTTPRoute;
     std::vector<ParentRef> parent_refs;
     std::vector<std::string> hostnames;
     std::vector<RouteRule> rules;
@@ -326,15 +341,15 @@ struct BackendTLSPolicy {
     std::string hostname;
     std::vector<SubjectAltName> subject_alt_names;
     std::map<std::string, std::string> options;
-    // GEP-4152 (both drafts): the module's mode name (strict, allow_expired,
-    // skip_san, skip), directly trusted leaves, and pins as module SPECs
-    std::string mode = "strict";
+    // GEP-4152 (both drafts): the module's mode, directly trusted leaves,
+    // and pins as module SPECs
+    gtls::Mode mode = gtls::Mode::Strict;
     std::vector<LocalObjectRef> trusted_certificates;
     std::vector<std::string> pins;
     // a field the parser could not honour: the policy is Accepted=False/Invalid
     std::vector<std::string> invalid_reasons;
 
-    bool insecure() const { return mode != "strict"; }
+    bool insecure() const { return mode != gtls::Mode::Strict; }
 };
 
 // A tenant's object that failed validation: it is left out (as the API

@@ -71,7 +71,7 @@ struct ObjectStatus {
 // The TLS policy bound to one upstream (module directives in upstream{}).
 struct UpstreamPolicy {
     std::string name;       // namespace/name of the BackendTLSPolicy
-    std::string mode = "strict";    // module mode: strict, allow_expired, skip_san, skip
+    gtls::Mode mode = gtls::Mode::Strict;
     std::string ca;         // file under OUTDIR, "system", or empty (pins alone, or skip)
     std::vector<std::string> sans;  // module SPECs
     std::vector<std::string> pins;  // module SPECs
@@ -124,12 +124,17 @@ inline WeightedUpstream refused_share(int weight)
     return wu;
 }
 
-// One header, query parameter or method condition: the nginx variable
-// (without "$": request_method, http_NAME, arg_NAME) and the anchored
-// regular expression its value must match.
+// One condition of an HTTPRoute match beyond its path: what it tests (the
+// method, a header or a query parameter, by name), and the value, exact or
+// a regular expression the whole value must match. Precedence among rules
+// is computed from the subjects (plan/match.cc); render writes them as
+// nginx variables and anchored regexes.
 struct MatchCondition {
-    std::string variable;
-    std::string regex;
+    enum class Subject { Method, Header, QueryParam };
+    Subject subject = Subject::Header;
+    std::string name;  // the header or query parameter; empty for the method
+    bool regex = false;
+    std::string value;
 };
 
 // What a location matches (Gateway API path match types).

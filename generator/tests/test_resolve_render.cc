@@ -724,7 +724,7 @@ spec:
 
     const Upstream allowed = upstream_named(plan, "ns_svc_443");
     BOOST_TEST(allowed.unusable.empty());
-    BOOST_TEST(allowed.policy->mode == "skip");
+    BOOST_TEST((allowed.policy->mode == gtls::Mode::Skip));
     const Upstream denied = upstream_named(plan, "ns_svc_443_insecure_denied");
     BOOST_TEST(denied.unusable.find("does not allow") != std::string::npos);
 

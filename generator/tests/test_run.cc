@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_repla
     size_t verified = 0;
     for (const Upstream &u : skipped.upstreams) {
         if (!u.tls()) continue;
-        BOOST_TEST_REQUIRE(u.policy->mode == "skip");
+        BOOST_TEST_REQUIRE((u.policy->mode == gtls::Mode::Skip));
         BOOST_TEST_REQUIRE(u.unusable.empty(), u.unusable);  // the Gateway allows it
         verified++;
     }

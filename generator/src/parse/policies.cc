@@ -107,10 +107,11 @@ std::vector<std::pair<std::string, std::string>> split_hash_list(const std::stri
 bool parse_gep4152(const Document &doc, const YamlNode &spec, const YamlNode &validation,
                    BackendTLSPolicy *p)
 {
-    static const std::map<std::string, std::string> modes = {
-        {"Standard", "strict"}, {"Strict", "strict"}, {"InsecureAllowExpired", "allow_expired"},
-        {"InsecureSkipOnlySANVerification", "skip_san"}, {"InsecureSkipSANVerification", "skip_san"},
-        {"InsecureSkipVerification", "skip"}};
+    using gtls::Mode;
+    static const std::map<std::string, Mode> modes = {
+        {"Standard", Mode::Strict}, {"Strict", Mode::Strict}, {"InsecureAllowExpired", Mode::AllowExpired},
+        {"InsecureSkipOnlySANVerification", Mode::SkipSan}, {"InsecureSkipSANVerification", Mode::SkipSan},
+        {"InsecureSkipVerification", Mode::Skip}};
     std::map<std::string, std::string> options = doc.string_map(spec, "spec", "options");
     bool present = false;
 
@@ -172,15 +173,15 @@ bool parse_gep4152(const Document &doc, const YamlNode &spec, const YamlNode &va
     // the drafts' validation rules
     bool any_trust = !p->ca_certificate_refs.empty() || !p->well_known_ca_certificates.empty()
                      || !p->trusted_certificates.empty() || !p->pins.empty();
-    if (present && p->mode == "skip" && any_trust) {
+    if (present && p->mode == gtls::Mode::Skip && any_trust) {
         p->invalid_reasons.push_back("spec.validation: InsecureSkipVerification must not name trust "
                                      "(caCertificateRefs, wellKnownCACertificates, trustedCertificates, trustedCertificateHashes)");
     }
-    if (present && p->mode != "skip" && !any_trust) {
+    if (present && p->mode != gtls::Mode::Skip && !any_trust) {
         p->invalid_reasons.push_back("spec.validation: mode needs caCertificateRefs, wellKnownCACertificates, "
                                      "trustedCertificates or trustedCertificateHashes");
     }
-    if ((p->mode == "skip" || p->mode == "skip_san") && doc.child(validation, "spec.validation", "subjectAltNames").defined()) {
+    if ((p->mode == gtls::Mode::Skip || p->mode == gtls::Mode::SkipSan) && doc.child(validation, "spec.validation", "subjectAltNames").defined()) {
         p->invalid_reasons.push_back("spec.validation.subjectAltNames must be empty when mode skips SAN verification");
     }
     return present;

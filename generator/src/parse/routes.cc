@@ -232,7 +232,7 @@ long long parse_duration(const Document &doc, const YamlNode &node, const std::s
 
 // What every route kind starts with: metadata, the spec's known fields,
 // parentRefs and hostnames (TLSRoute v1/v1alpha3: at least one, no IP).
-HTTPRoute parse_route_head(const Document &doc, const YamlNode &root, const char *kind,
+HTTPRoute parse_route_head(const Document &doc, const YamlNode &root, RouteKind kind,
                            std::initializer_list<const char *> spec_fields, bool hostnames_required = false,
                            bool ip_forbidden = false)
 {
@@ -263,7 +263,7 @@ HTTPRoute parse_route_head(const Document &doc, const YamlNode &root, const char
 
 void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
-    HTTPRoute r = parse_route_head(doc, root, "HTTPRoute", {"parentRefs", "hostnames", "rules"});
+    HTTPRoute r = parse_route_head(doc, root, RouteKind::HTTPRoute, {"parentRefs", "hostnames", "rules"});
     YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
     for (const YamlNode &rule : doc.list(spec, "spec", "rules")) {
@@ -352,7 +352,7 @@ void parse_tls_route(const Document &doc, const YamlNode &root, const std::strin
                      Manifests *out)
 {
     const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
-    HTTPRoute r = parse_route_head(doc, root, "TLSRoute", {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
+    HTTPRoute r = parse_route_head(doc, root, RouteKind::TLSRoute, {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
                                    !v1alpha2, !v1alpha2);
     r.api_version = api_version;
     YamlNode spec = doc.child(root, "", "spec");
@@ -390,7 +390,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
     static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
     static const std::regex method_re("^[A-Za-z_][A-Za-z_0-9]*$");
-    HTTPRoute r = parse_route_head(doc, root, "GRPCRoute", {"parentRefs", "hostnames", "rules"});
+    HTTPRoute r = parse_route_head(doc, root, RouteKind::GRPCRoute, {"parentRefs", "hostnames", "rules"});
     YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
     for (const YamlNode &rule : doc.list(spec, "spec", "rules")) {

@@ -1,8 +1,8 @@
 // HTTPRoute matches as nginx locations: path matches as location
-// arguments, header, query and method matches as variables and anchored
-// regexes, and the order Gateway API gives them.
+// arguments, header, query and method matches as typed conditions (render
+// writes them as variables and anchored regexes), and the order Gateway
+// API gives them.
 #include <algorithm>
-#include <cstring>
 #include <regex>
 #include <tuple>
 
@@ -15,52 +15,38 @@ bool is_conditional(const RouteMatch &m)
     return !m.headers.empty() || !m.query_params.empty() || !m.method.empty();
 }
 
-// The conditions of a match as nginx variables and anchored regexes, or
-// why they cannot be rendered.
+// The conditions of a match, or why they cannot be served: nginx reaches
+// a header or query parameter through a variable, so the name must be one
+// a variable can carry.
 std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out)
 {
+    using Subject = MatchCondition::Subject;
     static const std::regex variable_safe("^[A-Za-z0-9_-]+$");
-    // values were checked at parse (no control characters; regexes
-    // compile); quotes and "$" are written as tokens by render
-    auto add = [&](const std::string &variable, const HeaderMatch &h) -> std::string {
+    // values were checked at parse (no control characters; regexes compile)
+    auto add = [&](Subject subject, const std::string &name, const HeaderMatch &h) -> std::string {
         if (h.type != "Exact" && h.type != "RegularExpression") {
             return "match type " + h.type + " is not supported";
         }
-        if (out != nullptr) {
-            out->push_back({variable, h.type == "Exact" ? "^" + regex_quote(h.value) + "$"
-                                                        : "^(?:" + h.value + ")$"});
-        }
+        if (out != nullptr) out->push_back({subject, name, h.type == "RegularExpression", h.value});
         return "";
     };
     if (!m.method.empty()) {
-        std::string why = add("request_method", {"Exact", "", m.method});
+        std::string why = add(Subject::Method, "", {"Exact", "", m.method});
         if (!why.empty()) return why;
     }
     for (const HeaderMatch &h : m.headers) {
         if (!std::regex_match(h.name, variable_safe)) return "header name " + h.name + " cannot be matched";
-        std::string var = "http_";
-        for (char ch : h.name) var += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        std::string why = add(var, h);
+        std::string why = add(Subject::Header, h.name, h);
         if (!why.empty()) return why;
     }
     for (const HeaderMatch &q : m.query_params) {
         if (q.name.find('-') != std::string::npos || !std::regex_match(q.name, variable_safe)) {
             return "query parameter " + q.name + " cannot be matched";
         }
-        std::string why = add("arg_" + q.name, q);
+        std::string why = add(Subject::QueryParam, q.name, q);
         if (!why.empty()) return why;
     }
     return "";
-}
-
-std::string regex_quote(const std::string &text)
-{
-    std::string out;
-    for (char ch : text) {
-        if (std::strchr(".^$*+?()[]{}|\\/", ch)) out += '\\';
-        out += ch;
-    }
-    return out;
 }
 
 std::vector<LocationMatch> location_matches(const RouteMatch &m)
@@ -86,9 +72,11 @@ void order_locations(Server *server)
                              auto rank = [](const ConditionalTarget &t) {
                                  int method = 0, headers = 0, query = 0;
                                  for (const MatchCondition &c : t.conditions) {
-                                     if (c.variable == "request_method") method++;
-                                     else if (c.variable.compare(0, 5, "http_") == 0) headers++;
-                                     else query++;
+                                     switch (c.subject) {
+                                     case MatchCondition::Subject::Method: method++; break;
+                                     case MatchCondition::Subject::Header: headers++; break;
+                                     case MatchCondition::Subject::QueryParam: query++; break;
+                                     }
                                  }
                                  return std::make_tuple(method, headers, query);
                              };

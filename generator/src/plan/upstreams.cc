@@ -55,7 +55,7 @@ std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const P
         for (const Upstream &u : *upstreams) {
             if (!u.tls() || !u.unusable.empty() || !(u.for_http || u.for_grpc)) continue;  // where its policy is rendered
             const UpstreamPolicy &p = *u.policy;
-            if (p.mode == "skip" || (p.ca.empty() && p.pins.empty())) {
+            if (p.mode == gtls::Mode::Skip || (p.ca.empty() && p.pins.empty())) {
                 refused.insert(p.name);
                 continue;
             }

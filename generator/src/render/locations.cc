@@ -40,6 +40,20 @@ nginx::Script proxy_target(Splits &splits, const std::vector<WeightedUpstream> &
     return nginx::Script().variable(split);
 }
 
+// The nginx variable holding what a condition tests: $request_method,
+// $http_NAME (lower case, "-" as "_"), $arg_NAME.
+nginx::Name condition_variable(const MatchCondition &c)
+{
+    switch (c.subject) {
+    case MatchCondition::Subject::Method: return nginx::Name("request_method");
+    case MatchCondition::Subject::QueryParam: return nginx::Name("arg_" + c.name);
+    case MatchCondition::Subject::Header: break;
+    }
+    std::string name = "http_";
+    for (char ch : c.name) name += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return nginx::Name(name);
+}
+
 // Header, query and method matches: one map per condition gives 1 or 0,
 // and a map over all of them picks the first rule whose conditions all
 // hold, in precedence order; "404" and "500" stand for answers.
@@ -50,11 +64,12 @@ nginx::Name conditional_target(Splits &splits, const Location &l)
     for (size_t i = 0; i < l.conditional.size(); i++) {
         const ConditionalTarget &t = l.conditional[i];
         for (const MatchCondition &c : t.conditions) {
+            const std::string regex = c.regex ? "^(?:" + c.value + ")$" : "^" + nginx::regex_quote(c.value) + "$";
             nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
-                m.entry(nginx::Token::map_regex(c.regex), {"1"});
+                m.entry(nginx::Token::map_regex(regex), {"1"});
                 m.directive("default", {"0"});
             });
-            key.variable(splits.variable("match", "map", nginx::Token::variable(nginx::Name(c.variable)), body));
+            key.variable(splits.variable("match", "map", nginx::Token::variable(condition_variable(c)), body));
         }
         key.word(":");
         nginx::Token value = t.return_code ? nginx::Token::number(t.return_code)

@@ -60,7 +60,7 @@ const PolicyDirectives kGrpcPolicy{"grpc_ssl_verify_mode", "grpc_ssl_verify_ca",
 
 void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p, bool trust_skeleton)
 {
-    w.directive(d.mode, {nginx::Token::value(p.mode)});
+    w.directive(d.mode, {nginx::Token::value(gtls::mode_name(p.mode))});
     if (trust_skeleton) {
         w.comment("trust replaceable at run time");
     } else if (!p.ca.empty()) {

@@ -39,7 +39,7 @@ ObjectStatus Resolver::attach_route(const HTTPRoute &r)
 {
     ObjectStatus st;
     st.api_version = intern(r.api_version);
-    st.kind = intern(r.kind);
+    st.kind = route_kind_name(r.kind);
     st.meta = status_meta(r.meta);
     st.refs_key = "parents";
 
@@ -97,7 +97,7 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
         const Listener &l = *ls->listener;
         bool ns_ok = namespace_allowed(l, gw, r.meta.namespace_);
         const std::vector<std::string> &kinds = ls->status.supported_kinds;
-        bool kind_ok = std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end();
+        bool kind_ok = std::find(kinds.begin(), kinds.end(), route_kind_name(r.kind)) != kinds.end();
         if (ls->accepted && ns_ok && kind_ok) allowed.push_back(ls);
     }
     if (allowed.empty()) {
@@ -144,13 +144,13 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
                        + ", whose route is older";
             continue;
         }
-        if (r.kind == "TLSRoute") {
+        if (r.kind == RouteKind::TLSRoute) {
             add_tls_route(*ls, r, host, gw, &refs);
             attached.insert(ls);
             continue;
         }
         Server &server = server_for(*ls, host);
-        server.http2 |= r.kind == "GRPCRoute";
+        server.http2 |= r.kind == RouteKind::GRPCRoute;
         for (size_t i = 0; i < r.rules.size(); i++) {
             add_rule(server, r, r.rules[i], i, gw, &refs);
         }
@@ -246,7 +246,7 @@ void Resolver::add_rule(Server &server, const HTTPRoute &r, const RouteRule &rul
     for (size_t i = 0; i < rule.backend_refs.size(); i++) {
         const BackendRef &b = rule.backend_refs[i];
         WeightedUpstream wu;
-        BackendTarget target = r.kind == "GRPCRoute" ? BackendTarget::Grpc : BackendTarget::Http;
+        BackendTarget target = r.kind == RouteKind::GRPCRoute ? BackendTarget::Grpc : BackendTarget::Http;
         if (!resolve_backend(r, b, gw, target, &wu, refs, 1 + rule.retry_attempts)) {
             wu = refused_share(b.weight);
         }
@@ -283,7 +283,7 @@ void Resolver::add_rule(Server &server, const HTTPRoute &r, const RouteRule &rul
                 if (it == server.locations.end()) {
                     Location l;
                     l.match = loc_match;
-                    l.grpc = r.kind == "GRPCRoute";
+                    l.grpc = r.kind == RouteKind::GRPCRoute;
                     l.source = source;
                     l.unconditional = false;
                     server.locations.push_back(std::move(l));
@@ -315,7 +315,7 @@ void Resolver::add_rule(Server &server, const HTTPRoute &r, const RouteRule &rul
             }
             Location &l = *it;
             l.match = loc_match;
-            l.grpc = r.kind == "GRPCRoute";
+            l.grpc = r.kind == RouteKind::GRPCRoute;
             l.source = source;
             l.unconditional = true;
             l.filters = filters.location;

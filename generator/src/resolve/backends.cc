@@ -14,7 +14,7 @@ const ServicePort *Resolver::referenced_port(const HTTPRoute &r, const BackendRe
         *refs = cond::route_invalid_kind("backendRef " + b.name + ": kind " + b.kind + " is not supported");
         return nullptr;
     }
-    if (ns != r.meta.namespace_ && !granted(m_, r.kind, r.meta.namespace_, "Service", ns, b.name)) {
+    if (ns != r.meta.namespace_ && !granted(m_, route_kind_name(r.kind), r.meta.namespace_, "Service", ns, b.name)) {
         *refs = cond::route_ref_not_permitted("backendRef Service " + ns + "/" + b.name
                                               + " is in another namespace and no ReferenceGrant allows it");
         return nullptr;

@@ -350,7 +350,7 @@ void policy_statuses(const PolicyIndex &index, Plan *plan)
             // GEP-4152 gate: accepted behind one Gateway, refused behind another
             if (p->insecure() && !index.insecure_allowed.count(gw) && !ref.conditions.empty()
                 && ref.conditions[0].status == "True") {
-                ref.conditions[0] = cond::policy_insecure_not_allowed(gw, p->mode);
+                ref.conditions[0] = cond::policy_insecure_not_allowed(gw, gtls::mode_name(p->mode));
             }
             st.refs.push_back(ref);
         }

@@ -179,7 +179,6 @@ bool is_conditional(const RouteMatch &m);
 // The conditions of a match as nginx variables and anchored regexes (into
 // *out when not null), or why they cannot be rendered.
 std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *out);
-std::string regex_quote(const std::string &text);
 // What follows `location` for a path match.
 std::vector<LocationMatch> location_matches(const RouteMatch &m);
 // Gateway API precedence among a path's rules, and a stable location order.
