@@ -97,10 +97,13 @@ inline Condition gateway_unsupported_address(const std::string &why)
 {
     return make("Accepted", false, "UnsupportedAddress", why);
 }
-// reason AddressNotUsable or AddressNotAssigned
-inline Condition gateway_address_not_programmed(const char *reason, const std::string &why)
+inline Condition gateway_address_not_usable(const std::string &why)
 {
-    return make("Programmed", false, reason, why);
+    return make("Programmed", false, "AddressNotUsable", why);
+}
+inline Condition gateway_address_not_assigned(const std::string &why)
+{
+    return make("Programmed", false, "AddressNotAssigned", why);
 }
 inline Condition gateway_invalid_parameters(const std::string &ref)
 {
@@ -124,11 +127,14 @@ inline Condition listener_refs_resolved()
 {
     return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved");
 }
-// reason: InvalidCertificateRef, or RefNotPermitted for a Secret in another
-// namespace that no ReferenceGrant allows
-inline Condition listener_invalid_certificate(bool ref_not_permitted, const std::string &why)
+inline Condition listener_invalid_certificate_ref(const std::string &why)
 {
-    return make("ResolvedRefs", false, ref_not_permitted ? "RefNotPermitted" : "InvalidCertificateRef", why);
+    return make("ResolvedRefs", false, "InvalidCertificateRef", why);
+}
+// a Secret or CA in another namespace that no ReferenceGrant allows
+inline Condition listener_ref_not_permitted(const std::string &why)
+{
+    return make("ResolvedRefs", false, "RefNotPermitted", why);
 }
 inline Condition listener_invalid_route_kinds(const std::string &protocol, const std::string &kinds)
 {
@@ -147,10 +153,13 @@ inline Condition listener_no_valid_ca(const std::string &why)
 {
     return make("Accepted", false, "NoValidCACertificate", why);
 }
-// reason: InvalidCACertificateRef, InvalidCACertificateKind or RefNotPermitted
-inline Condition listener_invalid_ca(const char *reason, const std::string &why)
+inline Condition listener_invalid_ca_ref(const std::string &why)
 {
-    return make("ResolvedRefs", false, reason, why);
+    return make("ResolvedRefs", false, "InvalidCACertificateRef", why);
+}
+inline Condition listener_invalid_ca_kind(const std::string &why)
+{
+    return make("ResolvedRefs", false, "InvalidCACertificateKind", why);
 }
 inline Condition gateway_insecure_frontend()
 {
@@ -158,10 +167,13 @@ inline Condition gateway_insecure_frontend()
                 "A listener admits clients whose certificate fails validation (AllowInsecureFallback)");
 }
 inline Condition gateway_refs_resolved() { return make("ResolvedRefs", true, "ResolvedRefs", "All references resolved"); }
-// reason: InvalidClientCertificateRef or RefNotPermitted
-inline Condition gateway_invalid_client_certificate(const char *reason, const std::string &why)
+inline Condition gateway_invalid_client_certificate_ref(const std::string &why)
 {
-    return make("ResolvedRefs", false, reason, why);
+    return make("ResolvedRefs", false, "InvalidClientCertificateRef", why);
+}
+inline Condition gateway_ref_not_permitted(const std::string &why)
+{
+    return make("ResolvedRefs", false, "RefNotPermitted", why);
 }
 inline Condition listener_unsupported_protocol(const std::string &protocol)
 {

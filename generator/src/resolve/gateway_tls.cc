@@ -67,9 +67,8 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
         return true;
     }
 
-    auto fail = [&](const char *reason, const std::string &why) {
-        *failure = {cond::listener_no_valid_ca(why), cond::listener_not_programmed(why),
-                    cond::listener_invalid_ca(reason, why)};
+    auto fail = [&](Condition (*refs)(const std::string &), const std::string &why) {
+        *failure = {cond::listener_no_valid_ca(why), cond::listener_not_programmed(why), refs(why)};
         return false;
     };
     if (v != nullptr) {
@@ -78,17 +77,17 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
         for (const SecretObjectRef &ref : v->ca_refs) {
             std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
             if (!ref.group.empty() || (ref.kind != "ConfigMap" && ref.kind != "Secret")) {
-                return fail("InvalidCACertificateKind", "caCertificateRefs: kind " + ref.kind + " in group \""
+                return fail(cond::listener_invalid_ca_kind, "caCertificateRefs: kind " + ref.kind + " in group \""
                                                             + ref.group + "\" (" + ref.name
                                                             + ") is not supported; use a ConfigMap or a Secret");
             }
             if (ns != gw.meta.namespace_ && !granted(m, "Gateway", gw.meta.namespace_, ref.kind, ns, ref.name)) {
-                return fail("RefNotPermitted", ref.kind + " " + ns + "/" + ref.name
+                return fail(cond::listener_ref_not_permitted, ref.kind + " " + ns + "/" + ref.name
                                                    + " is in another namespace and no ReferenceGrant allows it");
             }
             CaResult ca = resolve_ca_refs(objects, ns, {LocalObjectRef{ref.group, ref.kind, ref.name}}, false);
             if (ca.valid == 0) {
-                return fail("InvalidCACertificateRef",
+                return fail(cond::listener_invalid_ca_ref,
                             ca.invalid_refs.empty() ? ref.name + " holds no CA certificate" : ca.invalid_refs.front());
             }
             bundle += ca.bundle;
@@ -118,9 +117,9 @@ Condition resolve_backend_client_certificate(const Manifests &m, const ObjectInd
     SecretFiles files = tls_secret_files(m, objects, gw, *gw.backend_client_certificate, "backend-client", plan,
                                          written);
     if (!files.ok()) {
-        const char *reason = files.reason == "RefNotPermitted" ? "RefNotPermitted" : "InvalidClientCertificateRef";
-        return cond::gateway_invalid_client_certificate(
-            reason, "spec.tls.backend.clientCertificateRef: " + files.why + "; TLS backends get no client certificate");
+        return (files.reason == "RefNotPermitted" ? cond::gateway_ref_not_permitted
+                                                  : cond::gateway_invalid_client_certificate_ref)(
+            "spec.tls.backend.clientCertificateRef: " + files.why + "; TLS backends get no client certificate");
     }
     out->certificate = files.certificate;
     out->key = files.key;

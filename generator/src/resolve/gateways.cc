@@ -49,13 +49,13 @@ const Resolver::GatewayAddress &Resolver::gateway_address(const Gateway &gw)
         ip_addresses++;
         if (value.empty()) continue;
         if (!o_.address_is_local(value)) {
-            a.refused = cond::gateway_address_not_programmed("AddressNotUsable", "address " + value + " is not an address of this host");
+            a.refused = cond::gateway_address_not_usable("address " + value + " is not an address of this host");
             return a;
         }
         a.address = value;
     }
     if (ip_addresses > 1) {
-        a.refused = cond::gateway_address_not_programmed("AddressNotAssigned", "gateway2nginx listens on one address per Gateway");
+        a.refused = cond::gateway_address_not_assigned("gateway2nginx listens on one address per Gateway");
     }
     return a;
 }
@@ -105,8 +105,10 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
         if (!files.ok()) {
             // routes still attach (GatewayWithAttachedRoutes), nothing is served
             s.accepted = true;
+            auto refs = files.reason == "RefNotPermitted" ? cond::listener_ref_not_permitted
+                                                          : cond::listener_invalid_certificate_ref;
             s.status.conditions = {cond::listener_accepted(), cond::listener_not_programmed(files.why),
-                                   cond::listener_invalid_certificate(files.reason == "RefNotPermitted", files.why)};
+                                   refs(files.why)};
             return s;
         }
         std::vector<Condition> failure;
