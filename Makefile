@@ -89,7 +89,7 @@ $(MODULE_SO): $(NGINX_BUILD)/objs/Makefile $(MODULE_SRCS)
 module: $(MODULE_SO)
 
 # Both modules built with what they assume about nginx deliberately wrong
-# (NGX_GTLS_LAYOUT_FAULT in ngx_gtls_nginx_layout.h), for t/262: nginx
+# (NGX_GTLS_LAYOUT_FAULT in ngx_gtls_nginx_layout.h), for t/190: nginx
 # must refuse each with the module's line, not run it.
 FAULT_BUILD := $(BUILD)/nginx-layout-fault
 FAULT_SO    := $(FAULT_BUILD)/objs/ngx_stream_gateway_tls_module.so
@@ -104,7 +104,7 @@ generator: $(GENERATOR)
 
 # The command line is written once, in generator/src/cli.cc (--help): the
 # man page is made from it by help2man, and `make docs` copies it into
-# docs/gateway2nginx.md (t/112-usage.t checks that both agree with it).
+# docs/gateway2nginx.md (t/202-usage.t checks that both agree with it).
 man: $(BUILD)/gateway2nginx.1
 $(BUILD)/gateway2nginx.1: $(GENERATOR) debian/gateway2nginx.h2m
 	help2man --no-info --section=1 --include=debian/gateway2nginx.h2m --output=$@ $(GENERATOR)
@@ -155,7 +155,7 @@ test-valgrind: $(BUILD)/unit_tests $(BUILD)/generator_tests $(BUILD)/test-certs/
 	GTLS_TEST_CERTS=$(BUILD)/test-certs $(VALGRIND) $(BUILD)/generator_tests --report_level=short --color_output=no \
 	  --run_test='!hostile_input'
 
-# TESTS: the test files prove runs (make test-nginx TESTS=t/215-stream-sni-servers.t,
+# TESTS: the test files prove runs (make test-nginx TESTS=t/230-stream-sni-servers.t,
 # also through test-debian's chroot); the ConformanceReport needs them all.
 TESTS ?= t/
 test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filter 1,$(SANITIZE)),$(SAN_NGINX))
@@ -168,7 +168,7 @@ test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filt
 # The Gateway API conformance replays alone (also part of test-nginx): the
 # suite's BackendTLSPolicy, TLSRoute and client certificate tests, then the
 # rest (t/400), and the ConformanceReport of all of them.
-CONFORMANCE_T := t/100-conformance-backendtls.t t/210-conformance-tlsroute.t t/230-conformance-client-certs.t \
+CONFORMANCE_T := t/410-conformance-backendtls.t t/420-conformance-tlsroute.t t/430-conformance-client-certs.t \
                  t/400-conformance.t
 CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
 # The report of the replays that ran: they skip, saying so, where

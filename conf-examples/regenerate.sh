@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates every example's expected/ output with the flags the golden
-# test (t/110-examples.t) uses. Run after a deliberate change of output.
+# test (t/200-examples.t) uses. Run after a deliberate change of output.
 # The outputs are those for Debian 12's nginx, whichever nginx is here
 # (conf-examples/nginx-debian12).
 set -eu

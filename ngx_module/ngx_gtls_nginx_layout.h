@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-// A test build only (the Makefile's layout-fault modules, for t/262): 1
+// A test build only (the Makefile's layout-fault modules, for t/190): 1
 // makes the http module expect proxy's and grpc's upstream conf one field
 // further, the stream module read the proxy's ngx_ssl_t one field too far
 // and export another version of its status struct, so that nginx's

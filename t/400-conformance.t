@@ -1,7 +1,7 @@
 # The Gateway API conformance suite replayed locally (t/lib/Test/Conformance.pm):
 # every test written down in t/conformance/*.pl, with the suite's manifests,
-# requests and assertions. Its results, with those of t/100, t/210 and
-# t/230, make the ConformanceReport (make conformance writes it to
+# requests and assertions. Its results, with those of t/410, t/420 and
+# t/430, make the ConformanceReport (make conformance writes it to
 # build/conformance-report.yaml).
 use lib 't/lib';
 use Test::Conformance;

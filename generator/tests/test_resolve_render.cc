@@ -1684,7 +1684,7 @@ spec:
 // HTTPRouteHTTPSListener: with no listener for every hostname, an unknown
 // SNI still completes a handshake, with the port's first certificate, and
 // gets 404 (the module answers 421 where Host then names a server that
-// verifies its clients: t/230).
+// verifies its clients: t/430).
 BOOST_AUTO_TEST_CASE(an_https_port_without_a_catch_all_answers_404_over_tls)
 {
     std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1

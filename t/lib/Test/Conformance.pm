@@ -95,8 +95,8 @@ sub _echo_port {
 # echo port of its targetPort; a selector that selects no Deployment of
 # the manifests stands for pods of the Service's own name. Services
 # without a selector get no slice: their endpoints are the manifests' own
-# EndpointSlices. Pods of TLS, TCP and UDP backends are replayed by t/100
-# and t/210.
+# EndpointSlices. Pods of TLS, TCP and UDP backends are replayed by t/410
+# and t/420.
 sub _echo_endpoints {
     my $text = shift;
     my $deployments = _deployments($text);
@@ -343,7 +343,7 @@ sub _request_headers {
 
 # One HTTP/1.1 request: (status, {lc header => [values]}, body). With
 # {sni}, over TLS with that SNI (curl; the server's certificate is not
-# checked here: t/230 does); with {h2c}, HTTP/2 by prior knowledge (curl),
+# checked here: t/430 does); with {h2c}, HTTP/2 by prior knowledge (curl),
 # as the suite's H2CPriorKnowledgeProtocol.
 sub _http {
     my ($addr, $port, $req) = @_;

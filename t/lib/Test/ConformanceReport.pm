@@ -2,7 +2,7 @@ package Test::ConformanceReport;
 
 # The conformance tests' results, and the ConformanceReport made of them.
 # Each t/ file that replays tests of the Gateway API conformance suite
-# (t/100 BackendTLSPolicy, t/210 TLSRoute, t/230 client certificates,
+# (t/410 BackendTLSPolicy, t/420 TLSRoute, t/430 client certificates,
 # t/400 the rest) records its results, with the features and manifests of
 # each test as its Go source declares them, in its server root
 # (conformance-results.json); t/lib/conformance-report.pl reads them all

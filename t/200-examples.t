@@ -158,7 +158,7 @@ SKIP: {
     is($rc, 0, 'unprivileged nginx -t binds ports 80 and 443') or diag $out;
 }
 
-# --version prints one (t/112-usage.t: --help has every option)
+# --version prints one (t/202-usage.t: --help has every option)
 {
     my ($vrc, $version) = run_generator('--version');
     is($vrc, 0, '--version exits 0');
