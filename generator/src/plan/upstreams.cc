@@ -6,6 +6,22 @@
 
 namespace g2n {
 
+PassModules pass_modules(const Location &l)
+{
+    if (l.grpc) return {false, true};
+    PassModules m;
+    auto add = [&](const WeightedUpstream &b) {
+        if (b.upstream.empty()) return;  // a share answered 500 by the location itself
+        (b.grpc ? m.grpc : m.proxy) = true;
+    };
+    for (const WeightedUpstream &b : l.backends) add(b);
+    for (const ConditionalTarget &t : l.conditional) {
+        for (const WeightedUpstream &b : t.backends) add(b);
+    }
+    if (!m.grpc) m.proxy = true;
+    return m;
+}
+
 std::vector<ServerLine> upstream_server_lines(const Upstream &u)
 {
     std::vector<ServerLine> lines;

@@ -1,6 +1,7 @@
 // Decisions about upstreams that follow from a Plan, shared by render (what
-// it writes) and apply (what it pushes): how many times each server is
-// written, and what gateway_tls_upstream_api may replace at run time.
+// it writes) and apply (what it pushes): which proxy module a location
+// goes out by, how many times each server is written, and what
+// gateway_tls_upstream_api may replace at run time.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +26,14 @@ std::vector<ServerLine> upstream_server_lines(const Upstream &u);
 bool api_replaceable(const Upstream &u);
 // The same for an upstream of plan.stream_upstreams (a TLSRoute's).
 bool stream_api_replaceable(const Upstream &u);
+// The proxy modules a location's requests go out by: grpc_pass for gRPC
+// (GRPCRoute) and kubernetes.io/h2c backends, proxy_pass for the rest;
+// both where one location reaches both kinds.
+struct PassModules {
+    bool proxy = false;
+    bool grpc = false;
+};
+PassModules pass_modules(const Location &l);
 // The least power of two times `least` that is at least n: sizes that
 // change only when what they hold doubles or halves.
 size_t power_of_two_at_least(size_t n, size_t least);

@@ -22,23 +22,6 @@ const nginx::Name kLoop("gateway2nginx_loop");
 constexpr char kNoEndpoints[] = "no ready endpoints (with --resolver, the cluster DNS name is used)";
 
 
-PassModules pass_modules(const Location &l)
-{
-    if (l.grpc) return {false, true};
-    PassModules m;
-    auto add = [&](const WeightedUpstream &b) {
-        if (b.upstream.empty()) return;  // a share answered 500 by the location itself
-        (b.grpc ? m.grpc : m.proxy) = true;
-    };
-    for (const WeightedUpstream &b : l.backends) add(b);
-    for (const ConditionalTarget &t : l.conditional) {
-        for (const WeightedUpstream &b : t.backends) add(b);
-    }
-    if (!m.grpc) m.proxy = true;
-    return m;
-}
-
-
 std::vector<nginx::Token> values(const std::vector<std::string> &items)
 {
     std::vector<nginx::Token> out;

@@ -39,14 +39,6 @@ std::vector<nginx::Token> values(const std::vector<std::string> &items);
 // (GEP-3155).
 void render_client_validation(nginx::Writer &w, const ClientValidation &client);
 void render_backend_client(nginx::Writer &w, const BackendClientCertificate &client, bool grpc_too);
-// The proxy modules a location's requests go out by: grpc_pass for gRPC
-// (GRPCRoute) and kubernetes.io/h2c backends, proxy_pass for the rest;
-// both where one location reaches both kinds.
-struct PassModules {
-    bool proxy = false;
-    bool grpc = false;
-};
-PassModules pass_modules(const Location &l);
 // The zones of replaceable upstreams, one per tenant (namespace), each
 // sized from the servers in it: the upstream{} blocks that declare them
 // are rendered, and the zone of each upstream is returned by name.
