@@ -1,5 +1,6 @@
 #include "plan/upstreams.h"
 
+#include <algorithm>
 #include <set>
 
 #include "gtls_upstream_api.h"
@@ -98,6 +99,40 @@ size_t servers_zone_kilobytes(size_t server_lines)
     // Rounded up to a power of two, so that endpoints come and go without
     // changing the configuration until their number doubles or halves.
     return power_of_two_at_least(64 + 2 * server_lines, 128);
+}
+
+UpstreamApiRoom upstream_api_room(const Plan &plan, const Options &o)
+{
+    // the last list pushed per upstream, and room for the trust of up to
+    // 256 policies pushed at once (not their bundles' sizes: a changed
+    // bundle must not change the skeleton); a zone full of trust answers
+    // 507, and gateway2nginx reloads instead
+    const size_t trusts = trust_replaceable_policies(plan, o).size();
+    const size_t trust_room = 16 * std::min<size_t>(trusts, 256);
+    size_t upstream_count = 0, server_lines = 0;
+    for (const Upstream &u : plan.upstreams) {
+        if (!api_replaceable(u)) continue;
+        upstream_count++;
+        server_lines += upstream_server_lines(u).size();
+    }
+    for (const Upstream &u : plan.stream_upstreams) {
+        if (!stream_api_replaceable(u)) continue;
+        upstream_count++;
+        server_lines += upstream_server_lines(u).size();
+    }
+    UpstreamApiRoom room;
+    // and the lists themselves, about 120 bytes a server, twice while one
+    // replaces another, rounded as the servers zones are
+    const size_t list_room = power_of_two_at_least(server_lines / 4, 64);
+    room.state_zone_kilobytes = 1024 + 4 * upstream_count + trust_room + list_room;
+    // a body as large as the pushes gateway2nginx makes, twice over (a
+    // server is at most 128 bytes of JSON, a name as much; 64 KB of trust
+    // a policy): larger ones are refused (413) before the worker reads
+    // them. Rounded as the zones are; a trust push over its allowance is
+    // refused, and gateway2nginx reloads instead
+    room.body_kilobytes = power_of_two_at_least(
+        64 + (2 * 128 * (server_lines + upstream_count)) / 1024 + 64 * std::min<size_t>(trusts, 256), 1024);
+    return room;
 }
 
 }  // namespace g2n

@@ -243,45 +243,15 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     w.directive("default", {nginx::Token::value("$")});
     w.close();
     w.blank();
-    // with the upstream API, the replaceable upstreams of each namespace
-    // share a zone sized from their servers
-    const bool api = o.upstream_api != "off";
-    std::vector<const Upstream *> replaceable;
-    for (const Upstream &u : plan.upstreams) {
-        if (api && api_replaceable(u)) replaceable.push_back(&u);
-    }
-    const std::map<std::string, std::string> zones = render_servers_zones(w, kServersZone, replaceable);
-    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
-    for (const Upstream &u : plan.upstreams) {
-        const auto zone = zones.find(u.name);
-        const bool dynamic = zone != zones.end();
-        Skeleton skeleton;
-        skeleton.servers = dynamic && o.endpoint_skeleton;
-        skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
-        render_upstream(w, u, dynamic ? zone->second.c_str() : nullptr, skeleton);
-    }
+    render_upstreams(w, plan.upstreams, api_replaceable, kServersZone, plan, o);
     out << splits.text.str();
     render_servers(out, splits, plan, o);
-    if (api) {
+    if (o.upstream_api != "off") {
         // endpoint changes without reloads (gateway2nginx run): the last
-        // servers pushed stay across reloads
-        // the last list pushed per upstream, and room for the trust of up
-        // to 256 policies pushed at once (not their bundles' sizes: a
-        // changed bundle must not change the skeleton); a zone full of
-        // trust answers 507, and gateway2nginx reloads instead
-        const size_t trust_room = 16 * std::min<size_t>(trusts.size(), 256);
-        size_t upstream_count = replaceable.size(), server_lines = 0;
-        for (const Upstream *u : replaceable) server_lines += upstream_server_lines(*u).size();
-        for (const Upstream &u : plan.stream_upstreams) {
-            if (!stream_api_replaceable(u)) continue;
-            upstream_count++;
-            server_lines += upstream_server_lines(u).size();
-        }
-        // and the lists themselves, about 120 bytes a server, twice while
-        // one replaces another, rounded as the servers zones are
-        const size_t list_room = power_of_two_at_least(server_lines / 4, 64);
+        // servers and trust pushed stay across reloads
+        const UpstreamApiRoom room = upstream_api_room(plan, o);
         w.directive("gateway_tls_upstream_state_zone",
-                    {nginx::Token::value(std::to_string(1024 + 4 * upstream_count + trust_room + list_room) + "k")});
+                    {nginx::Token::value(std::to_string(room.state_zone_kilobytes) + "k")});
         w.blank();
         w.open("server");
         w.directive("listen", {nginx::Token::value(o.upstream_api)});
@@ -290,14 +260,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.directive("gateway_tls_upstream_api");
         w.directive("gateway_tls_upstream_api_allow", {"127.0.0.1", "::1"});
         w.directive("gateway_tls_upstream_api_token_file", {nginx::Token::value(kUpstreamApiTokenFile)});
-        // a body as large as the pushes gateway2nginx makes, twice over (a
-        // server is at most 128 bytes of JSON, a name as much; 64 KB of
-        // trust a policy): larger ones are refused (413) before the worker
-        // reads them. Rounded as the zones are; a trust push over its
-        // allowance is refused, and gateway2nginx reloads instead
-        const size_t body_kilobytes = power_of_two_at_least(
-            64 + (2 * 128 * (server_lines + upstream_count)) / 1024 + 64 * std::min<size_t>(trusts.size(), 256), 1024);
-        const std::string body_size = std::to_string(body_kilobytes) + "k";
+        const std::string body_size = std::to_string(room.body_kilobytes) + "k";
         w.directive("client_body_buffer_size", {nginx::Token::value(body_size)});
         w.directive("client_max_body_size", {nginx::Token::value(body_size)});
         w.close();

@@ -109,23 +109,7 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     w.directive("proxy_ssl_verify_insecure", {any_allowed ? nginx::Word("allow") : nginx::Word("deny")});
     w.blank();
 
-    // with the upstream API, the replaceable upstreams of each namespace
-    // share a zone sized from their servers, as in http{}
-    const bool api = o.upstream_api != "off";
-    std::vector<const Upstream *> replaceable;
-    for (const Upstream &u : plan.stream_upstreams) {
-        if (api && stream_api_replaceable(u)) replaceable.push_back(&u);
-    }
-    const std::map<std::string, std::string> zones = render_servers_zones(w, kStreamServersZone, replaceable);
-    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
-    for (const Upstream &u : plan.stream_upstreams) {
-        const auto zone = zones.find(u.name);
-        const bool dynamic = zone != zones.end();
-        Skeleton skeleton;
-        skeleton.servers = dynamic && o.endpoint_skeleton;
-        skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
-        render_upstream(w, u, dynamic ? zone->second.c_str() : nullptr, skeleton);
-    }
+    render_upstreams(w, plan.stream_upstreams, stream_api_replaceable, kStreamServersZone, plan, o);
     w.open("upstream", {kRefused});
     w.comment("no route for this SNI, or an invalid backend: the connection is closed");
     w.directive("server", {"127.0.0.1:1", "down"});
