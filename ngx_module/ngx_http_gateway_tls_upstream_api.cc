@@ -447,18 +447,6 @@ struct ngx_http_gtls_pending_t {
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
 
-void ngx_http_gtls_drop_pending(ngx_http_gtls_main_conf_t *mcf, std::vector<ngx_http_gtls_pending_t> &pending)
-{
-    for (ngx_http_gtls_pending_t &p : pending) {
-        if (p.gen != nullptr) {
-            p.dyn->free(p.gen);
-        }
-        if (p.entry != nullptr) {
-            ngx_slab_free(ngx_http_gtls_state_pool(mcf->upstream_state), p.entry);
-        }
-    }
-}
-
 ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, ngx_http_gtls_entry_kind_e kind,
                                                      std::string_view name, uint64_t fingerprint, const std::string &json)
 {
@@ -512,6 +500,40 @@ struct ngx_http_gtls_pending_trust_t {
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
 
+// What a PUT has built and not yet put in place: the new lists and trust,
+// and their kept copies in the state zone. Dropped when it goes out of
+// scope uncommitted, so that a refusal at any point changes nothing.
+class PendingChange {
+public:
+    explicit PendingChange(ngx_http_gtls_main_conf_t *mcf) : mcf_(mcf) {}
+    ~PendingChange()
+    {
+        if (committed_) {
+            return;
+        }
+        ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(mcf_->upstream_state);
+        for (ngx_http_gtls_pending_trust_t &t : trusts) {
+            if (t.entry != nullptr) ngx_slab_free(shpool, t.entry);
+        }
+        for (ngx_http_gtls_pending_t &p : upstreams) {
+            if (p.gen != nullptr) p.dyn->free(p.gen);
+            if (p.entry != nullptr) ngx_slab_free(shpool, p.entry);
+        }
+    }
+    PendingChange(const PendingChange &) = delete;
+    PendingChange &operator=(const PendingChange &) = delete;
+
+    // from here on what was built is put in place, not dropped
+    void commit() { committed_ = true; }
+
+    std::vector<ngx_http_gtls_pending_trust_t>  trusts;
+    std::vector<ngx_http_gtls_pending_t>        upstreams;
+
+private:
+    ngx_http_gtls_main_conf_t  *mcf_;
+    bool                        committed_ = false;
+};
+
 // PUT: every upstream and policy named is checked, every new list and
 // trust built and its kept copy written, and only then is anything put in
 // place: one refusal changes nothing.
@@ -523,19 +545,13 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     } catch (const gtls::ApiError &e) {
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
     }
-    std::vector<ngx_http_gtls_pending_trust_t> trusts;
-    auto drop_trusts = [&]() {
-        for (ngx_http_gtls_pending_trust_t &t : trusts) {
-            if (t.entry != nullptr) {
-                ngx_slab_free(ngx_http_gtls_state_pool(mcf->upstream_state), t.entry);
-            }
-        }
-    };
+    PendingChange change(mcf);
+    std::vector<ngx_http_gtls_pending_trust_t> &trusts = change.trusts;
+    std::vector<ngx_http_gtls_pending_t> &pending = change.upstreams;
     for (const gtls::PolicyTrust &pushed : update.policies) {
         ngx_http_gtls_pending_trust_t t;
         t.trusted = ngx_http_gtls_find_trusted(mcf, pushed.policy);
         if (t.trusted == nullptr) {
-            drop_trusts();
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
                                             "no policy " + gtls::json_string(pushed.policy)
                                                 + " that verifies (proxy_ssl_policy_name of an http or stream scope whose mode is not skip)");
@@ -543,7 +559,6 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         std::string error;
         t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
         if (!t.configured && !gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
-            drop_trusts();
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_BAD_REQUEST,
                                             "policies[" + gtls::json_string(pushed.policy) + "]: " + error);
         }
@@ -552,7 +567,6 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
                                           t.trusted->configured_fingerprint,
                                           t.configured ? std::string() : gtls::policy_trust_json(pushed));
         if (t.entry == nullptr) {
-            drop_trusts();
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
                                             "gateway_tls_upstream_state_zone has no room to keep the trust of policy "
                                                 + gtls::json_string(pushed.policy) + "; nothing was changed");
@@ -561,7 +575,6 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     }
 
     // the upstreams of http{}, then of stream{}
-    std::vector<ngx_http_gtls_pending_t> pending;
     for (const std::vector<gtls::UpstreamServers> *list : {&update.upstreams, &update.stream_upstreams}) {
         const ngx_http_gtls_entry_kind_e kind =
             list == &update.stream_upstreams ? NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS : NGX_HTTP_GTLS_ENTRY_SERVERS;
@@ -573,7 +586,6 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
             p.kind = kind;
             p.dyn = set != nullptr ? set->find(u.upstream) : nullptr;
             if (p.dyn == nullptr) {
-                drop_trusts();  // nothing of `pending` is built yet
                 if (set == nullptr) {
                     return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
                                                     "no stream upstream \"" + u.upstream
@@ -595,8 +607,6 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         const std::string what = ngx_http_gtls_upstream_noun(p.kind);
         p.gen = p.dyn->build(u.servers);
         if (p.gen == nullptr) {
-            drop_trusts();
-            ngx_http_gtls_drop_pending(mcf, pending);
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
                                             what + " \"" + u.upstream + "\": its zone \"" + p.dyn->zone + "\" has no room for "
                                                 + std::to_string(u.servers.size()) + " servers; nothing was changed");
@@ -604,14 +614,13 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, p.kind, u.upstream, p.dyn->configured_fingerprint,
                                           gtls::upstream_servers_json(u.servers));
         if (p.entry == nullptr) {
-            drop_trusts();
-            ngx_http_gtls_drop_pending(mcf, pending);
             return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
                                             "gateway_tls_upstream_state_zone has no room to keep the servers of " + what
                                                 + " \"" + u.upstream + "\"; nothing was changed");
         }
     }
 
+    change.commit();
     gtls::ApiUpdated updated;
     updated.has_stream = !update.stream_upstreams.empty();
     for (ngx_http_gtls_pending_t &p : pending) {
