@@ -419,4 +419,21 @@ private:
     shared_t  *sh_ = nullptr;
 };
 
+// The protocol's own init_peer (`original`), run on the servers current
+// now: where the upstream's servers are replaceable (`dynamic`), the
+// request or session is bound to the current generation until `pool`
+// goes, and uscf->peer.data points there only while `original` runs.
+template <typename Dynamic, typename Original>
+ngx_int_t init_on_current_servers(Dynamic *dynamic, ngx_pool_t *pool, ngx_log_t *log, Original original)
+{
+    if (dynamic != nullptr && dynamic->bind(pool, log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    ngx_int_t rc = original();
+    if (dynamic != nullptr) {
+        dynamic->restore();
+    }
+    return rc == NGX_OK ? NGX_OK : NGX_ERROR;
+}
+
 }  // namespace gtls_glue

@@ -151,14 +151,8 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
     // servers and trust pushed through another worker count from now here too
     ngx_http_gtls_catch_up(mcf);
     // the balancer starts on the servers current now, and keeps them
-    if (dynamic != nullptr && dynamic->bind(r->pool, r->connection->log) != NGX_OK) {
-        return NGX_ERROR;
-    }
-    ngx_int_t rc = original(r, us);
-    if (dynamic != nullptr) {
-        dynamic->restore();
-    }
-    if (rc != NGX_OK) {
+    if (gtls_glue::init_on_current_servers(dynamic, r->pool, r->connection->log,
+                                           [&] { return original(r, us); }) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -169,14 +169,8 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
         mcf->exported.catch_up(mcf->exported.catch_up_data);
     }
     // the balancer starts on the servers current now, and the session keeps them
-    if (dynamic != nullptr && dynamic->bind(s->connection->pool, s->connection->log) != NGX_OK) {
-        return NGX_ERROR;
-    }
-    ngx_int_t rc = original(s, us);
-    if (dynamic != nullptr) {
-        dynamic->restore();
-    }
-    if (rc != NGX_OK) {
+    if (gtls_glue::init_on_current_servers(dynamic, s->connection->pool, s->connection->log,
+                                           [&] { return original(s, us); }) != NGX_OK) {
         return NGX_ERROR;
     }
     const gtls::Policy *policy = ngx_stream_gtls_policy(s);
