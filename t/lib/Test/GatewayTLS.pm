@@ -871,8 +871,9 @@ sub wait_for {
     return $ok;
 }
 
-# How often RE matches the text of FILE.
-sub count_in { my ($file, $re) = @_; my $n = () = slurp($file) =~ /$re/g; return $n }
+# How often RE matches the text of FILE (none before FILE is made: the
+# waits that ask may start before the process they wait for opens it).
+sub count_in { my ($file, $re) = @_; return 0 unless -e $file; my $n = () = slurp($file) =~ /$re/g; return $n }
 
 # DIR/NAME replaced the way kubectl cp or a config sync does: written
 # aside, renamed.
