@@ -101,21 +101,17 @@ size_t servers_zone_kilobytes(size_t server_lines)
     return power_of_two_at_least(64 + 2 * server_lines, 128);
 }
 
-UpstreamApiRoom upstream_api_room(const Plan &plan, const Options &o)
+UpstreamApiRoom upstream_api_room(const std::vector<const Upstream *> &replaceable,
+                                  const std::vector<Upstream> &stream_upstreams, size_t trusts)
 {
     // the last list pushed per upstream, and room for the trust of up to
     // 256 policies pushed at once (not their bundles' sizes: a changed
     // bundle must not change the skeleton); a zone full of trust answers
     // 507, and gateway2nginx reloads instead
-    const size_t trusts = trust_replaceable_policies(plan, o).size();
     const size_t trust_room = 16 * std::min<size_t>(trusts, 256);
-    size_t upstream_count = 0, server_lines = 0;
-    for (const Upstream &u : plan.upstreams) {
-        if (!api_replaceable(u)) continue;
-        upstream_count++;
-        server_lines += upstream_server_lines(u).size();
-    }
-    for (const Upstream &u : plan.stream_upstreams) {
+    size_t upstream_count = replaceable.size(), server_lines = 0;
+    for (const Upstream *u : replaceable) server_lines += upstream_server_lines(*u).size();
+    for (const Upstream &u : stream_upstreams) {
         if (!stream_api_replaceable(u)) continue;
         upstream_count++;
         server_lines += upstream_server_lines(u).size();

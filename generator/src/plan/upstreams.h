@@ -34,12 +34,15 @@ struct PassModules {
     bool grpc = false;
 };
 PassModules pass_modules(const Location &l);
-// What the upstream API needs room for (with the API on).
+// What the upstream API needs room for (with the API on): the replaceable
+// upstreams of http{} (`replaceable`), those of stream{}, and the number
+// of policies whose trust it may replace.
 struct UpstreamApiRoom {
     size_t state_zone_kilobytes = 0;  // gateway_tls_upstream_state_zone
     size_t body_kilobytes = 0;        // client_max_body_size of its location
 };
-UpstreamApiRoom upstream_api_room(const Plan &plan, const Options &o);
+UpstreamApiRoom upstream_api_room(const std::vector<const Upstream *> &replaceable,
+                                  const std::vector<Upstream> &stream_upstreams, size_t trusts);
 // The least power of two times `least` that is at least n: sizes that
 // change only when what they hold doubles or halves.
 size_t power_of_two_at_least(size_t n, size_t least);

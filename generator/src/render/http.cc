@@ -243,13 +243,15 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     w.directive("default", {nginx::Token::value("$")});
     w.close();
     w.blank();
-    render_upstreams(w, plan.upstreams, api_replaceable, kServersZone, plan, o);
+    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
+    const std::vector<const Upstream *> replaceable =
+        render_upstreams(w, plan.upstreams, api_replaceable, kServersZone, trusts, o);
     out << splits.text.str();
     render_servers(out, splits, plan, o);
     if (o.upstream_api != "off") {
         // endpoint changes without reloads (gateway2nginx run): the last
         // servers and trust pushed stay across reloads
-        const UpstreamApiRoom room = upstream_api_room(plan, o);
+        const UpstreamApiRoom room = upstream_api_room(replaceable, plan.stream_upstreams, trusts.size());
         w.directive("gateway_tls_upstream_state_zone",
                     {nginx::Token::value(std::to_string(room.state_zone_kilobytes) + "k")});
         w.blank();

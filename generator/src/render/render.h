@@ -54,10 +54,12 @@ struct Skeleton {
 // The upstream{} blocks of `upstreams` (the plan's http or stream ones):
 // with the upstream API, those `replaceable` says the API may replace keep
 // their servers in a zone per namespace (`zone_prefix`_NAMESPACE) sized
-// from them, and run mode's skeleton leaves out what a push changes.
-void render_upstreams(nginx::Writer &w, const std::vector<Upstream> &upstreams,
-                      bool (*replaceable)(const Upstream &), const char *zone_prefix, const Plan &plan,
-                      const Options &o);
+// from them, and run mode's skeleton leaves out what a push changes
+// (their servers, and the trust of `trusts`). Returns those in a zone.
+std::vector<const Upstream *> render_upstreams(nginx::Writer &w, const std::vector<Upstream> &upstreams,
+                                               bool (*replaceable)(const Upstream &), const char *zone_prefix,
+                                               const std::map<std::string, const UpstreamPolicy *> &trusts,
+                                               const Options &o);
 // upstream{} with its servers and the module directives of its policy; in
 // `zone` when its servers are replaceable at run time
 void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone = nullptr, Skeleton skeleton = {});

@@ -109,7 +109,8 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     w.directive("proxy_ssl_verify_insecure", {any_allowed ? nginx::Word("allow") : nginx::Word("deny")});
     w.blank();
 
-    render_upstreams(w, plan.stream_upstreams, stream_api_replaceable, kStreamServersZone, plan, o);
+    render_upstreams(w, plan.stream_upstreams, stream_api_replaceable, kStreamServersZone,
+                     trust_replaceable_policies(plan, o), o);
     w.open("upstream", {kRefused});
     w.comment("no route for this SNI, or an invalid backend: the connection is closed");
     w.directive("server", {"127.0.0.1:1", "down"});

@@ -93,9 +93,10 @@ std::map<std::string, std::string> render_servers_zones(nginx::Writer &w, const 
     return zone_by_upstream;
 }
 
-void render_upstreams(nginx::Writer &w, const std::vector<Upstream> &upstreams,
-                      bool (*replaceable)(const Upstream &), const char *zone_prefix, const Plan &plan,
-                      const Options &o)
+std::vector<const Upstream *> render_upstreams(nginx::Writer &w, const std::vector<Upstream> &upstreams,
+                                               bool (*replaceable)(const Upstream &), const char *zone_prefix,
+                                               const std::map<std::string, const UpstreamPolicy *> &trusts,
+                                               const Options &o)
 {
     const bool api = o.upstream_api != "off";
     std::vector<const Upstream *> zoned;
@@ -103,7 +104,6 @@ void render_upstreams(nginx::Writer &w, const std::vector<Upstream> &upstreams,
         if (api && replaceable(u)) zoned.push_back(&u);
     }
     const std::map<std::string, std::string> zones = render_servers_zones(w, zone_prefix, zoned);
-    const std::map<std::string, const UpstreamPolicy *> trusts = trust_replaceable_policies(plan, o);
     for (const Upstream &u : upstreams) {
         const auto zone = zones.find(u.name);
         const bool dynamic = zone != zones.end();
@@ -112,6 +112,7 @@ void render_upstreams(nginx::Writer &w, const std::vector<Upstream> &upstreams,
         skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
         render_upstream(w, u, dynamic ? zone->second.c_str() : nullptr, skeleton);
     }
+    return zoned;
 }
 
 void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, Skeleton skeleton)
