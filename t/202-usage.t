@@ -41,7 +41,8 @@ for my $option (grep { !$foreign{$_} } sort keys %named) {
 
 SKIP: {
     skip 'help2man is not installed (make deps installs it)', 1 unless -x '/usr/bin/help2man';
-    my $man = `help2man --no-info --section=1 --include='$root/debian/gateway2nginx.h2m' '$ENV{GATEWAY2NGINX}' 2>&1`;
+    my $bin = $ENV{GATEWAY2NGINX} || "$root/build/gateway2nginx";
+    my $man = `help2man --no-info --section=1 --include='$root/debian/gateway2nginx.h2m' '$bin' 2>&1`;
     is($?, 0, 'help2man makes the man page') or diag $man;
     $man =~ s/\\-/-/g;
     for my $option (sort keys %taken) {
