@@ -25,23 +25,10 @@ inline std::string base_manifests()
     std::string indented;
     std::istringstream lines(test_ca());
     for (std::string line; std::getline(lines, line);) indented += "    " + line + "\n";
-    return R"(apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
+    return http_gateway() + R"(apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: theirs}
 spec: {controllerName: example.com/other}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners:
-  - {name: http, port: 80, protocol: HTTP}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway

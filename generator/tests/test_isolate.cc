@@ -87,13 +87,7 @@ BOOST_AUTO_TEST_CASE(of_two_in_conflict_the_later_is_refused)
     }
 }
 
-const std::string kManifests = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
+const std::string kManifests = http_gateway() + tls_secret_yaml("cert", "ns") + R"(---
 apiVersion: v1
 kind: Service
 metadata: {name: app, namespace: ns}

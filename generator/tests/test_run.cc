@@ -19,19 +19,7 @@ using g2n_test::parse;
 
 namespace {
 
-const std::string kManifests = R"(apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
-apiVersion: v1
+const std::string kManifests = g2n_test::http_gateway() + R"(apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: ns}
 spec:

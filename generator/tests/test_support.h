@@ -86,6 +86,20 @@ inline std::string tls_secret_yaml(const std::string &name, const std::string &n
            + "  tls.key: |\n" + yaml_block(test_cert_file("leaf.key"), 4);
 }
 
+// A file of generator/tests/testdata; no Boost macro: also read while the
+// suites' static data is built.
+inline std::string testdata_file(const std::string &name)
+{
+    std::ifstream in(std::string(__FILE__).substr(0, std::string(__FILE__).rfind('/') + 1) + "testdata/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// Our GatewayClass "ours" and Gateway ns/gw with one HTTP listener on 80
+// (testdata/http-gateway.yaml), ending in "---" for the documents that follow.
+inline std::string http_gateway() { return testdata_file("http-gateway.yaml"); }
+
 // Our GatewayClass "ours" and a listener certificate Secret ns/cert, for
 // the documents that follow.
 inline std::string class_and_certificate()

@@ -734,26 +734,15 @@ sub routes_from_all_namespaces {
 }
 
 # Manifests for tests of routes: our GatewayClass, Gateway ns/gw with an
-# HTTP listener on port 80, and for each NAME => BACKEND a Service ns/NAME
+# HTTP listener on port 80 (generator/tests/testdata/http-gateway.yaml), and for each NAME => BACKEND a Service ns/NAME
 # whose endpoint is that local TLS backend, verified by a BackendTLSPolicy
 # (the test CA, hostname abc.example.com).
 sub gateway_manifests {
     my %services = @_;
     my $ca = do { local (@ARGV, $/) = (certs_dir() . '/ca.crt'); <> };
     $ca =~ s/^/    /mg;
-    my $yaml = <<"YAML";
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
+    my $yaml = do { local (@ARGV, $/) = ("$Root/generator/tests/testdata/http-gateway.yaml"); <> };
+    $yaml .= <<"YAML";
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: ca, namespace: ns}
