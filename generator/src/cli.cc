@@ -30,6 +30,7 @@ namespace {
 
 const char *const kUsage = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTDIR [options]
   or:  gateway2nginx run -f PATH [-f PATH ...] -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
+  or:  gateway2nginx run --kubeconfig FILE | --in-cluster -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
 
 Reads Gateway API manifests (YAML as `kubectl get -o yaml` prints them,
@@ -87,12 +88,19 @@ would show.
 gateway2nginx run also takes:
       --debounce MS         apply a change once MS ms pass without another
                             (default 250)
+      --kubeconfig FILE     list and watch the objects of the API server of
+                            FILE's current context (certificates, tokens and
+                            token files; no exec or auth-provider plugins)
+      --in-cluster          ... of the cluster this pod runs in (its service
+                            account token, read again as it rotates; its CA)
       --watch-events        standard input (-f -) is what `kubectl get --watch
-                            -o json --output-watch-events` prints
+                            -o json --output-watch-events` prints (one kind)
 
-gateway2nginx run stays beside nginx: it watches the files and directories
-(inotify), or reads `kubectl get ... --watch -o json --output-watch-events`
-on standard input (--watch-events), and after each quiet spell of
+gateway2nginx run stays beside nginx: it lists and watches every kind it
+reads from the Kubernetes API (--kubeconfig, --in-cluster) as client-go
+does, watches the files and directories (inotify), or reads
+`kubectl get ... --watch -o json --output-watch-events` on standard input
+(--watch-events), and after each quiet spell of
 --debounce ms (default 250), or at the latest 4 of them after a change's
 first event, applies the change: servers of upstreams alone
 (EndpointSlices) are pushed through gateway_tls_upstream_api with no reload;
@@ -183,6 +191,10 @@ Args parse_args(int argc, char **argv, bool run)
             a.debounce_ms = static_cast<int>(n);
         } else if (run && arg == "--watch-events") {
             a.watch_events = true;
+        } else if (run && arg == "--kubeconfig") {
+            a.kubeconfig = value();
+        } else if (run && arg == "--in-cluster") {
+            a.in_cluster = true;
         } else if (arg == "--upstream-api") {
             // loopback only: who reaches it changes servers. Not a unix
             // socket: nginx -t (run as nobody) binds it, and leaves it behind
@@ -211,15 +223,18 @@ Args parse_args(int argc, char **argv, bool run)
             usage_error("unknown option " + arg);
         }
     }
-    if (a.inputs.empty()) usage_error("no input: give -f PATH");
+    if (a.inputs.empty() && !a.reads_api()) usage_error("no input: give -f PATH");
     if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
     if (!a.reload_pidfile.empty()) a.check = true;
     if (run) {
         if (a.reload_pidfile.empty()) usage_error("gateway2nginx run needs --reload PIDFILE");
         if (a.options.upstream_api == "off") usage_error("gateway2nginx run needs --upstream-api ADDRESS:PORT");
         bool stdin_input = std::find(a.inputs.begin(), a.inputs.end(), "-") != a.inputs.end();
-        if (a.watch_events != stdin_input || (a.watch_events && a.inputs.size() != 1)) {
-            usage_error("gateway2nginx run reads either -f - --watch-events, or files and directories it watches");
+        const int sources = (a.watch_events || stdin_input ? 1 : 0) + (a.inputs.empty() || stdin_input ? 0 : 1)
+                            + (a.kubeconfig.empty() ? 0 : 1) + (a.in_cluster ? 1 : 0);
+        if (sources != 1 || a.watch_events != stdin_input || (a.watch_events && a.inputs.size() != 1)) {
+            usage_error("gateway2nginx run reads one of: --kubeconfig FILE, --in-cluster, -f - --watch-events, "
+                        "or files and directories it watches");
         }
     }
     load_operator_tokens(fs::absolute(a.outdir), &a.options);

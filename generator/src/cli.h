@@ -23,6 +23,9 @@ struct Args {
     // gateway2nginx run
     bool run = false;
     bool watch_events = false;  // standard input is kubectl's --output-watch-events stream
+    std::string kubeconfig;     // list and watch the API server of this kubeconfig's current context
+    bool in_cluster = false;    // ... or of the pod this runs in
+    bool reads_api() const { return in_cluster || !kubeconfig.empty(); }
     int debounce_ms = 250;
 };
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
 #include "apply/output.h"
+#include "kube/kube.h"
 #include "parse/parse.h"
 #include "render/render.h"
 #include "resolve/resolve.h"
@@ -38,12 +40,17 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
 
+// One line of the log; the reflectors' threads say things too.
 void say(const std::string &what)
 {
+    static std::mutex mutex;
     char stamp[32];
     std::time_t now = std::time(nullptr);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::cerr << "gateway2nginx: " << stamp << " " << printable(what) << std::endl;
+    struct tm utc;
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &utc));
+    const std::string line = "gateway2nginx: " + std::string(stamp) + " " + printable(what) + "\n";
+    std::lock_guard<std::mutex> lock(mutex);
+    std::cerr << line << std::flush;
 }
 
 std::string sha256(const std::string &text)
@@ -240,10 +247,22 @@ private:
         return true;
     }
 
+    // What is wrong with tenants' objects, each said once while it stays
+    // wrong, whichever way the change is applied.
+    void say_new_warnings(const Plan &plan)
+    {
+        std::set<std::string> now(plan.warnings.begin(), plan.warnings.end());
+        for (const std::string &w : plan.warnings) {
+            if (!warned_.count(w)) say("warning: " + w);
+        }
+        warned_ = std::move(now);
+    }
+
     // Same configuration but for servers and trust: push what changed,
     // then OUTDIR (and status.yaml) catches up, with no reload.
     void apply_through_api(const Plan &plan)
     {
+        say_new_warnings(plan);
         bool pushed = false;
         if (!push_changed(plan, &pushed)) {
             applied_ = false;
@@ -286,7 +305,7 @@ private:
                     "again without a search");
             }
         }
-        for (const std::string &w : plan.warnings) say("warning: " + w);
+        say_new_warnings(plan);
         const std::string skeleton = skeleton_digest(plan, args_.options);
         if (applied_ && skeleton == skeleton_) {
             // what nginx runs already (the objects nginx refuses are left out
@@ -332,6 +351,7 @@ private:
     RefusalMemory refusals_;
     FirstSeen first_seen_;
     std::string skeleton_, status_;
+    std::set<std::string> warned_;
     ApiContent pushed_;  // what the upstream API holds
 };
 
@@ -369,10 +389,15 @@ int run_gateway(const Args &args)
     RunningGateway gateway(args);
     WatchedObjects watched;
     DocumentCache documents;  // a change rereads every input, but scans only what changed
+    std::unique_ptr<kube::ObjectStore> api_objects;
+    std::unique_ptr<kube::Reflectors> reflectors;
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
             watched.read(m, args.jobs, &documents);
             m->server_timestamps = true;  // kubectl's: the API server's
+        } else if (api_objects) {
+            parse_texts(api_objects->texts(), m, args.jobs, &documents);
+            m->server_timestamps = true;
         } else {
             for (const std::string &input : args.inputs) parse_path(input, m, args.jobs, &documents);
         }
@@ -380,7 +405,33 @@ int run_gateway(const Args &args)
     };
 
     int inotify = -1;
-    if (!args.watch_events) {
+    if (args.reads_api()) {
+        std::optional<kube::ApiServer> server;
+        try {
+            server = args.in_cluster ? kube::in_cluster() : kube::load_kubeconfig(args.kubeconfig);
+        } catch (const kube::ApiError &e) {
+            std::cerr << "gateway2nginx: " << e.what() << "\n";
+            return 1;
+        }
+        say("reading the API server of " + server->origin);
+        std::vector<kube::ApiKind> kinds;
+        for (std::chrono::milliseconds backoff(800); !g_stop;) {
+            try {
+                kube::ApiClient client(*server);
+                std::vector<std::string> notes;
+                kinds = kube::discover_kinds(client, &notes);
+                for (const std::string &note : notes) say(note);
+                break;
+            } catch (const kube::ApiError &e) {
+                say(std::string(e.what()) + "; again in " + std::to_string(backoff.count()) + " ms");
+                std::this_thread::sleep_for(backoff);
+                backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
+            }
+        }
+        if (g_stop) return 0;
+        api_objects = std::make_unique<kube::ObjectStore>();
+        reflectors = std::make_unique<kube::Reflectors>(*server, kinds, api_objects.get(), say);
+    } else if (!args.watch_events) {
         inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (inotify < 0) {
             std::cerr << "gateway2nginx: inotify: " << std::strerror(errno) << "\n";
@@ -393,6 +444,8 @@ int run_gateway(const Args &args)
         ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
         say("reading watch events on standard input");
     }
+    bool synced = !reflectors;  // nothing is applied before every kind is listed once
+    auto waiting = std::chrono::steady_clock::now() + std::chrono::seconds(10);
 
     using clock = std::chrono::steady_clock;
     // a quiet spell of --debounce applies a change; a steady stream of
@@ -404,7 +457,18 @@ int run_gateway(const Args &args)
     clock::time_point last_event{}, first_event{};
     std::string pending;  // watch-event bytes not yet a whole event
     while (!g_stop) {
-        pollfd fd{args.watch_events ? 0 : inotify, POLLIN, 0};
+        pollfd fd{args.watch_events ? 0 : api_objects ? api_objects->change_fd() : inotify, POLLIN, 0};
+        if (!synced) {
+            synced = reflectors->synced();
+            if (synced) {
+                say("every kind listed: " + std::to_string(api_objects->size()) + " object(s)");
+                dirty = true;
+                first_event = last_event = clock::now() - quiet_spell;
+            } else if (clock::now() > waiting) {
+                say("waiting for the first list of " + reflectors->unsynced());
+                waiting = clock::now() + std::chrono::seconds(10);
+            }
+        }
         int timeout = 1000;
         if (dirty) {
             const auto now = clock::now();
@@ -417,7 +481,10 @@ int run_gateway(const Args &args)
             if (!dirty) first_event = clock::now();
             char buf[65536];
             ssize_t got = ::read(fd.fd, buf, sizeof buf);
-            if (got > 0) {
+            if (got > 0 && api_objects) {
+                dirty = synced;
+                last_event = clock::now();
+            } else if (got > 0) {
                 if (args.watch_events) {
                     pending.append(buf, static_cast<size_t>(got));
                     size_t end;

@@ -33,7 +33,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends start_run module_dir routes_from_all_namespaces);
+                 start_numbered_backends start_run module_dir routes_from_all_namespaces
+                 start_kube_api kubectl kubeconfig);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -863,6 +864,51 @@ sub wait_for {
 # How often RE matches the text of FILE (none before FILE is made: the
 # waits that ask may start before the process they wait for opens it).
 sub count_in { my ($file, $re) = @_; return 0 unless -e $file; my $n = () = slurp($file) =~ /$re/g; return $n }
+
+# t/lib/kube-apiserver-sim on 127.0.0.1:PORT over HTTPS (the ipemail
+# certificate: SAN 127.0.0.1), its objects kept in servroot/kube-api.json
+# across restarts, and servroot/kubeconfig for it (the test CA, a bearer
+# token). More arguments go to the simulation. Returns its pid once it
+# answers.
+sub kubeconfig { "$ServRoot/kubeconfig" }
+sub start_kube_api {
+    my ($port, @more) = @_;
+    my $certs = certs_dir();
+    my $token = "$ServRoot/kube-api.token";
+    unless (-f $token) {
+        spit($token, join('', map { sprintf '%02x', int rand 256 } 1 .. 16) . "\n");
+        spit(kubeconfig(), <<"YAML");
+apiVersion: v1
+kind: Config
+clusters:
+- name: sim
+  cluster: {server: "https://127.0.0.1:$port", certificate-authority: $certs/ca.crt}
+users:
+- name: gateway
+  user: {tokenFile: $token}
+contexts:
+- name: sim
+  context: {cluster: sim, user: gateway}
+current-context: sim
+YAML
+    }
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDERR, '>>', "$ServRoot/kube-api.log" or die;
+        exec('python3', "$Root/t/lib/kube-apiserver-sim", '--listen', "127.0.0.1:$port",
+             '--cert', "$certs/ipemail.crt", '--key', "$certs/ipemail.key", '--token-file', $token,
+             '--state', "$ServRoot/kube-api.json", @more) or die;
+    }
+    wait_for(sub { !_port_free($port) }, 10) or die "the API server simulation does not listen on $port\n";
+    return $pid;
+}
+
+# kubectl ARGS against start_kube_api's simulation: (exit code, output).
+sub kubectl {
+    my $cmd = join ' ', map { "'$_'" } 'kubectl', '--kubeconfig', kubeconfig(), @_;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
 
 # DIR/NAME replaced the way kubectl cp or a config sync does: written
 # aside, renamed.

@@ -1,0 +1,10 @@
+// kube: what talks to the Kubernetes API server. Where it is and who we
+// are (config.h), requests over HTTPS (client.h, libcurl), and the list
+// and watch of every kind the generator reads, kept as client-go's
+// reflectors keep them (reflector.h, RapidJSON).
+// May not: look into what objects mean; they go to parse/ as any input.
+#pragma once
+
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/reflector.h"

@@ -1,0 +1,421 @@
+#include "kube/reflector.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <random>
+
+namespace g2n::kube {
+
+namespace {
+
+using rapidjson::Document;
+using rapidjson::Value;
+
+std::string string_member(const Value &object, const char *name)
+{
+    if (!object.IsObject()) return "";
+    auto it = object.FindMember(name);
+    return it != object.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString(), it->value.GetStringLength())
+                                                            : "";
+}
+
+std::string metadata_member(const Value &object, const char *name)
+{
+    if (!object.IsObject()) return "";
+    auto it = object.FindMember("metadata");
+    return it != object.MemberEnd() ? string_member(it->value, name) : "";
+}
+
+// `object` as the text parse/ reads, with the apiVersion and kind a list's
+// items may leave out; "namespace/name" in `name_key`. False when it has
+// no name.
+bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &alloc, std::string *name_key,
+                 std::string *text)
+{
+    if (!object.IsObject()) return false;
+    const std::string name = metadata_member(object, "name");
+    if (name.empty()) return false;
+    *name_key = metadata_member(object, "namespace") + "/" + name;
+    const std::string api_version = kind.api_version();
+    auto set = [&](const char *field, const std::string &value) {
+        auto it = object.FindMember(field);
+        Value v(value.c_str(), static_cast<rapidjson::SizeType>(value.size()), alloc);
+        if (it == object.MemberEnd()) object.AddMember(Value(field, alloc), v, alloc);
+        else it->value = v;
+    };
+    set("apiVersion", api_version);
+    set("kind", kind.kind);
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+    object.Accept(writer);
+    text->assign(buffer.GetString(), buffer.GetSize());
+    return true;
+}
+
+std::string key_prefix(const ApiKind &kind) { return kind.group + "/" + kind.kind + "/"; }
+
+// A query value: resourceVersions and continue tokens are opaque
+std::string escape_query(const std::string &value)
+{
+    static const char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : value) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out.push_back(static_cast<char>(c));
+        } else {
+            out += '%';
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
+
+struct Candidate {
+    const char *group;
+    std::vector<const char *> versions;
+    const char *plural;
+    const char *kind;
+    bool namespaced;
+    bool required;
+};
+
+const std::vector<Candidate> kCandidates = {
+    {"", {"v1"}, "namespaces", "Namespace", false, true},
+    {"", {"v1"}, "services", "Service", true, true},
+    {"", {"v1"}, "secrets", "Secret", true, true},
+    {"", {"v1"}, "configmaps", "ConfigMap", true, true},
+    {"discovery.k8s.io", {"v1"}, "endpointslices", "EndpointSlice", true, true},
+    {"gateway.networking.k8s.io", {"v1"}, "gatewayclasses", "GatewayClass", false, true},
+    {"gateway.networking.k8s.io", {"v1"}, "gateways", "Gateway", true, true},
+    {"gateway.networking.k8s.io", {"v1"}, "httproutes", "HTTPRoute", true, false},
+    {"gateway.networking.k8s.io", {"v1"}, "grpcroutes", "GRPCRoute", true, false},
+    {"gateway.networking.k8s.io", {"v1", "v1alpha3", "v1alpha2"}, "tlsroutes", "TLSRoute", true, false},
+    {"gateway.networking.k8s.io", {"v1", "v1alpha3"}, "backendtlspolicies", "BackendTLSPolicy", true, false},
+    {"gateway.networking.k8s.io", {"v1", "v1beta1"}, "referencegrants", "ReferenceGrant", true, false},
+};
+
+}  // namespace
+
+// ---- discovery ----------------------------------------------------------------
+
+std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> *notes)
+{
+    // the resources each group version serves, fetched once
+    std::map<std::string, std::vector<std::string>> served;
+    auto resources = [&](const std::string &group, const std::string &version) -> const std::vector<std::string> & {
+        const std::string gv = group.empty() ? version : group + "/" + version;
+        auto found = served.find(gv);
+        if (found != served.end()) return found->second;
+        std::vector<std::string> &names = served[gv];
+        const Response r = client.request("GET", (group.empty() ? "/api/" : "/apis/" + group + "/") + version);
+        if (r.status == 404) return names;
+        if (!r.ok()) throw ApiError("discovery of " + gv + ": " + r.describe());
+        Document doc;
+        doc.Parse(r.body.c_str(), r.body.size());
+        if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("resources") || !doc["resources"].IsArray()) {
+            throw ApiError("discovery of " + gv + ": not an APIResourceList");
+        }
+        for (const Value &res : doc["resources"].GetArray()) names.push_back(string_member(res, "name"));
+        return names;
+    };
+    std::vector<ApiKind> kinds;
+    for (const Candidate &c : kCandidates) {
+        bool found = false;
+        for (const char *version : c.versions) {
+            const std::vector<std::string> &names = resources(c.group, version);
+            if (std::find(names.begin(), names.end(), c.plural) != names.end()) {
+                kinds.push_back(ApiKind{c.group, version, c.plural, c.kind, c.namespaced});
+                found = true;
+                break;
+            }
+        }
+        if (found) continue;
+        std::string versions;
+        for (const char *v : c.versions) versions += (versions.empty() ? "" : " or ") + std::string(v);
+        const std::string what = std::string(c.kind) + " (" + (*c.group ? c.group : "core") + " " + versions + ")";
+        if (c.required) throw ApiError("the API server does not serve " + what);
+        notes->push_back("the API server does not serve " + what + ": none is read");
+    }
+    return kinds;
+}
+
+// ---- the store ------------------------------------------------------------------
+
+ObjectStore::ObjectStore() : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))
+{
+    if (event_fd_ < 0) throw ApiError("eventfd failed");
+}
+
+ObjectStore::~ObjectStore() { ::close(event_fd_); }
+
+void ObjectStore::changed()
+{
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
+}
+
+void ObjectStore::drain_changes() const
+{
+    uint64_t count;
+    [[maybe_unused]] ssize_t n = ::read(event_fd_, &count, sizeof count);
+}
+
+void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::string> objects)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const std::string prefix = key_prefix(kind);
+        auto it = objects_.lower_bound(prefix);
+        while (it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0) it = objects_.erase(it);
+        for (auto &[name_key, json] : objects) objects_.emplace(prefix + name_key, std::move(json));
+    }
+    changed();
+}
+
+void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::string json)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        objects_[key_prefix(kind) + name_key] = std::move(json);
+    }
+    changed();
+}
+
+void ObjectStore::erase(const ApiKind &kind, const std::string &name_key)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        objects_.erase(key_prefix(kind) + name_key);
+    }
+    changed();
+}
+
+std::vector<std::pair<std::string, std::string>> ObjectStore::texts() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<std::string, std::string>> out;
+    out.reserve(objects_.size());
+    for (const auto &[key, json] : objects_) out.emplace_back("<api " + key + ">", json);
+    return out;
+}
+
+size_t ObjectStore::size() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return objects_.size();
+}
+
+// ---- watch streams ------------------------------------------------------------------
+
+WatchDecoder::Outcome WatchDecoder::feed(std::string_view bytes)
+{
+    pending_.append(bytes);
+    size_t start = 0, end;
+    Outcome outcome = Outcome::Continue;
+    while (outcome == Outcome::Continue && (end = pending_.find('\n', start)) != std::string::npos) {
+        const std::string line = pending_.substr(start, end - start);
+        start = end + 1;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        outcome = event(line);
+    }
+    pending_.erase(0, start);
+    return outcome;
+}
+
+WatchDecoder::Outcome WatchDecoder::event(const std::string &line)
+{
+    Document doc;
+    doc.Parse(line.c_str(), line.size());
+    if (doc.HasParseError() || !doc.IsObject()) {
+        error_ = std::string("a watch event of ") + kind_.kind + " is not JSON: "
+                 + rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " + std::to_string(doc.GetErrorOffset());
+        return Outcome::Failed;
+    }
+    const std::string type = string_member(doc, "type");
+    auto object_it = doc.FindMember("object");
+    if (object_it == doc.MemberEnd() || !object_it->value.IsObject()) {
+        error_ = "a watch event of " + kind_.kind + " without an object";
+        return Outcome::Failed;
+    }
+    Value &object = object_it->value;
+    if (type == "ERROR") {
+        auto code = object.FindMember("code");
+        const int status = code != object.MemberEnd() && code->value.IsInt() ? code->value.GetInt() : 0;
+        error_ = "watch of " + kind_.kind + ": " + string_member(object, "message");
+        return status == 410 ? Outcome::Expired : Outcome::Failed;
+    }
+    const std::string rv = metadata_member(object, "resourceVersion");
+    if (type == "BOOKMARK") {
+        if (!rv.empty()) resource_version_ = rv;
+        return Outcome::Continue;
+    }
+    std::string name_key, text;
+    if (type != "ADDED" && type != "MODIFIED" && type != "DELETED") {
+        error_ = "a watch event of " + kind_.kind + " of unknown type \"" + type + "\"";
+        return Outcome::Failed;
+    }
+    if (!object_text(object, kind_, doc.GetAllocator(), &name_key, &text)) {
+        error_ = "a watch event of " + kind_.kind + " whose object has no name";
+        return Outcome::Failed;
+    }
+    if (type == "DELETED") store_->erase(kind_, name_key);
+    else store_->put(kind_, name_key, std::move(text));
+    if (!rv.empty()) resource_version_ = rv;
+    events_++;
+    return Outcome::Continue;
+}
+
+// ---- reflectors ------------------------------------------------------------------
+
+Reflectors::Reflectors(const ApiServer &server, std::vector<ApiKind> kinds, ObjectStore *store, Log log)
+    : server_(server), kinds_(std::move(kinds)), store_(store), log_(std::move(log)),
+      synced_(new std::atomic<bool>[kinds_.size()])
+{
+    for (size_t i = 0; i < kinds_.size(); i++) synced_[i] = false;
+    for (size_t i = 0; i < kinds_.size(); i++) threads_.emplace_back([this, i] { reflect(i); });
+}
+
+Reflectors::~Reflectors()
+{
+    {
+        std::lock_guard<std::mutex> lock(sleep_mutex_);
+        stop_ = true;
+    }
+    sleep_cv_.notify_all();
+    for (std::thread &t : threads_) t.join();
+}
+
+bool Reflectors::synced() const
+{
+    for (size_t i = 0; i < kinds_.size(); i++) {
+        if (!synced_[i]) return false;
+    }
+    return true;
+}
+
+std::string Reflectors::unsynced() const
+{
+    std::string out;
+    for (size_t i = 0; i < kinds_.size(); i++) {
+        if (!synced_[i]) out += (out.empty() ? "" : ", ") + kinds_[i].kind;
+    }
+    return out;
+}
+
+bool Reflectors::sleep_for(std::chrono::milliseconds delay)
+{
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    return !sleep_cv_.wait_for(lock, delay, [this] { return stop_.load(); });
+}
+
+// client-go's ListAndWatch: list (in pages), then watch from the list's
+// resourceVersion for as long as the server keeps the stream, again from
+// the last version seen when it ends; a new list after 410 Gone; after an
+// error, an exponential backoff with jitter (800 ms doubling to 30 s, reset
+// after a good watch).
+void Reflectors::reflect(size_t index)
+{
+    const ApiKind &kind = kinds_[index];
+    ApiClient client(server_);
+    std::mt19937_64 random(std::random_device{}() + index);
+    std::chrono::milliseconds backoff(800);
+    auto wait_after_error = [&](const std::string &what) {
+        std::uniform_real_distribution<double> jitter(1.0, 2.0);
+        const auto delay = std::chrono::milliseconds(static_cast<long>(backoff.count() * jitter(random)));
+        log_(what + "; again in " + std::to_string(delay.count()) + " ms");
+        backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
+        return sleep_for(delay);
+    };
+    while (!stop_) {
+        // the list
+        std::map<std::string, std::string> objects;
+        std::string resource_version, next;
+        bool listed = false;
+        while (!stop_) {
+            const Response r = client.request(
+                "GET", kind.path() + "?limit=500" + (next.empty() ? "" : "&continue=" + escape_query(next)), "",
+                "application/json", 60000);
+            if (r.status == 410 && !next.empty()) {  // the continue token expired: the whole list again
+                objects.clear();
+                next.clear();
+                continue;
+            }
+            if (!r.ok()) {
+                if (!wait_after_error("listing " + kind.kind + " failed (" + r.describe() + ")")) return;
+                objects.clear();
+                next.clear();
+                continue;
+            }
+            Document doc;
+            doc.Parse(r.body.c_str(), r.body.size());
+            if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("items") || !doc["items"].IsArray()) {
+                if (!wait_after_error("listing " + kind.kind + ": the answer is not a list")) return;
+                objects.clear();
+                next.clear();
+                continue;
+            }
+            for (Value &item : doc["items"].GetArray()) {
+                std::string name_key, text;
+                if (object_text(item, kind, doc.GetAllocator(), &name_key, &text)) objects[name_key] = std::move(text);
+            }
+            resource_version = metadata_member(doc, "resourceVersion");
+            next = metadata_member(doc, "continue");
+            if (next.empty()) {
+                listed = true;
+                break;
+            }
+        }
+        if (!listed) return;
+        const size_t count = objects.size();
+        store_->replace_kind(kind, std::move(objects));
+        if (!synced_[index]) log_("listed " + std::to_string(count) + " " + kind.kind + "(s) at resourceVersion " + resource_version);
+        synced_[index] = true;
+
+        // the watch, resumed until it expires
+        WatchDecoder decoder(kind, store_);
+        decoder.set_resource_version(resource_version);
+        while (!stop_) {
+            std::uniform_int_distribution<int> minutes(300, 600);  // client-go: 5 to 10 minutes
+            const std::string path = kind.path() + "?watch=1&allowWatchBookmarks=true&timeoutSeconds="
+                                     + std::to_string(minutes(random)) + "&resourceVersion="
+                                     + escape_query(decoder.resource_version());
+            WatchDecoder::Outcome outcome = WatchDecoder::Outcome::Continue;
+            const size_t events_before = decoder.events();
+            const auto started = std::chrono::steady_clock::now();
+            const Response r = client.stream(path, [&](std::string_view bytes) {
+                outcome = decoder.feed(bytes);
+                return outcome == WatchDecoder::Outcome::Continue;
+            }, stop_);
+            if (stop_) return;
+            if (r.status == 410 || outcome == WatchDecoder::Outcome::Expired) {
+                log_("watch of " + kind.kind + " expired at resourceVersion " + decoder.resource_version()
+                     + " (410 Gone): listing again");
+                break;
+            }
+            if (outcome == WatchDecoder::Outcome::Failed) {
+                if (!wait_after_error(decoder.error())) return;
+                continue;
+            }
+            if (!r.ok()) {
+                if (!wait_after_error("watching " + kind.kind + " failed (" + r.describe() + ")")) return;
+                continue;
+            }
+            // a watch the server ends at once, again and again, is not let spin
+            if (decoder.events() == events_before && std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) {
+                if (!sleep_for(std::chrono::seconds(1))) return;
+            } else {
+                backoff = std::chrono::milliseconds(800);
+            }
+        }
+    }
+}
+
+}  // namespace g2n::kube

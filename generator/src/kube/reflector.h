@@ -1,0 +1,119 @@
+// Every kind gateway2nginx reads, listed and watched as client-go's
+// reflectors do: paginated lists, watches resumed from the last
+// resourceVersion with bookmarks, a new list after "410 Gone", backoff
+// with jitter after errors and outages. What they hold is the JSON of each
+// object, for parse/ as any other input.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kube/client.h"
+
+namespace g2n::kube {
+
+struct ApiKind {
+    std::string group;  // "" for the core group
+    std::string version;
+    std::string plural;
+    std::string kind;
+    bool namespaced = true;
+
+    std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+    std::string path() const { return (group.empty() ? "/api/" : "/apis/" + group + "/") + version + "/" + plural; }
+};
+
+// The kinds gateway2nginx reads, each at the first version the server
+// serves of those it can read (BackendTLSPolicy v1 or v1alpha3, TLSRoute
+// v1, v1alpha3 or v1alpha2, ReferenceGrant v1 or v1beta1). A kind the
+// server does not serve at all is left out, and said in `notes`, but for
+// the ones without which nothing works (GatewayClass, Gateway, Service,
+// EndpointSlice, Secret, ConfigMap, Namespace): ApiError.
+std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> *notes);
+
+// The objects the reflectors hold, by kind, namespace and name; shared
+// between their threads and the reader.
+class ObjectStore {
+public:
+    ObjectStore();
+    ~ObjectStore();
+    ObjectStore(const ObjectStore &) = delete;
+    ObjectStore &operator=(const ObjectStore &) = delete;
+
+    void replace_kind(const ApiKind &kind, std::map<std::string, std::string> objects);
+    void put(const ApiKind &kind, const std::string &name_key, std::string json);
+    void erase(const ApiKind &kind, const std::string &name_key);
+
+    // Each object as (a name for messages, its JSON), in key order.
+    std::vector<std::pair<std::string, std::string>> texts() const;
+    size_t size() const;
+    // Readable after a change; read() it to wait for the next.
+    int change_fd() const { return event_fd_; }
+    void drain_changes() const;
+
+private:
+    void changed();
+    mutable std::mutex mutex_;
+    std::map<std::string, std::string> objects_;  // "group/Kind/namespace/name" -> JSON
+    int event_fd_ = -1;
+};
+
+// One thread per kind, each with its own connection, listing and watching
+// into `store`. Stopped and joined when destroyed.
+class Reflectors {
+public:
+    using Log = std::function<void(const std::string &)>;
+    Reflectors(const ApiServer &server, std::vector<ApiKind> kinds, ObjectStore *store, Log log);
+    ~Reflectors();
+
+    // Every kind listed at least once.
+    bool synced() const;
+    // The kinds not listed yet, for a message.
+    std::string unsynced() const;
+
+private:
+    void reflect(size_t index);
+    bool sleep_for(std::chrono::milliseconds delay);
+
+    ApiServer server_;
+    std::vector<ApiKind> kinds_;
+    ObjectStore *store_;
+    Log log_;
+    std::atomic<bool> stop_{false};
+    std::unique_ptr<std::atomic<bool>[]> synced_;
+    std::mutex sleep_mutex_;
+    std::condition_variable sleep_cv_;
+    std::vector<std::thread> threads_;
+};
+
+// Splits a watch stream into its events (one JSON object per line, as the
+// API server writes them) and applies them. Exposed for tests.
+class WatchDecoder {
+public:
+    enum class Outcome { Continue, Expired, Failed };
+    WatchDecoder(const ApiKind &kind, ObjectStore *store) : kind_(kind), store_(store) {}
+    // Bytes of the stream; Expired after a 410 ERROR event, Failed after
+    // any other ERROR or a line that is not an event (`error` says which).
+    Outcome feed(std::string_view bytes);
+    const std::string &resource_version() const { return resource_version_; }
+    void set_resource_version(std::string rv) { resource_version_ = std::move(rv); }
+    const std::string &error() const { return error_; }
+    size_t events() const { return events_; }
+
+private:
+    Outcome event(const std::string &line);
+    const ApiKind &kind_;
+    ObjectStore *store_;
+    std::string pending_, resource_version_, error_;
+    size_t events_ = 0;
+};
+
+}  // namespace g2n::kube

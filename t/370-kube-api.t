@@ -1,0 +1,155 @@
+# gateway2nginx run --kubeconfig against the API server simulation
+# (t/lib/kube-apiserver-sim), objects written with the real kubectl:
+# what kubectl applies becomes traffic; EndpointSlice changes are pushed
+# with no reload, route changes reload; a tenant's bad object costs only
+# its owner; the API server stopped and restarted compacted (410 Gone):
+# nginx serves throughout, the reflectors list again and converge, and
+# what changed meanwhile is applied; SIGTERM ends it.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path);
+use Time::HiRes qw(sleep time);
+
+if (system('sh', '-c', 'command -v kubectl >/dev/null') != 0) {
+    plan skip_all => 'kubectl is not installed (make deps installs Debian\'s kubernetes-client)';
+}
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $backend_port = server_port() + 1;
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+my $kube_port = server_port() + 21;
+my $outage = $ENV{GTLS_KUBE_OUTAGE_SECONDS} // 30;
+
+start_numbered_backends(3, $backend_port);
+my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1');
+
+sub apply_yaml {
+    my ($name, $yaml) = @_;
+    spit("$dir/$name.yaml", $yaml);
+    my ($rc, $out) = kubectl('apply', '-f', "$dir/$name.yaml");
+    is($rc, 0, "kubectl apply -f $name.yaml") or diag $out;
+}
+sub slice_yaml {
+    my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
+    return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+         . "metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
+         . "ports: [{name: https, port: $backend_port}]\nendpoints: [{addresses: [$addresses]}]\n";
+}
+sub route_yaml {
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @_;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
+}
+
+# ---- kubectl against the simulation ----------------------------------------------
+apply_yaml('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: web-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation:
+    hostname: abc.example.com
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+YAML
+apply_yaml('route', route_yaml('/web'));
+apply_yaml('slice', slice_yaml(1));
+my ($rc, $got) = kubectl('get', 'httproutes,services,endpointslices', '-n', 'ns', '-o', 'name');
+is($got, "httproute.gateway.networking.k8s.io/r\nservice/web\nendpointslice.discovery.k8s.io/web-abc\n",
+   'kubectl get lists what it applied');
+($rc, $got) = kubectl('get', 'httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.metadata.generation}');
+is($got, '1', 'a new object is at generation 1');
+apply_yaml('route', route_yaml('/web', '/shop'));
+($rc, $got) = kubectl('get', 'httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.metadata.generation}');
+is($got, '2', 'kubectl apply of a changed spec: generation 2');
+($rc, $got) = kubectl('patch', 'httproute', 'r', '-n', 'ns', '--subresource=status', '--type=merge', '-p',
+                      '{"status":{"parents":[{"controllerName":"example.com/other","parentRef":{"name":"gw"},"conditions":[]}]}}');
+is($rc, 0, 'kubectl patch --subresource=status') or diag $got;
+($rc, $got) = kubectl('get', 'httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[0].controllerName} {.metadata.generation}');
+is($got, 'example.com/other 2', 'the status is there, the generation unchanged');
+apply_yaml('route', route_yaml('/web'));
+
+# ---- gateway2nginx run reads the API -----------------------------------------
+my $log = "$dir/run.log";
+my $out = "$dir/out";
+my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--reload', "$out/nginx.pid",
+                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
+                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                    '--debounce', '100');
+sub count_in_log { count_in($log, shift) }
+sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
+sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 12; return join ' ', sort keys %seen }
+
+ok(wait_for(sub { -f "$out/nginx.conf" }, 20), 'gateway2nginx run --kubeconfig writes a configuration') or diag slurp($log);
+like(slurp($log), qr/every kind listed: \d+ object\(s\)/, 'once every kind is listed');
+start_nginx($out, 'nginx.conf', $port);
+my $master = do { my $m = slurp("$out/nginx.pid"); chomp $m; $m };
+my $workers = worker_pids($master);
+is(endpoints_seen(), '127.0.0.1', 'what kubectl applied is served');
+
+# endpoints through the API: pushed, no reload
+my $pushes = sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) };
+my $before = $pushes->();
+apply_yaml('slice', slice_yaml(2, 3));
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 10), 'an EndpointSlice applied with kubectl reaches the traffic');
+ok(wait_for(sub { $pushes->() > $before }, 5), 'pushed through the upstream API');
+is(worker_pids($master), $workers, 'no reload: the same workers');
+
+# a route change: rendered, checked, reloaded
+apply_yaml('route', route_yaml('/web', '/shop'));
+ok(wait_for(sub { endpoint('/shop') =~ /^127\.0\.0\.[23]$/ }, 15), 'a route applied with kubectl serves after a reload');
+isnt(worker_pids($master), $workers, 'with new workers');
+
+# a tenant's bad object costs only its owner
+apply_yaml('bad', "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant}\n---\n"
+                . "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: bad, namespace: tenant}\n"
+                . "spec:\n  parentRefs: [{name: gw, namespace: ns}]\n  rules:\n"
+                . "  - matches: [{path: {type: NoSuchType, value: /x}}]\n    backendRefs: [{name: web, port: 443}]\n");
+ok(wait_for(sub { count_in_log(qr{HTTPRoute.*rejected: <api gateway\.networking\.k8s\.io/HTTPRoute/tenant/bad>}) >= 1 }, 10),
+   'a bad HTTPRoute from the API is rejected, named by the object') or diag slurp($log);
+is(endpoints_seen(), '127.0.0.2 127.0.0.3', 'and the others are served as before');
+
+# ---- the API server goes away and comes back compacted ---------------------------
+kill 'TERM', $sim;
+waitpid($sim, 0);
+my ($served, $failed) = (0, 0);
+my $until = time + $outage;
+while (time < $until) {
+    endpoint() =~ /^127\.0\.0\.[23]$/ ? $served++ : $failed++;
+    sleep 0.2;
+}
+ok($served > 0 && $failed == 0, "API server away for ${outage} s: nginx served every request ($served, $failed failed)");
+ok(count_in_log(qr/(watching|listing) \w+ failed \(.*\); again in \d+ ms/) > 0, 'the reflectors say they back off');
+$sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--start-compacted');
+ok(wait_for(sub { count_in_log(qr/watch of \w+ expired at resourceVersion \d+ \(410 Gone\): listing again/) >= 1 }, 60),
+   'back with its history compacted: 410 Gone, and a new list') or diag slurp($log);
+apply_yaml('slice', slice_yaml(1));
+ok(wait_for(sub { endpoints_seen() eq '127.0.0.1' }, 30), 'a change after the outage reaches the traffic');
+my ($routes) = kubectl('get', 'httproutes', '-A', '-o', 'name');
+my $status = slurp("$out/status.yaml");
+my @named = $status =~ /^\s*name: r$/mg;
+is(scalar @named, 1, 'status.yaml holds route r once: nothing lost or duplicated by the relist');
+
+# deleting through the API
+my ($drc, $dout) = kubectl('delete', 'httproute', 'r', '-n', 'ns');
+is($drc, 0, 'kubectl delete') or diag $dout;
+ok(wait_for(sub { endpoint('/web') !~ /^127/ }, 15), 'a deleted route no longer serves');
+
+kill 'TERM', $run;
+waitpid($run, 0);
+is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
+stop_nginx($out);
+stop_nginx("$dir/backends");
+kill 'TERM', $sim;
+waitpid($sim, 0);
