@@ -59,7 +59,7 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
     return true;
 }
 
-std::string key_prefix(const ApiKind &kind) { return kind.group + "/" + kind.kind + "/"; }
+std::string key_prefix(const ApiKind &kind) { return (kind.group.empty() ? "core" : kind.group) + "/" + kind.kind + "/"; }
 
 // A query value: resourceVersions and continue tokens are opaque
 std::string escape_query(const std::string &value)

@@ -1,0 +1,186 @@
+// kube/: kubeconfig files read as kubectl reads them (and what we refuse,
+// by name), and watch streams cut into events however the bytes arrive.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+#include <string>
+
+#include "kube/kube.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using namespace g2n::kube;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir()
+    {
+        char name[] = "/tmp/g2n-kube-XXXXXX";
+        path = ::mkdtemp(name);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    std::string write(const std::string &name, const std::string &text) const
+    {
+        std::ofstream(path / name) << text;
+        return (path / name).string();
+    }
+};
+
+std::string kubeconfig(const std::string &cluster, const std::string &user)
+{
+    return "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+           "clusters:\n- name: k\n  cluster:\n" + cluster + "users:\n- name: u\n  user:\n" + user;
+}
+
+std::string error_of(const std::string &path)
+{
+    try {
+        load_kubeconfig(path);
+    } catch (const ApiError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+const ApiKind kRoutes{"gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", true};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(kube)
+
+BOOST_AUTO_TEST_CASE(kubeconfig_as_kubectl_reads_it)
+{
+    TempDir dir;
+    const std::string ca = g2n_test::test_ca();
+    dir.write("ca.crt", ca);
+    dir.write("token", "s3cret\n");
+    // relative files are relative to the kubeconfig, as for kubectl
+    ApiServer s = load_kubeconfig(dir.write("config", kubeconfig(
+        "    server: https://10.0.0.1:6443/\n    certificate-authority: ca.crt\n", "    tokenFile: token\n")));
+    BOOST_TEST(s.url == "https://10.0.0.1:6443");
+    BOOST_TEST(s.ca_pem == ca);
+    BOOST_TEST(s.token_file == (dir.path / "token").string());
+    BOOST_TEST(s.origin.find("context c") != std::string::npos);
+
+    // *-data fields are base64 (decoded by OpenSSL)
+    s = load_kubeconfig(dir.write("data", kubeconfig(
+        "    server: https://[fd00::1]:443\n    certificate-authority-data: aGVsbG8gQ0E=\n",
+        "    client-certificate-data: Y2VydA==\n    client-key-data: a2V5\n    token: t\n")));
+    BOOST_TEST(s.ca_pem == "hello CA");
+    BOOST_TEST(s.client_cert_pem == "cert");
+    BOOST_TEST(s.client_key_pem == "key");
+    BOOST_TEST(s.token == "t");
+}
+
+BOOST_AUTO_TEST_CASE(kubeconfig_refusals_name_the_field)
+{
+    TempDir dir;
+    const std::string server = "    server: https://k:6443\n";
+    BOOST_TEST(error_of(dir.write("a", kubeconfig("    server: http://k:8080\n", "    token: t\n")))
+                   .find("clusters[k].cluster.server: must be an https:// URL") != std::string::npos);
+    BOOST_TEST(error_of(dir.write("b", kubeconfig(server + "    insecure-skip-tls-verify: true\n", "    token: t\n")))
+                   .find("insecure-skip-tls-verify: not supported") != std::string::npos);
+    BOOST_TEST(error_of(dir.write("c", kubeconfig(server, "    exec: {command: aws}\n")))
+                   .find("users[u].user.exec: not supported") != std::string::npos);
+    BOOST_TEST(error_of(dir.write("d", kubeconfig(server, "    client-certificate-data: Y2VydA==\n")))
+                   .find("client-certificate and client-key go together") != std::string::npos);
+    BOOST_TEST(error_of(dir.write("e", kubeconfig(server, "    client-key-data: '%%%'\n")))
+                   .find("client-key-data: not base64") != std::string::npos);
+    BOOST_TEST(error_of(dir.write("f", "apiVersion: v1\nkind: Config\n")).find("no current-context") != std::string::npos);
+    BOOST_TEST(error_of(dir.write("g", "current-context: x\ncontexts: []\n")).find("no context named \"x\"")
+               != std::string::npos);
+    BOOST_TEST(error_of(dir.write("h", kubeconfig(server + "    certificate-authority: missing.crt\n", "")))
+                   .find("cannot read") != std::string::npos);
+    BOOST_TEST(error_of((dir.path / "none").string()).find("kubeconfig") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_reads_the_service_account)
+{
+    TempDir dir;
+    dir.write("ca.crt", "CA");
+    dir.write("token", "tok");
+    ::setenv("GATEWAY2NGINX_SERVICE_ACCOUNT_DIR", dir.path.c_str(), 1);
+    ::setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    ::setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    ApiServer s = in_cluster();
+    BOOST_TEST(s.url == "https://[fd00::1]:443");
+    BOOST_TEST(s.ca_pem == "CA");
+    BOOST_TEST(s.token_file == (dir.path / "token").string());
+    ::unsetenv("KUBERNETES_SERVICE_HOST");
+    BOOST_CHECK_THROW(in_cluster(), ApiError);
+    ::unsetenv("KUBERNETES_SERVICE_PORT");
+    ::unsetenv("GATEWAY2NGINX_SERVICE_ACCOUNT_DIR");
+}
+
+// The same stream, whole or cut at every byte: the same objects, the
+// same resourceVersion; a list item's missing apiVersion and kind added.
+BOOST_AUTO_TEST_CASE(watch_streams_cut_anywhere)
+{
+    const std::string stream =
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"5\"},"
+        "\"spec\":{\"x\":\"line\\nbreak\"}}}\n"
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"6\"}}}\n"
+        "\n"
+        "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"HTTPRoute\",\"metadata\":{\"resourceVersion\":\"9\"}}}\n"
+        "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"10\"}}}\n";
+    std::mt19937 random(7);
+    for (int round = 0; round < 200; round++) {
+        ObjectStore store;
+        WatchDecoder decoder(kRoutes, &store);
+        for (size_t at = 0; at < stream.size();) {
+            const size_t n = round == 0 ? stream.size() : 1 + random() % 40;
+            BOOST_TEST_REQUIRE((decoder.feed(std::string_view(stream).substr(at, n)) == WatchDecoder::Outcome::Continue));
+            at += n;
+        }
+        BOOST_TEST_REQUIRE(store.size() == 1u);
+        BOOST_TEST(decoder.resource_version() == "10");
+        BOOST_TEST(decoder.events() == 3u);
+        const auto texts = store.texts();
+        BOOST_TEST(texts[0].first == "<api gateway.networking.k8s.io/HTTPRoute/ns/b>");
+        BOOST_TEST(texts[0].second.find("\"apiVersion\":\"gateway.networking.k8s.io/v1\"") != std::string::npos);
+        BOOST_TEST(texts[0].second.find("\"kind\":\"HTTPRoute\"") != std::string::npos);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(watch_errors)
+{
+    ObjectStore store;
+    WatchDecoder gone(kRoutes, &store);
+    BOOST_TEST((gone.feed("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+                          "\"message\":\"too old resource version: 1 (5)\"}}\n") == WatchDecoder::Outcome::Expired));
+    BOOST_TEST(gone.error().find("too old resource version") != std::string::npos);
+    WatchDecoder other(kRoutes, &store);
+    BOOST_TEST((other.feed("{\"type\":\"ERROR\",\"object\":{\"code\":500,\"message\":\"x\"}}\n")
+                == WatchDecoder::Outcome::Failed));
+    for (const char *bad : {"not json\n", "{\"type\":\"ADDED\"}\n", "{\"type\":\"ADDED\",\"object\":{\"metadata\":{}}}\n",
+                            "{\"type\":\"RENAMED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n", "[1,2]\n"}) {
+        WatchDecoder decoder(kRoutes, &store);
+        BOOST_TEST((decoder.feed(bad) == WatchDecoder::Outcome::Failed), bad);
+        BOOST_TEST(!decoder.error().empty(), bad);
+    }
+    BOOST_TEST(store.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(store_replaces_one_kind_and_signals)
+{
+    ObjectStore store;
+    const ApiKind services{"", "v1", "services", "Service", true};
+    store.put(services, "ns/a", "{}");
+    store.put(kRoutes, "ns/r", "{}");
+    store.replace_kind(services, {{"ns/b", "{}"}, {"ns/c", "{}"}});
+    std::string keys;
+    for (const auto &[name, text] : store.texts()) keys += name + " ";
+    BOOST_TEST(keys == "<api core/Service/ns/b> <api core/Service/ns/c> <api gateway.networking.k8s.io/HTTPRoute/ns/r> ");
+    uint64_t count = 0;
+    BOOST_TEST(::read(store.change_fd(), &count, sizeof count) == static_cast<ssize_t>(sizeof count));
+    BOOST_TEST(count == 3u);
+    store.drain_changes();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
