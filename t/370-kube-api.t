@@ -1,7 +1,9 @@
 # gateway2nginx run --kubeconfig against the API server simulation
 # (t/lib/kube-apiserver-sim), objects written with the real kubectl:
-# what kubectl applies becomes traffic; EndpointSlice changes are pushed
-# with no reload, route changes reload; a tenant's bad object costs only
+# what kubectl applies becomes traffic and its status, written back with
+# our controllerName only (another controller's entries kept), once and
+# only on change; EndpointSlice changes are pushed with no reload, route
+# changes reload; a tenant's bad object costs only
 # its owner; the API server stopped and restarted compacted (410 Gone):
 # nginx serves throughout, the reflectors list again and converge, and
 # what changed meanwhile is applied; SIGTERM ends it.
@@ -25,7 +27,8 @@ my $kube_port = server_port() + 21;
 my $outage = $ENV{GTLS_KUBE_OUTAGE_SECONDS} // 30;
 
 start_numbered_backends(3, $backend_port);
-my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1');
+my $audit = "$dir/kube-audit.log";
+my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--audit', $audit);
 
 sub apply_yaml {
     my ($name, $yaml) = @_;
@@ -106,6 +109,31 @@ ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 10), 'an Endpoint
 ok(wait_for(sub { $pushes->() > $before }, 5), 'pushed through the upstream API');
 is(worker_pids($master), $workers, 'no reload: the same workers');
 
+# ---- status written back ------------------------------------------------------
+sub jsonpath { my ($rc, $out) = kubectl('get', @_); return $rc == 0 ? $out : "(kubectl: $out)" }
+ok(wait_for(sub { jsonpath('gateway', 'gw', '-n', 'ns', '-o', 'jsonpath={.status.conditions[?(@.type=="Programmed")].status}') eq 'True' }, 15),
+   'the Gateway is Programmed once nginx runs its configuration')
+    or diag jsonpath('gateway', 'gw', '-n', 'ns', '-o', 'json');
+is(jsonpath('gateway', 'gw', '-n', 'ns', '-o', 'jsonpath={.status.listeners[0].name}={.status.listeners[0].attachedRoutes} {.status.addresses[0].value}'),
+   'http=1 127.0.0.1', 'its listener counts the route, its address is where it listens');
+like(jsonpath('gatewayclass', 'ours', '-o', 'jsonpath={.status.conditions[?(@.type=="Accepted")].status} {.status.supportedFeatures[*].name}'),
+     qr/^True (\S+ )*Gateway (\S+ )*HTTPRoute\b/, 'the GatewayClass is Accepted, with its supported features');
+ok(wait_for(sub { jsonpath('httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[*].controllerName}') eq 'example.com/other gateway2nginx.io/controller' }, 10),
+   'the HTTPRoute holds our parent entry beside the other controller\'s');
+is(jsonpath('httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[0].conditions}'), '[]',
+   'whose entry is left exactly as it was');
+is(jsonpath('httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[1].conditions[?(@.type=="Accepted")].status} {.status.parents[1].conditions[0].observedGeneration}'),
+   'True 3', 'ours: Accepted, at the route\'s generation');
+is(jsonpath('backendtlspolicy', 'web-tls', '-n', 'ns', '-o', 'jsonpath={.status.ancestors[0].controllerName} {.status.ancestors[0].conditions[?(@.type=="Accepted")].status}'),
+   'gateway2nginx.io/controller True', 'the BackendTLSPolicy has its ancestor status');
+is(jsonpath('lease', 'gateway2nginx', '-n', 'default', '-o', 'jsonpath={.spec.leaseDurationSeconds}'), '15',
+   'a Lease elects the replica that writes');
+sub status_writes { scalar grep { /"verb": "update"/ && /"subresource": "status"/ } split /\n/, (-e $audit ? slurp($audit) : '') }
+my $writes = status_writes();
+apply_yaml('slice', slice_yaml(2, 3));   # the same slice again: nothing changes
+sleep 1.5;
+is(status_writes(), $writes, 'an unchanged status is not written again');
+
 # a route change: rendered, checked, reloaded
 apply_yaml('route', route_yaml('/web', '/shop'));
 ok(wait_for(sub { endpoint('/shop') =~ /^127\.0\.0\.[23]$/ }, 15), 'a route applied with kubectl serves after a reload');
@@ -131,7 +159,7 @@ while (time < $until) {
 }
 ok($served > 0 && $failed == 0, "API server away for ${outage} s: nginx served every request ($served, $failed failed)");
 ok(count_in_log(qr/(watching|listing) \w+ failed \(.*\); again in \d+ ms/) > 0, 'the reflectors say they back off');
-$sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--start-compacted');
+$sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--start-compacted', '--audit', $audit);
 ok(wait_for(sub { count_in_log(qr/watch of \w+ expired at resourceVersion \d+ \(410 Gone\): listing again/) >= 1 }, 60),
    'back with its history compacted: 410 Gone, and a new list') or diag slurp($log);
 apply_yaml('slice', slice_yaml(1));

@@ -93,6 +93,15 @@ gateway2nginx run also takes:
                             token files; no exec or auth-provider plugins)
       --in-cluster          ... of the cluster this pod runs in (its service
                             account token, read again as it rotates; its CA)
+      --leader-elect-resource-namespace NS
+                            the namespace of the Lease that elects the one
+                            replica writing status (default: the pod's, else
+                            default)
+      --leader-elect-resource-name NAME
+                            its name (default gateway2nginx)
+      --leader-elect-lease-duration D, --leader-elect-renew-deadline D,
+      --leader-elect-retry-period D
+                            as client-go's (defaults 15s, 10s, 2s)
       --watch-events        standard input (-f -) is what `kubectl get --watch
                             -o json --output-watch-events` prints (one kind)
 
@@ -123,6 +132,19 @@ refuses because of a tenant's object is rendered without that object.
 {
     std::cerr << "gateway2nginx: " << what << "\nTry 'gateway2nginx --help'.\n";
     std::exit(1);
+}
+
+// A duration as Kubernetes' flags write it: 15s, 500ms, 1m
+long duration_ms(const std::string &option, const std::string &text)
+{
+    char *end = nullptr;
+    const double n = std::strtod(text.c_str(), &end);
+    const std::string unit = end != nullptr ? end : "";
+    const double scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : -1;
+    if (text.empty() || end == text.c_str() || scale < 0 || !(n > 0) || n * scale > 3600000) {
+        usage_error(option + " takes a duration such as 15s or 500ms, at most 1h");
+    }
+    return static_cast<long>(n * scale);
 }
 
 }  // namespace
@@ -191,6 +213,16 @@ Args parse_args(int argc, char **argv, bool run)
             a.debounce_ms = static_cast<int>(n);
         } else if (run && arg == "--watch-events") {
             a.watch_events = true;
+        } else if (run && arg == "--leader-elect-resource-namespace") {
+            a.lease_namespace = value();
+        } else if (run && arg == "--leader-elect-resource-name") {
+            a.lease_name = value();
+        } else if (run && arg == "--leader-elect-lease-duration") {
+            a.lease_duration_ms = duration_ms(arg, value());
+        } else if (run && arg == "--leader-elect-renew-deadline") {
+            a.renew_deadline_ms = duration_ms(arg, value());
+        } else if (run && arg == "--leader-elect-retry-period") {
+            a.retry_period_ms = duration_ms(arg, value());
         } else if (run && arg == "--kubeconfig") {
             a.kubeconfig = value();
         } else if (run && arg == "--in-cluster") {
@@ -232,6 +264,9 @@ Args parse_args(int argc, char **argv, bool run)
         bool stdin_input = std::find(a.inputs.begin(), a.inputs.end(), "-") != a.inputs.end();
         const int sources = (a.watch_events || stdin_input ? 1 : 0) + (a.inputs.empty() || stdin_input ? 0 : 1)
                             + (a.kubeconfig.empty() ? 0 : 1) + (a.in_cluster ? 1 : 0);
+        if (!(a.retry_period_ms < a.renew_deadline_ms && a.renew_deadline_ms < a.lease_duration_ms)) {
+            usage_error("leader election needs retry period < renew deadline < lease duration");
+        }
         if (sources != 1 || a.watch_events != stdin_input || (a.watch_events && a.inputs.size() != 1)) {
             usage_error("gateway2nginx run reads one of: --kubeconfig FILE, --in-cluster, -f - --watch-events, "
                         "or files and directories it watches");

@@ -26,6 +26,10 @@ struct Args {
     std::string kubeconfig;     // list and watch the API server of this kubeconfig's current context
     bool in_cluster = false;    // ... or of the pod this runs in
     bool reads_api() const { return in_cluster || !kubeconfig.empty(); }
+    // the Lease that elects the replica writing status (client-go's defaults)
+    std::string lease_namespace;  // default: the pod's namespace, else "default"
+    std::string lease_name = "gateway2nginx";
+    long lease_duration_ms = 15000, renew_deadline_ms = 10000, retry_period_ms = 2000;
     int debounce_ms = 250;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kube/kube.h"
+#include "plan.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -181,6 +182,99 @@ BOOST_AUTO_TEST_CASE(store_replaces_one_kind_and_signals)
     BOOST_TEST(::read(store.change_fd(), &count, sizeof count) == static_cast<ssize_t>(sizeof count));
     BOOST_TEST(count == 3u);
     store.drain_changes();
+}
+
+
+// ---- status written back ----------------------------------------------------
+
+namespace {
+
+g2n::ObjectStatus route_status(const char *accepted)
+{
+    g2n::ObjectStatus st;
+    st.api_version = "gateway.networking.k8s.io/v1";
+    st.kind = "HTTPRoute";
+    st.meta.name = "r";
+    st.meta.namespace_ = "ns";
+    st.meta.generation = 3;
+    st.refs_key = "parents";
+    g2n::ObjectStatus::RefStatus ref;
+    ref.namespace_ = "ns";
+    ref.name = "gw";
+    ref.conditions.push_back(g2n::Condition{"Accepted", accepted, "Accepted", "fine"});
+    ref.conditions.push_back(g2n::Condition{"ResolvedRefs", "True", "ResolvedRefs", "fine"});
+    st.refs.push_back(ref);
+    return st;
+}
+
+const std::string kForeign =
+    R"({"parentRef":{"name":"gw"},"controllerName":"example.com/other","conditions":[{"type":"X","weird":[1,{"a":null}]}]})";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(status_merge_keeps_other_controllers)
+{
+    const std::string controller = "gateway2nginx.io/controller";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    const std::string object = R"({"apiVersion":"gateway.networking.k8s.io/v1","kind":"HTTPRoute",)"
+                               R"("metadata":{"name":"r","namespace":"ns","resourceVersion":"7"},"spec":{},)"
+                               R"("status":{"parents":[)" + kForeign + "]}}";
+    std::optional<std::string> first = merge_status(ours, object, controller, "2026-01-01T00:00:00Z");
+    BOOST_TEST_REQUIRE(first.has_value());
+    BOOST_TEST(first->find(kForeign) != std::string::npos, "the other controller's entry, byte for byte");
+    BOOST_TEST(first->find("\"resourceVersion\":\"7\"") != std::string::npos);
+    BOOST_TEST(first->find("\"observedGeneration\":3,\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"") != std::string::npos);
+
+    // the same status again: nothing to write, whatever the time
+    BOOST_TEST(!merge_status(ours, *first, controller, "2026-06-01T00:00:00Z").has_value());
+
+    // a condition that changes status takes the new time; one that stays keeps its own
+    const std::string changed = our_status_json(route_status("False"), controller, {});
+    std::optional<std::string> second = merge_status(changed, *first, controller, "2026-06-01T00:00:00Z");
+    BOOST_TEST_REQUIRE(second.has_value());
+    BOOST_TEST(second->find(R"("type":"Accepted","status":"False")") != std::string::npos);
+    BOOST_TEST(second->find("2026-06-01T00:00:00Z") != std::string::npos);
+    BOOST_TEST(second->find(R"("reason":"ResolvedRefs","message":"fine","observedGeneration":3,"lastTransitionTime":"2026-01-01T00:00:00Z")")
+               != std::string::npos);
+    BOOST_TEST(second->find(kForeign) != std::string::npos);
+
+    // no parent of ours any more: our entry goes, theirs stays
+    g2n::ObjectStatus detached = route_status("True");
+    detached.refs.clear();
+    std::optional<std::string> third = merge_status(our_status_json(detached, controller, {}), *second, controller, "t");
+    BOOST_TEST_REQUIRE(third.has_value());
+    BOOST_TEST(third->find(controller) == std::string::npos);
+    BOOST_TEST(third->find(kForeign) != std::string::npos);
+
+    BOOST_CHECK_THROW(merge_status(ours, "not json", controller, "t"), ApiError);
+}
+
+BOOST_AUTO_TEST_CASE(status_of_a_gateway_is_ours_whole)
+{
+    g2n::ObjectStatus gw;
+    gw.api_version = "gateway.networking.k8s.io/v1";
+    gw.kind = "Gateway";
+    gw.meta.name = "gw";
+    gw.meta.generation = 2;
+    gw.addresses = {"10.0.0.1"};
+    gw.conditions.push_back(g2n::Condition{"Programmed", "True", "Programmed", ""});
+    g2n::ObjectStatus::ListenerStatus l;
+    l.name = "http";
+    l.attached_routes = 4;
+    l.supported_kinds = {"HTTPRoute"};
+    l.conditions.push_back(g2n::Condition{"Accepted", "True", "Accepted", ""});
+    gw.listeners.push_back(l);
+    const std::string ours = our_status_json(gw, "c", {});
+    std::optional<std::string> out = merge_status(
+        ours, R"({"metadata":{"name":"gw"},"status":{"listeners":[{"name":"http","attachedRoutes":1,)"
+              R"("conditions":[{"type":"Accepted","status":"True","lastTransitionTime":"then"}]}],"extra":1}})",
+        "c", "now");
+    BOOST_TEST_REQUIRE(out.has_value());
+    BOOST_TEST(out->find(R"("addresses":[{"type":"IPAddress","value":"10.0.0.1"}])") != std::string::npos);
+    BOOST_TEST(out->find(R"("attachedRoutes":4)") != std::string::npos);
+    BOOST_TEST(out->find(R"("lastTransitionTime":"then")") != std::string::npos, "the listener's condition kept its time");
+    BOOST_TEST(out->find(R"("extra":1)") != std::string::npos, "fields we do not write are left");
+    BOOST_TEST(!merge_status(ours, *out, "c", "later").has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -114,7 +114,7 @@ Response perform(CURL *curl, const ApiServer &server, const std::string &method,
         curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
     }
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "gateway2nginx");
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, server.user_agent.c_str());
     struct curl_slist *headers = nullptr;
     headers = curl_slist_append(headers, "Accept: application/json");
     if (method != "GET") headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());

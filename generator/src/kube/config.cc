@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -114,6 +116,35 @@ ApiServer load_kubeconfig(const std::string &path)
     }
 }
 
+namespace {
+
+std::string service_account_dir()
+{
+    const char *dir = std::getenv("GATEWAY2NGINX_SERVICE_ACCOUNT_DIR");
+    return dir != nullptr && *dir != '\0' ? dir : "/var/run/secrets/kubernetes.io/serviceaccount";
+}
+
+}  // namespace
+
+std::string pod_namespace(bool in_cluster)
+{
+    if (in_cluster) {
+        std::ifstream in(service_account_dir() + "/namespace");
+        std::string ns;
+        if (std::getline(in, ns) && !ns.empty()) return ns;
+    }
+    return "default";
+}
+
+std::string replica_identity()
+{
+    const char *pod = std::getenv("POD_NAME");
+    if (pod != nullptr && *pod != '\0') return pod;
+    char host[256] = "";
+    ::gethostname(host, sizeof host - 1);
+    return std::string(host) + "_" + std::to_string(::getpid());
+}
+
 ApiServer in_cluster()
 {
     const char *host = std::getenv("KUBERNETES_SERVICE_HOST");
@@ -121,8 +152,7 @@ ApiServer in_cluster()
     if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0') {
         throw ApiError("--in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod?)");
     }
-    const char *dir_env = std::getenv("GATEWAY2NGINX_SERVICE_ACCOUNT_DIR");
-    const std::string dir = dir_env != nullptr && *dir_env != '\0' ? dir_env : "/var/run/secrets/kubernetes.io/serviceaccount";
+    const std::string dir = service_account_dir();
     ApiServer s;
     const std::string h = host;
     s.url = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;

@@ -19,6 +19,7 @@ struct ApiServer {
     std::string token;            // a bearer token, or
     std::string token_file;       // a file holding one, read again for every request (it rotates)
     std::string origin;           // where this came from, for messages
+    std::string user_agent = "gateway2nginx";  // and the replica, for the API server's audit log
 };
 
 // The current context of a kubeconfig file: server, certificate-authority
@@ -32,5 +33,11 @@ ApiServer load_kubeconfig(const std::string &path);
 // mounts in DIR (default /var/run/secrets/kubernetes.io/serviceaccount,
 // or $GATEWAY2NGINX_SERVICE_ACCOUNT_DIR). Throws ApiError.
 ApiServer in_cluster();
+
+// The namespace of the pod (its service account's "namespace" file) when
+// `in_cluster`, else "default".
+std::string pod_namespace(bool in_cluster);
+// Who this replica is to the others: $POD_NAME, else HOSTNAME_PID.
+std::string replica_identity();
 
 }  // namespace g2n::kube

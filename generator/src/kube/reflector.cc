@@ -207,6 +207,14 @@ std::vector<std::pair<std::string, std::string>> ObjectStore::texts() const
     return out;
 }
 
+std::optional<std::string> ObjectStore::get(const ApiKind &kind, const std::string &name_key) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = objects_.find(key_prefix(kind) + name_key);
+    if (it == objects_.end()) return std::nullopt;
+    return it->second;
+}
+
 size_t ObjectStore::size() const
 {
     std::lock_guard<std::mutex> lock(mutex_);

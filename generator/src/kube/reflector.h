@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,6 +30,11 @@ struct ApiKind {
 
     std::string api_version() const { return group.empty() ? version : group + "/" + version; }
     std::string path() const { return (group.empty() ? "/api/" : "/apis/" + group + "/") + version + "/" + plural; }
+    std::string object_path(const std::string &namespace_, const std::string &name) const
+    {
+        return (group.empty() ? "/api/" : "/apis/" + group + "/") + version
+               + (namespaced ? "/namespaces/" + namespace_ : "") + "/" + plural + "/" + name;
+    }
 };
 
 // The kinds gateway2nginx reads, each at the first version the server
@@ -52,6 +58,8 @@ public:
     void put(const ApiKind &kind, const std::string &name_key, std::string json);
     void erase(const ApiKind &kind, const std::string &name_key);
 
+    // The JSON of one object, if held.
+    std::optional<std::string> get(const ApiKind &kind, const std::string &name_key) const;
     // Each object as (a name for messages, its JSON), in key order.
     std::vector<std::pair<std::string, std::string>> texts() const;
     size_t size() const;

@@ -29,6 +29,7 @@
 #include "kube/kube.h"
 #include "parse/parse.h"
 #include "render/render.h"
+#include "resolve/features.h"
 #include "resolve/resolve.h"
 
 namespace fs = std::filesystem;
@@ -189,6 +190,7 @@ public:
                 pushed_ = api_content(plan, args_.options);
                 status_ = sha256(render_status(plan, args_.options));
                 say("OUTDIR already holds this configuration: nothing to apply");
+                applied(plan, read_pid(args_.reload_pidfile) != 0);
             } else if (applied_ && skeleton == skeleton_) {
                 apply_through_api(plan);
             } else {
@@ -273,11 +275,13 @@ private:
         const std::string status = sha256(render_status(plan, args_.options));
         if (!pushed && status == status_) {
             say("no change to the configuration or the status");
+            applied(plan, read_pid(args_.reload_pidfile) != 0);
             return;
         }
         write_configuration(plan, args_.options, staged_, false);
         replace_dir(staged_, outdir_);
         status_ = status;
+        applied(plan, read_pid(args_.reload_pidfile) != 0);
     }
 
     // `plan`: of `manifests` without `recalled`, objects nginx -t refused
@@ -314,14 +318,17 @@ private:
                 replace_dir(staged_, outdir_);
                 status_ = sha256(render_status(plan, args_.options));
                 say("the configuration nginx runs is unchanged, no reload");
+                applied(plan, read_pid(args_.reload_pidfile) != 0);
                 return;
             }
         }
         replace_dir(staged_, outdir_);
         status_ = sha256(render_status(plan, args_.options));
+        bool nginx_runs = false;
         if (read_pid(args_.reload_pidfile) == 0) {
             say("configuration written; no nginx is running on it yet");
         } else {
+            nginx_runs = true;
             std::string reloaded;
             if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(), &reloaded); !failed.empty()) {
                 say(failed);
@@ -342,8 +349,20 @@ private:
         applied_ = true;
         skeleton_ = skeleton;
         pushed_ = api_content(plan, args_.options);
+        applied(plan, nginx_runs);
     }
 
+    void applied(const Plan &plan, bool nginx_runs)
+    {
+        if (on_applied_) on_applied_(plan, nginx_runs);
+    }
+
+public:
+    // Told of each configuration applied, and whether a running nginx
+    // serves it (its reload confirmed, its push answered).
+    std::function<void(const Plan &, bool nginx_runs)> on_applied_;
+
+private:
     const Args &args_;
     fs::path outdir_, staged_;
     bool applied_ = false;
@@ -354,6 +373,36 @@ private:
     std::set<std::string> warned_;
     ApiContent pushed_;  // what the upstream API holds
 };
+
+// What `plan` says of each object, as written back. A Gateway is not
+// Programmed before a running nginx serves its configuration.
+std::vector<kube::StatusUpdate> status_updates(const Plan &plan, const std::vector<kube::ApiKind> &kinds,
+                                               const Options &options, bool nginx_runs)
+{
+    const std::vector<std::string_view> features = supported_features(options.nginx_version);
+    std::vector<kube::StatusUpdate> updates;
+    updates.reserve(plan.statuses.size());
+    for (const ObjectStatus &st : plan.statuses) {
+        auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const kube::ApiKind &k) {
+            return k.kind == st.kind && k.group == "gateway.networking.k8s.io";
+        });
+        if (kind == kinds.end()) continue;
+        std::string ours;
+        if (!nginx_runs && st.kind == "Gateway") {
+            ObjectStatus pending = st;
+            for (Condition &c : pending.conditions) {
+                if (c.type == "Programmed" && c.status == "True") {
+                    c = Condition{"Programmed", "False", "Pending", "nginx does not run this configuration yet"};
+                }
+            }
+            ours = kube::our_status_json(pending, options.controller_name, features);
+        } else {
+            ours = kube::our_status_json(st, options.controller_name, features);
+        }
+        updates.push_back(kube::StatusUpdate{*kind, st.meta.namespace_, st.meta.name, std::move(ours)});
+    }
+    return updates;
+}
 
 }  // namespace
 
@@ -391,6 +440,9 @@ int run_gateway(const Args &args)
     DocumentCache documents;  // a change rereads every input, but scans only what changed
     std::unique_ptr<kube::ObjectStore> api_objects;
     std::unique_ptr<kube::Reflectors> reflectors;
+    std::unique_ptr<kube::LeaderElector> elector;
+    std::unique_ptr<kube::StatusWriter> status_writer;
+    std::vector<kube::ApiKind> kinds;
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
             watched.read(m, args.jobs, &documents);
@@ -413,8 +465,8 @@ int run_gateway(const Args &args)
             std::cerr << "gateway2nginx: " << e.what() << "\n";
             return 1;
         }
+        server->user_agent = "gateway2nginx/" + kube::replica_identity();
         say("reading the API server of " + server->origin);
-        std::vector<kube::ApiKind> kinds;
         for (std::chrono::milliseconds backoff(800); !g_stop;) {
             try {
                 kube::ApiClient client(*server);
@@ -431,6 +483,19 @@ int run_gateway(const Args &args)
         if (g_stop) return 0;
         api_objects = std::make_unique<kube::ObjectStore>();
         reflectors = std::make_unique<kube::Reflectors>(*server, kinds, api_objects.get(), say);
+        kube::LeaseConfig lease;
+        lease.namespace_ = !args.lease_namespace.empty() ? args.lease_namespace : kube::pod_namespace(args.in_cluster);
+        lease.name = args.lease_name;
+        lease.identity = kube::replica_identity();
+        lease.duration = std::chrono::milliseconds(args.lease_duration_ms);
+        lease.renew_deadline = std::chrono::milliseconds(args.renew_deadline_ms);
+        lease.retry_period = std::chrono::milliseconds(args.retry_period_ms);
+        elector = std::make_unique<kube::LeaderElector>(*server, lease, say);
+        status_writer = std::make_unique<kube::StatusWriter>(*server, api_objects.get(), args.options.controller_name,
+                                                             [&elector] { return elector->is_leader(); }, say);
+        gateway.on_applied_ = [&](const Plan &plan, bool nginx_runs) {
+            status_writer->offer(status_updates(plan, kinds, args.options, nginx_runs));
+        };
     } else if (!args.watch_events) {
         inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (inotify < 0) {
