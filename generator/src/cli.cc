@@ -99,9 +99,14 @@ gateway2nginx run also takes:
                             default)
       --leader-elect-resource-name NAME
                             its name (default gateway2nginx)
-      --leader-elect-lease-duration D, --leader-elect-renew-deadline D,
+      --leader-elect-lease-duration D
+                            how long a Lease not renewed holds (default 15s)
+      --leader-elect-renew-deadline D
+                            the leader stops leading when it has not renewed
+                            for D (default 10s)
       --leader-elect-retry-period D
-                            as client-go's (defaults 15s, 10s, 2s)
+                            how often the Lease is renewed or tried (default
+                            2s), as client-go's
       --watch-events        standard input (-f -) is what `kubectl get --watch
                             -o json --output-watch-events` prints (one kind)
 
