@@ -30,12 +30,6 @@ start_numbered_backends(3, $backend_port);
 my $audit = "$dir/kube-audit.log";
 my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--audit', $audit);
 
-sub apply_yaml {
-    my ($name, $yaml) = @_;
-    spit("$dir/$name.yaml", $yaml);
-    my ($rc, $out) = kubectl('apply', '-f', "$dir/$name.yaml");
-    is($rc, 0, "kubectl apply -f $name.yaml") or diag $out;
-}
 sub slice_yaml {
     my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
     return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
@@ -49,7 +43,7 @@ sub route_yaml {
 }
 
 # ---- kubectl against the simulation ----------------------------------------------
-apply_yaml('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
+kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
 ---
 apiVersion: v1
 kind: Service
@@ -66,14 +60,14 @@ spec:
     hostname: abc.example.com
     caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
 YAML
-apply_yaml('route', route_yaml('/web'));
-apply_yaml('slice', slice_yaml(1));
+kube_apply('route', route_yaml('/web'));
+kube_apply('slice', slice_yaml(1));
 my ($rc, $got) = kubectl('get', 'httproutes,services,endpointslices', '-n', 'ns', '-o', 'name');
 is($got, "httproute.gateway.networking.k8s.io/r\nservice/web\nendpointslice.discovery.k8s.io/web-abc\n",
    'kubectl get lists what it applied');
 ($rc, $got) = kubectl('get', 'httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.metadata.generation}');
 is($got, '1', 'a new object is at generation 1');
-apply_yaml('route', route_yaml('/web', '/shop'));
+kube_apply('route', route_yaml('/web', '/shop'));
 ($rc, $got) = kubectl('get', 'httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.metadata.generation}');
 is($got, '2', 'kubectl apply of a changed spec: generation 2');
 ($rc, $got) = kubectl('patch', 'httproute', 'r', '-n', 'ns', '--subresource=status', '--type=merge', '-p',
@@ -81,7 +75,7 @@ is($got, '2', 'kubectl apply of a changed spec: generation 2');
 is($rc, 0, 'kubectl patch --subresource=status') or diag $got;
 ($rc, $got) = kubectl('get', 'httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[0].controllerName} {.metadata.generation}');
 is($got, 'example.com/other 2', 'the status is there, the generation unchanged');
-apply_yaml('route', route_yaml('/web'));
+kube_apply('route', route_yaml('/web'));
 
 # ---- gateway2nginx run reads the API -----------------------------------------
 my $log = "$dir/run.log";
@@ -104,7 +98,7 @@ is(endpoints_seen(), '127.0.0.1', 'what kubectl applied is served');
 # endpoints through the API: pushed, no reload
 my $pushes = sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) };
 my $before = $pushes->();
-apply_yaml('slice', slice_yaml(2, 3));
+kube_apply('slice', slice_yaml(2, 3));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 10), 'an EndpointSlice applied with kubectl reaches the traffic');
 ok(wait_for(sub { $pushes->() > $before }, 5), 'pushed through the upstream API');
 is(worker_pids($master), $workers, 'no reload: the same workers');
@@ -130,17 +124,17 @@ is(jsonpath('lease', 'gateway2nginx', '-n', 'default', '-o', 'jsonpath={.spec.le
    'a Lease elects the replica that writes');
 sub status_writes { scalar grep { /"verb": "update"/ && /"subresource": "status"/ } split /\n/, (-e $audit ? slurp($audit) : '') }
 my $writes = status_writes();
-apply_yaml('slice', slice_yaml(2, 3));   # the same slice again: nothing changes
+kube_apply('slice', slice_yaml(2, 3));   # the same slice again: nothing changes
 sleep 1.5;
 is(status_writes(), $writes, 'an unchanged status is not written again');
 
 # a route change: rendered, checked, reloaded
-apply_yaml('route', route_yaml('/web', '/shop'));
+kube_apply('route', route_yaml('/web', '/shop'));
 ok(wait_for(sub { endpoint('/shop') =~ /^127\.0\.0\.[23]$/ }, 15), 'a route applied with kubectl serves after a reload');
 isnt(worker_pids($master), $workers, 'with new workers');
 
 # a tenant's bad object costs only its owner
-apply_yaml('bad', "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant}\n---\n"
+kube_apply('bad', "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant}\n---\n"
                 . "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: bad, namespace: tenant}\n"
                 . "spec:\n  parentRefs: [{name: gw, namespace: ns}]\n  rules:\n"
                 . "  - matches: [{path: {type: NoSuchType, value: /x}}]\n    backendRefs: [{name: web, port: 443}]\n");
@@ -162,7 +156,7 @@ ok(count_in_log(qr/(watching|listing) \w+ failed \(.*\); again in \d+ ms/) > 0, 
 $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--start-compacted', '--audit', $audit);
 ok(wait_for(sub { count_in_log(qr/watch of \w+ expired at resourceVersion \d+ \(410 Gone\): listing again/) >= 1 }, 60),
    'back with its history compacted: 410 Gone, and a new list') or diag slurp($log);
-apply_yaml('slice', slice_yaml(1));
+kube_apply('slice', slice_yaml(1));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.1' }, 30), 'a change after the outage reaches the traffic');
 my ($routes) = kubectl('get', 'httproutes', '-A', '-o', 'name');
 my $status = slurp("$out/status.yaml");

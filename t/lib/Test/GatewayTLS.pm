@@ -34,7 +34,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
-                 start_kube_api kubectl kubeconfig);
+                 start_kube_api kubectl kubeconfig kube_apply);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -908,6 +908,15 @@ sub kubectl {
     my $cmd = join ' ', map { "'$_'" } 'kubectl', '--kubeconfig', kubeconfig(), @_;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
+}
+
+# `kubectl apply -f` of YAML (kept as servroot/NAME.yaml); the exit code
+# is a test.
+sub kube_apply {
+    my ($name, $yaml) = @_;
+    spit("$ServRoot/$name.yaml", $yaml);
+    my ($rc, $out) = kubectl('apply', '-f', "$ServRoot/$name.yaml");
+    Test::More::is($rc, 0, "kubectl apply -f $name.yaml") or Test::More::diag($out);
 }
 
 # DIR/NAME replaced the way kubectl cp or a config sync does: written
