@@ -729,9 +729,13 @@ sub run_generator {
 sub module_dir { (my $dir = $ENV{GTLS_MODULE} || $Module) =~ s{/[^/]+$}{}; return $dir }
 
 # gateway_manifests() YAML whose listener takes routes of every namespace.
+# Dies when there is no such listener: an edit that misses its mark must
+# not leave a test quietly testing something else.
 sub routes_from_all_namespaces {
     my ($yaml) = @_;
-    return $yaml =~ s/listeners: \[\{name: http, port: 80, protocol: HTTP\}\]/listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]/r;
+    $yaml =~ s/^(  - \{name: http, port: 80, protocol: HTTP)\}$/$1, allowedRoutes: {namespaces: {from: All}}}/m
+        or die "routes_from_all_namespaces: no HTTP listener on port 80 in the manifests\n";
+    return $yaml;
 }
 
 # Manifests for tests of routes: our GatewayClass, Gateway ns/gw with an
