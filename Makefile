@@ -43,7 +43,7 @@ export GATEWAY_API_DIR
 
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev help2man \
-        libyaml-cpp-dev rapidjson-dev libcurl4-openssl-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
+        libyaml-cpp-dev rapidjson-dev libcurl4-openssl-dev libmicrohttpd-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
         ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2 python3-yaml
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
@@ -54,7 +54,7 @@ GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc 
                ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc ngx_module/core/gtls_upstream_api.cc \
                ngx_module/core/gtls_access.cc
 GEN_TESTS   := $(wildcard generator/tests/*.cc)
-GEN_LIBS    := -lyaml-cpp -lcurl -lcrypto -lpcre2-8 -pthread
+GEN_LIBS    := -lyaml-cpp -lcurl -lmicrohttpd -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
 .PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
@@ -62,12 +62,13 @@ GENERATOR   := $(BUILD)/gateway2nginx
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
-# kubectl: Debian's kubernetes-client, unless a kubectl is already there
-# (the tests of the API client drive the API server simulation with it).
+# kubectl: Debian's kubernetes-client where the release has one, unless a
+# kubectl is already there (the tests of the API client drive the API
+# server simulation with it, and skip, saying why, without one).
 deps:
 	@missing=$$(for p in $(DEPS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
-	  done; command -v kubectl >/dev/null || echo kubernetes-client); \
+	  done; command -v kubectl >/dev/null || ! apt-cache show kubernetes-client >/dev/null 2>&1 || echo kubernetes-client); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  export DEBIAN_FRONTEND=noninteractive; \

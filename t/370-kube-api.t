@@ -13,8 +13,8 @@ use Test::More;
 use File::Path qw(make_path);
 use Time::HiRes qw(sleep time);
 
-if (system('sh', '-c', 'command -v kubectl >/dev/null') != 0) {
-    plan skip_all => 'kubectl is not installed (make deps installs Debian\'s kubernetes-client)';
+if (my $why = kubectl_missing()) {
+    plan skip_all => $why;
 }
 plan 'no_plan';
 setup();
@@ -24,6 +24,7 @@ my $offset = server_port() + 20 - 80;
 my $port = 80 + $offset;
 my $api_port = server_port() + 18;
 my $kube_port = server_port() + 21;
+my $health_port = server_port() + 17;
 my $outage = $ENV{GTLS_KUBE_OUTAGE_SECONDS} // 30;
 
 start_numbered_backends(3, $backend_port);
@@ -83,13 +84,15 @@ my $out = "$dir/out";
 my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--reload', "$out/nginx.pid",
                     '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
                     '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '100');
+                    '--debounce', '100', '--health-listen', "127.0.0.1:$health_port");
 sub count_in_log { count_in($log, shift) }
 sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 12; return join ' ', sort keys %seen }
 
 ok(wait_for(sub { -f "$out/nginx.conf" }, 20), 'gateway2nginx run --kubeconfig writes a configuration') or diag slurp($log);
 like(slurp($log), qr/every kind listed: \d+ object\(s\)/, 'once every kind is listed');
+sub fetch { my $out = `curl -s -w '\n%{http_code}' http://127.0.0.1:$health_port$_[0]`; my ($body, $code) = $out =~ /\A(.*)\n(\d+)\z/s; return ($code // 0, $body // '') }
+is((fetch('/readyz'))[0], 503, '/readyz: not ready while no nginx serves the configuration');
 start_nginx($out, 'nginx.conf', $port);
 my $master = do { my $m = slurp("$out/nginx.pid"); chomp $m; $m };
 my $workers = worker_pids($master);
@@ -102,6 +105,15 @@ kube_apply('slice', slice_yaml(2, 3));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 10), 'an EndpointSlice applied with kubectl reaches the traffic');
 ok(wait_for(sub { $pushes->() > $before }, 5), 'pushed through the upstream API');
 is(worker_pids($master), $workers, 'no reload: the same workers');
+
+# ---- the controller's own endpoint ----------------------------------------------
+is((fetch('/healthz'))[0], 200, '/healthz: the loop turns');
+ok(wait_for(sub { (fetch('/readyz'))[0] == 200 }, 10), '/readyz: nginx serves the configuration');
+my ($mcode, $metrics) = fetch('/metrics');
+like($metrics, qr/^gateway2nginx_watch_events_total\{kind="EndpointSlice"\} [1-9]/m, '/metrics counts watch events by kind');
+like($metrics, qr/^gateway2nginx_pushes_total [1-9]/m, 'and pushes');
+like($metrics, qr/^gateway2nginx_leader 1$/m, 'and says this replica leads');
+like($metrics, qr/^gateway2nginx_change_to_traffic_seconds_count [1-9]/m, 'and how long changes take to reach traffic');
 
 # ---- status written back ------------------------------------------------------
 sub jsonpath { my ($rc, $out) = kubectl('get', @_); return $rc == 0 ? $out : "(kubectl: $out)" }

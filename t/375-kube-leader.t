@@ -9,8 +9,8 @@ use Test::GatewayTLS;
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-if (system('sh', '-c', 'command -v kubectl >/dev/null') != 0) {
-    plan skip_all => 'kubectl is not installed (make deps installs Debian\'s kubernetes-client)';
+if (my $why = kubectl_missing()) {
+    plan skip_all => $why;
 }
 plan 'no_plan';
 setup();

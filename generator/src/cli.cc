@@ -88,6 +88,9 @@ would show.
 gateway2nginx run also takes:
       --debounce MS         apply a change once MS ms pass without another
                             (default 250)
+      --health-listen ADDR:PORT
+                            serve /healthz, /readyz (nginx serves a complete
+                            configuration) and /metrics (Prometheus) there
       --kubeconfig FILE     list and watch the objects of the API server of
                             FILE's current context (certificates, tokens and
                             token files; no exec or auth-provider plugins)
@@ -228,6 +231,8 @@ Args parse_args(int argc, char **argv, bool run)
             a.renew_deadline_ms = duration_ms(arg, value());
         } else if (run && arg == "--leader-elect-retry-period") {
             a.retry_period_ms = duration_ms(arg, value());
+        } else if (run && arg == "--health-listen") {
+            a.health_listen = value();
         } else if (run && arg == "--kubeconfig") {
             a.kubeconfig = value();
         } else if (run && arg == "--in-cluster") {

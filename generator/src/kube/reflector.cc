@@ -285,9 +285,13 @@ WatchDecoder::Outcome WatchDecoder::event(const std::string &line)
 
 Reflectors::Reflectors(const ApiServer &server, std::vector<ApiKind> kinds, ObjectStore *store, Log log)
     : server_(server), kinds_(std::move(kinds)), store_(store), log_(std::move(log)),
-      synced_(new std::atomic<bool>[kinds_.size()])
+      synced_(new std::atomic<bool>[kinds_.size()]), events_(new std::atomic<uint64_t>[kinds_.size()]),
+      lists_(new std::atomic<uint64_t>[kinds_.size()]), errors_(new std::atomic<uint64_t>[kinds_.size()])
 {
-    for (size_t i = 0; i < kinds_.size(); i++) synced_[i] = false;
+    for (size_t i = 0; i < kinds_.size(); i++) {
+        synced_[i] = false;
+        events_[i] = lists_[i] = errors_[i] = 0;
+    }
     for (size_t i = 0; i < kinds_.size(); i++) threads_.emplace_back([this, i] { reflect(i); });
 }
 
@@ -318,6 +322,13 @@ std::string Reflectors::unsynced() const
     return out;
 }
 
+std::vector<Reflectors::KindCounts> Reflectors::counts() const
+{
+    std::vector<KindCounts> out;
+    for (size_t i = 0; i < kinds_.size(); i++) out.push_back({kinds_[i].kind, events_[i], lists_[i], errors_[i]});
+    return out;
+}
+
 bool Reflectors::sleep_for(std::chrono::milliseconds delay)
 {
     std::unique_lock<std::mutex> lock(sleep_mutex_);
@@ -336,6 +347,7 @@ void Reflectors::reflect(size_t index)
     std::mt19937_64 random(std::random_device{}() + index);
     std::chrono::milliseconds backoff(800);
     auto wait_after_error = [&](const std::string &what) {
+        errors_[index]++;
         std::uniform_real_distribution<double> jitter(1.0, 2.0);
         const auto delay = std::chrono::milliseconds(static_cast<long>(backoff.count() * jitter(random)));
         log_(what + "; again in " + std::to_string(delay.count()) + " ms");
@@ -383,6 +395,7 @@ void Reflectors::reflect(size_t index)
         }
         if (!listed) return;
         const size_t count = objects.size();
+        lists_[index]++;
         store_->replace_kind(kind, std::move(objects));
         if (!synced_[index]) log_("listed " + std::to_string(count) + " " + kind.kind + "(s) at resourceVersion " + resource_version);
         synced_[index] = true;
@@ -399,7 +412,9 @@ void Reflectors::reflect(size_t index)
             const size_t events_before = decoder.events();
             const auto started = std::chrono::steady_clock::now();
             const Response r = client.stream(path, [&](std::string_view bytes) {
+                const size_t seen = decoder.events();
                 outcome = decoder.feed(bytes);
+                events_[index] += decoder.events() - seen;
                 return outcome == WatchDecoder::Outcome::Continue;
             }, stop_);
             if (stop_) return;

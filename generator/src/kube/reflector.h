@@ -87,6 +87,12 @@ public:
     // The kinds not listed yet, for a message.
     std::string unsynced() const;
 
+    struct KindCounts {
+        std::string kind;
+        uint64_t events, lists, errors;
+    };
+    std::vector<KindCounts> counts() const;
+
 private:
     void reflect(size_t index);
     bool sleep_for(std::chrono::milliseconds delay);
@@ -97,6 +103,7 @@ private:
     Log log_;
     std::atomic<bool> stop_{false};
     std::unique_ptr<std::atomic<bool>[]> synced_;
+    std::unique_ptr<std::atomic<uint64_t>[]> events_, lists_, errors_;
     std::mutex sleep_mutex_;
     std::condition_variable sleep_cv_;
     std::vector<std::thread> threads_;

@@ -1,4 +1,5 @@
 #include "run/run.h"
+#include "run/health.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -40,6 +41,12 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
+
+int64_t steady_ms()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 // One line of the log; the reflectors' threads say things too.
 void say(const std::string &what)
@@ -160,7 +167,7 @@ void watch_paths(int inotify, const std::vector<std::string> &inputs)
 
 class RunningGateway {
 public:
-    explicit RunningGateway(const Args &args) : args_(args)
+    RunningGateway(const Args &args, RunMetrics *metrics) : args_(args), metrics_(metrics)
     {
         outdir_ = fs::absolute(args.outdir).lexically_normal();
         if (outdir_.filename().empty()) outdir_ = outdir_.parent_path();
@@ -169,10 +176,12 @@ public:
 
     void apply(const std::function<void(Manifests *)> &read)
     {
+        metrics_->applies++;
         Manifests manifests;
         try {
             read(&manifests);
         } catch (const InputError &e) {
+            metrics_->bad_inputs++;
             say(std::string("bad input, nothing changed: ") + e.what());
             return;
         }
@@ -234,10 +243,12 @@ private:
         if (pushed != nullptr) *pushed = !changed.empty();
         if (changed.empty()) return true;
         if (std::string failed = push_to_api(args_.options, api_body(changed)); !failed.empty()) {
+            metrics_->push_failures++;
             say("pushing to the upstream API failed (" + failed + "): reloading instead");
             return false;
         }
         pushed_ = content;
+        metrics_->pushes++;
         std::string what;
         const size_t upstreams = changed.servers.size() + changed.stream_servers.size();
         if (upstreams > 0) what = "servers of " + std::to_string(upstreams) + " upstream(s)";
@@ -289,6 +300,7 @@ private:
     void apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
                              bool can_isolate = true)
     {
+        metrics_->renders++;
         write_configuration(plan, args_.options, staged_, false);
         std::vector<Exclusion> found;
         if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false)) {
@@ -297,6 +309,7 @@ private:
                             : std::nullopt;
             if (!isolated) {
                 fs::remove_all(staged_);
+                metrics_->refused++;
                 say("nginx -t refuses the configuration; nginx keeps the one it runs");
                 return;
             }
@@ -331,10 +344,12 @@ private:
             nginx_runs = true;
             std::string reloaded;
             if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(), &reloaded); !failed.empty()) {
+                metrics_->reload_failures++;
                 say(failed);
                 applied_ = false;  // the next change reloads again
                 return;
             }
+            metrics_->reloads++;
             say(reloaded);
             // servers pushed before stay across a reload where the configured
             // ones look unchanged to nginx: what was rendered is made current
@@ -354,6 +369,7 @@ private:
 
     void applied(const Plan &plan, bool nginx_runs)
     {
+        if (nginx_runs) metrics_->ready = true;
         if (on_applied_) on_applied_(plan, nginx_runs);
     }
 
@@ -364,6 +380,7 @@ public:
 
 private:
     const Args &args_;
+    RunMetrics *metrics_;
     fs::path outdir_, staged_;
     bool applied_ = false;
     bool first_ = true;
@@ -373,6 +390,35 @@ private:
     std::set<std::string> warned_;
     ApiContent pushed_;  // what the upstream API holds
 };
+
+// The API client's part of /metrics.
+std::string kube_metrics(const kube::Reflectors &reflectors, const kube::StatusWriter &writer,
+                         const kube::LeaderElector &elector)
+{
+    std::ostringstream out;
+    out << "# HELP gateway2nginx_watch_events_total Watch events received, by kind.\n"
+           "# TYPE gateway2nginx_watch_events_total counter\n";
+    for (const auto &c : reflectors.counts()) {
+        out << "gateway2nginx_watch_events_total{kind=\"" << c.kind << "\"} " << c.events << "\n";
+    }
+    out << "# HELP gateway2nginx_lists_total Full lists, by kind (the first, and after 410 Gone).\n"
+           "# TYPE gateway2nginx_lists_total counter\n";
+    for (const auto &c : reflectors.counts()) out << "gateway2nginx_lists_total{kind=\"" << c.kind << "\"} " << c.lists << "\n";
+    out << "# HELP gateway2nginx_api_errors_total Failed lists and watches, by kind.\n"
+           "# TYPE gateway2nginx_api_errors_total counter\n";
+    for (const auto &c : reflectors.counts()) out << "gateway2nginx_api_errors_total{kind=\"" << c.kind << "\"} " << c.errors << "\n";
+    const kube::StatusWriter::Counts w = writer.counts();
+    out << "# HELP gateway2nginx_status_writes_total Status writes, by result.\n"
+           "# TYPE gateway2nginx_status_writes_total counter\n"
+        << "gateway2nginx_status_writes_total{result=\"written\"} " << w.written << "\n"
+        << "gateway2nginx_status_writes_total{result=\"unchanged\"} " << w.unchanged << "\n"
+        << "gateway2nginx_status_writes_total{result=\"conflict\"} " << w.conflicts << "\n"
+        << "gateway2nginx_status_writes_total{result=\"failed\"} " << w.failed << "\n"
+        << "# HELP gateway2nginx_leader Whether this replica holds the Lease and writes status.\n"
+           "# TYPE gateway2nginx_leader gauge\ngateway2nginx_leader "
+        << (elector.is_leader() ? 1 : 0) << "\n";
+    return out.str();
+}
 
 // What `plan` says of each object, as written back. A Gateway is not
 // Programmed before a running nginx serves its configuration.
@@ -435,7 +481,9 @@ int run_gateway(const Args &args)
     ::sigaction(SIGTERM, &sa, nullptr);
     ::sigaction(SIGINT, &sa, nullptr);
 
-    RunningGateway gateway(args);
+    RunMetrics metrics;
+    metrics.heartbeat_ms = steady_ms();
+    RunningGateway gateway(args, &metrics);
     WatchedObjects watched;
     DocumentCache documents;  // a change rereads every input, but scans only what changed
     std::unique_ptr<kube::ObjectStore> api_objects;
@@ -456,6 +504,15 @@ int run_gateway(const Args &args)
         documents.forget_unused();
     };
 
+    std::unique_ptr<HealthServer> health;
+    if (!args.health_listen.empty()) {
+        try {
+            health = std::make_unique<HealthServer>(args.health_listen, &metrics);
+        } catch (const std::exception &e) {
+            std::cerr << "gateway2nginx: " << e.what() << "\n";
+            return 1;
+        }
+    }
     int inotify = -1;
     if (args.reads_api()) {
         std::optional<kube::ApiServer> server;
@@ -493,6 +550,7 @@ int run_gateway(const Args &args)
         elector = std::make_unique<kube::LeaderElector>(*server, lease, say);
         status_writer = std::make_unique<kube::StatusWriter>(*server, api_objects.get(), args.options.controller_name,
                                                              [&elector] { return elector->is_leader(); }, say);
+        metrics.more = [&] { return kube_metrics(*reflectors, *status_writer, *elector); };
         gateway.on_applied_ = [&](const Plan &plan, bool nginx_runs) {
             status_writer->offer(status_updates(plan, kinds, args.options, nginx_runs));
         };
@@ -522,6 +580,7 @@ int run_gateway(const Args &args)
     clock::time_point last_event{}, first_event{};
     std::string pending;  // watch-event bytes not yet a whole event
     while (!g_stop) {
+        metrics.heartbeat_ms = steady_ms();
         pollfd fd{args.watch_events ? 0 : api_objects ? api_objects->change_fd() : inotify, POLLIN, 0};
         if (!synced) {
             synced = reflectors->synced();
@@ -572,6 +631,7 @@ int run_gateway(const Args &args)
         if (dirty && (eof || now - last_event >= quiet_spell || now - first_event >= longest_wait)) {
             dirty = false;
             gateway.apply(read);
+            if (metrics.ready) metrics.observe_latency(std::chrono::duration<double>(clock::now() - first_event).count());
         }
         if (eof && !dirty) {
             say("the watch stream ended");

@@ -1,0 +1,135 @@
+#include "run/health.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace g2n {
+
+namespace {
+
+int64_t steady_ms()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url, const char *method, const char *,
+                  const char *, size_t *, void **)
+{
+    const auto *metrics = static_cast<const RunMetrics *>(cls);
+    unsigned int code = 200;
+    std::string body;
+    const char *type = "text/plain; charset=utf-8";
+    if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
+        code = 405;
+        body = "GET only\n";
+    } else if (std::strcmp(url, "/healthz") == 0) {
+        // the loop turns at least once a second; 30 s without is stuck
+        const bool alive = steady_ms() - metrics->heartbeat_ms < 30000;
+        code = alive ? 200 : 503;
+        body = alive ? "ok\n" : "the main loop has not turned for 30 s\n";
+    } else if (std::strcmp(url, "/readyz") == 0) {
+        code = metrics->ready ? 200 : 503;
+        body = metrics->ready ? "ok\n" : "nginx does not serve a complete configuration yet\n";
+    } else if (std::strcmp(url, "/metrics") == 0) {
+        body = metrics->prometheus();
+        type = "text/plain; version=0.0.4; charset=utf-8";
+    } else {
+        code = 404;
+        body = "/healthz, /readyz, /metrics\n";
+    }
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(body.size(), body.data(), MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(response, "Content-Type", type);
+    const MHD_Result r = MHD_queue_response(connection, code, response);
+    MHD_destroy_response(response);
+    return r;
+}
+
+}  // namespace
+
+void RunMetrics::observe_latency(double seconds)
+{
+    std::lock_guard<std::mutex> lock(latency_mutex_);
+    for (size_t i = 0; i < sizeof kBuckets / sizeof kBuckets[0]; i++) {
+        if (seconds <= kBuckets[i]) latency_counts_[i]++;
+    }
+    latency_count_++;
+    latency_sum_ += seconds;
+}
+
+std::string RunMetrics::prometheus() const
+{
+    std::ostringstream out;
+    auto counter = [&](const char *name, const char *help, uint64_t value) {
+        out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n" << name << " " << value << "\n";
+    };
+    counter("gateway2nginx_applies_total", "Changes applied.", applies);
+    counter("gateway2nginx_renders_total", "Configurations rendered and checked for a reload.", renders);
+    counter("gateway2nginx_reloads_total", "nginx reloads confirmed.", reloads);
+    counter("gateway2nginx_reload_failures_total", "nginx reloads that failed.", reload_failures);
+    counter("gateway2nginx_pushes_total", "Changes pushed to the upstream API.", pushes);
+    counter("gateway2nginx_push_failures_total", "Pushes that failed (a reload followed).", push_failures);
+    counter("gateway2nginx_refused_total", "Configurations nginx -t refused.", refused);
+    counter("gateway2nginx_bad_inputs_total", "Reads of the inputs that failed as a whole.", bad_inputs);
+    out << "# HELP gateway2nginx_ready Whether nginx serves a complete configuration.\n"
+           "# TYPE gateway2nginx_ready gauge\ngateway2nginx_ready "
+        << (ready ? 1 : 0) << "\n";
+    {
+        std::lock_guard<std::mutex> lock(latency_mutex_);
+        const char *name = "gateway2nginx_change_to_traffic_seconds";
+        out << "# HELP " << name << " From a change's first event to nginx serving it.\n# TYPE " << name
+            << " histogram\n";
+        for (size_t i = 0; i < sizeof kBuckets / sizeof kBuckets[0]; i++) {
+            out << name << "_bucket{le=\"" << kBuckets[i] << "\"} " << latency_counts_[i] << "\n";
+        }
+        out << name << "_bucket{le=\"+Inf\"} " << latency_count_ << "\n"
+            << name << "_sum " << latency_sum_ << "\n"
+            << name << "_count " << latency_count_ << "\n";
+    }
+    if (more) out << more();
+    return out.str();
+}
+
+HealthServer::HealthServer(const std::string &listen, const RunMetrics *metrics)
+{
+    const size_t colon = listen.rfind(':');
+    std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+    const std::string port_text = colon == std::string::npos ? listen : listen.substr(colon + 1);
+    char *end = nullptr;
+    const long port = std::strtol(port_text.c_str(), &end, 10);
+    if (port_text.empty() || *end != '\0' || port < 1 || port > 65535) {
+        throw std::runtime_error("--health-listen " + listen + ": not ADDRESS:PORT");
+    }
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    sockaddr_in6 v6{};
+    sockaddr_in v4{};
+    const sockaddr *address = nullptr;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (host.empty() || host == "0.0.0.0" || inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
+        v4.sin_family = AF_INET;
+        v4.sin_port = htons(static_cast<uint16_t>(port));
+        if (host.empty()) v4.sin_addr.s_addr = htonl(INADDR_ANY);
+        address = reinterpret_cast<const sockaddr *>(&v4);
+    } else if (inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) == 1) {
+        v6.sin6_family = AF_INET6;
+        v6.sin6_port = htons(static_cast<uint16_t>(port));
+        address = reinterpret_cast<const sockaddr *>(&v6);
+        flags |= MHD_USE_IPv6;
+    } else {
+        throw std::runtime_error("--health-listen " + listen + ": not an IP address");
+    }
+    daemon_ = MHD_start_daemon(flags, static_cast<uint16_t>(port), nullptr, nullptr, &answer,
+                               const_cast<RunMetrics *>(metrics), MHD_OPTION_SOCK_ADDR, address,
+                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (daemon_ == nullptr) throw std::runtime_error("--health-listen " + listen + ": cannot listen there");
+}
+
+HealthServer::~HealthServer() { MHD_stop_daemon(static_cast<struct MHD_Daemon *>(daemon_)); }
+
+}  // namespace g2n

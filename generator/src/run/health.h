@@ -1,0 +1,51 @@
+// gateway2nginx run's own endpoint (--health-listen): /healthz (the loop
+// turns), /readyz (nginx serves the inputs' first complete configuration)
+// and /metrics (Prometheus text), served by libmicrohttpd on a thread of
+// its own. What it reports is counted in RunMetrics by the loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace g2n {
+
+struct RunMetrics {
+    std::atomic<uint64_t> applies{0}, renders{0}, reloads{0}, reload_failures{0}, pushes{0}, push_failures{0},
+        refused{0}, bad_inputs{0};
+    std::atomic<int64_t> heartbeat_ms{0};  // steady clock, the loop's last turn
+    std::atomic<bool> ready{false};
+    // seconds from a change's first event to nginx serving it
+    static constexpr double kBuckets[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+    void observe_latency(double seconds);
+    // more lines of the exposition (watch events, status writes, leader)
+    std::function<std::string()> more;
+
+    std::string prometheus() const;
+
+private:
+    mutable std::mutex latency_mutex_;
+    uint64_t latency_counts_[sizeof kBuckets / sizeof kBuckets[0]] = {};
+    uint64_t latency_count_ = 0;
+    double latency_sum_ = 0;
+};
+
+// Serves RunMetrics on ADDR:PORT until destroyed. Throws std::runtime_error
+// when it cannot listen.
+class HealthServer {
+public:
+    HealthServer(const std::string &listen, const RunMetrics *metrics);
+    ~HealthServer();
+    HealthServer(const HealthServer &) = delete;
+    HealthServer &operator=(const HealthServer &) = delete;
+
+private:
+    void *daemon_;  // struct MHD_Daemon *
+};
+
+}  // namespace g2n
