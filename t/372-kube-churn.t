@@ -1,0 +1,114 @@
+# 500 EndpointSlice changes made through the API (merge patches to the
+# API server simulation, as a controller's endpoint updates arrive) while
+# wrk keeps requests flowing through nginx: every change is pushed to the
+# upstream API, none reloads nginx, no request fails, and the last list is
+# what nginx serves.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+if (my $why = kubectl_missing()) {
+    plan skip_all => $why;
+}
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $backend_port = server_port() + 1;
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+my $kube_port = server_port() + 21;
+my $changes = 500;
+
+start_numbered_backends(8, $backend_port);
+my $sim = start_kube_api($kube_port);
+sub slice_json { '{"endpoints":[{"addresses":[' . join(',', map { "\"127.0.0.$_\"" } @_) . ']}]}' }
+kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec: {ports: [{name: https, port: 443}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}
+ports: [{name: https, port: $backend_port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: web-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation: {hostname: abc.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: web, port: 443}]}]
+YAML
+
+my $log = "$dir/run.log";
+my $out = "$dir/out";
+my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--reload', "$out/nginx.pid",
+                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
+                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                    '--debounce', '50');
+ok(wait_for(sub { -f "$out/nginx.conf" }, 20), 'gateway2nginx run --kubeconfig writes a configuration') or diag slurp($log);
+start_nginx($out, 'nginx.conf', $port);
+my $master = do { my $m = slurp("$out/nginx.pid"); chomp $m; $m };
+my $workers = worker_pids($master);
+sub endpoint { my ($code, $h, $body) = http_request($port, '/', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
+ok(wait_for(sub { endpoint() eq '127.0.0.1' }, 10), 'served');
+
+my $wrk = "$dir/wrk.txt";
+my $wrk_pid = fork // die;
+if ($wrk_pid == 0) {
+    # until told to stop (SIGINT: wrk prints its report), however long
+    # the changes take on this machine
+    exec("exec wrk -t1 -c4 -d300s -H 'Host: localhost' http://127.0.0.1:$port/ > $wrk 2>&1");
+}
+sleep 0.5;
+my $token = slurp("$dir/kube-api.token") =~ s/\s+//gr;
+my $url = "https://127.0.0.1:$kube_port/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices/web-abc";
+my ($accepted, @last) = (0);
+srand(42);
+my $started = time;
+for my $i (1 .. $changes) {
+    my @list = grep { rand() < 0.5 } 1 .. 8;
+    @list = (1 + $i % 8) unless @list;
+    my $code = `curl -s -o /dev/null -w '%{http_code}' --cacert $dir/certs/ca.crt -H 'Authorization: Bearer $token' -H 'Content-Type: application/merge-patch+json' -X PATCH --data '@{[slice_json(@list)]}' $url`;
+    $accepted++ if $code eq '200';
+    @last = @list;
+    sleep 0.02;
+}
+my $took = time - $started;
+my $want = join ' ', map { "127.0.0.$_" } @last;
+sub endpoints_seen { my %seen; $seen{endpoint()}++ for 1 .. 24; return join ' ', sort keys %seen }
+ok(wait_for(sub { endpoints_seen() eq $want }, 10), "after $changes changes nginx serves the last list ($want)");
+kill 'INT', $wrk_pid;
+waitpid($wrk_pid, 0);
+my $report = slurp($wrk);
+diag sprintf("%d EndpointSlice changes through the API in %.1f s, under load throughout", $changes, $took);
+diag $report;
+is($accepted, $changes, "the API server took $changes changes");
+my ($requests) = $report =~ /(\d+) requests in/;
+ok(($requests // 0) > 1000, "wrk made requests throughout (@{[$requests // 0]})");
+unlike($report, qr/Non-2xx or 3xx responses/, 'no request got anything but a 2xx');
+unlike($report, qr/Socket errors/, 'no request met a connection error');
+is(worker_pids($master), $workers, 'no reload: the same workers served every change');
+is(count_in($log, qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+my $pushes = count_in($log, qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/);
+ok($pushes > 10, "the changes were pushed ($pushes pushes: changes that come within --debounce are one)");
+
+kill 'TERM', $run;
+waitpid($run, 0);
+is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
+stop_nginx($out);
+stop_nginx("$dir/backends");
+kill 'TERM', $sim;
+waitpid($sim, 0);
