@@ -67,6 +67,15 @@ out=bench/results.md
     bash bench/endpoint_change.sh "${BENCH_ROUTES:-10000}"
     echo '```'
     echo
+    echo "## gateway2nginx run reading the Kubernetes API (the API server simulation) beside the same run reading files"
+    echo
+    echo "Change to traffic (target for an endpoint change: under 100 ms), the run process's peak memory (target:"
+    echo "within 2x of the one-shot generator), and the parse stage on the objects as YAML and as JSON:"
+    echo
+    echo '```'
+    bash bench/kube_api.sh "${BENCH_ROUTES:-10000}"
+    echo '```'
+    echo
     echo "## The upstream API's body reader: peak memory added per body byte (target: a few; a refused body no dearer)"
     echo
     echo '```'

@@ -37,7 +37,7 @@ std::string metadata_member(const Value &object, const char *name)
 // items may leave out; "namespace/name" in `name_key`. False when it has
 // no name.
 bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &alloc, std::string *name_key,
-                 std::string *text)
+                 std::string *text, std::string *content = nullptr)
 {
     if (!object.IsObject()) return false;
     const std::string name = metadata_member(object, "name");
@@ -56,6 +56,21 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
     rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
     object.Accept(writer);
     text->assign(buffer.GetString(), buffer.GetSize());
+    if (content != nullptr) {
+        // what gateway2nginx reads of it: not the status (ours, written
+        // back, comes back as an event), nor the version stamps
+        Value copy(object, alloc);
+        copy.EraseMember("status");  // EraseMember keeps the order: equal objects, equal text
+        auto meta = copy.FindMember("metadata");
+        if (meta != copy.MemberEnd() && meta->value.IsObject()) {
+            meta->value.EraseMember("resourceVersion");
+            meta->value.EraseMember("managedFields");
+        }
+        rapidjson::StringBuffer content_buffer;
+        rapidjson::Writer<rapidjson::StringBuffer> content_writer(content_buffer);
+        copy.Accept(content_writer);
+        content->assign(content_buffer.GetString(), content_buffer.GetSize());
+    }
     return true;
 }
 
@@ -168,23 +183,33 @@ void ObjectStore::drain_changes() const
     [[maybe_unused]] ssize_t n = ::read(event_fd_, &count, sizeof count);
 }
 
-void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::string> objects)
+void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::pair<std::string, std::string>> objects)
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string prefix = key_prefix(kind);
         auto it = objects_.lower_bound(prefix);
-        while (it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0) it = objects_.erase(it);
-        for (auto &[name_key, json] : objects) objects_.emplace(prefix + name_key, std::move(json));
+        while (it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+            contents_.erase(it->first);
+            it = objects_.erase(it);
+        }
+        for (auto &[name_key, held] : objects) {
+            objects_.emplace(prefix + name_key, std::move(held.first));
+            contents_.emplace(prefix + name_key, std::move(held.second));
+        }
     }
     changed();
 }
 
-void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::string json)
+void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::string json, std::string content)
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        objects_[key_prefix(kind) + name_key] = std::move(json);
+        auto [it, added] = objects_.try_emplace(key_prefix(kind) + name_key);
+        const bool same = !added && !content.empty() && contents_[it->first] == content;
+        it->second = std::move(json);
+        contents_[it->first] = std::move(content);
+        if (same) return;  // only its status or version changed: held, nothing to apply
     }
     changed();
 }
@@ -194,6 +219,7 @@ void ObjectStore::erase(const ApiKind &kind, const std::string &name_key)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         objects_.erase(key_prefix(kind) + name_key);
+        contents_.erase(key_prefix(kind) + name_key);
     }
     changed();
 }
@@ -265,17 +291,17 @@ WatchDecoder::Outcome WatchDecoder::event(const std::string &line)
         if (!rv.empty()) resource_version_ = rv;
         return Outcome::Continue;
     }
-    std::string name_key, text;
+    std::string name_key, text, content;
     if (type != "ADDED" && type != "MODIFIED" && type != "DELETED") {
         error_ = "a watch event of " + kind_.kind + " of unknown type \"" + type + "\"";
         return Outcome::Failed;
     }
-    if (!object_text(object, kind_, doc.GetAllocator(), &name_key, &text)) {
+    if (!object_text(object, kind_, doc.GetAllocator(), &name_key, &text, &content)) {
         error_ = "a watch event of " + kind_.kind + " whose object has no name";
         return Outcome::Failed;
     }
     if (type == "DELETED") store_->erase(kind_, name_key);
-    else store_->put(kind_, name_key, std::move(text));
+    else store_->put(kind_, name_key, std::move(text), std::move(content));
     if (!rv.empty()) resource_version_ = rv;
     events_++;
     return Outcome::Continue;
@@ -356,7 +382,7 @@ void Reflectors::reflect(size_t index)
     };
     while (!stop_) {
         // the list
-        std::map<std::string, std::string> objects;
+        std::map<std::string, std::pair<std::string, std::string>> objects;
         std::string resource_version, next;
         bool listed = false;
         while (!stop_) {
@@ -383,8 +409,10 @@ void Reflectors::reflect(size_t index)
                 continue;
             }
             for (Value &item : doc["items"].GetArray()) {
-                std::string name_key, text;
-                if (object_text(item, kind, doc.GetAllocator(), &name_key, &text)) objects[name_key] = std::move(text);
+                std::string name_key, text, content;
+                if (object_text(item, kind, doc.GetAllocator(), &name_key, &text, &content)) {
+                    objects[name_key] = {std::move(text), std::move(content)};
+                }
             }
             resource_version = metadata_member(doc, "resourceVersion");
             next = metadata_member(doc, "continue");

@@ -54,8 +54,12 @@ public:
     ObjectStore(const ObjectStore &) = delete;
     ObjectStore &operator=(const ObjectStore &) = delete;
 
-    void replace_kind(const ApiKind &kind, std::map<std::string, std::string> objects);
-    void put(const ApiKind &kind, const std::string &name_key, std::string json);
+    // Every object of `kind`, by "namespace/name": (JSON, content as put() takes it).
+    void replace_kind(const ApiKind &kind, std::map<std::string, std::pair<std::string, std::string>> objects);
+    // `content`: the object without its status and version stamps; a put
+    // whose content is what the store holds already (a status write, ours
+    // or another controller's) changes the JSON held and signals nothing.
+    void put(const ApiKind &kind, const std::string &name_key, std::string json, std::string content = "");
     void erase(const ApiKind &kind, const std::string &name_key);
 
     // The JSON of one object, if held.
@@ -71,6 +75,7 @@ private:
     void changed();
     mutable std::mutex mutex_;
     std::map<std::string, std::string> objects_;  // "group/Kind/namespace/name" -> JSON
+    std::map<std::string, std::string> contents_;  // ... -> what put() compares
     int event_fd_ = -1;
 };
 

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# gateway2nginx run reading the Kubernetes API (the API server simulation,
+# t/lib/kube-apiserver-sim, preloaded with N routes from make-manifests.pl)
+# beside the same run reading files, in one run, rounds alternating:
+#   - an EndpointSlice change to traffic (a merge patch to the API; a file
+#     replaced by rename), pushed with no reload;
+#   - a route change to traffic (rendered, checked, reloaded);
+#   - the run process's peak memory (VmHWM), beside the one-shot generator's;
+#   - the one-shot generator on the same objects as YAML and as JSON (the
+#     text the API path hands to the parse stage is JSON).
+# Usage: bench/kube_api.sh [ROUTES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+routes=${1:-10000}
+rounds=${ROUNDS:-3}
+module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
+generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
+work=$PWD/build/bench/kube_api
+rm -rf "$work" && mkdir -p "$work/in" "$work/backends/logs"
+bench_certs "$work/certs" > /dev/null
+run_pid= sim_pid=
+cleanup() {
+    [ -n "$run_pid" ] && kill "$run_pid" 2>/dev/null || true
+    [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null || true
+    for d in "$work/out" "$work/backends"; do
+        kill -QUIT "$(cat "$d/logs/nginx.pid" "$d/nginx.pid" 2>/dev/null | head -1)" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+
+cat > "$work/backends/nginx.conf" <<CONF
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server { listen 127.0.0.1:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "A"; }
+    server { listen 127.0.0.2:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "B"; }
+}
+CONF
+/usr/sbin/nginx -p "$work/backends/" -c nginx.conf
+
+perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
+measured_route() {  # the measured HTTPRoute, serving path $1
+    cat <<YAML
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: measured, namespace: demo}
+spec:
+  parentRefs: [{name: shop}]
+  hostnames: [shop.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: $1}}]
+    backendRefs: [{name: measured, port: 443}]
+YAML
+}
+cat > "$work/in/measured.yaml" <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: measured, namespace: demo}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: measured, namespace: demo}
+spec:
+  targetRefs: [{group: "", kind: Service, name: measured}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: abc.example.com
+YAML
+measured_route /m0 > "$work/in/route.yaml"
+slice_yaml() {
+    cat <<YAML
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: measured-x
+  namespace: demo
+  labels: {kubernetes.io/service-name: measured}
+ports: [{name: https, port: 29443}]
+endpoints: [{addresses: ["$1"]}]
+YAML
+}
+slice_yaml 127.0.0.1 > "$work/in/slice.yaml"
+put() { cat > "$work/in/.$1.tmp"; mv "$work/in/.$1.tmp" "$work/in/$1"; }
+
+# the API server simulation, holding the same objects
+head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/token"
+cat > "$work/kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: sim, cluster: {server: "https://127.0.0.1:29600", certificate-authority: $work/certs/ca.crt}}]
+users: [{name: bench, user: {tokenFile: $work/token}}]
+contexts: [{name: sim, context: {cluster: sim, user: bench}}]
+current-context: sim
+YAML
+python3 t/lib/kube-apiserver-sim --listen 127.0.0.1:29600 --cert "$work/certs/ipemail.crt" \
+    --key "$work/certs/ipemail.key" --token-file "$work/token" --bookmark-seconds 30 \
+    --preload "$work/in/routes.yaml" --preload "$work/in/measured.yaml" --preload "$work/in/route.yaml" \
+    --preload "$work/in/slice.yaml" 2> "$work/sim.log" &
+sim_pid=$!
+until curl -s -o /dev/null --cacert "$work/certs/ca.crt" https://127.0.0.1:29600/version; do sleep 0.1; done
+api_patch() {  # PATH JSON: a merge patch, as a controller writes
+    curl -s -o /dev/null -w '%{http_code}' --cacert "$work/certs/ca.crt" -H "Authorization: Bearer $(cat "$work/token")" \
+        -H 'Content-Type: application/merge-patch+json' -X PATCH --data "$2" "https://127.0.0.1:29600$1" \
+        | grep -q 200 || { echo "bench: PATCH $1 failed" >&2; exit 1; }
+}
+
+flags=(-o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-dir "$(dirname "$module")"
+       --status-listen off --allow-endpoints 127.0.0.0/8 --upstream-api 127.0.0.1:29114)
+"$generator" -f "$work/in" "${flags[@]}" --check 2>/dev/null
+/usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>&1 | { grep -v '\[notice\]' || true; } >&2
+sleep 1
+
+answer() { curl -s -H 'Host: shop.example.com' "http://127.0.0.1:29080$1"; }
+# milliseconds from $1 (ns) until path $2 answers $3
+until_answers() {
+    local start=$1 path=$2 want=$3 deadline=$(( $(date +%s%N) + 120000000000 ))
+    while [ "$(date +%s%N)" -lt "$deadline" ]; do
+        [ "$(answer "$path")" = "$want" ] && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
+        sleep 0.005
+    done
+    echo "never answered $want on $path" >&2
+    return 1
+}
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+hwm_mb() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
+
+letter=A address=127.0.0.1 path=/m0 n=0
+declare -A endpoint route memory
+for round in $(seq "$rounds"); do
+    for source in files api; do
+        if [ $source = files ]; then
+            "$generator" run -f "$work/in" "${flags[@]}" --reload "$work/out/nginx.pid" --debounce 20 2> "$work/run.log" &
+        else
+            "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
+                --debounce 20 2> "$work/run.log" &
+        fi
+        run_pid=$!
+        # it has applied what its input holds (the same objects: nothing, or a reload)
+        until grep -qE 'OUTDIR already holds|nginx reloaded|no change to the configuration' "$work/run.log"; do
+            kill -0 "$run_pid" || { cat "$work/run.log" >&2; exit 1; }
+            sleep 0.05
+        done
+        sleep 1
+        # an endpoint change
+        if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
+        # both inputs always hold the same objects: the one measured first
+        slice_patch() {
+            api_patch /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices/measured-x \
+                "{\"endpoints\":[{\"addresses\":[\"$address\"]}]}"
+        }
+        start=$(date +%s%N)
+        if [ $source = files ]; then
+            slice_yaml $address | put slice.yaml
+            slice_patch
+        else
+            slice_patch
+            slice_yaml $address | put slice.yaml
+        fi
+        endpoint[$source]+="$(until_answers "$start" $path $letter) "
+        sleep 1
+        # a route change
+        n=$((n + 1)) path=/m$n
+        route_patch() {
+            api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes/measured \
+                "{\"spec\":{\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"$path\"}}],\"backendRefs\":[{\"name\":\"measured\",\"port\":443}]}]}}"
+        }
+        start=$(date +%s%N)
+        if [ $source = files ]; then
+            measured_route $path | put route.yaml
+            route_patch
+        else
+            route_patch
+            measured_route $path | put route.yaml
+        fi
+        route[$source]+="$(until_answers "$start" $path $letter) "
+        sleep 2
+        memory[$source]+="$(hwm_mb "$run_pid") "
+        kill "$run_pid"; wait "$run_pid" || true; run_pid=
+    done
+done
+read -r one_shot_mb _ < <(timed '%M' "$generator" -f "$work/in" -o "$work/one-shot" --port-offset 29000 \
+    --module-dir "$(dirname "$module")" --status-listen off --allow-endpoints 127.0.0.0/8)
+one_shot_mb=$((one_shot_mb / 1024))
+
+printf '%-40s %10s %10s %8s\n' "$routes routes, median of $rounds" files api api/files
+for what in endpoint route memory; do
+    declare -n figures=$what
+    f=$(printf '%s\n' ${figures[files]} | median)
+    a=$(printf '%s\n' ${figures[api]} | median)
+    case $what in
+        endpoint) label="EndpointSlice change to traffic (ms)" ;;
+        route) label="route change to traffic (ms)" ;;
+        memory) label="run process peak RSS (MB)" ;;
+    esac
+    echo "$f $a" | awk -v l="$label" '{printf "%-40s %10d %10d %8.2f\n", l, $1, $2, $2 / $1}'
+done
+echo "one-shot gateway2nginx on the same files: $one_shot_mb MB peak RSS"
+echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; route: files ${route[files]}| api ${route[api]}"
+
+# the parse stage on the same objects as YAML and as JSON (one List)
+python3 -c 'import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+json.dump({"apiVersion": "v1", "kind": "List", "items": docs}, open(sys.argv[2], "w"))' \
+    "$work/in/routes.yaml" "$work/routes.json"
+cp "$work/in/routes.yaml" "$work/routes.yaml"
+yaml_s=() json_s=()
+for round in $(seq "$rounds"); do
+    for format in yaml json; do
+        read -r seconds < <(timed '%e' "$generator" -f "$work/routes.$format" -o "$work/parse-$format" \
+            --port-offset 29000 --module-dir "$(dirname "$module")" --status-listen off)
+        if [ $format = yaml ]; then yaml_s+=("$seconds"); else json_s+=("$seconds"); fi
+    done
+done
+y=$(printf '%s\n' "${yaml_s[@]}" | median)
+j=$(printf '%s\n' "${json_s[@]}" | median)
+echo "$y $j" | awk -v n="$routes" '{printf "one-shot gateway2nginx, %d routes: YAML %.2f s, JSON %.2f s (JSON/YAML %.2f)\n", n, $1, $2, $2 / $1}'
