@@ -3,7 +3,9 @@
 # that holds the Lease writes status (the simulation's audit log names the
 # writer by its User-Agent); the leader killed, the other takes the Lease
 # over within the lease duration and writes from then on; a replica
-# stopped gives the Lease up.
+# stopped gives the Lease up. The second replica runs --in-cluster, from a
+# service account directory as the kubelet mounts it, whose token is
+# rotated (the simulation then takes only the new one) before it leads.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -25,7 +27,13 @@ my ($lease_s, $retry_s) = (3, 0.5);
 
 start_numbered_backends(1, $backend_port);
 my $audit = "$dir/kube-audit.log";
-my $sim = start_kube_api($kube_port, '--audit', $audit);
+# watches end every 5 s: the replicas come back with whatever token they hold
+my $sim = start_kube_api($kube_port, '--audit', $audit, '--max-watch-seconds', '5');
+my $account = "$dir/serviceaccount";
+mkdir $account or die;
+spit("$account/token", slurp("$dir/kube-api.token"));
+spit("$account/ca.crt", slurp(certs_dir() . '/ca.crt'));
+spit("$account/namespace", "default\n");
 
 sub route_yaml {
     my $path = shift;
@@ -61,7 +69,11 @@ sub start_replica {
     $r->{out} = "$dir/out-$name";
     $r->{log} = "$dir/run-$name.log";
     local $ENV{POD_NAME} = $name;
-    $r->{pid} = start_run($r->{log}, '--kubeconfig', kubeconfig(), '-o', $r->{out}, '--reload', "$r->{out}/nginx.pid",
+    local $ENV{KUBERNETES_SERVICE_HOST} = '127.0.0.1';
+    local $ENV{KUBERNETES_SERVICE_PORT} = $kube_port;
+    local $ENV{GATEWAY2NGINX_SERVICE_ACCOUNT_DIR} = $account;
+    my @source = $name eq 'pod-b' ? ('--in-cluster') : ('--kubeconfig', kubeconfig());
+    $r->{pid} = start_run($r->{log}, @source, '-o', $r->{out}, '--reload', "$r->{out}/nginx.pid",
                           '--upstream-api', "127.0.0.1:$r->{api}", '--port-offset', $r->{offset},
                           '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
                           '--debounce', '100', '--leader-elect-lease-duration', "${lease_s}s",
@@ -99,6 +111,18 @@ sleep 1;
 is(holder(), 'pod-a', 'the Lease stays with the first replica');
 ok(writes_by('pod-a') > 0, 'which writes status (' . writes_by('pod-a') . ' writes)');
 is(writes_by('pod-b'), 0, 'the other replica writes none');
+
+like(slurp($replica{'pod-b'}{log}), qr{reading the API server of in-cluster https://127\.0\.0\.1:$kube_port}, 'pod-b reads the API --in-cluster');
+
+# the service account token rotates (the first replica's kubeconfig names
+# the simulation's own token file)
+my $rotated = join('', map { sprintf '%02x', int rand 256 } 1 .. 16) . "\n";
+spit("$account/.token.new", $rotated);
+rename "$account/.token.new", "$account/token" or die;
+spit("$dir/kube-api.token", $rotated);
+kube_apply('route', route_yaml('/rotated'));
+ok(wait_for(sub { serves('pod-b', '/rotated') }, 20), 'after the token rotates, pod-b still follows the API')
+    or diag slurp($replica{'pod-b'}{log});
 
 # the leader dies without a word: the Lease runs out, the other takes it
 kill 'KILL', $replica{'pod-a'}{pid};
