@@ -1,6 +1,7 @@
 // The command line shared by the one-shot run and `gateway2nginx run`.
 #include "cli.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 
 #include <algorithm>
@@ -69,6 +70,10 @@ would show.
                             where gateway_tls_status answers (/status: JSON,
                             /status?format=prometheus), default 127.0.0.1:9113;
                             "off" for none
+      --status-address IP   where clients reach a Gateway that has no address of
+                            its own and listens on every address (a load
+                            balancer's or a node's): its status.addresses;
+                            repeatable
       --status-allow CIDR   who may read it (repeatable; default 127.0.0.1, ::1),
                             with the bearer token in OUTDIR/status.token
       --instance NAME       what this gateway adds to Via on requests it
@@ -140,6 +145,12 @@ refuses because of a tenant's object is rendered without that object.
 {
     std::cerr << "gateway2nginx: " << what << "\nTry 'gateway2nginx --help'.\n";
     std::exit(1);
+}
+
+bool valid_ip(const std::string &text)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
 }
 
 // A duration as Kubernetes' flags write it: 15s, 500ms, 1m
@@ -251,6 +262,10 @@ Args parse_args(int argc, char **argv, bool run)
             if (!valid_instance_name(a.options.instance)) usage_error("--instance takes 1 to 64 of a-z, 0-9 and -");
         } else if (arg == "--status-listen") {
             a.options.status_listen = value();
+        } else if (arg == "--status-address") {
+            const std::string address = value();
+            if (!valid_ip(address)) usage_error("--status-address takes an IP address, not " + address);
+            a.options.status_addresses.push_back(address);
         } else if (arg == "--status-allow") {
             if (!status_allow_given) a.options.status_allow.clear();
             status_allow_given = true;

@@ -33,6 +33,10 @@ struct Options {
     // special ranges (loopback, ...) endpoints may point into: CIDRs, for
     // test rigs (--allow-endpoints); never the gateway's own ports there
     std::vector<std::string> allow_endpoints;
+    // where clients reach a Gateway with no address of its own that
+    // listens on every address (a load balancer's, a node's): its
+    // status.addresses (--status-address)
+    std::vector<std::string> status_addresses;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
     // who may read it besides its token (gateway_tls_status_allow)
     std::vector<std::string> status_allow = {"127.0.0.1", "::1"};

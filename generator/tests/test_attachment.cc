@@ -396,6 +396,13 @@ BOOST_AUTO_TEST_CASE(gateway_addresses_choose_the_listen_address)
     BOOST_TEST(error_of(with_addresses("[{value: \"1.2.3.4\"}, {value: \"1.2.3.4\"}]")).find("IPAddress values must be unique")
                != std::string::npos);
 
+    // listening on every address, it is reached where the operator says
+    Options behind_a_balancer;
+    behind_a_balancer.status_addresses = {"203.0.113.7", "2001:db8::1"};
+    BOOST_TEST(status_of(resolve(parse(base_manifests()), behind_a_balancer), "Gateway", "gw").addresses
+               == (std::vector<std::string>{"203.0.113.7", "2001:db8::1"}));
+    BOOST_TEST(status_of(plan_of(base_manifests()), "Gateway", "gw").addresses.empty());
+
     std::string v6 = base_manifests();
     v6.replace(v6.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,
                "  addresses: [{value: \"::1\"}]\n");

@@ -214,9 +214,12 @@ void Resolver::gateway_statuses()
                              programmed > 0 ? cond::gateway_programmed()
                                             : cond::gateway_not_programmed("no listener is programmed")};
         }
-        // where clients reach it: the address it listens on, unless that is every address
+        // where clients reach it: the address it listens on, unless that is
+        // every address, where the operator says (--status-address)
         if (programmed > 0 && address.address != "0.0.0.0" && address.address != "::") {
             st.addresses.push_back(address.address);
+        } else if (programmed > 0) {
+            st.addresses = o_.status_addresses;
         }
         if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
         if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
