@@ -31,36 +31,11 @@ start_numbered_backends(3, $backend_port);
 my $audit = "$dir/kube-audit.log";
 my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--audit', $audit);
 
-sub slice_yaml {
-    my $addresses = join ', ', map { "\"127.0.0.$_\"" } @_;
-    return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-         . "metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
-         . "ports: [{name: https, port: $backend_port}]\nendpoints: [{addresses: [$addresses]}]\n";
-}
-sub route_yaml {
-    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @_;
-    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
-         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
-}
+sub slice_yaml { kube_slice_yaml($backend_port, @_) }
+sub route_yaml { kube_route_yaml(@_) }
 
 # ---- kubectl against the simulation ----------------------------------------------
-kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: ns}
-spec:
-  ports: [{name: https, port: 443}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: web-tls, namespace: ns}
-spec:
-  targetRefs: [{group: "", kind: Service, name: web}]
-  validation:
-    hostname: abc.example.com
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
-YAML
+kube_apply('base', kube_web_yaml());
 kube_apply('route', route_yaml('/web'));
 kube_apply('slice', slice_yaml(1));
 my ($rc, $got) = kubectl('get', 'httproutes,services,endpointslices', '-n', 'ns', '-o', 'name');

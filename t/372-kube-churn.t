@@ -24,33 +24,7 @@ my $changes = 500;
 start_numbered_backends(8, $backend_port);
 my $sim = start_kube_api($kube_port);
 sub slice_json { '{"endpoints":[{"addresses":[' . join(',', map { "\"127.0.0.$_\"" } @_) . ']}]}' }
-kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: ns}
-spec: {ports: [{name: https, port: 443}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}
-ports: [{name: https, port: $backend_port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: web-tls, namespace: ns}
-spec:
-  targetRefs: [{group: "", kind: Service, name: web}]
-  validation: {hostname: abc.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: r, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  rules: [{backendRefs: [{name: web, port: 443}]}]
-YAML
+kube_apply('base', kube_web_yaml() . "---\n" . kube_slice_yaml($backend_port, 1) . "---\n" . kube_route_yaml('/'));
 
 my $log = "$dir/run.log";
 my $out = "$dir/out";

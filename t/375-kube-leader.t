@@ -35,32 +35,8 @@ spit("$account/token", slurp("$dir/kube-api.token"));
 spit("$account/ca.crt", slurp(certs_dir() . '/ca.crt'));
 spit("$account/namespace", "default\n");
 
-sub route_yaml {
-    my $path = shift;
-    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
-         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: $path}}]\n"
-         . "    backendRefs: [{name: web, port: 443}]\n";
-}
-kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML");
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: ns}
-spec: {ports: [{name: https, port: 443}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}
-ports: [{name: https, port: $backend_port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: web-tls, namespace: ns}
-spec:
-  targetRefs: [{group: "", kind: Service, name: web}]
-  validation: {hostname: abc.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]}
-YAML
+sub route_yaml { kube_route_yaml(@_) }
+kube_apply('base', kube_web_yaml() . "---\n" . kube_slice_yaml($backend_port, 1));
 kube_apply('route', route_yaml('/one'));
 
 sub start_replica {

@@ -34,7 +34,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
-                 start_kube_api kubectl kubeconfig kube_apply kubectl_missing);
+                 start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
+                 kube_route_yaml);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -924,6 +925,42 @@ sub kubectl_missing {
     my ($minor) = $version =~ /Client Version: v1\.(\d+)/;
     return "kubectl 1.27 or later is needed, not: $version" unless defined $minor && $minor >= 27;
     return '';
+}
+
+# What the tests of the API client apply first: Namespace ns, the shared
+# HTTP Gateway with the test CA (gateway_manifests), Service ns/web and its
+# BackendTLSPolicy web-tls (abc.example.com, the CA).
+sub kube_web_yaml {
+    return "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests() . <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec: {ports: [{name: https, port: 443}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: web-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: web}]
+  validation: {hostname: abc.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]}
+YAML
+}
+
+# EndpointSlice ns/web-abc of Service web: 127.0.0.N:PORT for each N.
+sub kube_slice_yaml {
+    my ($port, @n) = @_;
+    my $addresses = join ', ', map { "\"127.0.0.$_\"" } @n;
+    return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+         . "metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
+         . "ports: [{name: https, port: $port}]\nendpoints: [{addresses: [$addresses]}]\n";
+}
+
+# HTTPRoute ns/r on ns/gw: a PathPrefix rule to web:443 for each PATH.
+sub kube_route_yaml {
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @_;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
 }
 
 # `kubectl apply -f` of YAML (kept as servroot/NAME.yaml); the exit code
