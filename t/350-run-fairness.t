@@ -83,8 +83,8 @@ sub endpoint { my ($code, $h, $body) = http_request($port, '/web', 'localhost');
 sub endpoints_seen { my %seen; $seen{endpoint()}++ for 1 .. 12; return join ' ', sort keys %seen }
 
 ok(wait_for(sub { -f "$out/nginx.conf" }, 30), 'gateway2nginx run writes the configuration') or diag slurp($log);
-like(slurp($log), qr/warning: HTTPRoute ns\/far is rejected: .*nginx -t refuses the configuration with it: host not found in upstream "nowhere\.invalid:443"/,
-     'the route nginx -t refuses is left out, its owner named');
+ok(wait_for(sub { count_in_log(qr/warning: HTTPRoute ns\/far is rejected: .*nginx -t refuses the configuration with it: host not found in upstream "nowhere\.invalid:443"/) }, 10),
+   'the route nginx -t refuses is left out, its owner named') or diag slurp($log);
 start_nginx($out, 'nginx.conf', $port);
 my $master = slurp("$out/nginx.pid");
 chomp $master;

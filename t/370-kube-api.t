@@ -65,7 +65,7 @@ sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'loc
 sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 12; return join ' ', sort keys %seen }
 
 ok(wait_for(sub { -f "$out/nginx.conf" }, 20), 'gateway2nginx run --kubeconfig writes a configuration') or diag slurp($log);
-like(slurp($log), qr/every kind listed: \d+ object\(s\)/, 'once every kind is listed');
+ok(count_in_log(qr/every kind listed: \d+ object\(s\)/), 'once every kind is listed (said before the first apply)');
 sub fetch { my $out = `curl -s -w '\n%{http_code}' http://127.0.0.1:$health_port$_[0]`; my ($body, $code) = $out =~ /\A(.*)\n(\d+)\z/s; return ($code // 0, $body // '') }
 is((fetch('/readyz'))[0], 503, '/readyz: not ready while no nginx serves the configuration');
 start_nginx($out, 'nginx.conf', $port);
