@@ -349,6 +349,28 @@ BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
     BOOST_TEST(stream.substr(first, second - first) == "\n  {\n  \"type\": \"DELETED\"\n}");
     BOOST_TEST(json_value_end(stream, second) == std::string::npos);  // incomplete: wait for more
     BOOST_TEST(json_value_end("   \n", 0) == std::string::npos);
+    BOOST_TEST(json_value_end("12", 0) == std::string::npos, "a number may go on");
+    BOOST_TEST(json_value_end("12 ", 0) == 2u);
+    // not JSON: cut after the fault, always forward
+    BOOST_TEST(json_value_end("{\"a\" 1}{}", 0) == 6u);
+    BOOST_TEST(json_value_end("}", 0) == 1u);
+    // cut anywhere, the stream gives the same values
+    const std::string whole = "{\"a\": [1, \"x\\\"]\"]}\n[true, null, {\"b\": -1.5e3}] \"s\" ";
+    for (size_t cut = 0; cut <= whole.size(); cut++) {
+        std::string seen;
+        std::string pending = whole.substr(0, cut);
+        size_t end;
+        while ((end = json_value_end(pending, 0)) != std::string::npos) {
+            seen += pending.substr(0, end) + "|";
+            pending.erase(0, end);
+        }
+        pending += whole.substr(cut);
+        while ((end = json_value_end(pending, 0)) != std::string::npos) {
+            seen += pending.substr(0, end) + "|";
+            pending.erase(0, end);
+        }
+        BOOST_TEST(seen == "{\"a\": [1, \"x\\\"]\"]}|\n[true, null, {\"b\": -1.5e3}]| \"s\"|", "cut at " << cut);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

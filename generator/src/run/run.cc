@@ -8,7 +8,13 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <yaml-cpp/yaml.h>
+#include <rapidjson/document.h>
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <chrono>
 #include <cstring>
@@ -99,33 +105,41 @@ public:
     // One event ({"type": ..., "object": {...}}); false when it is not one.
     bool apply(const std::string &event_text, std::string *why)
     {
-        try {
-            YAML::Node event = YAML::Load(event_text);
-            const std::string type = event["type"] ? event["type"].as<std::string>() : "";
-            YAML::Node object = event["object"];
-            if (type == "BOOKMARK") return true;
-            if (type == "ERROR" || !object || !object.IsMap()) {
-                *why = "watch event " + (type.empty() ? std::string("without a type") : type);
-                return false;
-            }
-            const std::string key = value(object, "apiVersion") + "/" + value(object, "kind") + "/"
-                                    + value(object["metadata"], "namespace") + "/" + value(object["metadata"], "name");
-            if (type == "DELETED") {
-                objects_.erase(key);
-            } else if (type == "ADDED" || type == "MODIFIED") {
-                objects_[key] = YAML::Dump(object);
-            } else {
-                *why = "unknown watch event type " + type;
-                return false;
-            }
-            return true;
-        } catch (const YAML::Exception &e) {
-            *why = std::string("a watch event is not JSON: ") + e.what();
+        rapidjson::Document event;
+        event.Parse(event_text.c_str(), event_text.size());
+        if (event.HasParseError() || !event.IsObject()) {
+            *why = std::string("a watch event is not JSON: ") + rapidjson::GetParseError_En(event.GetParseError())
+                   + " at offset " + std::to_string(event.GetErrorOffset());
             return false;
         }
+        const std::string type = member(event, "type");
+        auto object = event.FindMember("object");
+        if (type == "BOOKMARK") return true;
+        if (type == "ERROR" || object == event.MemberEnd() || !object->value.IsObject()) {
+            *why = "watch event " + (type.empty() ? std::string("without a type") : type);
+            return false;
+        }
+        const rapidjson::Value &o = object->value;
+        const auto meta = o.FindMember("metadata");
+        const rapidjson::Value empty;
+        const rapidjson::Value &m = meta != o.MemberEnd() ? meta->value : empty;
+        const std::string key = member(o, "apiVersion") + "/" + member(o, "kind") + "/" + member(m, "namespace") + "/"
+                                + member(m, "name");
+        if (type == "DELETED") {
+            objects_.erase(key);
+        } else if (type == "ADDED" || type == "MODIFIED") {
+            rapidjson::StringBuffer text;
+            rapidjson::Writer<rapidjson::StringBuffer> writer(text);
+            o.Accept(writer);
+            objects_[key] = std::string(text.GetString(), text.GetSize());
+        } else {
+            *why = "unknown watch event type " + type;
+            return false;
+        }
+        return true;
     }
 
-    // Each object as a file of its own, named by the object: its lines are
+    // Each object as a file of its own, named by the object: its text is
     // its own, so the cache knows it until it changes
     void read(Manifests *out, unsigned jobs, DocumentCache *cache) const
     {
@@ -136,9 +150,13 @@ public:
     }
 
 private:
-    static std::string value(const YAML::Node &node, const char *key)
+    static std::string member(const rapidjson::Value &node, const char *key)
     {
-        return node && node.IsMap() && node[key] && node[key].IsScalar() ? node[key].as<std::string>() : "";
+        if (!node.IsObject()) return "";
+        auto it = node.FindMember(key);
+        return it != node.MemberEnd() && it->value.IsString()
+                   ? std::string(it->value.GetString(), it->value.GetStringLength())
+                   : "";
     }
 
     std::map<std::string, std::string> objects_;
@@ -454,24 +472,25 @@ std::vector<kube::StatusUpdate> status_updates(const Plan &plan, const std::vect
 
 size_t json_value_end(const std::string &text, size_t from)
 {
-    size_t i = from;
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) i++;
-    if (i >= text.size()) return std::string::npos;
-    int depth = 0;
-    bool in_string = false;
-    for (; i < text.size(); i++) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') i++;
-            else if (c == '"') in_string = false;
-            continue;
-        }
-        if (c == '"') in_string = true;
-        else if (c == '{' || c == '[') depth++;
-        else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
-        else if (depth == 0 && std::isspace(static_cast<unsigned char>(c))) return i;  // a bare scalar
+    const size_t start = text.find_first_not_of(" \t\r\n", from);
+    if (start == std::string::npos) return std::string::npos;
+    rapidjson::MemoryStream bytes(text.data() + start, text.size() - start);
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
+    rapidjson::Reader reader;
+    rapidjson::BaseReaderHandler<> ignore;
+    reader.Parse<rapidjson::kParseStopWhenDoneFlag>(in, ignore);
+    if (!reader.HasParseError()) {
+        const size_t end = start + in.Tell();
+        // a number or literal that ends with the text may go on in the next read
+        const char first = text[start];
+        if (end == text.size() && first != '{' && first != '[' && first != '"') return std::string::npos;
+        return end;
     }
-    return std::string::npos;
+    // the reader came to the end of the text (inside a string, an escape,
+    // a number...) before the value ended: wait for more
+    if (in.Tell() >= text.size() - start) return std::string::npos;
+    // not JSON: cut after the fault, and the piece is reported as such
+    return start + reader.GetErrorOffset() + 1;
 }
 
 int run_gateway(const Args &args)
