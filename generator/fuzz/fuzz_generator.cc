@@ -17,6 +17,7 @@
 #include "render/render.h"
 #include "resolve/resolve.h"
 #include "run/run.h"
+#include "run/watch_events.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,6 +12,7 @@
 #include "apply/upstream_api.h"
 #include "render/render.h"
 #include "run/run.h"
+#include "run/watch_events.h"
 #include "test_support.h"
 
 using namespace g2n;

@@ -1,5 +1,7 @@
 #include "run/run.h"
+#include "run/api_input.h"
 #include "run/health.h"
+#include "run/watch_events.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,13 +10,6 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <rapidjson/document.h>
-#include <rapidjson/encodedstream.h>
-#include <rapidjson/error/en.h>
-#include <rapidjson/memorystream.h>
-#include <rapidjson/reader.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <chrono>
 #include <cstring>
@@ -33,10 +28,8 @@
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
 #include "apply/output.h"
-#include "kube/kube.h"
 #include "parse/parse.h"
 #include "render/render.h"
-#include "resolve/features.h"
 #include "resolve/resolve.h"
 
 namespace fs = std::filesystem;
@@ -98,69 +91,6 @@ std::string skeleton_digest(const Plan &plan, const Options &options)
 }
 
 // ---- inputs ----------------------------------------------------------------
-
-// The objects a watch-event stream holds now, by kind, namespace and name.
-class WatchedObjects {
-public:
-    // One event ({"type": ..., "object": {...}}); false when it is not one.
-    bool apply(const std::string &event_text, std::string *why)
-    {
-        rapidjson::Document event;
-        event.Parse(event_text.c_str(), event_text.size());
-        if (event.HasParseError() || !event.IsObject()) {
-            *why = std::string("a watch event is not JSON: ") + rapidjson::GetParseError_En(event.GetParseError())
-                   + " at offset " + std::to_string(event.GetErrorOffset());
-            return false;
-        }
-        const std::string type = member(event, "type");
-        auto object = event.FindMember("object");
-        if (type == "BOOKMARK") return true;
-        if (type == "ERROR" || object == event.MemberEnd() || !object->value.IsObject()) {
-            *why = "watch event " + (type.empty() ? std::string("without a type") : type);
-            return false;
-        }
-        const rapidjson::Value &o = object->value;
-        const auto meta = o.FindMember("metadata");
-        const rapidjson::Value empty;
-        const rapidjson::Value &m = meta != o.MemberEnd() ? meta->value : empty;
-        const std::string key = member(o, "apiVersion") + "/" + member(o, "kind") + "/" + member(m, "namespace") + "/"
-                                + member(m, "name");
-        if (type == "DELETED") {
-            objects_.erase(key);
-        } else if (type == "ADDED" || type == "MODIFIED") {
-            rapidjson::StringBuffer text;
-            rapidjson::Writer<rapidjson::StringBuffer> writer(text);
-            o.Accept(writer);
-            objects_[key] = std::string(text.GetString(), text.GetSize());
-        } else {
-            *why = "unknown watch event type " + type;
-            return false;
-        }
-        return true;
-    }
-
-    // Each object as a file of its own, named by the object: its text is
-    // its own, so the cache knows it until it changes
-    void read(Manifests *out, unsigned jobs, DocumentCache *cache) const
-    {
-        std::vector<std::pair<std::string, std::string>> texts;
-        texts.reserve(objects_.size());
-        for (const auto &[key, text] : objects_) texts.emplace_back("<watch event " + key + ">", text);
-        parse_texts(texts, out, jobs, cache);
-    }
-
-private:
-    static std::string member(const rapidjson::Value &node, const char *key)
-    {
-        if (!node.IsObject()) return "";
-        auto it = node.FindMember(key);
-        return it != node.MemberEnd() && it->value.IsString()
-                   ? std::string(it->value.GetString(), it->value.GetStringLength())
-                   : "";
-    }
-
-    std::map<std::string, std::string> objects_;
-};
 
 void watch_paths(int inotify, const std::vector<std::string> &inputs)
 {
@@ -409,89 +339,7 @@ private:
     ApiContent pushed_;  // what the upstream API holds
 };
 
-// The API client's part of /metrics.
-std::string kube_metrics(const kube::Reflectors &reflectors, const kube::StatusWriter &writer,
-                         const kube::LeaderElector &elector)
-{
-    std::ostringstream out;
-    out << "# HELP gateway2nginx_watch_events_total Watch events received, by kind.\n"
-           "# TYPE gateway2nginx_watch_events_total counter\n";
-    for (const auto &c : reflectors.counts()) {
-        out << "gateway2nginx_watch_events_total{kind=\"" << c.kind << "\"} " << c.events << "\n";
-    }
-    out << "# HELP gateway2nginx_lists_total Full lists, by kind (the first, and after 410 Gone).\n"
-           "# TYPE gateway2nginx_lists_total counter\n";
-    for (const auto &c : reflectors.counts()) out << "gateway2nginx_lists_total{kind=\"" << c.kind << "\"} " << c.lists << "\n";
-    out << "# HELP gateway2nginx_api_errors_total Failed lists and watches, by kind.\n"
-           "# TYPE gateway2nginx_api_errors_total counter\n";
-    for (const auto &c : reflectors.counts()) out << "gateway2nginx_api_errors_total{kind=\"" << c.kind << "\"} " << c.errors << "\n";
-    const kube::StatusWriter::Counts w = writer.counts();
-    out << "# HELP gateway2nginx_status_writes_total Status writes, by result.\n"
-           "# TYPE gateway2nginx_status_writes_total counter\n"
-        << "gateway2nginx_status_writes_total{result=\"written\"} " << w.written << "\n"
-        << "gateway2nginx_status_writes_total{result=\"unchanged\"} " << w.unchanged << "\n"
-        << "gateway2nginx_status_writes_total{result=\"conflict\"} " << w.conflicts << "\n"
-        << "gateway2nginx_status_writes_total{result=\"failed\"} " << w.failed << "\n"
-        << "# HELP gateway2nginx_leader Whether this replica holds the Lease and writes status.\n"
-           "# TYPE gateway2nginx_leader gauge\ngateway2nginx_leader "
-        << (elector.is_leader() ? 1 : 0) << "\n";
-    return out.str();
-}
-
-// What `plan` says of each object, as written back. A Gateway is not
-// Programmed before a running nginx serves its configuration.
-std::vector<kube::StatusUpdate> status_updates(const Plan &plan, const std::vector<kube::ApiKind> &kinds,
-                                               const Options &options, bool nginx_runs)
-{
-    const std::vector<std::string_view> features = supported_features(options.nginx_version);
-    std::vector<kube::StatusUpdate> updates;
-    updates.reserve(plan.statuses.size());
-    for (const ObjectStatus &st : plan.statuses) {
-        auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const kube::ApiKind &k) {
-            return k.kind == st.kind && k.group == "gateway.networking.k8s.io";
-        });
-        if (kind == kinds.end()) continue;
-        std::string ours;
-        if (!nginx_runs && st.kind == "Gateway") {
-            ObjectStatus pending = st;
-            for (Condition &c : pending.conditions) {
-                if (c.type == "Programmed" && c.status == "True") {
-                    c = Condition{"Programmed", "False", "Pending", "nginx does not run this configuration yet"};
-                }
-            }
-            ours = kube::our_status_json(pending, options.controller_name, features);
-        } else {
-            ours = kube::our_status_json(st, options.controller_name, features);
-        }
-        updates.push_back(kube::StatusUpdate{*kind, st.meta.namespace_, st.meta.name, std::move(ours)});
-    }
-    return updates;
-}
-
 }  // namespace
-
-size_t json_value_end(const std::string &text, size_t from)
-{
-    const size_t start = text.find_first_not_of(" \t\r\n", from);
-    if (start == std::string::npos) return std::string::npos;
-    rapidjson::MemoryStream bytes(text.data() + start, text.size() - start);
-    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
-    rapidjson::Reader reader;
-    rapidjson::BaseReaderHandler<> ignore;
-    reader.Parse<rapidjson::kParseStopWhenDoneFlag>(in, ignore);
-    if (!reader.HasParseError()) {
-        const size_t end = start + in.Tell();
-        // a number or literal that ends with the text may go on in the next read
-        const char first = text[start];
-        if (end == text.size() && first != '{' && first != '[' && first != '"') return std::string::npos;
-        return end;
-    }
-    // the reader came to the end of the text (inside a string, an escape,
-    // a number...) before the value ended: wait for more
-    if (in.Tell() >= text.size() - start) return std::string::npos;
-    // not JSON: cut after the fault, and the piece is reported as such
-    return start + reader.GetErrorOffset() + 1;
-}
 
 int run_gateway(const Args &args)
 {
@@ -505,17 +353,13 @@ int run_gateway(const Args &args)
     RunningGateway gateway(args, &metrics);
     WatchedObjects watched;
     DocumentCache documents;  // a change rereads every input, but scans only what changed
-    std::unique_ptr<kube::ObjectStore> api_objects;
-    std::unique_ptr<kube::Reflectors> reflectors;
-    std::unique_ptr<kube::LeaderElector> elector;
-    std::unique_ptr<kube::StatusWriter> status_writer;
-    std::vector<kube::ApiKind> kinds;
+    std::unique_ptr<ApiInput> api;
     auto read = [&](Manifests *m) {
         if (args.watch_events) {
             watched.read(m, args.jobs, &documents);
             m->server_timestamps = true;  // kubectl's: the API server's
-        } else if (api_objects) {
-            parse_texts(api_objects->texts(), m, args.jobs, &documents);
+        } else if (api) {
+            api->read(m, args.jobs, &documents);
             m->server_timestamps = true;
         } else {
             for (const std::string &input : args.inputs) parse_path(input, m, args.jobs, &documents);
@@ -534,45 +378,15 @@ int run_gateway(const Args &args)
     }
     int inotify = -1;
     if (args.reads_api()) {
-        std::optional<kube::ApiServer> server;
         try {
-            server = args.in_cluster ? kube::in_cluster() : kube::load_kubeconfig(args.kubeconfig);
+            api = ApiInput::start(args, g_stop, say);
         } catch (const kube::ApiError &e) {
             std::cerr << "gateway2nginx: " << e.what() << "\n";
             return 1;
         }
-        server->user_agent = "gateway2nginx/" + kube::replica_identity();
-        say("reading the API server of " + server->origin);
-        for (std::chrono::milliseconds backoff(800); !g_stop;) {
-            try {
-                kube::ApiClient client(*server);
-                std::vector<std::string> notes;
-                kinds = kube::discover_kinds(client, &notes);
-                for (const std::string &note : notes) say(note);
-                break;
-            } catch (const kube::ApiError &e) {
-                say(std::string(e.what()) + "; again in " + std::to_string(backoff.count()) + " ms");
-                std::this_thread::sleep_for(backoff);
-                backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
-            }
-        }
-        if (g_stop) return 0;
-        api_objects = std::make_unique<kube::ObjectStore>();
-        reflectors = std::make_unique<kube::Reflectors>(*server, kinds, api_objects.get(), say);
-        kube::LeaseConfig lease;
-        lease.namespace_ = !args.lease_namespace.empty() ? args.lease_namespace : kube::pod_namespace(args.in_cluster);
-        lease.name = args.lease_name;
-        lease.identity = kube::replica_identity();
-        lease.duration = std::chrono::milliseconds(args.lease_duration_ms);
-        lease.renew_deadline = std::chrono::milliseconds(args.renew_deadline_ms);
-        lease.retry_period = std::chrono::milliseconds(args.retry_period_ms);
-        elector = std::make_unique<kube::LeaderElector>(*server, lease, say);
-        status_writer = std::make_unique<kube::StatusWriter>(*server, api_objects.get(), args.options.controller_name,
-                                                             [&elector] { return elector->is_leader(); }, say);
-        metrics.more = [&] { return kube_metrics(*reflectors, *status_writer, *elector); };
-        gateway.on_applied_ = [&](const Plan &plan, bool nginx_runs) {
-            status_writer->offer(status_updates(plan, kinds, args.options, nginx_runs));
-        };
+        if (!api) return 0;  // stopped while the API server was not there
+        metrics.more = [&] { return api->metrics(); };
+        gateway.on_applied_ = [&](const Plan &plan, bool nginx_runs) { api->offer_status(plan, args.options, nginx_runs); };
     } else if (!args.watch_events) {
         inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (inotify < 0) {
@@ -586,7 +400,7 @@ int run_gateway(const Args &args)
         ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
         say("reading watch events on standard input");
     }
-    bool synced = !reflectors;  // nothing is applied before every kind is listed once
+    bool synced = !api;  // nothing is applied before every kind is listed once
     auto waiting = std::chrono::steady_clock::now() + std::chrono::seconds(10);
 
     using clock = std::chrono::steady_clock;
@@ -600,15 +414,15 @@ int run_gateway(const Args &args)
     std::string pending;  // watch-event bytes not yet a whole event
     while (!g_stop) {
         metrics.heartbeat_ms = steady_ms();
-        pollfd fd{args.watch_events ? 0 : api_objects ? api_objects->change_fd() : inotify, POLLIN, 0};
+        pollfd fd{args.watch_events ? 0 : api ? api->change_fd() : inotify, POLLIN, 0};
         if (!synced) {
-            synced = reflectors->synced();
+            synced = api->synced();
             if (synced) {
-                say("every kind listed: " + std::to_string(api_objects->size()) + " object(s)");
+                say("every kind listed: " + std::to_string(api->size()) + " object(s)");
                 dirty = true;
                 first_event = last_event = clock::now() - quiet_spell;
             } else if (clock::now() > waiting) {
-                say("waiting for the first list of " + reflectors->unsynced());
+                say("waiting for the first list of " + api->unsynced());
                 waiting = clock::now() + std::chrono::seconds(10);
             }
         }
@@ -624,7 +438,7 @@ int run_gateway(const Args &args)
             if (!dirty) first_event = clock::now();
             char buf[65536];
             ssize_t got = ::read(fd.fd, buf, sizeof buf);
-            if (got > 0 && api_objects) {
+            if (got > 0 && api) {
                 dirty = synced;
                 last_event = clock::now();
             } else if (got > 0) {

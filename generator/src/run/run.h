@@ -24,9 +24,4 @@ int run_gateway(const Args &args);
 
 inline constexpr int kLongestDebounceWaits = 4;
 
-// The end of the first complete JSON value in `text` from `from` (skipping
-// whitespace before it), or std::string::npos while it is incomplete
-// (RapidJSON's reader decides); past the fault when it is not JSON.
-size_t json_value_end(const std::string &text, size_t from);
-
 }  // namespace g2n

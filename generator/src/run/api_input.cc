@@ -1,0 +1,106 @@
+#include "run/api_input.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "resolve/features.h"
+
+namespace g2n {
+
+std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_atomic_t &stop, Log log)
+{
+    kube::ApiServer server = args.in_cluster ? kube::in_cluster() : kube::load_kubeconfig(args.kubeconfig);
+    server.user_agent = "gateway2nginx/" + kube::replica_identity();
+    log("reading the API server of " + server.origin);
+    std::unique_ptr<ApiInput> input(new ApiInput());
+    for (std::chrono::milliseconds backoff(800); !stop;) {
+        try {
+            kube::ApiClient client(server);
+            std::vector<std::string> notes;
+            input->kinds_ = kube::discover_kinds(client, &notes);
+            for (const std::string &note : notes) log(note);
+            break;
+        } catch (const kube::ApiError &e) {
+            log(std::string(e.what()) + "; again in " + std::to_string(backoff.count()) + " ms");
+            std::this_thread::sleep_for(backoff);
+            backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
+        }
+    }
+    if (stop) return nullptr;
+    input->reflectors_ = std::make_unique<kube::Reflectors>(server, input->kinds_, &input->objects_, log);
+    kube::LeaseConfig lease;
+    lease.namespace_ = !args.lease_namespace.empty() ? args.lease_namespace : kube::pod_namespace(args.in_cluster);
+    lease.name = args.lease_name;
+    lease.identity = kube::replica_identity();
+    lease.duration = std::chrono::milliseconds(args.lease_duration_ms);
+    lease.renew_deadline = std::chrono::milliseconds(args.renew_deadline_ms);
+    lease.retry_period = std::chrono::milliseconds(args.retry_period_ms);
+    input->elector_ = std::make_unique<kube::LeaderElector>(server, lease, log);
+    kube::LeaderElector *elector = input->elector_.get();
+    input->writer_ = std::make_unique<kube::StatusWriter>(server, &input->objects_, args.options.controller_name,
+                                                          [elector] { return elector->is_leader(); }, log);
+    return input;
+}
+
+void ApiInput::read(Manifests *out, unsigned jobs, DocumentCache *cache) const
+{
+    parse_texts(objects_.texts(), out, jobs, cache);
+}
+
+void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs)
+{
+    const std::vector<std::string_view> features = supported_features(options.nginx_version);
+    std::vector<kube::StatusUpdate> updates;
+    updates.reserve(plan.statuses.size());
+    for (const ObjectStatus &st : plan.statuses) {
+        auto kind = std::find_if(kinds_.begin(), kinds_.end(), [&](const kube::ApiKind &k) {
+            return k.kind == st.kind && k.group == "gateway.networking.k8s.io";
+        });
+        if (kind == kinds_.end()) continue;
+        std::string ours;
+        if (!nginx_runs && st.kind == "Gateway") {
+            ObjectStatus pending = st;
+            for (Condition &c : pending.conditions) {
+                if (c.type == "Programmed" && c.status == "True") {
+                    c = Condition{"Programmed", "False", "Pending", "nginx does not run this configuration yet"};
+                }
+            }
+            ours = kube::our_status_json(pending, options.controller_name, features);
+        } else {
+            ours = kube::our_status_json(st, options.controller_name, features);
+        }
+        updates.push_back(kube::StatusUpdate{*kind, st.meta.namespace_, st.meta.name, std::move(ours)});
+    }
+    writer_->offer(std::move(updates));
+}
+
+std::string ApiInput::metrics() const
+{
+    std::ostringstream out;
+    out << "# HELP gateway2nginx_watch_events_total Watch events received, by kind.\n"
+           "# TYPE gateway2nginx_watch_events_total counter\n";
+    for (const auto &c : reflectors_->counts()) {
+        out << "gateway2nginx_watch_events_total{kind=\"" << c.kind << "\"} " << c.events << "\n";
+    }
+    out << "# HELP gateway2nginx_lists_total Full lists, by kind (the first, and after 410 Gone).\n"
+           "# TYPE gateway2nginx_lists_total counter\n";
+    for (const auto &c : reflectors_->counts()) out << "gateway2nginx_lists_total{kind=\"" << c.kind << "\"} " << c.lists << "\n";
+    out << "# HELP gateway2nginx_api_errors_total Failed lists and watches, by kind.\n"
+           "# TYPE gateway2nginx_api_errors_total counter\n";
+    for (const auto &c : reflectors_->counts()) out << "gateway2nginx_api_errors_total{kind=\"" << c.kind << "\"} " << c.errors << "\n";
+    const kube::StatusWriter::Counts w = writer_->counts();
+    out << "# HELP gateway2nginx_status_writes_total Status writes, by result.\n"
+           "# TYPE gateway2nginx_status_writes_total counter\n"
+        << "gateway2nginx_status_writes_total{result=\"written\"} " << w.written << "\n"
+        << "gateway2nginx_status_writes_total{result=\"unchanged\"} " << w.unchanged << "\n"
+        << "gateway2nginx_status_writes_total{result=\"conflict\"} " << w.conflicts << "\n"
+        << "gateway2nginx_status_writes_total{result=\"failed\"} " << w.failed << "\n"
+        << "# HELP gateway2nginx_leader Whether this replica holds the Lease and writes status.\n"
+           "# TYPE gateway2nginx_leader gauge\ngateway2nginx_leader "
+        << (elector_->is_leader() ? 1 : 0) << "\n";
+    return out.str();
+}
+
+}  // namespace g2n

@@ -1,0 +1,50 @@
+// gateway2nginx run --kubeconfig/--in-cluster: its input from the
+// Kubernetes API (kube/'s reflectors, one per kind) and its status written
+// back by the replica the Lease elects.
+#pragma once
+
+#include <signal.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "kube/kube.h"
+#include "parse/parse.h"
+#include "plan.h"
+
+namespace g2n {
+
+class ApiInput {
+public:
+    using Log = std::function<void(const std::string &)>;
+    // Reads the configuration (kube::ApiError when it is bad), finds the
+    // kinds the cluster serves (again, with backoff, while the API server
+    // does not answer; null once `stop` is set), then lists and watches,
+    // and takes part in the election.
+    static std::unique_ptr<ApiInput> start(const Args &args, const volatile sig_atomic_t &stop, Log log);
+
+    int change_fd() const { return objects_.change_fd(); }
+    bool synced() const { return reflectors_->synced(); }
+    std::string unsynced() const { return reflectors_->unsynced(); }
+    size_t size() const { return objects_.size(); }
+    void read(Manifests *out, unsigned jobs, DocumentCache *cache) const;
+
+    // What `plan` says of each object, offered to the status writer; a
+    // Gateway is not Programmed before a running nginx serves it.
+    void offer_status(const Plan &plan, const Options &options, bool nginx_runs);
+    // The API client's part of /metrics.
+    std::string metrics() const;
+
+private:
+    ApiInput() = default;
+    std::vector<kube::ApiKind> kinds_;
+    kube::ObjectStore objects_;
+    std::unique_ptr<kube::Reflectors> reflectors_;
+    std::unique_ptr<kube::LeaderElector> elector_;
+    std::unique_ptr<kube::StatusWriter> writer_;
+};
+
+}  // namespace g2n

@@ -1,0 +1,98 @@
+#include "run/watch_events.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <utility>
+#include <vector>
+
+namespace g2n {
+
+namespace {
+
+std::string member(const rapidjson::Value &node, const char *key)
+{
+    if (!node.IsObject()) return "";
+    auto it = node.FindMember(key);
+    return it != node.MemberEnd() && it->value.IsString()
+               ? std::string(it->value.GetString(), it->value.GetStringLength())
+               : "";
+}
+
+}  // namespace
+
+bool WatchedObjects::apply(const std::string &event_text, std::string *why)
+{
+    rapidjson::Document event;
+    event.Parse(event_text.c_str(), event_text.size());
+    if (event.HasParseError() || !event.IsObject()) {
+        *why = std::string("a watch event is not JSON: ") + rapidjson::GetParseError_En(event.GetParseError())
+               + " at offset " + std::to_string(event.GetErrorOffset());
+        return false;
+    }
+    const std::string type = member(event, "type");
+    auto object = event.FindMember("object");
+    if (type == "BOOKMARK") return true;
+    if (type == "ERROR" || object == event.MemberEnd() || !object->value.IsObject()) {
+        *why = "watch event " + (type.empty() ? std::string("without a type") : type);
+        return false;
+    }
+    const rapidjson::Value &o = object->value;
+    const auto meta = o.FindMember("metadata");
+    const rapidjson::Value empty;
+    const rapidjson::Value &m = meta != o.MemberEnd() ? meta->value : empty;
+    const std::string key = member(o, "apiVersion") + "/" + member(o, "kind") + "/" + member(m, "namespace") + "/"
+                            + member(m, "name");
+    if (type == "DELETED") {
+        objects_.erase(key);
+    } else if (type == "ADDED" || type == "MODIFIED") {
+        rapidjson::StringBuffer text;
+        rapidjson::Writer<rapidjson::StringBuffer> writer(text);
+        o.Accept(writer);
+        objects_[key] = std::string(text.GetString(), text.GetSize());
+    } else {
+        *why = "unknown watch event type " + type;
+        return false;
+    }
+    return true;
+}
+
+// Each object as a file of its own, named by the object: its text is its
+// own, so the cache knows it until it changes
+void WatchedObjects::read(Manifests *out, unsigned jobs, DocumentCache *cache) const
+{
+    std::vector<std::pair<std::string, std::string>> texts;
+    texts.reserve(objects_.size());
+    for (const auto &[key, text] : objects_) texts.emplace_back("<watch event " + key + ">", text);
+    parse_texts(texts, out, jobs, cache);
+}
+
+size_t json_value_end(const std::string &text, size_t from)
+{
+    const size_t start = text.find_first_not_of(" \t\r\n", from);
+    if (start == std::string::npos) return std::string::npos;
+    rapidjson::MemoryStream bytes(text.data() + start, text.size() - start);
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
+    rapidjson::Reader reader;
+    rapidjson::BaseReaderHandler<> ignore;
+    reader.Parse<rapidjson::kParseStopWhenDoneFlag>(in, ignore);
+    if (!reader.HasParseError()) {
+        const size_t end = start + in.Tell();
+        // a number or literal that ends with the text may go on in the next read
+        const char first = text[start];
+        if (end == text.size() && first != '{' && first != '[' && first != '"') return std::string::npos;
+        return end;
+    }
+    // the reader came to the end of the text (inside a string, an escape,
+    // a number...) before the value ended: wait for more
+    if (in.Tell() >= text.size() - start) return std::string::npos;
+    // not JSON: cut after the fault, and the piece is reported as such
+    return start + reader.GetErrorOffset() + 1;
+}
+
+}  // namespace g2n

@@ -1,0 +1,28 @@
+// gateway2nginx run --watch-events: what kubectl's --output-watch-events
+// stream on standard input holds, cut into events and read by RapidJSON.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "parse/parse.h"
+
+namespace g2n {
+
+// The objects a watch-event stream holds now, by kind, namespace and name.
+class WatchedObjects {
+public:
+    // One event ({"type": ..., "object": {...}}); false when it is not one.
+    bool apply(const std::string &event_text, std::string *why);
+    void read(Manifests *out, unsigned jobs, DocumentCache *cache) const;
+
+private:
+    std::map<std::string, std::string> objects_;
+};
+
+// The end of the first complete JSON value in `text` from `from` (skipping
+// whitespace before it), or std::string::npos while it is incomplete
+// (RapidJSON's reader decides); past the fault when it is not JSON.
+size_t json_value_end(const std::string &text, size_t from);
+
+}  // namespace g2n
