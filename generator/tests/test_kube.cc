@@ -267,6 +267,23 @@ BOOST_AUTO_TEST_CASE(status_merge_keeps_other_controllers)
     BOOST_CHECK_THROW(merge_status(ours, "not json", controller, "t"), ApiError);
 }
 
+// found by fuzz_kube: merging twice must change nothing the second time,
+// whatever else the object's status holds
+BOOST_AUTO_TEST_CASE(status_merge_is_idempotent)
+{
+    const std::string controller = "c";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    for (const std::string &object : {
+             std::string(R"({"type":"ADDED","status":{"metadata":{"ns":"ns","x":"1"},"metadata":{"resourceVersion":"2"}}})"),
+             std::string(R"({"status":{"parents":[{"controllerName":"c"},{"controllerName":"c","parentRef":{}}]}})"),
+             std::string(R"({"status":{"parents":"not a list"}})"), std::string(R"({"status":[]})")}) {
+        std::optional<std::string> once = merge_status(ours, object, controller, "now");
+        BOOST_TEST_REQUIRE(once.has_value(), object);
+        std::optional<std::string> twice = merge_status(ours, *once, controller, "later");
+        BOOST_TEST(!twice.has_value(), object << "\n -> " << *once << "\n -> " << twice.value_or(""));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(status_of_a_gateway_is_ours_whole)
 {
     g2n::ObjectStatus gw;
