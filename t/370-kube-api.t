@@ -29,7 +29,8 @@ my $outage = $ENV{GTLS_KUBE_OUTAGE_SECONDS} // 30;
 
 start_numbered_backends(3, $backend_port);
 my $audit = "$dir/kube-audit.log";
-my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--audit', $audit);
+# the first 3 status writes are answered 409, as if another writer had been first
+my $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--audit', $audit, '--conflict-status-writes', '3');
 
 sub slice_yaml { kube_slice_yaml($backend_port, @_) }
 sub route_yaml { kube_route_yaml(@_) }
@@ -89,6 +90,8 @@ like($metrics, qr/^gateway2nginx_watch_events_total\{kind="EndpointSlice"\} [1-9
 like($metrics, qr/^gateway2nginx_pushes_total [1-9]/m, 'and pushes');
 like($metrics, qr/^gateway2nginx_leader 1$/m, 'and says this replica leads');
 like($metrics, qr/^gateway2nginx_change_to_traffic_seconds_count [1-9]/m, 'and how long changes take to reach traffic');
+like($metrics, qr/^gateway2nginx_status_writes_total\{result="conflict"\} 3$/m,
+     'three status writes met a conflict (409), were read again and retried');
 
 # ---- status written back ------------------------------------------------------
 sub jsonpath { my ($rc, $out) = kubectl('get', @_); return $rc == 0 ? $out : "(kubectl: $out)" }
