@@ -40,7 +40,6 @@ for path in /module/keepalive/ /stock/keepalive/ /module/handshake/ /stock/hands
 done
 
 rps() { wrk -t1 -c16 -d"${secs}s" "http://127.0.0.1:29080$1" | awk '/Requests\/sec/ {print $2}'; }
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%-10s %14s %14s %8s\n' case module_rps stock_rps ratio
 spread=

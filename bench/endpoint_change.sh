@@ -26,18 +26,7 @@ cleanup() {
 trap cleanup EXIT
 
 # endpoints A and B of the measured Service: one port, two addresses
-cat > "$work/backends/nginx.conf" <<CONF
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    server { listen 127.0.0.1:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "A"; }
-    server { listen 127.0.0.2:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "B"; }
-}
-CONF
-/usr/sbin/nginx -p "$work/backends/" -c nginx.conf
+ab_backends "$work/backends" "$work/certs"
 
 perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
 cat > "$work/in/measured.yaml" <<YAML
@@ -66,19 +55,7 @@ spec:
   - matches: [{path: {type: PathPrefix, value: /measured}}]
     backendRefs: [{name: measured, port: 443}]
 YAML
-slice() {  # the measured Service's EndpointSlice at address $1, replaced by rename
-    cat > "$work/in/.slice.tmp" <<YAML
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: measured-x
-  namespace: demo
-  labels: {kubernetes.io/service-name: measured}
-ports: [{name: https, port: 29443}]
-endpoints: [{addresses: ["$1"]}]
-YAML
-    mv "$work/in/.slice.tmp" "$work/in/slice.yaml"
-}
+slice() { measured_slice_yaml "$1" > "$work/in/.slice.tmp"; mv "$work/in/.slice.tmp" "$work/in/slice.yaml"; }
 slice 127.0.0.1
 
 flags=(-f "$work/in" -o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-dir "$(dirname "$module")"
@@ -89,17 +66,6 @@ sleep 1
 
 answer() { curl -s -H 'Host: shop.example.com' http://127.0.0.1:29080/measured; }
 [ "$(answer)" = A ] || { echo "the measured route does not answer A: $(answer)" >&2; exit 1; }
-# milliseconds from $1 (ns) until the route answers $2
-until_answers() {
-    local start=$1 want=$2 deadline=$(( $(date +%s%N) + 120000000000 ))
-    while [ "$(date +%s%N)" -lt "$deadline" ]; do
-        [ "$(answer)" = "$want" ] && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
-        sleep 0.005
-    done
-    echo "never answered $want" >&2
-    return 1
-}
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 workers() { ps -o pid= --ppid "$(cat "$work/out/nginx.pid")" | sort | tr '\n' ' '; }
 
 api=() reload=() letter=A
@@ -113,7 +79,7 @@ for round in $(seq "$rounds"); do
     if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
     start=$(date +%s%N)
     slice $address
-    api+=("$(until_answers "$start" $letter)")
+    api+=("$(until_answers "$start" /measured $letter)")
     [ "$(workers)" = "$before" ] || { echo "gateway2nginx run reloaded nginx" >&2; exit 1; }
     sleep 1
     kill "$run_pid"; wait "$run_pid" || true; run_pid=
@@ -123,7 +89,7 @@ for round in $(seq "$rounds"); do
     slice $address
     "$generator" "${flags[@]}" 2> "$work/regenerate.log" &
     regenerate=$!
-    reload+=("$(until_answers "$start" $letter)")
+    reload+=("$(until_answers "$start" /measured $letter)")
     wait $regenerate || { cat "$work/regenerate.log" >&2; exit 1; }
     sleep 2  # the old workers go
 done

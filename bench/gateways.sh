@@ -15,7 +15,6 @@ runs=${RUNS:-3}
 build=build/bench
 mkdir -p "$build"
 g++ -O2 -o "$build/yaml_parse_only" bench/yaml_parse_only.cc -lyaml-cpp
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%9s %11s %9s %8s\n' gateways baseline_s g2n_s ratio
 for n in "${sizes[@]}"; do

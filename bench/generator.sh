@@ -19,7 +19,6 @@ g++ -O2 -o "$build/yaml_parse_only" bench/yaml_parse_only.cc -lyaml-cpp
 
 # "SECONDS KB CPU_SECONDS" of one run
 measure() { timed '%e %M %U %S' "$@" | awk '{print $1, $2, $3 + $4}'; }
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%8s %8s %11s %9s %8s %11s %9s %12s %9s %9s\n' routes input_MB baseline_s g2n_s ratio baseline_MB g2n_MB g2n_cpu_s g2n_j1_s ratio_j1
 for n in "${sizes[@]}"; do

@@ -20,7 +20,6 @@ rm -rf "$dir" && mkdir -p "$dir"
 perl -e 'local $/; my @docs = split /^---\n/m, <STDIN>; my $i = 0;
          for (@docs) { open my $fh, ">", sprintf("%s/%06d.yaml", $ARGV[0], $i++) or die; print $fh $_ }' "$dir" < "$input"
 files=$(ls "$dir" | wc -l)
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 timed '%e' build/gateway2nginx -f "$input" -o "$build/out-files" > /dev/null   # warm-up
 one="" many=""
 for round in $(seq "$runs"); do

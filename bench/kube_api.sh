@@ -17,7 +17,7 @@ rounds=${ROUNDS:-3}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
 work=$PWD/build/bench/kube_api
-rm -rf "$work" && mkdir -p "$work/in" "$work/backends/logs"
+rm -rf "$work" && mkdir -p "$work/in"
 bench_certs "$work/certs" > /dev/null
 run_pid= sim_pid=
 cleanup() {
@@ -29,18 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat > "$work/backends/nginx.conf" <<CONF
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    server { listen 127.0.0.1:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "A"; }
-    server { listen 127.0.0.2:29443 ssl; ssl_certificate $work/certs/leaf.crt; ssl_certificate_key $work/certs/leaf.key; return 200 "B"; }
-}
-CONF
-/usr/sbin/nginx -p "$work/backends/" -c nginx.conf
+ab_backends "$work/backends" "$work/certs"
 
 perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
 measured_route() {  # the measured HTTPRoute, serving path $1
@@ -73,19 +62,7 @@ spec:
     hostname: abc.example.com
 YAML
 measured_route /m0 > "$work/in/route.yaml"
-slice_yaml() {
-    cat <<YAML
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: measured-x
-  namespace: demo
-  labels: {kubernetes.io/service-name: measured}
-ports: [{name: https, port: 29443}]
-endpoints: [{addresses: ["$1"]}]
-YAML
-}
-slice_yaml 127.0.0.1 > "$work/in/slice.yaml"
+measured_slice_yaml 127.0.0.1 > "$work/in/slice.yaml"
 put() { cat > "$work/in/.$1.tmp"; mv "$work/in/.$1.tmp" "$work/in/$1"; }
 
 # the API server simulation, holding the same objects
@@ -116,18 +93,6 @@ flags=(-o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-di
 /usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>&1 | { grep -v '\[notice\]' || true; } >&2
 sleep 1
 
-answer() { curl -s -H 'Host: shop.example.com' "http://127.0.0.1:29080$1"; }
-# milliseconds from $1 (ns) until path $2 answers $3
-until_answers() {
-    local start=$1 path=$2 want=$3 deadline=$(( $(date +%s%N) + 120000000000 ))
-    while [ "$(date +%s%N)" -lt "$deadline" ]; do
-        [ "$(answer "$path")" = "$want" ] && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
-        sleep 0.005
-    done
-    echo "never answered $want on $path" >&2
-    return 1
-}
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 hwm_mb() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 
 letter=A address=127.0.0.1 path=/m0 n=0
@@ -156,11 +121,11 @@ for round in $(seq "$rounds"); do
         }
         start=$(date +%s%N)
         if [ $source = files ]; then
-            slice_yaml $address | put slice.yaml
+            measured_slice_yaml $address | put slice.yaml
             slice_patch
         else
             slice_patch
-            slice_yaml $address | put slice.yaml
+            measured_slice_yaml $address | put slice.yaml
         fi
         endpoint[$source]+="$(until_answers "$start" $path $letter) "
         sleep 1

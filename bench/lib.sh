@@ -18,6 +18,56 @@ timed() {
     rm -f "$out" "$out.err"
 }
 
+# median: the middle of the numbers on standard input, one a line.
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+# ab_backends DIR CERTS: an nginx under DIR answering "A" on
+# 127.0.0.1:29443 and "B" on 127.0.0.2:29443 (TLS, the set's leaf): the two
+# endpoints a measured Service moves between.
+ab_backends() {
+    mkdir -p "$1/logs"
+    cat > "$1/nginx.conf" <<CONF
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server { listen 127.0.0.1:29443 ssl; ssl_certificate $2/leaf.crt; ssl_certificate_key $2/leaf.key; return 200 "A"; }
+    server { listen 127.0.0.2:29443 ssl; ssl_certificate $2/leaf.crt; ssl_certificate_key $2/leaf.key; return 200 "B"; }
+}
+CONF
+    /usr/sbin/nginx -p "$1/" -c nginx.conf
+}
+
+# measured_slice_yaml ADDRESS: the EndpointSlice demo/measured-x of Service
+# measured, its one endpoint ADDRESS:29443.
+measured_slice_yaml() {
+    cat <<YAML
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: measured-x
+  namespace: demo
+  labels: {kubernetes.io/service-name: measured}
+ports: [{name: https, port: 29443}]
+endpoints: [{addresses: ["$1"]}]
+YAML
+}
+
+# until_answers START PATH WANT: milliseconds from START (date +%s%N) until
+# shop.example.com PATH on 127.0.0.1:29080 answers WANT (at most 120 s).
+until_answers() {
+    local start=$1 path=$2 want=$3 deadline=$(( $(date +%s%N) + 120000000000 ))
+    while [ "$(date +%s%N)" -lt "$deadline" ]; do
+        [ "$(curl -s -H 'Host: shop.example.com' "http://127.0.0.1:29080$path")" = "$want" ] \
+            && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
+        sleep 0.005
+    done
+    echo "never answered $want on $path" >&2
+    return 1
+}
+
 # bench_certs DIR: makes the test certificate set in DIR and prints the
 # backend leaf's SPKI pin (base64 SHA-256).
 bench_certs() {

@@ -53,7 +53,6 @@ measure() {
     kb=$(timed '%M' /usr/sbin/nginx -t -q -p "$1/" -c nginx.conf)
     echo "$(echo "$EPOCHREALTIME - $start" | bc) $kb"
 }
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%8s %-8s %8s %8s %8s %8s %9s %9s %9s %9s %7s %7s %9s %9s\n' backends trust plain_s tls_s module_s stock_s \
     plain_MB tls_MB module_MB stock_MB time_x mem_x time_/tls mem_/tls

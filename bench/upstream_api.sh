@@ -85,7 +85,6 @@ for path in /zone/ /nozone/; do
 done
 
 rps() { wrk -t1 -c16 -d"${secs}s" "http://127.0.0.1:29080$1" | awk '/Requests\/sec/ {print $2}'; }
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 z=() n=()
 for round in $(seq "$rounds"); do
