@@ -29,32 +29,7 @@ trap cleanup EXIT
 ab_backends "$work/backends" "$work/certs"
 
 perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
-cat > "$work/in/measured.yaml" <<YAML
-apiVersion: v1
-kind: Service
-metadata: {name: measured, namespace: demo}
-spec:
-  ports: [{name: https, port: 443}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: measured, namespace: demo}
-spec:
-  targetRefs: [{group: "", kind: Service, name: measured}]
-  validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
-    hostname: abc.example.com
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: measured, namespace: demo}
-spec:
-  parentRefs: [{name: shop}]
-  hostnames: [shop.example.com]
-  rules:
-  - matches: [{path: {type: PathPrefix, value: /measured}}]
-    backendRefs: [{name: measured, port: 443}]
-YAML
+{ measured_service_yaml; echo ---; measured_route_yaml /measured; } > "$work/in/measured.yaml"
 slice() { measured_slice_yaml "$1" > "$work/in/.slice.tmp"; mv "$work/in/.slice.tmp" "$work/in/slice.yaml"; }
 slice 127.0.0.1
 

@@ -32,36 +32,8 @@ trap cleanup EXIT
 ab_backends "$work/backends" "$work/certs"
 
 perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
-measured_route() {  # the measured HTTPRoute, serving path $1
-    cat <<YAML
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: measured, namespace: demo}
-spec:
-  parentRefs: [{name: shop}]
-  hostnames: [shop.example.com]
-  rules:
-  - matches: [{path: {type: PathPrefix, value: $1}}]
-    backendRefs: [{name: measured, port: 443}]
-YAML
-}
-cat > "$work/in/measured.yaml" <<YAML
-apiVersion: v1
-kind: Service
-metadata: {name: measured, namespace: demo}
-spec:
-  ports: [{name: https, port: 443}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: measured, namespace: demo}
-spec:
-  targetRefs: [{group: "", kind: Service, name: measured}]
-  validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
-    hostname: abc.example.com
-YAML
-measured_route /m0 > "$work/in/route.yaml"
+measured_service_yaml > "$work/in/measured.yaml"
+measured_route_yaml /m0 > "$work/in/route.yaml"
 measured_slice_yaml 127.0.0.1 > "$work/in/slice.yaml"
 put() { cat > "$work/in/.$1.tmp"; mv "$work/in/.$1.tmp" "$work/in/$1"; }
 
@@ -137,11 +109,11 @@ for round in $(seq "$rounds"); do
         }
         start=$(date +%s%N)
         if [ $source = files ]; then
-            measured_route $path | put route.yaml
+            measured_route_yaml $path | put route.yaml
             route_patch
         else
             route_patch
-            measured_route $path | put route.yaml
+            measured_route_yaml $path | put route.yaml
         fi
         route[$source]+="$(until_answers "$start" $path $letter) "
         sleep 2

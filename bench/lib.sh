@@ -40,6 +40,43 @@ CONF
     /usr/sbin/nginx -p "$1/" -c nginx.conf
 }
 
+# measured_service_yaml: Service demo/measured and its BackendTLSPolicy
+# (the CA ConfigMap make-manifests.pl writes, abc.example.com).
+measured_service_yaml() {
+    cat <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: measured, namespace: demo}
+spec:
+  ports: [{name: https, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: measured, namespace: demo}
+spec:
+  targetRefs: [{group: "", kind: Service, name: measured}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: abc.example.com
+YAML
+}
+
+# measured_route_yaml PATH: HTTPRoute demo/measured on shop.example.com,
+# PATH (a prefix) to the measured Service.
+measured_route_yaml() {
+    cat <<YAML
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: measured, namespace: demo}
+spec:
+  parentRefs: [{name: shop}]
+  hostnames: [shop.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: $1}}]
+    backendRefs: [{name: measured, port: 443}]
+YAML
+}
+
 # measured_slice_yaml ADDRESS: the EndpointSlice demo/measured-x of Service
 # measured, its one endpoint ADDRESS:29443.
 measured_slice_yaml() {
