@@ -130,7 +130,8 @@ Response perform(CURL *curl, const ApiServer &server, const std::string &method,
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
     r.body = std::move(t.body);
     // a stream its reader ended, or `stop` ended, ended well
-    const bool ended_by_us = rc == CURLE_ABORTED_BY_CALLBACK || (rc == CURLE_WRITE_ERROR && on_data != nullptr);
+    const bool ended_by_us = (rc == CURLE_ABORTED_BY_CALLBACK && on_data != nullptr)
+                             || (rc == CURLE_WRITE_ERROR && on_data != nullptr);
     if (rc != CURLE_OK && !ended_by_us) {
         r.error = server.url + ": " + (error[0] != '\0' ? std::string(error) : std::string(curl_easy_strerror(rc)));
         r.status = 0;
@@ -141,9 +142,9 @@ Response perform(CURL *curl, const ApiServer &server, const std::string &method,
 }  // namespace
 
 Response ApiClient::request(const std::string &method, const std::string &path, const std::string &body,
-                            const std::string &content_type, long timeout_ms)
+                            const std::string &content_type, long timeout_ms, const std::atomic<bool> *stop)
 {
-    return perform(static_cast<CURL *>(curl_), server_, method, path, body, content_type, timeout_ms, nullptr, nullptr);
+    return perform(static_cast<CURL *>(curl_), server_, method, path, body, content_type, timeout_ms, nullptr, stop);
 }
 
 Response ApiClient::stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,

@@ -32,9 +32,10 @@ public:
     ApiClient &operator=(const ApiClient &) = delete;
 
     // METHOD PATH (with its query) and a body of `content_type`; at most
-    // `timeout_ms` in all.
+    // `timeout_ms` in all, and given up within a second once `stop` is set.
     Response request(const std::string &method, const std::string &path, const std::string &body = "",
-                     const std::string &content_type = "application/json", long timeout_ms = 30000);
+                     const std::string &content_type = "application/json", long timeout_ms = 30000,
+                     const std::atomic<bool> *stop = nullptr);
 
     // GET PATH, its body handed to `on_data` as it arrives (a watch), until
     // the server ends it, `on_data` returns false or `stop` is set. The

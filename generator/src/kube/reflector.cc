@@ -388,7 +388,8 @@ void Reflectors::reflect(size_t index)
         while (!stop_) {
             const Response r = client.request(
                 "GET", kind.path() + "?limit=500" + (next.empty() ? "" : "&continue=" + escape_query(next)), "",
-                "application/json", 60000);
+                "application/json", 60000, &stop_);
+            if (stop_) return;
             if (r.status == 410 && !next.empty()) {  // the continue token expired: the whole list again
                 objects.clear();
                 next.clear();
