@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gateway2nginx run reading the Kubernetes API (the API server simulation,
-# t/lib/kube-apiserver-sim, preloaded with N routes from make-manifests.pl)
+# t/lib/kube-apiserver-sim, preloaded with N routes from make-manifests.pl,
+# ENDPOINTS (default 5) endpoints each)
 # beside the same run reading files, in one run, rounds alternating:
 #   - an EndpointSlice change to traffic (a merge patch to the API; a file
 #     replaced by rename), pushed with no reload;
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 routes=${1:-10000}
 rounds=${ROUNDS:-3}
+endpoints=${ENDPOINTS:-5}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
 work=$PWD/build/bench/kube_api
@@ -31,7 +33,7 @@ trap cleanup EXIT
 
 ab_backends "$work/backends" "$work/certs"
 
-perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$work/in/routes.yaml"
+perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" "$endpoints" > "$work/in/routes.yaml"
 measured_service_yaml > "$work/in/measured.yaml"
 measured_route_yaml /m0 > "$work/in/route.yaml"
 measured_slice_yaml 127.0.0.1 > "$work/in/slice.yaml"
@@ -125,7 +127,7 @@ read -r one_shot_mb _ < <(timed '%M' "$generator" -f "$work/in" -o "$work/one-sh
     --module-dir "$(dirname "$module")" --status-listen off --allow-endpoints 127.0.0.0/8)
 one_shot_mb=$((one_shot_mb / 1024))
 
-printf '%-40s %10s %10s %8s\n' "$routes routes, median of $rounds" files api api/files
+printf '%-40s %10s %10s %8s\n' "$routes routes, $((routes * endpoints)) endpoints, median of $rounds" files api api/files
 for what in endpoint route memory; do
     declare -n figures=$what
     f=$(printf '%s\n' ${figures[files]} | median)

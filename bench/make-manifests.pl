@@ -1,11 +1,13 @@
 #!/usr/bin/perl
-# make-manifests.pl N CA_FILE: a Gateway and N (Service, EndpointSlice,
-# BackendTLSPolicy, HTTPRoute) sets on stdout, about 0.9 KB per set.
+# make-manifests.pl N CA_FILE [ENDPOINTS]: a Gateway and N (Service,
+# EndpointSlice of ENDPOINTS addresses (default 1), BackendTLSPolicy,
+# HTTPRoute) sets on stdout, about 0.9 KB per set.
 use strict;
 use warnings;
 
-my ($n, $ca_file) = @ARGV;
-die "usage: make-manifests.pl N CA_FILE\n" unless $n && $ca_file;
+my ($n, $ca_file, $endpoints) = @ARGV;
+die "usage: make-manifests.pl N CA_FILE [ENDPOINTS]\n" unless $n && $ca_file;
+$endpoints //= 1;
 open my $fh, '<', $ca_file or die "$ca_file: $!\n";
 my $ca = do { local $/; <$fh> };
 $ca =~ s/^/    /mg;
@@ -31,7 +33,9 @@ data:
 $ca
 YAML
 for my $i (0 .. $n - 1) {
-    my $ip = join '.', 10, int($i / 65536) % 256, int($i / 256) % 256, $i % 256;
+    my $ip = join ', ', map { my $k = $i * $endpoints + $_;
+                               '"' . join('.', 10, int($k / 65536) % 256, int($k / 256) % 256, $k % 256) . '"' }
+                         0 .. $endpoints - 1;
     print <<"YAML";
 ---
 apiVersion: v1
@@ -47,7 +51,7 @@ metadata:
   namespace: demo
   labels: {kubernetes.io/service-name: svc-$i}
 ports: [{name: https, port: 8443}]
-endpoints: [{addresses: ["$ip"]}]
+endpoints: [{addresses: [$ip]}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
