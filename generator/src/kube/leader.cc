@@ -1,8 +1,7 @@
 #include "kube/leader.h"
+#include "kube/json.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <ctime>
 #include <sys/time.h>
@@ -22,10 +21,8 @@ int64_t steady_ms()
 
 std::string string_at(const Value &object, const char *a, const char *b)
 {
-    if (!object.IsObject() || !object.HasMember(a) || !object[a].IsObject()) return "";
-    const Value &inner = object[a];
-    auto it = inner.FindMember(b);
-    return it != inner.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
+    if (!object.IsObject() || !object.HasMember(a)) return "";
+    return std::string(string_member(object[a], b));
 }
 
 void set_string(Value &object, const char *key, const std::string &value, Document::AllocatorType &alloc)
@@ -39,14 +36,6 @@ void set_int(Value &object, const char *key, int64_t value, Document::AllocatorT
 {
     if (object.HasMember(key)) object[key].SetInt64(value);
     else object.AddMember(Value(key, alloc), Value().SetInt64(value), alloc);
-}
-
-std::string json_of(const Value &v)
-{
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    v.Accept(w);
-    return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 }  // namespace
@@ -135,7 +124,7 @@ bool LeaderElector::try_acquire_or_renew(ApiClient &client)
         set_int(spec, "leaseTransitions", 0, a);
         lease.AddMember("spec", spec, a);
         r = client.request("POST", "/apis/coordination.k8s.io/v1/namespaces/" + config_.namespace_ + "/leases",
-                           json_of(lease), "application/json", 5000);
+                           json_text(lease), "application/json", 5000);
         return r.ok();
     }
     if (!r.ok()) {
@@ -173,7 +162,7 @@ bool LeaderElector::try_acquire_or_renew(ApiClient &client)
     set_string(spec, "renewTime", now, a);
     set_int(spec, "leaseDurationSeconds", duration_s, a);
     // the resourceVersion read: a replica that renewed meanwhile wins (409)
-    r = client.request("PUT", path, json_of(lease), "application/json", 5000);
+    r = client.request("PUT", path, json_text(lease), "application/json", 5000);
     return r.ok();
 }
 
@@ -189,7 +178,7 @@ void LeaderElector::release(ApiClient &client)
     set_string(lease["spec"], "holderIdentity", "", a);
     set_int(lease["spec"], "leaseDurationSeconds", 1, a);
     set_string(lease["spec"], "renewTime", micro_time_now(), a);
-    if (client.request("PUT", path, json_of(lease), "application/json", 2000).ok()) {
+    if (client.request("PUT", path, json_text(lease), "application/json", 2000).ok()) {
         log_("gave up Lease " + config_.namespace_ + "/" + config_.name);
     }
 }

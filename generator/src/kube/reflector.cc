@@ -1,12 +1,11 @@
 #include "kube/reflector.h"
+#include "kube/json.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <random>
@@ -18,19 +17,11 @@ namespace {
 using rapidjson::Document;
 using rapidjson::Value;
 
-std::string string_member(const Value &object, const char *name)
-{
-    if (!object.IsObject()) return "";
-    auto it = object.FindMember(name);
-    return it != object.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString(), it->value.GetStringLength())
-                                                            : "";
-}
-
 std::string metadata_member(const Value &object, const char *name)
 {
     if (!object.IsObject()) return "";
     auto it = object.FindMember("metadata");
-    return it != object.MemberEnd() ? string_member(it->value, name) : "";
+    return it != object.MemberEnd() ? std::string(string_member(it->value, name)) : "";
 }
 
 // `object` as the text parse/ reads, with the apiVersion and kind a list's
@@ -52,10 +43,7 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
     };
     set("apiVersion", api_version);
     set("kind", kind.kind);
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-    object.Accept(writer);
-    text->assign(buffer.GetString(), buffer.GetSize());
+    *text = json_text(object);
     if (content != nullptr) {
         // what gateway2nginx reads of it: not the status (ours, written
         // back, comes back as an event), nor the version stamps
@@ -66,10 +54,7 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
             meta->value.EraseMember("resourceVersion");
             meta->value.EraseMember("managedFields");
         }
-        rapidjson::StringBuffer content_buffer;
-        rapidjson::Writer<rapidjson::StringBuffer> content_writer(content_buffer);
-        copy.Accept(content_writer);
-        content->assign(content_buffer.GetString(), content_buffer.GetSize());
+        *content = json_text(copy);
     }
     return true;
 }
@@ -138,7 +123,7 @@ std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> 
         if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("resources") || !doc["resources"].IsArray()) {
             throw ApiError("discovery of " + gv + ": not an APIResourceList");
         }
-        for (const Value &res : doc["resources"].GetArray()) names.push_back(string_member(res, "name"));
+        for (const Value &res : doc["resources"].GetArray()) names.emplace_back(string_member(res, "name"));
         return names;
     };
     std::vector<ApiKind> kinds;
@@ -273,7 +258,7 @@ WatchDecoder::Outcome WatchDecoder::event(const std::string &line)
                  + rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " + std::to_string(doc.GetErrorOffset());
         return Outcome::Failed;
     }
-    const std::string type = string_member(doc, "type");
+    const std::string type(string_member(doc, "type"));
     auto object_it = doc.FindMember("object");
     if (object_it == doc.MemberEnd() || !object_it->value.IsObject()) {
         error_ = "a watch event of " + kind_.kind + " without an object";
@@ -283,7 +268,7 @@ WatchDecoder::Outcome WatchDecoder::event(const std::string &line)
     if (type == "ERROR") {
         auto code = object.FindMember("code");
         const int status = code != object.MemberEnd() && code->value.IsInt() ? code->value.GetInt() : 0;
-        error_ = "watch of " + kind_.kind + ": " + string_member(object, "message");
+        error_ = "watch of " + kind_.kind + ": " + std::string(string_member(object, "message"));
         return status == 410 ? Outcome::Expired : Outcome::Failed;
     }
     const std::string rv = metadata_member(object, "resourceVersion");

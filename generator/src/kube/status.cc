@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "kube/config.h"
+#include "kube/json.h"
 
 namespace g2n::kube {
 
@@ -40,15 +41,6 @@ void write_conditions(Writer<StringBuffer> &w, const std::vector<Condition> &con
     w.EndArray();
 }
 
-std::string_view string_of(const Value &object, const char *key)
-{
-    if (!object.IsObject()) return {};
-    auto it = object.FindMember(key);
-    return it != object.MemberEnd() && it->value.IsString()
-               ? std::string_view(it->value.GetString(), it->value.GetStringLength())
-               : std::string_view();
-}
-
 const Value *member(const Value &object, const char *key)
 {
     if (!object.IsObject()) return nullptr;
@@ -67,23 +59,15 @@ void stamp_conditions(Value &fresh, const Value *old, const std::string &now, Do
         std::string when = now;
         if (old_conditions != nullptr && old_conditions->IsArray()) {
             for (const Value &o : old_conditions->GetArray()) {
-                if (string_of(o, "type") == string_of(c, "type") && string_of(o, "status") == string_of(c, "status")
-                    && !string_of(o, "lastTransitionTime").empty()) {
-                    when = std::string(string_of(o, "lastTransitionTime"));
+                if (string_member(o, "type") == string_member(c, "type") && string_member(o, "status") == string_member(c, "status")
+                    && !string_member(o, "lastTransitionTime").empty()) {
+                    when = std::string(string_member(o, "lastTransitionTime"));
                 }
             }
         }
         c.AddMember("lastTransitionTime", Value(when.c_str(), static_cast<rapidjson::SizeType>(when.size()), alloc),
                     alloc);
     }
-}
-
-std::string json_of(const Value &v)
-{
-    StringBuffer buffer;
-    Writer<StringBuffer> w(buffer);
-    v.Accept(w);
-    return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 const char *ref_name(std::string_view refs_key) { return refs_key == "parents" ? "parentRef" : "ancestorRef"; }
@@ -194,7 +178,7 @@ std::optional<std::string> merge_status(const std::string &ours_text, const std:
                 const Value *old_listener = nullptr;
                 if (old_field != nullptr && old_field->IsArray()) {
                     for (const Value &o : old_field->GetArray()) {
-                        if (string_of(o, "name") == string_of(listener, "name")) old_listener = &o;
+                        if (string_member(o, "name") == string_member(listener, "name")) old_listener = &o;
                     }
                 }
                 stamp_conditions(listener, old_listener, now, alloc);
@@ -204,7 +188,7 @@ std::optional<std::string> merge_status(const std::string &ours_text, const std:
             Value merged(rapidjson::kArrayType);
             if (old_field != nullptr && old_field->IsArray()) {
                 for (const Value &o : old_field->GetArray()) {
-                    if (string_of(o, "controllerName") != controller_name) merged.PushBack(Value(o, alloc), alloc);
+                    if (string_member(o, "controllerName") != controller_name) merged.PushBack(Value(o, alloc), alloc);
                 }
             }
             for (Value &entry : fresh.GetArray()) {
@@ -213,7 +197,7 @@ std::optional<std::string> merge_status(const std::string &ours_text, const std:
                     for (const Value &o : old_field->GetArray()) {
                         const Value *old_ref = member(o, ref_key);
                         const Value *new_ref = member(entry, ref_key);
-                        if (string_of(o, "controllerName") == controller_name && old_ref != nullptr
+                        if (string_member(o, "controllerName") == controller_name && old_ref != nullptr
                             && new_ref != nullptr && *old_ref == *new_ref) {
                             old_entry = &o;
                         }
@@ -230,7 +214,7 @@ std::optional<std::string> merge_status(const std::string &ours_text, const std:
     // compared as text: the fields keep their places, and Value's == finds
     // a repeated key's first value only (the API server never sends one;
     // fuzz_kube did)
-    if (json_of(status) == json_of(old_status)) return std::nullopt;
+    if (json_text(status) == json_text(old_status)) return std::nullopt;
     if (object.HasMember("status")) object["status"] = status;
     else object.AddMember("status", status, alloc);
     StringBuffer buffer;

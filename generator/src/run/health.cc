@@ -12,12 +12,6 @@ namespace g2n {
 
 namespace {
 
-int64_t steady_ms()
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url, const char *method, const char *,
                   const char *, size_t *, void **)
 {

@@ -15,6 +15,13 @@
 
 namespace g2n {
 
+// The steady clock in milliseconds: the loop's heartbeat and its readers.
+inline int64_t steady_ms()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 struct RunMetrics {
     std::atomic<uint64_t> applies{0}, renders{0}, reloads{0}, reload_failures{0}, pushes{0}, push_failures{0},
         refused{0}, bad_inputs{0};

@@ -1,30 +1,19 @@
 #include "run/watch_events.h"
+#include "kube/json.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/encodedstream.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <utility>
 #include <vector>
 
 namespace g2n {
 
-namespace {
-
-std::string member(const rapidjson::Value &node, const char *key)
-{
-    if (!node.IsObject()) return "";
-    auto it = node.FindMember(key);
-    return it != node.MemberEnd() && it->value.IsString()
-               ? std::string(it->value.GetString(), it->value.GetStringLength())
-               : "";
-}
-
-}  // namespace
+using kube::json_text;
+using kube::string_member;
 
 bool WatchedObjects::apply(const std::string &event_text, std::string *why)
 {
@@ -35,7 +24,7 @@ bool WatchedObjects::apply(const std::string &event_text, std::string *why)
                + " at offset " + std::to_string(event.GetErrorOffset());
         return false;
     }
-    const std::string type = member(event, "type");
+    const std::string type(string_member(event, "type"));
     auto object = event.FindMember("object");
     if (type == "BOOKMARK") return true;
     if (type == "ERROR" || object == event.MemberEnd() || !object->value.IsObject()) {
@@ -46,15 +35,15 @@ bool WatchedObjects::apply(const std::string &event_text, std::string *why)
     const auto meta = o.FindMember("metadata");
     const rapidjson::Value empty;
     const rapidjson::Value &m = meta != o.MemberEnd() ? meta->value : empty;
-    const std::string key = member(o, "apiVersion") + "/" + member(o, "kind") + "/" + member(m, "namespace") + "/"
-                            + member(m, "name");
+    std::string key;
+    for (std::string_view part : {string_member(o, "apiVersion"), string_member(o, "kind"), string_member(m, "namespace")}) {
+        key.append(part).append("/");
+    }
+    key.append(string_member(m, "name"));
     if (type == "DELETED") {
         objects_.erase(key);
     } else if (type == "ADDED" || type == "MODIFIED") {
-        rapidjson::StringBuffer text;
-        rapidjson::Writer<rapidjson::StringBuffer> writer(text);
-        o.Accept(writer);
-        objects_[key] = std::string(text.GetString(), text.GetSize());
+        objects_[key] = json_text(o);
     } else {
         *why = "unknown watch event type " + type;
         return false;
