@@ -157,6 +157,18 @@ is(scalar @named, 1, 'status.yaml holds route r once: nothing lost or duplicated
 my ($drc, $dout) = kubectl('delete', 'httproute', 'r', '-n', 'ns');
 is($drc, 0, 'kubectl delete') or diag $dout;
 ok(wait_for(sub { endpoint('/web') !~ /^127/ }, 15), 'a deleted route no longer serves');
+# a route made, deleted and made again exactly as it was (generation 1
+# both times): the new object gets its status too
+my $again = route_yaml('/again') =~ s/name: r,/name: again,/r;
+sub again_status { jsonpath('httproute', 'again', '-n', 'ns', '-o', 'jsonpath={.status.parents[*].controllerName}') }
+kube_apply('again', $again);
+ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15), 'a new route gets its status');
+kubectl('delete', 'httproute', 'again', '-n', 'ns');
+ok(wait_for(sub { endpoint('/again') !~ /^127/ }, 15), 'deleted, it no longer serves');
+kube_apply('again', $again);
+ok(wait_for(sub { endpoint('/again') =~ /^127/ }, 15), 'made again, it serves');
+ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15),
+   'and gets its status again, though it is what it was before');
 
 kill 'TERM', $run;
 waitpid($run, 0);

@@ -33,13 +33,16 @@ void StatusWriter::offer(std::vector<StatusUpdate> updates)
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
+        std::map<std::string, StatusUpdate> offered;
         for (StatusUpdate &u : updates) {
             const std::string key = key_of(u);
             auto it = offered_.find(key);
-            if (it != offered_.end() && it->second.ours == u.ours) continue;
-            queued_[key] = u;
-            offered_[key] = std::move(u);
+            if (it == offered_.end() || it->second.ours != u.ours) queued_[key] = u;
+            offered.emplace(key, std::move(u));
         }
+        // an object no longer offered (deleted, or no longer ours to speak
+        // of) is forgotten: what is held stays what the last offer holds
+        offered_ = std::move(offered);
     }
     wake_.notify_all();
 }

@@ -31,8 +31,9 @@ public:
                  std::function<bool()> may_write, Log log, double qps = 20, int burst = 40);
     ~StatusWriter();
 
-    // The statuses of a configuration nginx runs. Those that differ from the
-    // ones offered before are queued (a newer one replaces a queued one).
+    // The statuses of a configuration nginx runs, all of them. Those that
+    // differ from the ones offered before are queued (a newer one replaces a
+    // queued one).
     void offer(std::vector<StatusUpdate> updates);
 
     struct Counts {
