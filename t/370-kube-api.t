@@ -146,6 +146,10 @@ ok(count_in_log(qr/(watching|listing) \w+ failed \(.*\); again in \d+ ms/) > 0, 
 $sim = start_kube_api($kube_port, '--bookmark-seconds', '1', '--start-compacted', '--audit', $audit);
 ok(wait_for(sub { count_in_log(qr/watch of \w+ expired at resourceVersion \d+ \(410 Gone\): listing again/) >= 1 }, 60),
    'back with its history compacted: 410 Gone, and a new list') or diag slurp($log);
+# every kind comes back on its own backoff (up to 30 s, with jitter up to twice that)
+ok(wait_for(sub { my ($c, $m) = fetch('/metrics'); my @l = $m =~ /^gateway2nginx_lists_total\{kind="\w+"\} (\d+)$/mg;
+                  @l && !grep { $_ < 2 } @l }, 90),
+   'every kind has listed again after the outage');
 kube_apply('slice', slice_yaml(1));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.1' }, 30), 'a change after the outage reaches the traffic');
 my ($routes) = kubectl('get', 'httproutes', '-A', '-o', 'name');
