@@ -17,6 +17,7 @@
 #include "apply/isolate.h"
 #include "apply/nginx_check.h"
 #include "apply/output.h"
+#include "parse/fields.h"
 #include "resolve/resolve.h"
 
 #ifndef GATEWAY2NGINX_VERSION
@@ -74,6 +75,10 @@ would show.
                             its own and listens on every address (a load
                             balancer's or a node's): its status.addresses;
                             repeatable
+      --status-address-service NAMESPACE/NAME
+                            without --status-address: the addresses of the
+                            load balancer in front of that Service (its
+                            status.loadBalancer.ingress)
       --status-allow CIDR   who may read it (repeatable; default 127.0.0.1, ::1),
                             with the bearer token in OUTDIR/status.token
       --instance NAME       what this gateway adds to Via on requests it
@@ -96,6 +101,11 @@ gateway2nginx run also takes:
       --health-listen ADDR:PORT
                             serve /healthz, /readyz (nginx serves a complete
                             configuration) and /metrics (Prometheus) there
+      --start-nginx         start nginx (--nginx) on OUTDIR once the first
+                            configuration is written, as a child that runs
+                            in the foreground, reload it (instead of
+                            --reload), stop it gracefully on SIGTERM (what is
+                            in flight completes), and end when it ends
       --kubeconfig FILE     list and watch the objects of the API server of
                             FILE's current context (certificates, tokens and
                             token files; no exec or auth-provider plugins)
@@ -242,6 +252,8 @@ Args parse_args(int argc, char **argv, bool run)
             a.renew_deadline_ms = duration_ms(arg, value());
         } else if (run && arg == "--leader-elect-retry-period") {
             a.retry_period_ms = duration_ms(arg, value());
+        } else if (run && arg == "--start-nginx") {
+            a.start_nginx = true;
         } else if (run && arg == "--health-listen") {
             a.health_listen = value();
         } else if (run && arg == "--kubeconfig") {
@@ -266,6 +278,14 @@ Args parse_args(int argc, char **argv, bool run)
             const std::string address = value();
             if (!valid_ip(address)) usage_error("--status-address takes an IP address, not " + address);
             a.options.status_addresses.push_back(address);
+        } else if (arg == "--status-address-service") {
+            const std::string service = value();
+            const size_t slash = service.find('/');
+            if (slash == std::string::npos || !valid_dns1123_label(service.substr(0, slash))
+                || !valid_dns1123_label(service.substr(slash + 1))) {
+                usage_error("--status-address-service takes NAMESPACE/NAME, not " + service);
+            }
+            a.options.status_address_service = service;
         } else if (arg == "--status-allow") {
             if (!status_allow_given) a.options.status_allow.clear();
             status_allow_given = true;
@@ -284,7 +304,12 @@ Args parse_args(int argc, char **argv, bool run)
     if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
     if (!a.reload_pidfile.empty()) a.check = true;
     if (run) {
-        if (a.reload_pidfile.empty()) usage_error("gateway2nginx run needs --reload PIDFILE");
+        if (a.start_nginx && !a.reload_pidfile.empty()) usage_error("--start-nginx reloads the nginx it starts: no --reload");
+        if (a.start_nginx) {
+            a.reload_pidfile = (fs::absolute(a.outdir) / "nginx.pid").string();  // nginx.conf's pid
+            a.check = true;
+        }
+        if (a.reload_pidfile.empty()) usage_error("gateway2nginx run needs --reload PIDFILE or --start-nginx");
         if (a.options.upstream_api == "off") usage_error("gateway2nginx run needs --upstream-api ADDRESS:PORT");
         bool stdin_input = std::find(a.inputs.begin(), a.inputs.end(), "-") != a.inputs.end();
         const int sources = (a.watch_events || stdin_input ? 1 : 0) + (a.inputs.empty() || stdin_input ? 0 : 1)

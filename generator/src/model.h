@@ -266,11 +266,19 @@ struct ServicePort {
     std::string app_protocol;
 };
 
+// status.loadBalancer.ingress[]: where a load balancer in front of a
+// Service is reached (an IP address or a DNS name)
+struct LoadBalancerIngress {
+    std::string ip;
+    std::string hostname;
+};
+
 struct Service {
     ObjectMeta meta;
     std::string type = "ClusterIP";
     std::string external_name;
     std::vector<ServicePort> ports;
+    std::vector<LoadBalancerIngress> load_balancer_ingress;
 };
 
 struct EndpointPort {

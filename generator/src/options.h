@@ -37,6 +37,9 @@ struct Options {
     // listens on every address (a load balancer's, a node's): its
     // status.addresses (--status-address)
     std::vector<std::string> status_addresses;
+    // or, without those, the load balancer in front of this Service
+    // ("namespace/name"; --status-address-service)
+    std::string status_address_service;
     std::string status_listen = "127.0.0.1:9113";  // gateway_tls_status; "off": none
     // who may read it besides its token (gateway_tls_status_allow)
     std::vector<std::string> status_allow = {"127.0.0.1", "::1"};

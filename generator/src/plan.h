@@ -2,9 +2,11 @@
 // serve, and the status each object would carry. Render makes no decisions.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "model.h"
@@ -14,7 +16,21 @@ namespace g2n {
 
 // Status text outlives the manifests it came from and repeats across
 // 100,000 objects ("Route is accepted"): each distinct text is kept once,
-// for the life of the process, and statuses hold views of it.
+// by the Plan whose statuses hold views of it (and shared by its copies),
+// not for the life of the process: gateway2nginx run lives long, and
+// tenants' names come and go.
+class TextTable {
+public:
+    std::string_view intern(std::string_view text);
+    size_t size() const { return storage_.size(); }
+
+private:
+    std::deque<std::string> storage_;  // node-stable
+    std::unordered_set<std::string_view> index_;
+};
+
+// `text` in the table of the Plan resolve() is making on this thread
+// (std::logic_error elsewhere).
 std::string_view intern(std::string_view text);
 
 // Four views: type, status and reason are literals (cond::make), the
@@ -54,7 +70,13 @@ struct ObjectStatus {
         std::vector<Condition> conditions;
     };
     std::vector<ListenerStatus> listeners;
-    std::vector<std::string> addresses;  // Gateway: IP addresses clients reach it at
+    struct Address {
+        std::string type = "IPAddress";  // or Hostname
+        std::string value;
+
+        bool operator==(const Address &o) const { return type == o.type && value == o.value; }
+    };
+    std::vector<Address> addresses;  // Gateway: where clients reach it
     // Routes (parents) and policies (ancestors): a Gateway reference each
     struct RefStatus {
         std::string_view group = "gateway.networking.k8s.io";
@@ -85,6 +107,10 @@ struct Upstream {
     // names): the tenant whose own zone holds them, so that a tenant's
     // servers take no other tenant's room
     std::string tenant;
+    // the Service ("namespace/name") and port number whose endpoints these
+    // are: what an EndpointSlice change recomputes
+    std::string service;
+    int service_port = 0;
     std::vector<std::string> servers;  // "host:port"
     // a rule's retries: nginx tries each peer of an upstream once, so each
     // server is listed often enough for TRIES tries, without passive
@@ -263,6 +289,7 @@ struct Plan {
     std::vector<OutputFile> files;    // CA bundles, listener keys
     std::vector<ObjectStatus> statuses;
     std::vector<std::string> warnings;
+    std::shared_ptr<TextTable> texts = std::make_shared<TextTable>();  // what statuses view
 };
 
 }  // namespace g2n

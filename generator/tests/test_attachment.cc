@@ -9,6 +9,20 @@
 using namespace g2n;
 using namespace g2n_test;
 
+namespace {
+
+// A Gateway's status.addresses, as TYPE=VALUE words
+std::string addresses_of(const Plan &plan)
+{
+    std::string out;
+    for (const ObjectStatus::Address &a : status_of(plan, "Gateway", "gw").addresses) {
+        out += (out.empty() ? "" : " ") + a.type + "=" + a.value;
+    }
+    return out;
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(resolve_attachment)
 
 BOOST_AUTO_TEST_CASE(only_our_gateways_and_ready_endpoints)
@@ -232,7 +246,7 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
     Options local;
     local.listen_address = "127.0.0.1";
     Plan listening = resolve(parse(base_manifests()), local);
-    BOOST_TEST(status_of(listening, "Gateway", "gw").addresses == std::vector<std::string>{"127.0.0.1"});
+    BOOST_TEST(addresses_of(listening) == "IPAddress=127.0.0.1");
     BOOST_TEST(render_status(listening, local).find("  addresses:\n    - type: IPAddress\n      value: 127.0.0.1\n")
                != std::string::npos);
 
@@ -373,7 +387,7 @@ BOOST_AUTO_TEST_CASE(gateway_addresses_choose_the_listen_address)
     Plan plan = plan_of(with_addresses("[{type: IPAddress, value: \"127.0.0.2\"}]"));
     BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
     BOOST_TEST(plan.servers[0].listen == "127.0.0.2:80");
-    BOOST_TEST(status_of(plan, "Gateway", "gw").addresses == std::vector<std::string>{"127.0.0.2"});
+    BOOST_TEST(addresses_of(plan) == "IPAddress=127.0.0.2");
     // GatewayAddressEmpty: an IPAddress without value is assigned one
     Plan assigned = plan_of(with_addresses("[{type: IPAddress}]"));
     BOOST_TEST(assigned.servers.at(0).listen == "0.0.0.0:80");
@@ -399,9 +413,34 @@ BOOST_AUTO_TEST_CASE(gateway_addresses_choose_the_listen_address)
     // listening on every address, it is reached where the operator says
     Options behind_a_balancer;
     behind_a_balancer.status_addresses = {"203.0.113.7", "2001:db8::1"};
-    BOOST_TEST(status_of(resolve(parse(base_manifests()), behind_a_balancer), "Gateway", "gw").addresses
-               == (std::vector<std::string>{"203.0.113.7", "2001:db8::1"}));
+    BOOST_TEST(addresses_of(resolve(parse(base_manifests()), behind_a_balancer))
+               == "IPAddress=203.0.113.7 IPAddress=2001:db8::1");
     BOOST_TEST(status_of(plan_of(base_manifests()), "Gateway", "gw").addresses.empty());
+
+    // or where the load balancer in front of a Service is reached, as its
+    // controller wrote in the Service's status
+    Options behind_a_service;
+    behind_a_service.status_address_service = "gateway-system/gateway";
+    auto front = [](const std::string &ingress) {
+        return "---\napiVersion: v1\nkind: Service\nmetadata: {name: gateway, namespace: gateway-system}\n"
+               "spec: {type: LoadBalancer, ports: [{name: http, port: 80}]}\n"
+               "status: {loadBalancer: {ingress: " + ingress + "}}\n";
+    };
+    const Plan fronted = resolve(parse(base_manifests() + front("[{ip: 203.0.113.9}, {hostname: lb.example.com}]")),
+                                 behind_a_service);
+    BOOST_TEST(addresses_of(fronted) == "IPAddress=203.0.113.9 Hostname=lb.example.com");
+    BOOST_TEST(render_status(fronted, behind_a_service).find("  addresses:\n    - type: IPAddress\n      value: 203.0.113.9\n"
+                                                          "    - type: Hostname\n      value: lb.example.com\n")
+               != std::string::npos);
+    BOOST_TEST(addresses_of(resolve(parse(base_manifests() + front("[]")), behind_a_service)) == "");  // none yet
+    BOOST_TEST(addresses_of(resolve(parse(base_manifests()), behind_a_service)) == "");  // no such Service
+    behind_a_service.status_addresses = {"203.0.113.7"};
+    BOOST_TEST(addresses_of(resolve(parse(base_manifests() + front("[{ip: 203.0.113.9}]")), behind_a_service))
+               == "IPAddress=203.0.113.7");  // the operator's word first
+    BOOST_TEST(error_of(base_manifests() + front("[{ip: \"203.0.113\"}]")).find("status.loadBalancer.ingress[0].ip: not an IP address")
+               != std::string::npos);
+    BOOST_TEST(error_of(base_manifests() + front("[{hostname: \"lb example\"}]")).find("status.loadBalancer.ingress[0].hostname: must be a DNS name")
+               != std::string::npos);
 
     std::string v6 = base_manifests();
     v6.replace(v6.find("  gatewayClassName: ours\n  listeners:\n  - {name: http, port: 80"), 0,

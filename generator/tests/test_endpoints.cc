@@ -15,20 +15,7 @@ using g2n_test::parse;
 
 namespace {
 
-const std::string kManifests = g2n_test::http_gateway() + R"(apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: ns}
-spec:
-  ports: [{name: http, port: 80}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: r, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  rules:
-  - backendRefs: [{name: web, port: 80}]
-)";
+const std::string kManifests = g2n_test::web_route();
 
 // the manifests with web's endpoint ADDRESS:PORT, resolved under `o`: the
 // servers of web's upstream, and the warnings

@@ -2,12 +2,20 @@
 // by name), and watch streams cut into events however the bytes arrive.
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <random>
-#include <unistd.h>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "kube/kube.h"
 #include "plan.h"
@@ -144,8 +152,8 @@ BOOST_AUTO_TEST_CASE(watch_streams_cut_anywhere)
         BOOST_TEST(decoder.events() == 3u);
         const auto texts = store.texts();
         BOOST_TEST(texts[0].first == "<api gateway.networking.k8s.io/HTTPRoute/ns/b>");
-        BOOST_TEST(texts[0].second.find("\"apiVersion\":\"gateway.networking.k8s.io/v1\"") != std::string::npos);
-        BOOST_TEST(texts[0].second.find("\"kind\":\"HTTPRoute\"") != std::string::npos);
+        BOOST_TEST(texts[0].second->find("\"apiVersion\":\"gateway.networking.k8s.io/v1\"") != std::string::npos);
+        BOOST_TEST(texts[0].second->find("\"kind\":\"HTTPRoute\"") != std::string::npos);
     }
 }
 
@@ -181,9 +189,99 @@ BOOST_AUTO_TEST_CASE(status_only_changes_signal_nothing)
     decoder.feed(R"({"type":"MODIFIED","object":{"metadata":{"name":"r","namespace":"ns","resourceVersion":"2",)"
                  R"("managedFields":[{"manager":"x"}]},"spec":{"a":1},"status":{"parents":[]}}})" "\n");
     BOOST_TEST(!signalled());
-    BOOST_TEST(store.texts().at(0).second.find(R"("resourceVersion":"2")") != std::string::npos, "the JSON held is the newest");
+    BOOST_TEST(store.texts().at(0).second->find(R"("resourceVersion":"2")") != std::string::npos, "the JSON held is the newest");
     decoder.feed(R"({"type":"MODIFIED","object":{"metadata":{"name":"r","namespace":"ns","resourceVersion":"3"},"spec":{"a":2}}})" "\n");
     BOOST_TEST(signalled());
+
+    // a Service's status is its load balancer's addresses: read, so a change
+    const ApiKind services{"", "v1", "services", "Service", true};
+    WatchDecoder service(services, &store);
+    service.feed(R"({"type":"ADDED","object":{"metadata":{"name":"gw","namespace":"ns","resourceVersion":"4"},"spec":{}}})" "\n");
+    BOOST_TEST(signalled());
+    service.feed(R"({"type":"MODIFIED","object":{"metadata":{"name":"gw","namespace":"ns","resourceVersion":"5"},"spec":{},)"
+                 R"("status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.9"}]}}}})" "\n");
+    BOOST_TEST(signalled());
+}
+
+// What nothing reads is not kept: field managers, kubectl's last applied
+// copy (often most of an object applied with kubectl).
+BOOST_AUTO_TEST_CASE(store_keeps_what_is_read)
+{
+    ObjectStore store;
+    WatchDecoder decoder(kRoutes, &store);
+    decoder.feed(R"({"type":"ADDED","object":{"metadata":{"name":"r","namespace":"ns","resourceVersion":"1",)"
+                 R"("managedFields":[{"manager":"kubectl"}],"annotations":{"keep":"me",)"
+                 R"("kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{\"a\":1}}"}},"spec":{"a":1}}})" "\n");
+    const std::string held = *store.texts().at(0).second;
+    BOOST_TEST(held.find("managedFields") == std::string::npos, held);
+    BOOST_TEST(held.find("last-applied") == std::string::npos, held);
+    BOOST_TEST(held.find(R"("annotations":{"keep":"me"})") != std::string::npos, held);
+    BOOST_TEST(held.find(R"("resourceVersion":"1")") != std::string::npos, held);
+}
+
+// Of an EndpointSlice, what the EndpointSlice controller writes beside
+// addresses, ports and conditions is not kept either, and a change there
+// alone (a Pod on another node) is no change.
+BOOST_AUTO_TEST_CASE(store_keeps_of_a_slice_what_is_read)
+{
+    const ApiKind slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
+    ObjectStore store;
+    WatchDecoder decoder(slices, &store);
+    uint64_t count = 0;
+    auto signalled = [&] { return ::read(store.change_fd(), &count, sizeof count) == static_cast<ssize_t>(sizeof count); };
+    auto slice = [](const std::string &version, const std::string &node, const std::string &address) {
+        return R"({"type":"MODIFIED","object":{"metadata":{"name":"s","namespace":"ns","resourceVersion":")" + version
+               + R"(","labels":{"kubernetes.io/service-name":"web"},"ownerReferences":[{"kind":"Service","name":"web"}]},)"
+               R"("addressType":"IPv4","ports":[{"name":"https","port":8443}],"endpoints":[{"addresses":[")" + address
+               + R"("],"conditions":{"ready":true},"nodeName":")" + node + R"(","zone":"z1",)"
+               R"("targetRef":{"kind":"Pod","namespace":"ns","name":"web-1","uid":"0f8e5c1a"},"hints":{"forZones":[{"name":"z1"}]}}]}})" "\n";
+    };
+    decoder.feed(slice("1", "node-a", "10.0.0.1"));
+    BOOST_TEST(signalled());
+    const std::string held = *store.texts().at(0).second;
+    for (const char *gone : {"ownerReferences", "targetRef", "nodeName", "zone", "hints"}) {
+        BOOST_TEST(held.find(gone) == std::string::npos, gone << " in " << held);
+    }
+    for (const char *kept : {R"("addresses":["10.0.0.1"])", R"("conditions":{"ready":true})", R"("port":8443)",
+                             R"("kubernetes.io/service-name":"web")"}) {
+        BOOST_TEST(held.find(kept) != std::string::npos, kept << " not in " << held);
+    }
+    decoder.feed(slice("2", "node-b", "10.0.0.1"));
+    BOOST_TEST(!signalled(), "the Pod on another node: no change");
+    decoder.feed(slice("3", "node-b", "10.0.0.2"));
+    BOOST_TEST(signalled(), "another address: a change");
+}
+
+// What changed since the changes were last taken, as the objects are now;
+// a relist says only what differs.
+BOOST_AUTO_TEST_CASE(store_says_what_changed)
+{
+    ObjectStore store;
+    const ApiKind slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
+    auto said = [&] {
+        std::string out;
+        for (const ObjectChange &c : store.take_changes()) {
+            const std::optional<std::string> json = store.json_of(c);
+            out += c.kind + " " + c.name_key + "=" + (json ? *json : "(deleted)") + " ";
+        }
+        return out;
+    };
+    store.put(slices, "ns/a", "{1}", "a1");
+    store.put(slices, "ns/b", "{1}", "b1");
+    store.put(slices, "ns/a", "{2}", "a2");
+    BOOST_TEST(said() == "EndpointSlice ns/a={2} EndpointSlice ns/b={1} ");
+    BOOST_TEST(said() == "");
+    store.put(slices, "ns/a", "{3}", "a2");  // its status or version only
+    BOOST_TEST(said() == "");
+    store.erase(slices, "ns/b");
+    store.erase(slices, "ns/nothing");
+    BOOST_TEST(said() == "EndpointSlice ns/b=(deleted) ");
+    store.put(kRoutes, "ns/r", "{r}", "r1");
+    // a relist: a unchanged, c new; the route is another kind's
+    store.replace_kind(slices, {{"ns/a", {"{4}", "a2"}}, {"ns/c", {"{1}", "c1"}}});
+    BOOST_TEST(said() == "EndpointSlice ns/c={1} HTTPRoute ns/r={r} ");
+    store.replace_kind(slices, {{"ns/c", {"{1}", "c2"}}});
+    BOOST_TEST(said() == "EndpointSlice ns/a=(deleted) EndpointSlice ns/c={1} ");
 }
 
 BOOST_AUTO_TEST_CASE(store_replaces_one_kind_and_signals)
@@ -228,7 +326,95 @@ g2n::ObjectStatus route_status(const char *accepted)
 const std::string kForeign =
     R"({"parentRef":{"name":"gw"},"controllerName":"example.com/other","conditions":[{"type":"X","weird":[1,{"a":null}]}]})";
 
+// HTTPRoute ns/NAME as the API server holds it
+std::string route_object(const std::string &name)
+{
+    return R"({"apiVersion":"gateway.networking.k8s.io/v1","kind":"HTTPRoute",)"
+           R"("metadata":{"name":")" + name + R"(","namespace":"ns","resourceVersion":"7"},"spec":{}})";
+}
+
+// Whether `done` came true within 10 s
+bool eventually(const std::function<bool()> &done)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+}
+
+// An API server that is not there: every write fails, and says so
+ApiServer nowhere()
+{
+    ApiServer server;
+    server.url = "https://127.0.0.1:1";
+    return server;
+}
+
 }  // namespace
+
+// A status the objects hold already takes no token of the write rate: a
+// thousand of them go by at once, though the writer may write one a minute.
+BOOST_AUTO_TEST_CASE(unchanged_statuses_cost_no_write_and_no_wait)
+{
+    const std::string controller = "gateway2nginx.io/controller";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    ObjectStore store;
+    std::vector<StatusUpdate> updates;
+    for (int i = 0; i < 1000; i++) {
+        const std::string name = "r" + std::to_string(i);
+        std::optional<std::string> written = merge_status(ours, route_object(name), controller, "2026-01-01T00:00:00Z");
+        BOOST_TEST_REQUIRE(written.has_value());
+        store.put(kRoutes, "ns/" + name, *written);
+        updates.push_back(StatusUpdate{&kRoutes, "ns", name, ours});
+    }
+    StatusWriter writer(nowhere(), &store, controller, [] { return true; }, [](const std::string &) {},
+                        /*qps=*/1.0 / 60, /*burst=*/1);
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
+    writer.offer(updates);
+    eventually([&] { return writer.counts().unchanged >= 1000; });
+    BOOST_TEST(writer.counts().unchanged == 1000u);
+    BOOST_TEST(writer.counts().written == 0u);
+    BOOST_TEST(writer.counts().failed == 0u);
+}
+
+// A replica that does not lead keeps no status whole (only digests of
+// what it was offered): come to lead, it asks for every status again, and
+// writes what that offer holds, not what earlier ones held (an object left
+// out since, deleted or no longer ours, is not written).
+BOOST_AUTO_TEST_CASE(a_new_leader_writes_what_it_is_offered_again)
+{
+    const std::string controller = "gateway2nginx.io/controller";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    ObjectStore store;
+    std::vector<StatusUpdate> updates;
+    for (const std::string name : {"kept", "gone"}) {
+        store.put(kRoutes, "ns/" + name, route_object(name));
+        updates.push_back(StatusUpdate{&kRoutes, "ns", name, ours});
+    }
+    std::atomic<bool> leading{false};
+    std::mutex logged_mutex;
+    std::vector<std::string> logged;
+    StatusWriter writer(nowhere(), &store, controller, [&] { return leading.load(); },
+                        [&](const std::string &line) {
+                            std::lock_guard<std::mutex> lock(logged_mutex);
+                            logged.push_back(line);
+                        });
+    writer.offer(updates);
+    BOOST_TEST(writer.idle(), "a follower queues nothing");
+    BOOST_TEST(!writer.wants_everything());
+    leading = true;
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "come to lead, it asks for every status");
+    writer.offer({updates[0]});  // what run offers then: "gone" is gone
+    BOOST_TEST(!writer.wants_everything());
+    auto tried = [&](const std::string &name) {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return std::any_of(logged.begin(), logged.end(),
+                           [&](const std::string &l) { return l.find("HTTPRoute ns/" + name + ":") != std::string::npos; });
+    };
+    BOOST_TEST(eventually([&] { return tried("kept"); }), "the status offered again is written (and fails: no API server)");
+    BOOST_TEST(!tried("gone"));
+}
 
 BOOST_AUTO_TEST_CASE(status_merge_keeps_other_controllers)
 {
@@ -291,7 +477,7 @@ BOOST_AUTO_TEST_CASE(status_of_a_gateway_is_ours_whole)
     gw.kind = "Gateway";
     gw.meta.name = "gw";
     gw.meta.generation = 2;
-    gw.addresses = {"10.0.0.1"};
+    gw.addresses = {{"IPAddress", "10.0.0.1"}, {"Hostname", "lb.example.com"}};
     gw.conditions.push_back(g2n::Condition{"Programmed", "True", "Programmed", ""});
     g2n::ObjectStatus::ListenerStatus l;
     l.name = "http";
@@ -305,7 +491,7 @@ BOOST_AUTO_TEST_CASE(status_of_a_gateway_is_ours_whole)
               R"("conditions":[{"type":"Accepted","status":"True","lastTransitionTime":"then"}]}],"extra":1}})",
         "c", "now");
     BOOST_TEST_REQUIRE(out.has_value());
-    BOOST_TEST(out->find(R"("addresses":[{"type":"IPAddress","value":"10.0.0.1"}])") != std::string::npos);
+    BOOST_TEST(out->find(R"("addresses":[{"type":"IPAddress","value":"10.0.0.1"},{"type":"Hostname","value":"lb.example.com"}])") != std::string::npos);
     BOOST_TEST(out->find(R"("attachedRoutes":4)") != std::string::npos);
     BOOST_TEST(out->find(R"("lastTransitionTime":"then")") != std::string::npos, "the listener's condition kept its time");
     BOOST_TEST(out->find(R"("extra":1)") != std::string::npos, "fields we do not write are left");

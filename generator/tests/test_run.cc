@@ -64,6 +64,39 @@ Options with_api()
 
 BOOST_AUTO_TEST_SUITE(run_mode)
 
+// gateway2nginx run resolves again and again, for weeks, as tenants' names
+// come and go: what one resolve keeps (its status texts, what it made of CA
+// bundles) goes with its Plan, nothing grows for the life of the process.
+BOOST_AUTO_TEST_CASE(what_a_resolve_keeps_goes_with_its_plan)
+{
+    auto route_to = [](const std::string &service) {
+        return g2n_test::http_gateway() + "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+               "metadata: {name: r, namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+               "  rules: [{backendRefs: [{name: " + service + ", port: 80}]}]\n";
+    };
+    std::weak_ptr<TextTable> first_texts;
+    size_t first_size = 0;
+    {
+        Plan first = resolve(parse(route_to("gone-0")), Options{});
+        first_texts = first.texts;
+        first_size = first.texts->size();
+        const Plan second = resolve(parse(route_to("gone-1")), Options{});
+        BOOST_TEST(second.texts != first.texts);
+        BOOST_TEST(first.texts->size() == first_size);  // the second's "Service ns/gone-1 does not exist" is its own
+        bool said = false;
+        for (const ObjectStatus &st : second.statuses) {
+            for (const ObjectStatus::RefStatus &ref : st.refs) {
+                for (const Condition &c : ref.conditions) said |= c.message.find("gone-1") != std::string_view::npos;
+            }
+        }
+        BOOST_TEST(said);
+        const Plan copy = first;  // a copy views the same texts
+        BOOST_TEST(copy.texts == first.texts);
+    }
+    BOOST_TEST(first_texts.expired(), "freed with the last Plan that views them");
+    BOOST_CHECK_THROW(intern("outside"), std::logic_error);
+}
+
 BOOST_AUTO_TEST_CASE(a_namespace_s_upstreams_share_a_zone_and_the_api_listens_on_loopback)
 {
     Plan plan = resolve(parse(kManifests + slice(R"("10.0.0.1", "fd00::2")")), with_api());
@@ -257,8 +290,13 @@ BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
     BOOST_TEST_REQUIRE(content.trust.count("ns/web-tls") == 1u);
     gtls::PolicyTrust trust = gtls::parse_policy_trust(content.trust.at("ns/web-tls"), "ns/web-tls");
     BOOST_TEST(trust.ca == g2n_test::test_cert_file("unrelated-ca.crt"));
-    BOOST_TEST(api_body(content.changed_since(api_content(before, with_api())))
+    ApiHeld digests;
+    BOOST_TEST(api_body(content.changed_since(ApiHeld::of(api_content(before, with_api())), &digests))
                == "{\"policies\":{\"ns/web-tls\":" + content.trust.at("ns/web-tls") + "}}");
+    // what run then holds as pushed: every entry's digest, as ApiHeld::of gives
+    const ApiHeld all = ApiHeld::of(content);
+    BOOST_TEST((digests.servers == all.servers && digests.stream_servers == all.stream_servers
+                && digests.trust == all.trust));
     // the state zone has room for the trust pushed (16k a policy), whatever its size
     BOOST_TEST(render_http_conf(before, with_api()).find("gateway_tls_upstream_state_zone 1112k;") != std::string::npos);
     BOOST_TEST(render_http_conf(after, with_api()).find("gateway_tls_upstream_state_zone 1112k;") != std::string::npos);
@@ -308,31 +346,46 @@ BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_repla
 
 BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
 {
-    auto read = [](const std::string &yaml, DocumentCache *cache) {
-        Manifests m;
-        std::istringstream in(yaml);
-        parse_stream(in, "in.yaml", &m, 2, cache);
-        if (cache != nullptr) cache->forget_unused();
-        return m;
-    };
     auto rendered = [](const Manifests &m) {
         Plan plan = resolve(m, with_api());
         return render_http_conf(plan, with_api()) + render_status(plan, with_api());
     };
+    // how a read's objects go back to the cache that lent them: all of
+    // them, never (run stopped half-way), or lists of another length
+    enum class Back { All, Never, Shorter };
+    auto read = [&](const std::string &yaml, DocumentCache *cache, Back back = Back::All) {
+        Manifests m;
+        std::istringstream in(yaml);
+        parse_stream(in, "in.yaml", &m, 2, cache);
+        if (cache != nullptr) cache->forget_unused();
+        const std::string text = rendered(m);
+        BOOST_TEST_REQUIRE(m.rejected.size() == 1u);
+        const std::string rejected = m.rejected[0].message;
+        if (back == Back::Shorter) m.endpoint_slices.pop_back();
+        if (cache != nullptr && back != Back::Never) cache->give_back(std::move(m));
+        return text + rejected;
+    };
     // a rejected object too: its message (with its line) comes back as well
     const std::string rejected = "---\napiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name, namespace: ns}\n";
     DocumentCache cache;
-    for (const char *addresses : {R"("10.0.0.1")", R"("10.0.0.1")", R"("10.0.0.7", "10.0.0.8")", R"("10.0.0.1")"}) {
-        const std::string yaml = with_policy("ca.crt") + rejected + slice(addresses);
-        const Manifests cold = read(yaml, nullptr);
-        const Manifests warm = read(yaml, &cache);
-        BOOST_TEST(rendered(warm) == rendered(cold));
-        BOOST_TEST_REQUIRE(warm.rejected.size() == 1u);
-        BOOST_TEST(warm.rejected[0].message == cold.rejected[0].message);
+    const char *addresses[] = {R"("10.0.0.1")", R"("10.0.0.1")", R"("10.0.0.7", "10.0.0.8")", R"("10.0.0.1")"};
+    for (Back back : {Back::All, Back::Never, Back::Shorter, Back::All}) {
+        for (const char *a : addresses) {
+            const std::string yaml = with_policy("ca.crt") + rejected + slice(a);
+            const std::string cold = read(yaml, nullptr);
+            BOOST_TEST(read(yaml, &cache, back) == cold);
+            BOOST_TEST(read(yaml, &cache) == cold, "read again after that");
+        }
     }
     // what the last read no longer held is forgotten
     const size_t held = cache.size();
-    read(kManifests, &cache);
+    {
+        Manifests m;
+        std::istringstream in(kManifests);
+        parse_stream(in, "in.yaml", &m, 2, &cache);
+        cache.forget_unused();
+        cache.give_back(std::move(m));
+    }
     BOOST_TEST(cache.size() < held);
     // bad input is raised from the cache's read just the same
     BOOST_CHECK_THROW(read(kManifests + "---\nkind: [\n", &cache), InputError);

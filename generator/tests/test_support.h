@@ -100,6 +100,26 @@ inline std::string testdata_file(const std::string &name)
 // (testdata/http-gateway.yaml), ending in "---" for the documents that follow.
 inline std::string http_gateway() { return testdata_file("http-gateway.yaml"); }
 
+// http_gateway(), a Service ns/web (port "http", 80) and an HTTPRoute ns/r
+// sending everything to it: the upstream whose servers a test is about.
+inline std::string web_route()
+{
+    return http_gateway() + R"(apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ns}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+)";
+}
+
 // Our GatewayClass "ours" and a listener certificate Secret ns/cert, for
 // the documents that follow.
 inline std::string class_and_certificate()

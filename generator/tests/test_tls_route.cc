@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(tls_route_endpoints_are_replaceable_through_the_api)
         BOOST_TEST(servers[1].address == "10.0.0.2:15432");
     }
     const ApiContent moved = api_content(plan_of(manifests(R"("10.0.0.9")")), api);
-    const std::string body = api_body(moved.changed_since(content));
+    const std::string body = api_body(moved.changed_since(ApiHeld::of(content)));
     BOOST_TEST(body.rfind("{\"stream_upstreams\":{", 0) == 0, body);
     BOOST_TEST(body.find("{\"servers\":[{\"address\":\"10.0.0.9:15432\"") != std::string::npos, body);
     gtls::ApiUpdate update = gtls::parse_api_update(body);  // what the module reads

@@ -8,10 +8,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <stdexcept>
 #include <thread>
 
+#include "digest.h"
 #include "gtls_upstream_api.h"
 #include "plan/upstreams.h"
 
@@ -79,7 +83,10 @@ std::string api_request(const std::string &listen, const std::string &token, con
 
 }  // namespace
 
-std::string policy_trust_api_json(const UpstreamPolicy &p, const Plan &plan)
+namespace {
+
+// the trust JSON of `p`, its CA bundle's PEM found by `file` (path -> content)
+std::string trust_api_json(const UpstreamPolicy &p, const std::function<const std::string *(const std::string &)> &file)
 {
     gtls::PolicyTrust trust;
     trust.policy = p.name;
@@ -87,11 +94,21 @@ std::string policy_trust_api_json(const UpstreamPolicy &p, const Plan &plan)
     if (p.ca == "system") {
         trust.ca = "system";
     } else if (!p.ca.empty()) {
-        auto file = std::find_if(plan.files.begin(), plan.files.end(), [&](const OutputFile &f) { return f.path == p.ca; });
-        if (file == plan.files.end()) throw std::logic_error("the CA bundle " + p.ca + " is not among the files written");
-        trust.ca = file->content;
+        const std::string *content = file(p.ca);
+        if (content == nullptr) throw std::logic_error("the CA bundle " + p.ca + " is not among the files written");
+        trust.ca = *content;
     }
     return gtls::policy_trust_json(trust);
+}
+
+}  // namespace
+
+std::string policy_trust_api_json(const UpstreamPolicy &p, const Plan &plan)
+{
+    return trust_api_json(p, [&](const std::string &path) -> const std::string * {
+        auto f = std::find_if(plan.files.begin(), plan.files.end(), [&](const OutputFile &o) { return o.path == path; });
+        return f == plan.files.end() ? nullptr : &f->content;
+    });
 }
 
 std::string upstream_servers_api_json(const Upstream &u)
@@ -131,36 +148,98 @@ std::string push_to_api(const Options &options, const std::string &body)
     return api_request_retried(options, "PUT", body, nullptr);
 }
 
-ApiContent ApiContent::changed_since(const ApiContent &before) const
+ApiContent ApiContent::changed_since(const ApiHeld &held, ApiHeld *digests) const
 {
     ApiContent changed;
     auto diff = [](const std::map<std::string, std::string> &now, const std::map<std::string, std::string> &then,
-                   std::map<std::string, std::string> *out) {
+                   std::map<std::string, std::string> *out, std::map<std::string, std::string> *mine) {
         for (const auto &[name, json] : now) {
+            std::string digest = sha256(json);
             auto it = then.find(name);
-            if (it == then.end() || it->second != json) (*out)[name] = json;
+            if (it == then.end() || it->second != digest) (*out)[name] = json;
+            if (mine != nullptr) (*mine)[name] = std::move(digest);
         }
     };
-    diff(servers, before.servers, &changed.servers);
-    diff(stream_servers, before.stream_servers, &changed.stream_servers);
-    diff(trust, before.trust, &changed.trust);
+    diff(servers, held.servers, &changed.servers, digests ? &digests->servers : nullptr);
+    diff(stream_servers, held.stream_servers, &changed.stream_servers, digests ? &digests->stream_servers : nullptr);
+    diff(trust, held.trust, &changed.trust, digests ? &digests->trust : nullptr);
     return changed;
 }
+
+ApiHeld ApiHeld::of(const ApiContent &content)
+{
+    ApiHeld held;
+    held.hold(content);
+    return held;
+}
+
+void ApiHeld::hold(const ApiContent &pushed)
+{
+    auto digests = [](const std::map<std::string, std::string> &from, std::map<std::string, std::string> *to) {
+        for (const auto &[name, json] : from) (*to)[name] = sha256(json);
+    };
+    digests(pushed.servers, &servers);
+    digests(pushed.stream_servers, &stream_servers);
+    digests(pushed.trust, &trust);
+}
+
+namespace {
+
+// Each entry of the content, one at a time, as (list: 0 servers, 1
+// stream_servers, 2 trust; name; JSON)
+void each_api_entry(const Plan &plan, const Options &options,
+                    const std::function<void(int list, const std::string &name, std::string json)> &entry)
+{
+    if (options.upstream_api == "off") return;
+    for (const Upstream &u : plan.upstreams) {
+        if (api_replaceable(u)) entry(0, u.name, upstream_servers_api_json(u));
+    }
+    for (const Upstream &u : plan.stream_upstreams) {
+        if (stream_api_replaceable(u)) entry(1, u.name, upstream_servers_api_json(u));
+    }
+    const auto policies = trust_replaceable_policies(plan, options);
+    if (policies.empty()) return;
+    std::unordered_map<std::string_view, const std::string *> files;  // bundles by path, not searched for each policy
+    for (const OutputFile &f : plan.files) files.emplace(f.path, &f.content);
+    for (const auto &[name, p] : policies) {
+        entry(2, name, trust_api_json(*p, [&](const std::string &path) {
+                  auto file = files.find(path);
+                  return file == files.end() ? nullptr : file->second;
+              }));
+    }
+}
+
+}  // namespace
 
 ApiContent api_content(const Plan &plan, const Options &options)
 {
     ApiContent content;
-    if (options.upstream_api == "off") return content;
-    for (const Upstream &u : plan.upstreams) {
-        if (api_replaceable(u)) content.servers[u.name] = upstream_servers_api_json(u);
-    }
-    for (const Upstream &u : plan.stream_upstreams) {
-        if (stream_api_replaceable(u)) content.stream_servers[u.name] = upstream_servers_api_json(u);
-    }
-    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) {
-        content.trust[name] = policy_trust_api_json(*policy, plan);
-    }
+    each_api_entry(plan, options, [&](int list, const std::string &name, std::string json) {
+        content.list(list)[name] = std::move(json);
+    });
     return content;
+}
+
+ApiHeld ApiHeld::of(const Plan &plan, const Options &options)
+{
+    ApiHeld held;
+    each_api_entry(plan, options, [&](int list, const std::string &name, std::string json) {
+        held.list(list)[name] = sha256(json);
+    });
+    return held;
+}
+
+ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &held, ApiHeld *now)
+{
+    ApiContent changed;
+    each_api_entry(plan, options, [&](int list, const std::string &name, std::string json) {
+        std::string digest = sha256(json);
+        const auto &then = held.list(list);
+        auto it = then.find(name);
+        if (it == then.end() || it->second != digest) changed.list(list)[name] = std::move(json);
+        now->list(list)[name] = std::move(digest);
+    });
+    return changed;
 }
 
 std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed_count)

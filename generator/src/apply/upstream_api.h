@@ -18,16 +18,42 @@ std::string push_to_api(const Options &options, const std::string &body);
 // What the upstream API holds of a plan, by name as the API takes it: the
 // servers of every upstream it can replace, the trust of every policy it
 // can (none when the API is off).
+struct ApiHeld;
 struct ApiContent {
     std::map<std::string, std::string> servers;         // upstream -> [servers]
     std::map<std::string, std::string> stream_servers;  // stream upstream -> [servers]
     std::map<std::string, std::string> trust;           // policy -> {"ca":...,"pins":[...]}
 
     bool empty() const { return servers.empty() && stream_servers.empty() && trust.empty(); }
-    // the entries new or different since `before`
-    ApiContent changed_since(const ApiContent &before) const;
+    // servers, stream_servers, trust
+    std::map<std::string, std::string> &list(int i) { return i == 0 ? servers : i == 1 ? stream_servers : trust; }
+    // the entries new or different from what `held` says the API holds;
+    // *digests, when given, holds this content's (as ApiHeld::of would)
+    ApiContent changed_since(const ApiHeld &held, ApiHeld *digests = nullptr) const;
+};
+
+// What the upstream API holds, each entry as the SHA-256 of its JSON: what
+// would be pushed is compared with it, never kept whole (every upstream's
+// servers and every policy's CA bundle would be held a second time).
+struct ApiHeld {
+    std::map<std::string, std::string> servers, stream_servers, trust;
+
+    static ApiHeld of(const ApiContent &content);
+    // of api_content(plan, options), made one entry at a time
+    static ApiHeld of(const Plan &plan, const Options &options);
+    std::map<std::string, std::string> &list(int i) { return i == 0 ? servers : i == 1 ? stream_servers : trust; }
+    const std::map<std::string, std::string> &list(int i) const
+    {
+        return i == 0 ? servers : i == 1 ? stream_servers : trust;
+    }
+    // `pushed`'s entries are held now, beside the others
+    void hold(const ApiContent &pushed);
 };
 ApiContent api_content(const Plan &plan, const Options &options);
+// api_content(plan, options).changed_since(held, now), made one entry at a
+// time: what is unchanged is never held whole (at 10,000 routes, every
+// policy's CA bundle again)
+ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &held, ApiHeld *now);
 // After a confirmed reload: the servers rendered pushed (nginx keeps the
 // ones pushed before where the configured ones look unchanged to it), and
 // the trust rendered for each policy the API says holds pushed trust. ""

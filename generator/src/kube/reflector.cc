@@ -1,5 +1,6 @@
 #include "kube/reflector.h"
 #include "kube/json.h"
+#include "digest.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 namespace g2n::kube {
 
@@ -43,18 +45,46 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
     };
     set("apiVersion", api_version);
     set("kind", kind.kind);
+    // what nothing reads, and can be most of an object applied with
+    // kubectl: its field managers and its whole last applied copy
+    auto meta = object.FindMember("metadata");
+    if (meta != object.MemberEnd() && meta->value.IsObject()) {
+        meta->value.EraseMember("managedFields");
+        auto annotations = meta->value.FindMember("annotations");
+        if (annotations != meta->value.MemberEnd() && annotations->value.IsObject()) {
+            annotations->value.EraseMember("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+    // nor, of an EndpointSlice, what the EndpointSlice controller writes
+    // beside the addresses, ports and conditions: its owner, each
+    // endpoint's Pod, node, zone and hints (a Pod moving to another node
+    // is no change to gateway2nginx)
+    if (kind.kind == "EndpointSlice" && kind.group == "discovery.k8s.io") {
+        if (meta != object.MemberEnd() && meta->value.IsObject()) meta->value.EraseMember("ownerReferences");
+        auto endpoints = object.FindMember("endpoints");
+        if (endpoints != object.MemberEnd() && endpoints->value.IsArray()) {
+            for (Value &endpoint : endpoints->value.GetArray()) {
+                if (!endpoint.IsObject()) continue;
+                for (const char *field : {"targetRef", "nodeName", "zone", "hints", "deprecatedTopology"}) {
+                    endpoint.EraseMember(field);
+                }
+            }
+        }
+    }
     *text = json_text(object);
     if (content != nullptr) {
-        // what gateway2nginx reads of it: not the status (ours, written
-        // back, comes back as an event), nor the version stamps
+        // what gateway2nginx reads of it: not the status of the kinds it
+        // writes status to (ours, written back, comes back as an event;
+        // a Service's load balancer is read), nor the version stamps
         Value copy(object, alloc);
-        copy.EraseMember("status");  // EraseMember keeps the order: equal objects, equal text
-        auto meta = copy.FindMember("metadata");
-        if (meta != copy.MemberEnd() && meta->value.IsObject()) {
-            meta->value.EraseMember("resourceVersion");
-            meta->value.EraseMember("managedFields");
+        if (kind.group == "gateway.networking.k8s.io") {
+            copy.EraseMember("status");  // EraseMember keeps the order: equal objects, equal text
         }
-        *content = json_text(copy);
+        auto copy_meta = copy.FindMember("metadata");
+        if (copy_meta != copy.MemberEnd() && copy_meta->value.IsObject()) {
+            copy_meta->value.EraseMember("resourceVersion");
+        }
+        *content = sha256(json_text(copy));
     }
     return true;
 }
@@ -170,20 +200,32 @@ void ObjectStore::drain_changes() const
 
 void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::pair<std::string, std::string>> objects)
 {
+    bool any = false;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string prefix = key_prefix(kind);
+        auto note = [&](const std::string &key, const std::string &name_key) {
+            changed_.emplace(key, std::make_pair(kind.kind, name_key));
+            any = true;
+        };
+        // what is gone or differs, then what is new
+        std::set<std::string> held_before;
         auto it = objects_.lower_bound(prefix);
         while (it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
-            contents_.erase(it->first);
+            const std::string name_key = it->first.substr(prefix.size());
+            const auto now = objects.find(name_key);
+            const std::string &held = it->second.content;
+            if (now == objects.end() || held.empty() || now->second.second != held) note(it->first, name_key);
+            held_before.insert(it->first);
             it = objects_.erase(it);
         }
         for (auto &[name_key, held] : objects) {
-            objects_.emplace(prefix + name_key, std::move(held.first));
-            contents_.emplace(prefix + name_key, std::move(held.second));
+            const std::string key = prefix + name_key;
+            if (!held_before.count(key)) note(key, name_key);
+            objects_.emplace(key, Held{std::make_shared<const std::string>(std::move(held.first)), std::move(held.second)});
         }
     }
-    changed();
+    if (any) changed();
 }
 
 void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::string json, std::string content)
@@ -191,10 +233,10 @@ void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::str
     {
         std::lock_guard<std::mutex> lock(mutex_);
         auto [it, added] = objects_.try_emplace(key_prefix(kind) + name_key);
-        const bool same = !added && !content.empty() && contents_[it->first] == content;
-        it->second = std::move(json);
-        contents_[it->first] = std::move(content);
+        const bool same = !added && !content.empty() && it->second.content == content;
+        it->second = Held{std::make_shared<const std::string>(std::move(json)), std::move(content)};
         if (same) return;  // only its status or version changed: held, nothing to apply
+        changed_.emplace(it->first, std::make_pair(kind.kind, name_key));
     }
     changed();
 }
@@ -203,18 +245,39 @@ void ObjectStore::erase(const ApiKind &kind, const std::string &name_key)
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        objects_.erase(key_prefix(kind) + name_key);
-        contents_.erase(key_prefix(kind) + name_key);
+        const std::string key = key_prefix(kind) + name_key;
+        if (objects_.erase(key) == 0) return;
+        changed_.emplace(key, std::make_pair(kind.kind, name_key));
     }
     changed();
 }
 
-std::vector<std::pair<std::string, std::string>> ObjectStore::texts() const
+std::vector<ObjectChange> ObjectStore::take_changes()
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::pair<std::string, std::string>> out;
+    std::vector<ObjectChange> changes;
+    changes.reserve(changed_.size());
+    for (auto &[key, what] : changed_) {
+        changes.push_back(ObjectChange{std::move(what.first), std::move(what.second), "<api " + key + ">", key});
+    }
+    changed_.clear();
+    return changes;
+}
+
+std::optional<std::string> ObjectStore::json_of(const ObjectChange &change) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = objects_.find(change.key);
+    if (it == objects_.end()) return std::nullopt;
+    return *it->second.json;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> ObjectStore::texts() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> out;
     out.reserve(objects_.size());
-    for (const auto &[key, json] : objects_) out.emplace_back("<api " + key + ">", json);
+    for (const auto &[key, held] : objects_) out.emplace_back("<api " + key + ">", held.json);
     return out;
 }
 
@@ -223,7 +286,7 @@ std::optional<std::string> ObjectStore::get(const ApiKind &kind, const std::stri
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = objects_.find(key_prefix(kind) + name_key);
     if (it == objects_.end()) return std::nullopt;
-    return it->second;
+    return *it->second.json;
 }
 
 size_t ObjectStore::size() const

@@ -45,6 +45,18 @@ struct ApiKind {
 // EndpointSlice, Secret, ConfigMap, Namespace): ApiError.
 std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> *notes);
 
+// An object changed since the changes were last taken: its Kind, its
+// "namespace/name" (a cluster-scoped object's "/name"), the name its text
+// goes to parse/ by, and its key where it is held (its JSON is read from
+// there when wanted: a relist changes every object, and a copy of each
+// would be wasted on the whole way, which reads them all anyway).
+struct ObjectChange {
+    std::string kind;
+    std::string name_key;
+    std::string name;
+    std::string key;
+};
+
 // The objects the reflectors hold, by kind, namespace and name; shared
 // between their threads and the reader.
 class ObjectStore {
@@ -56,7 +68,8 @@ public:
 
     // Every object of `kind`, by "namespace/name": (JSON, content as put() takes it).
     void replace_kind(const ApiKind &kind, std::map<std::string, std::pair<std::string, std::string>> objects);
-    // `content`: the object without its status and version stamps; a put
+    // `content`: a digest of the object without its status (of the kinds
+    // whose status gateway2nginx writes) and version stamps; a put
     // whose content is what the store holds already (a status write, ours
     // or another controller's) changes the JSON held and signals nothing.
     void put(const ApiKind &kind, const std::string &name_key, std::string json, std::string content = "");
@@ -64,8 +77,14 @@ public:
 
     // The JSON of one object, if held.
     std::optional<std::string> get(const ApiKind &kind, const std::string &name_key) const;
-    // Each object as (a name for messages, its JSON), in key order.
-    std::vector<std::pair<std::string, std::string>> texts() const;
+    // Each object as (a name for messages, its JSON), in key order; the
+    // JSON shared, not copied.
+    std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> texts() const;
+    // The objects whose content changed since the last call, in key order;
+    // a relist says only what differs from before.
+    std::vector<ObjectChange> take_changes();
+    // The JSON of a changed object now; none when it is gone.
+    std::optional<std::string> json_of(const ObjectChange &change) const;
     size_t size() const;
     // Readable after a change; read() it to wait for the next.
     int change_fd() const { return event_fd_; }
@@ -74,8 +93,12 @@ public:
 private:
     void changed();
     mutable std::mutex mutex_;
-    std::map<std::string, std::string> objects_;  // "group/Kind/namespace/name" -> JSON
-    std::map<std::string, std::string> contents_;  // ... -> what put() compares
+    struct Held {
+        std::shared_ptr<const std::string> json;
+        std::string content;  // what put() compares (a digest)
+    };
+    std::map<std::string, Held> objects_;  // "group/Kind/namespace/name" -> ...
+    std::map<std::string, std::pair<std::string, std::string>> changed_;  // ... -> (Kind, "namespace/name")
     int event_fd_ = -1;
 };
 

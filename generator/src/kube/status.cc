@@ -94,10 +94,10 @@ std::string our_status_json(const ObjectStatus &st, const std::string &controlle
     } else if (st.kind == "Gateway") {
         w.Key("addresses");
         w.StartArray();
-        for (const std::string &address : st.addresses) {
+        for (const ObjectStatus::Address &address : st.addresses) {
             w.StartObject();
-            string_field(w, "type", "IPAddress");
-            string_field(w, "value", address);
+            string_field(w, "type", address.type);
+            string_field(w, "value", address.value);
             w.EndObject();
         }
         w.EndArray();

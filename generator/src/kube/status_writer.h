@@ -19,7 +19,7 @@
 namespace g2n::kube {
 
 struct StatusUpdate {
-    ApiKind kind;
+    const ApiKind *kind;  // one of the reflectors' kinds, which outlive the writer
     std::string namespace_, name;
     std::string ours;  // our_status_json
 };
@@ -33,8 +33,12 @@ public:
 
     // The statuses of a configuration nginx runs, all of them. Those that
     // differ from the ones offered before are queued (a newer one replaces a
-    // queued one).
+    // queued one); all of them after wants_everything().
     void offer(std::vector<StatusUpdate> updates);
+    // It came to lead since the last offer: it is to write what the replica
+    // before it may not have, and holds only digests of what was offered,
+    // so the next offer (to be made now) queues every status.
+    bool wants_everything() const;
 
     struct Counts {
         uint64_t written = 0, unchanged = 0, conflicts = 0, failed = 0;
@@ -45,6 +49,8 @@ public:
 
 private:
     void loop();
+    // Whether what the store holds of the object is not yet `update`.
+    bool needs_writing(const StatusUpdate &update) const;
     // Writes one; false when it should be tried again later.
     bool write(ApiClient &client, const StatusUpdate &update);
 
@@ -57,8 +63,10 @@ private:
     int burst_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
-    std::map<std::string, StatusUpdate> offered_;  // by object: the last offered
-    std::map<std::string, StatusUpdate> queued_;
+    std::map<std::string, std::string> offered_;  // by object: the SHA-256 of the status last offered
+    std::map<std::string, StatusUpdate> queued_;  // to be written
+    bool wants_everything_ = false;
+    bool leading_ = false;  // as the loop last saw
     bool stop_ = false;
     bool writing_ = false;
     Counts counts_;

@@ -52,6 +52,19 @@ void parse_service(const Document &doc, const YamlNode &root, Manifests *out)
         }
         s.ports.push_back(sp);
     }
+    // written by the load balancer's controller; read for the Service
+    // --status-address-service names
+    const YamlNode load_balancer = doc.child(doc.child(root, "", "status"), "status", "loadBalancer");
+    i = 0;
+    for (const YamlNode &in : doc.list(load_balancer, "status.loadBalancer", "ingress")) {
+        const std::string path = "status.loadBalancer.ingress[" + std::to_string(i++) + "]";
+        LoadBalancerIngress ingress{doc.string(in, path, "ip"), doc.string(in, path, "hostname")};
+        if (!ingress.ip.empty() && !valid_ip_address(ingress.ip)) doc.fail(in, path + ".ip", "not an IP address");
+        if (!ingress.hostname.empty() && !valid_dns1123_subdomain(ingress.hostname)) {
+            doc.fail(in, path + ".hostname", "must be a DNS name (RFC 1123 subdomain)");
+        }
+        s.load_balancer_ingress.push_back(std::move(ingress));
+    }
     out->services.push_back(std::move(s));
 }
 

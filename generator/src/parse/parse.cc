@@ -1,4 +1,5 @@
 #include "parse/parse.h"
+#include "digest.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -272,21 +273,112 @@ void parse_root(const Document &doc, const YamlNode &root, Manifests *out)
 
 }  // namespace
 
-const Manifests *DocumentCache::find(const std::string &key)
+namespace {
+
+// f(list of m...) for each of Manifests' lists, the same list of each
+template <typename F, typename... M>
+void each_list(F f, M &...m)
 {
-    auto it = entries_.find(key);
-    if (it == entries_.end()) return nullptr;
-    it->second.used = true;
-    return &it->second.objects;
+    f(m.namespaces...);
+    f(m.gateway_classes...);
+    f(m.gateways...);
+    f(m.http_routes...);
+    f(m.tls_routes...);
+    f(m.services...);
+    f(m.endpoint_slices...);
+    f(m.config_maps...);
+    f(m.secrets...);
+    f(m.reference_grants...);
+    f(m.backend_tls_policies...);
+    f(m.ignored...);
+    f(m.rejected...);
 }
 
-void DocumentCache::keep(std::string key, Manifests objects)
+std::array<size_t, 13> list_sizes(const Manifests &m)
 {
-    entries_[std::move(key)] = Entry{std::move(objects), true};
+    std::array<size_t, 13> sizes{};
+    size_t i = 0;
+    each_list([&](const auto &list) { sizes[i++] = list.size(); }, m);
+    return sizes;
+}
+
+}  // namespace
+
+bool DocumentCache::knows(const std::string &key)
+{
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.lent) return false;
+    it->second.used = true;
+    return true;
+}
+
+void DocumentCache::lend(const std::string &key, Manifests *out)
+{
+    if (read_done_) {
+        lent_.clear();  // a read never given back: what it held stays out
+        read_done_ = false;
+    }
+    Entry &entry = entries_.at(key);
+    Lent lent{&entry, {}};
+    const std::array<size_t, 13> sizes = list_sizes(*entry.objects);
+    std::copy(sizes.begin(), sizes.end(), lent.sizes.begin());
+    lent_.push_back(lent);
+    append_manifests(out, std::move(*entry.objects));
+    entry.objects.reset();
+    entry.lent = true;
+}
+
+void DocumentCache::lend(std::string key, Manifests parsed, Manifests *out)
+{
+    Entry &entry = entries_[key];
+    entry = Entry{std::make_unique<Manifests>(std::move(parsed)), true, false};
+    lend(key, out);
+}
+
+void DocumentCache::give_back(Manifests &&given)
+{
+    Manifests read = std::move(given);  // freed here, list by list, not by the caller after
+    const std::vector<Lent> lent = std::move(lent_);
+    lent_.clear();
+    std::array<size_t, 13> total{};
+    for (const Lent &l : lent) {
+        for (size_t i = 0; i < total.size(); i++) total[i] += l.sizes[i];
+    }
+    if (total != list_sizes(read)) return;  // not what was lent: those documents are scanned again
+    std::vector<Entry *> taking;  // by Lent; null: lent twice in the read, the first one's taken
+    for (const Lent &l : lent) {
+        taking.push_back(l.entry->lent ? l.entry : nullptr);
+        if (l.entry->lent) l.entry->objects = std::make_unique<Manifests>();
+        l.entry->lent = false;
+    }
+    // one list at a time, each freed once taken back: the objects' lists
+    // are never all held twice
+    for (size_t list = 0; list < total.size(); list++) {
+        size_t at = 0;
+        for (size_t k = 0; k < lent.size(); k++) {
+            const size_t first = at, count = lent[k].sizes[list];
+            at += count;
+            if (taking[k] == nullptr || count == 0) continue;
+            size_t i = 0;
+            each_list([&](auto &from, auto &to) {
+                          if (i++ != list) return;
+                          auto begin = from.begin() + static_cast<std::ptrdiff_t>(first);
+                          to.assign(std::make_move_iterator(begin),
+                                    std::make_move_iterator(begin + static_cast<std::ptrdiff_t>(count)));
+                      },
+                      read, *taking[k]->objects);
+        }
+        size_t i = 0;
+        each_list([&](auto &from) {
+                      if (i++ == list) std::decay_t<decltype(from)>().swap(from);
+                  },
+                  read);
+    }
 }
 
 void DocumentCache::forget_unused()
 {
+    if (read_done_) lent_.clear();  // an earlier read's, never given back: it points at what may go now
     for (auto it = entries_.begin(); it != entries_.end();) {
         if (!it->second.used) {
             it = entries_.erase(it);
@@ -295,32 +387,15 @@ void DocumentCache::forget_unused()
             ++it;
         }
     }
+    read_done_ = true;
 }
 
 void append_manifests(Manifests *out, Manifests &&more)
 {
-    auto add = [](auto &to, auto &from) {
-        to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-    };
-    add(out->namespaces, more.namespaces);
-    add(out->gateway_classes, more.gateway_classes);
-    add(out->gateways, more.gateways);
-    add(out->http_routes, more.http_routes);
-    add(out->tls_routes, more.tls_routes);
-    add(out->services, more.services);
-    add(out->endpoint_slices, more.endpoint_slices);
-    add(out->config_maps, more.config_maps);
-    add(out->secrets, more.secrets);
-    add(out->reference_grants, more.reference_grants);
-    add(out->backend_tls_policies, more.backend_tls_policies);
-    add(out->ignored, more.ignored);
-    add(out->rejected, more.rejected);
-}
-
-void append_manifests(Manifests *out, const Manifests &more)
-{
-    Manifests copy = more;
-    append_manifests(out, std::move(copy));
+    each_list([](auto &to, auto &from) {
+                  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+              },
+              *out, more);
 }
 
 namespace {
@@ -384,8 +459,9 @@ private:
         batch_bytes_ += document.size();
         YamlDocument doc{std::move(document), first_line, {}, {}};
         if (cache_ != nullptr) {
-            std::string key = file_ + '\0' + std::to_string(first_line) + '\0' + doc.text;
-            doc.known = cache_->find(key) != nullptr;
+            // a digest: the cache holds no second copy of every input
+            const std::string key = sha256(file_ + '\0' + std::to_string(first_line) + '\0' + doc.text);
+            doc.known = cache_->knows(key);
             keys_.push_back(std::move(key));
         }
         batch_.push_back(std::move(doc));
@@ -417,13 +493,12 @@ private:
             std::string key = std::move(keys_.front());
             keys_.pop_front();
             if (doc.known) {
-                append_manifests(out_, *cache_->find(key));
+                cache_->lend(key, out_);
                 continue;
             }
             Manifests objects;
             parse_document(doc.tree, next.file, doc.line_offset, doc.content, &objects);
-            append_manifests(out_, objects);
-            cache_->keep(std::move(key), std::move(objects));
+            cache_->lend(std::move(key), std::move(objects), out_);
         }
     }
 
@@ -477,6 +552,17 @@ void parse_texts(const std::vector<std::pair<std::string, std::string>> &texts, 
     DocumentReader reader(out, jobs, cache);
     for (const auto &[name, text] : texts) {
         std::istringstream in(text);
+        reader.read(in, name);
+    }
+    reader.finish();
+}
+
+void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, Manifests *out, unsigned jobs,
+                 DocumentCache *cache)
+{
+    DocumentReader reader(out, jobs, cache);
+    for (const auto &[name, text] : texts) {
+        std::istringstream in(*text);
         reader.read(in, name);
     }
     reader.finish();

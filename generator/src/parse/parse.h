@@ -6,7 +6,10 @@
 // what nginx serves.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <istream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -31,26 +34,44 @@ std::string printable(const std::string &text);
 // The typed objects of documents read before, by file, first line and
 // text (the whole text is the key: no two documents can share an entry):
 // gateway2nginx run, rereading its inputs after a change, scans and types
-// again only the documents that changed. Not thread-safe.
+// again only the documents that changed. The objects are lent to the
+// read, not copied: once done with it, give_back() returns them (a read
+// never given back only costs the next read its scanning). Not
+// thread-safe.
 class DocumentCache {
 public:
-    // The objects of that document, or null; a hit counts as used
-    const Manifests *find(const std::string &key);
-    void keep(std::string key, Manifests objects);
+    // Whether it holds that document's objects (a hit counts as used)
+    bool knows(const std::string &key);
+    // That known document's objects moved to the end of *out's lists
+    void lend(const std::string &key, Manifests *out);
+    // A new document's, kept for when they are given back
+    void lend(std::string key, Manifests parsed, Manifests *out);
+    // `read`, holding what was lent since the last give_back() (in the
+    // order lent, as its lists hold it), taken back by document. Lists of
+    // other lengths take nothing back: those documents are scanned again.
+    void give_back(Manifests &&read);
     // After a whole read: drops the documents it did not meet
     void forget_unused();
     size_t size() const { return entries_.size(); }
 
 private:
+    // While lent, an entry holds no Manifests (320 bytes of empty lists a
+    // document, 40,000 documents at 10,000 routes)
     struct Entry {
-        Manifests objects;
+        std::unique_ptr<Manifests> objects;
         bool used = true;
+        bool lent = false;
+    };
+    struct Lent {
+        Entry *entry;  // nodes of entries_ stay where they are; used by the read, so kept
+        std::array<uint32_t, 13> sizes;  // of each of Manifests' lists
     };
     std::unordered_map<std::string, Entry> entries_;
+    std::vector<Lent> lent_;  // in the order lent
+    bool read_done_ = false;  // forget_unused() since the last lend
 };
 
 // `more`'s objects after *out's.
-void append_manifests(Manifests *out, const Manifests &more);
 void append_manifests(Manifests *out, Manifests &&more);
 
 // Reads every document of the stream into *out, scanning the YAML on
@@ -64,6 +85,11 @@ void parse_stream(std::istream &in, const std::string &file, Manifests *out, uns
 // objects), their YAML scanned together on `jobs` threads. Throws
 // InputError, as parse_stream.
 void parse_texts(const std::vector<std::pair<std::string, std::string>> &texts, Manifests *out, unsigned jobs = 1,
+                 DocumentCache *cache = nullptr);
+// The same of texts shared with whoever holds them (the API objects' JSON):
+// never copied whole.
+using SharedText = std::shared_ptr<const std::string>;
+void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, Manifests *out, unsigned jobs = 1,
                  DocumentCache *cache = nullptr);
 
 // A file, a directory (every *.yaml, *.yml, *.json below it, sorted, their

@@ -34,6 +34,13 @@ std::vector<ServerLine> upstream_server_lines(const Upstream &u)
     return lines;
 }
 
+size_t upstream_server_line_count(const Upstream &u)
+{
+    if (u.servers.empty()) return 0;
+    const size_t copies = (u.tries + u.servers.size() - 1) / u.servers.size();
+    return copies * u.servers.size();
+}
+
 namespace {
 
 // An upstream that can be reached, its servers IP literals
@@ -62,6 +69,11 @@ bool stream_api_replaceable(const Upstream &u)
     return api_can_replace(u);
 }
 
+bool trust_replaceable(const UpstreamPolicy &p)
+{
+    return p.mode != gtls::Mode::Skip && !(p.ca.empty() && p.pins.empty());
+}
+
 std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o)
 {
     std::map<std::string, const UpstreamPolicy *> policies;
@@ -72,7 +84,7 @@ std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const P
         for (const Upstream &u : *upstreams) {
             if (!u.tls() || !u.unusable.empty() || !(u.for_http || u.for_grpc)) continue;  // where its policy is rendered
             const UpstreamPolicy &p = *u.policy;
-            if (p.mode == gtls::Mode::Skip || (p.ca.empty() && p.pins.empty())) {
+            if (!trust_replaceable(p)) {
                 refused.insert(p.name);
                 continue;
             }
@@ -101,21 +113,13 @@ size_t servers_zone_kilobytes(size_t server_lines)
     return power_of_two_at_least(64 + 2 * server_lines, 128);
 }
 
-UpstreamApiRoom upstream_api_room(const std::vector<const Upstream *> &replaceable,
-                                  const std::vector<Upstream> &stream_upstreams, size_t trusts)
+UpstreamApiRoom upstream_api_room(size_t upstream_count, size_t server_lines, size_t trusts)
 {
     // the last list pushed per upstream, and room for the trust of up to
     // 256 policies pushed at once (not their bundles' sizes: a changed
     // bundle must not change the skeleton); a zone full of trust answers
     // 507, and gateway2nginx reloads instead
     const size_t trust_room = 16 * std::min<size_t>(trusts, 256);
-    size_t upstream_count = replaceable.size(), server_lines = 0;
-    for (const Upstream *u : replaceable) server_lines += upstream_server_lines(*u).size();
-    for (const Upstream &u : stream_upstreams) {
-        if (!stream_api_replaceable(u)) continue;
-        upstream_count++;
-        server_lines += upstream_server_lines(u).size();
-    }
     UpstreamApiRoom room;
     // and the lists themselves, about 120 bytes a server, twice while one
     // replaces another, rounded as the servers zones are

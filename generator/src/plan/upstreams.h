@@ -20,6 +20,8 @@ struct ServerLine {
     bool max_fails_off = false;
 };
 std::vector<ServerLine> upstream_server_lines(const Upstream &u);
+// How many they are.
+size_t upstream_server_line_count(const Upstream &u);
 // Whether gateway_tls_upstream_api can replace the upstream's servers: an
 // http upstream that can be reached, its servers IP literals (names are
 // resolved only when nginx loads its configuration).
@@ -34,15 +36,20 @@ struct PassModules {
     bool grpc = false;
 };
 PassModules pass_modules(const Location &l);
-// What the upstream API needs room for (with the API on): the replaceable
-// upstreams of http{} (`replaceable`), those of stream{}, and the number
-// of policies whose trust it may replace.
+// What the upstream API needs room for (with the API on): `upstreams`
+// replaceable upstreams (of http{} and stream{}) with `server_lines`
+// servers between them, and the number of policies whose trust it may
+// replace.
 struct UpstreamApiRoom {
     size_t state_zone_kilobytes = 0;  // gateway_tls_upstream_state_zone
     size_t body_kilobytes = 0;        // client_max_body_size of its location
+
+    bool operator==(const UpstreamApiRoom &o) const
+    {
+        return state_zone_kilobytes == o.state_zone_kilobytes && body_kilobytes == o.body_kilobytes;
+    }
 };
-UpstreamApiRoom upstream_api_room(const std::vector<const Upstream *> &replaceable,
-                                  const std::vector<Upstream> &stream_upstreams, size_t trusts);
+UpstreamApiRoom upstream_api_room(size_t upstreams, size_t server_lines, size_t trusts);
 // The least power of two times `least` that is at least n: sizes that
 // change only when what they hold doubles or halves.
 size_t power_of_two_at_least(size_t n, size_t least);
@@ -52,5 +59,7 @@ size_t servers_zone_kilobytes(size_t server_lines);
 // replace, by name: with the API on, verifying (not skip), in upstreams
 // (of http{} or stream{}) that can be reached, one trust per name.
 std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o);
+// What of that the policy decides itself: it verifies, with a CA or pins.
+bool trust_replaceable(const UpstreamPolicy &p);
 
 }  // namespace g2n

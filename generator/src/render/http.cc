@@ -251,7 +251,14 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
     if (o.upstream_api != "off") {
         // endpoint changes without reloads (gateway2nginx run): the last
         // servers and trust pushed stay across reloads
-        const UpstreamApiRoom room = upstream_api_room(replaceable, plan.stream_upstreams, trusts.size());
+        size_t upstream_count = replaceable.size(), server_lines = 0;
+        for (const Upstream *u : replaceable) server_lines += upstream_server_line_count(*u);
+        for (const Upstream &u : plan.stream_upstreams) {
+            if (!stream_api_replaceable(u)) continue;
+            upstream_count++;
+            server_lines += upstream_server_line_count(u);
+        }
+        const UpstreamApiRoom room = upstream_api_room(upstream_count, server_lines, trusts.size());
         w.directive("gateway_tls_upstream_state_zone",
                     {nginx::Token::value(std::to_string(room.state_zone_kilobytes) + "k")});
         w.blank();

@@ -117,9 +117,9 @@ void render_one(std::string &out, const ObjectStatus &st, const Options &o)
     }
     if (st.kind == "Gateway") {
         out += st.addresses.empty() ? "  addresses: []\n" : "  addresses:\n";
-        for (const std::string &address : st.addresses) {
-            out += "    - type: IPAddress\n";
-            line(out, "      ", "value: ", address);
+        for (const ObjectStatus::Address &address : st.addresses) {
+            line(out, "    ", "- type: ", address.type);
+            line(out, "      ", "value: ", address.value);
         }
         conditions(out, "  ", st.conditions, st.meta);
         out += st.listeners.empty() ? "  listeners: []\n" : "  listeners:\n";

@@ -78,7 +78,7 @@ std::map<std::string, std::string> render_servers_zones(nginx::Writer &w, const 
                                                         const std::vector<const Upstream *> &replaceable)
 {
     std::map<std::string, size_t> lines_by_tenant;
-    for (const Upstream *u : replaceable) lines_by_tenant[u->tenant] += upstream_server_lines(*u).size();
+    for (const Upstream *u : replaceable) lines_by_tenant[u->tenant] += upstream_server_line_count(*u);
     std::map<std::string, std::string> zone_by_upstream;
     for (const Upstream *u : replaceable) zone_by_upstream[u->name] = prefix + "_" + u->tenant;
     for (const auto &[tenant, lines] : lines_by_tenant) {

@@ -99,30 +99,16 @@ std::string Resolver::upstream_for(const Service &svc, const ServicePort &port, 
     u.comment = "Service " + svc.meta.key() + " port " + std::to_string(port.port);
     u.tenant = safe_name(svc.meta.namespace_);
     u.tries = tries;
-    for (const EndpointSlice *es_ptr : objects_.slices_of_service[objects_.position(svc)]) {
-        const EndpointSlice &es = *es_ptr;
-        for (const EndpointPort &ep : es.ports) {
-            if (ep.name != port.name) continue;
-            for (const std::string &addr : es.ready_addresses) {
-                std::string host = addr.find(':') != std::string::npos ? "[" + addr + "]" : addr;
-                if (!endpoint_allowed(host, addr, ep.port, "EndpointSlice " + es.meta.key())) continue;
-                u.servers.push_back(host + ":" + std::to_string(ep.port));
-            }
-        }
-    }
-    if (u.servers.empty() && svc.type == "ExternalName"
-        && endpoint_allowed(svc.external_name, svc.external_name, port.port,
-                            "Service " + svc.meta.key() + " (externalName)")) {
-        u.servers.push_back(svc.external_name + ":" + std::to_string(port.port));
-    }
-    if (u.servers.empty() && !o_.resolver.empty()) {
-        // inside the cluster: the Service's stable ClusterIP through its DNS
-        // name, resolved when nginx loads the configuration
-        u.servers.push_back(svc.meta.name + "." + svc.meta.namespace_ + ".svc.cluster.local:"
-                            + std::to_string(port.port));
-    }
-    std::sort(u.servers.begin(), u.servers.end());
-    u.servers.erase(std::unique(u.servers.begin(), u.servers.end()), u.servers.end());
+    u.service = svc.meta.key();
+    u.service_port = port.port;
+    u.servers = service_port_servers(svc, port, objects_.slices_of_service[objects_.position(svc)], endpoint_rules_, o_,
+                                     [this](const std::string &owner, const std::string &endpoint, const std::string &why) {
+                                         // each said once, though many upstreams share a slice
+                                         if (endpoints_refused_.insert(owner + " " + endpoint).second) {
+                                             plan_->warnings.push_back(owner + ": endpoint " + endpoint
+                                                                       + " is not served: it " + why);
+                                         }
+                                     });
     if (policy != nullptr) {
         u.policy = policy->upstream;
         u.comment += ", BackendTLSPolicy " + policy->policy->meta.key();
@@ -134,19 +120,6 @@ std::string Resolver::upstream_for(const Service &svc, const ServicePort &port, 
         }
     }
     return name;
-}
-
-// whether a tenant's endpoint may be served (endpoints.h); a refused
-// one is left out, with a warning naming its object
-bool Resolver::endpoint_allowed(const std::string &host, const std::string &address, int port, const std::string &owner)
-{
-    const std::string why = endpoint_rules_.refusal(address, port);
-    if (why.empty()) return true;
-    const std::string endpoint = host + ":" + std::to_string(port);
-    if (endpoints_refused_.insert(owner + " " + endpoint).second) {
-        plan_->warnings.push_back(owner + ": endpoint " + endpoint + " is not served: it " + why);
-    }
-    return false;
 }
 
 }  // namespace g2n

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -139,6 +140,42 @@ std::string EndpointRules::refusal(const std::string &host, int port) const
     }
     return std::string("is ") + special
            + ", which the API server refuses for endpoints (the operator's --allow-endpoints admits one)";
+}
+
+std::vector<std::string> service_port_servers(const Service &svc, const ServicePort &port,
+                                              const std::vector<const EndpointSlice *> &slices,
+                                              const EndpointRules &rules, const Options &options,
+                                              const EndpointRefused &refused)
+{
+    std::vector<std::string> servers;
+    auto allowed = [&](const std::string &host, const std::string &address, int port_number, const std::string &owner) {
+        const std::string why = rules.refusal(address, port_number);
+        if (why.empty()) return true;
+        refused(owner, host + ":" + std::to_string(port_number), why);
+        return false;
+    };
+    for (const EndpointSlice *es : slices) {
+        for (const EndpointPort &ep : es->ports) {
+            if (ep.name != port.name) continue;
+            for (const std::string &address : es->ready_addresses) {
+                const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+                if (!allowed(host, address, ep.port, "EndpointSlice " + es->meta.key())) continue;
+                servers.push_back(host + ":" + std::to_string(ep.port));
+            }
+        }
+    }
+    if (servers.empty() && svc.type == "ExternalName"
+        && allowed(svc.external_name, svc.external_name, port.port, "Service " + svc.meta.key() + " (externalName)")) {
+        servers.push_back(svc.external_name + ":" + std::to_string(port.port));
+    }
+    if (servers.empty() && !options.resolver.empty()) {
+        // inside the cluster: the Service's stable ClusterIP through its DNS
+        // name, resolved when nginx loads the configuration
+        servers.push_back(svc.meta.name + "." + svc.meta.namespace_ + ".svc.cluster.local:" + std::to_string(port.port));
+    }
+    std::sort(servers.begin(), servers.end());
+    servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
+    return servers;
 }
 
 }  // namespace g2n

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -56,5 +57,16 @@ private:
     std::set<int> own_ports_;
     std::vector<IpAddress> own_addresses_;
 };
+
+// The servers of one port of a Service, as its upstreams list them: the
+// ready addresses its EndpointSlices give that port (by name) that
+// `rules` admit, else its ExternalName, else (with a resolver) its cluster
+// DNS name; sorted, each once. `refused(owner, endpoint, why)` hears of
+// each endpoint left out.
+using EndpointRefused = std::function<void(const std::string &owner, const std::string &endpoint, const std::string &why)>;
+std::vector<std::string> service_port_servers(const Service &svc, const ServicePort &port,
+                                              const std::vector<const EndpointSlice *> &slices,
+                                              const EndpointRules &rules, const Options &options,
+                                              const EndpointRefused &refused);
 
 }  // namespace g2n

@@ -25,7 +25,7 @@ SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, con
         out.why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
         return out;
     }
-    const Secret *secret = ObjectIndex::find(objects.secrets, ns, ref.name);
+    const Secret *secret = objects.secret(ns, ref.name, Reader::Gateway);
     if (secret == nullptr) {
         out.reason = "NotFound";
         out.why = "Secret " + ns + "/" + ref.name + " does not exist";
@@ -85,7 +85,7 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
                 return fail(cond::listener_ref_not_permitted, ref.kind + " " + ns + "/" + ref.name
                                                    + " is in another namespace and no ReferenceGrant allows it");
             }
-            CaResult ca = resolve_ca_refs(objects, ns, {LocalObjectRef{ref.group, ref.kind, ref.name}}, false);
+            CaResult ca = resolve_ca_refs(objects, ns, {LocalObjectRef{ref.group, ref.kind, ref.name}}, false, Reader::Gateway);
             if (ca.valid == 0) {
                 return fail(cond::listener_invalid_ca_ref,
                             ca.invalid_refs.empty() ? ref.name + " holds no CA certificate" : ca.invalid_refs.front());

@@ -215,11 +215,20 @@ void Resolver::gateway_statuses()
                                             : cond::gateway_not_programmed("no listener is programmed")};
         }
         // where clients reach it: the address it listens on, unless that is
-        // every address, where the operator says (--status-address)
+        // every address, where the operator says (--status-address, or
+        // the load balancer of --status-address-service)
         if (programmed > 0 && address.address != "0.0.0.0" && address.address != "::") {
-            st.addresses.push_back(address.address);
-        } else if (programmed > 0) {
-            st.addresses = o_.status_addresses;
+            st.addresses.push_back({"IPAddress", address.address});
+        } else if (programmed > 0 && !o_.status_addresses.empty()) {
+            for (const std::string &a : o_.status_addresses) st.addresses.push_back({"IPAddress", a});
+        } else if (programmed > 0 && !o_.status_address_service.empty()) {
+            auto svc = objects_.services.find(o_.status_address_service);
+            if (svc != objects_.services.end()) {
+                for (const LoadBalancerIngress &in : svc->second->load_balancer_ingress) {
+                    if (!in.ip.empty()) st.addresses.push_back({"IPAddress", in.ip});
+                    else if (!in.hostname.empty()) st.addresses.push_back({"Hostname", in.hostname});
+                }
+            }
         }
         if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
         if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());

@@ -2,11 +2,13 @@
 // conditions of each policy, per ancestor Gateway.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "digest.h"
 #include "resolve/conditions.h"
 #include "parse/pem.h"
 #include "resolve/resolve.h"
@@ -22,7 +24,7 @@ constexpr size_t kMaxAncestors = 16;
 // distinct one is parsed once.
 const std::string &bundle_certificates(const std::string &pem)
 {
-    static std::unordered_map<std::string, std::string> seen;
+    std::unordered_map<std::string, std::string> &seen = ResolveScope::current().bundle_certificates;
     auto it = seen.find(pem);
     if (it == seen.end()) it = seen.emplace(pem, certificates_pem(pem)).first;
     return it->second;
@@ -55,7 +57,7 @@ std::vector<std::string> certificate_pins(const std::string &pem)
 }  // namespace
 
 CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
-                         const std::vector<LocalObjectRef> &refs, bool trusted)
+                         const std::vector<LocalObjectRef> &refs, bool trusted, Reader reader)
 {
     CaResult out;
     for (const LocalObjectRef &ref : refs) {
@@ -63,10 +65,10 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
         std::string what;
         if (ref.group.empty() && ref.kind == "ConfigMap") {
             what = "ConfigMap " + ns + "/" + ref.name;
-            if (const ConfigMap *cm = ObjectIndex::find(objects.config_maps, ns, ref.name)) data = &cm->data;
+            if (const ConfigMap *cm = objects.config_map(ns, ref.name, reader)) data = &cm->data;
         } else if (ref.group.empty() && ref.kind == "Secret") {
             what = "Secret " + ns + "/" + ref.name;
-            if (const Secret *s = ObjectIndex::find(objects.secrets, ns, ref.name)) data = &s->data;
+            if (const Secret *s = objects.secret(ns, ref.name, reader)) data = &s->data;
         } else {
             out.invalid_kinds.push_back(std::string(trusted ? "trustedCertificates" : "caCertificateRefs")
                                         + ": kind \"" + ref.kind + "\" in group \""
@@ -113,21 +115,23 @@ namespace {
 
 std::string content_id(const std::string &content)
 {
-    static std::unordered_map<std::string, std::string> seen;
-    auto known = seen.find(content);
-    if (known != seen.end()) return known->second;
-
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(content.data(), content.size(), md, &len, EVP_sha256(), nullptr);
+    const std::string digest = sha256(content);
     static const char digits[] = "0123456789abcdef";
     std::string out;
-    for (unsigned int i = 0; i < 8 && i < len; i++) {
-        out += digits[md[i] >> 4];
-        out += digits[md[i] & 0xf];
+    for (size_t i = 0; i < 8; i++) {
+        out += digits[static_cast<unsigned char>(digest[i]) >> 4];
+        out += digits[static_cast<unsigned char>(digest[i]) & 0xf];
     }
-    seen.emplace(content, out);
     return out;
+}
+
+// A CA bundle's id: bundles are large, and 10,000 policies may share one
+const std::string &bundle_id(const std::string &bundle)
+{
+    std::unordered_map<std::string, std::string> &seen = ResolveScope::current().bundle_ids;
+    auto it = seen.find(bundle);
+    if (it == seen.end()) it = seen.emplace(bundle, content_id(bundle)).first;
+    return it->second;
 }
 
 std::string join(const std::vector<std::string> &parts)
@@ -191,15 +195,15 @@ void PolicyIndex::reached(size_t service, const std::string &port_name, const st
     }
 }
 
-ObjectIndex::ObjectIndex(const Manifests &m) : services_base_(m.services.data())
+ObjectIndex::ObjectIndex(const Manifests &m, ResolveReads *reads) : services_base_(m.services.data()), reads_(reads)
 {
     services.reserve(m.services.size());
-    config_maps.reserve(m.config_maps.size());
-    secrets.reserve(m.secrets.size());
+    config_maps_.reserve(m.config_maps.size());
+    secrets_.reserve(m.secrets.size());
     // the first of two objects with one name wins, as the input order says
     for (const Service &o : m.services) services.emplace(o.meta.key(), &o);
-    for (const ConfigMap &o : m.config_maps) config_maps.emplace(o.meta.key(), &o);
-    for (const Secret &o : m.secrets) secrets.emplace(o.meta.key(), &o);
+    for (const ConfigMap &o : m.config_maps) config_maps_.emplace(o.meta.key(), &o);
+    for (const Secret &o : m.secrets) secrets_.emplace(o.meta.key(), &o);
     for (const Namespace &o : m.namespaces) namespaces.emplace(o.meta.name, &o);
     slices_of_service.resize(m.services.size());
     for (const EndpointSlice &o : m.endpoint_slices) {
@@ -207,6 +211,23 @@ ObjectIndex::ObjectIndex(const Manifests &m) : services_base_(m.services.data())
             slices_of_service[position(*svc)].push_back(&o);
         }
     }
+}
+
+std::string read_key(const std::string &kind, const std::string &ns, const std::string &name)
+{
+    return kind + " " + ns + "/" + name;
+}
+
+const ConfigMap *ObjectIndex::config_map(const std::string &ns, const std::string &name, Reader reader) const
+{
+    if (reads_ != nullptr) reads_->readers[read_key("ConfigMap", ns, name)] |= static_cast<unsigned>(reader);
+    return find(config_maps_, ns, name);
+}
+
+const Secret *ObjectIndex::secret(const std::string &ns, const std::string &name, Reader reader) const
+{
+    if (reads_ != nullptr) reads_->readers[read_key("Secret", ns, name)] |= static_cast<unsigned>(reader);
+    return find(secrets_, ns, name);
 }
 
 PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Plan *plan)
@@ -235,28 +256,12 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
             invalid.push_back("wellKnownCACertificates \"" + p->well_known_ca_certificates
                               + "\" is not supported; only \"System\" is");
         }
-        CaResult ca = resolve_ca_refs(objects, p->meta.namespace_, p->ca_certificate_refs, false);
-        CaResult trusted = resolve_ca_refs(objects, p->meta.namespace_, p->trusted_certificates, true);
+        CaResult ca = resolve_ca_refs(objects, p->meta.namespace_, p->ca_certificate_refs, false, Reader::BackendTLSPolicy);
+        CaResult trusted = resolve_ca_refs(objects, p->meta.namespace_, p->trusted_certificates, true, Reader::BackendTLSPolicy);
+        bound.upstream = std::make_shared<const UpstreamPolicy>(upstream_policy(*p, ca, trusted, plan));
         ca.invalid_refs.insert(ca.invalid_refs.end(), trusted.invalid_refs.begin(), trusted.invalid_refs.end());
         ca.invalid_kinds.insert(ca.invalid_kinds.end(), trusted.invalid_kinds.begin(), trusted.invalid_kinds.end());
 
-        UpstreamPolicy upstream;
-        upstream.name = key;
-        upstream.mode = p->mode;
-        upstream.hostname = p->hostname;
-        for (const SubjectAltName &san : p->subject_alt_names) {
-            upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
-        }
-        upstream.pins = p->pins;
-        upstream.pins.insert(upstream.pins.end(), trusted.pins.begin(), trusted.pins.end());
-        if (!p->well_known_ca_certificates.empty()) {
-            upstream.ca = "system";
-        } else if (ca.valid > 0) {
-            // named by content: policies trusting the same CAs share one file,
-            // and the module loads each file once
-            upstream.ca = ca_bundle_file(ca.bundle, plan);
-        }
-        bound.upstream = std::make_shared<const UpstreamPolicy>(std::move(upstream));
         // fail closed: any reference that does not resolve makes the traffic fail
         bound.usable = invalid.empty() && ca.invalid_refs.empty() && ca.invalid_kinds.empty();
 
@@ -358,9 +363,57 @@ void policy_statuses(const PolicyIndex &index, Plan *plan)
     }
 }
 
+UpstreamPolicy upstream_policy(const BackendTLSPolicy &p, const CaResult &ca, const CaResult &trusted, Plan *plan)
+{
+    UpstreamPolicy upstream;
+    upstream.name = p.meta.key();
+    upstream.mode = p.mode;
+    upstream.hostname = p.hostname;
+    for (const SubjectAltName &san : p.subject_alt_names) {
+        upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
+    }
+    upstream.pins = p.pins;
+    upstream.pins.insert(upstream.pins.end(), trusted.pins.begin(), trusted.pins.end());
+    if (!p.well_known_ca_certificates.empty()) {
+        upstream.ca = "system";
+    } else if (ca.valid > 0) {
+        // named by content: policies trusting the same CAs share one file,
+        // and the module loads each file once
+        upstream.ca = ca_bundle_file(ca.bundle, plan);
+    }
+    return upstream;
+}
+
+void drop_unnamed_bundles(Plan *plan)
+{
+    std::set<std::string> bundles;
+    for (const OutputFile &f : plan->files) {
+        if (f.path.rfind("certs/ca-", 0) == 0) bundles.insert(f.path);
+    }
+    drop_unnamed_bundles(plan, std::move(bundles));
+}
+
+void drop_unnamed_bundles(Plan *plan, std::set<std::string> candidates)
+{
+    // one policy object names a bundle for all its upstreams
+    const UpstreamPolicy *last = nullptr;
+    for (const std::vector<Upstream> *upstreams : {&plan->upstreams, &plan->stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            if (u.policy && u.policy.get() != last) candidates.erase(u.policy->ca);
+            last = u.policy.get();
+        }
+    }
+    for (const Server &s : plan->servers) candidates.erase(s.client.ca);
+    for (const StreamServer &s : plan->stream_servers) candidates.erase(s.client.ca);
+    if (candidates.empty()) return;
+    plan->files.erase(std::remove_if(plan->files.begin(), plan->files.end(),
+                                     [&](const OutputFile &f) { return candidates.count(f.path) > 0; }),
+                      plan->files.end());
+}
+
 std::string ca_bundle_file(const std::string &bundle, Plan *plan)
 {
-    std::string path = "certs/ca-" + content_id(bundle) + ".pem";
+    std::string path = "certs/ca-" + bundle_id(bundle) + ".pem";
     bool have = std::any_of(plan->files.begin(), plan->files.end(),
                             [&](const OutputFile &f) { return f.path == path; });
     if (!have) plan->files.push_back({path, bundle, 0644});

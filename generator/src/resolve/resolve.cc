@@ -7,6 +7,7 @@
 #include <utility>
 #include <deque>
 #include <set>
+#include <stdexcept>
 #include <mutex>
 #include <unordered_set>
 
@@ -15,17 +16,31 @@
 
 namespace g2n {
 
-std::string_view intern(std::string_view text)
+std::string_view TextTable::intern(std::string_view text)
 {
-    // node-stable storage, and an index of views into it: a lookup builds no string
-    static std::mutex mutex;
-    static std::deque<std::string> storage;
-    static std::unordered_set<std::string_view> index;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto known = index.find(text);
-    if (known != index.end()) return *known;
-    return *index.insert(storage.emplace_back(text)).first;
+    // a lookup builds no string
+    auto known = index_.find(text);
+    if (known != index_.end()) return *known;
+    return *index_.insert(storage_.emplace_back(text)).first;
 }
+
+namespace {
+
+thread_local ResolveScope *current_scope = nullptr;
+
+}  // namespace
+
+ResolveScope::ResolveScope(TextTable *texts) : texts(texts), outer_(current_scope) { current_scope = this; }
+
+ResolveScope::~ResolveScope() { current_scope = outer_; }
+
+ResolveScope &ResolveScope::current()
+{
+    if (current_scope == nullptr) throw std::logic_error("intern() outside resolve()");
+    return *current_scope;
+}
+
+std::string_view intern(std::string_view text) { return ResolveScope::current().texts->intern(text); }
 
 bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
              const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
@@ -217,10 +232,12 @@ void Resolver::run()
 }
 
 
-Plan resolve(const Manifests &manifests, const Options &options)
+Plan resolve(const Manifests &manifests, const Options &options, ResolveReads *reads)
 {
     Plan plan;
-    Resolver(manifests, options, &plan).run();
+    ResolveScope scope(plan.texts.get());
+    Resolver(manifests, options, &plan, reads).run();
+    drop_unnamed_bundles(&plan);
     return plan;
 }
 

@@ -19,9 +19,41 @@
 
 namespace g2n {
 
-Plan resolve(const Manifests &manifests, const Options &options);
+// Who read a ConfigMap or Secret, and which: what a change of one can do
+// to the Plan. Keys "ConfigMap ns/name" and "Secret ns/name", looked up
+// whether or not the object exists (one made later changes the Plan too).
+enum class Reader : unsigned { BackendTLSPolicy = 1, Gateway = 2 };
+struct ResolveReads {
+    std::unordered_map<std::string, unsigned> readers;  // key -> Reader bits
+};
+// The key of ConfigMap or Secret (`kind`) ns/name in ResolveReads: every
+// reader and follower of the reads makes it here, or a change would be
+// missed
+std::string read_key(const std::string &kind, const std::string &ns, const std::string &name);
+
+// With `reads`, every ConfigMap and Secret resolve looked up is recorded.
+Plan resolve(const Manifests &manifests, const Options &options, ResolveReads *reads = nullptr);
 
 // ---- shared by the files of resolve/ ---------------------------------------
+
+// What one resolve() keeps while it runs, for the functions it calls: the
+// Plan's text table, and what it made of each distinct CA bundle (10,000
+// policies may share one). Per resolve, not per process.
+struct ResolveScope {
+    TextTable *texts;
+    std::unordered_map<std::string, std::string> bundle_certificates;  // PEM -> its certificates re-encoded
+    std::unordered_map<std::string, std::string> bundle_ids;           // PEM -> its id
+
+    explicit ResolveScope(TextTable *texts);
+    ~ResolveScope();
+    ResolveScope(const ResolveScope &) = delete;
+    ResolveScope &operator=(const ResolveScope &) = delete;
+    // the innermost on this thread; std::logic_error outside resolve()
+    static ResolveScope &current();
+
+private:
+    ResolveScope *outer_;
+};
 
 // Objects by "namespace/name", so that resolving stays linear in the size
 // of the input: hashed, since only looked up (output order never comes from
@@ -30,12 +62,15 @@ Plan resolve(const Manifests &manifests, const Options &options);
 // lookup per backendRef, the rest array accesses.
 struct ObjectIndex {
     std::unordered_map<std::string, const Service *> services;
-    std::unordered_map<std::string, const ConfigMap *> config_maps;
-    std::unordered_map<std::string, const Secret *> secrets;
     std::unordered_map<std::string, const Namespace *> namespaces;  // by name
     std::vector<std::vector<const EndpointSlice *>> slices_of_service;  // by position
 
-    explicit ObjectIndex(const Manifests &m);
+    explicit ObjectIndex(const Manifests &m, ResolveReads *reads = nullptr);
+
+    // ConfigMaps and Secrets are found only here, so that what read them is
+    // known (ResolveReads): a change of one nothing read changes nothing
+    const ConfigMap *config_map(const std::string &ns, const std::string &name, Reader reader) const;
+    const Secret *secret(const std::string &ns, const std::string &name, Reader reader) const;
 
     // where a Service found here sits in Manifests::services
     size_t position(const Service &s) const { return static_cast<size_t>(&s - services_base_); }
@@ -49,7 +84,10 @@ struct ObjectIndex {
     }
 
 private:
+    std::unordered_map<std::string, const ConfigMap *> config_maps_;
+    std::unordered_map<std::string, const Secret *> secrets_;
     const Service *services_base_ = nullptr;
+    ResolveReads *reads_ = nullptr;
 };
 
 // The policy that governs one Service port, after conflicts.
@@ -96,10 +134,18 @@ struct CaResult {
     std::vector<std::string> invalid_kinds; // InvalidKind messages
 };
 CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
-                         const std::vector<LocalObjectRef> &refs, bool trusted);
+                         const std::vector<LocalObjectRef> &refs, bool trusted, Reader reader);
+// The module directives of policy `p` with its CA references resolved
+// (`ca`, `trusted`), its CA bundle among the plan's files.
+UpstreamPolicy upstream_policy(const BackendTLSPolicy &p, const CaResult &ca, const CaResult &trusted, Plan *plan);
 // The file under OUTDIR that holds a CA bundle, named by its content
 // (written once into the plan).
 std::string ca_bundle_file(const std::string &bundle, Plan *plan);
+// The CA bundles nothing in the plan names left out of its files (a policy
+// that lost a conflict resolved its own, which nginx never reads): every
+// one, or those of `candidates`.
+void drop_unnamed_bundles(Plan *plan);
+void drop_unnamed_bundles(Plan *plan, std::set<std::string> candidates);
 
 // A file name made only of safe characters, for certs/ and upstream names.
 std::string safe_name(const std::string &text);

@@ -89,8 +89,8 @@ enum class BackendTarget { Http, Mirror, Grpc, StreamTerminate, StreamPassthroug
 
 class Resolver {
 public:
-    Resolver(const Manifests &m, const Options &o, Plan *plan)
-        : m_(m), o_(o), plan_(plan), objects_(m), policies_(resolve_policies(m, objects_, plan)), endpoint_rules_(m, o) {}
+    Resolver(const Manifests &m, const Options &o, Plan *plan, ResolveReads *reads)
+        : m_(m), o_(o), plan_(plan), objects_(m, reads), policies_(resolve_policies(m, objects_, plan)), endpoint_rules_(m, o) {}
     void run();
 
 private:
@@ -134,7 +134,6 @@ private:
                          WeightedUpstream *out, Condition *refs, int tries = 1);
     std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
                              BackendTarget target, const Gateway *denied_by, int tries = 1);
-    bool endpoint_allowed(const std::string &host, const std::string &address, int port, const std::string &owner);
 
     // plan/http_servers.cc
     void finish_servers();

@@ -71,7 +71,7 @@ void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx
         } else {
             ours = kube::our_status_json(st, options.controller_name, features);
         }
-        updates.push_back(kube::StatusUpdate{*kind, st.meta.namespace_, st.meta.name, std::move(ours)});
+        updates.push_back(kube::StatusUpdate{&*kind, st.meta.namespace_, st.meta.name, std::move(ours)});
     }
     writer_->offer(std::move(updates));
 }

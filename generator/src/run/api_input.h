@@ -31,10 +31,15 @@ public:
     std::string unsynced() const { return reflectors_->unsynced(); }
     size_t size() const { return objects_.size(); }
     void read(Manifests *out, unsigned jobs, DocumentCache *cache) const;
+    // The objects changed since the last call (kube::ObjectStore).
+    std::vector<kube::ObjectChange> take_changes() { return objects_.take_changes(); }
+    std::optional<std::string> json_of(const kube::ObjectChange &change) const { return objects_.json_of(change); }
 
     // What `plan` says of each object, offered to the status writer; a
     // Gateway is not Programmed before a running nginx serves it.
     void offer_status(const Plan &plan, const Options &options, bool nginx_runs);
+    // The status writer, come to lead, wants every status offered again.
+    bool wants_status() const { return writer_->wants_everything(); }
     // The API client's part of /metrics.
     std::string metrics() const;
 

@@ -67,10 +67,20 @@ std::string RunMetrics::prometheus() const
     counter("gateway2nginx_renders_total", "Configurations rendered and checked for a reload.", renders);
     counter("gateway2nginx_reloads_total", "nginx reloads confirmed.", reloads);
     counter("gateway2nginx_reload_failures_total", "nginx reloads that failed.", reload_failures);
+    counter("gateway2nginx_endpoint_updates_total",
+            "EndpointSlice changes applied by recomputing only the Services they name.", endpoint_updates);
+    counter("gateway2nginx_trust_updates_total",
+            "ConfigMap and Secret changes applied by recomputing only the trust of the policies reading them.",
+            trust_updates);
     counter("gateway2nginx_pushes_total", "Changes pushed to the upstream API.", pushes);
     counter("gateway2nginx_push_failures_total", "Pushes that failed (a reload followed).", push_failures);
     counter("gateway2nginx_refused_total", "Configurations nginx -t refused.", refused);
     counter("gateway2nginx_bad_inputs_total", "Reads of the inputs that failed as a whole.", bad_inputs);
+    out << "# HELP gateway2nginx_apply_cpu_seconds_total CPU time of applying changes, by the way applied.\n"
+           "# TYPE gateway2nginx_apply_cpu_seconds_total counter\n"
+        << "gateway2nginx_apply_cpu_seconds_total{way=\"endpoints\"} " << endpoint_cpu_ns / 1e9 << "\n"
+        << "gateway2nginx_apply_cpu_seconds_total{way=\"trust\"} " << trust_cpu_ns / 1e9 << "\n"
+        << "gateway2nginx_apply_cpu_seconds_total{way=\"whole\"} " << whole_cpu_ns / 1e9 << "\n";
     out << "# HELP gateway2nginx_ready Whether nginx serves a complete configuration.\n"
            "# TYPE gateway2nginx_ready gauge\ngateway2nginx_ready "
         << (ready ? 1 : 0) << "\n";

@@ -35,20 +35,39 @@ bool WatchedObjects::apply(const std::string &event_text, std::string *why)
     const auto meta = o.FindMember("metadata");
     const rapidjson::Value empty;
     const rapidjson::Value &m = meta != o.MemberEnd() ? meta->value : empty;
-    std::string key;
-    for (std::string_view part : {string_member(o, "apiVersion"), string_member(o, "kind"), string_member(m, "namespace")}) {
-        key.append(part).append("/");
-    }
-    key.append(string_member(m, "name"));
+    const std::string name_key = std::string(string_member(m, "namespace")) + "/" + std::string(string_member(m, "name"));
+    const std::string kind(string_member(o, "kind"));
+    const std::string key = std::string(string_member(o, "apiVersion")) + "/" + kind + "/" + name_key;
     if (type == "DELETED") {
-        objects_.erase(key);
+        if (objects_.erase(key) == 0) return true;
     } else if (type == "ADDED" || type == "MODIFIED") {
-        objects_[key] = json_text(o);
+        std::string text = json_text(o);
+        auto [it, added] = objects_.try_emplace(key);
+        if (!added && it->second == text) return true;
+        it->second = std::move(text);
     } else {
         *why = "unknown watch event type " + type;
         return false;
     }
+    changed_.emplace(key, std::make_pair(kind, name_key));
     return true;
+}
+
+std::vector<kube::ObjectChange> WatchedObjects::take_changes()
+{
+    std::vector<kube::ObjectChange> changes;
+    for (auto &[key, what] : changed_) {
+        changes.push_back(kube::ObjectChange{std::move(what.first), std::move(what.second), "<watch event " + key + ">", key});
+    }
+    changed_.clear();
+    return changes;
+}
+
+std::optional<std::string> WatchedObjects::json_of(const kube::ObjectChange &change) const
+{
+    auto it = objects_.find(change.key);
+    if (it == objects_.end()) return std::nullopt;
+    return it->second;
 }
 
 // Each object as a file of its own, named by the object: its text is its

@@ -4,7 +4,10 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "kube/reflector.h"
 #include "parse/parse.h"
 
 namespace g2n {
@@ -15,9 +18,14 @@ public:
     // One event ({"type": ..., "object": {...}}); false when it is not one.
     bool apply(const std::string &event_text, std::string *why);
     void read(Manifests *out, unsigned jobs, DocumentCache *cache) const;
+    // The objects changed since the last call, as they are now.
+    std::vector<kube::ObjectChange> take_changes();
+    // The JSON of a changed object now; none when it is gone.
+    std::optional<std::string> json_of(const kube::ObjectChange &change) const;
 
 private:
-    std::map<std::string, std::string> objects_;
+    std::map<std::string, std::string> objects_;  // "apiVersion/Kind/namespace/name" -> JSON
+    std::map<std::string, std::pair<std::string, std::string>> changed_;  // ... -> (Kind, "namespace/name")
 };
 
 // The end of the first complete JSON value in `text` from `from` (skipping

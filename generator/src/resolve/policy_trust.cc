@@ -1,0 +1,204 @@
+#include "resolve/policy_trust.h"
+
+#include <algorithm>
+
+#include "plan/upstreams.h"
+
+namespace g2n {
+
+namespace {
+
+// "ConfigMap ns/name" or "Secret ns/name" of a policy's reference, as
+// ObjectIndex records what it looked up; "" for a kind it does not look up
+std::string object_key(const std::string &ns, const LocalObjectRef &ref)
+{
+    if (!ref.group.empty() || (ref.kind != "ConfigMap" && ref.kind != "Secret")) return "";
+    return read_key(ref.kind, ns, ref.name);
+}
+
+std::vector<std::string> object_keys(const BackendTLSPolicy &p)
+{
+    std::vector<std::string> keys;
+    for (const auto *refs : {&p.ca_certificate_refs, &p.trusted_certificates}) {
+        for (const LocalObjectRef &ref : *refs) {
+            std::string key = object_key(p.meta.namespace_, ref);
+            if (!key.empty() && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(std::move(key));
+        }
+    }
+    return keys;
+}
+
+std::set<std::string> replaceable_names(const Plan &plan, const Options &options)
+{
+    std::set<std::string> names;
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) names.insert(name);
+    return names;
+}
+
+}  // namespace
+
+BackendTLSPolicy PolicyTrust::trust_fields(const BackendTLSPolicy &p)
+{
+    BackendTLSPolicy kept;
+    kept.meta.namespace_ = p.meta.namespace_;
+    kept.meta.name = p.meta.name;
+    kept.ca_certificate_refs = p.ca_certificate_refs;
+    kept.well_known_ca_certificates = p.well_known_ca_certificates;
+    kept.hostname = p.hostname;
+    kept.subject_alt_names = p.subject_alt_names;
+    kept.mode = p.mode;
+    kept.trusted_certificates = p.trusted_certificates;
+    kept.pins = p.pins;
+    return kept;
+}
+
+PolicyTrust::PolicyTrust(const Manifests &manifests, const Plan &plan, const Options &options,
+                         const ResolveReads &reads)
+    : readers_(reads.readers)
+{
+    const std::set<std::string> replaceable = replaceable_names(plan, options);
+    std::set<std::string> policy_keys;
+    for (const BackendTLSPolicy &p : manifests.backend_tls_policies) {
+        const std::string key = p.meta.key();
+        if (!policy_keys.insert(key).second) usable_ = false;
+        const std::vector<std::string> objects = object_keys(p);
+        if (objects.empty()) continue;
+        const bool tracked = replaceable.count(key) > 0;
+        if (tracked) policies_.emplace(key, trust_fields(p));
+        for (const std::string &object : objects) {
+            if (tracked) {
+                read_by_[object].push_back(key);
+            } else {
+                read_by_others_.insert(object);
+            }
+        }
+    }
+    // what the tracked policies read, kept; two objects of one name are
+    // not followed (resolve takes the first)
+    std::set<std::string> seen;
+    for (const ConfigMap &cm : manifests.config_maps) {
+        const std::string key = read_key("ConfigMap", cm.meta.namespace_, cm.meta.name);
+        if (!seen.insert(key).second && readers_.count(key)) usable_ = false;
+        if (read_by_.count(key)) config_maps_.emplace(key, cm);
+    }
+    for (const Secret &s : manifests.secrets) {
+        const std::string key = read_key("Secret", s.meta.namespace_, s.meta.name);
+        if (!seen.insert(key).second && readers_.count(key)) usable_ = false;
+        if (read_by_.count(key)) secrets_.emplace(key, s);
+    }
+}
+
+namespace {
+
+// what is kept of object `key` of `held`'s kind, now `now` (null: gone)
+template <typename Object>
+void follow(std::unordered_map<std::string, Object> *held, const std::string &key, const Object *now, bool kept)
+{
+    if (now == nullptr) {
+        held->erase(key);
+    } else if (kept) {
+        held->insert_or_assign(key, *now);
+    }
+}
+
+}  // namespace
+
+void PolicyTrust::config_map_changed(const std::string &key, const ConfigMap *config_map)
+{
+    const std::string object = read_key("ConfigMap", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
+    follow(&config_maps_, object, config_map, read_by_.count(object) > 0);
+    changed_.insert(object);
+}
+
+void PolicyTrust::secret_changed(const std::string &key, const Secret *secret)
+{
+    const std::string object = read_key("Secret", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
+    follow(&secrets_, object, secret, read_by_.count(object) > 0);
+    changed_.insert(object);
+}
+
+PolicyTrust::Update PolicyTrust::update(Plan *plan)
+{
+    Update update;
+    std::set<std::string> affected;
+    for (const std::string &object : changed_) {
+        auto read = readers_.find(object);
+        if (read == readers_.end()) continue;  // resolve never looked it up
+        auto policies = read_by_.find(object);
+        if ((read->second & static_cast<unsigned>(Reader::Gateway)) || read_by_others_.count(object)
+            || policies == read_by_.end()) {
+            update.needs_resolve = true;
+        } else {
+            affected.insert(policies->second.begin(), policies->second.end());
+        }
+    }
+    changed_.clear();
+    if (update.needs_resolve || affected.empty()) return update;
+
+    ResolveScope scope(plan->texts.get());
+    const size_t files_before = plan->files.size();
+    struct Replacement {
+        std::shared_ptr<const UpstreamPolicy> was, now;
+    };
+    std::vector<Replacement> replacements;
+    std::unordered_map<std::string, std::shared_ptr<const UpstreamPolicy>> in_plan;
+    const UpstreamPolicy *last = nullptr;  // a policy's upstreams are mostly side by side
+    for (const std::vector<Upstream> *upstreams : {&plan->upstreams, &plan->stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            if (u.policy && u.policy.get() != last && affected.count(u.policy->name)) {
+                in_plan.emplace(u.policy->name, u.policy);
+            }
+            last = u.policy.get();
+        }
+    }
+    for (const std::string &key : affected) {
+        const BackendTLSPolicy &p = policies_.at(key);
+        Manifests held;  // what it reads now
+        for (const std::string &object : object_keys(p)) {
+            if (auto cm = config_maps_.find(object); cm != config_maps_.end()) held.config_maps.push_back(cm->second);
+            if (auto s = secrets_.find(object); s != secrets_.end()) held.secrets.push_back(s->second);
+        }
+        const ObjectIndex index(held);
+        const CaResult ca = resolve_ca_refs(index, p.meta.namespace_, p.ca_certificate_refs, false, Reader::BackendTLSPolicy);
+        const CaResult trusted = resolve_ca_refs(index, p.meta.namespace_, p.trusted_certificates, true, Reader::BackendTLSPolicy);
+        // it was trust-replaceable, so every reference resolved: one that
+        // no longer does changes its conditions and its traffic
+        if (!ca.invalid_refs.empty() || !ca.invalid_kinds.empty() || !trusted.invalid_refs.empty()
+            || !trusted.invalid_kinds.empty()) {
+            update.needs_resolve = true;
+            break;
+        }
+        auto found = in_plan.find(key);
+        if (found == in_plan.end()) {
+            update.needs_resolve = true;
+            break;
+        }
+        const std::shared_ptr<const UpstreamPolicy> &was = found->second;
+        UpstreamPolicy now = upstream_policy(p, ca, trusted, plan);
+        if (now.ca == was->ca && now.pins == was->pins) continue;
+        // what else made it replaceable (its upstreams) is as it was
+        if (!trust_replaceable(now)) {
+            update.needs_resolve = true;
+            break;
+        }
+        replacements.push_back({was, std::make_shared<const UpstreamPolicy>(std::move(now))});
+    }
+    if (update.needs_resolve) {
+        plan->files.resize(files_before);  // the bundles it added
+        return update;
+    }
+    std::unordered_map<const UpstreamPolicy *, std::shared_ptr<const UpstreamPolicy>> to;
+    for (const Replacement &r : replacements) to.emplace(r.was.get(), r.now);
+    for (std::vector<Upstream> *upstreams : {&plan->upstreams, &plan->stream_upstreams}) {
+        for (Upstream &u : *upstreams) {
+            if (auto it = to.find(u.policy.get()); u.policy && it != to.end()) u.policy = it->second;
+        }
+    }
+    std::set<std::string> replaced;  // bundles, left where nothing else names them
+    for (const Replacement &r : replacements) replaced.insert(r.was->ca);
+    if (!replaced.empty()) drop_unnamed_bundles(plan, std::move(replaced));
+    for (const Replacement &r : replacements) update.changed.push_back(r.now.get());
+    return update;
+}
+
+}  // namespace g2n

@@ -1,0 +1,67 @@
+// What ConfigMap and Secret changes do to a Plan resolve made. One that
+// resolve never looked up changes nothing; one that only BackendTLSPolicies
+// read changes their trust (CA bundle, pins), recomputed as resolve
+// computes it (resolve_ca_refs, upstream_policy) with nothing else read
+// again. gateway2nginx run pushes such a change to the upstream API in time
+// that does not grow with the routes; whatever would change more than the
+// trust the API replaces (a listener's certificate, a policy's conditions)
+// is left to resolve.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "resolve/resolve.h"
+
+namespace g2n {
+
+class PolicyTrust {
+public:
+    // `plan` is what resolve made of `manifests` with `options`, having
+    // looked up `reads`; update() is given that plan (or what update() or
+    // ServiceEndpoints made of it) and nothing else.
+    PolicyTrust(const Manifests &manifests, const Plan &plan, const Options &options, const ResolveReads &reads);
+
+    // False when the manifests cannot be followed by key (two ConfigMaps or
+    // Secrets of one name, as files may hold): resolve it is.
+    bool usable() const { return usable_; }
+
+    // The object called `key` ("namespace/name") is now this, or is gone
+    // (null).
+    void config_map_changed(const std::string &key, const ConfigMap *config_map);
+    void secret_changed(const std::string &key, const Secret *secret);
+
+    struct Update {
+        // the change needs resolve (a Gateway reads the object, a policy's
+        // conditions or replaceability would change); *plan is left as it was
+        bool needs_resolve = false;
+        std::vector<const UpstreamPolicy *> changed;  // in *plan: whose trust differs
+    };
+    // The trust of every policy reading an object changed since the last
+    // update(), recomputed in *plan.
+    Update update(Plan *plan);
+
+private:
+    // what upstream_policy() reads of a policy, and nothing it does not
+    static BackendTLSPolicy trust_fields(const BackendTLSPolicy &p);
+    void changed(const std::string &key);
+
+    bool usable_ = true;
+    std::unordered_map<std::string, unsigned> readers_;  // ResolveReads::readers
+    // the trust-replaceable policies reading ConfigMaps or Secrets, by key
+    std::map<std::string, BackendTLSPolicy> policies_;
+    // by object key ("ConfigMap ns/name"): the policies reading it, and
+    // whether one that is not trust-replaceable does too
+    std::unordered_map<std::string, std::vector<std::string>> read_by_;
+    std::set<std::string> read_by_others_;
+    // what those objects hold now, by object key
+    std::unordered_map<std::string, ConfigMap> config_maps_;
+    std::unordered_map<std::string, Secret> secrets_;
+    std::set<std::string> changed_;  // object keys
+};
+
+}  // namespace g2n

@@ -1,0 +1,137 @@
+#include "resolve/service_endpoints.h"
+
+#include "plan/upstreams.h"
+
+#include <algorithm>
+
+namespace g2n {
+
+ServiceEndpoints::ServiceEndpoints(const Manifests &manifests, const Plan &plan, const Options &options)
+    : api_(options.upstream_api != "off"), options_(options), rules_(manifests, options),
+      trusts_(trust_replaceable_policies(plan, options).size())
+{
+    std::unordered_map<std::string, const Service *> by_key;
+    for (const Service &s : manifests.services) by_key.emplace(s.meta.key(), &s);  // the first wins, as in resolve
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        const bool stream = upstreams == &plan.stream_upstreams;
+        for (size_t i = 0; i < upstreams->size(); i++) {
+            const Upstream &u = (*upstreams)[i];
+            if (replaceable(u, stream)) room_.add(u, stream);
+            const auto svc = by_key.find(u.service);
+            if (svc == by_key.end()) continue;
+            auto [entry, added] = services_.try_emplace(u.service);
+            if (added) entry->second.service = *svc->second;
+            entry->second.upstreams.push_back({stream, i});
+        }
+    }
+    for (const EndpointSlice &es : manifests.endpoint_slices) {
+        auto entry = services_.find(es.meta.namespace_ + "/" + es.service_name);
+        if (entry == services_.end()) continue;
+        if (!slices_.emplace(es.meta.key(), es).second) usable_ = false;
+        entry->second.slices.insert(es.meta.key());
+    }
+}
+
+void ServiceEndpoints::slice_changed(const std::string &key, const EndpointSlice *slice)
+{
+    if (auto old = slices_.find(key); old != slices_.end()) {
+        const std::string service = old->second.meta.namespace_ + "/" + old->second.service_name;
+        services_.at(service).slices.erase(key);
+        changed_.insert(service);
+        slices_.erase(old);
+    }
+    if (slice == nullptr) return;
+    const std::string service = slice->meta.namespace_ + "/" + slice->service_name;
+    auto entry = services_.find(service);
+    if (entry == services_.end()) return;  // no upstream of the plan reads it
+    slices_.emplace(key, *slice);
+    entry->second.slices.insert(key);
+    changed_.insert(service);
+}
+
+ServiceEndpoints::Update ServiceEndpoints::update(Plan *plan)
+{
+    Update update;
+    struct NewServers {
+        Upstream *upstream;
+        bool stream;
+        std::vector<std::string> servers;
+    };
+    std::vector<NewServers> news;
+    Room room = room_;
+    for (const std::string &key : changed_) {
+        const ServiceEntry &entry = services_.at(key);
+        std::vector<const EndpointSlice *> slices;
+        for (const std::string &slice : entry.slices) slices.push_back(&slices_.at(slice));
+        for (const UpstreamRef &ref : entry.upstreams) {
+            Upstream &u = (ref.stream ? plan->stream_upstreams : plan->upstreams).at(ref.index);
+            const auto port = std::find_if(entry.service.ports.begin(), entry.service.ports.end(),
+                                           [&](const ServicePort &p) { return p.port == u.service_port; });
+            if (port == entry.service.ports.end()) {
+                update.needs_resolve = true;
+                continue;
+            }
+            std::vector<std::string> servers = service_port_servers(
+                entry.service, *port, slices, rules_, options_,
+                [&](const std::string &owner, const std::string &endpoint, const std::string &why) {
+                    update.warnings.push_back(owner + ": endpoint " + endpoint + " is not served: it " + why);
+                });
+            if (servers == u.servers) continue;
+            Upstream after = u;
+            after.servers = servers;
+            if (!replaceable(u, ref.stream) || !replaceable(after, ref.stream)) update.needs_resolve = true;
+            room.remove(u, ref.stream);
+            room.add(after, ref.stream);
+            news.push_back({&u, ref.stream, std::move(servers)});
+        }
+    }
+    changed_.clear();
+    std::sort(update.warnings.begin(), update.warnings.end());
+    update.warnings.erase(std::unique(update.warnings.begin(), update.warnings.end()), update.warnings.end());
+    if (update.needs_resolve || !same_sizes(room, room_)) {
+        update.needs_resolve = true;
+        return update;
+    }
+    room_ = std::move(room);
+    for (NewServers &n : news) {
+        n.upstream->servers = std::move(n.servers);
+        (n.stream ? update.stream_changed : update.changed).push_back(n.upstream);
+    }
+    return update;
+}
+
+bool ServiceEndpoints::replaceable(const Upstream &u, bool stream) const
+{
+    return api_ && (stream ? stream_api_replaceable(u) : api_replaceable(u));
+}
+
+void ServiceEndpoints::Room::add(const Upstream &u, bool stream)
+{
+    const size_t lines = upstream_server_line_count(u);
+    (stream ? stream_lines : http_lines)[u.tenant] += lines;
+    upstreams++;
+    server_lines += lines;
+}
+
+void ServiceEndpoints::Room::remove(const Upstream &u, bool stream)
+{
+    const size_t lines = upstream_server_line_count(u);
+    (stream ? stream_lines : http_lines)[u.tenant] -= lines;
+    upstreams--;
+    server_lines -= lines;
+}
+
+bool ServiceEndpoints::same_sizes(const Room &a, const Room &b) const
+{
+    // each tenant's zone: sized by its server lines, rounded
+    auto same_zones = [](const std::map<std::string, size_t> &x, const std::map<std::string, size_t> &y) {
+        return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto &p, const auto &q) {
+            return p.first == q.first && servers_zone_kilobytes(p.second) == servers_zone_kilobytes(q.second);
+        });
+    };
+    return same_zones(a.http_lines, b.http_lines) && same_zones(a.stream_lines, b.stream_lines)
+           && upstream_api_room(a.upstreams, a.server_lines, trusts_)
+                  == upstream_api_room(b.upstreams, b.server_lines, trusts_);
+}
+
+}  // namespace g2n

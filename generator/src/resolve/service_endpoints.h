@@ -1,0 +1,77 @@
+// What EndpointSlice changes do to a Plan resolve made: the servers of the
+// upstreams of the Services they name, recomputed as resolve computes them
+// (service_port_servers), with nothing else read again. gateway2nginx run
+// applies an endpoint change this way in time that does not grow with the
+// routes; whatever would change more than servers the upstream API
+// replaces is left to resolve.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "resolve/endpoints.h"
+
+namespace g2n {
+
+class ServiceEndpoints {
+public:
+    // `plan` is what resolve made of `manifests` with `options`; update()
+    // is given that plan (or what update() made of it) and nothing else.
+    ServiceEndpoints(const Manifests &manifests, const Plan &plan, const Options &options);
+
+    // False when the manifests cannot be followed by key (two
+    // EndpointSlices of one name, as files may hold): resolve it is.
+    bool usable() const { return usable_; }
+
+    // The slice called `key` ("namespace/name") is now `slice`, or is gone
+    // (null).
+    void slice_changed(const std::string &key, const EndpointSlice *slice);
+
+    struct Update {
+        // the change needs resolve: an upstream whose servers changed is
+        // rendered with them (not replaceable before or after), or a zone
+        // the servers fill would change size. *plan is left as it was.
+        bool needs_resolve = false;
+        std::vector<const Upstream *> changed, stream_changed;  // in *plan
+        std::vector<std::string> warnings;  // endpoints left out, of the Services recomputed
+    };
+    // The servers of the upstreams of every Service a slice_changed() named
+    // since the last update(), recomputed in *plan.
+    Update update(Plan *plan);
+
+private:
+    struct UpstreamRef {
+        bool stream;
+        size_t index;
+    };
+    struct ServiceEntry {
+        Service service;
+        std::set<std::string> slices;  // keys
+        std::vector<UpstreamRef> upstreams;
+    };
+    // the servers' share of the skeleton: what render sizes by them
+    struct Room {
+        std::map<std::string, size_t> http_lines, stream_lines;  // by tenant, replaceable upstreams
+        size_t upstreams = 0, server_lines = 0;
+
+        void add(const Upstream &u, bool stream);
+        void remove(const Upstream &u, bool stream);
+    };
+    bool replaceable(const Upstream &u, bool stream) const;
+    bool same_sizes(const Room &a, const Room &b) const;
+
+    bool usable_ = true;
+    bool api_;
+    Options options_;
+    EndpointRules rules_;
+    size_t trusts_ = 0;
+    std::unordered_map<std::string, ServiceEntry> services_;  // those the plan's upstreams use
+    std::unordered_map<std::string, EndpointSlice> slices_;   // theirs, by key
+    std::set<std::string> changed_;                           // Services
+    Room room_;
+};
+
+}  // namespace g2n
