@@ -74,13 +74,22 @@ my $master = do { my $m = slurp("$out/nginx.pid"); chomp $m; $m };
 my $workers = worker_pids($master);
 is(endpoints_seen(), '127.0.0.1', 'what kubectl applied is served');
 
-# endpoints through the API: pushed, no reload
+# endpoints through the API: pushed, no reload, nothing rendered
+sub metric { my ($name) = @_; my ($code, $body) = fetch('/metrics'); return $body =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
 my $pushes = sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) };
 my $before = $pushes->();
+my $renders = metric('gateway2nginx_renders_total');
 kube_apply('slice', slice_yaml(2, 3));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.2 127.0.0.3' }, 10), 'an EndpointSlice applied with kubectl reaches the traffic');
 ok(wait_for(sub { $pushes->() > $before }, 5), 'pushed through the upstream API');
 is(worker_pids($master), $workers, 'no reload: the same workers');
+ok(metric('gateway2nginx_endpoint_updates_total') >= 1, 'only the Service the slice names was recomputed');
+is(metric('gateway2nginx_renders_total'), $renders, 'nothing was rendered for it');
+ok(wait_for(sub { count_in_log(qr/OUTDIR written with the servers pushed since/) >= 1 }, 10),
+   'OUTDIR catches up once changes are quiet') or diag slurp($log);
+like(slurp("$out/http.conf"), qr/server 127\.0\.0\.2:\d+;.*server 127\.0\.0\.3:\d+;/s,
+     'with the servers nginx was given');
+unlike(slurp("$out/http.conf"), qr/server 127\.0\.0\.1:$backend_port;/, 'and not the one removed');
 
 # ---- the controller's own endpoint ----------------------------------------------
 is((fetch('/healthz'))[0], 200, '/healthz: the loop turns');

@@ -2,7 +2,11 @@
 # API server simulation, as a controller's endpoint updates arrive) while
 # wrk keeps requests flowing through nginx: every change is pushed to the
 # upstream API, none reloads nginx, no request fails, and the last list is
-# what nginx serves.
+# what nginx serves. Then the CA ConfigMap the BackendTLSPolicy names is
+# changed through the API: a CA that did not sign the backend fails every
+# request closed (502), the right one serves again, each pushed as trust
+# with no reload and nothing else read again (the whole way's CPU time
+# stays where it was); a ConfigMap nothing reads changes nothing.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -28,10 +32,11 @@ kube_apply('base', kube_web_yaml() . "---\n" . kube_slice_yaml($backend_port, 1)
 
 my $log = "$dir/run.log";
 my $out = "$dir/out";
+my $health_port = server_port() + 17;
 my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--reload', "$out/nginx.pid",
                     '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
                     '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '50');
+                    '--debounce', '50', '--health-listen', "127.0.0.1:$health_port");
 ok(wait_for(sub { -f "$out/nginx.conf" }, 20), 'gateway2nginx run --kubeconfig writes a configuration') or diag slurp($log);
 start_nginx($out, 'nginx.conf', $port);
 my $master = do { my $m = slurp("$out/nginx.pid"); chomp $m; $m };
@@ -78,6 +83,35 @@ is(worker_pids($master), $workers, 'no reload: the same workers served every cha
 is(count_in($log, qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 my $pushes = count_in($log, qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/);
 ok($pushes > 10, "the changes were pushed ($pushes pushes: changes that come within --debounce are one)");
+
+# ---- the CA changed through the API: trust pushed alone ----------------------------
+sub metric {
+    my $name = shift;
+    my $text = `curl -s http://127.0.0.1:$health_port/metrics`;
+    return $text =~ /^\Q$name\E (\S+)$/m ? $1 : -1;
+}
+sub ca_configmap {
+    my ($name, $pem) = @_;
+    $pem =~ s/^/    /mg;
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: $name, namespace: ns}\ndata:\n  ca.crt: |\n$pem";
+}
+sub status_of { my ($code) = http_request($port, '/', 'localhost'); return $code }
+my $whole_cpu = metric('gateway2nginx_apply_cpu_seconds_total{way="whole"}');
+my $trust_pushes = count_in($log, qr/trust of 1 policy\(ies\) pushed to nginx, no reload/);
+kube_apply('wrong-ca', ca_configmap('ca', slurp("$dir/certs/unrelated-ca.crt")));
+ok(wait_for(sub { status_of() eq '502' }, 10), 'a CA that did not sign the backend: every request fails closed (502)');
+kube_apply('right-ca', ca_configmap('ca', slurp("$dir/certs/ca.crt")));
+ok(wait_for(sub { status_of() eq '200' }, 10), 'the right CA again: served');
+ok(wait_for(sub { count_in($log, qr/trust of 1 policy\(ies\) pushed to nginx, no reload/) >= $trust_pushes + 2 }, 10),
+   'each change pushed as the trust of the one policy reading it');
+ok(wait_for(sub { metric('gateway2nginx_trust_updates_total') >= 2 }, 10), 'counted as trust updates');
+kube_apply('unread', ca_configmap('unread', slurp("$dir/certs/unrelated-ca.crt")));
+ok(wait_for(sub { metric('gateway2nginx_trust_updates_total') >= 3 }, 10), 'a ConfigMap nothing reads: applied the same way')
+    or diag slurp($log);
+is(metric('gateway2nginx_apply_cpu_seconds_total{way="whole"}'), $whole_cpu,
+   'none of them read, resolved or rendered the rest: the whole way\'s CPU time is where it was');
+is(worker_pids($master), $workers, 'and none reloaded nginx');
+is(status_of(), '200', 'still served');
 
 kill 'TERM', $run;
 waitpid($run, 0);

@@ -22,6 +22,7 @@ use Cwd qw(abs_path);
 use File::Basename qw(dirname);
 use File::Path qw(make_path remove_tree);
 use IO::Socket::INET;
+use JSON::PP ();
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
@@ -31,11 +32,11 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  status_port service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
-                 nginx_stream_module nginx_version worker_pids churn_lists endpoint_membership api_request
+                 nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
-                 kube_route_yaml);
+                 kube_route_yaml rbac_check start_slow_backend);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -629,12 +630,12 @@ sub stop_backends { stop_nginx("$ServRoot/backends") }
 
 # Starts nginx -p DIR -c CONF and waits until PORT accepts connections.
 sub start_nginx {
-    my ($dir, $conf, $port) = @_;
+    my ($dir, $conf, $port, $address) = @_;
     my $out = `$Nginx -p $dir/ -c $conf 2>&1`;
     die "nginx in $dir did not start: $out\n" if $? != 0;
     my $deadline = time + 5;
     while (time < $deadline) {
-        my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+        my $sock = IO::Socket::INET->new(PeerAddr => $address // '127.0.0.1', PeerPort => $port,
                                          Proto => 'tcp');
         if ($sock) {
             close $sock;
@@ -684,6 +685,15 @@ sub worker_pids {
         ($before, $now) = ($now, $read->());
     }
     return $now;
+}
+
+# The parent of process PID, from /proc (0 if it is gone): procps is not
+# in every release's minimal system, so no ps.
+sub parent_pid {
+    my $pid = shift;
+    open my $fh, '<', "/proc/$pid/stat" or return 0;
+    my $text = <$fh> // '';
+    return $text =~ /^\d+ \(.*\) \S (\d+) / ? $1 : 0;
 }
 
 # GET PATH on 127.0.0.1:PORT with a Host header; returns (status, headers, body).
@@ -963,6 +973,83 @@ sub kube_route_yaml {
          . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
 }
 
+# A plain HTTP backend on ADDRESS:PORT, in a process of its own (its pid
+# returned): /slow answered "slow" after 3 s, having made the file
+# ACCEPTED (a test waits for it: the request is at the backend), anything
+# else "fast" at once.
+sub start_slow_backend {
+    my ($address, $port, $accepted) = @_;
+    my $listener = IO::Socket::INET->new(LocalAddr => $address, LocalPort => $port, Listen => 16, ReuseAddr => 1)
+        or die "listen on $address:$port: $!\n";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        $SIG{CHLD} = 'IGNORE';
+        while (my $c = $listener->accept) {
+            next if fork;
+            my $request = '';
+            while (my $line = <$c>) { $request .= $line; last if $line eq "\r\n" }
+            my ($path) = $request =~ m{^GET (\S+)};
+            my $slow = ($path // '') =~ m{^/slow};
+            if ($slow) {
+                spit($accepted, "$path\n");
+                sleep 3;
+            }
+            my $body = $slow ? 'slow' : 'fast';
+            print $c "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n$body";
+            close $c;
+            exit 0;
+        }
+        exit 0;
+    }
+    close $listener;
+    return $pid;
+}
+
+# What a gateway2nginx run asked of the API server simulation (its
+# --audit log at AUDIT), against RBAC rules: (the requests neither the
+# cluster RULES nor the namespaced LEASE_RULES in NAMESPACE allow, the
+# rules no request used), each '' when none.
+sub rbac_check {
+    my ($audit, $cluster_rules, $lease_rules, $namespace) = @_;
+    my @requests = map { JSON::PP::decode_json($_) } grep { /"user_agent": "gateway2nginx\// }
+                   split /\n/, (-e $audit ? slurp($audit) : '');
+    my $resource_of = sub { $_[0]{resource} . ($_[0]{subresource} ? "/$_[0]{subresource}" : '') };
+    my $used = sub {
+        my ($verb, $resource) = @_;
+        scalar grep { $_->{verb} eq $verb && $resource_of->($_) eq $resource } @requests;
+    };
+    my $allowed = sub {
+        my ($rules, $r) = @_;
+        grep {
+            my $rule = $_;
+            (grep { $_ eq ($r->{group} // '') } @{ $rule->{apiGroups} })
+                && (grep { $_ eq $resource_of->($r) } @{ $rule->{resources} })
+                && (grep { $_ eq $r->{verb} } @{ $rule->{verbs} })
+        } @$rules;
+    };
+    my @denied = grep {
+        !$allowed->($cluster_rules, $_) && !(($_->{namespace} // '') eq $namespace && $allowed->($lease_rules, $_))
+    } @requests;
+    my @unused;
+    for my $rule (@$cluster_rules, @$lease_rules) {
+        for my $resource (@{ $rule->{resources} }) {
+            for my $verb (@{ $rule->{verbs} }) {
+                # grpcroutes and tlsroutes: the same calls as httproutes; a
+                # get after a conflict: the same call for every kind whose
+                # status is written, made for whichever met the 409
+                (my $like = $resource) =~ s/^(grpcroutes|tlsroutes)/httproutes/;
+                my $status_kind = $verb eq 'get' && $rule->{apiGroups}[0] eq 'gateway.networking.k8s.io';
+                push @unused, "$verb $resource"
+                    unless $used->($verb, $resource) || $used->($verb, $like)
+                        || ($status_kind && grep { $_->{verb} eq 'get' && ($_->{group} // '') eq 'gateway.networking.k8s.io' } @requests);
+            }
+        }
+    }
+    return (join("\n", map { "$_->{verb} " . ($_->{group} // '') . "/" . $resource_of->($_) . " in "
+                                . ($_->{namespace} // '(cluster)') } @denied),
+            join(' ', @unused), scalar @requests);
+}
+
 # `kubectl apply -f` of YAML (kept as servroot/NAME.yaml); the exit code
 # is a test.
 sub kube_apply {
@@ -981,19 +1068,20 @@ sub put_file {
 }
 
 # An nginx under servroot/backends with a TLS server (the leaf
-# certificate) on 127.0.0.N:PORT for N in 1 .. COUNT, each answering
-# "endpoint=127.0.0.N path=URI": endpoints of one port.
+# certificate) on 127.0.0.N:PORT for N in 1 .. COUNT (or NET.N), each
+# answering "endpoint=127.0.0.N path=URI": endpoints of one port.
 sub start_numbered_backends {
-    my ($count, $port) = @_;
+    my ($count, $port, $net) = @_;
+    $net //= '127.0.0';
     my $dir = "$ServRoot/backends";
     make_path("$dir/logs", "$dir/tmp");
     my $certs = certs_dir();
     my $servers = join '', map { <<"EOF" } 1 .. $count;
     server {
-        listen 127.0.0.$_:$port ssl;
+        listen $net.$_:$port ssl;
         ssl_certificate $certs/leaf.crt;
         ssl_certificate_key $certs/leaf.key;
-        location / { return 200 "endpoint=127.0.0.$_ path=\$uri\\n"; }
+        location / { return 200 "endpoint=$net.$_ path=\$uri\\n"; }
     }
 EOF
     spit("$dir/nginx.conf", <<"EOF");
@@ -1007,7 +1095,7 @@ http {
 $servers
 }
 EOF
-    start_nginx($dir, 'nginx.conf', $port);
+    start_nginx($dir, 'nginx.conf', $port, "$net.1");
 }
 
 # Endpoint churn (t/310, t/335): COUNT lists of PORTS that scale up and

@@ -1,0 +1,106 @@
+# deploy/: the kustomize base renders offline with Debian's kubectl, holds
+# what a platform team installs (least-privilege RBAC, a Deployment of 2
+# replicas with probes, resources and a restricted securityContext, a PDB,
+# the Service in front of the listeners only, the GatewayClass), applies
+# to the API server simulation with kubectl; and every request a
+# gateway2nginx run makes (its audit log in the simulation) is allowed by
+# those rules, each of which it uses: a request the rules do not allow
+# fails this test, and so does a rule nothing needs.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use JSON::PP;
+use Time::HiRes qw(sleep time);
+
+if (my $why = kubectl_missing()) {
+    plan skip_all => $why;
+}
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $offset = server_port() + 20 - 80;
+my $api_port = server_port() + 18;
+my $kube_port = server_port() + 21;
+
+# ---- the manifests ----------------------------------------------------------------------
+my $rendered = `kubectl kustomize deploy 2>&1`;
+is($?, 0, 'kubectl kustomize deploy/ renders, offline') or diag $rendered;
+spit("$dir/deploy.yaml", $rendered);
+my $json = `python3 -c 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))' $dir/deploy.yaml`;
+my @objects = @{ decode_json($json) };
+my %by = map { ("$_->{kind}/$_->{metadata}{name}" => $_) } @objects;
+is(join(' ', sort keys %by),
+   'ClusterRole/gateway2nginx ClusterRoleBinding/gateway2nginx Deployment/gateway2nginx GatewayClass/gateway2nginx '
+   . 'Namespace/gateway-system PodDisruptionBudget/gateway2nginx Role/gateway2nginx-leader-election '
+   . 'RoleBinding/gateway2nginx-leader-election Service/gateway2nginx ServiceAccount/gateway2nginx',
+   'what a platform team installs');
+is(scalar(grep { ($_->{metadata}{namespace} // 'gateway-system') ne 'gateway-system' } @objects), 0,
+   'namespaced objects in gateway-system');
+
+my $deployment = $by{'Deployment/gateway2nginx'};
+my $pod = $deployment->{spec}{template}{spec};
+my ($container) = @{ $pod->{containers} };
+my $args = join ' ', @{ $container->{args} };
+is($deployment->{spec}{replicas}, 2, 'two replicas');
+like($args, qr/^run --in-cluster --start-nginx\b/, 'gateway2nginx run reads the API and runs nginx itself');
+like($args, qr/--upstream-api 127\.0\.0\.1:\d+/, 'the upstream API on the pod\'s loopback');
+like($args, qr/--status-listen 127\.0\.0\.1:\d+/, 'the status endpoint too');
+is($pod->{serviceAccountName}, 'gateway2nginx', 'its own service account');
+ok($pod->{securityContext}{runAsNonRoot} && $pod->{securityContext}{runAsUser} > 0, 'not root');
+is($pod->{securityContext}{seccompProfile}{type}, 'RuntimeDefault', 'the runtime\'s seccomp profile');
+my $sc = $container->{securityContext};
+is_deeply($sc->{capabilities}, {drop => ['ALL']}, 'no capability');
+ok(!$sc->{allowPrivilegeEscalation} && defined $sc->{allowPrivilegeEscalation}, 'no privilege escalation');
+ok($sc->{readOnlyRootFilesystem}, 'a read-only root filesystem');
+my %volume = map { ($_->{name} => $_) } @{ $pod->{volumes} };
+is(scalar(grep { !exists $volume{$_->{name}}{emptyDir} } @{ $container->{volumeMounts} }), 0,
+   'what it writes is in emptyDirs');
+like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/run/gateway2nginx\b.*/tmp},
+     'OUTDIR\'s parent and /tmp');
+like($args, qr{-o /run/gateway2nginx/}, 'OUTDIR in one of them');
+is($container->{livenessProbe}{httpGet}{path}, '/healthz', 'liveness: the loop turns (nginx ending ends run)');
+is($container->{readinessProbe}{httpGet}{path}, '/readyz', 'readiness: nginx serves the configuration');
+ok($container->{resources}{requests}{memory} && $container->{resources}{limits}{memory}, 'resources');
+is($by{'PodDisruptionBudget/gateway2nginx'}{spec}{minAvailable}, 1, 'a PodDisruptionBudget');
+is(join(' ', map { $_->{port} } @{ $by{'Service/gateway2nginx'}{spec}{ports} }), '80 443',
+   'the Service carries the listeners only: not the health, status or upstream API ports');
+is($by{'GatewayClass/gateway2nginx'}{spec}{controllerName}, 'gateway2nginx.io/controller', 'the GatewayClass is ours');
+like($args, qr{--status-address-service gateway-system/gateway2nginx}, 'Gateways are reached at its load balancer');
+
+# ---- applied with kubectl ---------------------------------------------------------------
+my $audit = "$dir/kube-audit.log";
+my $sim = start_kube_api($kube_port, '--audit', $audit, '--conflict-status-writes', '1');
+my ($rc, $out) = kubectl('apply', '-f', "$dir/deploy.yaml");
+is($rc, 0, 'kubectl apply of the rendered manifests') or diag $out;
+($rc, $out) = kubectl('get', 'deployment', 'gateway2nginx', '-n', 'gateway-system', '-o', 'jsonpath={.spec.replicas}');
+is($out, '2', 'kubectl get reads them back');
+
+# ---- every request of a run, against the rules ----------------------------------------------
+kube_apply('base', kube_web_yaml());
+kube_apply('route', kube_route_yaml('/web'));
+kube_apply('slice', kube_slice_yaml(server_port() + 1, 1));
+unlink $audit;
+my $log = "$dir/run.log";
+my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', "$dir/out", '--reload', "$dir/out/nginx.pid",
+                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                    '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
+                    '--leader-elect-resource-namespace', 'gateway-system', '--leader-elect-lease-duration', '3s',
+                    '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms');
+sub requests { map { decode_json($_) } grep { /"user_agent": "gateway2nginx\// } split /\n/, (-e $audit ? slurp($audit) : '') }
+sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->{resource} . ($_->{subresource} ? "/$_->{subresource}" : '') eq $resource } requests() }
+ok(wait_for(sub { used('update', 'httproutes/status') && used('update', 'leases') >= 2 }, 30),
+   'the run wrote status and renewed its Lease') or diag slurp($log);
+kill 'TERM', $run;
+waitpid($run, 0);
+
+my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
+my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
+my ($denied, $unused, $count) = rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system');
+ok($count > 20, "$count requests by gateway2nginx");
+is($denied, '', 'every request is allowed by the ClusterRole, or the Role in gateway-system');
+is($unused, '', 'and every rule is used: nothing is granted that gateway2nginx does not call');
+is(scalar(grep { grep { $_ eq '*' } map { (@{ $_->{apiGroups} }, @{ $_->{resources} }, @{ $_->{verbs} }) } @$_ }
+           $cluster_rules, $lease_rules), 0, 'no wildcard');
+
+kill 'TERM', $sim;
+waitpid($sim, 0);
