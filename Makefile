@@ -57,7 +57,7 @@ GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_LIBS    := -lyaml-cpp -lcurl -lmicrohttpd -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb \
+.PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb image test-deploy \
         conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
@@ -236,6 +236,28 @@ deb: deps
 test-deb:
 	.ci/debian-chroot $(RELEASE) deb
 	.ci/deb-install-test $(RELEASE) $(CURDIR)/build/debian/$(RELEASE)/src/build/deb
+
+# The OCI image (deploy/image/build): the packages `make deb` builds, in a
+# Debian rootfs of this release, as an OCI layout in build/image/oci; built
+# a second time from the same packages, and the two digests compared.
+IMAGE_DEPS := mmdebstrap umoci dpkg-dev
+image: DEPS += $(IMAGE_DEPS)
+image: deb
+	deploy/image/build $(BUILD)/deb $(BUILD)/image
+	deploy/image/inspect $(BUILD)/image/oci
+	deploy/image/build $(BUILD)/deb $(BUILD)/image.again
+	@a=$$(deploy/image/inspect $(BUILD)/image/oci | awk '$$1 == "digest" {print $$2}'); \
+	b=$$(deploy/image/inspect $(BUILD)/image.again/oci | awk '$$1 == "digest" {print $$2}'); \
+	if [ "$$a" = "$$b" ]; then echo "built twice: the same digest $$a"; rm -rf $(BUILD)/image.again; \
+	else echo "built twice: $$a and $$b differ (both kept under $(BUILD))" >&2; exit 1; fi
+
+# The image run as deploy/'s Deployment says, against the API server
+# simulation (t/378-deploy-image.t: no container engine runs here, so its
+# rootfs in namespaces of its own), and the manifests' own test (t/377).
+test-deploy: DEPS += iproute2
+test-deploy: image module $(GENERATOR)
+	GTLS_IMAGE=$(BUILD)/image/oci GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) \
+	  prove t/377-deploy.t t/378-deploy-image.t
 
 install: module $(GENERATOR)
 	install -m 0644 $(MODULE_SO) $(STREAM_SO) $(MODULES_DIR)/
