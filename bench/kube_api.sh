@@ -5,6 +5,9 @@
 # beside the same run reading files, in one run, rounds alternating:
 #   - an EndpointSlice change to traffic (a merge patch to the API; a file
 #     replaced by rename), pushed with no reload;
+#   - a trust change to traffic: the measured policy's own CA ConfigMap set
+#     to a CA that did not sign the backend (502) and back, pushed with no
+#     reload;
 #   - a route change to traffic (rendered, checked, reloaded);
 #   - the run process's peak memory (VmHWM), beside the one-shot generator's;
 #   - the one-shot generator on the same objects as YAML and as JSON (the
@@ -34,7 +37,7 @@ trap cleanup EXIT
 ab_backends "$work/backends" "$work/certs"
 
 perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" "$endpoints" > "$work/in/routes.yaml"
-measured_service_yaml > "$work/in/measured.yaml"
+measured_service_yaml "$work/certs/ca.crt" > "$work/in/measured.yaml"
 measured_route_yaml /m0 > "$work/in/route.yaml"
 measured_slice_yaml 127.0.0.1 > "$work/in/slice.yaml"
 put() { cat > "$work/in/.$1.tmp"; mv "$work/in/.$1.tmp" "$work/in/$1"; }
@@ -63,6 +66,11 @@ api_patch() {  # PATH JSON: a merge patch, as a controller writes
 
 flags=(-o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-dir "$(dirname "$module")"
        --status-listen off --allow-endpoints 127.0.0.0/8 --upstream-api 127.0.0.1:29114)
+# the CPU time the run spent applying, by the way it applied (its /metrics)
+cpu_us() {
+    curl -s http://127.0.0.1:29116/metrics \
+        | awk '$1 ~ /^gateway2nginx_apply_cpu_seconds_total/ {sum += $2} END {printf "%d", sum * 1e6}'
+}
 "$generator" -f "$work/in" "${flags[@]}" --check 2>/dev/null
 /usr/sbin/nginx -p "$work/out/" -c nginx.conf 2>&1 | { grep -v '\[notice\]' || true; } >&2
 sleep 1
@@ -70,14 +78,17 @@ sleep 1
 hwm_mb() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 
 letter=A address=127.0.0.1 path=/m0 n=0
-declare -A endpoint route memory
+declare -A endpoint endpoint_cpu trust trust_cpu route memory
+# the measured CA ConfigMap's ca.crt as a merge patch
+ca_patch() { python3 -c 'import json, sys; print(json.dumps({"data": {"ca.crt": open(sys.argv[1]).read()}}))' "$1"; }
 for round in $(seq "$rounds"); do
     for source in files api; do
         if [ $source = files ]; then
-            "$generator" run -f "$work/in" "${flags[@]}" --reload "$work/out/nginx.pid" --debounce 20 2> "$work/run.log" &
+            "$generator" run -f "$work/in" "${flags[@]}" --reload "$work/out/nginx.pid" --debounce 20 \
+                --health-listen 127.0.0.1:29116 2> "$work/run.log" &
         else
             "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
-                --debounce 20 2> "$work/run.log" &
+                --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run.log" &
         fi
         run_pid=$!
         # it has applied what its input holds (the same objects: nothing, or a reload)
@@ -93,6 +104,7 @@ for round in $(seq "$rounds"); do
             api_patch /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices/measured-x \
                 "{\"endpoints\":[{\"addresses\":[\"$address\"]}]}"
         }
+        cpu_before=$(cpu_us)
         start=$(date +%s%N)
         if [ $source = files ]; then
             measured_slice_yaml $address | put slice.yaml
@@ -102,7 +114,31 @@ for round in $(seq "$rounds"); do
             measured_slice_yaml $address | put slice.yaml
         fi
         endpoint[$source]+="$(until_answers "$start" $path $letter) "
-        sleep 1
+        sleep 0.5  # before OUTDIR is written again (2 s after)
+        endpoint_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+        sleep 0.5
+        # a trust change: the wrong CA (every request 502), then the right one
+        for ca in unrelated-ca ca; do
+            patch=$(ca_patch "$work/certs/$ca.crt")  # made before the clock starts
+            measured_service_yaml "$work/certs/$ca.crt" > "$work/measured.yaml"
+            cpu_before=$(cpu_us)
+            start=$(date +%s%N)
+            if [ $source = files ]; then
+                put measured.yaml < "$work/measured.yaml"
+                api_patch /api/v1/namespaces/demo/configmaps/measured-ca "$patch"
+            else
+                api_patch /api/v1/namespaces/demo/configmaps/measured-ca "$patch"
+                put measured.yaml < "$work/measured.yaml"
+            fi
+            if [ $ca = ca ]; then
+                trust[$source]+="$(until_answers "$start" $path $letter) "
+                sleep 0.5
+                trust_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+            else
+                until_answers "$start" $path 502 '%{http_code}' > /dev/null
+            fi
+            sleep 0.5
+        done
         # a route change
         n=$((n + 1)) path=/m$n
         route_patch() {
@@ -128,19 +164,22 @@ read -r one_shot_mb _ < <(timed '%M' "$generator" -f "$work/in" -o "$work/one-sh
 one_shot_mb=$((one_shot_mb / 1024))
 
 printf '%-40s %10s %10s %8s\n' "$routes routes, $((routes * endpoints)) endpoints, median of $rounds" files api api/files
-for what in endpoint route memory; do
+for what in endpoint endpoint_cpu trust trust_cpu route memory; do
     declare -n figures=$what
     f=$(printf '%s\n' ${figures[files]} | median)
     a=$(printf '%s\n' ${figures[api]} | median)
     case $what in
         endpoint) label="EndpointSlice change to traffic (ms)" ;;
+        endpoint_cpu) label="its CPU time in run (ms)" ;;
+        trust) label="CA ConfigMap change to traffic (ms)" ;;
+        trust_cpu) label="its CPU time in run (ms)" ;;
         route) label="route change to traffic (ms)" ;;
         memory) label="run process peak RSS (MB)" ;;
     esac
-    echo "$f $a" | awk -v l="$label" '{printf "%-40s %10d %10d %8.2f\n", l, $1, $2, $2 / $1}'
+    echo "$f $a" | awk -v l="$label" '{printf "%-40s %10.1f %10.1f %8.2f\n", l, $1, $2, $2 / $1}'
 done
 echo "one-shot gateway2nginx on the same files: $one_shot_mb MB peak RSS"
-echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; route: files ${route[files]}| api ${route[api]}"
+echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}"
 
 # the parse stage on the same objects as YAML and as JSON (one List)
 python3 -c 'import json, sys, yaml

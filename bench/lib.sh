@@ -40,9 +40,16 @@ CONF
     /usr/sbin/nginx -p "$1/" -c nginx.conf
 }
 
-# measured_service_yaml: Service demo/measured and its BackendTLSPolicy
-# (the CA ConfigMap make-manifests.pl writes, abc.example.com).
+# measured_service_yaml [CA]: Service demo/measured and its BackendTLSPolicy
+# (abc.example.com): the CA ConfigMap make-manifests.pl writes, or with a
+# PEM file CA, a ConfigMap of its own (demo/measured-ca) holding it.
 measured_service_yaml() {
+    local ca=${1:-}
+    if [ -n "$ca" ]; then
+        printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: measured-ca, namespace: demo}\ndata:\n  ca.crt: |\n'
+        sed 's/^/    /' "$ca"
+        echo ---
+    fi
     cat <<YAML
 apiVersion: v1
 kind: Service
@@ -56,7 +63,7 @@ metadata: {name: measured, namespace: demo}
 spec:
   targetRefs: [{group: "", kind: Service, name: measured}]
   validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ${ca:+measured-}ca}]
     hostname: abc.example.com
 YAML
 }
@@ -92,12 +99,13 @@ endpoints: [{addresses: ["$1"]}]
 YAML
 }
 
-# until_answers START PATH WANT: milliseconds from START (date +%s%N) until
-# shop.example.com PATH on 127.0.0.1:29080 answers WANT (at most 120 s).
+# until_answers START PATH WANT [WHAT]: milliseconds from START (date +%s%N)
+# until shop.example.com PATH on 127.0.0.1:29080 answers WANT (at most 120
+# s): its body, or what curl's -w WHAT says (e.g. '%{http_code}').
 until_answers() {
-    local start=$1 path=$2 want=$3 deadline=$(( $(date +%s%N) + 120000000000 ))
+    local start=$1 path=$2 want=$3 what=${4:-} deadline=$(( $(date +%s%N) + 120000000000 ))
     while [ "$(date +%s%N)" -lt "$deadline" ]; do
-        [ "$(curl -s -H 'Host: shop.example.com' "http://127.0.0.1:29080$path")" = "$want" ] \
+        [ "$(curl -s ${what:+-o /dev/null -w "$what"} -H 'Host: shop.example.com' "http://127.0.0.1:29080$path")" = "$want" ] \
             && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
         sleep 0.005
     done
