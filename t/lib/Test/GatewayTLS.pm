@@ -137,24 +137,47 @@ sub _port_free {
     return 1;
 }
 
-# The first port of the test's block. Every port a test listens on, the
-# conformance tests' listeners up to base + 8030 included (8443 + offset),
-# stays below the kernel's ephemeral range: a port that an outgoing
-# connection (curl, an upstream keepalive) may take as its own at any time
-# cannot be counted on for a listen that comes later.
+# How far above the test's first port it may listen: the conformance tests
+# put a Gateway's listener port P at base + P - 413 (443 -> base + 30,
+# 8883 -> base + 8470), so listener ports up to 10013 fit. start_nginx
+# refuses a configuration that listens beyond it.
+my $ListenSpan = 9600;
+my $EphemeralStart = 32768;
+if (open my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range') {
+    ($EphemeralStart) = split ' ', scalar <$fh>;
+}
+
+# The first port of the test's block. Every port a test listens on, up to
+# base + $ListenSpan, stays below the kernel's ephemeral range: a port that
+# an outgoing connection (curl, an upstream keepalive) may take as its own
+# at any time cannot be counted on for a listen that comes later.
 sub _pick_ports {
     my $span = 24 + @MoreBackends;
-    my $ephemeral = 32768;
-    if (open my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range') {
-        ($ephemeral) = split ' ', scalar <$fh>;
-    }
-    my $slots = int(($ephemeral - 8100 - $span - 20000) / 16);
-    die "no room for test ports below the ephemeral range ($ephemeral)\n" if $slots < 1;
+    my $slots = int(($EphemeralStart - $ListenSpan - 1 - 20000) / 16);
+    die "no room for test ports below the ephemeral range ($EphemeralStart)\n" if $slots < 1;
     for (my $try = 0; $try < 200; $try++) {
         my $base = 20000 + (($$ + $try * 37) % $slots) * 16;
         return $base unless grep { !_port_free($_) } $base .. $base + $span - 1;
     }
     die "no free loopback ports\n";
+}
+
+# Dies unless every port the configuration files under DIR listen on is
+# in the test's block: one beyond it may fall in the ephemeral range, and
+# a bind() there fails whenever an outgoing connection holds the port.
+sub _check_listen_ports {
+    my $dir = shift;
+    my @files = grep { -f } glob("$dir/*.conf $dir/*/*.conf $dir/*/*/*.conf");
+    for my $file (@files) {
+        my $text = slurp($file);
+        while ($text =~ /^\s*listen\s+(?:\S*:)?(\d+)\b/mg) {
+            my $port = $1;
+            next if $port <= $BasePort + $ListenSpan;
+            die "$file listens on $port, beyond this test's ports ($BasePort .. "
+                . ($BasePort + $ListenSpan) . ", below the ephemeral range from $EphemeralStart): "
+                . "a bind() there fails whenever an outgoing connection holds the port\n";
+        }
+    }
 }
 
 sub _setup {
@@ -631,6 +654,7 @@ sub stop_backends { stop_nginx("$ServRoot/backends") }
 # Starts nginx -p DIR -c CONF and waits until PORT accepts connections.
 sub start_nginx {
     my ($dir, $conf, $port, $address) = @_;
+    _check_listen_ports($conf =~ m{^/} ? dirname($conf) : dirname("$dir/$conf"));
     my $out = `$Nginx -p $dir/ -c $conf 2>&1`;
     die "nginx in $dir did not start: $out\n" if $? != 0;
     my $deadline = time + 5;
