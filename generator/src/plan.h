@@ -287,7 +287,9 @@ struct Plan {
     std::vector<StreamServer> stream_servers;
     std::vector<Upstream> stream_upstreams;  // in stream{}: TLSRoute backends
     std::vector<OutputFile> files;    // CA bundles, listener keys
-    std::vector<ObjectStatus> statuses;
+    // Immutable once resolve has made them: shared by the Plan's copies and
+    // by the status writer, which builds an object's JSON only to write it.
+    std::shared_ptr<const std::vector<ObjectStatus>> statuses = std::make_shared<const std::vector<ObjectStatus>>();
     std::vector<std::string> warnings;
     std::shared_ptr<TextTable> texts = std::make_shared<TextTable>();  // what statuses view
 };

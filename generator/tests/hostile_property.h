@@ -360,7 +360,7 @@ inline Rendered render_for_property(const std::string &yaml, long nginx_version)
     std::vector<ConfDirective> all;
     try {
         g2n::Plan plan = g2n::resolve(m, options);
-        for (const g2n::ObjectStatus &st : plan.statuses) {
+        for (const g2n::ObjectStatus &st : *plan.statuses) {
             out.statuses += std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name + ":";
             auto conditions = [&](const std::string &where, const std::vector<g2n::Condition> &conds) {
                 for (const g2n::Condition &c : conds) {

@@ -181,14 +181,14 @@ spec:
     };
     auto accepted = [](const Plan &plan) {
         std::string out;
-        for (const ObjectStatus &st : plan.statuses) {
+        for (const ObjectStatus &st : *plan.statuses) {
             if (st.kind == "HTTPRoute" && reasons(st).find("Accepted=True") != std::string::npos) out += st.meta.namespace_;
         }
         return out;
     };
     Plan by_label = plan_of(yaml("{matchLabels: {team: a}}"));
     BOOST_TEST(accepted(by_label) == "a");
-    for (const ObjectStatus &st : by_label.statuses) {
+    for (const ObjectStatus &st : *by_label.statuses) {
         if (st.kind == "HTTPRoute" && st.meta.namespace_ == "b") {
             BOOST_TEST(reasons(st).find("Accepted=False/NotAllowedByListeners") != std::string::npos);
         }
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(gateway_class_and_gateway_status)
     // controller's class gets no status from us
     Plan plan = plan_of(base_manifests());
     BOOST_TEST(own_reasons(status_of(plan, "GatewayClass", "ours")) == "Accepted=True/Accepted ");
-    for (const ObjectStatus &st : plan.statuses) BOOST_TEST(st.meta.name != "theirs");
+    for (const ObjectStatus &st : *plan.statuses) BOOST_TEST(st.meta.name != "theirs");
     std::string text = render_status(plan, Options{});
     BOOST_TEST(text.find("kind: GatewayClass\nmetadata:\n  name: ours\n  generation: 1\nstatus:\n") != std::string::npos);
     BOOST_TEST(text.find("  supportedFeatures:\n    - name: BackendTLSPolicy\n    - name: BackendTLSPolicySANValidation\n    - name: GRPCRoute\n")

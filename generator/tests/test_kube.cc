@@ -351,6 +351,28 @@ ApiServer nowhere()
     return server;
 }
 
+// Statuses offered as ready JSON, one (kind, namespace, name, ours) each
+struct Update {
+    const ApiKind *kind;
+    std::string namespace_, name, ours;
+};
+
+class Updates : public StatusOffer {
+public:
+    explicit Updates(std::vector<Update> updates) : updates_(std::move(updates)) {}
+    size_t size() const override { return updates_.size(); }
+    Object object(size_t i) const override { return {updates_[i].kind, updates_[i].namespace_, updates_[i].name}; }
+    std::string ours(size_t i) const override { return updates_[i].ours; }
+
+private:
+    std::vector<Update> updates_;
+};
+
+std::shared_ptr<const StatusOffer> offer_of(std::vector<Update> updates)
+{
+    return std::make_shared<Updates>(std::move(updates));
+}
+
 }  // namespace
 
 // A status the objects hold already takes no token of the write rate: a
@@ -360,18 +382,18 @@ BOOST_AUTO_TEST_CASE(unchanged_statuses_cost_no_write_and_no_wait)
     const std::string controller = "gateway2nginx.io/controller";
     const std::string ours = our_status_json(route_status("True"), controller, {});
     ObjectStore store;
-    std::vector<StatusUpdate> updates;
+    std::vector<Update> updates;
     for (int i = 0; i < 1000; i++) {
         const std::string name = "r" + std::to_string(i);
         std::optional<std::string> written = merge_status(ours, route_object(name), controller, "2026-01-01T00:00:00Z");
         BOOST_TEST_REQUIRE(written.has_value());
         store.put(kRoutes, "ns/" + name, *written);
-        updates.push_back(StatusUpdate{&kRoutes, "ns", name, ours});
+        updates.push_back(Update{&kRoutes, "ns", name, ours});
     }
     StatusWriter writer(nowhere(), &store, controller, [] { return true; }, [](const std::string &) {},
                         /*qps=*/1.0 / 60, /*burst=*/1);
     BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
-    writer.offer(updates);
+    writer.offer(offer_of(updates));
     eventually([&] { return writer.counts().unchanged >= 1000; });
     BOOST_TEST(writer.counts().unchanged == 1000u);
     BOOST_TEST(writer.counts().written == 0u);
@@ -387,10 +409,10 @@ BOOST_AUTO_TEST_CASE(a_new_leader_writes_what_it_is_offered_again)
     const std::string controller = "gateway2nginx.io/controller";
     const std::string ours = our_status_json(route_status("True"), controller, {});
     ObjectStore store;
-    std::vector<StatusUpdate> updates;
+    std::vector<Update> updates;
     for (const std::string name : {"kept", "gone"}) {
         store.put(kRoutes, "ns/" + name, route_object(name));
-        updates.push_back(StatusUpdate{&kRoutes, "ns", name, ours});
+        updates.push_back(Update{&kRoutes, "ns", name, ours});
     }
     std::atomic<bool> leading{false};
     std::mutex logged_mutex;
@@ -400,12 +422,12 @@ BOOST_AUTO_TEST_CASE(a_new_leader_writes_what_it_is_offered_again)
                             std::lock_guard<std::mutex> lock(logged_mutex);
                             logged.push_back(line);
                         });
-    writer.offer(updates);
+    writer.offer(offer_of(updates));
     BOOST_TEST(writer.idle(), "a follower queues nothing");
     BOOST_TEST(!writer.wants_everything());
     leading = true;
     BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "come to lead, it asks for every status");
-    writer.offer({updates[0]});  // what run offers then: "gone" is gone
+    writer.offer(offer_of({updates[0]}));  // what run offers then: "gone" is gone
     BOOST_TEST(!writer.wants_everything());
     auto tried = [&](const std::string &name) {
         std::lock_guard<std::mutex> lock(logged_mutex);
@@ -414,6 +436,48 @@ BOOST_AUTO_TEST_CASE(a_new_leader_writes_what_it_is_offered_again)
     };
     BOOST_TEST(eventually([&] { return tried("kept"); }), "the status offered again is written (and fails: no API server)");
     BOOST_TEST(!tried("gone"));
+}
+
+// A status still to be written when the next offer comes stays queued,
+// found again in the new offer (where its place may differ); one no longer
+// offered is not tried again.
+BOOST_AUTO_TEST_CASE(a_queued_status_is_found_again_in_the_next_offer)
+{
+    const std::string controller = "gateway2nginx.io/controller";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    ObjectStore store;
+    for (const std::string name : {"a", "b", "c", "d"}) store.put(kRoutes, "ns/" + name, route_object(name));
+    std::mutex logged_mutex;
+    std::vector<std::string> logged;
+    StatusWriter writer(nowhere(), &store, controller, [] { return true; },
+                        [&](const std::string &line) {
+                            std::lock_guard<std::mutex> lock(logged_mutex);
+                            logged.push_back(line);
+                        });
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
+    // every write fails (no API server): each is tried again after a second
+    writer.offer(offer_of({{&kRoutes, "ns", "a", ours}, {&kRoutes, "ns", "b", ours}, {&kRoutes, "ns", "c", ours}}));
+    writer.offer(offer_of({{&kRoutes, "ns", "c", ours}, {&kRoutes, "ns", "d", ours}}));
+    size_t mark = 0;
+    {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        mark = logged.size();
+    }
+    auto tried_since = [&](const std::string &name, size_t from) {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return std::any_of(logged.begin() + static_cast<std::ptrdiff_t>(std::min(from, logged.size())), logged.end(),
+                           [&](const std::string &l) { return l.find("HTTPRoute ns/" + name + ":") != std::string::npos; });
+    };
+    BOOST_TEST(eventually([&] { return tried_since("c", mark) && tried_since("d", mark); }),
+               "c, still queued, and d, new, are tried");
+    size_t later = 0;
+    {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        later = logged.size();
+    }
+    BOOST_TEST(eventually([&] { return tried_since("c", later) && tried_since("d", later); }), "and tried again");
+    BOOST_TEST(!tried_since("a", later));
+    BOOST_TEST(!tried_since("b", later));
 }
 
 BOOST_AUTO_TEST_CASE(status_merge_keeps_other_controllers)

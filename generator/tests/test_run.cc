@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(what_a_resolve_keeps_goes_with_its_plan)
         BOOST_TEST(second.texts != first.texts);
         BOOST_TEST(first.texts->size() == first_size);  // the second's "Service ns/gone-1 does not exist" is its own
         bool said = false;
-        for (const ObjectStatus &st : second.statuses) {
+        for (const ObjectStatus &st : *second.statuses) {
             for (const ObjectStatus::RefStatus &ref : st.refs) {
                 for (const Condition &c : ref.conditions) said |= c.message.find("gone-1") != std::string_view::npos;
             }

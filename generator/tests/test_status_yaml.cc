@@ -23,6 +23,7 @@ BOOST_AUTO_TEST_CASE(every_scalar_round_trips)
         "1970-01-01T00:00:00Z", "bell\x07", "", "*star", "&anchor", "!tag", "%percent", "'single'",
         "spiffe://abc.example.com/test-identity", "a,b", "?q"};
     Plan plan;
+    std::vector<ObjectStatus> statuses;
     for (size_t i = 0; i < tricky.size(); i++) {
         ObjectStatus st;
         st.api_version = "gateway.networking.k8s.io/v1";
@@ -37,8 +38,9 @@ BOOST_AUTO_TEST_CASE(every_scalar_round_trips)
         ref.section_name = tricky[i];
         ref.conditions = {{"Accepted", "False", "Reason", tricky[i]}};
         st.refs.push_back(ref);
-        plan.statuses.push_back(st);
+        statuses.push_back(st);
     }
+    plan.statuses = std::make_shared<const std::vector<ObjectStatus>>(std::move(statuses));
     std::string text = render_status(plan, Options{});
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     BOOST_TEST_REQUIRE(docs.size() == tricky.size());

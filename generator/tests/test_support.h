@@ -41,11 +41,11 @@ inline g2n::Plan plan_of(const std::string &yaml) { return g2n::resolve(parse(ya
 
 inline const g2n::ObjectStatus &status_of(const g2n::Plan &plan, const std::string &kind, const std::string &name)
 {
-    for (const g2n::ObjectStatus &st : plan.statuses) {
+    for (const g2n::ObjectStatus &st : *plan.statuses) {
         if (st.kind == kind && st.meta.name == name) return st;
     }
     BOOST_FAIL("no status for " << kind << " " << name);
-    return plan.statuses.front();
+    return plan.statuses->front();
 }
 
 // "gateway:Type=Status/Reason " for each condition of each parent or ancestor.

@@ -1,7 +1,7 @@
 #include "kube/status_writer.h"
 
 #include <chrono>
-#include <iterator>
+#include <unordered_set>
 
 #include "digest.h"
 #include "kube/status.h"
@@ -10,7 +10,15 @@ namespace g2n::kube {
 
 namespace {
 
-std::string key_of(const StatusUpdate &u) { return u.kind->group + "/" + u.kind->kind + "/" + u.namespace_ + "/" + u.name; }
+std::string key_of(const StatusOffer::Object &o)
+{
+    return o.kind->group + "/" + o.kind->kind + "/" + std::string(o.namespace_) + "/" + std::string(o.name);
+}
+
+std::string name_key(const StatusOffer::Object &o)
+{
+    return (o.kind->namespaced ? std::string(o.namespace_) : std::string()) + "/" + std::string(o.name);
+}
 
 }  // namespace
 
@@ -31,28 +39,37 @@ StatusWriter::~StatusWriter()
     thread_.join();
 }
 
-void StatusWriter::offer(std::vector<StatusUpdate> updates)
+void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const bool everything = wants_everything_;
         wants_everything_ = false;
-        std::map<std::string, std::string> offered;
-        for (StatusUpdate &u : updates) {
-            std::string key = key_of(u);
-            std::string digest = sha256(u.ours);
+        // what is still to be written stays queued, at its new place
+        std::unordered_set<std::string> still_queued;
+        for (uint32_t i : queue_) still_queued.insert(key_of(offer_->object(i)));
+        queue_.clear();
+        queued_.assign(offer->size(), false);
+        std::unordered_map<std::string, Offered> offered;
+        offered.reserve(offer->size());
+        for (size_t i = 0; i < offer->size(); i++) {
+            const StatusOffer::Object object = offer->object(i);
+            if (object.kind == nullptr) continue;
+            std::string key = key_of(object);
+            std::string digest = sha256(offer->ours(i));
             auto it = offered_.find(key);
             // a replica that does not lead keeps no status whole: come to
             // lead, it is offered every one again
-            if (leading_ && (everything || it == offered_.end() || it->second != digest)) queued_[key] = std::move(u);
-            offered.emplace(std::move(key), std::move(digest));
+            if (leading_ && (everything || it == offered_.end() || it->second.digest != digest || still_queued.count(key))) {
+                queue_.push_back(static_cast<uint32_t>(i));
+                queued_[i] = true;
+            }
+            offered.emplace(std::move(key), Offered{std::move(digest), static_cast<uint32_t>(i)});
         }
         // an object no longer offered (deleted, or no longer ours to speak
         // of) is forgotten, and not written
         offered_ = std::move(offered);
-        for (auto it = queued_.begin(); it != queued_.end();) {
-            it = offered_.count(it->first) ? std::next(it) : queued_.erase(it);
-        }
+        offer_ = std::move(offer);
     }
     wake_.notify_all();
 }
@@ -72,28 +89,28 @@ StatusWriter::Counts StatusWriter::counts() const
 bool StatusWriter::idle() const
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    return queued_.empty() && !writing_;
+    return queue_.empty() && !writing_;
 }
 
-bool StatusWriter::needs_writing(const StatusUpdate &u) const
+bool StatusWriter::needs_writing(const StatusOffer::Object &object, const std::string &ours) const
 {
-    const std::optional<std::string> current =
-        objects_->get(*u.kind, (u.kind->namespaced ? u.namespace_ : "") + "/" + u.name);
+    const std::optional<std::string> current = objects_->get(*object.kind, name_key(object));
     if (!current) return true;  // not held (yet): write() reads it
     try {
-        return merge_status(u.ours, *current, controller_name_, rfc3339_now()).has_value();
+        return merge_status(ours, *current, controller_name_, rfc3339_now()).has_value();
     } catch (const std::exception &) {
         return true;  // write() says what is wrong with it
     }
 }
 
-bool StatusWriter::write(ApiClient &client, const StatusUpdate &u)
+bool StatusWriter::write(ApiClient &client, const StatusOffer::Object &object, const std::string &ours)
 {
-    const std::string what = u.kind->kind + " " + (u.namespace_.empty() ? "" : u.namespace_ + "/") + u.name;
-    std::optional<std::string> current = objects_->get(*u.kind, (u.kind->namespaced ? u.namespace_ : "") + "/" + u.name);
+    const std::string ns(object.namespace_), name(object.name);
+    const std::string what = object.kind->kind + " " + (ns.empty() ? "" : ns + "/") + name;
+    std::optional<std::string> current = objects_->get(*object.kind, name_key(object));
     for (int attempt = 0; attempt < 4; attempt++) {
         if (!current) {
-            const Response r = client.request("GET", u.kind->object_path(u.namespace_, u.name));
+            const Response r = client.request("GET", object.kind->object_path(ns, name));
             if (r.status == 404) return true;  // gone: nothing to write to
             if (!r.ok()) {
                 log_("status of " + what + ": reading it failed (" + r.describe() + ")");
@@ -101,14 +118,14 @@ bool StatusWriter::write(ApiClient &client, const StatusUpdate &u)
             }
             current = r.body;
         }
-        std::optional<std::string> merged = merge_status(u.ours, *current, controller_name_, rfc3339_now());
+        std::optional<std::string> merged = merge_status(ours, *current, controller_name_, rfc3339_now());
         if (!merged) {
             std::lock_guard<std::mutex> lock(mutex_);
             counts_.unchanged++;
             return true;
         }
         if (!may_write_()) return false;  // not the leader (any more): kept for when it is
-        const Response r = client.request("PUT", u.kind->object_path(u.namespace_, u.name) + "/status", *merged);
+        const Response r = client.request("PUT", object.kind->object_path(ns, name) + "/status", *merged);
         if (r.ok()) {
             std::lock_guard<std::mutex> lock(mutex_);
             counts_.written++;
@@ -146,18 +163,25 @@ void StatusWriter::loop()
             // status, offered again
             wants_everything_ = true;
         }
-        if (!leader) queued_.clear();
+        if (!leader) {
+            queue_.clear();
+            queued_.assign(queued_.size(), false);
+        }
         was_leader = leading_ = leader;
-        if (queued_.empty() || !leader) {
+        if (queue_.empty() || !leader) {
             wake_.wait_for(lock, std::chrono::milliseconds(500));
             continue;
         }
         // a status the object holds already costs no request, and no
         // token: at 10,000 routes a new leader, or a restart, looks at
         // every object, and a change queued behind them must not wait
-        const auto first = queued_.begin();
-        if (!needs_writing(first->second)) {
-            queued_.erase(first);
+        const uint32_t index = queue_.front();
+        const std::shared_ptr<const StatusOffer> offer = offer_;  // the object's views stay valid
+        const StatusOffer::Object object = offer->object(index);
+        const std::string ours = offer->ours(index);
+        if (!needs_writing(object, ours)) {
+            queue_.pop_front();
+            queued_[index] = false;
             counts_.unchanged++;
             continue;
         }
@@ -169,24 +193,27 @@ void StatusWriter::loop()
             continue;
         }
         tokens -= 1;
-        const std::string key = queued_.begin()->first;
-        StatusUpdate u = std::move(queued_.begin()->second);
-        queued_.erase(queued_.begin());
+        queue_.pop_front();
+        queued_[index] = false;
         writing_ = true;
         lock.unlock();
         bool done = false;
         try {
-            done = write(client, u);
+            done = write(client, object, ours);
         } catch (const std::exception &e) {
-            log_("status of " + u.kind->kind + " " + u.name + ": " + e.what());
+            log_("status of " + object.kind->kind + " " + std::string(object.name) + ": " + e.what());
             done = true;  // the object's JSON is broken: nothing to merge into
         }
         lock.lock();
         writing_ = false;
         // tried again unless gone or offered anew since (queued then)
-        if (!done && !queued_.count(key) && offered_.count(key) && offered_.at(key) == sha256(u.ours)) {
-            queued_.emplace(key, std::move(u));
-            wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+        if (!done) {
+            auto it = offered_.find(key_of(object));
+            if (it != offered_.end() && it->second.digest == sha256(ours) && !queued_[it->second.index]) {
+                queue_.push_back(it->second.index);
+                queued_[it->second.index] = true;
+                wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+            }
         }
     }
 }

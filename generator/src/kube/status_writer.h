@@ -7,10 +7,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
-#include <map>
+#include <memory>
 #include <mutex>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "kube/client.h"
@@ -18,10 +21,20 @@
 
 namespace g2n::kube {
 
-struct StatusUpdate {
-    const ApiKind *kind;  // one of the reflectors' kinds, which outlive the writer
-    std::string namespace_, name;
-    std::string ours;  // our_status_json
+// The statuses of one configuration, offered all at once: each object's
+// name, and our part of its status (our_status_json) built only when it is
+// compared or written, not held for the thousands waiting their turn.
+// Immutable: the writer reads it on its own thread until the next offer.
+class StatusOffer {
+public:
+    struct Object {
+        const ApiKind *kind;  // one of the reflectors' kinds, which outlive the writer; null: not written
+        std::string_view namespace_, name;
+    };
+    virtual ~StatusOffer() = default;
+    virtual size_t size() const = 0;
+    virtual Object object(size_t i) const = 0;
+    virtual std::string ours(size_t i) const = 0;
 };
 
 class StatusWriter {
@@ -34,7 +47,7 @@ public:
     // The statuses of a configuration nginx runs, all of them. Those that
     // differ from the ones offered before are queued (a newer one replaces a
     // queued one); all of them after wants_everything().
-    void offer(std::vector<StatusUpdate> updates);
+    void offer(std::shared_ptr<const StatusOffer> offer);
     // It came to lead since the last offer: it is to write what the replica
     // before it may not have, and holds only digests of what was offered,
     // so the next offer (to be made now) queues every status.
@@ -49,10 +62,10 @@ public:
 
 private:
     void loop();
-    // Whether what the store holds of the object is not yet `update`.
-    bool needs_writing(const StatusUpdate &update) const;
+    // Whether what the store holds of the object is not yet `ours`.
+    bool needs_writing(const StatusOffer::Object &object, const std::string &ours) const;
     // Writes one; false when it should be tried again later.
-    bool write(ApiClient &client, const StatusUpdate &update);
+    bool write(ApiClient &client, const StatusOffer::Object &object, const std::string &ours);
 
     ApiServer server_;
     const ObjectStore *objects_;
@@ -63,8 +76,16 @@ private:
     int burst_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
-    std::map<std::string, std::string> offered_;  // by object: the SHA-256 of the status last offered
-    std::map<std::string, StatusUpdate> queued_;  // to be written
+    std::shared_ptr<const StatusOffer> offer_;  // the last
+    struct Offered {
+        std::string digest;  // SHA-256 of our status
+        uint32_t index;      // in offer_
+    };
+    std::unordered_map<std::string, Offered> offered_;  // by object
+    // to be written, first come first served (one that failed goes to the
+    // back, behind those that may not): indexes in offer_
+    std::deque<uint32_t> queue_;
+    std::vector<bool> queued_;  // by index in offer_: in queue_
     bool wants_everything_ = false;
     bool leading_ = false;  // as the loop last saw
     bool stop_ = false;

@@ -167,7 +167,7 @@ void render_status(std::ostream &out, const Plan &plan, const Options &o)
     // time: one stream call per 64 KB rather than per scalar
     std::string buffer;
     buffer.reserve(1 << 17);
-    for (const ObjectStatus &st : plan.statuses) {
+    for (const ObjectStatus &st : *plan.statuses) {
         render_one(buffer, st, o);
         if (buffer.size() >= (1 << 16)) {
             out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));

@@ -20,7 +20,7 @@ void Resolver::select_gateways()
             st.conditions = {cond::gateway_class_accepted()};
             if (o_.gateway_class.empty() || gc.meta.name == o_.gateway_class) classes.insert(gc.meta.name);
         }
-        plan_->statuses.push_back(std::move(st));
+        statuses_.push_back(std::move(st));
     }
     for (const Gateway &gw : m_.gateways) {
         bool wanted = o_.gateways.empty()
@@ -233,7 +233,7 @@ void Resolver::gateway_statuses()
         if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
         if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
         if (insecure_frontend) st.conditions.push_back(cond::gateway_insecure_frontend());
-        plan_->statuses.push_back(std::move(st));
+        statuses_.push_back(std::move(st));
     }
 }
 

@@ -321,7 +321,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
     return index;
 }
 
-void policy_statuses(const PolicyIndex &index, Plan *plan)
+void policy_statuses(const PolicyIndex &index, Plan *plan, std::vector<ObjectStatus> *statuses)
 {
     std::vector<const BoundPolicy *> order;
     order.reserve(index.bound.size());
@@ -359,7 +359,7 @@ void policy_statuses(const PolicyIndex &index, Plan *plan)
             }
             st.refs.push_back(ref);
         }
-        plan->statuses.push_back(std::move(st));
+        statuses->push_back(std::move(st));
     }
 }
 

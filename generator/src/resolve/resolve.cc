@@ -207,7 +207,7 @@ void Resolver::run()
         return older_first(a->meta, b->meta);
     });
     // every status is known up front: no vector doubling on the way
-    plan_->statuses.reserve(plan_->statuses.size() + gateways_.size() + routes.size()
+    statuses_.reserve(statuses_.size() + gateways_.size() + routes.size()
                             + m_.backend_tls_policies.size());
     std::vector<ObjectStatus> route_statuses;
     route_statuses.reserve(routes.size());
@@ -223,10 +223,11 @@ void Resolver::run()
     std::sort(route_statuses.begin(), route_statuses.end(),
               [](const ObjectStatus &a, const ObjectStatus &b) { return key_less(a.meta, b.meta); });
     for (ObjectStatus &st : route_statuses) {
-        if (!st.refs.empty()) plan_->statuses.push_back(std::move(st));
+        if (!st.refs.empty()) statuses_.push_back(std::move(st));
     }
     route_statuses = std::vector<ObjectStatus>();  // moved out: free before the peak
-    policy_statuses(policies_, plan_);
+    policy_statuses(policies_, plan_, &statuses_);
+    plan_->statuses = std::make_shared<const std::vector<ObjectStatus>>(std::move(statuses_));
     isolate_listener_hostnames();
     finish_servers();
 }

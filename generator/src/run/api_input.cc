@@ -49,31 +49,57 @@ void ApiInput::read(Manifests *out, unsigned jobs, DocumentCache *cache) const
     parse_texts(objects_.texts(), out, jobs, cache);
 }
 
-void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs)
-{
-    const std::vector<std::string_view> features = supported_features(options.nginx_version);
-    std::vector<kube::StatusUpdate> updates;
-    updates.reserve(plan.statuses.size());
-    for (const ObjectStatus &st : plan.statuses) {
+namespace {
+
+// A plan's statuses as the writer takes them, shared with the plan (its
+// statuses and the texts they view), each object's JSON built when asked.
+class PlanStatuses : public kube::StatusOffer {
+public:
+    PlanStatuses(const Plan &plan, const std::vector<kube::ApiKind> &kinds, const Options &options, bool nginx_runs)
+        : statuses_(plan.statuses), texts_(plan.texts), kinds_(kinds), controller_name_(options.controller_name),
+          features_(supported_features(options.nginx_version)), nginx_runs_(nginx_runs)
+    {
+    }
+
+    size_t size() const override { return statuses_->size(); }
+
+    Object object(size_t i) const override
+    {
+        const ObjectStatus &st = (*statuses_)[i];
         auto kind = std::find_if(kinds_.begin(), kinds_.end(), [&](const kube::ApiKind &k) {
             return k.kind == st.kind && k.group == "gateway.networking.k8s.io";
         });
-        if (kind == kinds_.end()) continue;
-        std::string ours;
-        if (!nginx_runs && st.kind == "Gateway") {
-            ObjectStatus pending = st;
-            for (Condition &c : pending.conditions) {
-                if (c.type == "Programmed" && c.status == "True") {
-                    c = Condition{"Programmed", "False", "Pending", "nginx does not run this configuration yet"};
-                }
-            }
-            ours = kube::our_status_json(pending, options.controller_name, features);
-        } else {
-            ours = kube::our_status_json(st, options.controller_name, features);
-        }
-        updates.push_back(kube::StatusUpdate{&*kind, st.meta.namespace_, st.meta.name, std::move(ours)});
+        return Object{kind == kinds_.end() ? nullptr : &*kind, st.meta.namespace_, st.meta.name};
     }
-    writer_->offer(std::move(updates));
+
+    // A Gateway is not Programmed before a running nginx serves it
+    std::string ours(size_t i) const override
+    {
+        const ObjectStatus &st = (*statuses_)[i];
+        if (nginx_runs_ || st.kind != "Gateway") return kube::our_status_json(st, controller_name_, features_);
+        ObjectStatus pending = st;
+        for (Condition &c : pending.conditions) {
+            if (c.type == "Programmed" && c.status == "True") {
+                c = Condition{"Programmed", "False", "Pending", "nginx does not run this configuration yet"};
+            }
+        }
+        return kube::our_status_json(pending, controller_name_, features_);
+    }
+
+private:
+    std::shared_ptr<const std::vector<ObjectStatus>> statuses_;
+    std::shared_ptr<TextTable> texts_;  // what statuses_ view
+    const std::vector<kube::ApiKind> &kinds_;  // ApiInput's, which outlive its writer
+    std::string controller_name_;
+    std::vector<std::string_view> features_;
+    bool nginx_runs_;
+};
+
+}  // namespace
+
+void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs)
+{
+    writer_->offer(std::make_shared<PlanStatuses>(plan, kinds_, options, nginx_runs));
 }
 
 std::string ApiInput::metrics() const
