@@ -244,40 +244,48 @@ ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &
 
 std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed_count)
 {
-    ApiContent content = api_content(plan, options);
-    // trust pushed before survives a reload that left the configured trust
-    // as it was: the policies the API says were pushed get what is rendered
-    // (what they are configured with, which takes them back to it)
+    if (options.upstream_api == "off") return "";
     std::string list;
     if (std::string failed = api_request_retried(options, "GET", "", &list); !failed.empty()) return failed;
     std::set<std::string> pushed;
+    // what nginx holds of each upstream, by section: servers sorted by address
+    std::map<std::string, std::vector<gtls::UpstreamServer>> held[2];
+    auto by_address = [](const gtls::UpstreamServer &a, const gtls::UpstreamServer &b) { return a.address < b.address; };
     try {
         for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
-    } catch (const gtls::ApiError &e) {
-        return std::string("the upstream API's list does not read: ") + e.what();
-    }
-    for (auto it = content.trust.begin(); it != content.trust.end();) {
-        it = pushed.count(it->first) ? std::next(it) : content.trust.erase(it);
-    }
-    // servers nginx already holds as rendered are not pushed again (nor
-    // logged again, once per upstream, at every reload)
-    try {
-        for (auto [section, rendered] : {std::pair{"upstreams", &content.servers},
-                                         std::pair{"stream_upstreams", &content.stream_servers}}) {
-            for (gtls::UpstreamServers &held : gtls::listed_servers(list, section)) {
-                auto it = rendered->find(held.upstream);
-                if (it == rendered->end()) continue;
-                std::vector<gtls::UpstreamServer> want = gtls::parse_server_list(it->second);
-                auto by_address = [](const gtls::UpstreamServer &a, const gtls::UpstreamServer &b) {
-                    return a.address < b.address;
-                };
-                std::sort(want.begin(), want.end(), by_address);
-                std::sort(held.servers.begin(), held.servers.end(), by_address);
-                if (want == held.servers) rendered->erase(it);
+        for (int section : {0, 1}) {
+            for (gtls::UpstreamServers &u : gtls::listed_servers(list, section == 0 ? "upstreams" : "stream_upstreams")) {
+                std::sort(u.servers.begin(), u.servers.end(), by_address);
+                held[section][u.upstream] = std::move(u.servers);
             }
         }
     } catch (const gtls::ApiError &e) {
         return std::string("the upstream API's list does not read: ") + e.what();
+    }
+    list = std::string();  // every upstream's servers and every policy's CA bundle: not held beside the plan's
+    // Made one entry at a time, only what differs kept: servers nginx
+    // already holds as rendered are not pushed again (nor logged again,
+    // once per upstream, at every reload); trust pushed before survives a
+    // reload that left the configured trust as it was, so the policies the
+    // API says were pushed get what is rendered (what they are configured
+    // with, which takes them back to it)
+    ApiContent content;
+    try {
+        each_api_entry(plan, options, [&](int which, const std::string &name, std::string json) {
+            if (which == 2) {
+                if (pushed.count(name)) content.trust[name] = std::move(json);
+                return;
+            }
+            auto it = held[which].find(name);
+            if (it != held[which].end()) {
+                std::vector<gtls::UpstreamServer> want = gtls::parse_server_list(json);
+                std::sort(want.begin(), want.end(), by_address);
+                if (want == it->second) return;
+            }
+            content.list(which)[name] = std::move(json);
+        });
+    } catch (const gtls::ApiError &e) {
+        return std::string("a rendered server list does not read: ") + e.what();
     }
     for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
         for (const Upstream &u : *upstreams) {
