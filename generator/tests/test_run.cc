@@ -358,7 +358,8 @@ BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
         std::istringstream in(yaml);
         parse_stream(in, "in.yaml", &m, 2, cache);
         if (cache != nullptr) cache->forget_unused();
-        const std::string text = rendered(m);
+        std::string text = rendered(m);
+        for (const Namespace &n : m.namespaces) text += " namespace " + n.meta.name;
         BOOST_TEST_REQUIRE(m.rejected.size() == 1u);
         const std::string rejected = m.rejected[0].message;
         if (back == Back::Shorter) m.endpoint_slices.pop_back();
@@ -366,7 +367,11 @@ BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
         return text + rejected;
     };
     // a rejected object too: its message (with its line) comes back as well
-    const std::string rejected = "---\napiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name, namespace: ns}\n";
+    // and a document of two objects (a List), kept as such
+    const std::string rejected = "---\napiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name, namespace: ns}\n"
+                                 "---\napiVersion: v1\nkind: List\nitems:\n"
+                                 "- {apiVersion: v1, kind: Namespace, metadata: {name: listed-a}}\n"
+                                 "- {apiVersion: v1, kind: Namespace, metadata: {name: listed-b}}\n";
     DocumentCache cache;
     const char *addresses[] = {R"("10.0.0.1")", R"("10.0.0.1")", R"("10.0.0.7", "10.0.0.8")", R"("10.0.0.1")"};
     for (Back back : {Back::All, Back::Never, Back::Shorter, Back::All}) {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <fstream>
 #include <deque>
 #include <future>
@@ -302,7 +303,40 @@ std::array<size_t, 13> list_sizes(const Manifests &m)
     return sizes;
 }
 
+template <class Sizes>
+size_t total_of(const Sizes &sizes)
+{
+    return std::accumulate(sizes.begin(), sizes.end(), size_t{0});
+}
+
 }  // namespace
+
+DocumentCache::OneObject DocumentCache::take_one(Manifests &m, size_t list, size_t index)
+{
+    DocumentCache::OneObject one;
+    one.list = list;
+    size_t i = 0;
+    each_list([&](auto &from) {
+                  if (i++ != list) return;
+                  using T = typename std::decay_t<decltype(from)>::value_type;
+                  one.object = std::unique_ptr<void, void (*)(void *)>(new T(std::move(from[index])),
+                                                                     [](void *p) { delete static_cast<T *>(p); });
+              },
+              m);
+    return one;
+}
+
+void DocumentCache::put_one(DocumentCache::OneObject &one, Manifests *out)
+{
+    size_t i = 0;
+    each_list([&](auto &to) {
+                  if (i++ != one.list) return;
+                  using T = typename std::decay_t<decltype(to)>::value_type;
+                  to.push_back(std::move(*static_cast<T *>(one.object.get())));
+              },
+              *out);
+    one.object.reset();
+}
 
 bool DocumentCache::knows(const std::string &key)
 {
@@ -320,18 +354,30 @@ void DocumentCache::lend(const std::string &key, Manifests *out)
     }
     Entry &entry = entries_.at(key);
     Lent lent{&entry, {}};
-    const std::array<size_t, 13> sizes = list_sizes(*entry.objects);
-    std::copy(sizes.begin(), sizes.end(), lent.sizes.begin());
+    if (entry.one.object) {
+        lent.sizes[entry.one.list] = 1;
+        put_one(entry.one, out);
+    } else if (entry.objects) {
+        const std::array<size_t, 13> sizes = list_sizes(*entry.objects);
+        std::copy(sizes.begin(), sizes.end(), lent.sizes.begin());
+        append_manifests(out, std::move(*entry.objects));
+        entry.objects.reset();
+    }
     lent_.push_back(lent);
-    append_manifests(out, std::move(*entry.objects));
-    entry.objects.reset();
     entry.lent = true;
 }
 
 void DocumentCache::lend(std::string key, Manifests parsed, Manifests *out)
 {
     Entry &entry = entries_[key];
-    entry = Entry{std::make_unique<Manifests>(std::move(parsed)), true, false};
+    entry = Entry{};
+    const std::array<size_t, 13> sizes = list_sizes(parsed);
+    if (total_of(sizes) == 1) {
+        const size_t list = static_cast<size_t>(std::find(sizes.begin(), sizes.end(), size_t{1}) - sizes.begin());
+        entry.one = take_one(parsed, list, 0);
+    } else if (total_of(sizes) > 1) {
+        entry.objects = std::make_unique<Manifests>(std::move(parsed));
+    }
     lend(key, out);
 }
 
@@ -348,7 +394,7 @@ void DocumentCache::give_back(Manifests &&given)
     std::vector<Entry *> taking;  // by Lent; null: lent twice in the read, the first one's taken
     for (const Lent &l : lent) {
         taking.push_back(l.entry->lent ? l.entry : nullptr);
-        if (l.entry->lent) l.entry->objects = std::make_unique<Manifests>();
+        if (l.entry->lent && total_of(l.sizes) > 1) l.entry->objects = std::make_unique<Manifests>();
         l.entry->lent = false;
     }
     // one list at a time, each freed once taken back: the objects' lists
@@ -359,6 +405,10 @@ void DocumentCache::give_back(Manifests &&given)
             const size_t first = at, count = lent[k].sizes[list];
             at += count;
             if (taking[k] == nullptr || count == 0) continue;
+            if (!taking[k]->objects) {
+                taking[k]->one = take_one(read, list, first);
+                continue;
+            }
             size_t i = 0;
             each_list([&](auto &from, auto &to) {
                           if (i++ != list) return;
