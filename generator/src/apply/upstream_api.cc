@@ -10,10 +10,10 @@
 #include <cstring>
 #include <functional>
 #include <set>
-#include <string_view>
-#include <unordered_map>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "digest.h"
 #include "gtls_upstream_api.h"
@@ -248,15 +248,19 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
     std::string list;
     if (std::string failed = api_request_retried(options, "GET", "", &list); !failed.empty()) return failed;
     std::set<std::string> pushed;
-    // what nginx holds of each upstream, by section: servers sorted by address
-    std::map<std::string, std::vector<gtls::UpstreamServer>> held[2];
-    auto by_address = [](const gtls::UpstreamServer &a, const gtls::UpstreamServer &b) { return a.address < b.address; };
+    // what nginx holds of each upstream, by section: the SHA-256 of its
+    // servers sorted by address, as upstream_servers_json writes them
+    auto digest_of = [](std::vector<gtls::UpstreamServer> servers) {
+        std::sort(servers.begin(), servers.end(),
+                  [](const gtls::UpstreamServer &a, const gtls::UpstreamServer &b) { return a.address < b.address; });
+        return sha256(gtls::upstream_servers_json(servers));
+    };
+    std::unordered_map<std::string, std::string> held[2];
     try {
         for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
         for (int section : {0, 1}) {
             for (gtls::UpstreamServers &u : gtls::listed_servers(list, section == 0 ? "upstreams" : "stream_upstreams")) {
-                std::sort(u.servers.begin(), u.servers.end(), by_address);
-                held[section][u.upstream] = std::move(u.servers);
+                held[section][u.upstream] = digest_of(std::move(u.servers));
             }
         }
     } catch (const gtls::ApiError &e) {
@@ -277,11 +281,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
                 return;
             }
             auto it = held[which].find(name);
-            if (it != held[which].end()) {
-                std::vector<gtls::UpstreamServer> want = gtls::parse_server_list(json);
-                std::sort(want.begin(), want.end(), by_address);
-                if (want == it->second) return;
-            }
+            if (it != held[which].end() && it->second == digest_of(gtls::parse_server_list(json))) return;
             content.list(which)[name] = std::move(json);
         });
     } catch (const gtls::ApiError &e) {
