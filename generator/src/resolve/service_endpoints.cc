@@ -6,6 +6,23 @@
 
 namespace g2n {
 
+namespace {
+
+// A copy of a Service or EndpointSlice with what service_port_servers
+// reads (its name and namespace, not its labels, timestamp or position):
+// 10,000 of each are kept between changes
+template <typename T>
+T kept(const T &object)
+{
+    T copy = object;
+    copy.meta.labels.clear();
+    copy.meta.creation_timestamp.clear();
+    copy.meta.pos = SourcePos{};
+    return copy;
+}
+
+}  // namespace
+
 ServiceEndpoints::ServiceEndpoints(const Manifests &manifests, const Plan &plan, const Options &options)
     : api_(options.upstream_api != "off"), options_(options), rules_(manifests, options),
       trusts_(trust_replaceable_policies(plan, options).size())
@@ -20,14 +37,14 @@ ServiceEndpoints::ServiceEndpoints(const Manifests &manifests, const Plan &plan,
             const auto svc = by_key.find(u.service);
             if (svc == by_key.end()) continue;
             auto [entry, added] = services_.try_emplace(u.service);
-            if (added) entry->second.service = *svc->second;
+            if (added) entry->second.service = kept(*svc->second);
             entry->second.upstreams.push_back({stream, i});
         }
     }
     for (const EndpointSlice &es : manifests.endpoint_slices) {
         auto entry = services_.find(es.meta.namespace_ + "/" + es.service_name);
         if (entry == services_.end()) continue;
-        if (!slices_.emplace(es.meta.key(), es).second) usable_ = false;
+        if (!slices_.emplace(es.meta.key(), kept(es)).second) usable_ = false;
         entry->second.slices.insert(es.meta.key());
     }
 }
@@ -44,7 +61,7 @@ void ServiceEndpoints::slice_changed(const std::string &key, const EndpointSlice
     const std::string service = slice->meta.namespace_ + "/" + slice->service_name;
     auto entry = services_.find(service);
     if (entry == services_.end()) return;  // no upstream of the plan reads it
-    slices_.emplace(key, *slice);
+    slices_.emplace(key, kept(*slice));
     entry->second.slices.insert(key);
     changed_.insert(service);
 }
