@@ -88,13 +88,19 @@ my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', "$dir/out", '--rel
                     '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms');
 sub requests { map { decode_json($_) } grep { /"user_agent": "gateway2nginx\// } split /\n/, (-e $audit ? slurp($audit) : '') }
 sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->{resource} . ($_->{subresource} ? "/$_->{subresource}" : '') eq $resource } requests() }
-ok(wait_for(sub { used('update', 'httproutes/status') && used('update', 'leases') >= 2 }, 30),
+my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
+my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
+# the run is stopped once it has called what every rule grants (statuses
+# are written in the order they are queued, one kind after another), or
+# at the deadline, and what it called is then checked
+ok(wait_for(sub {
+       used('update', 'httproutes/status') && used('update', 'leases') >= 2
+           && (rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system'))[1] eq ''
+   }, 30),
    'the run wrote status and renewed its Lease') or diag slurp($log);
 kill 'TERM', $run;
 waitpid($run, 0);
 
-my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
-my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
 my ($denied, $unused, $count) = rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system');
 ok($count > 20, "$count requests by gateway2nginx");
 is($denied, '', 'every request is allowed by the ClusterRole, or the Role in gateway-system');
