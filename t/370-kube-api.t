@@ -117,8 +117,9 @@ is(jsonpath('httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[0].co
    'whose entry is left exactly as it was');
 is(jsonpath('httproute', 'r', '-n', 'ns', '-o', 'jsonpath={.status.parents[1].conditions[?(@.type=="Accepted")].status} {.status.parents[1].conditions[0].observedGeneration}'),
    'True 3', 'ours: Accepted, at the route\'s generation');
-is(jsonpath('backendtlspolicy', 'web-tls', '-n', 'ns', '-o', 'jsonpath={.status.ancestors[0].controllerName} {.status.ancestors[0].conditions[?(@.type=="Accepted")].status}'),
-   'gateway2nginx.io/controller True', 'the BackendTLSPolicy has its ancestor status');
+my $policy_status = sub { jsonpath('backendtlspolicy', 'web-tls', '-n', 'ns', '-o', 'jsonpath={.status.ancestors[0].controllerName} {.status.ancestors[0].conditions[?(@.type=="Accepted")].status}') };
+ok(wait_for(sub { $policy_status->() eq 'gateway2nginx.io/controller True' }, 10),
+   'the BackendTLSPolicy has its ancestor status') or diag $policy_status->();
 is(jsonpath('lease', 'gateway2nginx', '-n', 'default', '-o', 'jsonpath={.spec.leaseDurationSeconds}'), '15',
    'a Lease elects the replica that writes');
 sub status_writes { scalar grep { /"verb": "update"/ && /"subresource": "status"/ } split /\n/, (-e $audit ? slurp($audit) : '') }
