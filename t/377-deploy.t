@@ -86,7 +86,7 @@ my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', "$dir/out", '--rel
                     '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
                     '--leader-elect-resource-namespace', 'gateway-system', '--leader-elect-lease-duration', '3s',
                     '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms');
-sub requests { map { decode_json($_) } grep { /"user_agent": "gateway2nginx\// } split /\n/, (-e $audit ? slurp($audit) : '') }
+sub requests { audit_requests($audit) }
 sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->{resource} . ($_->{subresource} ? "/$_->{subresource}" : '') eq $resource } requests() }
 my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
 my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};

@@ -36,7 +36,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
-                 kube_route_yaml rbac_check start_slow_backend);
+                 kube_route_yaml rbac_check audit_requests start_slow_backend);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -1033,10 +1033,19 @@ sub start_slow_backend {
 # --audit log at AUDIT), against RBAC rules: (the requests neither the
 # cluster RULES nor the namespaced LEASE_RULES in NAMESPACE allow, the
 # rules no request used), each '' when none.
+# The requests gateway2nginx made, from the API server simulation's
+# --audit log (one JSON line each): the simulation appends while a test
+# reads, so a last line not yet ended is left for the next read.
+sub audit_requests {
+    my $audit = shift;
+    my $text = -e $audit ? slurp($audit) : '';
+    $text =~ s/[^\n]*\z//;
+    return map { JSON::PP::decode_json($_) } grep { /"user_agent": "gateway2nginx\// } split /\n/, $text;
+}
+
 sub rbac_check {
     my ($audit, $cluster_rules, $lease_rules, $namespace) = @_;
-    my @requests = map { JSON::PP::decode_json($_) } grep { /"user_agent": "gateway2nginx\// }
-                   split /\n/, (-e $audit ? slurp($audit) : '');
+    my @requests = audit_requests($audit);
     my $resource_of = sub { $_[0]{resource} . ($_[0]{subresource} ? "/$_[0]{subresource}" : '') };
     my $used = sub {
         my ($verb, $resource) = @_;
