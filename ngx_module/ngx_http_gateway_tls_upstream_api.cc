@@ -708,6 +708,15 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
     }
 
     try {
+        if (ngx_exiting || ngx_quit || ngx_terminate) {
+            // a push here would not reach the configuration that replaces
+            // this one, nor would a list say what that one holds
+            if (ngx_http_discard_request_body(r) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls upstream api: worker leaving, 503");
+            return ngx_http_gtls_api_refuse(r, NGX_HTTP_SERVICE_UNAVAILABLE, "this worker is leaving after a reload; retry");
+        }
         if (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) {
             ngx_int_t rc = ngx_http_discard_request_body(r);
             if (rc != NGX_OK) {
@@ -717,14 +726,6 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
             return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, ngx_http_gtls_list_json(mcf));
         }
         if (r->method & NGX_HTTP_PUT) {
-            if (ngx_exiting || ngx_quit || ngx_terminate) {
-                // a push here would not reach the configuration that replaces this one
-                if (ngx_http_discard_request_body(r) != NGX_OK) {
-                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
-                }
-                return ngx_http_gtls_api_refuse(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                                "this worker is leaving after a reload; retry");
-            }
             r->request_body_in_single_buf = 1;
             ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_gtls_api_body);
             if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {

@@ -12,6 +12,7 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
+use IO::Socket::INET;
 use Time::HiRes qw(sleep time);
 
 plan 'no_plan';
@@ -266,17 +267,62 @@ is(backend('/tiny'), $ports[0], 'the other upstream of the refused request too')
 
 # ---- a reload keeps the last list pushed ----------------------------------
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null") == 0 or diag 'reload failed';
-sleep 1;
-isnt(workers(), $workers, 'a deliberate reload makes new workers');
+ok(wait_for(sub { workers() ne $workers }), 'a deliberate reload makes new workers');
 like((api('GET'))[1], qr/"svc":\{"generation":1,"source":"api","servers":\[\{"address":"127.0.0.1:$ports[7]"/,
      'a reload keeps the servers last pushed');
 is(backend(), $ports[7], 'and they serve');
 spit("$dir/gw/nginx.conf", gateway_conf($ports[9]));
+my $before_change = workers();
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
-sleep 1;
-like((api('GET'))[1], qr/"svc":\{"generation":0,"source":"configuration","servers":\[\{"address":"127.0.0.1:$ports[9]"/,
-     'a reload whose configuration changed the servers serves those');
+ok(wait_for(sub { workers() ne $before_change }), 'reloaded with the servers changed');
+ok(wait_for(sub { (api('GET'))[1] =~ /"svc":\{"generation":0,"source":"configuration","servers":\[\{"address":"127.0.0.1:$ports[9]"/ }),
+   'a reload whose configuration changed the servers serves those');
 is(backend(), $ports[9], 'and they serve');
+
+# ---- a worker told to leave by a reload answers 503 ---------------------
+# A request begun before a reload and ended after it is the replaced
+# worker's: a list from it would not say what the new configuration holds,
+# a push to it would not reach that one. gateway2nginx retries on 503.
+sub read_reply {
+    my $c = shift;
+    my $reply = '';
+    while ($reply !~ /\r\n\r\n/ || length($reply) < index($reply, "\r\n\r\n") + 4 + ($reply =~ /Content-Length: (\d+)/i ? $1 : 0)) {
+        sysread($c, $reply, 65536, length $reply) or last;
+    }
+    return $reply;
+}
+# bytes the worker has not read yet on the server side of the connection from local port PORT
+sub unread_from {
+    my $peer = sprintf '0100007F:%04X', shift;
+    my $local = sprintf '0100007F:%04X', $port;
+    for (split /\n/, slurp('/proc/net/tcp')) {
+        my @f = split ' ';
+        return hex((split /:/, $f[4])[1]) if ($f[1] // '') eq $local && ($f[2] // '') eq $peer;
+    }
+    return -1;
+}
+sub leaving_or_gone {
+    my @pids = split ' ', shift;
+    return !grep { my $cmd = -e "/proc/$_/cmdline" ? slurp("/proc/$_/cmdline") : ''; $cmd ne '' && $cmd !~ /shutting down/ } @pids;
+}
+for my $method ('GET', 'PUT') {
+    my $token = operator_token();
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10) or die "connect: $!";
+    print $c "GET /api HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer $token\r\n\r\n";
+    like(read_reply($c), qr{^HTTP/1.1 200 }, "$method across a reload: a worker of the old configuration holds the connection");
+    print $c "$method /api HTTP/1.1\r\nHost: localhost\r\n";
+    ok(wait_for(sub { unread_from($c->sockport) == 0 }), "$method across a reload: its first line read before the reload");
+    my $old = workers();
+    system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null") == 0 or diag 'reload failed';
+    ok(wait_for(sub { workers() ne $old && leaving_or_gone($old) }), "$method across a reload: the old workers told to leave");
+    my $body = $method eq 'PUT' ? servers_json($ports[10]) : '';
+    print $c "Authorization: Bearer $token\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body";
+    my $reply = read_reply($c);
+    like($reply, qr{^HTTP/1.1 503 }, "$method across a reload: 503 from the leaving worker");
+    like($reply, qr/leaving after a reload; retry/, "$method across a reload: says why");
+}
+like((api('GET'))[1], qr/"svc":\{"generation":0,"source":"configuration","servers":\[\{"address":"127.0.0.1:$ports[9]"/,
+     'no push reached a leaving worker: the servers are as configured');
 
 stop_nginx("$dir/gw");
 stop_nginx("$dir/backends");
