@@ -187,6 +187,10 @@ ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15),
 kill 'TERM', $run;
 waitpid($run, 0);
 is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
+# a reload's old workers may answer the list or the push that follows it
+# for the configuration they served: retried, never a failure
+cmp_ok(count_in($log, qr/nginx reloaded/), '>', 2, 'reloaded along the way');
+unlike(slurp($log), qr/after the reload failed/, 'every push after a reload reached the new workers');
 stop_nginx($out);
 stop_nginx("$dir/backends");
 kill 'TERM', $sim;

@@ -1,14 +1,13 @@
 #include "apply/upstream_api.h"
 
-#include <arpa/inet.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <curl/curl.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -23,8 +22,26 @@ namespace g2n {
 
 namespace {
 
-// METHOD (PUT with `body`, GET) to gateway_tls_upstream_api at `listen`;
-// "" on 200 (and *reply its body), else why not.
+// libcurl's write callback: the body, into room its Content-Length makes
+// once (a list names every upstream's servers and every policy's CA
+// bundle, megabytes at thousands of routes)
+size_t on_reply_data(char *data, size_t size, size_t count, void *user)
+{
+    auto *reply = static_cast<std::pair<CURL *, std::string> *>(user);
+    if (reply->second.empty()) {
+        curl_off_t length = -1;
+        if (curl_easy_getinfo(reply->first, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length > 0
+            && length < (curl_off_t{1} << 30)) {
+            reply->second.reserve(static_cast<size_t>(length));
+        }
+    }
+    reply->second.append(data, size * count);
+    return size * count;
+}
+
+// METHOD (PUT with `body`, GET) to gateway_tls_upstream_api at `listen`,
+// over plain HTTP on the operator's address (no proxy); "" on 200 (and
+// *answer its body, handed over with no copy), else why not.
 std::string api_request(const std::string &listen, const std::string &token, const char *method, const std::string &body,
                         std::string *answer)
 {
@@ -34,51 +51,44 @@ std::string api_request(const std::string &listen, const std::string &token, con
     } catch (const gtls::ApiError &e) {
         return e.what();
     }
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (api.family == 6) {
-        auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(api.port);
-        std::memcpy(&v6->sin6_addr, api.ip.data(), 16);
-        len = sizeof *v6;
-    } else {
-        auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(api.port);
-        std::memcpy(&v4->sin_addr, api.ip.data(), 4);
-        len = sizeof *v4;
+    std::unique_ptr<CURL, void (*)(CURL *)> curl(curl_easy_init(), curl_easy_cleanup);
+    if (curl == nullptr) return "libcurl: cannot make a handle";
+    std::pair<CURL *, std::string> reply{curl.get(), ""};
+    const std::string url = "http://" + api.address + "/upstreams";
+    curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(curl.get(), CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    // as long as it moves: nothing for 10 s is a failure, a big list is not
+    curl_easy_setopt(curl.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl.get(), CURLOPT_LOW_SPEED_TIME, 10L);
+    curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, method);
+    if (std::strcmp(method, "GET") != 0) {
+        curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
+        curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     }
-    int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
-        ::close(fd);
-        return "cannot connect to " + listen + ": " + std::strerror(errno);
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_reply_data);
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply);
+    const std::string authorization = "Authorization: Bearer " + token;
+    std::unique_ptr<curl_slist, void (*)(curl_slist *)> headers(nullptr, curl_slist_free_all);
+    for (const char *h : {"Content-Type: application/json", "Expect:", authorization.c_str()}) {
+        headers.reset(curl_slist_append(headers.release(), h));
     }
-    if (fd < 0) return std::string("socket: ") + std::strerror(errno);
-    timeval tv{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    const std::string request = std::string(method) + " /upstreams HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                                "Authorization: Bearer " + token + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    for (size_t sent = 0; sent < request.size();) {
-        ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) {
-            ::close(fd);
-            return std::string("cannot send to the upstream API: ") + std::strerror(errno);
-        }
-        sent += static_cast<size_t>(n);
-    }
-    std::string reply;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    const size_t body_at = reply.find("\r\n\r\n");
-    if (reply.rfind("HTTP/1.1 200 ", 0) == 0) {
-        if (answer != nullptr && body_at != std::string::npos) *answer = reply.substr(body_at + 4);
+    curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
+    char error[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(curl.get(), CURLOPT_ERRORBUFFER, error);
+    const CURLcode rc = curl_easy_perform(curl.get());
+    const std::string why = error[0] != '\0' ? error : curl_easy_strerror(rc);
+    if (rc == CURLE_COULDNT_CONNECT) return "cannot connect to " + listen + ": " + why;
+    if (rc != CURLE_OK) return "the upstream API at " + listen + ": " + why;
+    long status = 0;
+    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+    if (status == 200) {
+        if (answer != nullptr) *answer = std::move(reply.second);
         return "";
     }
-    return "the upstream API answered " + reply.substr(0, reply.find("\r\n"))
-           + (body_at != std::string::npos ? ": " + reply.substr(body_at + 4) : "");
+    return "the upstream API answered HTTP " + std::to_string(status) + ": " + reply.second;
 }
 
 }  // namespace
@@ -126,17 +136,17 @@ std::string upstream_servers_api_json(const Upstream &u)
 namespace {
 
 // api_request, retried for 5 s while a worker of the configuration a
-// reload replaced refuses (503) or nothing listens yet
+// reload replaced refuses (503) or nothing listens yet; `after_reload`,
+// while one not yet told to leave has none of what the new one added (404)
 std::string api_request_retried(const Options &options, const char *method, const std::string &body,
-                                std::string *answer)
+                                std::string *answer, bool after_reload = false)
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
         std::string failed = api_request(options.upstream_api, options.upstream_api_token, method, body, answer);
-        if (failed.empty() || std::chrono::steady_clock::now() > deadline
-            || (failed.find(" 503 ") == std::string::npos && failed.rfind("cannot connect", 0) != 0)) {
-            return failed;
-        }
+        const bool again = failed.rfind("the upstream API answered HTTP 503:", 0) == 0 || failed.rfind("cannot connect", 0) == 0
+                           || (after_reload && failed.rfind("the upstream API answered HTTP 404:", 0) == 0);
+        if (failed.empty() || !again || std::chrono::steady_clock::now() > deadline) return failed;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 }
@@ -246,7 +256,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
 {
     if (options.upstream_api == "off") return "";
     std::string list;
-    if (std::string failed = api_request_retried(options, "GET", "", &list); !failed.empty()) return failed;
+    if (std::string failed = api_request_retried(options, "GET", "", &list, true); !failed.empty()) return failed;
     std::set<std::string> pushed;
     // what nginx holds of each upstream, by section: the SHA-256 of its
     // servers sorted by address, as upstream_servers_json writes them
@@ -299,7 +309,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
     if (pushed_count != nullptr) {
         *pushed_count = content.servers.size() + content.stream_servers.size() + content.trust.size();
     }
-    return content.empty() ? "" : push_to_api(options, api_body(content));
+    return content.empty() ? "" : api_request_retried(options, "PUT", api_body(content), nullptr, true);
 }
 
 std::string api_body(const ApiContent &content)
