@@ -396,6 +396,46 @@ BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
     BOOST_CHECK_THROW(read(kManifests + "---\nkind: [\n", &cache), InputError);
 }
 
+BOOST_AUTO_TEST_CASE(a_read_as_big_as_the_last_one_doubles_no_list)
+{
+    std::string yaml = kManifests;
+    for (int i = 0; i < 5; i++) {
+        yaml += "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: extra-" + std::to_string(i) + "}\n";
+    }
+    DocumentCache cache;
+    auto capacities = [](const Manifests &m) {
+        return std::vector<size_t>{m.namespaces.capacity(), m.gateways.capacity(), m.http_routes.capacity(),
+                                   m.services.capacity(), m.endpoint_slices.capacity()};
+    };
+    auto sizes = [](const Manifests &m) {
+        return std::vector<size_t>{m.namespaces.size(), m.gateways.size(), m.http_routes.size(), m.services.size(),
+                                   m.endpoint_slices.size()};
+    };
+    Manifests first;
+    cache.reserve_as_last(&first);  // nothing read before: no room made
+    BOOST_TEST(capacities(first) == std::vector<size_t>(5, 0), boost::test_tools::per_element());
+    {
+        std::istringstream in(yaml);
+        parse_stream(in, "in.yaml", &first, 2, &cache);
+    }
+    cache.forget_unused();
+    BOOST_TEST_REQUIRE(first.namespaces.size() >= 5u);
+    BOOST_TEST(first.namespaces.capacity() > first.namespaces.size(), "grown by doubling, room left over");
+    const std::vector<size_t> read = sizes(first);
+    cache.give_back(std::move(first));
+    for (int again = 0; again < 2; again++) {
+        Manifests m;
+        cache.reserve_as_last(&m);
+        BOOST_TEST(capacities(m) == read, boost::test_tools::per_element());
+        std::istringstream in(yaml);
+        parse_stream(in, "in.yaml", &m, 2, &cache);
+        cache.forget_unused();
+        BOOST_TEST(sizes(m) == read, boost::test_tools::per_element());
+        BOOST_TEST(capacities(m) == read, "no list grew: " << again);
+        cache.give_back(std::move(m));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
 {
     const std::string stream = "{\"type\": \"ADDED\", \"object\": {\"a\": \"}{\\\"\", \"b\": [1, {\"c\": 2}]}}\n"

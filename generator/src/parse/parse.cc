@@ -386,6 +386,8 @@ void DocumentCache::give_back(Manifests &&given)
     Manifests read = std::move(given);  // freed here, list by list, not by the caller after
     const std::vector<Lent> lent = std::move(lent_);
     lent_.clear();
+    last_read_ = list_sizes(read);
+    last_lent_ = lent.size();
     std::array<size_t, 13> total{};
     for (const Lent &l : lent) {
         for (size_t i = 0; i < total.size(); i++) total[i] += l.sizes[i];
@@ -424,6 +426,17 @@ void DocumentCache::give_back(Manifests &&given)
                   },
                   read);
     }
+}
+
+void DocumentCache::reserve_as_last(Manifests *out)
+{
+    size_t i = 0;
+    each_list([&](auto &list) { list.reserve(list.size() + last_read_[i++]); }, *out);
+    if (read_done_) {
+        lent_.clear();  // as lend() would: a read never given back
+        read_done_ = false;
+    }
+    lent_.reserve(lent_.size() + last_lent_);
 }
 
 void DocumentCache::forget_unused()

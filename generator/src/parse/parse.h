@@ -50,6 +50,10 @@ public:
     // order lent, as its lists hold it), taken back by document. Lists of
     // other lengths take nothing back: those documents are scanned again.
     void give_back(Manifests &&read);
+    // *out's lists made room for as many more objects as the last read
+    // given back held: a read as big as the last doubles none of them (at
+    // 10,000 routes their doubling left 9 MB unused)
+    void reserve_as_last(Manifests *out);
     // After a whole read: drops the documents it did not meet
     void forget_unused();
     size_t size() const { return entries_.size(); }
@@ -79,6 +83,8 @@ private:
     };
     std::unordered_map<std::string, Entry> entries_;
     std::vector<Lent> lent_;  // in the order lent
+    std::array<size_t, 13> last_read_{};  // the sizes of the lists the last read gave back
+    size_t last_lent_ = 0;
     bool read_done_ = false;  // forget_unused() since the last lend
 };
 

@@ -632,6 +632,10 @@ int run_gateway(const Args &args)
     // freed lists and watch events left behind stayed resident (at 10,000
     // routes through the API, 14 MB more at peak and after; bench/README.md)
     ::mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, args.jobs)));
+    // Blocks of a megabyte and more (lists, a reply of the upstream API)
+    // mapped and unmapped: glibc's moving threshold put them in the heap
+    // once a bigger block was freed, where their pages stayed resident
+    ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
     struct sigaction sa {};
     sa.sa_handler = on_stop;
     ::sigaction(SIGTERM, &sa, nullptr);
@@ -653,6 +657,7 @@ int run_gateway(const Args &args)
     std::unique_ptr<ApiInput> api;
     gateway.done_with_ = [&](Manifests &&m) { documents.give_back(std::move(m)); };
     auto read = [&](Manifests *m) {
+        documents.reserve_as_last(m);
         if (args.watch_events) {
             watched.read(m, args.jobs, &documents);
             m->server_timestamps = true;  // kubectl's: the API server's
