@@ -80,7 +80,10 @@ private:
     struct Offered {
         std::string digest;  // SHA-256 of our status
         uint32_t index;      // in offer_
+        uint64_t generation;  // of the offer that last named it
+        bool queued;          // still to be written when the next offer came
     };
+    uint64_t offer_generation_ = 0;
     std::unordered_map<std::string, Offered> offered_;  // by object
     // to be written, first come first served (one that failed goes to the
     // back, behind those that may not): indexes in offer_
