@@ -62,4 +62,17 @@ is(backend_of('GET', '/shopping', 'Host: app.example.com', 'X-Version: v2'), 404
 is(backend_of('GET', '/items/42', 'Host: app.example.com'), 'wildcard', 'a regular-expression path');
 is(backend_of('GET', '/items/42/x', 'Host: app.example.com'), 404, 'a regular-expression path matches the whole path');
 
+# What no rule matches is nginx's own 404 whatever OUTDIR holds: not a file
+# under OUTDIR/html (nginx's static handler), nor 403 where the workers
+# cannot read OUTDIR
+my $out = servroot() . '/out';
+mkdir "$out/html";
+spit("$out/html/$_", "a file, not a route\n") for 'unrouted', 'index.html';
+is(backend_of('GET', '/unrouted', 'Host: app.example.com'), 404, 'a path no rule matches: 404, not a file of OUTDIR/html');
+is(backend_of('GET', '/', 'Host: app.example.com'), 404, 'no rule covers /: 404, not an index file');
+chmod 0700, $out or die "chmod: $!";
+is(backend_of('GET', '/elsewhere', 'Host: app.example.com'), 404, 'in an OUTDIR of mode 0700: 404');
+is(backend_of('GET', '/shop/cart', 'Host: app.example.com'), 'leaf', 'and the routes still serve');
+chmod 0755, $out;
+
 stop_served();

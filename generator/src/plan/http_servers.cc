@@ -2,7 +2,33 @@
 // nginx must try them, handed to the Plan.
 #include "resolve/resolver.h"
 
+#include <algorithm>
+
 namespace g2n {
+
+namespace {
+
+// What no rule of a server's routes matches gets 404 from a location of its
+// own: left to nginx's static handler, the answer would depend on what
+// OUTDIR holds (a file under OUTDIR/html, 403 where the workers cannot read
+// it). A prefix "/" of a route covers it already; a server without
+// locations answers 404 whole.
+void answer_unmatched(Server *server)
+{
+    if (server->locations.empty()) return;
+    if (std::any_of(server->locations.begin(), server->locations.end(), [](const Location &l) {
+            return l.match.kind == LocationMatch::Kind::Prefix && l.match.path == "/";
+        })) {
+        return;
+    }
+    Location none;
+    none.match = {LocationMatch::Kind::Prefix, "/"};
+    none.return_code = 404;
+    none.source = "none: what no rule matches";
+    server->locations.push_back(std::move(none));
+}
+
+}  // namespace
 
 void Resolver::finish_servers()
 {
@@ -30,6 +56,7 @@ void Resolver::finish_servers()
     std::sort(by_key.begin(), by_key.end(), [](const auto *a, const auto *b) { return a->first < b->first; });
     plan_->servers.reserve(plan_->servers.size() + servers_.size());
     for (auto *entry : by_key) {
+        answer_unmatched(&entry->second);
         order_locations(&entry->second);
         plan_->servers.push_back(std::move(entry->second));
     }
