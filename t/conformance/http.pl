@@ -592,11 +592,12 @@ return [
     },
     do {
         # the listener the SNI chose must be the one the Host belongs to:
-        # another listener's host gets 421, a host no route serves 404
+        # another listener's host gets 421, a host no route serves 404;
+        # over HTTP/2, as the Go test sends it (roundtripper.H2Protocol)
         my $gw = 'same-namespace-with-https-listener';
         my $tls = sub {
             my ($sni, $host, $expected) = @_;
-            [$gw, 443, {sni => $sni, host => $host, path => '/detect-misdirected-requests'},
+            [$gw, 443, {sni => $sni, host => $host, path => '/detect-misdirected-requests', h2 => 1},
              ref $expected ? {backend => $expected->[0], namespace => $ns} : {status => $expected}];
         };
         {

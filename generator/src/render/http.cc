@@ -129,8 +129,11 @@ void refuse_loops(nginx::Writer &w)
 
 // Every server with its locations, then a default server for each listen
 // that has none. HTTP/2 on a listen: the `http2` directive in each of its
-// servers from nginx 1.25.1 (which deprecates the listen parameter; every
-// cleartext listen then), else the listen parameter (GRPCRoutes' listens).
+// servers from nginx 1.25.1 (which deprecates the listen parameter), else
+// the listen parameter. Every TLS listen offers it (ALPN h2, as clients
+// expect of HTTPS; a request whose Host belongs to another listener than
+// the handshake's gets 421 on a shared connection as on its own); a
+// cleartext one from 1.25.1, else where GRPCRoutes need it.
 void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const Options &o)
 {
     const bool http2_directive = o.nginx_version >= kNginxHttp2Directive;
@@ -140,7 +143,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
     for (const Server &s : plan.servers) {
         // from 1.25.1 a cleartext port takes HTTP/2 by prior knowledge
         // beside HTTP/1.1: h2c clients of every route
-        if (s.http2 || (!s.ssl && http2_directive)) listens_http2.insert(s.listen);
+        if (s.ssl || s.http2 || http2_directive) listens_http2.insert(s.listen);
     }
     const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
     for (const Server &s : plan.servers) {

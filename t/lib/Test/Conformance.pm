@@ -343,8 +343,9 @@ sub _request_headers {
 
 # One HTTP/1.1 request: (status, {lc header => [values]}, body). With
 # {sni}, over TLS with that SNI (curl; the server's certificate is not
-# checked here: t/430 does); with {h2c}, HTTP/2 by prior knowledge (curl),
-# as the suite's H2CPriorKnowledgeProtocol.
+# checked here: t/430 does), and with {h2} too, HTTP/2 through ALPN, as the
+# suite's H2Protocol (a reply over HTTP/1.1 fails); with {h2c}, HTTP/2 by
+# prior knowledge (curl), as the suite's H2CPriorKnowledgeProtocol.
 sub _http {
     my ($addr, $port, $req) = @_;
     return _https($addr, $port, $req) if $req->{sni} || $req->{h2c};
@@ -377,6 +378,7 @@ sub _https {
         push @cmd, '--http2-prior-knowledge', '-H', 'Host: ' . ($req->{host} // "$addr:" . ($port - $Offset));
     } else {
         push @cmd, '--resolve', "$req->{sni}:$port:$addr", '-H', 'Host: ' . ($req->{host} // $req->{sni});
+        push @cmd, $req->{h2} ? '--http2' : '--http1.1';
     }
     my $headers = _request_headers($req);
     push @cmd, '-H', "$_: $headers->{$_}" for sort keys %$headers;
@@ -387,7 +389,9 @@ sub _https {
     close $fh;
     my ($head_text, $body) = split /\r\n\r\n/, $raw, 2;
     my @lines = split /\r\n/, $head_text // '';
-    my ($status) = (shift(@lines) // '') =~ m{^HTTP/\S+ (\d{3})};
+    my $status_line = shift(@lines) // '';
+    my ($status) = $status_line =~ m{^HTTP/\S+ (\d{3})};
+    return (0, {}, "HTTP/2 not negotiated: $status_line") if $req->{h2} && $status_line !~ m{^HTTP/2 };
     my %h;
     for (@lines) {
         my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
