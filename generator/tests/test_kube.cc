@@ -480,6 +480,53 @@ BOOST_AUTO_TEST_CASE(a_queued_status_is_found_again_in_the_next_offer)
     BOOST_TEST(!tried_since("b", later));
 }
 
+// While a configuration is made from the start, the last one's statuses
+// are let go once every one is written; while some are still queued they
+// are kept and written all the same
+BOOST_AUTO_TEST_CASE(a_withdrawn_offer_is_let_go_once_written)
+{
+    const std::string controller = "gateway2nginx.io/controller";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    ObjectStore store;
+    for (const std::string name : {"a", "b"}) store.put(kRoutes, "ns/" + name, route_object(name));
+    std::mutex logged_mutex;
+    std::vector<std::string> logged;
+    StatusWriter writer(nowhere(), &store, controller, [] { return true; },
+                        [&](const std::string &line) {
+                            std::lock_guard<std::mutex> lock(logged_mutex);
+                            logged.push_back(line);
+                        });
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
+    auto tried_since = [&](const std::string &name, size_t from) {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return std::any_of(logged.begin() + static_cast<std::ptrdiff_t>(std::min(from, logged.size())), logged.end(),
+                           [&](const std::string &l) { return l.find("HTTPRoute ns/" + name + ":") != std::string::npos; });
+    };
+    auto logged_now = [&] {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return logged.size();
+    };
+    // every write fails (no API server): each is tried again after a second
+    auto failing = offer_of({{&kRoutes, "ns", "a", ours}, {&kRoutes, "ns", "b", ours}});
+    std::weak_ptr<const StatusOffer> held = failing;
+    writer.offer(std::move(failing));
+    BOOST_TEST_REQUIRE(eventually([&] { return tried_since("a", 0) && tried_since("b", 0); }));
+    writer.withdraw();
+    const size_t mark = logged_now();
+    BOOST_TEST(eventually([&] { return tried_since("a", mark) && tried_since("b", mark); }),
+               "still queued: kept, and tried again");
+    BOOST_TEST(!held.expired());
+    // statuses the objects already have: nothing queued once looked at
+    store.put(kRoutes, "ns/c", *merge_status(ours, route_object("c"), controller, "2026-01-01T00:00:00Z"));
+    auto written = offer_of({{&kRoutes, "ns", "c", ours}});
+    held = written;
+    writer.offer(std::move(written));
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.idle(); }), "a and b no longer offered, c has its status");
+    BOOST_TEST(!held.expired());
+    writer.withdraw();
+    BOOST_TEST(eventually([&] { return held.expired(); }), "every one written: let go");
+}
+
 BOOST_AUTO_TEST_CASE(status_merge_keeps_other_controllers)
 {
     const std::string controller = "gateway2nginx.io/controller";

@@ -78,6 +78,14 @@ void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
     wake_.notify_all();
 }
 
+void StatusWriter::withdraw()
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!queue_.empty()) return;  // still being written: not held back while a configuration is made
+    queued_.clear();
+    offer_.reset();
+}
+
 bool StatusWriter::wants_everything() const
 {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -213,7 +221,10 @@ void StatusWriter::loop()
         // tried again unless gone or offered anew since (queued then)
         if (!done) {
             auto it = offered_.find(key_of(object));
-            if (it != offered_.end() && it->second.digest == sha256(ours) && !queued_[it->second.index]) {
+            if (offer_ == nullptr) {
+                // withdrawn meanwhile: the next offer queues it again
+                if (it != offered_.end() && it->second.digest == sha256(ours)) it->second.queued = true;
+            } else if (it != offered_.end() && it->second.digest == sha256(ours) && !queued_[it->second.index]) {
                 queue_.push_back(it->second.index);
                 queued_[it->second.index] = true;
                 wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });

@@ -38,6 +38,9 @@ public:
     // What `plan` says of each object, offered to the status writer; a
     // Gateway is not Programmed before a running nginx serves it.
     void offer_status(const Plan &plan, const Options &options, bool nginx_runs);
+    // A configuration is being made from the start: the last one's statuses
+    // are not held beside it (their writes wait for its offer).
+    void withdraw_status() { writer_->withdraw(); }
     // The status writer, come to lead, wants every status offered again.
     bool wants_status() const { return writer_->wants_everything(); }
     // The API client's part of /metrics.

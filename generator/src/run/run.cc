@@ -178,6 +178,7 @@ private:
         endpoints_.reset();
         trust_.reset();
         plan_.reset();
+        if (on_whole_apply_) on_whole_apply_();
         Manifests manifests;
         give_back_ = [&] {
             if (done_with_) done_with_(std::move(manifests));
@@ -587,6 +588,9 @@ public:
     // Told of each configuration applied, and whether a running nginx
     // serves it (its reload confirmed, its push answered).
     std::function<void(const Plan &, bool nginx_runs)> on_applied_;
+    // Told that a configuration is being made from the start, before it
+    // is read: the one applied last is gone (on_applied_ tells of the next)
+    std::function<void()> on_whole_apply_;
     // what apply_whole read, once done with (the cache lent it)
     std::function<void(Manifests &&)> done_with_;
 
@@ -699,6 +703,7 @@ int run_gateway(const Args &args)
         if (!api) return 0;  // stopped while the API server was not there
         metrics.more = [&] { return api->metrics(); };
         gateway.on_applied_ = [&](const Plan &plan, bool nginx_runs) { api->offer_status(plan, args.options, nginx_runs); };
+        gateway.on_whole_apply_ = [&] { api->withdraw_status(); };
     } else if (!args.watch_events) {
         inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (inotify < 0) {
