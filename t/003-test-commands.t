@@ -11,7 +11,7 @@ use FindBin;
 
 my $root = "$FindBin::Bin/..";
 my %package = (
-    base64 => 'coreutils', echo => 'coreutils', touch => 'coreutils', timeout => 'coreutils', chroot => 'coreutils', sh => 'dash',
+    base64 => 'coreutils', echo => 'coreutils', sleep => 'coreutils', touch => 'coreutils', timeout => 'coreutils', chroot => 'coreutils', sh => 'dash',
     exec => 'dash', command => 'dash',   # the shell's own
     unshare => 'util-linux', setpriv => 'util-linux', make => 'make', perl => 'perl',
     curl => 'curl', openssl => 'openssl', nginx => 'nginx-core', python3 => 'python3-yaml',

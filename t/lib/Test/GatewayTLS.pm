@@ -36,7 +36,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
-                 kube_route_yaml rbac_check audit_requests start_slow_backend);
+                 kube_route_yaml rbac_check audit_requests start_slow_backend track_child);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -129,8 +129,8 @@ sub client_fingerprint {
 }
 
 sub _port_free {
-    my $port = shift;
-    my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+    my ($port, $address) = @_;
+    my $sock = IO::Socket::INET->new(LocalAddr => $address // '127.0.0.1', LocalPort => $port,
                                      Proto => 'tcp', ReuseAddr => 1, Listen => 1);
     return 0 unless $sock;
     close $sock;
@@ -163,19 +163,25 @@ sub _pick_ports {
 }
 
 # Dies unless every port the configuration files under DIR listen on is
-# in the test's block: one beyond it may fall in the ephemeral range, and
-# a bind() there fails whenever an outgoing connection holds the port.
+# in the test's block (one beyond it may fall in the ephemeral range, and
+# a bind() there fails whenever an outgoing connection holds the port) and
+# free: a process left listening there (another test's, or one an earlier
+# run of this one left) is named as such, not met as nginx's bind() error.
 sub _check_listen_ports {
     my $dir = shift;
     my @files = grep { -f } glob("$dir/*.conf $dir/*/*.conf $dir/*/*/*.conf");
+    my %seen;
     for my $file (@files) {
         my $text = slurp($file);
-        while ($text =~ /^\s*listen\s+(?:\S*:)?(\d+)\b/mg) {
-            my $port = $1;
-            next if $port <= $BasePort + $ListenSpan;
+        while ($text =~ /^\s*listen\s+(?:(\d+\.\d+\.\d+\.\d+|\*):)?(\d+)\b([^;]*)/mg) {
+            my ($address, $port, $rest) = ($1 // '*', $2, $3);
             die "$file listens on $port, beyond this test's ports ($BasePort .. "
                 . ($BasePort + $ListenSpan) . ", below the ephemeral range from $EphemeralStart): "
-                . "a bind() there fails whenever an outgoing connection holds the port\n";
+                . "a bind() there fails whenever an outgoing connection holds the port\n"
+                if $port > $BasePort + $ListenSpan;
+            next if $rest =~ /\budp\b/ || $seen{"$address:$port"}++;
+            die "$file listens on $address:$port, which another process holds (a test's nginx left running?)\n"
+                unless _port_free($port, $address eq '*' ? '0.0.0.0' : $address);
         }
     }
 }
@@ -651,12 +657,31 @@ CONF
 
 sub stop_backends { stop_nginx("$ServRoot/backends") }
 
+# What this test file started, stopped when it ends however it ends (a
+# test that dies half-way leaves no nginx, run or simulation behind to hold
+# the next file's ports): nginx prefixes, and pids of processes it forked.
+my %Started;
+my @Children;
+my $MainPid = $$;
+END {
+    if ($$ == $MainPid) {  # not in a forked child that ends
+        local $?;
+        # still our children (not reaped: the pid is not someone else's by now)
+        kill 'TERM', grep { waitpid($_, POSIX::WNOHANG()) == 0 } @Children;
+        stop_nginx($_) for sort keys %Started;
+    }
+}
+
+# PID, a process the test forked, ended with the test file if still running.
+sub track_child { push @Children, @_ }
+
 # Starts nginx -p DIR -c CONF and waits until PORT accepts connections.
 sub start_nginx {
     my ($dir, $conf, $port, $address) = @_;
     _check_listen_ports($conf =~ m{^/} ? dirname($conf) : dirname("$dir/$conf"));
     my $out = `$Nginx -p $dir/ -c $conf 2>&1`;
     die "nginx in $dir did not start: $out\n" if $? != 0;
+    $Started{$dir} = 1;
     my $deadline = time + 5;
     while (time < $deadline) {
         my $sock = IO::Socket::INET->new(PeerAddr => $address // '127.0.0.1', PeerPort => $port,
@@ -672,6 +697,7 @@ sub start_nginx {
 
 sub stop_nginx {
     my $dir = shift;
+    delete $Started{$dir};
     for my $pidfile ("$dir/logs/nginx.pid", "$dir/nginx.pid") {
         next unless -f $pidfile;
         open my $fh, '<', $pidfile or next;
@@ -742,6 +768,7 @@ sub start_run {
         open STDERR, '>>', $log or die "$log: $!";
         exec($bin, 'run', @args, @TestEndpoints) or die "$bin: $!";
     }
+    track_child($pid);
     return $pid;
 }
 
@@ -938,6 +965,7 @@ YAML
              '--cert', "$certs/ipemail.crt", '--key', "$certs/ipemail.key", '--token-file', $token,
              '--state', "$ServRoot/kube-api.json", @more) or die;
     }
+    track_child($pid);
     wait_for(sub { !_port_free($port) }, 10) or die "the API server simulation does not listen on $port\n";
     return $pid;
 }
