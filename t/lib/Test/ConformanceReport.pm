@@ -19,32 +19,41 @@ use Test::More ();
 our @EXPORT = qw(conformance_test record_result record_supported_features);
 our @EXPORT_OK = qw(write_report);
 
-# Profiles as the suite defines them: the features a test may need to
-# belong to the profile, and which of them are core.
-# (conformance/utils/suite/profiles.go, pkg/features/*.go).
+# Profiles as the suite defines them, by release: core features, and the
+# features a test may need beside them and still belong to the profile
+# (conformance/utils/suite/profiles.go and pkg/features/*.go at the tag;
+# "main": the suite's main of 2026-08-21, whose CRDs say v0.0.0-dev).
 my @GatewayExtended = qw(GatewayAddressEmpty GatewayBackendClientCertificate
                          GatewayFrontendClientCertificateValidation
                          GatewayFrontendClientCertificateValidationInsecureFallback GatewayHTTPListenerIsolation
                          GatewayHTTPSListenerDetectMisdirectedRequests GatewayInfrastructurePropagation
-                         GatewayPort8080 GatewayStaticAddresses);
-my %Profiles = (
-    'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(BackendTLSPolicy BackendTLSPolicySANValidation
-                            HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode
-                            HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket
-                            HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteCORS
-                            HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching
-                            HTTPRouteNamedRouteRule HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite
-                            HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestMirror
-                            HTTPRouteRequestMultipleMirrors HTTPRouteRequestPercentageMirror HTTPRouteRequestTimeout
-                            HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect),
-                            # features of tests newer than v1.4 in the suite's copy here
-                            qw(HTTPRouteBackendRequestRedirect HTTPRouteBackendURLRewrite HTTPRouteRetry
-                               HTTPRouteRetryBackendTimeout HTTPRouteRetryConnectionError)] },
-    'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(GRPCRouteNamedRouteRule GRPCRouteRequestHeaderModifier)] },
-    'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
-                        extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
+                         GatewayPort8080 GatewayStaticAddresses ListenerSet);
+my @HTTPRouteExtended = qw(HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode
+                           HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket
+                           HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteCORS
+                           HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching
+                           HTTPRouteNamedRouteRule HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite
+                           HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestMirror
+                           HTTPRouteRequestMultipleMirrors HTTPRouteRequestPercentageMirror HTTPRouteRequestTimeout
+                           HTTPRouteResponseHeaderModification HTTPRouteRetry HTTPRouteRetryBackendTimeout
+                           HTTPRouteRetryConnectionError HTTPRouteSchemeRedirect);
+my @BackendTLSPolicy = qw(BackendTLSPolicy BackendTLSPolicySANValidation);
+my %ProfilesAt = (
+    'v1.6.1' => {
+        'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
+                            extended => [@GatewayExtended, @HTTPRouteExtended, @BackendTLSPolicy] },
+        'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)], extended => [@GatewayExtended] },
+        'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
+                            extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
+    },
+    'main' => {
+        'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
+                            extended => [@GatewayExtended, @HTTPRouteExtended, @BackendTLSPolicy,
+                                         qw(HTTPRouteBackendRequestRedirect HTTPRouteBackendURLRewrite)] },
+        'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)], extended => [@GatewayExtended, @BackendTLSPolicy] },
+        'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
+                            extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate), @BackendTLSPolicy] },
+    },
 );
 
 my (@Results, @Supported, $File);
@@ -84,28 +93,57 @@ END {
 
 # ---- the report ------------------------------------------------------------
 
-# The profiles a test belongs to (those of the route kinds it needs; all
-# three when it needs none), and whether it is core there.
+# The profiles a test belongs to, as the suite decides
+# (getConformanceProfilesForTest): every one whose core and extended
+# features include all the test needs; there it is extended when it needs
+# one beyond the core (isTestExtended).
 sub _profiles_of {
-    my $test = shift;
-    my @features = @{$test->{features}};
-    my @routes = grep { /^(HTTPRoute|GRPCRoute|TLSRoute)/ } @features;
+    my ($test, $profiles) = @_;
     my %out;
-    for my $p (sort keys %Profiles) {
-        my $kind = $Profiles{$p}{core}[1];
-        next if @routes && !grep { index($_, $kind) == 0 } @routes;
-        my %core = map { $_ => 1 } @{$Profiles{$p}{core}};
-        $out{$p} = (grep { !$core{$_} } @features) ? 'extended' : 'core';
+    for my $p (sort keys %$profiles) {
+        my %core = map { $_ => 1 } @{$profiles->{$p}{core}};
+        my %any = (%core, map { $_ => 1 } @{$profiles->{$p}{extended}});
+        next if grep { !$any{$_} } @{$test->{features}};
+        $out{$p} = (grep { !$core{$_} } @{$test->{features}}) ? 'extended' : 'core';
     }
     return \%out;
 }
 
-# Writes the ConformanceReport of RESULT FILES to OUT; SHARED is the suite's
-# conformance directory (its tests/*.yaml: the manifests no result used
-# count as tests skipped, by profile, by name: grpcroute-*, tlsroute-*, the
-# rest of gateway-*, httproute-*, backendtlspolicy-*). A test needing a
-# feature the GatewayClass does not claim is skipped, as the suite skips it.
-# Returns the report's text.
+# The release of the suite at SHARED (its conformance/ directory), as the
+# suite reads it: the bundle-version of the CRDs beside it.
+sub _release_of {
+    my $shared = shift;
+    my $crd = "$shared/../config/crd/experimental/gateway.networking.k8s.io_gatewayclasses.yaml";
+    open my $fh, '<', $crd or return 'v0.0.0-dev';
+    while (<$fh>) { return $1 if m{gateway\.networking\.k8s\.io/bundle-version:\s*(\S+)} }
+    return 'v0.0.0-dev';
+}
+
+# The tests SHARED's Go sources mark Provisional, by ShortName (none where
+# only the manifests are at hand)
+sub _provisional {
+    my $shared = shift;
+    my %out;
+    for my $file (glob("$shared/tests/*.go")) {
+        my $text = do { local (@ARGV, $/) = ($file); <> };
+        while ($text =~ /ShortName:\s*"([^"]+)"(.*?)\n\}/sg) {
+            my ($name, $body) = ($1, $2);
+            $out{$name} = 1 if $body =~ /\bProvisional:\s*true/;
+        }
+    }
+    return \%out;
+}
+
+# Writes the ConformanceReport of RESULT FILES to OUT, counted as the suite
+# counts (utils/suite/suite.go, reports.go): a test needing a feature the
+# GatewayClass does not claim is left out (not supported, not skipped); each
+# other one counts in every profile its features put it in, core or
+# extended; provisional tests that passed are listed. SHARED is the suite's
+# conformance directory: its release (gatewayAPIVersion, the profiles'
+# features), its Go sources (provisional tests), and its tests/*.yaml (the
+# manifests no result used count as core tests skipped, by name: grpcroute-*,
+# tlsroute-*, the rest of gateway-*, httproute-*, backendtlspolicy-*, so
+# what is not replayed yet shows). Returns the report's text.
 sub write_report {
     my ($out, $shared, @files) = @_;
     my (@tests, %supported);
@@ -115,13 +153,13 @@ sub write_report {
         $supported{$_} = 1 for @{$data->{supportedFeatures}};
     }
     die "no results name the GatewayClass's supportedFeatures (t/400 records them)\n" unless %supported;
+    my $release = _release_of($shared);
+    my $profiles = $ProfilesAt{$release} || $ProfilesAt{main};
+    my $provisional = _provisional($shared);
     my %seen;
     @tests = grep { !$seen{$_->{name}}++ } @tests;
-    for my $test (@tests) {
-        my @missing = grep { !$supported{$_} } @{$test->{features}};
-        @$test{qw(state reason)} = ('skipped', "unsupported features: @missing") if @missing;
-    }
     my %used = map { $_ => 1 } map { @{$_->{manifests}} } @tests;
+    @tests = grep { my $t = $_; !grep { !$supported{$_} } @{$t->{features}} } @tests;
     my %pending;
     for my $file (sort glob("$shared/tests/*.yaml")) {
         my ($stem) = $file =~ m{([^/]+)\.yaml$};
@@ -130,43 +168,55 @@ sub write_report {
               : $stem =~ /^(?:httproute|gateway|backendtlspolicy)-/ ? 'GATEWAY-HTTP' : next;
         push @{$pending{$p}}, $stem;
     }
+    my @provisional_passed = sort map { $_->{name} } grep { $provisional->{$_->{name}} && $_->{state} eq 'passed' } @tests;
     my $text = "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
              . "date: \"" . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime) . "\"\n"
-             . "gatewayAPIChannel: experimental\ngatewayAPIVersion: v1.4.0\n"
+             . "gatewayAPIChannel: experimental\ngatewayAPIVersion: $release\n"
              . "implementation:\n  organization: nginx-gateway-tls\n  project: gateway2nginx\n"
              . "  url: https://github.com/nginx-gateway-tls/nginx-gateway-tls\n  version: 0.1.0\n"
              . "  contact: []\nmode: default\nprofiles:\n";
-    for my $p (sort keys %Profiles) {
-        my (%stats, @skipped, @failed);
+    for my $p (sort keys %$profiles) {
+        my (%stats, %skipped, %failed);
         $stats{$_} = {Passed => 0, Failed => 0, Skipped => 0} for qw(core extended);
         for my $test (@tests) {
-            my $level = _profiles_of($test)->{$p} or next;
+            my $level = _profiles_of($test, $profiles)->{$p} or next;
             $stats{$level}{ucfirst $test->{state}}++;
-            push @skipped, $test->{name} if $test->{state} eq 'skipped' && $level eq 'core';
-            push @failed, $test->{name} if $test->{state} eq 'failed';
+            push @{$skipped{$level}}, $test->{name} if $test->{state} eq 'skipped';
+            push @{$failed{$level}}, $test->{name} if $test->{state} eq 'failed';
         }
         for my $name (@{$pending{$p} || []}) {
             $stats{core}{Skipped}++;
-            push @skipped, "$name (manifests not replayed here yet)";
+            push @{$skipped{core}}, "$name (manifests not replayed here yet)";
         }
         my $result = sub {
             my $s = shift;
             return $s->{Failed} ? 'failure' : $s->{Skipped} ? 'partial' : 'success';
         };
-        my %ext = map { $_ => 1 } @{$Profiles{$p}{extended}};
+        my $summary = sub {
+            my $s = shift;
+            my $r = $result->($s);
+            return $r eq 'success' ? 'succeeded'
+                 : $r eq 'partial' ? "partially succeeded with $s->{Skipped} test skips"
+                 : "failed with $s->{Failed} test failures";
+        };
+        my %ext = map { $_ => 1 } @{$profiles->{$p}{extended}};
         my @ext = grep { $ext{$_} } sort keys %supported;
-        my @unsupported = grep { !$supported{$_} } sort @{$Profiles{$p}{extended}};
+        my @unsupported = grep { !$supported{$_} } sort keys %ext;
         my $list = sub { my @l = @_; @l ? "\n" . join('', map { "    - $_\n" } @l) : " []\n" };
-        $text .= "- name: $p\n  core:\n    result: " . $result->($stats{core}) . "\n    statistics:\n"
-               . join('', map { "      $_: $stats{core}{$_}\n" } qw(Failed Passed Skipped))
-               . (@skipped ? "    skippedTests:" . $list->(@skipped) : '')
-               . (@failed ? "    failedTests:" . $list->(@failed) : '')
-               . "  extended:\n    result: " . $result->($stats{extended}) . "\n    statistics:\n"
-               . join('', map { "      $_: $stats{extended}{$_}\n" } qw(Failed Passed Skipped))
+        my $status = sub {
+            my $level = shift;
+            return "    result: " . $result->($stats{$level}) . "\n    statistics:\n"
+                 . join('', map { "      $_: $stats{$level}{$_}\n" } qw(Failed Passed Skipped))
+                 . ($skipped{$level} ? "    skippedTests:" . $list->(@{$skipped{$level}}) : '')
+                 . ($failed{$level} ? "    failedTests:" . $list->(@{$failed{$level}}) : '');
+        };
+        $text .= "- name: $p\n  core:\n" . $status->('core') . "  extended:\n" . $status->('extended')
                . "    supportedFeatures:" . $list->(@ext)
                . "    unsupportedFeatures:" . $list->(@unsupported)
-               . "  summary: core " . $result->($stats{core}) . ", extended " . $result->($stats{extended}) . "\n";
+               . "  summary: Core tests " . $summary->($stats{core}) . ". Extended tests "
+               . $summary->($stats{extended}) . ".\n";
     }
+    $text .= "succeededProvisionalTests:" . (@provisional_passed ? "\n" . join('', map { "- $_\n" } @provisional_passed) : " []\n");
     open my $fh, '>', $out or die "$out: $!";
     print $fh $text;
     close $fh;

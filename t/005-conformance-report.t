@@ -1,0 +1,82 @@
+# The ConformanceReport counts as the suite counts (its utils/suite at the
+# release): a test needing a feature the GatewayClass does not claim is
+# left out, not skipped; a test counts in every profile whose features
+# cover all it needs (core, or extended when it needs one beyond the core)
+# and in no other; the release and its provisional tests come from the
+# suite's directory. Synthetic results against a synthetic suite directory.
+use strict;
+use warnings;
+use Test::More;
+use File::Path qw(make_path remove_tree);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use JSON::PP;
+use Test::ConformanceReport qw(write_report);
+
+my $dir = "$FindBin::Bin/servroot-005-conformance-report";
+remove_tree($dir);
+
+sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
+
+# A suite directory of RELEASE: its CRDs' bundle-version, two Go tests (one
+# provisional), and the manifests of the tests below plus one no result uses
+sub suite {
+    my $release = shift;
+    my $root = "$dir/suite-$release";
+    make_path("$root/config/crd/experimental", "$root/conformance/tests");
+    spit("$root/config/crd/experimental/gateway.networking.k8s.io_gatewayclasses.yaml",
+         "metadata:\n  annotations:\n    gateway.networking.k8s.io/bundle-version: $release\n");
+    spit("$root/conformance/tests/plain.go", "var Plain = suite.ConformanceTest{\n\tShortName: \"Plain\",\n\tFeatures: nil,\n}\n");
+    spit("$root/conformance/tests/provisional.go",
+         "var P = suite.ConformanceTest{\n\tShortName: \"Redirect303\",\n\tProvisional: true,\n}\n");
+    spit("$root/conformance/tests/$_.yaml", "{}\n") for qw(plain redirect-303 unclaimed disallowed grpc-named grpc-tls
+                                                         httproute-not-replayed);
+    return "$root/conformance";
+}
+
+my @results = (
+    # name, features, manifest, state
+    ['Plain', [qw(Gateway HTTPRoute)], 'plain', 'passed'],
+    ['Redirect303', [qw(Gateway HTTPRoute HTTPRoute303RedirectStatusCode)], 'redirect-303', 'passed'],
+    ['NeedsUnclaimed', [qw(Gateway HTTPRoute HTTPRouteRetryConnectionError)], 'unclaimed', 'failed'],
+    ['DisallowedKind', [qw(Gateway HTTPRoute TLSRoute)], 'disallowed', 'passed'],
+    ['GRPCNamed', [qw(Gateway GRPCRoute GRPCRouteNamedRouteRule)], 'grpc-named', 'passed'],
+    ['GRPCBackendTLS', [qw(Gateway GRPCRoute BackendTLSPolicy)], 'grpc-tls', 'passed'],
+);
+make_path($dir);
+spit("$dir/results.json", JSON::PP->new->canonical->encode({
+    results => [map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]], state => $_->[3], reason => ''} } @results],
+    supportedFeatures => [qw(BackendTLSPolicy GRPCRoute GRPCRouteNamedRouteRule Gateway HTTPRoute
+                             HTTPRoute303RedirectStatusCode ReferenceGrant TLSRoute)],
+}));
+
+# the block of profile P of a report
+sub profile { my ($text, $p) = @_; return $text =~ /^- name: \Q$p\E\n(.*?)(?=^- name: |^succeeded)/ms ? $1 : '' }
+sub counts {
+    my ($block, $level) = @_;
+    my ($part) = $block =~ /^  \Q$level\E:\n(.*?)(?=^  \S)/ms;
+    my %c = ($part // '') =~ /^      (Failed|Passed|Skipped): (\d+)$/mg;
+    return join ' ', map { $c{$_} // '?' } qw(Passed Failed Skipped);
+}
+
+my $report = write_report("$dir/v1.6.1.yaml", suite('v1.6.1'), "$dir/results.json");
+like($report, qr/^gatewayAPIVersion: v1\.6\.1$/m, 'the release, as the CRDs beside the suite say');
+unlike($report, qr/NeedsUnclaimed/, 'a test needing an unclaimed feature is left out, not skipped or failed');
+my $http = profile($report, 'GATEWAY-HTTP');
+is(counts($http, 'core'), '1 0 1', 'GATEWAY-HTTP core: Plain passed; the manifest no test replays skipped');
+is(counts($http, 'extended'), '1 0 0', 'GATEWAY-HTTP extended: Redirect303 alone');
+unlike($report, qr/DisallowedKind/, 'a test needing HTTPRoute and TLSRoute is in no profile');
+is(counts(profile($report, 'GATEWAY-TLS'), 'core') . ' / ' . counts(profile($report, 'GATEWAY-TLS'), 'extended'),
+   '0 0 0 / 0 0 0', 'nor counted in GATEWAY-TLS');
+my $grpc = profile($report, 'GATEWAY-GRPC');
+is(counts($grpc, 'extended'), '0 0 0', 'v1.6.1: GRPCRouteNamedRouteRule and BackendTLSPolicy are in no GRPC profile');
+like($report, qr/^succeededProvisionalTests:\n- Redirect303\n/m, 'a provisional test that passed is listed');
+like($http, qr/^    unsupportedFeatures:\n(?:    - .*\n)*    - HTTPRouteRetryConnectionError\n/m,
+     'an unclaimed feature of the profile is listed unsupported');
+
+$report = write_report("$dir/main.yaml", suite('v0.0.0-dev'), "$dir/results.json");
+like($report, qr/^gatewayAPIVersion: v0\.0\.0-dev$/m, 'the suite\'s main says v0.0.0-dev');
+is(counts(profile($report, 'GATEWAY-GRPC'), 'extended'), '1 0 0',
+   'main: BackendTLSPolicy is a GATEWAY-GRPC extended feature, GRPCRouteNamedRouteRule still is not');
+
+done_testing();
