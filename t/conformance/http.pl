@@ -43,7 +43,7 @@ return [
         requests => [to($same, 'infra-backend-v1', path => '/')],
     },
     {
-        name => 'HTTPExactPathMatching',
+        name => 'HTTPRouteExactPathMatching',
         features => [qw(Gateway HTTPRoute)],
         manifests => ['httproute-exact-path-matching'],
         gateways => [$same],
@@ -1299,7 +1299,7 @@ return [
     },
     {
         name => 'HTTPRouteInvalidParentRefNotMatchingListenerPort',
-        features => [qw(Gateway HTTPRoute HTTPRouteParentRefPort)],
+        features => [qw(Gateway HTTPRoute HTTPRouteDestinationPortMatching)],
         manifests => ['httproute-invalid-parentref-not-matching-listener-port'],
         gateways => [$same],
         conditions => [

@@ -38,6 +38,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteBackendTimeout",
     "HTTPRouteBackendURLRewrite",
     "HTTPRouteCORS",
+    "HTTPRouteDestinationPortMatching",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
     "HTTPRouteNamedRouteRule",
