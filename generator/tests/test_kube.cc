@@ -438,46 +438,54 @@ BOOST_AUTO_TEST_CASE(a_new_leader_writes_what_it_is_offered_again)
     BOOST_TEST(!tried("gone"));
 }
 
+// A writer that leads and whose every write fails (no API server: each is
+// tried again after a second), its log lines kept: which objects it tried
+struct FailingWriter {
+    explicit FailingWriter(const std::vector<std::string> &routes)
+    {
+        for (const std::string &name : routes) store.put(kRoutes, "ns/" + name, route_object(name));
+        BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
+    }
+    // whether `name` was tried after the first `from` log lines
+    bool tried_since(const std::string &name, size_t from)
+    {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return std::any_of(logged.begin() + static_cast<std::ptrdiff_t>(std::min(from, logged.size())), logged.end(),
+                           [&](const std::string &l) { return l.find("HTTPRoute ns/" + name + ":") != std::string::npos; });
+    }
+    size_t logged_now()
+    {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return logged.size();
+    }
+
+    const std::string controller = "gateway2nginx.io/controller";
+    ObjectStore store;
+    std::mutex logged_mutex;
+    std::vector<std::string> logged;
+    StatusWriter writer{nowhere(), &store, controller, [] { return true; },
+                        [this](const std::string &line) {
+                            std::lock_guard<std::mutex> lock(logged_mutex);
+                            logged.push_back(line);
+                        }};
+};
+
 // A status still to be written when the next offer comes stays queued,
 // found again in the new offer (where its place may differ); one no longer
 // offered is not tried again.
 BOOST_AUTO_TEST_CASE(a_queued_status_is_found_again_in_the_next_offer)
 {
-    const std::string controller = "gateway2nginx.io/controller";
-    const std::string ours = our_status_json(route_status("True"), controller, {});
-    ObjectStore store;
-    for (const std::string name : {"a", "b", "c", "d"}) store.put(kRoutes, "ns/" + name, route_object(name));
-    std::mutex logged_mutex;
-    std::vector<std::string> logged;
-    StatusWriter writer(nowhere(), &store, controller, [] { return true; },
-                        [&](const std::string &line) {
-                            std::lock_guard<std::mutex> lock(logged_mutex);
-                            logged.push_back(line);
-                        });
-    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
-    // every write fails (no API server): each is tried again after a second
-    writer.offer(offer_of({{&kRoutes, "ns", "a", ours}, {&kRoutes, "ns", "b", ours}, {&kRoutes, "ns", "c", ours}}));
-    writer.offer(offer_of({{&kRoutes, "ns", "c", ours}, {&kRoutes, "ns", "d", ours}}));
-    size_t mark = 0;
-    {
-        std::lock_guard<std::mutex> lock(logged_mutex);
-        mark = logged.size();
-    }
-    auto tried_since = [&](const std::string &name, size_t from) {
-        std::lock_guard<std::mutex> lock(logged_mutex);
-        return std::any_of(logged.begin() + static_cast<std::ptrdiff_t>(std::min(from, logged.size())), logged.end(),
-                           [&](const std::string &l) { return l.find("HTTPRoute ns/" + name + ":") != std::string::npos; });
-    };
-    BOOST_TEST(eventually([&] { return tried_since("c", mark) && tried_since("d", mark); }),
+    FailingWriter w({"a", "b", "c", "d"});
+    const std::string ours = our_status_json(route_status("True"), w.controller, {});
+    w.writer.offer(offer_of({{&kRoutes, "ns", "a", ours}, {&kRoutes, "ns", "b", ours}, {&kRoutes, "ns", "c", ours}}));
+    w.writer.offer(offer_of({{&kRoutes, "ns", "c", ours}, {&kRoutes, "ns", "d", ours}}));
+    const size_t mark = w.logged_now();
+    BOOST_TEST(eventually([&] { return w.tried_since("c", mark) && w.tried_since("d", mark); }),
                "c, still queued, and d, new, are tried");
-    size_t later = 0;
-    {
-        std::lock_guard<std::mutex> lock(logged_mutex);
-        later = logged.size();
-    }
-    BOOST_TEST(eventually([&] { return tried_since("c", later) && tried_since("d", later); }), "and tried again");
-    BOOST_TEST(!tried_since("a", later));
-    BOOST_TEST(!tried_since("b", later));
+    const size_t later = w.logged_now();
+    BOOST_TEST(eventually([&] { return w.tried_since("c", later) && w.tried_since("d", later); }), "and tried again");
+    BOOST_TEST(!w.tried_since("a", later));
+    BOOST_TEST(!w.tried_since("b", later));
 }
 
 // While a configuration is made from the start, the last one's statuses
@@ -485,45 +493,25 @@ BOOST_AUTO_TEST_CASE(a_queued_status_is_found_again_in_the_next_offer)
 // are kept and written all the same
 BOOST_AUTO_TEST_CASE(a_withdrawn_offer_is_let_go_once_written)
 {
-    const std::string controller = "gateway2nginx.io/controller";
-    const std::string ours = our_status_json(route_status("True"), controller, {});
-    ObjectStore store;
-    for (const std::string name : {"a", "b"}) store.put(kRoutes, "ns/" + name, route_object(name));
-    std::mutex logged_mutex;
-    std::vector<std::string> logged;
-    StatusWriter writer(nowhere(), &store, controller, [] { return true; },
-                        [&](const std::string &line) {
-                            std::lock_guard<std::mutex> lock(logged_mutex);
-                            logged.push_back(line);
-                        });
-    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
-    auto tried_since = [&](const std::string &name, size_t from) {
-        std::lock_guard<std::mutex> lock(logged_mutex);
-        return std::any_of(logged.begin() + static_cast<std::ptrdiff_t>(std::min(from, logged.size())), logged.end(),
-                           [&](const std::string &l) { return l.find("HTTPRoute ns/" + name + ":") != std::string::npos; });
-    };
-    auto logged_now = [&] {
-        std::lock_guard<std::mutex> lock(logged_mutex);
-        return logged.size();
-    };
-    // every write fails (no API server): each is tried again after a second
+    FailingWriter w({"a", "b"});
+    const std::string ours = our_status_json(route_status("True"), w.controller, {});
     auto failing = offer_of({{&kRoutes, "ns", "a", ours}, {&kRoutes, "ns", "b", ours}});
     std::weak_ptr<const StatusOffer> held = failing;
-    writer.offer(std::move(failing));
-    BOOST_TEST_REQUIRE(eventually([&] { return tried_since("a", 0) && tried_since("b", 0); }));
-    writer.withdraw();
-    const size_t mark = logged_now();
-    BOOST_TEST(eventually([&] { return tried_since("a", mark) && tried_since("b", mark); }),
+    w.writer.offer(std::move(failing));
+    BOOST_TEST_REQUIRE(eventually([&] { return w.tried_since("a", 0) && w.tried_since("b", 0); }));
+    w.writer.withdraw();
+    const size_t mark = w.logged_now();
+    BOOST_TEST(eventually([&] { return w.tried_since("a", mark) && w.tried_since("b", mark); }),
                "still queued: kept, and tried again");
     BOOST_TEST(!held.expired());
     // statuses the objects already have: nothing queued once looked at
-    store.put(kRoutes, "ns/c", *merge_status(ours, route_object("c"), controller, "2026-01-01T00:00:00Z"));
+    w.store.put(kRoutes, "ns/c", *merge_status(ours, route_object("c"), w.controller, "2026-01-01T00:00:00Z"));
     auto written = offer_of({{&kRoutes, "ns", "c", ours}});
     held = written;
-    writer.offer(std::move(written));
-    BOOST_TEST_REQUIRE(eventually([&] { return writer.idle(); }), "a and b no longer offered, c has its status");
+    w.writer.offer(std::move(written));
+    BOOST_TEST_REQUIRE(eventually([&] { return w.writer.idle(); }), "a and b no longer offered, c has its status");
     BOOST_TEST(!held.expired());
-    writer.withdraw();
+    w.writer.withdraw();
     BOOST_TEST(eventually([&] { return held.expired(); }), "every one written: let go");
 }
 

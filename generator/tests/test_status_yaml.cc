@@ -169,60 +169,33 @@ spec:
     BOOST_TEST(by_port[8080].find("return 301 $scheme://$http_host$request_uri;") != std::string::npos);
 }
 
+// One HTTPS listener with a hostname, and a route for all of it
+std::string one_https_listener()
+{
+    return class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, hostname: example.org, tls: {certificateRefs: [{name: cert}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {value: /}}]}]
+)";
+}
+
 // HTTPRouteHTTPSListener: with no listener for every hostname, an unknown
 // SNI still completes a handshake, with the port's first certificate, and
 // gets 404 (the module answers 421 where Host then names a server that
 // verifies its clients: t/430).
-// HTTPS offers HTTP/2 (ALPN h2) as clients expect, with no GRPCRoute
-// attached: the listen parameter before nginx 1.25.1, the `http2`
-// directive from it; every server of the port, its default one too
-BOOST_AUTO_TEST_CASE(https_listeners_offer_http2_without_a_grpcroute)
-{
-    std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners:
-  - {name: https, port: 443, protocol: HTTPS, hostname: example.org, tls: {certificateRefs: [{name: cert}]}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: r, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  rules: [{matches: [{path: {value: /}}]}]
-)";
-    Options old_nginx, new_nginx;
-    new_nginx.nginx_version = 1026003;
-    const Plan plan = plan_of(yaml);
-    BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
-    BOOST_TEST(!plan.servers[0].http2, "no GRPCRoute");
-    const std::string before = render_http_conf(plan, old_nginx), after = render_http_conf(plan, new_nginx);
-    BOOST_TEST(before.find("    listen 0.0.0.0:443 ssl http2;\n    server_name example.org;\n") != std::string::npos, before);
-    BOOST_TEST(before.find("    listen 0.0.0.0:443 ssl http2 default_server;\n") != std::string::npos, before);
-    BOOST_TEST(after.find("    listen 0.0.0.0:443 ssl;\n    http2 on;\n    server_name example.org;\n") != std::string::npos, after);
-    BOOST_TEST(after.find("    listen 0.0.0.0:443 ssl default_server;\n    http2 on;\n") != std::string::npos, after);
-}
-
 BOOST_AUTO_TEST_CASE(an_https_port_without_a_catch_all_answers_404_over_tls)
 {
-    std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ns}
-spec:
-  gatewayClassName: ours
-  listeners:
-  - {name: https, port: 443, protocol: HTTPS, hostname: example.org, tls: {certificateRefs: [{name: cert}]}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: r, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  rules: [{matches: [{path: {value: /}}]}]
-)";
-    std::string http = render_http_conf(plan_of(yaml));
+    std::string http = render_http_conf(plan_of(one_https_listener()));
     // HTTP/2 offered, as on every TLS listen (the listen parameter before nginx 1.25.1)
     BOOST_TEST(http.find("server {\n    listen 0.0.0.0:443 ssl http2 default_server;\n    server_name \"\";\n"
                          "    ssl_certificate certs/listener_ns_cert.crt;\n"
@@ -231,6 +204,23 @@ spec:
                    != std::string::npos,
                http);
     BOOST_TEST(http.find("ssl_reject_handshake") == std::string::npos);
+}
+
+// HTTPS offers HTTP/2 (ALPN h2) as clients expect, with no GRPCRoute
+// attached: the listen parameter before nginx 1.25.1, the `http2`
+// directive from it; every server of the port, its default one too
+BOOST_AUTO_TEST_CASE(https_listeners_offer_http2_without_a_grpcroute)
+{
+    Options old_nginx, new_nginx;
+    new_nginx.nginx_version = 1026003;
+    const Plan plan = plan_of(one_https_listener());
+    BOOST_TEST_REQUIRE(plan.servers.size() == 1u);
+    BOOST_TEST(!plan.servers[0].http2, "no GRPCRoute");
+    const std::string before = render_http_conf(plan, old_nginx), after = render_http_conf(plan, new_nginx);
+    BOOST_TEST(before.find("    listen 0.0.0.0:443 ssl http2;\n    server_name example.org;\n") != std::string::npos, before);
+    BOOST_TEST(before.find("    listen 0.0.0.0:443 ssl http2 default_server;\n") != std::string::npos, before);
+    BOOST_TEST(after.find("    listen 0.0.0.0:443 ssl;\n    http2 on;\n    server_name example.org;\n") != std::string::npos, after);
+    BOOST_TEST(after.find("    listen 0.0.0.0:443 ssl default_server;\n    http2 on;\n") != std::string::npos, after);
 }
 
 BOOST_AUTO_TEST_CASE(a_request_for_another_listener_than_its_sni_is_misdirected)
