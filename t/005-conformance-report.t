@@ -11,7 +11,7 @@ use File::Path qw(make_path remove_tree);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use JSON::PP;
-use Test::ConformanceReport qw(write_report);
+use Test::ConformanceReport qw(write_report unearned_claims);
 
 my $dir = "$FindBin::Bin/servroot-005-conformance-report";
 remove_tree($dir);
@@ -78,5 +78,22 @@ $report = write_report("$dir/main.yaml", suite('v0.0.0-dev'), "$dir/results.json
 like($report, qr/^gatewayAPIVersion: v0\.0\.0-dev$/m, 'the suite\'s main says v0.0.0-dev');
 is(counts(profile($report, 'GATEWAY-GRPC'), 'extended'), '1 0 0',
    'main: BackendTLSPolicy is a GATEWAY-GRPC extended feature, GRPCRouteNamedRouteRule still is not');
+
+# claims the results do not earn: ReferenceGrant is claimed and no passed
+# test needs it; a test of claimed features failed
+is_deeply([unearned_claims("$dir/results.json")], ["ReferenceGrant is claimed, and no test that needs it passed"],
+          'a claimed feature no passed test needs is named');
+spit("$dir/failed.json", JSON::PP->new->canonical->encode({
+    results => [{name => 'Broken', features => [qw(Gateway HTTPRoute)], manifests => ['plain'], state => 'failed',
+                 reason => '1 of 2 assertions failed'},
+                {name => 'Unclaimed', features => [qw(Gateway HTTPRoute HTTPRouteRetryConnectionError)],
+                 manifests => ['unclaimed'], state => 'failed', reason => ''},
+                {name => 'Fine', features => [qw(Gateway)], manifests => ['plain'], state => 'passed', reason => ''}],
+    supportedFeatures => [qw(Gateway HTTPRoute)],
+}));
+is_deeply([unearned_claims("$dir/failed.json")],
+          ['HTTPRoute is claimed, and no test that needs it passed',
+           'Broken needs only claimed features (Gateway HTTPRoute) and failed: 1 of 2 assertions failed'],
+          'a failed test of claimed features is named; one of an unclaimed feature is not');
 
 done_testing();

@@ -17,7 +17,7 @@ use POSIX qw(strftime);
 use Test::More ();
 
 our @EXPORT = qw(conformance_test record_result record_supported_features);
-our @EXPORT_OK = qw(write_report);
+our @EXPORT_OK = qw(write_report unearned_claims);
 
 # Profiles as the suite defines them, by release: core features, and the
 # features a test may need beside them and still belong to the profile
@@ -221,6 +221,30 @@ sub write_report {
     print $fh $text;
     close $fh;
     return $text;
+}
+
+# What the GatewayClass claims that the results of RESULT FILES do not
+# earn, one line each: a claimed feature no passed test needs, and a test
+# whose features are all claimed (one the suite would run) that did not
+# pass. Empty when every claim holds.
+sub unearned_claims {
+    my @files = @_;
+    my (@tests, %supported, %seen);
+    for my $file (@files) {
+        my $data = decode_json(do { local (@ARGV, $/) = ($file); <> });
+        push @tests, @{$data->{results}};
+        $supported{$_} = 1 for @{$data->{supportedFeatures}};
+    }
+    @tests = grep { !$seen{$_->{name}}++ } @tests;
+    my @run = grep { my $t = $_; !grep { !$supported{$_} } @{$t->{features}} } @tests;
+    my @out;
+    for my $feature (sort keys %supported) {
+        push @out, "$feature is claimed, and no test that needs it passed"
+            unless grep { my $t = $_; $t->{state} eq 'passed' && grep { $_ eq $feature } @{$t->{features}} } @run;
+    }
+    push @out, map { "$_->{name} needs only claimed features (@{$_->{features}}) and $_->{state}"
+                     . ($_->{reason} ne '' ? ": $_->{reason}" : '') } grep { $_->{state} ne 'passed' } @run;
+    return @out;
 }
 
 1;
