@@ -182,10 +182,15 @@ CONFORMANCE_REPORT = ran=$$(ls $(CONFORMANCE_RESULTS) 2>/dev/null); \
   if [ -z "$$ran" ]; then echo "ConformanceReport: not written, no conformance replay ran" >&2; \
   else perl t/lib/conformance-report.pl $(BUILD)/conformance-report.yaml $$ran \
     && echo "ConformanceReport: $(BUILD)/conformance-report.yaml" >&2; fi
+# GATEWAY_API_VERSION=vX.Y.Z: the suite's copy of that release,
+# GATEWAY_API_DIR/vX.Y.Z (tests newer than it are left out), its report
+# kept as docs/conformance-report-vX.Y.Z.yaml.
+CONFORMANCE_SUITE = $(if $(GATEWAY_API_VERSION),$(GATEWAY_API_DIR)/$(GATEWAY_API_VERSION),$(GATEWAY_API_DIR))
 conformance: module $(GENERATOR)
 	rm -f $(CONFORMANCE_RESULTS)
-	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v $(CONFORMANCE_T)
-	@$(CONFORMANCE_REPORT)
+	GATEWAY_API_DIR=$(CONFORMANCE_SUITE) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v $(CONFORMANCE_T)
+	@export GATEWAY_API_DIR=$(CONFORMANCE_SUITE); $(CONFORMANCE_REPORT)
+	$(if $(GATEWAY_API_VERSION),cp $(BUILD)/conformance-report.yaml docs/conformance-report-$(GATEWAY_API_VERSION).yaml)
 
 # Every one-shot gateway2nginx run of the suite (TESTS) repeated by BASE's
 # build (a git revision) and compared: a change that must not change the

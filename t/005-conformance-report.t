@@ -81,7 +81,7 @@ is(counts(profile($report, 'GATEWAY-GRPC'), 'extended'), '1 0 0',
 
 # claims the results do not earn: ReferenceGrant is claimed and no passed
 # test needs it; a test of claimed features failed
-is_deeply([unearned_claims("$dir/results.json")], ["ReferenceGrant is claimed, and no test that needs it passed"],
+is_deeply([unearned_claims("$dir/none", "$dir/results.json")], ["ReferenceGrant is claimed, and no test that needs it passed"],
           'a claimed feature no passed test needs is named');
 spit("$dir/failed.json", JSON::PP->new->canonical->encode({
     results => [{name => 'Broken', features => [qw(Gateway HTTPRoute)], manifests => ['plain'], state => 'failed',
@@ -91,9 +91,15 @@ spit("$dir/failed.json", JSON::PP->new->canonical->encode({
                 {name => 'Fine', features => [qw(Gateway)], manifests => ['plain'], state => 'passed', reason => ''}],
     supportedFeatures => [qw(Gateway HTTPRoute)],
 }));
-is_deeply([unearned_claims("$dir/failed.json")],
+is_deeply([unearned_claims("$dir/none", "$dir/failed.json")],
           ['HTTPRoute is claimed, and no test that needs it passed',
            'Broken needs only claimed features (Gateway HTTPRoute) and failed: 1 of 2 assertions failed'],
           'a failed test of claimed features is named; one of an unclaimed feature is not');
+# a release whose Go sources name no HTTPRoute feature does not ask for it
+spit("$dir/suite-v1.6.1/conformance/tests/named.go",
+     "var N = suite.ConformanceTest{\n\tShortName: \"N\",\n\tFeatures: []features.FeatureName{features.SupportGateway},\n}\n");
+is_deeply([unearned_claims("$dir/suite-v1.6.1/conformance", "$dir/failed.json")],
+          ['Broken needs only claimed features (Gateway HTTPRoute) and failed: 1 of 2 assertions failed'],
+          'a claimed feature the release\'s Go sources never name is not asked of it');
 
 done_testing();
