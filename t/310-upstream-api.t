@@ -291,16 +291,6 @@ sub read_reply {
     }
     return $reply;
 }
-# bytes the worker has not read yet on the server side of the connection from local port PORT
-sub unread_from {
-    my $peer = sprintf '0100007F:%04X', shift;
-    my $local = sprintf '0100007F:%04X', $port;
-    for (split /\n/, slurp('/proc/net/tcp')) {
-        my @f = split ' ';
-        return hex((split /:/, $f[4])[1]) if ($f[1] // '') eq $local && ($f[2] // '') eq $peer;
-    }
-    return -1;
-}
 sub leaving_or_gone {
     my @pids = split ' ', shift;
     return !grep { my $cmd = -e "/proc/$_/cmdline" ? slurp("/proc/$_/cmdline") : ''; $cmd ne '' && $cmd !~ /shutting down/ } @pids;
@@ -311,7 +301,7 @@ for my $method ('GET', 'PUT') {
     print $c "GET /api HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer $token\r\n\r\n";
     like(read_reply($c), qr{^HTTP/1.1 200 }, "$method across a reload: a worker of the old configuration holds the connection");
     print $c "$method /api HTTP/1.1\r\nHost: localhost\r\n";
-    ok(wait_for(sub { unread_from($c->sockport) == 0 }), "$method across a reload: its first line read before the reload");
+    ok(wait_for(sub { unread_by_server($port, $c->sockport) == 0 }), "$method across a reload: its first line read before the reload");
     my $old = workers();
     system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null") == 0 or diag 'reload failed';
     ok(wait_for(sub { workers() ne $old && leaving_or_gone($old) }), "$method across a reload: the old workers told to leave");

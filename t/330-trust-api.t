@@ -187,18 +187,25 @@ is((answers('/untrusted'))[0], '200 SUCCESS', 'and serves');
 # ---- reloads --------------------------------------------------------------
 push_trust('ns/web-tls' => {ca => $unrelated_ca});
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null") == 0 or diag 'reload failed';
-sleep 1;
-isnt(worker_pids($master), $workers, 'a deliberate reload makes new workers');
+# the workers OLD no longer among the master's: replaced, and gone (a
+# leaving one answers the API 503)
+sub replaced {
+    my %old = map { $_ => 1 } split ' ', shift;
+    my @now = split ' ', worker_pids($master);
+    return @now && !grep { $old{$_} } @now;
+}
+ok(wait_for(sub { replaced($workers) }), 'a deliberate reload makes new workers');
 like((api('GET'))[1], qr/"ns\/web-tls":\{"generation":[1-9]\d*,"source":"api"/, 'a reload keeps the trust last pushed');
 is((answers('/leaf'))[0] . ' / ' . (answers('/untrusted'))[0], '502 FAILED:chain / 200 SUCCESS', 'and it verifies');
 like((api('GET'))[1], qr/"ns\/pinned":\{"generation":[1-9]\d*,"source":"api"/, 'so does the other policy');
 
 # the configured CA file changed (same path, other bytes): the configuration wins
 spit("$dir/gw/ca.pem", $ca . slurp("$certs/twin-ca.crt"));
+my $before_change = worker_pids($master);
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
-sleep 1;
-like((api('GET'))[1], qr/"ns\/web-tls":\{"generation":0,"source":"configuration"/,
-     'a reload whose configured CA changed verifies against that');
+ok(wait_for(sub { replaced($before_change) }), 'reloaded with the configured CA changed');
+ok(wait_for(sub { (api('GET'))[1] =~ /"ns\/web-tls":\{"generation":0,"source":"configuration"/ }),
+   'a reload whose configured CA changed verifies against that');
 is((answers('/leaf'))[0] . ' / ' . (answers('/untrusted'))[0], '200 SUCCESS / 502 FAILED:chain', 'and it verifies');
 
 # nginx logs a backend its verification refused at crit ("certificate verify failed"): not a fault
@@ -213,7 +220,8 @@ my $cut = int(length($body) / 2);
 print $straddling "PUT /api HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " . operator_token()
     . "\r\nContent-Length: " . length($body) . "\r\nConnection: close\r\n\r\n"
     . substr($body, 0, $cut);
-sleep 0.3;   # its headers read, by a worker of this configuration
+ok(wait_for(sub { unread_by_server($port, $straddling->sockport) == 0 }),
+   'its headers and half its body read, by a worker of this configuration');
 my $before_reload = worker_pids($master);
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
 my $new_workers = '';

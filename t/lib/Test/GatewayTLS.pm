@@ -36,7 +36,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
-                 kube_route_yaml rbac_check audit_requests start_slow_backend track_child);
+                 kube_route_yaml rbac_check audit_requests start_slow_backend track_child
+                 unread_by_server);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -670,6 +671,19 @@ END {
         kill 'TERM', grep { waitpid($_, POSIX::WNOHANG()) == 0 } @Children;
         stop_nginx($_) for sort keys %Started;
     }
+}
+
+# The bytes of the connection from 127.0.0.1:PEER to 127.0.0.1:PORT the
+# server has not read yet (/proc/net/tcp's rx_queue of its end), -1 while
+# there is none: a test waits for 0 to know nginx has read what it sent.
+sub unread_by_server {
+    my ($port, $peer) = @_;
+    my ($local, $remote) = map { sprintf '0100007F:%04X', $_ } $port, $peer;
+    for (split /\n/, slurp('/proc/net/tcp')) {
+        my @f = split ' ';
+        return hex((split /:/, $f[4])[1]) if ($f[1] // '') eq $local && ($f[2] // '') eq $remote;
+    }
+    return -1;
 }
 
 # PID, a process the test forked, ended with the test file if still running.
