@@ -1071,10 +1071,6 @@ sub start_slow_backend {
     return $pid;
 }
 
-# What a gateway2nginx run asked of the API server simulation (its
-# --audit log at AUDIT), against RBAC rules: (the requests neither the
-# cluster RULES nor the namespaced LEASE_RULES in NAMESPACE allow, the
-# rules no request used), each '' when none.
 # The requests gateway2nginx made, from the API server simulation's
 # --audit log (one JSON line each): the simulation appends while a test
 # reads, so a last line not yet ended is left for the next read.
@@ -1085,6 +1081,10 @@ sub audit_requests {
     return map { JSON::PP::decode_json($_) } grep { /"user_agent": "gateway2nginx\// } split /\n/, $text;
 }
 
+# What a gateway2nginx run asked of the API server simulation (its
+# --audit log at AUDIT), against RBAC rules: (the requests neither the
+# cluster RULES nor the namespaced LEASE_RULES in NAMESPACE allow, the
+# rules no request used), each '' when none.
 sub rbac_check {
     my ($audit, $cluster_rules, $lease_rules, $namespace) = @_;
     my @requests = audit_requests($audit);
