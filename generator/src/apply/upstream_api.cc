@@ -39,20 +39,28 @@ size_t on_reply_data(char *data, size_t size, size_t count, void *user)
     return size * count;
 }
 
+// What a request to the upstream API came to: `failed` "" on 200, else
+// why not; the HTTP status (0: none came); whether nothing listened
+struct ApiOutcome {
+    std::string failed;
+    long status = 0;
+    bool unreachable = false;
+};
+
 // METHOD (PUT with `body`, GET) to gateway_tls_upstream_api at `listen`,
-// over plain HTTP on the operator's address (no proxy); "" on 200 (and
-// *answer its body, handed over with no copy), else why not.
-std::string api_request(const std::string &listen, const std::string &token, const char *method, const std::string &body,
-                        std::string *answer)
+// over plain HTTP on the operator's address (no proxy); on 200, *answer
+// its body, handed over with no copy.
+ApiOutcome api_request(const std::string &listen, const std::string &token, const char *method, const std::string &body,
+                       std::string *answer)
 {
     gtls::UpstreamServer api;
     try {
         api = gtls::parse_server_address(listen, "--upstream-api");
     } catch (const gtls::ApiError &e) {
-        return e.what();
+        return {e.what()};
     }
     std::unique_ptr<CURL, void (*)(CURL *)> curl(curl_easy_init(), curl_easy_cleanup);
-    if (curl == nullptr) return "libcurl: cannot make a handle";
+    if (curl == nullptr) return {"libcurl: cannot make a handle"};
     std::pair<CURL *, std::string> reply{curl.get(), ""};
     const std::string url = "http://" + api.address + "/upstreams";
     curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
@@ -80,15 +88,16 @@ std::string api_request(const std::string &listen, const std::string &token, con
     curl_easy_setopt(curl.get(), CURLOPT_ERRORBUFFER, error);
     const CURLcode rc = curl_easy_perform(curl.get());
     const std::string why = error[0] != '\0' ? error : curl_easy_strerror(rc);
-    if (rc == CURLE_COULDNT_CONNECT) return "cannot connect to " + listen + ": " + why;
-    if (rc != CURLE_OK) return "the upstream API at " + listen + ": " + why;
-    long status = 0;
-    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
-    if (status == 200) {
+    if (rc == CURLE_COULDNT_CONNECT) return {"cannot connect to " + listen + ": " + why, 0, true};
+    if (rc != CURLE_OK) return {"the upstream API at " + listen + ": " + why};
+    ApiOutcome outcome;
+    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &outcome.status);
+    if (outcome.status == 200) {
         if (answer != nullptr) *answer = std::move(reply.second);
-        return "";
+        return outcome;
     }
-    return "the upstream API answered HTTP " + std::to_string(status) + ": " + reply.second;
+    outcome.failed = "the upstream API answered HTTP " + std::to_string(outcome.status) + ": " + reply.second;
+    return outcome;
 }
 
 }  // namespace
@@ -143,10 +152,9 @@ std::string api_request_retried(const Options &options, const char *method, cons
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
-        std::string failed = api_request(options.upstream_api, options.upstream_api_token, method, body, answer);
-        const bool again = failed.rfind("the upstream API answered HTTP 503:", 0) == 0 || failed.rfind("cannot connect", 0) == 0
-                           || (after_reload && failed.rfind("the upstream API answered HTTP 404:", 0) == 0);
-        if (failed.empty() || !again || std::chrono::steady_clock::now() > deadline) return failed;
+        ApiOutcome r = api_request(options.upstream_api, options.upstream_api_token, method, body, answer);
+        const bool again = r.unreachable || r.status == 503 || (after_reload && r.status == 404);
+        if (r.failed.empty() || !again || std::chrono::steady_clock::now() > deadline) return r.failed;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 }
