@@ -348,10 +348,7 @@ bool DocumentCache::knows(const std::string &key)
 
 void DocumentCache::lend(const std::string &key, Manifests *out)
 {
-    if (read_done_) {
-        lent_.clear();  // a read never given back: what it held stays out
-        read_done_ = false;
-    }
+    begin_read();
     Entry &entry = entries_.at(key);
     Lent lent{&entry, {}};
     if (entry.one.object) {
@@ -432,11 +429,16 @@ void DocumentCache::reserve_as_last(Manifests *out)
 {
     size_t i = 0;
     each_list([&](auto &list) { list.reserve(list.size() + last_read_[i++]); }, *out);
+    begin_read();
+    lent_.reserve(lent_.size() + last_lent_);
+}
+
+void DocumentCache::begin_read()
+{
     if (read_done_) {
-        lent_.clear();  // as lend() would: a read never given back
+        lent_.clear();  // a read never given back: what it held stays out
         read_done_ = false;
     }
-    lent_.reserve(lent_.size() + last_lent_);
 }
 
 void DocumentCache::forget_unused()

@@ -67,6 +67,8 @@ private:
         size_t list = 0;  // which of Manifests' lists it belongs in
         std::unique_ptr<void, void (*)(void *)> object{nullptr, nullptr};
     };
+    // a new read's first lend (or reservation) after forget_unused()
+    void begin_read();
     // element `index` of list `list` of `m`, moved to the heap alone
     static OneObject take_one(Manifests &m, size_t list, size_t index);
     // `one` moved to the end of its list in *out
