@@ -37,7 +37,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
-                 unread_by_server);
+                 unread_by_server conformance_has);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -1240,6 +1240,14 @@ sub conformance_dir {
     return "$api/conformance";
 }
 
+# Whether the suite (conformance_dir()) holds the manifests named: those of
+# a test newer than its release (a copy of a tag) are not there, and such a
+# test is not in that release (not run, not counted).
+sub conformance_has {
+    my $shared = conformance_dir();
+    return !grep { !-f "$shared/tests/$_.yaml" } @_;
+}
+
 # The start of a conformance replay: skips, saying why, without the suite,
 # else sets up servroot; returns the suite's directory and the directory
 # the manifests go to.
@@ -1258,13 +1266,12 @@ sub conformance_begin {
 # The Gateway API conformance suite (conformance_dir()): its
 # base manifests and the manifests of TESTS, with our GatewayClass name, as
 # DIR/00-base.yaml and DIR/10-TEST.yaml; returns all of them as one text.
-# The manifests of tests newer than the suite's release (a copy of a tag)
-# are not there: those tests are not in that release, and are left out.
+# Those the suite does not hold (conformance_has) are left out.
 sub conformance_manifests {
     my ($shared, $dir, @tests) = @_;
     my $all = '';
     for my $file (['00-base.yaml', "$shared/base/manifests.yaml"],
-                  map { ["10-$_.yaml", "$shared/tests/$_.yaml"] } grep { -f "$shared/tests/$_.yaml" } @tests) {
+                  map { ["10-$_.yaml", "$shared/tests/$_.yaml"] } grep { conformance_has($_) } @tests) {
         (my $text = slurp($file->[1])) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
         spit("$dir/$file->[0]", $text);
         $all .= "\n---\n$text";
