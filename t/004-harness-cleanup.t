@@ -51,8 +51,8 @@ isnt($rc, 0, 'the child test file died') or diag $out;
 my ($master) = $out =~ /^master (\d+)/m;
 my ($sleeper) = $out =~ /^sleeper (\d+)/m;
 ok($master && $sleeper, 'it had started nginx and a process') or diag $out;
-ok(!alive($master), "its nginx ($master) was stopped as it ended");
-ok(!alive($sleeper), "the process it started ($sleeper) was ended");
+ok(wait_for(sub { !alive($master) }, 5), "its nginx ($master) was stopped as it ended");
+ok(wait_for(sub { !alive($sleeper) }, 5), "the process it started ($sleeper) was ended");
 
 ($rc, $out) = child_file('held', <<'PERL');
 my $held = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => server_port() + 1, Listen => 1, ReuseAddr => 1)
