@@ -190,7 +190,9 @@ conformance: module $(GENERATOR)
 	rm -f $(CONFORMANCE_RESULTS)
 	GATEWAY_API_DIR=$(CONFORMANCE_SUITE) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v $(CONFORMANCE_T)
 	@export GATEWAY_API_DIR=$(CONFORMANCE_SUITE); $(CONFORMANCE_REPORT)
-	$(if $(GATEWAY_API_VERSION),cp $(BUILD)/conformance-report.yaml docs/conformance-report-$(GATEWAY_API_VERSION).yaml)
+	$(if $(GATEWAY_API_VERSION),@if [ -n "$$(ls $(CONFORMANCE_RESULTS) 2>/dev/null)" ]; then \
+	  cp $(BUILD)/conformance-report.yaml docs/conformance-report-$(GATEWAY_API_VERSION).yaml; \
+	  echo "kept as docs/conformance-report-$(GATEWAY_API_VERSION).yaml" >&2; fi)
 
 # Every one-shot gateway2nginx run of the suite (TESTS) repeated by BASE's
 # build (a git revision) and compared: a change that must not change the
