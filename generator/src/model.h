@@ -390,4 +390,41 @@ struct Manifests {
     bool server_timestamps = false;
 };
 
+// Where the objects of a Manifests went when it was taken apart (the
+// document cache taking back a read, object by object): for an object's
+// address in one of its lists, where that object is now, or null when it
+// went nowhere. Views of the read follow their objects with it.
+class MovedObjects {
+public:
+    // A list of `count` objects of `stride` bytes from `begin`, not yet
+    // moved from; its number, for moved()
+    size_t add_list(const void *begin, size_t count, size_t stride)
+    {
+        lists_.push_back({reinterpret_cast<uintptr_t>(begin), count, stride, std::vector<const void *>(count)});
+        return lists_.size() - 1;
+    }
+    void moved(size_t list, size_t index, const void *to) { lists_[list].to[index] = to; }
+
+    template <class T>
+    const T *where(const T *was) const
+    {
+        // addresses in lists of other objects are compared as numbers
+        const uintptr_t at = reinterpret_cast<uintptr_t>(was);
+        for (const List &l : lists_) {
+            if (l.stride != sizeof(T) || at < l.begin || at >= l.begin + l.count * l.stride) continue;
+            const size_t offset = at - l.begin;
+            return offset % l.stride == 0 ? static_cast<const T *>(l.to[offset / l.stride]) : nullptr;
+        }
+        return nullptr;
+    }
+
+private:
+    struct List {
+        uintptr_t begin;
+        size_t count, stride;
+        std::vector<const void *> to;
+    };
+    std::vector<List> lists_;
+};
+
 }  // namespace g2n

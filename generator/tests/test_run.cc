@@ -396,6 +396,65 @@ BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
     BOOST_CHECK_THROW(read(kManifests + "---\nkind: [\n", &cache), InputError);
 }
 
+BOOST_AUTO_TEST_CASE(a_read_given_back_says_where_each_object_went)
+{
+    // one-object documents and a List (a document of two objects)
+    const std::string yaml = kManifests
+                             + "---\napiVersion: v1\nkind: List\nitems:\n"
+                               "- {apiVersion: v1, kind: Namespace, metadata: {name: listed-a}}\n"
+                               "- {apiVersion: v1, kind: Service, metadata: {name: listed, namespace: ns}, "
+                               "spec: {ports: [{port: 80}]}}\n";
+    // an input read twice (one file named twice): its second copy is not
+    // taken back
+    const std::string twice = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: twice}\n";
+    DocumentCache cache;
+    for (int round = 0; round < 2; round++) {  // scanned, then lent again
+        Manifests m;
+        for (const std::string *input : {&yaml, &twice, &twice}) {
+            std::istringstream in(*input);
+            parse_stream(in, input == &yaml ? "in.yaml" : "twice.yaml", &m, 1, &cache);
+        }
+        cache.forget_unused();
+        BOOST_TEST_REQUIRE(m.services.size() >= 2u);
+        BOOST_TEST_REQUIRE(m.namespaces.size() >= 3u);
+        std::vector<std::pair<const Service *, std::string>> services;
+        std::vector<std::pair<const Namespace *, std::string>> namespaces;
+        for (const Service &x : m.services) services.emplace_back(&x, x.meta.key());
+        for (const Namespace &x : m.namespaces) namespaces.emplace_back(&x, x.meta.name);
+        MovedObjects moved;
+        cache.give_back(std::move(m), &moved);
+        for (const auto &[was, key] : services) {
+            const Service *now = moved.where(was);
+            BOOST_TEST_REQUIRE(now != nullptr, key);
+            BOOST_TEST(now != was);
+            BOOST_TEST(now->meta.key() == key);
+        }
+        size_t twice_seen = 0;
+        for (const auto &[was, name] : namespaces) {
+            const Namespace *now = moved.where(was);
+            if (name == "twice" && twice_seen++ == 1) {
+                BOOST_TEST(now == nullptr, "the second copy of a document went nowhere");
+                continue;
+            }
+            BOOST_TEST_REQUIRE(now != nullptr, name);
+            BOOST_TEST(now->meta.name == name);
+        }
+        BOOST_TEST(twice_seen == 2u);
+        // an address in no list of the read, or inside an object, maps to nothing
+        const Service elsewhere;
+        BOOST_TEST(moved.where(&elsewhere) == nullptr);
+        BOOST_TEST(moved.where(reinterpret_cast<const Service *>(reinterpret_cast<const char *>(services[0].first) + 8))
+                   == nullptr);
+    }
+    // lists of another length than lent: nothing is taken back, nothing moved
+    Manifests m = g2n_test::read_through(&cache, yaml);
+    const Service *first = &m.services.at(0);
+    m.namespaces.pop_back();
+    MovedObjects moved;
+    cache.give_back(std::move(m), &moved);
+    BOOST_TEST(moved.where(first) == nullptr);
+}
+
 BOOST_AUTO_TEST_CASE(a_read_as_big_as_the_last_one_doubles_no_list)
 {
     std::string yaml = kManifests;

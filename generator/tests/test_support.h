@@ -22,6 +22,18 @@ inline g2n::Manifests parse(const std::string &yaml)
     return m;
 }
 
+// `yaml` read through `cache`, as gateway2nginx run reads its inputs: the
+// objects are the cache's, lent until given back
+inline g2n::Manifests read_through(g2n::DocumentCache *cache, const std::string &yaml)
+{
+    g2n::Manifests m;
+    cache->reserve_as_last(&m);
+    std::istringstream in(yaml);
+    g2n::parse_stream(in, "in.yaml", &m, 1, cache);
+    cache->forget_unused();
+    return m;
+}
+
 // Why `yaml` is refused: the InputError parsing it raises (bad input as a
 // whole: YAML, Gateways, GatewayClasses), or the rejection of its one
 // tenant object, which costs nobody else. A failure if neither.

@@ -378,9 +378,15 @@ void DocumentCache::lend(std::string key, Manifests parsed, Manifests *out)
     lend(key, out);
 }
 
-void DocumentCache::give_back(Manifests &&given)
+void DocumentCache::give_back(Manifests &&given, MovedObjects *moved)
 {
     Manifests read = std::move(given);  // freed here, list by list, not by the caller after
+    std::array<size_t, 13> moved_list{};  // read's lists in *moved
+    if (moved != nullptr) {
+        size_t i = 0;
+        each_list([&](const auto &list) { moved_list[i++] = moved->add_list(list.data(), list.size(), sizeof(list[0])); },
+                  read);
+    }
     const std::vector<Lent> lent = std::move(lent_);
     lent_.clear();
     last_read_ = list_sizes(read);
@@ -406,6 +412,7 @@ void DocumentCache::give_back(Manifests &&given)
             if (taking[k] == nullptr || count == 0) continue;
             if (!taking[k]->objects) {
                 taking[k]->one = take_one(read, list, first);
+                if (moved != nullptr) moved->moved(moved_list[list], first, taking[k]->one.object.get());
                 continue;
             }
             size_t i = 0;
@@ -414,6 +421,9 @@ void DocumentCache::give_back(Manifests &&given)
                           auto begin = from.begin() + static_cast<std::ptrdiff_t>(first);
                           to.assign(std::make_move_iterator(begin),
                                     std::make_move_iterator(begin + static_cast<std::ptrdiff_t>(count)));
+                          for (size_t j = 0; moved != nullptr && j < count; j++) {
+                              moved->moved(moved_list[list], first + j, &to[j]);
+                          }
                       },
                       read, *taking[k]->objects);
         }

@@ -49,7 +49,9 @@ public:
     // `read`, holding what was lent since the last give_back() (in the
     // order lent, as its lists hold it), taken back by document. Lists of
     // other lengths take nothing back: those documents are scanned again.
-    void give_back(Manifests &&read);
+    // *moved, when given, says where each of read's objects is now (in the
+    // cache, until it is lent again or forgotten).
+    void give_back(Manifests &&read, MovedObjects *moved = nullptr);
     // *out's lists made room for as many more objects as the last read
     // given back held: a read as big as the last doubles none of them (at
     // 10,000 routes their doubling left 9 MB unused)

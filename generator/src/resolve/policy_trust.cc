@@ -37,21 +37,6 @@ std::set<std::string> replaceable_names(const Plan &plan, const Options &options
 
 }  // namespace
 
-BackendTLSPolicy PolicyTrust::trust_fields(const BackendTLSPolicy &p)
-{
-    BackendTLSPolicy kept;
-    kept.meta.namespace_ = p.meta.namespace_;
-    kept.meta.name = p.meta.name;
-    kept.ca_certificate_refs = p.ca_certificate_refs;
-    kept.well_known_ca_certificates = p.well_known_ca_certificates;
-    kept.hostname = p.hostname;
-    kept.subject_alt_names = p.subject_alt_names;
-    kept.mode = p.mode;
-    kept.trusted_certificates = p.trusted_certificates;
-    kept.pins = p.pins;
-    return kept;
-}
-
 PolicyTrust::PolicyTrust(const Manifests &manifests, const Plan &plan, const Options &options,
                          const ResolveReads &reads)
     : readers_(reads.readers)
@@ -64,7 +49,7 @@ PolicyTrust::PolicyTrust(const Manifests &manifests, const Plan &plan, const Opt
         const std::vector<std::string> objects = object_keys(p);
         if (objects.empty()) continue;
         const bool tracked = replaceable.count(key) > 0;
-        if (tracked) policies_.emplace(key, trust_fields(p));
+        if (tracked) policies_.view(key, p);
         for (const std::string &object : objects) {
             if (tracked) {
                 read_by_[object].push_back(key);
@@ -79,12 +64,12 @@ PolicyTrust::PolicyTrust(const Manifests &manifests, const Plan &plan, const Opt
     for (const ConfigMap &cm : manifests.config_maps) {
         const std::string key = read_key("ConfigMap", cm.meta.namespace_, cm.meta.name);
         if (!seen.insert(key).second && readers_.count(key)) usable_ = false;
-        if (read_by_.count(key)) config_maps_.emplace(key, cm);
+        if (read_by_.count(key)) config_maps_.view(key, cm);
     }
     for (const Secret &s : manifests.secrets) {
         const std::string key = read_key("Secret", s.meta.namespace_, s.meta.name);
         if (!seen.insert(key).second && readers_.count(key)) usable_ = false;
-        if (read_by_.count(key)) secrets_.emplace(key, s);
+        if (read_by_.count(key)) secrets_.view(key, s);
     }
 }
 
@@ -92,12 +77,12 @@ namespace {
 
 // what is kept of object `key` of `held`'s kind, now `now` (null: gone)
 template <typename Object>
-void follow(std::unordered_map<std::string, Object> *held, const std::string &key, const Object *now, bool kept)
+void keep_change(KeptObjects<Object> *held, const std::string &key, const Object *now, bool kept)
 {
     if (now == nullptr) {
         held->erase(key);
     } else if (kept) {
-        held->insert_or_assign(key, *now);
+        held->copy(key, *now);
     }
 }
 
@@ -106,14 +91,14 @@ void follow(std::unordered_map<std::string, Object> *held, const std::string &ke
 void PolicyTrust::config_map_changed(const std::string &key, const ConfigMap *config_map)
 {
     const std::string object = read_key("ConfigMap", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
-    follow(&config_maps_, object, config_map, read_by_.count(object) > 0);
+    keep_change(&config_maps_, object, config_map, read_by_.count(object) > 0);
     changed_.insert(object);
 }
 
 void PolicyTrust::secret_changed(const std::string &key, const Secret *secret)
 {
     const std::string object = read_key("Secret", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
-    follow(&secrets_, object, secret, read_by_.count(object) > 0);
+    keep_change(&secrets_, object, secret, read_by_.count(object) > 0);
     changed_.insert(object);
 }
 
@@ -152,11 +137,11 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
         }
     }
     for (const std::string &key : affected) {
-        const BackendTLSPolicy &p = policies_.at(key);
+        const BackendTLSPolicy &p = *policies_.find(key);
         Manifests held;  // what it reads now
         for (const std::string &object : object_keys(p)) {
-            if (auto cm = config_maps_.find(object); cm != config_maps_.end()) held.config_maps.push_back(cm->second);
-            if (auto s = secrets_.find(object); s != secrets_.end()) held.secrets.push_back(s->second);
+            if (const ConfigMap *cm = config_maps_.find(object)) held.config_maps.push_back(*cm);
+            if (const Secret *s = secrets_.find(object)) held.secrets.push_back(*s);
         }
         const ObjectIndex index(held);
         const CaResult ca = resolve_ca_refs(index, p.meta.namespace_, p.ca_certificate_refs, false, Reader::BackendTLSPolicy);

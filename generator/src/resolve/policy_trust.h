@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "resolve/kept_objects.h"
 #include "resolve/resolve.h"
 
 namespace g2n {
@@ -24,7 +25,23 @@ public:
     // `plan` is what resolve made of `manifests` with `options`, having
     // looked up `reads`; update() is given that plan (or what update() or
     // ServiceEndpoints made of it) and nothing else.
+    // It views manifests' policies, ConfigMaps and Secrets: they must
+    // stay, or be followed (follow(), copy_objects()).
     PolicyTrust(const Manifests &manifests, const Plan &plan, const Options &options, const ResolveReads &reads);
+
+    // manifests' objects are where `moved` says now (given back to the
+    // document cache); false when one went nowhere: it is not usable.
+    bool follow(const MovedObjects &moved)
+    {
+        return policies_.follow(moved) && config_maps_.follow(moved) && secrets_.follow(moved);
+    }
+    // manifests' objects are about to go: it copies those it views.
+    void copy_objects()
+    {
+        policies_.copy_viewed();
+        config_maps_.copy_viewed();
+        secrets_.copy_viewed();
+    }
 
     // False when the manifests cannot be followed by key (two ConfigMaps or
     // Secrets of one name, as files may hold): resolve it is.
@@ -46,21 +63,19 @@ public:
     Update update(Plan *plan);
 
 private:
-    // what upstream_policy() reads of a policy, and nothing it does not
-    static BackendTLSPolicy trust_fields(const BackendTLSPolicy &p);
     void changed(const std::string &key);
 
     bool usable_ = true;
     std::unordered_map<std::string, unsigned> readers_;  // ResolveReads::readers
     // the trust-replaceable policies reading ConfigMaps or Secrets, by key
-    std::map<std::string, BackendTLSPolicy> policies_;
+    KeptObjects<BackendTLSPolicy> policies_;
     // by object key ("ConfigMap ns/name"): the policies reading it, and
     // whether one that is not trust-replaceable does too
     std::unordered_map<std::string, std::vector<std::string>> read_by_;
     std::set<std::string> read_by_others_;
     // what those objects hold now, by object key
-    std::unordered_map<std::string, ConfigMap> config_maps_;
-    std::unordered_map<std::string, Secret> secrets_;
+    KeptObjects<ConfigMap> config_maps_;
+    KeptObjects<Secret> secrets_;
     std::set<std::string> changed_;  // object keys
 };
 

@@ -6,23 +6,6 @@
 
 namespace g2n {
 
-namespace {
-
-// A copy of a Service or EndpointSlice with what service_port_servers
-// reads (its name and namespace, not its labels, timestamp or position):
-// 10,000 of each are kept between changes
-template <typename T>
-T kept(const T &object)
-{
-    T copy = object;
-    copy.meta.labels.clear();
-    copy.meta.creation_timestamp.clear();
-    copy.meta.pos = SourcePos{};
-    return copy;
-}
-
-}  // namespace
-
 ServiceEndpoints::ServiceEndpoints(const Manifests &manifests, const Plan &plan, const Options &options)
     : api_(options.upstream_api != "off"), options_(options), rules_(manifests, options),
       trusts_(trust_replaceable_policies(plan, options).size())
@@ -37,31 +20,31 @@ ServiceEndpoints::ServiceEndpoints(const Manifests &manifests, const Plan &plan,
             const auto svc = by_key.find(u.service);
             if (svc == by_key.end()) continue;
             auto [entry, added] = services_.try_emplace(u.service);
-            if (added) entry->second.service = kept(*svc->second);
+            if (added) services_kept_.view(u.service, *svc->second);
             entry->second.upstreams.push_back({stream, i});
         }
     }
     for (const EndpointSlice &es : manifests.endpoint_slices) {
         auto entry = services_.find(es.meta.namespace_ + "/" + es.service_name);
         if (entry == services_.end()) continue;
-        if (!slices_.emplace(es.meta.key(), kept(es)).second) usable_ = false;
+        if (!slices_.view(es.meta.key(), es)) usable_ = false;
         entry->second.slices.insert(es.meta.key());
     }
 }
 
 void ServiceEndpoints::slice_changed(const std::string &key, const EndpointSlice *slice)
 {
-    if (auto old = slices_.find(key); old != slices_.end()) {
-        const std::string service = old->second.meta.namespace_ + "/" + old->second.service_name;
+    if (const EndpointSlice *old = slices_.find(key)) {
+        const std::string service = old->meta.namespace_ + "/" + old->service_name;
         services_.at(service).slices.erase(key);
         changed_.insert(service);
-        slices_.erase(old);
+        slices_.erase(key);
     }
     if (slice == nullptr) return;
     const std::string service = slice->meta.namespace_ + "/" + slice->service_name;
     auto entry = services_.find(service);
     if (entry == services_.end()) return;  // no upstream of the plan reads it
-    slices_.emplace(key, kept(*slice));
+    slices_.copy(key, *slice);
     entry->second.slices.insert(key);
     changed_.insert(service);
 }
@@ -78,18 +61,19 @@ ServiceEndpoints::Update ServiceEndpoints::update(Plan *plan)
     Room room = room_;
     for (const std::string &key : changed_) {
         const ServiceEntry &entry = services_.at(key);
+        const Service &service = *services_kept_.find(key);
         std::vector<const EndpointSlice *> slices;
-        for (const std::string &slice : entry.slices) slices.push_back(&slices_.at(slice));
+        for (const std::string &slice : entry.slices) slices.push_back(slices_.find(slice));
         for (const UpstreamRef &ref : entry.upstreams) {
             Upstream &u = (ref.stream ? plan->stream_upstreams : plan->upstreams).at(ref.index);
-            const auto port = std::find_if(entry.service.ports.begin(), entry.service.ports.end(),
+            const auto port = std::find_if(service.ports.begin(), service.ports.end(),
                                            [&](const ServicePort &p) { return p.port == u.service_port; });
-            if (port == entry.service.ports.end()) {
+            if (port == service.ports.end()) {
                 update.needs_resolve = true;
                 continue;
             }
             std::vector<std::string> servers = service_port_servers(
-                entry.service, *port, slices, rules_, options_,
+                service, *port, slices, rules_, options_,
                 [&](const std::string &owner, const std::string &endpoint, const std::string &why) {
                     update.warnings.push_back(owner + ": endpoint " + endpoint + " is not served: it " + why);
                 });

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "resolve/endpoints.h"
+#include "resolve/kept_objects.h"
 
 namespace g2n {
 
@@ -20,7 +21,21 @@ class ServiceEndpoints {
 public:
     // `plan` is what resolve made of `manifests` with `options`; update()
     // is given that plan (or what update() made of it) and nothing else.
+    // It views manifests' Services and EndpointSlices: they must stay, or
+    // be followed (follow(), copy_objects()).
     ServiceEndpoints(const Manifests &manifests, const Plan &plan, const Options &options);
+
+    // manifests' objects are where `moved` says now (given back to the
+    // document cache); false when one went nowhere: it is not usable.
+    bool follow(const MovedObjects &moved) { return services_kept_.follow(moved) && slices_.follow(moved); }
+    // manifests' objects are about to go: it copies those it views.
+    void copy_objects()
+    {
+        services_kept_.copy_viewed();
+        slices_.copy_viewed();
+    }
+    // the slice it holds under `key`, null if none (for tests)
+    const EndpointSlice *slice(const std::string &key) const { return slices_.find(key); }
 
     // False when the manifests cannot be followed by key (two
     // EndpointSlices of one name, as files may hold): resolve it is.
@@ -48,7 +63,6 @@ private:
         size_t index;
     };
     struct ServiceEntry {
-        Service service;
         std::set<std::string> slices;  // keys
         std::vector<UpstreamRef> upstreams;
     };
@@ -69,7 +83,8 @@ private:
     EndpointRules rules_;
     size_t trusts_ = 0;
     std::unordered_map<std::string, ServiceEntry> services_;  // those the plan's upstreams use
-    std::unordered_map<std::string, EndpointSlice> slices_;   // theirs, by key
+    KeptObjects<Service> services_kept_;                      // the same, by key
+    KeptObjects<EndpointSlice> slices_;                       // theirs, by key
     std::set<std::string> changed_;                           // Services
     Room room_;
 };

@@ -180,8 +180,9 @@ private:
         plan_.reset();
         if (on_whole_apply_) on_whole_apply_();
         Manifests manifests;
-        give_back_ = [&] {
-            if (done_with_) done_with_(std::move(manifests));
+        read_ = &manifests;
+        give_back_ = [&](MovedObjects *moved) {
+            if (done_with_) done_with_(std::move(manifests), moved);
         };
         try {
             read(&manifests);
@@ -190,8 +191,9 @@ private:
             metrics_->bad_inputs++;
             say(std::string("bad input, nothing changed: ") + e.what());
         }
-        if (give_back_) give_back_();
+        if (give_back_) give_back_(nullptr);
         give_back_ = nullptr;
+        read_ = nullptr;
     }
 
     void apply_read(Manifests &manifests)
@@ -570,10 +572,21 @@ private:
             if (trust->usable()) trust_ = std::move(trust);
         }
         reads_.reset();
+        // They view what was resolved: the read, followed into the document
+        // cache it goes back to, or else copied before it goes (objects
+        // nginx -t refused left out of a copy of it; no cache)
+        const bool follows = resolved_from_ == read_ && done_with_;
+        if (!follows) {
+            if (endpoints_) endpoints_->copy_objects();
+            if (trust_) trust_->copy_objects();
+        }
         // what was read, given back before the status is made: the two
         // are not held at once
-        if (give_back_) give_back_();
+        MovedObjects moved;
+        if (give_back_) give_back_(&moved);
         give_back_ = nullptr;
+        if (follows && endpoints_ && !endpoints_->follow(moved)) endpoints_.reset();
+        if (follows && trust_ && !trust_->follow(moved)) trust_.reset();
         plan_ = std::move(plan);
         if (on_applied_) on_applied_(*plan_, nginx_runs);
     }
@@ -591,11 +604,13 @@ public:
     // Told that a configuration is being made from the start, before it
     // is read: the one applied last is gone (on_applied_ tells of the next)
     std::function<void()> on_whole_apply_;
-    // what apply_whole read, once done with (the cache lent it)
-    std::function<void(Manifests &&)> done_with_;
+    // what apply_whole read, once done with (the cache lent it); where its
+    // objects went, told to *moved when not null
+    std::function<void(Manifests &&, MovedObjects *moved)> done_with_;
 
 private:
-    std::function<void()> give_back_;  // apply_whole's read, to done_with_, once
+    std::function<void(MovedObjects *)> give_back_;  // apply_whole's read, to done_with_, once
+    const Manifests *read_ = nullptr;                // apply_whole's read, while it lasts
 
 private:
     const Args &args_;
@@ -659,7 +674,7 @@ int run_gateway(const Args &args)
     WatchedObjects watched;
     DocumentCache documents;  // a change rereads every input, but scans only what changed
     std::unique_ptr<ApiInput> api;
-    gateway.done_with_ = [&](Manifests &&m) { documents.give_back(std::move(m)); };
+    gateway.done_with_ = [&](Manifests &&m, MovedObjects *moved) { documents.give_back(std::move(m), moved); };
     auto read = [&](Manifests *m) {
         documents.reserve_as_last(m);
         if (args.watch_events) {
