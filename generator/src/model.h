@@ -238,13 +238,14 @@ struct RouteRule {
 // service/method matches become the gRPC paths /service/method; a TLSRoute
 // has hostnames and backendRefs only.
 // The route kinds read into the HTTPRoute shape.
-enum class RouteKind { HTTPRoute, GRPCRoute, TLSRoute };
+enum class RouteKind { HTTPRoute, GRPCRoute, TLSRoute, TCPRoute };
 
 inline const char *route_kind_name(RouteKind kind)
 {
     switch (kind) {
     case RouteKind::GRPCRoute: return "GRPCRoute";
     case RouteKind::TLSRoute: return "TLSRoute";
+    case RouteKind::TCPRoute: return "TCPRoute";
     case RouteKind::HTTPRoute: break;
     }
     return "HTTPRoute";
@@ -376,7 +377,7 @@ struct Manifests {
     std::vector<GatewayClass> gateway_classes;
     std::vector<Gateway> gateways;
     std::vector<HTTPRoute> http_routes;  // and GRPCRoutes
-    std::vector<HTTPRoute> tls_routes;
+    std::vector<HTTPRoute> stream_routes;  // TLSRoutes and TCPRoutes
     std::vector<Service> services;
     std::vector<EndpointSlice> endpoint_slices;
     std::vector<ConfigMap> config_maps;

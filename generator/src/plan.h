@@ -258,8 +258,11 @@ struct StreamRoute {
 // certificate and forwards the plaintext, re-encrypted when the backend has
 // a BackendTLSPolicy. A port with both: the Passthrough server has it, and
 // sends the Terminate hostnames to the Terminate server's loopback listen.
+// Or a TCP listener, whose oldest TCPRoute (its one route) has every
+// connection.
 struct StreamServer {
     std::string listen;
+    bool tcp = false;  // a TCP listener: every connection to its one TCPRoute's backends
     bool terminate = false;
     bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
     bool proxy_ssl = false;         // Terminate with BackendTLSPolicy backends

@@ -172,6 +172,28 @@ BOOST_AUTO_TEST_CASE(blame_follows_nothing_a_tenant_writes)
     for (const HTTPRoute &r : again.http_routes) BOOST_TEST(r.meta.seen == (r.meta.name == "new" ? 0u : 2u), r.meta.name);
 }
 
+// Routes share lists (HTTPRoutes and GRPCRoutes; TLSRoutes and TCPRoutes):
+// two of one name and namespace but of other kinds are two objects, each
+// met for the first time when it comes, and each remembered apart.
+BOOST_AUTO_TEST_CASE(routes_of_one_name_and_other_kinds_are_other_objects)
+{
+    const std::string grpc = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\nmetadata: {name: new, "
+                             "namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+                             "  rules: [{backendRefs: [{name: app, port: 443}]}]\n";
+    FirstSeen seen;
+    Manifests first = parse(kManifests);
+    seen.stamp(&first);
+    Manifests second = parse(kManifests + grpc);
+    seen.stamp(&second);
+    size_t grpc_routes = 0;
+    for (const HTTPRoute &r : second.http_routes) {
+        const bool is_grpc = r.kind == RouteKind::GRPCRoute;
+        grpc_routes += is_grpc;
+        BOOST_TEST(r.meta.seen == (is_grpc ? 1u : 0u), route_kind_name(r.kind) << " " << r.meta.name);
+    }
+    BOOST_TEST(grpc_routes == 1u);
+}
+
 // A route left out is rejected with its parents, so its status says why;
 // a Service goes; a policy stays, invalid, so that its Service fails closed.
 BOOST_AUTO_TEST_CASE(what_is_left_out_is_reported_and_a_policy_fails_closed)

@@ -83,17 +83,17 @@ std::string listener_reasons(const ObjectStatus &gw, const std::string &listener
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(tls_routes)
+BOOST_AUTO_TEST_SUITE(stream_routes)
 
 BOOST_AUTO_TEST_CASE(versions_and_crd_rules)
 {
     // v1alpha2: hostnames optional, up to 16 rules
     Manifests m = parse(tls_route("a", "gw", "", "[{name: db, port: 5432}]\n  - backendRefs: [{name: db, port: 5433}]",
                                   "v1alpha2"));
-    BOOST_TEST_REQUIRE(m.tls_routes.size() == 1u);
-    BOOST_TEST(m.tls_routes[0].api_version == "gateway.networking.k8s.io/v1alpha2");
-    BOOST_TEST(m.tls_routes[0].rules.size() == 2u);
-    BOOST_TEST(parse(tls_route("a", "gw", "[a.example.com]", "[{name: db, port: 5432}]", "v1alpha3")).tls_routes.size() == 1u);
+    BOOST_TEST_REQUIRE(m.stream_routes.size() == 1u);
+    BOOST_TEST(m.stream_routes[0].api_version == "gateway.networking.k8s.io/v1alpha2");
+    BOOST_TEST(m.stream_routes[0].rules.size() == 2u);
+    BOOST_TEST(parse(tls_route("a", "gw", "[a.example.com]", "[{name: db, port: 5432}]", "v1alpha3")).stream_routes.size() == 1u);
 
     BOOST_TEST(error_of(tls_route("a", "gw", "", "[{name: db, port: 5432}]")).find("spec.hostnames") != std::string::npos);
     BOOST_TEST(error_of(tls_route("a", "gw", "[a.example.com]",

@@ -29,7 +29,7 @@ const ObjectMeta &meta_of(const Manifests &m, const TenantObject &o)
     case Kind::BackendTLSPolicy: return m.backend_tls_policies[o.index].meta;
     case Kind::Service: return m.services[o.index].meta;
     case Kind::EndpointSlice: return m.endpoint_slices[o.index].meta;
-    case Kind::TLSRoute: return m.tls_routes[o.index].meta;
+    case Kind::StreamRoute: return m.stream_routes[o.index].meta;
     case Kind::HTTPRoute: return m.http_routes[o.index].meta;
     }
     return m.secrets[o.index].meta;  // not reached
@@ -40,17 +40,21 @@ ObjectMeta &meta_of(Manifests &m, const TenantObject &o)
     return const_cast<ObjectMeta &>(meta_of(static_cast<const Manifests &>(m), o));
 }
 
-const char *kind_name(Kind kind)
+// The object's own kind: a list of routes holds more than one
+const char *kind_name(const Manifests &m, const TenantObject &o)
 {
+    if (o.kind == Kind::StreamRoute) return route_kind_name(m.stream_routes[o.index].kind);
+    if (o.kind == Kind::HTTPRoute) return route_kind_name(m.http_routes[o.index].kind);
     static const char *const names[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
-                                        "Service", "EndpointSlice", "TLSRoute", "HTTPRoute"};
-    return names[static_cast<size_t>(kind)];
+                                        "Service", "EndpointSlice"};
+    return names[static_cast<size_t>(o.kind)];
 }
 
 // What RefusalMemory and FirstSeen know an object by: kind, namespace, name
-std::string identity_of(Kind kind, const ObjectMeta &meta)
+std::string identity_of(const Manifests &m, const TenantObject &o)
 {
-    return std::string(kind_name(kind)) + '\0' + meta.namespace_ + '\0' + meta.name;
+    const ObjectMeta &meta = meta_of(m, o);
+    return std::string(kind_name(m, o)) + '\0' + meta.namespace_ + '\0' + meta.name;
 }
 
 template <typename T>
@@ -94,7 +98,7 @@ std::vector<TenantObject> tenant_objects(const Manifests &m)
     }
     add_all(m.services, Kind::Service, &all);
     add_all(m.endpoint_slices, Kind::EndpointSlice, &all);
-    add_all(m.tls_routes, Kind::TLSRoute, &all);
+    add_all(m.stream_routes, Kind::StreamRoute, &all);
     add_all(m.http_routes, Kind::HTTPRoute, &all);
     static const std::string kUntrusted;
     std::stable_sort(all.begin(), all.end(), [&m](const TenantObject &a, const TenantObject &b) {
@@ -136,9 +140,9 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
             out.rejected.push_back(
                 rejected("discovery.k8s.io/v1", "EndpointSlice", m.endpoint_slices[o.index].meta, e.why));
             break;
-        case Kind::TLSRoute:
+        case Kind::StreamRoute:
         case Kind::HTTPRoute: {
-            const HTTPRoute &r = o.kind == Kind::TLSRoute ? m.tls_routes[o.index] : m.http_routes[o.index];
+            const HTTPRoute &r = o.kind == Kind::StreamRoute ? m.stream_routes[o.index] : m.http_routes[o.index];
             RejectedObject x = rejected(r.api_version, route_kind_name(r.kind), r.meta, e.why);
             x.parent_refs = r.parent_refs;
             out.rejected.push_back(std::move(x));
@@ -151,7 +155,7 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
     erase_at(&out.reference_grants, positions[static_cast<size_t>(Kind::ReferenceGrant)]);
     erase_at(&out.services, positions[static_cast<size_t>(Kind::Service)]);
     erase_at(&out.endpoint_slices, positions[static_cast<size_t>(Kind::EndpointSlice)]);
-    erase_at(&out.tls_routes, positions[static_cast<size_t>(Kind::TLSRoute)]);
+    erase_at(&out.stream_routes, positions[static_cast<size_t>(Kind::StreamRoute)]);
     erase_at(&out.http_routes, positions[static_cast<size_t>(Kind::HTTPRoute)]);
     return out;
 }
@@ -179,7 +183,7 @@ std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<Tena
     for (const TenantObject &o : all) {
         const ObjectMeta &meta = meta_of(m, o);
         // a sum: the same whatever the order the objects come in
-        namespace_content[meta.namespace_] += std::hash<std::string>{}(with_content(identity_of(o.kind, meta), meta));
+        namespace_content[meta.namespace_] += std::hash<std::string>{}(with_content(identity_of(m, o), meta));
     }
     // the namespaces each namespace may refer into
     std::map<std::string, std::set<std::string>> granted;
@@ -194,7 +198,7 @@ std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<Tena
         for (const std::string &to : granted[meta.namespace_]) {
             scope = mix(mix(scope, std::hash<std::string>{}(to)), namespace_content[to]);
         }
-        keys.push_back(with_content(identity_of(o.kind, meta), meta) + '\0' + std::to_string(scope));
+        keys.push_back(with_content(identity_of(m, o), meta) + '\0' + std::to_string(scope));
     }
     return keys;
 }
@@ -236,7 +240,7 @@ void FirstSeen::stamp(Manifests *m)
     std::map<std::string, uint64_t> now;
     for (const TenantObject &o : tenant_objects(*m)) {
         ObjectMeta &meta = meta_of(*m, o);
-        const std::string identity = identity_of(o.kind, meta);
+        const std::string identity = identity_of(*m, o);
         auto before = seen_.find(identity);
         meta.seen = before != seen_.end() ? before->second : configurations_;
         now.emplace(identity, meta.seen);

@@ -20,7 +20,7 @@ namespace g2n {
 
 // A tenant's object, by its kind and its place in Manifests.
 struct TenantObject {
-    enum class Kind { Secret, ConfigMap, ReferenceGrant, BackendTLSPolicy, Service, EndpointSlice, TLSRoute, HTTPRoute };
+    enum class Kind { Secret, ConfigMap, ReferenceGrant, BackendTLSPolicy, Service, EndpointSlice, StreamRoute, HTTPRoute };
     Kind kind;
     size_t index;  // in the Manifests vector of that kind
 };

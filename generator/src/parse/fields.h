@@ -80,7 +80,7 @@ bool valid_hostname(const std::string &s, bool allow_wildcard);
 void parse_object(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out);
-void parse_tls_route(const Document &doc, const YamlNode &root, const std::string &api_version,
-                     Manifests *out);
+void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kind, const std::string &api_version,
+                        Manifests *out);
 
 }  // namespace g2n

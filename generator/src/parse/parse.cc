@@ -244,7 +244,7 @@ void parse_document(const YamlTree &tree, const std::string &file, int line_offs
     stamp(objects.gateway_classes);
     stamp(objects.gateways);
     stamp(objects.http_routes);
-    stamp(objects.tls_routes);
+    stamp(objects.stream_routes);
     stamp(objects.services);
     stamp(objects.endpoint_slices);
     stamp(objects.config_maps);
@@ -284,7 +284,7 @@ void each_list(F f, M &...m)
     f(m.gateway_classes...);
     f(m.gateways...);
     f(m.http_routes...);
-    f(m.tls_routes...);
+    f(m.stream_routes...);
     f(m.services...);
     f(m.endpoint_slices...);
     f(m.config_maps...);

@@ -347,13 +347,17 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
 }
 
 // TLSRoute v1 and the deprecated v1alpha2 (hostnames optional, up to 16
-// rules) and v1alpha3: hostnames and backendRefs, routed by SNI.
-void parse_tls_route(const Document &doc, const YamlNode &root, const std::string &api_version,
-                     Manifests *out)
+// rules) and v1alpha3: hostnames and backendRefs, routed by SNI. TCPRoute
+// v1 and v1alpha2 (up to 16 rules): backendRefs alone, a listener's every
+// connection.
+void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kind, const std::string &api_version,
+                        Manifests *out)
 {
     const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
-    HTTPRoute r = parse_route_head(doc, root, RouteKind::TLSRoute, {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
-                                   !v1alpha2, !v1alpha2);
+    const bool tls = kind == RouteKind::TLSRoute;
+    HTTPRoute r = tls ? parse_route_head(doc, root, kind, {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
+                                         !v1alpha2, !v1alpha2)
+                      : parse_route_head(doc, root, kind, {"parentRefs", "rules"});
     r.api_version = api_version;
     YamlNode spec = doc.child(root, "", "spec");
     std::vector<YamlNode> rules = doc.list(spec, "spec", "rules", true);
@@ -380,7 +384,7 @@ void parse_tls_route(const Document &doc, const YamlNode &root, const std::strin
         }
         r.rules.push_back(std::move(rr));
     }
-    out->tls_routes.push_back(std::move(r));
+    out->stream_routes.push_back(std::move(r));
 }
 
 // ngx_http_grpc_module's headers hash: bucket_size ngx_align(64, ngx_cacheline_size)

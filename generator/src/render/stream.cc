@@ -1,7 +1,8 @@
-// stream.conf: TLS listeners. Passthrough reads the SNI with ssl_preread and
-// forwards the client's bytes; Terminate completes the handshake and
-// forwards the plaintext, re-encrypted through the module when the backend
-// has a BackendTLSPolicy.
+// stream.conf: TLS and TCP listeners. Passthrough reads the SNI with
+// ssl_preread and forwards the client's bytes; Terminate completes the
+// handshake and forwards the plaintext, re-encrypted through the module
+// when the backend has a BackendTLSPolicy; TCP forwards every connection's
+// bytes to its route's backends.
 #include <map>
 #include <set>
 #include <sstream>
@@ -90,6 +91,18 @@ void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const S
     }
 }
 
+// A TCP listener: its route's backends have every connection.
+void render_tcp_server(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s)
+{
+    const StreamRoute &route = s.routes.front();
+    sv.comment("TCPRoute", {nginx::Token::value(route.source)});
+    sv.open("server");
+    sv.directive("listen", {nginx::Token::value(s.listen)});
+    sv.directive("proxy_pass", {splits.target(route.backends)});
+    sv.close();
+    sv.blank();
+}
+
 }  // namespace
 
 std::string render_stream_conf(const Plan &plan, const Options &o)
@@ -122,6 +135,10 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     nginx::Writer m(maps), sv(servers);
     int index = 0;
     for (const StreamServer &s : plan.stream_servers) {
+        if (s.tcp) {
+            render_tcp_server(sv, splits, s);
+            continue;
+        }
         if (s.server_per_hostname) {
             render_server_per_hostname(sv, splits, s);
             continue;

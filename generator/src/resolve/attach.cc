@@ -1,4 +1,4 @@
-// Route attachment: each HTTPRoute, GRPCRoute and TLSRoute against the
+// Route attachment: each HTTPRoute, GRPCRoute, TLSRoute and TCPRoute against the
 // listeners its parentRefs name, and its rules as locations of servers.
 #include "resolve/resolver.h"
 
@@ -144,8 +144,8 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
                        + ", whose route is older";
             continue;
         }
-        if (r.kind == RouteKind::TLSRoute) {
-            add_tls_route(*ls, r, host, gw, &refs);
+        if (r.kind == RouteKind::TLSRoute || r.kind == RouteKind::TCPRoute) {
+            add_stream_route(*ls, r, host, gw, &refs);
             attached.insert(ls);
             continue;
         }
@@ -193,15 +193,19 @@ Server &Resolver::server_for(const ListenerState &ls, const std::string &host)
 }
 
 // A TLSRoute hostname on a TLS listener: its connections go to the
-// route's backends by SNI. The oldest route keeps a hostname.
-void Resolver::add_tls_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
+// route's backends by SNI. A TCPRoute on a TCP listener: every connection
+// goes to its backends, bytes untouched as behind a Passthrough listener
+// (a BackendTLSPolicy has no say). The oldest route keeps a hostname, and
+// a TCP listener.
+void Resolver::add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
                    const Gateway &gw, Condition *refs)
 {
-    const bool terminate = ls.listener->tls_mode == "Terminate";
+    const bool terminate = ls.listener->protocol == "TLS" && ls.listener->tls_mode == "Terminate";
     StreamServer &server = stream_servers_[{ls.listen, terminate}];
     if (terminate) terminate_hostnames_[ls.listen].insert(ls.listener->hostname);
     if (server.listen.empty()) {
         server.listen = ls.listen;
+        server.tcp = ls.listener->protocol == "TCP";
         server.terminate = terminate;
         server.insecure_allowed = gw.allows_insecure_backends;
         server.client = ls.client;
@@ -230,8 +234,10 @@ void Resolver::add_tls_route(const ListenerState &ls, const HTTPRoute &r, const 
     // (looked up, not scanned: a port may have tens of thousands)
     auto [taken, added] = stream_route_sources_[{ls.listen, terminate}].emplace(host, route.source);
     if (!added) {
-        plan_->warnings.push_back("TLSRoute " + r.meta.key() + ": hostname \"" + host + "\" on " + ls.listen
-                                  + " is served by the older TLSRoute " + taken->second);
+        const std::string kind = route_kind_name(r.kind);
+        plan_->warnings.push_back(kind + " " + r.meta.key() + ": "
+                                  + (server.tcp ? "TCP listener " : "hostname \"" + host + "\" on ") + ls.listen
+                                  + " is served by the older " + kind + " " + taken->second);
         return;
     }
     server.routes.push_back(std::move(route));

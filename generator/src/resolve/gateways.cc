@@ -79,6 +79,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
         {"HTTP", {"HTTPRoute", "GRPCRoute"}},
         {"HTTPS", {"HTTPRoute", "GRPCRoute"}},
         {"TLS", {"TLSRoute"}},
+        {"TCP", {"TCPRoute"}},
     };
     auto kinds = kinds_of_protocol.find(l.protocol);
     if (kinds == kinds_of_protocol.end()) {

@@ -201,7 +201,7 @@ void Resolver::run()
 
     std::vector<const HTTPRoute *> routes;
     for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
-    for (const HTTPRoute &r : m_.tls_routes) routes.push_back(&r);
+    for (const HTTPRoute &r : m_.stream_routes) routes.push_back(&r);
     // precedence: the oldest route, then namespace/name
     std::stable_sort(routes.begin(), routes.end(), [](const HTTPRoute *a, const HTTPRoute *b) {
         return older_first(a->meta, b->meta);

@@ -122,7 +122,7 @@ private:
     std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref,
                                              const Gateway &gw, const std::string &unsupported);
     Server &server_for(const ListenerState &ls, const std::string &host);
-    void add_tls_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
+    void add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
                        const Gateway &gw, Condition *refs);
     void add_rule(Server &server, const HTTPRoute &r, const RouteRule &rule, size_t index,
                   const Gateway &gw, Condition *refs);
