@@ -55,6 +55,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteRetry",
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
+    "TCPRoute",
     "TLSRoute",
     "TLSRouteModeMixed",
     "TLSRouteModeTerminate",

@@ -45,6 +45,7 @@ my %ProfilesAt = (
         'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)], extended => [@GatewayExtended] },
         'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
                             extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
+        'GATEWAY-TCP'  => { core => [qw(Gateway TCPRoute ReferenceGrant)], extended => [@GatewayExtended, 'TCPRoute'] },
     },
     'main' => {
         'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
@@ -53,6 +54,7 @@ my %ProfilesAt = (
         'GATEWAY-GRPC' => { core => [qw(Gateway GRPCRoute ReferenceGrant)], extended => [@GatewayExtended, @BackendTLSPolicy] },
         'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
                             extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate), @BackendTLSPolicy] },
+        'GATEWAY-TCP'  => { core => [qw(Gateway TCPRoute ReferenceGrant)], extended => [@GatewayExtended, 'TCPRoute'] },
     },
 );
 
@@ -170,6 +172,7 @@ sub write_report {
         my ($stem) = $file =~ m{([^/]+)\.yaml$};
         next if $used{$stem};
         my $p = $stem =~ /^grpcroute-/ ? 'GATEWAY-GRPC' : $stem =~ /^tlsroute-/ ? 'GATEWAY-TLS'
+              : $stem =~ /^tcproute-/ ? 'GATEWAY-TCP'
               : $stem =~ /^(?:httproute|gateway|backendtlspolicy)-/ ? 'GATEWAY-HTTP' : next;
         push @{$pending{$p}}, $stem;
     }
