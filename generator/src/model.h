@@ -238,7 +238,7 @@ struct RouteRule {
 // service/method matches become the gRPC paths /service/method; a TLSRoute
 // has hostnames and backendRefs only.
 // The route kinds read into the HTTPRoute shape.
-enum class RouteKind { HTTPRoute, GRPCRoute, TLSRoute, TCPRoute };
+enum class RouteKind { HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute };
 
 inline const char *route_kind_name(RouteKind kind)
 {
@@ -246,6 +246,7 @@ inline const char *route_kind_name(RouteKind kind)
     case RouteKind::GRPCRoute: return "GRPCRoute";
     case RouteKind::TLSRoute: return "TLSRoute";
     case RouteKind::TCPRoute: return "TCPRoute";
+    case RouteKind::UDPRoute: return "UDPRoute";
     case RouteKind::HTTPRoute: break;
     }
     return "HTTPRoute";
@@ -377,7 +378,7 @@ struct Manifests {
     std::vector<GatewayClass> gateway_classes;
     std::vector<Gateway> gateways;
     std::vector<HTTPRoute> http_routes;  // and GRPCRoutes
-    std::vector<HTTPRoute> stream_routes;  // TLSRoutes and TCPRoutes
+    std::vector<HTTPRoute> stream_routes;  // TLSRoutes, TCPRoutes and UDPRoutes
     std::vector<Service> services;
     std::vector<EndpointSlice> endpoint_slices;
     std::vector<ConfigMap> config_maps;

@@ -258,11 +258,12 @@ struct StreamRoute {
 // certificate and forwards the plaintext, re-encrypted when the backend has
 // a BackendTLSPolicy. A port with both: the Passthrough server has it, and
 // sends the Terminate hostnames to the Terminate server's loopback listen.
-// Or a TCP listener, whose oldest TCPRoute (its one route) has every
-// connection.
+// Or a TCP or UDP listener, whose oldest TCPRoute or UDPRoute (its one
+// route) has every connection or datagram session.
+enum class StreamProtocol { TLS, TCP, UDP };
 struct StreamServer {
     std::string listen;
-    bool tcp = false;  // a TCP listener: every connection to its one TCPRoute's backends
+    StreamProtocol protocol = StreamProtocol::TLS;
     bool terminate = false;
     bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
     bool proxy_ssl = false;         // Terminate with BackendTLSPolicy backends

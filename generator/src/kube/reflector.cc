@@ -129,6 +129,7 @@ const std::vector<Candidate> kCandidates = {
     {"gateway.networking.k8s.io", {"v1"}, "grpcroutes", "GRPCRoute", true, false},
     {"gateway.networking.k8s.io", {"v1", "v1alpha3", "v1alpha2"}, "tlsroutes", "TLSRoute", true, false},
     {"gateway.networking.k8s.io", {"v1", "v1alpha2"}, "tcproutes", "TCPRoute", true, false},
+    {"gateway.networking.k8s.io", {"v1", "v1alpha2"}, "udproutes", "UDPRoute", true, false},
     {"gateway.networking.k8s.io", {"v1", "v1alpha3"}, "backendtlspolicies", "BackendTLSPolicy", true, false},
     {"gateway.networking.k8s.io", {"v1", "v1beta1"}, "referencegrants", "ReferenceGrant", true, false},
 };

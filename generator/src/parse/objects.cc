@@ -28,7 +28,8 @@ void parse_known_object(const Document &doc, const YamlNode &root, const std::st
 bool tenant_kind(const std::string &group, const std::string &kind)
 {
     if (group == kGatewayGroup) {
-        return kind == "HTTPRoute" || kind == "GRPCRoute" || kind == "TLSRoute" || kind == "TCPRoute" || kind == "ReferenceGrant"
+        return kind == "HTTPRoute" || kind == "GRPCRoute" || kind == "TLSRoute" || kind == "TCPRoute" || kind == "UDPRoute"
+               || kind == "ReferenceGrant"
                || kind == "BackendTLSPolicy";
     }
     return kind == "Service" || kind == "ConfigMap" || kind == "Secret" || kind == "EndpointSlice";
@@ -144,11 +145,12 @@ void parse_known_object(const Document &doc, const YamlNode &root, const std::st
             }
             return parse_stream_route(doc, root, RouteKind::TLSRoute, api_version, out);
         }
-        if (kind == "TCPRoute") {
+        if (kind == "TCPRoute" || kind == "UDPRoute") {
             if (api_version != "gateway.networking.k8s.io/v1" && api_version != "gateway.networking.k8s.io/v1alpha2") {
-                doc.fail(root, "apiVersion", "TCPRoute is read as v1 or v1alpha2, not " + api_version);
+                doc.fail(root, "apiVersion", kind + " is read as v1 or v1alpha2, not " + api_version);
             }
-            return parse_stream_route(doc, root, RouteKind::TCPRoute, api_version, out);
+            return parse_stream_route(doc, root, kind == "TCPRoute" ? RouteKind::TCPRoute : RouteKind::UDPRoute,
+                                      api_version, out);
         }
         if (kind == "ReferenceGrant") return parse_reference_grant(doc, root, out);
         if (kind == "BackendTLSPolicy") {

@@ -348,8 +348,8 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
 
 // TLSRoute v1 and the deprecated v1alpha2 (hostnames optional, up to 16
 // rules) and v1alpha3: hostnames and backendRefs, routed by SNI. TCPRoute
-// v1 and v1alpha2 (up to 16 rules): backendRefs alone, a listener's every
-// connection.
+// and UDPRoute v1 and v1alpha2 (up to 16 rules): backendRefs alone, a
+// listener's every connection or datagram.
 void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kind, const std::string &api_version,
                         Manifests *out)
 {

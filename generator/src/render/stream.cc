@@ -1,8 +1,9 @@
-// stream.conf: TLS and TCP listeners. Passthrough reads the SNI with
+// stream.conf: TLS, TCP and UDP listeners. Passthrough reads the SNI with
 // ssl_preread and forwards the client's bytes; Terminate completes the
 // handshake and forwards the plaintext, re-encrypted through the module
-// when the backend has a BackendTLSPolicy; TCP forwards every connection's
-// bytes to its route's backends.
+// when the backend has a BackendTLSPolicy; TCP and UDP forward every
+// connection's bytes (datagram session's datagrams) to their route's
+// backends.
 #include <map>
 #include <set>
 #include <sstream>
@@ -91,14 +92,23 @@ void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const S
     }
 }
 
-// A TCP listener: its route's backends have every connection.
-void render_tcp_server(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s)
+// A TCP or UDP listener: its route's backends have every connection, or
+// datagram session. A session lasts while datagrams come: nginx's default
+// of 10 minutes would hold two of worker_connections per client address
+// and port that long; 60 s idle ends it, as Envoy's UDP proxy does.
+void render_plain_server(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s)
 {
     const StreamRoute &route = s.routes.front();
-    sv.comment("TCPRoute", {nginx::Token::value(route.source)});
+    const bool udp = s.protocol == StreamProtocol::UDP;
+    sv.comment(udp ? "UDPRoute" : "TCPRoute", {nginx::Token::value(route.source)});
     sv.open("server");
-    sv.directive("listen", {nginx::Token::value(s.listen)});
+    if (udp) {
+        sv.directive("listen", {nginx::Token::value(s.listen), "udp"});
+    } else {
+        sv.directive("listen", {nginx::Token::value(s.listen)});
+    }
     sv.directive("proxy_pass", {splits.target(route.backends)});
+    if (udp) sv.directive("proxy_timeout", {"60s"});
     sv.close();
     sv.blank();
 }
@@ -135,8 +145,8 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     nginx::Writer m(maps), sv(servers);
     int index = 0;
     for (const StreamServer &s : plan.stream_servers) {
-        if (s.tcp) {
-            render_tcp_server(sv, splits, s);
+        if (s.protocol != StreamProtocol::TLS) {
+            render_plain_server(sv, splits, s);
             continue;
         }
         if (s.server_per_hostname) {

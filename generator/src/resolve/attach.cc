@@ -1,4 +1,4 @@
-// Route attachment: each HTTPRoute, GRPCRoute, TLSRoute and TCPRoute against the
+// Route attachment: each HTTPRoute, GRPCRoute and stream route against the
 // listeners its parentRefs name, and its rules as locations of servers.
 #include "resolve/resolver.h"
 
@@ -144,7 +144,7 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
                        + ", whose route is older";
             continue;
         }
-        if (r.kind == RouteKind::TLSRoute || r.kind == RouteKind::TCPRoute) {
+        if (r.kind == RouteKind::TLSRoute || r.kind == RouteKind::TCPRoute || r.kind == RouteKind::UDPRoute) {
             add_stream_route(*ls, r, host, gw, &refs);
             attached.insert(ls);
             continue;
@@ -193,19 +193,23 @@ Server &Resolver::server_for(const ListenerState &ls, const std::string &host)
 }
 
 // A TLSRoute hostname on a TLS listener: its connections go to the
-// route's backends by SNI. A TCPRoute on a TCP listener: every connection
-// goes to its backends, bytes untouched as behind a Passthrough listener
-// (a BackendTLSPolicy has no say). The oldest route keeps a hostname, and
-// a TCP listener.
+// route's backends by SNI. A TCPRoute on a TCP listener, a UDPRoute on a
+// UDP one: every connection (datagram session) goes to its backends, bytes
+// untouched as behind a Passthrough listener (a BackendTLSPolicy has no
+// say). The oldest route keeps a hostname, and a TCP or UDP listener.
 void Resolver::add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
                    const Gateway &gw, Condition *refs)
 {
     const bool terminate = ls.listener->protocol == "TLS" && ls.listener->tls_mode == "Terminate";
-    StreamServer &server = stream_servers_[{ls.listen, terminate}];
+    const StreamProtocol protocol = ls.listener->protocol == "TCP"   ? StreamProtocol::TCP
+                                    : ls.listener->protocol == "UDP" ? StreamProtocol::UDP
+                                                                     : StreamProtocol::TLS;
+    const std::string socket = listen_socket(ls);
+    StreamServer &server = stream_servers_[{socket, terminate}];
     if (terminate) terminate_hostnames_[ls.listen].insert(ls.listener->hostname);
     if (server.listen.empty()) {
         server.listen = ls.listen;
-        server.tcp = ls.listener->protocol == "TCP";
+        server.protocol = protocol;
         server.terminate = terminate;
         server.insecure_allowed = gw.allows_insecure_backends;
         server.client = ls.client;
@@ -232,12 +236,14 @@ void Resolver::add_stream_route(const ListenerState &ls, const HTTPRoute &r, con
         }
     }
     // (looked up, not scanned: a port may have tens of thousands)
-    auto [taken, added] = stream_route_sources_[{ls.listen, terminate}].emplace(host, route.source);
+    auto [taken, added] = stream_route_sources_[{socket, terminate}].emplace(host, route.source);
     if (!added) {
         const std::string kind = route_kind_name(r.kind);
-        plan_->warnings.push_back(kind + " " + r.meta.key() + ": "
-                                  + (server.tcp ? "TCP listener " : "hostname \"" + host + "\" on ") + ls.listen
-                                  + " is served by the older " + kind + " " + taken->second);
+        const std::string where = protocol == StreamProtocol::TCP   ? "TCP listener "
+                                  : protocol == StreamProtocol::UDP ? "UDP listener "
+                                                                    : "hostname \"" + host + "\" on ";
+        plan_->warnings.push_back(kind + " " + r.meta.key() + ": " + where + ls.listen + " is served by the older "
+                                  + kind + " " + taken->second);
         return;
     }
     server.routes.push_back(std::move(route));

@@ -80,6 +80,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
         {"HTTPS", {"HTTPRoute", "GRPCRoute"}},
         {"TLS", {"TLSRoute"}},
         {"TCP", {"TCPRoute"}},
+        {"UDP", {"UDPRoute"}},
     };
     auto kinds = kinds_of_protocol.find(l.protocol);
     if (kinds == kinds_of_protocol.end()) {

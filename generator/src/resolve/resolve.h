@@ -231,8 +231,10 @@ std::vector<LocationMatch> location_matches(const RouteMatch &m);
 // Gateway API precedence among a path's rules, and a stable location order.
 void order_locations(Server *server);
 
-// ---- resolve_stream.cc: TLS listeners ----------------------------------------
+// ---- resolve/stream.cc: TLS, TCP and UDP listeners ---------------------------
 
+// The socket a listener's port is ("ADDRESS:PORT", "... udp" for UDP).
+std::string listen_socket(const ListenerState &ls);
 // One listen socket speaks one protocol (and, for TLS, one mode).
 void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
 // The certificates, proxy_ssl and route order of one stream server, once

@@ -15,24 +15,31 @@ std::string socket_protocol(const std::string &category)
     return category.rfind("TLS/", 0) == 0 ? "TLS" : category;
 }
 
+// The socket a listener's port is: a UDP port is another socket than the
+// TCP port of the same number.
+std::string listen_socket(const ListenerState &ls)
+{
+    return ls.category == "UDP" ? ls.listen + " udp" : ls.listen;
+}
+
 // One listen socket speaks one protocol: the listeners of one Gateway that
 // disagree on a port all lose it; across Gateways sharing an address, the
 // first Gateway's protocol keeps it.
 void settle_protocol_conflicts(std::vector<ListenerState> &listeners)
 {
-    std::map<std::string, std::set<std::string>> protocols;  // "gateway listen" -> socket protocols
+    std::map<std::string, std::set<std::string>> protocols;  // "gateway socket" -> socket protocols
     for (const ListenerState &ls : listeners) {
-        if (!ls.category.empty()) protocols[ls.gateway->meta.key() + " " + ls.listen].insert(socket_protocol(ls.category));
+        if (!ls.category.empty()) protocols[ls.gateway->meta.key() + " " + listen_socket(ls)].insert(socket_protocol(ls.category));
     }
-    std::map<std::string, const ListenerState *> owner;  // listen -> first listener
+    std::map<std::string, const ListenerState *> owner;  // socket -> first listener
     for (ListenerState &ls : listeners) {
         if (ls.category.empty()) continue;
-        const std::set<std::string> &mine = protocols[ls.gateway->meta.key() + " " + ls.listen];
+        const std::set<std::string> &mine = protocols[ls.gateway->meta.key() + " " + listen_socket(ls)];
         std::string why;
         if (mine.size() > 1) {
             why = "listeners of this Gateway on port " + std::to_string(ls.listener->port) + " disagree on protocol";
         } else {
-            auto [it, first] = owner.emplace(ls.listen, &ls);
+            auto [it, first] = owner.emplace(listen_socket(ls), &ls);
             if (!first && socket_protocol(it->second->category) != socket_protocol(ls.category)) {
                 why = ls.listen + " is served as " + socket_protocol(it->second->category) + " for Gateway "
                       + it->second->gateway->meta.key();

@@ -1,6 +1,7 @@
-// TCPRoute: parse (v1, v1alpha2), TCP listeners (route kinds, the oldest
-// route of a listener, weights, invalid backends), a BackendTLSPolicy
-// with no say, the upstream API, and stream.conf.
+// TCPRoute and UDPRoute: parse (v1, v1alpha2), TCP and UDP listeners
+// (route kinds, the oldest route of a listener, weights, invalid backends,
+// one port number as two sockets), a BackendTLSPolicy with no say, the
+// upstream API, and stream.conf.
 #include <boost/test/unit_test.hpp>
 
 #include "apply/upstream_api.h"
@@ -96,7 +97,7 @@ BOOST_AUTO_TEST_CASE(a_tcp_listener_forwards_every_connection_to_its_route)
     BOOST_TEST(listener(status_of(plan, "Gateway", "gw"), "sql")
                == "attached=1 kinds=TCPRoute, Accepted=True Programmed=True ResolvedRefs=True");
     BOOST_TEST_REQUIRE(plan.stream_servers.size() == 1u);
-    BOOST_TEST(plan.stream_servers[0].tcp);
+    BOOST_TEST((plan.stream_servers[0].protocol == StreamProtocol::TCP));
     BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
     // plain TCP: the policy has nothing to act on, and no ancestor
     BOOST_TEST(!plan.stream_upstreams[0].tls());
@@ -184,6 +185,58 @@ BOOST_AUTO_TEST_CASE(tcp_route_endpoints_are_replaceable_through_the_api)
     BOOST_TEST_REQUIRE(plan.stream_upstreams.size() == 1u);
     BOOST_TEST(stream_api_replaceable(plan.stream_upstreams[0]));
     BOOST_TEST(api_content(plan, api).stream_servers.count("backend_ns_db_5432_passthrough") == 1u);
+}
+
+std::string udp_route(const std::string &name, const std::string &section, const std::string &backends)
+{
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: UDPRoute\nmetadata: {name: " + name
+           + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw, sectionName: " + section + "}]\n  rules:\n"
+           + "  - backendRefs: " + backends + "\n";
+}
+
+const char *const kUdp = "  - {name: dns, port: 5432, protocol: UDP}\n";
+
+BOOST_AUTO_TEST_CASE(udp_route_versions)
+{
+    Manifests m = parse(udp_route("a", "dns", "[{name: db, port: 5432}]"));
+    BOOST_TEST_REQUIRE(m.stream_routes.size() == 1u);
+    BOOST_TEST((m.stream_routes[0].kind == RouteKind::UDPRoute));
+    std::string alpha = udp_route("a", "dns", "[{name: db, port: 5432}]");
+    alpha.replace(alpha.find("/v1\n"), 4, "/v1alpha2\n");
+    BOOST_TEST(parse(alpha).stream_routes.size() == 1u);
+    std::string beta = alpha;
+    beta.replace(beta.find("/v1alpha2\n"), 10, "/v1beta1\n");
+    BOOST_TEST(error_of(beta).find("UDPRoute is read as v1 or v1alpha2") != std::string::npos, error_of(beta));
+    BOOST_TEST(error_of(udp_route("a", "dns", "[]")).find("expected 1 to 16 backendRefs") != std::string::npos);
+}
+
+// One port number, TCP and UDP: two sockets, no conflict; each listener
+// carries its own kind of route.
+BOOST_AUTO_TEST_CASE(a_udp_listener_forwards_datagrams_beside_tcp_on_the_same_port)
+{
+    const Plan plan = plan_of(kSetup + gateway(std::string(kTcp) + kUdp) + tcp_route("db", "[{name: db, port: 5432}]")
+                              + udp_route("dns", "dns", "[{name: db, port: 5433}]")
+                              + udp_route("wrong", "sql", "[{name: db, port: 5433}]"));
+    BOOST_TEST(reasons(status_of(plan, "UDPRoute", "dns")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    BOOST_TEST(reasons(status_of(plan, "UDPRoute", "wrong")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
+    BOOST_TEST(listener(status_of(plan, "Gateway", "gw"), "dns")
+               == "attached=1 kinds=UDPRoute, Accepted=True Programmed=True ResolvedRefs=True");
+    BOOST_TEST(listener(status_of(plan, "Gateway", "gw"), "sql").rfind("attached=1 kinds=TCPRoute, Accepted=True Programmed=True", 0)
+               == 0u);
+    BOOST_TEST_REQUIRE(plan.stream_servers.size() == 2u);
+    const std::string conf = render_stream_conf(plan, Options());
+    BOOST_TEST(conf.find("# UDPRoute ns/dns\nserver {\n    listen 0.0.0.0:5432 udp;\n"
+                         "    proxy_pass backend_ns_db_5433_passthrough;\n    proxy_timeout 60s;\n}\n")
+                   != std::string::npos,
+               conf);
+    BOOST_TEST(conf.find("# TCPRoute ns/db\nserver {\n    listen 0.0.0.0:5432;\n") != std::string::npos, conf);
+    // the older UDPRoute of a listener has it
+    const Plan two = plan_of(kSetup + gateway(kUdp) + udp_route("a", "dns", "[{name: db, port: 5432}]")
+                             + udp_route("b", "dns", "[{name: db, port: 5433}]"));
+    BOOST_TEST(listener(status_of(two, "Gateway", "gw"), "dns").rfind("attached=2 ", 0) == 0u);
+    BOOST_TEST((std::find(two.warnings.begin(), two.warnings.end(),
+                          "UDPRoute ns/b: UDP listener 0.0.0.0:5432 is served by the older UDPRoute ns/a")
+                != two.warnings.end()));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
