@@ -404,7 +404,7 @@ inline const std::set<std::string> &generator_vocabulary()
         auto add = [&](const std::string &context, std::initializer_list<const char *> names) {
             for (const char *n : names) w.insert(context + n);
         };
-        add("", {"load_module", "worker_processes", "pid", "error_log", "events", "http", "stream",
+        add("", {"load_module", "worker_processes", "worker_rlimit_nofile", "pid", "error_log", "events", "http", "stream",
                  // http.conf and stream.conf
                  "proxy_ssl_verify_insecure", "proxy_http_version", "proxy_set_header", "grpc_set_header",
                  "proxy_ssl_server_name",

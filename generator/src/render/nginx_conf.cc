@@ -28,11 +28,17 @@ std::string render_nginx_conf(const Plan &plan, const Options &o)
     }
     w.blank();
     w.directive("worker_processes", {"auto"});
+    // each connection is a descriptor, and a proxied one is two
+    w.directive("worker_rlimit_nofile", {"16384"});
     w.directive("pid", {"nginx.pid"});
     w.directive("error_log", {"logs/error.log", "notice"});
     w.blank();
     w.open("events");
-    w.directive("worker_connections", {"1024"});
+    // a client's connection and its upstream's, or a UDP client's datagram
+    // session (its address and port) and its upstream's, which lasts until
+    // it is idle: 4,096 clients a worker, where 1,024 connections were
+    // used up by a burst of 500 UDP clients
+    w.directive("worker_connections", {"8192"});
     w.close();
     w.blank();
     w.open("http");
