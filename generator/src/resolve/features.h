@@ -59,6 +59,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "TLSRoute",
     "TLSRouteModeMixed",
     "TLSRouteModeTerminate",
+    "UDPRoute",
 };
 
 // What the nginx that runs the configuration adds: HTTP/2 by prior

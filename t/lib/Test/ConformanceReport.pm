@@ -46,6 +46,7 @@ my %ProfilesAt = (
         'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
                             extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate)] },
         'GATEWAY-TCP'  => { core => [qw(Gateway TCPRoute ReferenceGrant)], extended => [@GatewayExtended, 'TCPRoute'] },
+        'GATEWAY-UDP'  => { core => [qw(Gateway UDPRoute ReferenceGrant)], extended => [@GatewayExtended, 'UDPRoute'] },
     },
     'main' => {
         'GATEWAY-HTTP' => { core => [qw(Gateway HTTPRoute ReferenceGrant)],
@@ -55,6 +56,7 @@ my %ProfilesAt = (
         'GATEWAY-TLS'  => { core => [qw(Gateway TLSRoute ReferenceGrant)],
                             extended => [@GatewayExtended, qw(TLSRouteModeMixed TLSRouteModeTerminate), @BackendTLSPolicy] },
         'GATEWAY-TCP'  => { core => [qw(Gateway TCPRoute ReferenceGrant)], extended => [@GatewayExtended, 'TCPRoute'] },
+        'GATEWAY-UDP'  => { core => [qw(Gateway UDPRoute ReferenceGrant)], extended => [@GatewayExtended, 'UDPRoute'] },
     },
 );
 
@@ -172,7 +174,7 @@ sub write_report {
         my ($stem) = $file =~ m{([^/]+)\.yaml$};
         next if $used{$stem};
         my $p = $stem =~ /^grpcroute-/ ? 'GATEWAY-GRPC' : $stem =~ /^tlsroute-/ ? 'GATEWAY-TLS'
-              : $stem =~ /^tcproute-/ ? 'GATEWAY-TCP'
+              : $stem =~ /^tcproute-/ ? 'GATEWAY-TCP' : $stem =~ /^udproute-/ ? 'GATEWAY-UDP'
               : $stem =~ /^(?:httproute|gateway|backendtlspolicy)-/ ? 'GATEWAY-HTTP' : next;
         push @{$pending{$p}}, $stem;
     }

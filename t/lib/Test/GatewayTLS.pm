@@ -691,22 +691,24 @@ sub track_child { push @Children, @_ }
 
 # Starts nginx -p DIR -c CONF and waits until PORT accepts connections.
 sub start_nginx {
-    my ($dir, $conf, $port, $address) = @_;
+    my ($dir, $conf, $port, $address, $proto) = @_;
     _check_listen_ports($conf =~ m{^/} ? dirname($conf) : dirname("$dir/$conf"));
     my $out = `$Nginx -p $dir/ -c $conf 2>&1`;
     die "nginx in $dir did not start: $out\n" if $? != 0;
     $Started{$dir} = 1;
     my $deadline = time + 5;
     while (time < $deadline) {
-        my $sock = IO::Socket::INET->new(PeerAddr => $address // '127.0.0.1', PeerPort => $port,
-                                         Proto => 'tcp');
+        # a UDP port nginx holds is one this process cannot bind
+        my $sock = ($proto // 'tcp') eq 'udp'
+            ? !IO::Socket::INET->new(LocalAddr => $address // '127.0.0.1', LocalPort => $port, Proto => 'udp')
+            : IO::Socket::INET->new(PeerAddr => $address // '127.0.0.1', PeerPort => $port, Proto => 'tcp');
         if ($sock) {
-            close $sock;
+            close $sock if ref $sock;
             return $out;
         }
         sleep 0.02;
     }
-    die "nginx in $dir does not listen on $port\n";
+    die "nginx in $dir does not listen on $port" . (($proto // 'tcp') eq 'udp' ? ' (udp)' : '') . "\n";
 }
 
 sub stop_nginx {
@@ -1109,10 +1111,11 @@ sub rbac_check {
     for my $rule (@$cluster_rules, @$lease_rules) {
         for my $resource (@{ $rule->{resources} }) {
             for my $verb (@{ $rule->{verbs} }) {
-                # grpcroutes and tlsroutes: the same calls as httproutes; a
-                # get after a conflict: the same call for every kind whose
-                # status is written, made for whichever met the 409
-                (my $like = $resource) =~ s/^(grpcroutes|tlsroutes)/httproutes/;
+                # grpcroutes, tlsroutes, tcproutes and udproutes: the same
+                # calls as httproutes; a get after a conflict: the same call
+                # for every kind whose status is written, made for whichever
+                # met the 409
+                (my $like = $resource) =~ s/^(grpcroutes|tlsroutes|tcproutes|udproutes)/httproutes/;
                 my $status_kind = $verb eq 'get' && $rule->{apiGroups}[0] eq 'gateway.networking.k8s.io';
                 push @unused, "$verb $resource"
                     unless $used->($verb, $resource) || $used->($verb, $like)
@@ -1307,10 +1310,11 @@ sub conformance_setup {
 
 # Renders one Gateway of the suite's namespace alone (--gateway, nginx -t
 # included) into servroot/out-GATEWAY with every listener port + OFFSET and,
-# given FIRST_PORT, starts its nginx (stopping the one started before);
-# returns its status, keyed as read_status does.
+# given FIRST_PORT (a TCP port, or a UDP one with PROTO 'udp'), starts its
+# nginx (stopping the one started before); returns its status, keyed as
+# read_status does.
 sub serve_conformance_gateway {
-    my ($manifests, $gateway, $offset, $first_port) = @_;
+    my ($manifests, $gateway, $offset, $first_port, $proto) = @_;
     stop_nginx($ConformanceRunning) if $ConformanceRunning;
     $ConformanceRunning = undef;
     my $out = "$ServRoot/out-$gateway";
@@ -1321,7 +1325,7 @@ sub serve_conformance_gateway {
     Test::More::is($rc, 0, "$gateway: gateway2nginx writes a configuration that passes nginx -t")
         or Test::More::diag($output);
     if ($first_port) {
-        start_nginx($out, 'nginx.conf', $first_port + $offset);
+        start_nginx($out, 'nginx.conf', $first_port + $offset, undef, $proto);
         $ConformanceRunning = $out;
     }
     return read_status("$out/status.yaml");
