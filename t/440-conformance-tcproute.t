@@ -16,7 +16,6 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 my ($shared, $manifests) = conformance_begin();
-my $dir = servroot();
 
 my @tests = qw(tcproute-invalid-backendref-nonexistent tcproute-invalid-cross-namespace-backend-ref
                tcproute-invalid-non-tcp-listener tcproute-multiple-routes-attachment tcproute-parentref-attach-all
@@ -51,16 +50,7 @@ for my $doc (split /^---\s*$/m, $all) {
 spit("$manifests/20-suite-setup.yaml", conformance_setup() . $setup);
 
 (my $echo_script = $INC{'Test/GatewayTLS.pm'}) =~ s{Test/GatewayTLS\.pm$}{tcp-echo-server.pl};
-pipe(my $ready, my $w) or die "pipe: $!";
-my $echo_pid = fork // die "fork: $!";
-if ($echo_pid == 0) {
-    close $ready;
-    open STDOUT, '>&', $w or die;
-    exec $^X, $echo_script, @echo or die "exec: $!";
-}
-close $w;
-track_child($echo_pid);
-is(scalar(<$ready>) // '', "ready\n", 'the TCP echo backends listen');
+start_ready_server($^X, $echo_script, @echo);
 
 sub serve_gateway { serve_conformance_gateway($manifests, $_[0], $offset, $_[1]) }
 sub conditions { conformance_conditions(@_) }
@@ -151,13 +141,8 @@ conformance_test 'TCPRouteInvalidNonTCPListener', [qw(Gateway TCPRoute)], ['tcpr
 conformance_test 'TCPRouteMultipleRoutesAttachment', [qw(Gateway TCPRoute)], ['tcproute-multiple-routes-attachment'], sub {
     my $gw = 'tcp-multi-route-attach-gateway';
     my $file = "$manifests/10-tcproute-multiple-routes-attachment.yaml";
-    my $orig = slurp($file);
-    (my $with_times = $orig) =~ s/^(  name: tcproute-attach-older\n)/$1  creationTimestamp: "2026-01-01T00:00:00Z"\n/m
-        or die 'no older route';
-    spit($file, $with_times . "\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: TCPRoute\nmetadata:\n"
-               . "  name: tcproute-attach-newer\n  namespace: $ns\n  creationTimestamp: \"2026-01-01T00:00:01Z\"\n"
-               . "spec:\n  parentRefs:\n  - name: $gw\n    sectionName: tcp\n  rules:\n  - backendRefs:\n"
-               . "    - name: tcp-attach-backend-2\n      port: 3000\n");
+    my $orig = conformance_newer_route($file, 'TCPRoute', 'tcproute-attach-older', 'tcproute-attach-newer', $gw, 'tcp',
+                                       'tcp-attach-backend-2', 3000);
     my $st = serve_gateway($gw, 9310);
     route_accepted($st, $_, $gw, 'MultipleRoutesAttachment') for qw(tcproute-attach-older tcproute-attach-newer);
     my $c = conditions($st, 'Gateway', $gw);
@@ -210,9 +195,7 @@ conformance_test 'TCPRouteReferenceGrant', [qw(Gateway TCPRoute ReferenceGrant)]
 
     # the grant deleted: refused
     my $file = "$manifests/10-tcproute-reference-grant.yaml";
-    my $orig = slurp($file);
-    my $without = join '---', grep { !/^kind: ReferenceGrant\s*$/m } split /^---/m, $orig;
-    spit($file, $without);
+    my $orig = conformance_drop_kind($file, 'ReferenceGrant');
     $st = serve_gateway($gw, 9320);
     like(conditions($st, 'TCPRoute', 'tcp-reference-grant'), qr{^\Q$ns/$gw\E: ResolvedRefs=False/RefNotPermitted$}m,
          'ReferenceGrant: deleted, ResolvedRefs=False/RefNotPermitted');
@@ -221,28 +204,14 @@ conformance_test 'TCPRouteReferenceGrant', [qw(Gateway TCPRoute ReferenceGrant)]
 };
 
 # ---- TCPRouteWeightedRouting -------------------------------------------------
-# The suite's weight.TestWeightedDistribution: 500 connections, each
-# backend's share within 0.05 of its weight's, none for weight 0; tried up
-# to weight.MaxTestRetries (10) times, as the Go test does.
 conformance_test 'TCPRouteWeightedRouting', [qw(Gateway TCPRoute)], ['tcproute-weighted-routing'], sub {
     my $gw = 'tcp-weighted-gateway';
     my $st = serve_gateway($gw, 9300);
     route_accepted($st, 'tcp-weighted-route', $gw, 'WeightedRouting');
-    is(backend_of(9300) =~ /^tcp-backend-v[12]$/ ? 'served' : 'not served', 'served', 'WeightedRouting: served');
-    my %want = ('tcp-backend-v1' => 0.7, 'tcp-backend-v2' => 0.3, 'tcp-backend-v3' => 0);
-    my @off;
-    for (1 .. 10) {
-        my %count;
-        for (1 .. 500) {
-            my $p = tcp_echo(9300);
-            $count{$p ? $p->{pod} =~ s/-0$//r : 'none'}++;
-        }
-        @off = map { sprintf('%s has %.3f of the connections, %.2f wanted', $_, ($count{$_} // 0) / 500, $want{$_}) }
-               grep { abs(($count{$_} // 0) / 500 - $want{$_}) > 0.05 } sort keys %want;
-        push @off, "$count{none} connections not answered" if $count{none};
-        last unless @off;
-    }
-    is(join('; ', @off), '', 'WeightedRouting: 500 connections share out as the weights say (within 0.05)');
+    like(backend_of(9300), qr/^tcp-backend-v[12]$/, 'WeightedRouting: served');
+    my $sample = sub { my $p = tcp_echo(9300); $p ? $p->{pod} =~ s/-0$//r : undef };
+    is(weighted_shares($sample, {'tcp-backend-v1' => 0.7, 'tcp-backend-v2' => 0.3, 'tcp-backend-v3' => 0}, 500), '',
+       'WeightedRouting: 500 connections share out as the weights say (within 0.05)');
 };
 
 stop_conformance_gateway();

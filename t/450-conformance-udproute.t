@@ -59,16 +59,7 @@ for my $doc (split /^---\s*$/m, $all) {
 spit("$manifests/20-suite-setup.yaml", conformance_setup() . $setup);
 
 (my $server = $INC{'Test/GatewayTLS.pm'}) =~ s{Test/GatewayTLS\.pm$}{udp-echo-server.pl};
-pipe(my $ready, my $w) or die "pipe: $!";
-my $pid = fork // die "fork: $!";
-if ($pid == 0) {
-    close $ready;
-    open STDOUT, '>&', $w or die;
-    exec $^X, $server, @backends or die "exec: $!";
-}
-close $w;
-track_child($pid);
-is(scalar(<$ready>) // '', "ready\n", 'the UDP backends listen');
+start_ready_server($^X, $server, @backends);
 
 sub serve_gateway { serve_conformance_gateway($manifests, $_[0], $offset, $_[1], 'udp') }
 sub conditions { conformance_conditions(@_) }
@@ -133,13 +124,8 @@ conformance_test 'UDPRouteInvalidCrossNamespaceBackendRef', [qw(Gateway UDPRoute
 conformance_test 'UDPRouteMultipleRoutesAttachment', [qw(Gateway UDPRoute)], ['udproute-multiple-routes-attachment'], sub {
     my $gw = 'udp-multi-route-attach-gateway';
     my $file = "$manifests/10-udproute-multiple-routes-attachment.yaml";
-    my $orig = slurp($file);
-    (my $with_times = $orig) =~ s/^(  name: udproute-attach-older\n)/$1  creationTimestamp: "2026-01-01T00:00:00Z"\n/m
-        or die 'no older route';
-    spit($file, $with_times . "\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: UDPRoute\nmetadata:\n"
-               . "  name: udproute-attach-newer\n  namespace: $ns\n  creationTimestamp: \"2026-01-01T00:00:01Z\"\n"
-               . "spec:\n  parentRefs:\n  - name: $gw\n    sectionName: udp\n  rules:\n  - backendRefs:\n"
-               . "    - name: udp-attach-backend-2\n      port: 8080\n");
+    my $orig = conformance_newer_route($file, 'UDPRoute', 'udproute-attach-older', 'udproute-attach-newer', $gw, 'udp',
+                                       'udp-attach-backend-2', 8080);
     my $st = serve_gateway($gw, 5301);
     route_accepted($st, $_, $gw, 'MultipleRoutesAttachment') for qw(udproute-attach-older udproute-attach-newer);
     my $c = conditions($st, 'Gateway', $gw);
@@ -195,8 +181,7 @@ conformance_test 'UDPRouteReferenceGrant', [qw(Gateway UDPRoute ReferenceGrant)]
     is(service_of(5300, 'gateway-conformance-app-backend'), 'udp-echo-reference-grant', 'ReferenceGrant: the granted Service answers');
 
     my $file = "$manifests/10-udproute-reference-grant.yaml";
-    my $orig = slurp($file);
-    spit($file, join '---', grep { !/^kind: ReferenceGrant\s*$/m } split /^---/m, $orig);
+    my $orig = conformance_drop_kind($file, 'ReferenceGrant');
     $st = serve_gateway($gw, 5300);
     like(conditions($st, 'UDPRoute', 'udp-route-reference-grant'), qr{^\Q$ns/$gw\E: ResolvedRefs=False/RefNotPermitted$}m,
          'ReferenceGrant: deleted, ResolvedRefs=False/RefNotPermitted');
@@ -219,27 +204,17 @@ conformance_test 'UDPRoute', [qw(Gateway UDPRoute)], ['udproute-simple'], sub {
 };
 
 # ---- UDPRouteWeightedRouting -------------------------------------------------
-# weight.TestWeightedDistribution: 500 probes, each backend's share within
-# 0.05 of its weight's, up to weight.MaxTestRetries (10) tries.
 conformance_test 'UDPRouteWeightedRouting', [qw(Gateway UDPRoute)], ['udproute-weighted-routing'], sub {
     my $gw = 'udp-weighted-gateway';
     my $st = serve_gateway($gw, 5300);
     route_accepted($st, 'udp-weighted-route', $gw, 'WeightedRouting');
     like(service_of(5300), qr/^udp-backend-v[12]$/, 'WeightedRouting: served');
-    my %want = ('udp-backend-v1' => 0.7, 'udp-backend-v2' => 0.3, 'udp-backend-v3' => 0);
-    my @off;
-    for (1 .. 10) {
-        my %count;
-        for (1 .. 500) {
-            my $echo = eval { decode_json(exchange(5300, "gateway-api-conformance-udp-weight\n") // '') };
-            $count{$echo ? $echo->{service} : 'none'}++;
-        }
-        @off = map { sprintf('%s has %.3f of the probes, %.2f wanted', $_, ($count{$_} // 0) / 500, $want{$_}) }
-               grep { abs(($count{$_} // 0) / 500 - $want{$_}) > 0.05 } sort keys %want;
-        push @off, "$count{none} probes not answered" if $count{none};
-        last unless @off;
-    }
-    is(join('; ', @off), '', 'WeightedRouting: 500 probes share out as the weights say (within 0.05)');
+    my $sample = sub {
+        my $echo = eval { decode_json(exchange(5300, "gateway-api-conformance-udp-weight\n") // '') };
+        $echo ? $echo->{service} : undef;
+    };
+    is(weighted_shares($sample, {'udp-backend-v1' => 0.7, 'udp-backend-v2' => 0.3, 'udp-backend-v3' => 0}, 500), '',
+       'WeightedRouting: 500 probes share out as the weights say (within 0.05)');
 };
 
 stop_conformance_gateway();

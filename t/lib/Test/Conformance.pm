@@ -32,7 +32,7 @@ our @EXPORT = qw(replay);
 
 my $Infra = 'gateway-conformance-infra';
 
-my ($Shared, $Dir, $Offset, %Echo, %H2cEcho, %GrpcEcho, %GrpcEchoTls, @Running, @EchoPids);
+my ($Shared, $Dir, $Offset, %Echo, %H2cEcho, %GrpcEcho, %GrpcEchoTls, @Running);
 my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
@@ -145,22 +145,6 @@ sub _fill_endpoint_slices {
     } split /^---/m, $text;
 }
 
-# Starts COMMAND (a list), which prints "ready" once it listens.
-sub _start_server {
-    my @command = @_;
-    pipe(my $ready, my $w) or die "pipe: $!";
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        close $ready;
-        open STDOUT, '>&', $w or die;
-        exec @command or die "exec: $!";
-    }
-    close $w;
-    push @EchoPids, $pid;
-    my $line = <$ready> // '';
-    die "$command[1] did not start\n" unless $line eq "ready\n";
-}
-
 # Debian's python3, which has python3-grpcio (not one earlier in PATH).
 my $Python = '/usr/bin/python3';
 (my $GrpcEchoScript = __FILE__) =~ s{Test/Conformance\.pm$}{grpc-echo.py};
@@ -169,17 +153,15 @@ sub _start_echo {
     my $identity = sub { my $echo = shift; map { my ($ns, $pod) = split m{/}; "$echo->{$_}=$ns/$pod-0" } sort keys %$echo };
     (my $script = __FILE__) =~ s{Test/Conformance\.pm$}{echo-server.pl};
     mkdir _echo_logs();
-    _start_server($^X, $script, '--log=' . _echo_logs(), $identity->(\%Echo));
+    start_ready_server($^X, $script, '--log=' . _echo_logs(), $identity->(\%Echo));
     my $tls = join ',', map { certs_dir() . "/leaf.$_" } qw(crt key);
     # the handshakes the mismatch tests fail on purpose are not news
     local $ENV{GRPC_VERBOSITY} = 'NONE';
-    _start_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho), map { "$_,$tls" } $identity->(\%GrpcEchoTls))
+    start_ready_server($Python, $GrpcEchoScript, 'serve', $identity->(\%GrpcEcho), map { "$_,$tls" } $identity->(\%GrpcEchoTls))
         if %GrpcEcho || %GrpcEchoTls;
     (my $h2c_echo = $GrpcEchoScript) =~ s{grpc-echo\.py$}{h2c-echo.py};
-    _start_server($Python, $h2c_echo, $identity->(\%H2cEcho)) if %H2cEcho;
+    start_ready_server($Python, $h2c_echo, $identity->(\%H2cEcho)) if %H2cEcho;
 }
-
-END { kill 'TERM', @EchoPids if @EchoPids; }
 
 # Where the echo pods' logs are (echo-server.pl --log).
 sub _echo_logs { servroot() . '/echo-logs' }

@@ -37,7 +37,8 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
-                 unread_by_server conformance_has);
+                 unread_by_server conformance_has start_ready_server conformance_newer_route
+                 conformance_drop_kind weighted_shares);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
 my $Module = $ENV{GTLS_MODULE} || "$Root/build/nginx/objs/ngx_http_gateway_tls_module.so";
@@ -1306,6 +1307,67 @@ sub conformance_setup {
     return "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: gateway2nginx\n"
          . "spec:\n  controllerName: gateway2nginx.io/controller\n"
          . $ca_map->('tls-checks-ca-certificate', 'ca.crt') . $ca_map->('mismatch-ca-certificate', 'unrelated-ca.crt');
+}
+
+# Starts COMMAND (a list), which prints "ready" once it listens; it is
+# stopped when the test ends (track_child).
+sub start_ready_server {
+    my @command = @_;
+    pipe(my $ready, my $w) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        close $ready;
+        open STDOUT, '>&', $w or die;
+        exec @command or die "exec: $!";
+    }
+    close $w;
+    track_child($pid);
+    my $line = <$ready> // '';
+    die "$command[1] did not start\n" unless $line eq "ready\n";
+    return $pid;
+}
+
+# The newer route the suite's MultipleRoutesAttachment tests create a second
+# after the older one (KIND NEWER on listener SECTION of GATEWAY, to BACKEND
+# port PORT), added to manifest FILE with the creationTimestamps the API
+# server would set both; returns the file's text before, to put back.
+sub conformance_newer_route {
+    my ($file, $kind, $older, $newer, $gateway, $section, $backend, $port) = @_;
+    my $orig = slurp($file);
+    (my $text = $orig) =~ s/^(  name: \Q$older\E\n)/$1  creationTimestamp: "2026-01-01T00:00:00Z"\n/m
+        or die "no $older in $file\n";
+    spit($file, $text . "\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: $kind\nmetadata:\n  name: $newer\n"
+               . "  namespace: gateway-conformance-infra\n  creationTimestamp: \"2026-01-01T00:00:01Z\"\n"
+               . "spec:\n  parentRefs:\n  - name: $gateway\n    sectionName: $section\n  rules:\n  - backendRefs:\n"
+               . "    - name: $backend\n      port: $port\n");
+    return $orig;
+}
+
+# Manifest FILE without its objects of KIND (the suite deleting them);
+# returns its text before, to put back.
+sub conformance_drop_kind {
+    my ($file, $kind) = @_;
+    my $orig = slurp($file);
+    spit($file, join '---', grep { !/^kind: \Q$kind\E\s*$/m } split /^---/m, $orig);
+    return $orig;
+}
+
+# The suite's weight.TestWeightedDistribution: TOTAL answers from SAMPLE (a
+# sub returning the backend that answered, or undef), each backend's share
+# of WANT (backend -> share) within 0.05, tried up to weight.MaxTestRetries
+# (10) times; '' when a try was within, else what was off in the last.
+sub weighted_shares {
+    my ($sample, $want, $total) = @_;
+    my @off;
+    for (1 .. 10) {
+        my %count;
+        $count{$sample->() // 'none'}++ for 1 .. $total;
+        @off = map { sprintf('%s has %.3f, %.2f wanted', $_, ($count{$_} // 0) / $total, $want->{$_}) }
+               grep { abs(($count{$_} // 0) / $total - $want->{$_}) > 0.05 } sort keys %$want;
+        push @off, "$count{none} not answered" if $count{none};
+        return '' unless @off;
+    }
+    return join '; ', @off;
 }
 
 # Renders one Gateway of the suite's namespace alone (--gateway, nginx -t
