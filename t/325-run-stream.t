@@ -1,7 +1,8 @@
-# gateway2nginx run beside nginx, for TLSRoute backends (issue 20): the
+# gateway2nginx run beside nginx, for stream backends (issue 20): the
 # EndpointSlice changes of a Service behind a TLS Terminate listener (its
-# backend under a BackendTLSPolicy, re-encrypted by the stream module) and
-# of one behind a Passthrough listener reach nginx through
+# backend under a BackendTLSPolicy, re-encrypted by the stream module), of
+# one behind a Passthrough listener, of one behind a TCP listener
+# (TCPRoute) and of one behind a UDP listener (UDPRoute) reach nginx through
 # gateway_tls_upstream_api ("stream_upstreams") with no reload, scaling to
 # zero and back included; an endpoint pushed that way is verified under
 # the policy as a configured one is; and a rotation of the policy's CA
@@ -10,6 +11,8 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
+use IO::Select;
+use IO::Socket::INET;
 use Time::HiRes qw(sleep time);
 
 plan 'no_plan';
@@ -18,9 +21,12 @@ my $dir = servroot();
 my $certs = certs_dir();
 my $ns = 'gateway-conformance-infra';
 my $backend_port = server_port() + 1;   # every endpoint listens on 127.0.0.N:this
+my $udp_backend_port = server_port() + 2;   # and for datagrams on this
 my $offset = server_port() + 20 - 443;
 my $terminate = 443 + $offset;
 my $passthrough = 444 + $offset;
+my $tcp = 445 + $offset;
+my $udp = 446 + $offset;
 my $api_port = server_port() + 18;
 my $module_dir = module_dir();
 my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
@@ -33,6 +39,10 @@ my $servers = join '', map { my $cert = $_ == 7 ? 'wrongsan' : 'leaf'; <<"EOF" }
         listen 127.0.0.$_:$backend_port ssl;
         ssl_certificate $certs/$cert.crt;
         ssl_certificate_key $certs/$cert.key;
+        return "endpoint=127.0.0.$_\\n";
+    }
+    server {
+        listen 127.0.0.$_:$udp_backend_port udp;
         return "endpoint=127.0.0.$_\\n";
     }
 EOF
@@ -51,6 +61,7 @@ start_nginx("$dir/backends", 'nginx.conf', $backend_port);
 
 sub slice_yaml {
     my ($service, @hosts) = @_;
+    my $port = $service eq 'datagrams' ? $udp_backend_port : $backend_port;
     my $addresses = join ', ', map { "\"127.0.0.$_\"" } @hosts;
     my $endpoints = @hosts ? "[{addresses: [$addresses]}]" : '[]';   # none: a Service scaled to zero
     return <<"YAML";
@@ -60,7 +71,7 @@ metadata:
   name: $service-abc
   namespace: $ns
   labels: {kubernetes.io/service-name: $service}
-ports: [{name: tls, port: $backend_port}]
+ports: [{name: tls, port: $port}]
 endpoints: $endpoints
 YAML
 }
@@ -74,6 +85,34 @@ spec:
   listeners:
   - {name: term, port: 443, protocol: TLS, hostname: abc.example.com, tls: {mode: Terminate, certificateRefs: [{name: cert-abc}]}}
   - {name: pass, port: 444, protocol: TLS, hostname: abc.example.com, tls: {mode: Passthrough}}
+  - {name: tcp, port: 445, protocol: TCP}
+  - {name: udp, port: 446, protocol: UDP}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: bytes, namespace: $ns}
+spec:
+  ports: [{name: tls, port: 5432}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: datagrams, namespace: $ns}
+spec:
+  ports: [{name: tls, port: 5432, protocol: UDP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: bytes, namespace: $ns}
+spec:
+  parentRefs: [{name: gw, sectionName: tcp}]
+  rules: [{backendRefs: [{name: bytes, port: 5432}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: UDPRoute
+metadata: {name: datagrams, namespace: $ns}
+spec:
+  parentRefs: [{name: gw, sectionName: udp}]
+  rules: [{backendRefs: [{name: datagrams, port: 5432}]}]
 ---
 apiVersion: v1
 kind: Service
@@ -122,6 +161,8 @@ put('base.yaml', $base);
 put('ca.yaml', ca_yaml('ca.crt'));
 put('db.yaml', slice_yaml('db', 1, 2));
 put('pass.yaml', slice_yaml('pass', 3));
+put('bytes.yaml', slice_yaml('bytes', 4));
+put('datagrams.yaml', slice_yaml('datagrams', 5));
 
 my $log = "$dir/run.log";
 my $run = fork // die;
@@ -135,6 +176,26 @@ sub count_in_log { count_in($log, shift) }
 # the endpoint a new connection to PORT reaches ("(closed)": none)
 sub endpoint { my $said = tls_exchange(shift, 'abc.example.com', "hello\n"); return $said =~ /endpoint=(\S+)/ ? $1 : '(closed)' }
 sub endpoints_seen { my $port = shift; my %seen; $seen{endpoint($port)}++ for 1 .. 12; return join ' ', sort keys %seen }
+# the same through the UDP listener: 12 datagrams, each from a socket of
+# its own, sent at once; the endpoints that answered within 0.5 s
+# ("(closed)" for a datagram nobody answered)
+sub datagram_endpoints_seen {
+    my @socks = map { IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $udp, Proto => 'udp') or die $! } 1 .. 12;
+    $_->send("hello\n") for @socks;
+    my (%seen, %answered);
+    my $select = IO::Select->new(@socks);
+    my $deadline = time + 0.5;
+    while (keys %answered < @socks && time < $deadline) {
+        for my $sock ($select->can_read($deadline - time)) {
+            $sock->recv(my $said, 1024);
+            $answered{fileno $sock} = 1;
+            $select->remove($sock);
+            $seen{$said =~ /endpoint=(\S+)/ ? $1 : '(closed)'}++;
+        }
+    }
+    $seen{'(closed)'}++ if keys %answered < @socks;
+    return join ' ', sort keys %seen;
+}
 
 ok(wait_for(sub { -f "$dir/out/nginx.conf" }), 'gateway2nginx run writes the configuration') or diag slurp($log);
 start_nginx("$dir/out", 'nginx.conf', $api_port);
@@ -143,10 +204,13 @@ chomp $master;
 my $workers = worker_pids($master);
 is(endpoints_seen($terminate), '127.0.0.1 127.0.0.2', 'Terminate: traffic reaches the endpoints of its EndpointSlice');
 is(endpoints_seen($passthrough), '127.0.0.3', 'Passthrough: likewise');
+is(endpoints_seen($tcp), '127.0.0.4', 'TCP (TCPRoute): likewise, bytes untouched');
+is(datagram_endpoints_seen(), '127.0.0.5', 'UDP (UDPRoute): likewise');
 my $stream_conf = slurp("$dir/out/stream.conf");
-is(scalar(() = $stream_conf =~ /^    zone gateway2nginx_stream_servers_$ns;$/mg), 2, 'both upstreams have their servers in the stream zone');
+is(scalar(() = $stream_conf =~ /^    zone gateway2nginx_stream_servers_$ns;$/mg), 4, 'the four upstreams have their servers in the stream zone');
 
-# [Terminate's endpoints], [Passthrough's]: one Service changes at a time
+# [Terminate's endpoints], [Passthrough's]: one Service changes at a time;
+# the TCP and UDP listeners' Services follow the Passthrough one's
 my @changes = ([[3], [3]], [[3, 4, 5], [3]], [[3, 4, 5], [1, 2]], [[], [1, 2]], [[6], [1, 2]], [[6], []],
                [[1, 6], [4]], [[2], [4]], [[2], [5, 6]]);
 my ($served, $slowest) = (0, 0);
@@ -156,18 +220,22 @@ for my $i (0 .. $#changes) {
     my $start = time;
     put('db.yaml', slice_yaml('db', @$db));
     put('pass.yaml', slice_yaml('pass', @$pass));
+    put('bytes.yaml', slice_yaml('bytes', @$pass));
+    put('datagrams.yaml', slice_yaml('datagrams', @$pass));
     my $want = sub { @_ ? join(' ', map { "127.0.0.$_" } @_) : '(closed)' };   # no endpoints: closed, fail closed
-    if (wait_for(sub { endpoints_seen($terminate) eq $want->(@$db) && endpoints_seen($passthrough) eq $want->(@$pass) }, 5)) {
+    if (wait_for(sub { endpoints_seen($terminate) eq $want->(@$db) && endpoints_seen($passthrough) eq $want->(@$pass)
+                       && endpoints_seen($tcp) eq $want->(@$pass) && datagram_endpoints_seen() eq $want->(@$pass) }, 5)) {
         $served++;
         $slowest = time - $start if time - $start > $slowest;
     } else {
-        diag "change $i: wanted @{[$want->(@$db)]} / @{[$want->(@$pass)]}, got "
-             . endpoints_seen($terminate) . ' / ' . endpoints_seen($passthrough);
+        diag "change $i: wanted @{[$want->(@$db)]} / @{[$want->(@$pass)]} (and TCP, UDP), got "
+             . endpoints_seen($terminate) . ' / ' . endpoints_seen($passthrough) . ' / ' . endpoints_seen($tcp)
+             . ' / ' . datagram_endpoints_seen();
     }
     wait_for(sub { count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) > $pushed }, 2);
 }
 diag sprintf('the slowest EndpointSlice change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
-is($served, scalar @changes, 'every EndpointSlice change of a TLSRoute backend reached the traffic, exactly its endpoints');
+is($served, scalar @changes, 'every EndpointSlice change of a TLSRoute, TCPRoute and UDPRoute backend reached the traffic, exactly its endpoints');
 ok(count_in_log(qr/servers of \d+ upstream\(s\) pushed to nginx, no reload/) >= scalar @changes,
    'each was pushed through the upstream API');
 is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
