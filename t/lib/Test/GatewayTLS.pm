@@ -713,7 +713,7 @@ sub start_nginx {
 }
 
 sub stop_nginx {
-    my $dir = shift;
+    my ($dir, $signal) = @_;
     delete $Started{$dir};
     for my $pidfile ("$dir/logs/nginx.pid", "$dir/nginx.pid") {
         next unless -f $pidfile;
@@ -722,12 +722,31 @@ sub stop_nginx {
         close $fh;
         chomp $pid;
         next unless $pid;
-        kill 'QUIT', $pid;
-        my $deadline = time + 10;
-        sleep 0.02 while _alive($pid) && time < $deadline;
-        kill 'KILL', $pid if _alive($pid);
+        # a graceful stop waits for what workers still serve (a UDP
+        # session, until it idles out); then a fast one; then the master
+        # and its workers killed, none left behind
+        my @workers = _children($pid);
+        for my $try ([$signal // 'QUIT', 10], ['TERM', 5]) {
+            kill $try->[0], $pid;
+            my $deadline = time + $try->[1];
+            sleep 0.02 while _alive($pid) && time < $deadline;
+            last unless _alive($pid);
+        }
+        kill 'KILL', $pid, @workers if _alive($pid);
         unlink $pidfile;
     }
+}
+
+# The processes whose parent is PID, now.
+sub _children {
+    my $parent = shift;
+    my @pids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        open my $fh, '<', $stat or next;
+        my $text = <$fh> // '';
+        push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $parent;
+    }
+    return sort @pids;
 }
 
 # The worker pids of the nginx whose master is MASTER ("PID PID ...", from
@@ -736,15 +755,7 @@ sub stop_nginx {
 # may be before the last worker runs).
 sub worker_pids {
     my $master = shift;
-    my $read = sub {
-        my @pids;
-        for my $stat (glob '/proc/[0-9]*/stat') {
-            open my $fh, '<', $stat or next;
-            my $text = <$fh> // '';
-            push @pids, $1 if $text =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
-        }
-        return join ' ', sort @pids;
-    };
+    my $read = sub { join ' ', _children($master) };
     my ($before, $now) = ('', $read->());
     for (1 .. 30) {
         last if $now ne '' && $now eq $before;
@@ -902,7 +913,7 @@ sub serve_manifests {
 sub status_port { server_port() + 19 }
 
 sub stop_conformance_gateway {
-    stop_nginx($ConformanceRunning) if $ConformanceRunning;
+    stop_nginx($ConformanceRunning, 'TERM') if $ConformanceRunning;
     $ConformanceRunning = undef;
 }
 
@@ -1377,7 +1388,7 @@ sub weighted_shares {
 # read_status does.
 sub serve_conformance_gateway {
     my ($manifests, $gateway, $offset, $first_port, $proto) = @_;
-    stop_nginx($ConformanceRunning) if $ConformanceRunning;
+    stop_nginx($ConformanceRunning, 'TERM') if $ConformanceRunning;  # its test is over
     $ConformanceRunning = undef;
     my $out = "$ServRoot/out-$gateway";
     my $module_dir = $Module =~ s{/[^/]+$}{}r;
