@@ -1,6 +1,6 @@
 // The property of issue 16, shared by the Boost suite and the fuzz target:
 // whatever a tenant writes in any string field (a map value, a list item
-// or a map key of an HTTPRoute, GRPCRoute, TLSRoute, BackendTLSPolicy,
+// or a map key of an HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute, BackendTLSPolicy,
 // ReferenceGrant, Service, EndpointSlice, ConfigMap or Secret), the
 // rendered nginx files, read back with nginx's own token grammar, hold
 // exactly the directives the generator writes:
@@ -66,6 +66,8 @@ spec:
     protocol: HTTPS
     hostname: "*.admin.example.com"
     tls: {certificateRefs: [{name: listener, namespace: infra}]}
+  - {name: tcp, port: 5432, protocol: TCP, allowedRoutes: {namespaces: {from: All}}}
+  - {name: udp, port: 5353, protocol: UDP, allowedRoutes: {namespaces: {from: All}}}
   - name: tls
     port: 8443
     protocol: TLS
@@ -205,6 +207,22 @@ spec:
   hostnames: [api.term.example.com]
   rules:
   - backendRefs: [{name: api, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: db-bytes, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: tcp}]
+  rules:
+  - backendRefs: [{name: db, port: 5432, weight: 3}, {name: api, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: UDPRoute
+metadata: {name: dns, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: udp}]
+  rules:
+  - backendRefs: [{name: db, port: 5432}]
 ---
 apiVersion: v1
 kind: Service
@@ -429,7 +447,7 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
                         "return", "ssl_preread", "proxy_pass", "proxy_ssl", "proxy_ssl_server_name", "proxy_ssl_name",
-                        "if", "http2", "access_log"});
+                        "if", "http2", "access_log", "proxy_timeout"});
         add("server>if>", {"return"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
@@ -460,7 +478,8 @@ struct ScalarPath {
 
 inline bool hostile_tenant_kind(const std::string &kind)
 {
-    static const std::set<std::string> kinds = {"HTTPRoute", "GRPCRoute", "TLSRoute", "BackendTLSPolicy", "ReferenceGrant",
+    static const std::set<std::string> kinds = {"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
+                                                "BackendTLSPolicy", "ReferenceGrant",
                                                 "Service", "EndpointSlice", "ConfigMap", "Secret"};
     return kinds.count(kind) > 0;
 }

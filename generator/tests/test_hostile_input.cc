@@ -70,7 +70,8 @@ BOOST_AUTO_TEST_CASE(the_benign_manifests_render_everything_the_property_looks_a
                              "server>location>add_header", "server>location>proxy_set_header", "server>location>if",
                              "server>location>if>add_header",
                              "server>location>grpc_set_header", "server>location>grpc_hide_header",
-                             "server>location>return", "server>proxy_ssl_certificate", "server>ssl_preread"}) {
+                             "server>location>return", "server>proxy_ssl_certificate", "server>ssl_preread",
+                             "server>proxy_timeout"}) {
         BOOST_TEST((std::find(r.names.begin(), r.names.end(), name) != r.names.end()), name);
     }
     BOOST_TEST(r.statuses.find("=False") == std::string::npos, r.statuses);
@@ -81,11 +82,15 @@ BOOST_AUTO_TEST_CASE(the_benign_manifests_render_everything_the_property_looks_a
         g2n::Options options;
         options.nginx_version = version;
         g2n::Plan plan = g2n::resolve(parse(benign()), options);
-        size_t behind = 0, by_name = 0;
+        size_t behind = 0, by_name = 0, tcp = 0, udp = 0;
         for (const g2n::StreamServer &s : plan.stream_servers) {
             behind += s.listen.rfind("127.254.", 0) == 0;
             by_name += s.server_per_hostname;
+            tcp += s.protocol == g2n::StreamProtocol::TCP;
+            udp += s.protocol == g2n::StreamProtocol::UDP;
         }
+        BOOST_TEST(tcp == 1u);  // the TCPRoute's listener
+        BOOST_TEST(udp == 1u);  // the UDPRoute's
         BOOST_TEST(behind == (version < g2n::kNginxStreamServerName ? 2u : 0u));
         BOOST_TEST(by_name == (version < g2n::kNginxStreamServerName ? 0u : 1u));
     }
