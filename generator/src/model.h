@@ -129,6 +129,21 @@ struct Gateway {
     std::map<int, FrontendValidation> frontend_per_port;
     // GEP-3155: the gateway's client certificate to TLS backends
     std::optional<SecretObjectRef> backend_client_certificate;
+    // GEP-1713 spec.allowedListeners.namespaces: where ListenerSets may
+    // attach from (None, the default: nowhere; Same, All, Selector)
+    std::string allowed_listeners_from = "None";
+    LabelSelector allowed_listeners_selector;
+};
+
+// GEP-1713: listeners of a Gateway that another object holds, often a
+// tenant's, merged into the Gateway's when it allows them.
+struct ListenerSet {
+    ObjectMeta meta;
+    std::string parent_name;
+    std::string parent_namespace;  // empty: the ListenerSet's
+    std::vector<Listener> listeners;
+
+    const std::string &parent_ns() const { return parent_namespace.empty() ? meta.namespace_ : parent_namespace; }
 };
 
 struct ParentRef {
@@ -372,11 +387,13 @@ struct RejectedObject {
     std::string message;  // FILE:LINE:COL: field: why
 };
 
-// Everything read from the input, in input order.
+// Everything read from the input, in input order: kManifestLists lists.
+inline constexpr size_t kManifestLists = 14;
 struct Manifests {
     std::vector<Namespace> namespaces;
     std::vector<GatewayClass> gateway_classes;
     std::vector<Gateway> gateways;
+    std::vector<ListenerSet> listener_sets;
     std::vector<HTTPRoute> http_routes;  // and GRPCRoutes
     std::vector<HTTPRoute> stream_routes;  // TLSRoutes, TCPRoutes and UDPRoutes
     std::vector<Service> services;

@@ -61,7 +61,8 @@ struct ObjectStatus {
     std::string_view api_version;
     std::string_view kind;
     StatusMeta meta;
-    // Gateway: conditions, and per listener (name, attached routes, conditions)
+    // Gateway and ListenerSet: conditions, and per listener (name, attached
+    // routes, conditions)
     std::vector<Condition> conditions;
     struct ListenerStatus {
         std::string name;
@@ -77,6 +78,7 @@ struct ObjectStatus {
         bool operator==(const Address &o) const { return type == o.type && value == o.value; }
     };
     std::vector<Address> addresses;  // Gateway: where clients reach it
+    int attached_listener_sets = 0;  // Gateway: the ListenerSets accepted
     // Routes (parents) and policies (ancestors): a Gateway reference each
     struct RefStatus {
         std::string_view group = "gateway.networking.k8s.io";

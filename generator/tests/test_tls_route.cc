@@ -583,8 +583,10 @@ BOOST_AUTO_TEST_CASE(protocol_conflicts_on_one_port)
     Plan plan = plan_of(setup() + gateway("gw", mixed)
                         + tls_route("db", "gw", "[a.example.com]", "[{name: db, port: 5432}]"));
     const ObjectStatus gw = status_of(plan, "Gateway", "gw");
-    BOOST_TEST(listener_reasons(gw, "a") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict Programmed=False/Invalid");
-    BOOST_TEST(listener_reasons(gw, "b").find("Accepted=False/ProtocolConflict Programmed=False/Invalid") != std::string::npos,
+    BOOST_TEST(listener_reasons(gw, "a") == "attached=0 kinds=TLSRoute, Accepted=False/ProtocolConflict "
+                                            "Programmed=False/ProtocolConflict Conflicted=True/ProtocolConflict");
+    BOOST_TEST(listener_reasons(gw, "b").find("Accepted=False/ProtocolConflict Programmed=False/ProtocolConflict "
+                                              "Conflicted=True/ProtocolConflict") != std::string::npos,
                listener_reasons(gw, "b"));
     BOOST_TEST(reasons(status_of(plan, "TLSRoute", "db")).find("gw:Accepted=False/NotAllowedByListeners") == 0u);
     BOOST_TEST(plan.stream_servers.empty());

@@ -29,6 +29,7 @@ const ObjectMeta &meta_of(const Manifests &m, const TenantObject &o)
     case Kind::BackendTLSPolicy: return m.backend_tls_policies[o.index].meta;
     case Kind::Service: return m.services[o.index].meta;
     case Kind::EndpointSlice: return m.endpoint_slices[o.index].meta;
+    case Kind::ListenerSet: return m.listener_sets[o.index].meta;
     case Kind::StreamRoute: return m.stream_routes[o.index].meta;
     case Kind::HTTPRoute: return m.http_routes[o.index].meta;
     }
@@ -46,7 +47,7 @@ const char *kind_name(const Manifests &m, const TenantObject &o)
     if (o.kind == Kind::StreamRoute) return route_kind_name(m.stream_routes[o.index].kind);
     if (o.kind == Kind::HTTPRoute) return route_kind_name(m.http_routes[o.index].kind);
     static const char *const names[] = {"Secret", "ConfigMap", "ReferenceGrant", "BackendTLSPolicy",
-                                        "Service", "EndpointSlice"};
+                                        "Service", "EndpointSlice", "ListenerSet"};
     return names[static_cast<size_t>(o.kind)];
 }
 
@@ -98,6 +99,7 @@ std::vector<TenantObject> tenant_objects(const Manifests &m)
     }
     add_all(m.services, Kind::Service, &all);
     add_all(m.endpoint_slices, Kind::EndpointSlice, &all);
+    add_all(m.listener_sets, Kind::ListenerSet, &all);
     add_all(m.stream_routes, Kind::StreamRoute, &all);
     add_all(m.http_routes, Kind::HTTPRoute, &all);
     static const std::string kUntrusted;
@@ -140,6 +142,16 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
             out.rejected.push_back(
                 rejected("discovery.k8s.io/v1", "EndpointSlice", m.endpoint_slices[o.index].meta, e.why));
             break;
+        case Kind::ListenerSet: {
+            const ListenerSet &set = m.listener_sets[o.index];
+            RejectedObject x = rejected("gateway.networking.k8s.io/v1", "ListenerSet", set.meta, e.why);
+            ParentRef parent;
+            parent.name = set.parent_name;
+            parent.namespace_ = set.parent_namespace;
+            x.parent_refs = {parent};
+            out.rejected.push_back(std::move(x));
+            break;
+        }
         case Kind::StreamRoute:
         case Kind::HTTPRoute: {
             const HTTPRoute &r = o.kind == Kind::StreamRoute ? m.stream_routes[o.index] : m.http_routes[o.index];
@@ -155,6 +167,7 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
     erase_at(&out.reference_grants, positions[static_cast<size_t>(Kind::ReferenceGrant)]);
     erase_at(&out.services, positions[static_cast<size_t>(Kind::Service)]);
     erase_at(&out.endpoint_slices, positions[static_cast<size_t>(Kind::EndpointSlice)]);
+    erase_at(&out.listener_sets, positions[static_cast<size_t>(Kind::ListenerSet)]);
     erase_at(&out.stream_routes, positions[static_cast<size_t>(Kind::StreamRoute)]);
     erase_at(&out.http_routes, positions[static_cast<size_t>(Kind::HTTPRoute)]);
     return out;

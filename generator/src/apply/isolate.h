@@ -20,7 +20,9 @@ namespace g2n {
 
 // A tenant's object, by its kind and its place in Manifests.
 struct TenantObject {
-    enum class Kind { Secret, ConfigMap, ReferenceGrant, BackendTLSPolicy, Service, EndpointSlice, StreamRoute, HTTPRoute };
+    enum class Kind {
+        Secret, ConfigMap, ReferenceGrant, BackendTLSPolicy, Service, EndpointSlice, ListenerSet, StreamRoute, HTTPRoute
+    };
     Kind kind;
     size_t index;  // in the Manifests vector of that kind
 };

@@ -125,6 +125,7 @@ const std::vector<Candidate> kCandidates = {
     {"discovery.k8s.io", {"v1"}, "endpointslices", "EndpointSlice", true, true},
     {"gateway.networking.k8s.io", {"v1"}, "gatewayclasses", "GatewayClass", false, true},
     {"gateway.networking.k8s.io", {"v1"}, "gateways", "Gateway", true, true},
+    {"gateway.networking.k8s.io", {"v1"}, "listenersets", "ListenerSet", true, false},
     {"gateway.networking.k8s.io", {"v1"}, "httproutes", "HTTPRoute", true, false},
     {"gateway.networking.k8s.io", {"v1"}, "grpcroutes", "GRPCRoute", true, false},
     {"gateway.networking.k8s.io", {"v1", "v1alpha3", "v1alpha2"}, "tlsroutes", "TLSRoute", true, false},

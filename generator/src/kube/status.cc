@@ -91,16 +91,20 @@ std::string our_status_json(const ObjectStatus &st, const std::string &controlle
             w.EndObject();
         }
         w.EndArray();
-    } else if (st.kind == "Gateway") {
-        w.Key("addresses");
-        w.StartArray();
-        for (const ObjectStatus::Address &address : st.addresses) {
-            w.StartObject();
-            string_field(w, "type", address.type);
-            string_field(w, "value", address.value);
-            w.EndObject();
+    } else if (st.kind == "Gateway" || st.kind == "ListenerSet") {
+        if (st.kind == "Gateway") {
+            w.Key("addresses");
+            w.StartArray();
+            for (const ObjectStatus::Address &address : st.addresses) {
+                w.StartObject();
+                string_field(w, "type", address.type);
+                string_field(w, "value", address.value);
+                w.EndObject();
+            }
+            w.EndArray();
+            w.Key("attachedListenerSets");
+            w.Int(st.attached_listener_sets);
         }
-        w.EndArray();
         write_conditions(w, st.conditions, generation);
         w.Key("listeners");
         w.StartArray();

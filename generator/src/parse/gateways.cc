@@ -193,6 +193,31 @@ FrontendValidation parse_frontend_validation(const Document &doc, const YamlNode
     return v;
 }
 
+// spec.listeners of a Gateway or ListenerSet (`owner`), with the CRD's
+// rules on them: 1 to 64, unique names, unique port/protocol/hostname.
+std::vector<Listener> parse_listeners(const Document &doc, const YamlNode &spec, const std::string &owner)
+{
+    std::vector<Listener> out;
+    std::vector<YamlNode> listeners = doc.list(spec, "spec", "listeners", true);
+    if (listeners.empty() || listeners.size() > 64) {
+        doc.fail(spec, "spec.listeners", "expected 1 to 64 listeners");
+    }
+    std::set<std::string> names, combinations;
+    for (size_t i = 0; i < listeners.size(); i++) {
+        std::string path = "spec.listeners[" + std::to_string(i) + "]";
+        Listener l = parse_listener(doc, listeners[i], path);
+        if (!names.insert(l.name).second) {
+            doc.fail(listeners[i], path + ".name", "Listener name must be unique within the " + owner);
+        }
+        std::string combination = std::to_string(l.port) + "/" + l.protocol + "/" + l.hostname;
+        if (!combinations.insert(combination).second) {
+            doc.fail(listeners[i], path, "Combination of port, protocol and hostname must be unique for each listener");
+        }
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
 void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Gateway gw;
@@ -238,22 +263,22 @@ void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
         }
     }
 
-    std::vector<YamlNode> listeners = doc.list(spec, "spec", "listeners", true);
-    if (listeners.empty() || listeners.size() > 64) {
-        doc.fail(spec, "spec.listeners", "expected 1 to 64 listeners");
-    }
-    std::set<std::string> names, combinations;
-    for (size_t i = 0; i < listeners.size(); i++) {
-        std::string path = "spec.listeners[" + std::to_string(i) + "]";
-        Listener l = parse_listener(doc, listeners[i], path);
-        if (!names.insert(l.name).second) {
-            doc.fail(listeners[i], path + ".name", "Listener name must be unique within the Gateway");
+    gw.listeners = parse_listeners(doc, spec, "Gateway");
+
+    YamlNode allowed = doc.child(doc.child(spec, "spec", "allowedListeners"), "spec.allowedListeners", "namespaces");
+    if (allowed.defined()) {
+        const std::string path = "spec.allowedListeners.namespaces";
+        doc.only(allowed, path, {"from", "selector"});
+        gw.allowed_listeners_from = doc.string(allowed, path, "from", false, "None");
+        if (gw.allowed_listeners_from != "None" && gw.allowed_listeners_from != "Same"
+            && gw.allowed_listeners_from != "All" && gw.allowed_listeners_from != "Selector") {
+            doc.fail(allowed, path + ".from", "expected All, Selector, Same or None");
         }
-        std::string combination = std::to_string(l.port) + "/" + l.protocol + "/" + l.hostname;
-        if (!combinations.insert(combination).second) {
-            doc.fail(listeners[i], path, "Combination of port, protocol and hostname must be unique for each listener");
+        YamlNode selector = doc.child(allowed, path, "selector");
+        if (gw.allowed_listeners_from == "Selector") {
+            if (!selector.defined()) doc.fail(allowed, path + ".selector", "required when from is Selector");
+            gw.allowed_listeners_selector = parse_label_selector(doc, selector, path + ".selector");
         }
-        gw.listeners.push_back(std::move(l));
     }
 
     int i = 0;
@@ -279,6 +304,32 @@ void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
         gw.addresses.emplace_back(type, value);
     }
     out->gateways.push_back(std::move(gw));
+}
+
+// A ListenerSet: its Gateway (the only parent kind) and its listeners.
+void parse_listener_set(const Document &doc, const YamlNode &root, Manifests *out)
+{
+    ListenerSet ls;
+    ls.meta = doc.meta(root);
+    YamlNode spec = doc.child(root, "", "spec");
+    doc.only(spec, "spec", {"parentRef", "listeners"});
+    YamlNode parent = doc.child(spec, "spec", "parentRef");
+    if (!parent.defined()) doc.fail(spec, "spec.parentRef", "required");
+    doc.only(parent, "spec.parentRef", {"group", "kind", "name", "namespace"});
+    if (doc.string(parent, "spec.parentRef", "group", false, kGatewayGroup) != kGatewayGroup
+        || doc.string(parent, "spec.parentRef", "kind", false, "Gateway") != "Gateway") {
+        doc.fail(parent, "spec.parentRef", "must be a Gateway of group " + std::string(kGatewayGroup));
+    }
+    ls.parent_name = doc.string(parent, "spec.parentRef", "name", true);
+    if (!valid_dns1123_subdomain(ls.parent_name)) {
+        doc.fail(parent, "spec.parentRef.name", "not a valid object name: \"" + ls.parent_name + "\"");
+    }
+    ls.parent_namespace = doc.string(parent, "spec.parentRef", "namespace");
+    if (!ls.parent_namespace.empty() && !valid_dns1123_label(ls.parent_namespace)) {
+        doc.fail(parent, "spec.parentRef.namespace", "not a valid namespace: \"" + ls.parent_namespace + "\"");
+    }
+    ls.listeners = parse_listeners(doc, spec, "ListenerSet");
+    out->listener_sets.push_back(std::move(ls));
 }
 
 }  // namespace g2n

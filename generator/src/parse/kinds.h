@@ -18,6 +18,7 @@ void parse_known_object(const Document &doc, const YamlNode &root, const std::st
 void parse_namespace(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_gateway_class(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out);
+void parse_listener_set(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_service(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_endpoint_slice(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_config_map(const Document &doc, const YamlNode &root, Manifests *out);

@@ -29,7 +29,7 @@ bool tenant_kind(const std::string &group, const std::string &kind)
 {
     if (group == kGatewayGroup) {
         return kind == "HTTPRoute" || kind == "GRPCRoute" || kind == "TLSRoute" || kind == "TCPRoute" || kind == "UDPRoute"
-               || kind == "ReferenceGrant"
+               || kind == "ListenerSet" || kind == "ReferenceGrant"
                || kind == "BackendTLSPolicy";
     }
     return kind == "Service" || kind == "ConfigMap" || kind == "Secret" || kind == "EndpointSlice";
@@ -68,10 +68,19 @@ void reject(const Document &doc, const YamlNode &root, const std::string &api_ve
         return valid_dns1123_subdomain(ref_name) && (section.empty() || valid_dns1123_subdomain(section));
     };
     if (kind != "BackendTLSPolicy") {
-        for (const YamlNode &ref : spec.get("parentRefs").items()) {
+        std::vector<YamlNode> refs = spec.get("parentRefs").items();
+        if (kind == "ListenerSet") refs = {spec.get("parentRef")};
+        for (const YamlNode &ref : refs) {
             const std::string &ref_ns = ref.get("namespace").scalar();
+            const std::string &ref_kind = ref.get("kind").scalar();
             if (!valid_ref(ref) || !(ref_ns.empty() || valid_dns1123_label(ref_ns))) continue;
+            const std::string &ref_group = ref.get("group").scalar();
+            if ((ref_kind != "" && ref_kind != "Gateway" && ref_kind != "ListenerSet")
+                || (!ref_group.empty() && ref_group != kGatewayGroup)) {
+                continue;
+            }
             ParentRef p;
+            p.kind = ref_kind.empty() ? "Gateway" : ref_kind;
             p.name = ref.get("name").scalar();
             p.namespace_ = ref_ns;
             p.section_name = ref.get("sectionName").scalar();
@@ -136,6 +145,12 @@ void parse_known_object(const Document &doc, const YamlNode &root, const std::st
     if (group == kGatewayGroup) {
         if (kind == "GatewayClass") return parse_gateway_class(doc, root, out);
         if (kind == "Gateway") return parse_gateway(doc, root, out);
+        if (kind == "ListenerSet") {
+            if (api_version != "gateway.networking.k8s.io/v1") {
+                doc.fail(root, "apiVersion", "ListenerSet is read as v1, not " + api_version);
+            }
+            return parse_listener_set(doc, root, out);
+        }
         if (kind == "HTTPRoute") return parse_http_route(doc, root, out);
         if (kind == "GRPCRoute") return parse_grpc_route(doc, root, out);
         if (kind == "TLSRoute") {

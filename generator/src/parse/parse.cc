@@ -243,6 +243,7 @@ void parse_document(const YamlTree &tree, const std::string &file, int line_offs
     stamp(objects.namespaces);
     stamp(objects.gateway_classes);
     stamp(objects.gateways);
+    stamp(objects.listener_sets);
     stamp(objects.http_routes);
     stamp(objects.stream_routes);
     stamp(objects.services);
@@ -283,6 +284,7 @@ void each_list(F f, M &...m)
     f(m.namespaces...);
     f(m.gateway_classes...);
     f(m.gateways...);
+    f(m.listener_sets...);
     f(m.http_routes...);
     f(m.stream_routes...);
     f(m.services...);
@@ -295,9 +297,9 @@ void each_list(F f, M &...m)
     f(m.rejected...);
 }
 
-std::array<size_t, 13> list_sizes(const Manifests &m)
+std::array<size_t, kManifestLists> list_sizes(const Manifests &m)
 {
-    std::array<size_t, 13> sizes{};
+    std::array<size_t, kManifestLists> sizes{};
     size_t i = 0;
     each_list([&](const auto &list) { sizes[i++] = list.size(); }, m);
     return sizes;
@@ -355,7 +357,7 @@ void DocumentCache::lend(const std::string &key, Manifests *out)
         lent.sizes[entry.one.list] = 1;
         put_one(entry.one, out);
     } else if (entry.objects) {
-        const std::array<size_t, 13> sizes = list_sizes(*entry.objects);
+        const std::array<size_t, kManifestLists> sizes = list_sizes(*entry.objects);
         std::copy(sizes.begin(), sizes.end(), lent.sizes.begin());
         append_manifests(out, std::move(*entry.objects));
         entry.objects.reset();
@@ -368,7 +370,7 @@ void DocumentCache::lend(std::string key, Manifests parsed, Manifests *out)
 {
     Entry &entry = entries_[key];
     entry = Entry{};
-    const std::array<size_t, 13> sizes = list_sizes(parsed);
+    const std::array<size_t, kManifestLists> sizes = list_sizes(parsed);
     if (total_of(sizes) == 1) {
         const size_t list = static_cast<size_t>(std::find(sizes.begin(), sizes.end(), size_t{1}) - sizes.begin());
         entry.one = take_one(parsed, list, 0);
@@ -381,7 +383,7 @@ void DocumentCache::lend(std::string key, Manifests parsed, Manifests *out)
 void DocumentCache::give_back(Manifests &&given, MovedObjects *moved)
 {
     Manifests read = std::move(given);  // freed here, list by list, not by the caller after
-    std::array<size_t, 13> moved_list{};  // read's lists in *moved
+    std::array<size_t, kManifestLists> moved_list{};  // read's lists in *moved
     if (moved != nullptr) {
         size_t i = 0;
         each_list([&](const auto &list) { moved_list[i++] = moved->add_list(list.data(), list.size(), sizeof(list[0])); },
@@ -391,7 +393,7 @@ void DocumentCache::give_back(Manifests &&given, MovedObjects *moved)
     lent_.clear();
     last_read_ = list_sizes(read);
     last_lent_ = lent.size();
-    std::array<size_t, 13> total{};
+    std::array<size_t, kManifestLists> total{};
     for (const Lent &l : lent) {
         for (size_t i = 0; i < total.size(); i++) total[i] += l.sizes[i];
     }

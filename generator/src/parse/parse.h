@@ -62,7 +62,7 @@ public:
 
 private:
     // A document of one object (every object read from the API) holds
-    // that object alone, not a Manifests of 13 lists around it (320 bytes
+    // that object alone, not a Manifests of 14 lists around it (320 bytes
     // a document, 40,000 documents at 10,000 routes); while lent, an entry
     // holds nothing.
     struct OneObject {
@@ -83,11 +83,11 @@ private:
     };
     struct Lent {
         Entry *entry;  // nodes of entries_ stay where they are; used by the read, so kept
-        std::array<uint32_t, 13> sizes;  // of each of Manifests' lists
+        std::array<uint32_t, kManifestLists> sizes;  // of each of Manifests' lists
     };
     std::unordered_map<std::string, Entry> entries_;
     std::vector<Lent> lent_;  // in the order lent
-    std::array<size_t, 13> last_read_{};  // the sizes of the lists the last read gave back
+    std::array<size_t, kManifestLists> last_read_{};  // the sizes of the lists the last read gave back
     size_t last_lent_ = 0;
     bool read_done_ = false;  // forget_unused() since the last lend
 };

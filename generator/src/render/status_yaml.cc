@@ -115,11 +115,14 @@ void render_one(std::string &out, const ObjectStatus &st, const Options &o)
         for (std::string_view feature : supported_features(o.nginx_version)) line(out, "    ", "- name: ", feature);
         return;
     }
-    if (st.kind == "Gateway") {
-        out += st.addresses.empty() ? "  addresses: []\n" : "  addresses:\n";
-        for (const ObjectStatus::Address &address : st.addresses) {
-            line(out, "    ", "- type: ", address.type);
-            line(out, "      ", "value: ", address.value);
+    if (st.kind == "Gateway" || st.kind == "ListenerSet") {
+        if (st.kind == "Gateway") {
+            out += st.addresses.empty() ? "  addresses: []\n" : "  addresses:\n";
+            for (const ObjectStatus::Address &address : st.addresses) {
+                line(out, "    ", "- type: ", address.type);
+                line(out, "      ", "value: ", address.value);
+            }
+            out += "  attachedListenerSets: " + std::to_string(st.attached_listener_sets) + "\n";
         }
         conditions(out, "  ", st.conditions, st.meta);
         out += st.listeners.empty() ? "  listeners: []\n" : "  listeners:\n";

@@ -18,13 +18,28 @@ void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
         st.kind = intern(x.kind);
         st.meta = status_meta(x.meta);
         st.refs_key = "parents";
-        for (const ParentRef &p : x.parent_refs) {
-            std::string ns = p.namespace_.empty() ? x.meta.namespace_ : p.namespace_;
-            bool ours = std::any_of(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
+        auto ours = [&](const ParentRef &p, const std::string &ns) {
+            if (p.kind == "ListenerSet") return listener_set(ns, p.name) != nullptr;
+            return std::any_of(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
                 return g->meta.namespace_ == ns && g->meta.name == p.name;
             });
-            if (!ours) continue;
+        };
+        if (x.kind == "ListenerSet") {
+            // a ListenerSet of one of our Gateways that could not be read
+            for (const ParentRef &p : x.parent_refs) {
+                if (!ours(p, p.namespace_.empty() ? x.meta.namespace_ : p.namespace_)) continue;
+                st.conditions = {cond::listener_set_listeners_not_valid(x.message),
+                                 cond::listener_set_not_programmed("ListenersNotValid", x.message)};
+                statuses_.push_back(std::move(st));
+                break;
+            }
+            continue;
+        }
+        for (const ParentRef &p : x.parent_refs) {
+            std::string ns = p.namespace_.empty() ? x.meta.namespace_ : p.namespace_;
+            if (!ours(p, ns)) continue;
             ObjectStatus::RefStatus rs;
+            rs.kind = p.kind == "ListenerSet" ? "ListenerSet" : "Gateway";
             rs.namespace_ = ns;
             rs.name = p.name;
             rs.section_name = p.section_name;
@@ -60,49 +75,62 @@ ObjectStatus Resolver::attach_route(const HTTPRoute &r)
     }
 
     for (const ParentRef &ref : r.parent_refs) {
-        std::string gw_ns = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
-        auto gw_it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
-            return g->meta.namespace_ == gw_ns && g->meta.name == ref.name;
-        });
-        if (ref.kind != "Gateway" || gw_it == gateways_.end()) {
-            continue;  // not a parent of ours: its controller writes that status
-        }
+        if (ref.group != "gateway.networking.k8s.io") continue;
+        std::string ns = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
         ObjectStatus::RefStatus rs;
-        rs.namespace_ = gw_ns;
+        rs.kind = ref.kind == "ListenerSet" ? "ListenerSet" : "Gateway";
+        rs.namespace_ = ns;
         rs.name = ref.name;
         rs.section_name = ref.section_name;
-        rs.conditions = attach_to_gateway(r, ref, **gw_it, unsupported);
+        if (ref.kind == "Gateway") {
+            auto gw_it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
+                return g->meta.namespace_ == ns && g->meta.name == ref.name;
+            });
+            if (gw_it == gateways_.end()) continue;  // not a parent of ours: its controller writes that status
+            rs.conditions = attach_to_gateway(r, ref, **gw_it, nullptr, unsupported);
+        } else if (ref.kind == "ListenerSet") {
+            const ListenerSetState *set = listener_set(ns, ref.name);
+            if (set == nullptr) continue;  // its Gateway is not ours
+            rs.conditions = set->allowed ? attach_to_gateway(r, ref, *set->gateway, set->set, unsupported)
+                                         : std::vector<Condition>{cond::route_not_allowed(
+                                                                      "ListenerSet " + set->set->meta.key()
+                                                                      + " is not allowed by its Gateway"),
+                                                                  cond::route_refs_resolved()};
+        } else {
+            continue;
+        }
         st.refs.push_back(std::move(rs));
     }
     return st;
 }
 
-std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const ParentRef &ref,
-                                         const Gateway &gw, const std::string &unsupported)
+// A parentRef's listeners are those of the object it names (GEP-1713):
+// a Gateway's own (set null), or one ListenerSet's merged into it.
+std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+                                                   const ListenerSet *set, const std::string &unsupported)
 {
+    const std::string parent = set != nullptr ? "ListenerSet " + set->meta.key() : "Gateway " + gw.meta.key();
     std::vector<ListenerState *> candidates;
     for (ListenerState &ls : listeners_of(gw)) {
+        if (ls.listener_set != set) continue;
         if (!ref.section_name.empty() && ls.listener->name != ref.section_name) continue;
         if (ref.port != 0 && ls.listener->port != ref.port) continue;
         candidates.push_back(&ls);
     }
     if (candidates.empty()) {
-        return {cond::route_no_matching_parent("no listener of Gateway " + gw.meta.key()
-                                               + " matches sectionName/port"),
+        return {cond::route_no_matching_parent("no listener of " + parent + " matches sectionName/port"),
                 cond::route_refs_resolved()};
     }
 
     std::vector<ListenerState *> allowed;
     for (ListenerState *ls : candidates) {
-        const Listener &l = *ls->listener;
-        bool ns_ok = namespace_allowed(l, gw, r.meta.namespace_);
+        bool ns_ok = namespace_allowed(*ls, r.meta.namespace_);
         const std::vector<std::string> &kinds = ls->status.supported_kinds;
         bool kind_ok = std::find(kinds.begin(), kinds.end(), route_kind_name(r.kind)) != kinds.end();
         if (ls->accepted && ns_ok && kind_ok) allowed.push_back(ls);
     }
     if (allowed.empty()) {
-        return {cond::route_not_allowed("no listener of Gateway " + gw.meta.key()
-                                        + " allows this route (namespace, kind or protocol)"),
+        return {cond::route_not_allowed("no listener of " + parent + " allows this route (namespace, kind or protocol)"),
                 cond::route_refs_resolved()};
     }
 

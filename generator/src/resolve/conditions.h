@@ -141,9 +141,11 @@ inline Condition listener_invalid_route_kinds(const std::string &protocol, const
     return make("ResolvedRefs", false, "InvalidRouteKinds",
                 "Route kinds " + kinds + " cannot attach to a " + protocol + " listener");
 }
-inline Condition listener_protocol_conflict(const std::string &why)
+// reason: ProtocolConflict or HostnameConflict
+inline std::vector<Condition> listener_conflicted(const char *reason, const std::string &why)
 {
-    return make("Accepted", false, "ProtocolConflict", why);
+    return {make("Accepted", false, reason, why), make("Programmed", false, reason, why),
+            make("Conflicted", true, reason, why)};
 }
 inline Condition listener_not_programmed(const std::string &why)
 {
@@ -175,6 +177,29 @@ inline Condition gateway_ref_not_permitted(const std::string &why)
 {
     return make("ResolvedRefs", false, "RefNotPermitted", why);
 }
+inline Condition listener_port_unavailable(const std::string &why)
+{
+    return make("Accepted", false, "PortUnavailable", why);
+}
+
+// ListenerSets
+inline Condition listener_set_accepted() { return make("Accepted", true, "Accepted", "ListenerSet is accepted"); }
+inline Condition listener_set_programmed() { return make("Programmed", true, "Programmed", "ListenerSet is programmed"); }
+inline Condition listener_set_not_allowed(const std::string &why) { return make("Accepted", false, "NotAllowed", why); }
+inline Condition listener_set_parent_not_accepted(const std::string &why)
+{
+    return make("Accepted", false, "ParentNotAccepted", why);
+}
+inline Condition listener_set_listeners_not_valid(const std::string &why)
+{
+    return make("Accepted", false, "ListenersNotValid", why);
+}
+// reason: NotAllowed, ParentNotAccepted or ListenersNotValid
+inline Condition listener_set_not_programmed(const char *reason, const std::string &why)
+{
+    return make("Programmed", false, reason, why);
+}
+
 inline Condition listener_unsupported_protocol(const std::string &protocol)
 {
     return make("Accepted", false, "UnsupportedProtocol",

@@ -83,17 +83,12 @@ bool names_local_host(const std::string &name)
            || n == "localhost.localdomain" || n == "ip6-localhost" || n == "ip6-loopback";
 }
 
-namespace {
-
-// the port of "ADDR:PORT" or "[ADDR]:PORT"; 0 for none ("off")
 int port_of(const std::string &listen)
 {
     const size_t colon = listen.rfind(':');
     if (colon == std::string::npos) return 0;
     return std::atoi(listen.c_str() + colon + 1);
 }
-
-}  // namespace
 
 EndpointRules::EndpointRules(const Manifests &m, const Options &o)
 {
@@ -105,6 +100,10 @@ EndpointRules::EndpointRules(const Manifests &m, const Options &o)
         for (const auto &[type, value] : gw.addresses) {
             if (std::optional<IpAddress> ip = parse_ip(value)) own_addresses_.push_back(*ip);
         }
+    }
+    // a ListenerSet's too, admitted or not: it may be admitted later
+    for (const ListenerSet &set : m.listener_sets) {
+        for (const Listener &l : set.listeners) own_ports_.insert(l.port + o.port_offset);
     }
     for (const std::string *listen : {&o.upstream_api, &o.status_listen}) {
         if (int port = port_of(*listen)) own_ports_.insert(port);

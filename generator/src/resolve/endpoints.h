@@ -42,6 +42,9 @@ const char *special_address(const IpAddress &ip);
 
 // Whether a DNS name names this host (localhost and *.localhost, RFC 6761).
 bool names_local_host(const std::string &name);
+// The port of "ADDR:PORT" or "[ADDR]:PORT" (an operator interface's
+// listen); 0 for none ("off").
+int port_of(const std::string &listen);
 
 // The gateway's own sockets, and what the operator allows besides.
 class EndpointRules {

@@ -9,18 +9,18 @@
 
 namespace g2n {
 
-SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
-                             const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
+SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const std::string &from_kind,
+                             const std::string &from_ns, const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
                              std::set<std::string> *written)
 {
     SecretFiles out;
-    std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
+    std::string ns = ref.namespace_.empty() ? from_ns : ref.namespace_;
     if (!ref.group.empty() || ref.kind != "Secret") {
         out.reason = "InvalidKind";
         out.why = "kind " + ref.kind + " in group \"" + ref.group + "\" is not supported; use a Secret";
         return out;
     }
-    if (ns != gw.meta.namespace_ && !granted(m, "Gateway", gw.meta.namespace_, "Secret", ns, ref.name)) {
+    if (ns != from_ns && !granted(m, from_kind, from_ns, "Secret", ns, ref.name)) {
         out.reason = "RefNotPermitted";
         out.why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
         return out;
@@ -114,7 +114,8 @@ Condition resolve_backend_client_certificate(const Manifests &m, const ObjectInd
     if (!gw.backend_client_certificate) {
         return {};  // no condition: nothing to resolve
     }
-    SecretFiles files = tls_secret_files(m, objects, gw, *gw.backend_client_certificate, "backend-client", plan,
+    SecretFiles files = tls_secret_files(m, objects, "Gateway", gw.meta.namespace_, *gw.backend_client_certificate,
+                                         "backend-client", plan,
                                          written);
     if (!files.ok()) {
         return (files.reason == "RefNotPermitted" ? cond::gateway_ref_not_permitted

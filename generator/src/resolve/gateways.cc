@@ -60,10 +60,11 @@ const Resolver::GatewayAddress &Resolver::gateway_address(const Gateway &gw)
     return a;
 }
 
-ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
+ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *set, const Listener &l)
 {
     ListenerState s;
     s.gateway = &gw;
+    s.listener_set = set;
     s.listener = &l;
     s.status.name = l.name;
     std::string address = gateway_address(gw).address;
@@ -73,6 +74,16 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
         s.status.conditions = {cond::listener_not_programmed(gw.parameters_ref.empty() ? "the Gateway's address cannot be used"
                                                                                        : "the Gateway is not accepted")};
         return s;
+    }
+
+    // the operator interfaces' ports are theirs: a listener there (a
+    // tenant's ListenerSet) could take their requests
+    for (const std::string *operator_listen : {&o_.upstream_api, &o_.status_listen}) {
+        if (port_of(*operator_listen) == l.port + o_.port_offset) {
+            const std::string why = "port " + std::to_string(l.port) + " is an operator interface's";
+            s.status.conditions = {cond::listener_port_unavailable(why), cond::listener_not_programmed(why)};
+            return s;
+        }
     }
 
     static const std::map<std::string, std::vector<std::string>> kinds_of_protocol = {
@@ -103,7 +114,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
         }
     }
     if (l.protocol == "HTTPS" || (l.protocol == "TLS" && l.tls_mode == "Terminate")) {
-        SecretFiles files = resolve_certificate(gw, l, &s);
+        SecretFiles files = resolve_certificate(l, &s);
         if (!files.ok()) {
             // routes still attach (GatewayWithAttachedRoutes), nothing is served
             s.accepted = true;
@@ -126,9 +137,10 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const Listener &l)
     return s;
 }
 
-SecretFiles Resolver::resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s)
+SecretFiles Resolver::resolve_certificate(const Listener &l, ListenerState *s)
 {
-    SecretFiles files = tls_secret_files(m_, objects_, gw, l.certificate_refs.front(), "listener", plan_, &written_);
+    SecretFiles files = tls_secret_files(m_, objects_, s->owner_kind(), s->owner().namespace_, l.certificate_refs.front(),
+                                         "listener", plan_, &written_);
     s->certificate = files.certificate;
     s->certificate_key = files.key;
     return files;
@@ -172,15 +184,23 @@ void Resolver::isolate_listener_hostnames()
     }
 }
 
-// allowedRoutes.namespaces: a namespace given no Namespace object has
-// only the label the API server gives every namespace, its name
-bool Resolver::namespace_allowed(const Listener &l, const Gateway &gw, const std::string &ns) const
+// allowedRoutes.namespaces: "Same" is the namespace of the listener's
+// holder (its Gateway, or its ListenerSet)
+bool Resolver::namespace_allowed(const ListenerState &ls, const std::string &ns) const
 {
+    const Listener &l = *ls.listener;
     if (l.allowed_namespaces_from == "All") return true;
-    if (l.allowed_namespaces_from == "Same") return ns == gw.meta.namespace_;
+    if (l.allowed_namespaces_from == "Same") return ns == ls.owner().namespace_;
+    return namespace_selected(l.allowed_namespaces_selector, ns);
+}
+
+// a namespace given no Namespace object has only the label the API
+// server gives every namespace, its name
+bool Resolver::namespace_selected(const LabelSelector &selector, const std::string &ns) const
+{
     auto it = objects_.namespaces.find(ns);
-    if (it != objects_.namespaces.end()) return l.allowed_namespaces_selector.matches(it->second->meta.labels);
-    return l.allowed_namespaces_selector.matches({{"kubernetes.io/metadata.name", ns}});
+    if (it != objects_.namespaces.end()) return selector.matches(it->second->meta.labels);
+    return selector.matches({{"kubernetes.io/metadata.name", ns}});
 }
 
 void Resolver::gateway_statuses()
@@ -193,6 +213,7 @@ void Resolver::gateway_statuses()
         bool insecure_frontend = false;
         size_t accepted = 0, programmed = 0;
         for (const ListenerState &ls : listeners_of(*gw)) {
+            if (ls.listener_set != nullptr) continue;  // the ListenerSet's status has it
             st.listeners.push_back(ls.status);
             accepted += ls.accepted;
             programmed += ls.usable;
@@ -231,6 +252,12 @@ void Resolver::gateway_statuses()
                     else if (!in.hostname.empty()) st.addresses.push_back({"Hostname", in.hostname});
                 }
             }
+        }
+        // ListenerSets admitted with a listener served (GEP-1713)
+        for (const ListenerSetState &set : listener_sets_) {
+            if (set.gateway != gw || !set.allowed) continue;
+            st.attached_listener_sets += std::any_of(listeners_.begin() + set.first, listeners_.begin() + set.last,
+                                                     [](const ListenerState &ls) { return ls.usable; });
         }
         if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
         if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());

@@ -189,15 +189,8 @@ void Resolver::run()
         gateway_refs_[gw->meta.key()] = resolve_backend_client_certificate(
             m_, objects_, *gw, plan_, &written_, &backend_clients_[gw->meta.key()]);
     }
-    for (const Gateway *gw : gateways_) {
-        size_t first = listeners_.size();
-        for (const Listener &l : gw->listeners) {
-            listeners_.push_back(resolve_listener(*gw, l));
-        }
-        listener_ranges_[gw] = {first, listeners_.size()};
-    }
-
-    settle_protocol_conflicts(listeners_);
+    select_listener_sets();
+    resolve_listeners();
 
     std::vector<const HTTPRoute *> routes;
     for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
@@ -207,7 +200,7 @@ void Resolver::run()
         return older_first(a->meta, b->meta);
     });
     // every status is known up front: no vector doubling on the way
-    statuses_.reserve(statuses_.size() + gateways_.size() + routes.size()
+    statuses_.reserve(statuses_.size() + gateways_.size() + listener_sets_.size() + routes.size()
                             + m_.backend_tls_policies.size());
     std::vector<ObjectStatus> route_statuses;
     route_statuses.reserve(routes.size());
@@ -220,6 +213,7 @@ void Resolver::run()
     rejected_statuses(&route_statuses);
 
     gateway_statuses();
+    listener_set_statuses();
     std::sort(route_statuses.begin(), route_statuses.end(),
               [](const ObjectStatus &a, const ObjectStatus &b) { return key_less(a.meta, b.meta); });
     for (ObjectStatus &st : route_statuses) {

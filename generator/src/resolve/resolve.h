@@ -156,9 +156,11 @@ std::string safe_name(const std::string &text);
 // a Kubernetes name carries the digest of what it was.
 std::string object_file_stem(const std::string &prefix, const std::string &ns, const std::string &name);
 
-// One Gateway listener as resolve sees it.
+// One Gateway listener as resolve sees it: the Gateway's own, or one a
+// ListenerSet merged into it (GEP-1713).
 struct ListenerState {
     const Gateway *gateway = nullptr;
+    const ListenerSet *listener_set = nullptr;  // null: the Gateway's own
     const Listener *listener = nullptr;
     bool accepted = false;  // routes attach to it and count in its attachedRoutes
     bool usable = false;    // and it is Programmed: served
@@ -167,6 +169,10 @@ struct ListenerState {
     std::string certificate, certificate_key;
     ClientValidation client;
     ObjectStatus::ListenerStatus status;
+
+    // who holds the listener: its allowedRoutes "Same", and its Secrets
+    const ObjectMeta &owner() const { return listener_set != nullptr ? listener_set->meta : gateway->meta; }
+    const char *owner_kind() const { return listener_set != nullptr ? "ListenerSet" : "Gateway"; }
 };
 
 // Whether a ReferenceGrant lets a FROM_KIND of from_ns refer to a TO_KIND.
@@ -181,8 +187,9 @@ struct SecretFiles {
     std::string certificate, key, reason, why;
     bool ok() const { return reason.empty(); }
 };
-SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
-                             const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
+// `from_kind` in namespace `from_ns` refers to it (a Gateway, a ListenerSet).
+SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const std::string &from_kind,
+                             const std::string &from_ns, const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
                              std::set<std::string> *written);
 // GEP-91 (perPort, else default) and GEP-4078 pins for one TLS listener:
 // false with the listener's conditions when a CA reference fails.
@@ -237,6 +244,8 @@ void order_locations(Server *server);
 std::string listen_socket(const ListenerState &ls);
 // One listen socket speaks one protocol (and, for TLS, one mode).
 void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
+// Listeners of a ListenerSet that an earlier listener's hostname takes.
+void settle_hostname_conflicts(std::vector<ListenerState> &listeners);
 // The certificates, proxy_ssl and route order of one stream server, once
 // every route is in; certificates: listener hostname -> (certificate, key);
 // server_per_hostname: the nginx picks stream servers by SNI.

@@ -109,18 +109,24 @@ private:
     // resolve/gateways.cc
     void select_gateways();
     const GatewayAddress &gateway_address(const Gateway &gw);
-    ListenerState resolve_listener(const Gateway &gw, const Listener &l);
-    SecretFiles resolve_certificate(const Gateway &gw, const Listener &l, ListenerState *s);
+    ListenerState resolve_listener(const Gateway &gw, const ListenerSet *set, const Listener &l);
+    SecretFiles resolve_certificate(const Listener &l, ListenerState *s);
     bool claimed_by_a_more_specific_listener(const ListenerState &ls, const std::string &host) const;
     void isolate_listener_hostnames();
-    bool namespace_allowed(const Listener &l, const Gateway &gw, const std::string &ns) const;
+    bool namespace_allowed(const ListenerState &ls, const std::string &ns) const;
+    bool namespace_selected(const LabelSelector &selector, const std::string &ns) const;
     void gateway_statuses();
+
+    // resolve/listener_sets.cc
+    void select_listener_sets();
+    void resolve_listeners();
+    void listener_set_statuses();
 
     // resolve/attach.cc
     void rejected_statuses(std::vector<ObjectStatus> *route_statuses);
     ObjectStatus attach_route(const HTTPRoute &r);
-    std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref,
-                                             const Gateway &gw, const std::string &unsupported);
+    std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+                                             const ListenerSet *set, const std::string &unsupported);
     Server &server_for(const ListenerState &ls, const std::string &host);
     void add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
                        const Gateway &gw, Condition *refs);
@@ -176,6 +182,22 @@ private:
         if (it == listener_ranges_.end()) return {nullptr, nullptr};
         return {listeners_.data() + it->second.first, listeners_.data() + it->second.second};
     }
+    // GEP-1713: the ListenerSets whose parent is one of our Gateways, by
+    // Gateway and, of one Gateway, in precedence order (the oldest first)
+    struct ListenerSetState {
+        const ListenerSet *set = nullptr;
+        const Gateway *gateway = nullptr;
+        bool allowed = false;        // its Gateway's allowedListeners admits its namespace
+        size_t first = 0, last = 0;  // its listeners in listeners_, when allowed
+    };
+    std::vector<ListenerSetState> listener_sets_;
+    std::unordered_map<std::string, size_t> listener_set_by_key_;  // "ns/name" -> position in listener_sets_
+    const ListenerSetState *listener_set(const std::string &ns, const std::string &name) const
+    {
+        auto it = listener_set_by_key_.find(ns + "/" + name);
+        return it == listener_set_by_key_.end() ? nullptr : &listener_sets_[it->second];
+    }
+
     // hashed, not ordered: one per hostname, and looked up for every
     // route; finish_servers() hands them to the plan in key order
     std::unordered_map<std::string, Server> servers_;                // by "listen host"

@@ -24,30 +24,65 @@ std::string listen_socket(const ListenerState &ls)
 
 // One listen socket speaks one protocol: the listeners of one Gateway that
 // disagree on a port all lose it; across Gateways sharing an address, the
-// first Gateway's protocol keeps it.
+// first Gateway's protocol keeps it. A ListenerSet's listener (GEP-1713)
+// loses to what the listeners before it made of its socket: every
+// Gateway's own, then the ListenerSets in precedence order.
 void settle_protocol_conflicts(std::vector<ListenerState> &listeners)
 {
-    std::map<std::string, std::set<std::string>> protocols;  // "gateway socket" -> socket protocols
+    std::map<std::string, std::set<std::string>> protocols;  // "gateway socket" -> its own listeners' protocols
     for (const ListenerState &ls : listeners) {
-        if (!ls.category.empty()) protocols[ls.gateway->meta.key() + " " + listen_socket(ls)].insert(socket_protocol(ls.category));
+        if (!ls.category.empty() && ls.listener_set == nullptr) {
+            protocols[ls.gateway->meta.key() + " " + listen_socket(ls)].insert(socket_protocol(ls.category));
+        }
     }
     std::map<std::string, const ListenerState *> owner;  // socket -> first listener
-    for (ListenerState &ls : listeners) {
-        if (ls.category.empty()) continue;
-        const std::set<std::string> &mine = protocols[ls.gateway->meta.key() + " " + listen_socket(ls)];
+    auto settle = [&](ListenerState &ls) {
+        if (ls.category.empty()) return;
         std::string why;
-        if (mine.size() > 1) {
+        if (ls.listener_set == nullptr && protocols[ls.gateway->meta.key() + " " + listen_socket(ls)].size() > 1) {
             why = "listeners of this Gateway on port " + std::to_string(ls.listener->port) + " disagree on protocol";
         } else {
             auto [it, first] = owner.emplace(listen_socket(ls), &ls);
-            if (!first && socket_protocol(it->second->category) != socket_protocol(ls.category)) {
-                why = ls.listen + " is served as " + socket_protocol(it->second->category) + " for Gateway "
-                      + it->second->gateway->meta.key();
+            const ListenerState &theirs = *it->second;
+            if (!first && socket_protocol(theirs.category) != socket_protocol(ls.category)) {
+                // another tenant's ListenerSet is not named to this one
+                why = "port " + std::to_string(ls.listener->port) + " is served as " + socket_protocol(theirs.category)
+                      + (theirs.gateway != ls.gateway ? " for Gateway " + theirs.gateway->meta.key()
+                         : theirs.listener_set == nullptr ? " by the Gateway's own listeners"
+                                                          : " by a listener of an earlier ListenerSet");
             }
         }
-        if (why.empty()) continue;
+        if (why.empty()) return;
         ls.accepted = ls.usable = false;
-        ls.status.conditions = {cond::listener_protocol_conflict(why), cond::listener_not_programmed(why)};
+        ls.status.conditions = cond::listener_conflicted("ProtocolConflict", why);
+    };
+    for (ListenerState &ls : listeners) {
+        if (ls.listener_set == nullptr) settle(ls);
+    }
+    for (ListenerState &ls : listeners) {
+        if (ls.listener_set != nullptr) settle(ls);
+    }
+}
+
+// A ListenerSet's listener whose port, protocol and hostname an earlier
+// listener of its Gateway has (its own, or an earlier ListenerSet's) is
+// conflicted; a Gateway's own are unique already (parse).
+void settle_hostname_conflicts(std::vector<ListenerState> &listeners)
+{
+    std::set<std::string> taken;  // "gateway socket protocol hostname"
+    auto key = [](const ListenerState &ls) {
+        return ls.gateway->meta.key() + " " + listen_socket(ls) + " " + socket_protocol(ls.category) + " "
+               + ls.listener->hostname;
+    };
+    for (const ListenerState &ls : listeners) {
+        if (ls.listener_set == nullptr && ls.accepted) taken.insert(key(ls));
+    }
+    for (ListenerState &ls : listeners) {
+        if (ls.listener_set == nullptr || !ls.accepted || taken.insert(key(ls)).second) continue;
+        ls.accepted = ls.usable = false;
+        ls.status.conditions = cond::listener_conflicted(
+            "HostnameConflict", "an earlier listener of the Gateway has port " + std::to_string(ls.listener->port)
+                                    + ", its protocol and hostname \"" + ls.listener->hostname + "\"");
     }
 }
 

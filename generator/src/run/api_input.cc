@@ -72,11 +72,13 @@ public:
         return Object{kind == kinds_.end() ? nullptr : &*kind, st.meta.namespace_, st.meta.name};
     }
 
-    // A Gateway is not Programmed before a running nginx serves it
+    // A Gateway (a ListenerSet) is not Programmed before a running nginx serves it
     std::string ours(size_t i) const override
     {
         const ObjectStatus &st = (*statuses_)[i];
-        if (nginx_runs_ || st.kind != "Gateway") return kube::our_status_json(st, controller_name_, features_);
+        if (nginx_runs_ || (st.kind != "Gateway" && st.kind != "ListenerSet")) {
+            return kube::our_status_json(st, controller_name_, features_);
+        }
         ObjectStatus pending = st;
         for (Condition &c : pending.conditions) {
             if (c.type == "Programmed" && c.status == "True") {
