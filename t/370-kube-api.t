@@ -142,6 +142,29 @@ ok(wait_for(sub { count_in_log(qr{HTTPRoute.*rejected: <api gateway\.networking\
    'a bad HTTPRoute from the API is rejected, named by the object') or diag slurp($log);
 is(endpoints_seen(), '127.0.0.2 127.0.0.3', 'and the others are served as before');
 
+# a tenant's ListenerSet: refused until the Gateway allows it, then served
+# by its hostname beside the Gateway's own listener, status written back
+kube_apply('listenerset', "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet\n"
+                        . "metadata: {name: team, namespace: tenant}\nspec:\n  parentRef: {name: gw, namespace: ns}\n"
+                        . "  listeners:\n  - {name: team, port: 80, protocol: HTTP, hostname: team.example.com, "
+                        . "allowedRoutes: {namespaces: {from: All}}}\n---\n"
+                        . "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: team, namespace: ns}\n"
+                        . "spec:\n  parentRefs: [{kind: ListenerSet, name: team, namespace: tenant}]\n  rules:\n"
+                        . "  - matches: [{path: {type: PathPrefix, value: /team}}]\n    backendRefs: [{name: web, port: 443}]\n");
+sub listener_set_status { jsonpath('listenerset', 'team', '-n', 'tenant', '-o', 'jsonpath={.status.conditions[?(@.type=="Accepted")].reason} {.status.listeners[*].attachedRoutes}') }
+ok(wait_for(sub { listener_set_status() eq 'NotAllowed ' }, 15), 'a ListenerSet the Gateway does not allow is NotAllowed')
+    or diag listener_set_status();
+sub team { my ($code, $h, $body) = http_request($port, '/team', 'team.example.com'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
+like(team(), qr/^\(/, 'and serves nothing');
+kube_apply('base', kube_web_yaml() =~ s/^(  gatewayClassName: ours\n)/$1  allowedListeners: {namespaces: {from: All}}\n/mr);
+ok(wait_for(sub { listener_set_status() eq 'Accepted 1' }, 15), 'allowed: Accepted, its listener counting the route')
+    or diag listener_set_status();
+ok(wait_for(sub { jsonpath('gateway', 'gw', '-n', 'ns', '-o', 'jsonpath={.status.attachedListenerSets}') eq '1' }, 15),
+   'the Gateway counts it in attachedListenerSets');
+ok(wait_for(sub { team() =~ /^127\.0\.0\.[23]$/ }, 15), 'its hostname is served') or diag team();
+is(endpoint('/team'), '(404)', 'only there: not through the Gateway\'s own listener');
+is(endpoints_seen(), '127.0.0.2 127.0.0.3', 'which serves as before');
+
 # ---- the API server goes away and comes back compacted ---------------------------
 kill 'TERM', $sim;
 waitpid($sim, 0);

@@ -1123,11 +1123,11 @@ sub rbac_check {
     for my $rule (@$cluster_rules, @$lease_rules) {
         for my $resource (@{ $rule->{resources} }) {
             for my $verb (@{ $rule->{verbs} }) {
-                # grpcroutes, tlsroutes, tcproutes and udproutes: the same
-                # calls as httproutes; a get after a conflict: the same call
+                # grpcroutes, tlsroutes, tcproutes, udproutes and
+                # listenersets: the same calls as httproutes; a get after a conflict: the same call
                 # for every kind whose status is written, made for whichever
                 # met the 409
-                (my $like = $resource) =~ s/^(grpcroutes|tlsroutes|tcproutes|udproutes)/httproutes/;
+                (my $like = $resource) =~ s/^(grpcroutes|tlsroutes|tcproutes|udproutes|listenersets)/httproutes/;
                 my $status_kind = $verb eq 'get' && $rule->{apiGroups}[0] eq 'gateway.networking.k8s.io';
                 push @unused, "$verb $resource"
                     unless $used->($verb, $resource) || $used->($verb, $like)
@@ -1422,25 +1422,31 @@ sub read_status {
         my ($name) = $doc =~ /^  name: (\S+)/m;
         my ($ns) = $doc =~ /^  namespace: (\S+)/m;
         my (@entries, %cond);
-        my ($ref, $in_ref) = ('', 0);
+        my ($ref, $in_ref, $ref_kind) = ('', 0, '');
         my ($generation) = $doc =~ /^  generation: (\d+)/m;
         push @entries, "generation=$generation" if defined $generation;
+        my $listeners = $kind eq 'Gateway' || $kind eq 'ListenerSet';
         for my $line (split /\n/, $doc) {
-            # a Gateway's listeners: "listener NAME: ..." entries
-            if ($kind eq 'Gateway' && $line =~ /^    - name: (\S+)/) {
+            # a Gateway's (a ListenerSet's) listeners: "listener NAME: ..." entries
+            if ($listeners && $line =~ /^    - name: (\S+)/) {
                 ($ref, $in_ref) = ("listener $1", 0);
-            } elsif ($kind eq 'Gateway' && $line =~ /^      attachedRoutes: (\d+)/) {
+            } elsif ($listeners && $line =~ /^      attachedRoutes: (\d+)/) {
                 push @entries, "$ref: attachedRoutes=$1";
-            } elsif ($kind eq 'Gateway' && $line =~ /^          kind: (\S+)/) {
+            } elsif ($listeners && $line =~ /^          kind: (\S+)/) {
                 push @entries, "$ref: supportedKind=$1";
             } elsif ($kind eq 'Gateway' && $line =~ /^      value: (\S+)/) {
                 push @entries, "address=$1";
+            } elsif ($kind eq 'Gateway' && $line =~ /^  attachedListenerSets: (\d+)/) {
+                push @entries, "attachedListenerSets=$1";
             } elsif ($kind eq 'GatewayClass' && $line =~ /^    - name: (\S+)/) {
                 push @entries, "supportedFeature=$1";
             } elsif ($line =~ /^\s+- (?:ancestorRef|parentRef):/) {
-                ($ref, $in_ref) = ('', 1);
+                ($ref, $in_ref, $ref_kind) = ('', 1, '');
+            } elsif ($in_ref && $line =~ /^\s+kind: (\S+)/) {
+                $ref_kind = $1;
             } elsif ($in_ref && $line =~ /^\s+namespace: (\S+)/) {
-                $ref = $1;
+                # a route's ListenerSet parent: "ListenerSet NS/NAME"
+                $ref = ($ref_kind eq 'ListenerSet' ? 'ListenerSet ' : '') . $1;
             } elsif ($in_ref && $line =~ /^\s+name: (\S+)/) {
                 $ref .= "/$1";
                 $in_ref = 0;
