@@ -169,11 +169,12 @@ test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filt
 	$(if $(filter t/,$(TESTS)),@$(CONFORMANCE_REPORT) > /dev/null)
 
 # The Gateway API conformance replays alone (also part of test-nginx): the
-# suite's BackendTLSPolicy, TLSRoute, client certificate, TCPRoute and
-# UDPRoute tests, then the rest (t/400), whether they earn every feature the
+# suite's BackendTLSPolicy, TLSRoute, client certificate, TCPRoute, UDPRoute
+# and ListenerSet tests, then the rest (t/400), whether they earn every feature the
 # GatewayClass claims (t/490), and the ConformanceReport of all of them.
 CONFORMANCE_T := t/410-conformance-backendtls.t t/420-conformance-tlsroute.t t/430-conformance-client-certs.t \
-                 t/440-conformance-tcproute.t t/450-conformance-udproute.t t/400-conformance.t \
+                 t/440-conformance-tcproute.t t/450-conformance-udproute.t t/460-conformance-listenerset.t \
+                 t/400-conformance.t \
                  t/490-conformance-claims.t
 CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
 # The report of the replays that ran: they skip, saying so, where

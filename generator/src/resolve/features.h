@@ -54,6 +54,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteRetry",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet",
     "ReferenceGrant",
     "TCPRoute",
     "TLSRoute",
