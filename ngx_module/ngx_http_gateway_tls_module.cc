@@ -302,6 +302,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      offsetof(ngx_http_gtls_loc_conf_t, status),
      nullptr},
 
+    {ngx_string("gateway_tls_request_timeout"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_msec_slot,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_loc_conf_t, request_timeout),
+     nullptr},
+
     {ngx_string("gateway_tls_share"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2,
      ngx_http_gtls_share,
@@ -396,6 +403,7 @@ void *ngx_http_gtls_create_loc_conf(ngx_conf_t *cf)
     }
     ngx_gtls_init_policy_conf(&lcf->policy[NGX_HTTP_GTLS_PROXY]);
     ngx_gtls_init_policy_conf(&lcf->policy[NGX_HTTP_GTLS_GRPC]);
+    lcf->request_timeout = NGX_CONF_UNSET_MSEC;
     return lcf;
 }
 
@@ -423,6 +431,8 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     auto *scf = static_cast<ngx_http_gtls_srv_conf_t *>(
         ngx_http_conf_get_module_srv_conf(cf, ngx_http_gateway_tls_module));
     auto *ctx = static_cast<ngx_http_conf_ctx_t *>(cf->ctx);
+
+    ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout, 0);
 
     if (ngx_http_gtls_merge_access(cf, &conf->api, &prev->api, "gateway_tls_upstream_api",
                                    "gateway_tls_upstream_api_token_file") != NGX_CONF_OK

@@ -36,8 +36,9 @@ struct ngx_http_gtls_policies_t {
 
 typedef struct {
     ngx_http_gtls_policies_t  policy;
-    ngx_http_gtls_access_t    api;     // gateway_tls_upstream_api_allow, _token_file
-    ngx_http_gtls_access_t    status;  // gateway_tls_status_allow, _token_file
+    ngx_http_gtls_access_t    api;              // gateway_tls_upstream_api_allow, _token_file
+    ngx_http_gtls_access_t    status;           // gateway_tls_status_allow, _token_file
+    ngx_msec_t                request_timeout;  // gateway_tls_request_timeout; 0: none
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
@@ -68,6 +69,17 @@ typedef struct {
 struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     ngx_http_request_t                     *request = nullptr;
     ngx_http_gtls_kind_e                    kind = NGX_HTTP_GTLS_PROXY;
+    // gateway_tls_request_timeout: armed once a request, at its first
+    // backend try
+    ngx_event_t                             deadline{};
+    ngx_msec_t                              deadline_ms = 0;
+
+    ~ngx_http_gtls_request_t()
+    {
+        if (deadline.timer_set) {
+            ngx_del_timer(&deadline);
+        }
+    }
 };
 
 extern "C" ngx_module_t  ngx_http_gateway_tls_module;

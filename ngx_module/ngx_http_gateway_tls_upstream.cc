@@ -102,6 +102,56 @@ void ngx_http_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *co
     ngx_gtls_resumed_verdict(ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), false), conn);
 }
 
+// gateway_tls_request_timeout expired: a request its backends have not
+// answered is given the answer of a backend that timed out with no try
+// left, 504 (the upstream module closes the backend connection and
+// answers); one answered already keeps its answer.
+void ngx_http_gtls_request_deadline(ngx_event_t *ev)
+{
+    auto *state = static_cast<ngx_http_gtls_request_t *>(ev->data);
+    ngx_http_request_t *r = state->request;
+    ngx_connection_t *c = r->connection;
+    ngx_http_upstream_t *u = r->upstream;
+    ngx_http_set_log_request(c->log, r);
+
+    if (r->header_sent || u == nullptr || u->peer.connection == nullptr) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "gateway_tls request timeout: answered in time");
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: no answer within the request timeout of %Mms",
+                  state->deadline_ms);
+    u->peer.tries = 0;
+    u->peer.connection->read->timedout = 1;
+    u->read_event_handler(r, u);
+    ngx_http_run_posted_requests(c);
+}
+
+// Arms gateway_tls_request_timeout once a request (its main request), when
+// its first backend try starts: the request has been read, where an
+// HTTPRoute's request timeout may start.
+ngx_int_t ngx_http_gtls_arm_deadline(ngx_http_request_t *r)
+{
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    if (lcf->request_timeout == 0 || r != r->main) {
+        return NGX_OK;
+    }
+    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
+    if (state == nullptr) {
+        return NGX_ERROR;
+    }
+    if (state->deadline_ms != 0) {
+        return NGX_OK;  // an internal redirect's try: the deadline stands
+    }
+    state->deadline_ms = lcf->request_timeout;
+    state->deadline.handler = ngx_http_gtls_request_deadline;
+    state->deadline.data = state;
+    state->deadline.log = r->connection->log;
+    ngx_add_timer(&state->deadline, lcf->request_timeout);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls request timeout: %Mms", lcf->request_timeout);
+    return NGX_OK;
+}
+
 }  // namespace
 
 ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool create)
@@ -148,6 +198,9 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
         dynamic = ups->dynamic;
     }
 
+    if (ngx_http_gtls_arm_deadline(r) != NGX_OK) {
+        return NGX_ERROR;
+    }
     // servers and trust pushed through another worker count from now here too
     ngx_http_gtls_catch_up(mcf);
     // the balancer starts on the servers current now, and keeps them
