@@ -521,7 +521,7 @@ spec:
     BOOST_TEST(http.find("    location /only/ {\n        grpc_set_header Host $http_host;\n"
                          "        grpc_set_header Via $gateway2nginx_via;\n"
                          "        grpc_connect_timeout 5s;\n        grpc_send_timeout 5s;\n        grpc_read_timeout 5s;\n"
-                         "        grpc_next_upstream_timeout 5s;\n"
+                         "        grpc_next_upstream_timeout 5s;\n        gateway_tls_request_timeout 5s;\n"
                          "        grpc_pass grpc://backend_ns_h2_81;\n") != std::string::npos, http);
     // beside HTTP/1.1 backends: the backend chosen says the module, and
     // the filter's headers go to both
@@ -590,8 +590,11 @@ spec:
     BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "retried")) == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
     const std::string http = render_http_conf(plan);
     BOOST_TEST(http.find("    location /codes/ {\n        proxy_next_upstream error timeout http_500 http_503;\n"
-                         "        proxy_next_upstream_tries 5;\n        proxy_pass http://backend_ns_svc_443_tries5;\n")
+                         "        proxy_next_upstream_tries 5;\n        error_page 502 =503 @gateway2nginx_retries_exhausted;\n"
+                         "        proxy_pass http://backend_ns_svc_443_tries5;\n")
                != std::string::npos, http);
+    // tries that all fail to connect, or are cut off: 503 (GEP-1731)
+    BOOST_TEST(http.find("    location @gateway2nginx_retries_exhausted {\n        return 503;\n    }\n") != std::string::npos);
     // five tries over two endpoints: each listed three times
     BOOST_TEST(http.find("upstream backend_ns_svc_443_tries5 {\n    # for \"Service ns/svc port 443\"\n"
                          "    server 10.0.0.1:9443 max_fails=0;\n    server 10.0.0.2:9443 max_fails=0;\n"
@@ -599,7 +602,8 @@ spec:
                          "    server 10.0.0.1:9443 max_fails=0;\n    server 10.0.0.2:9443 max_fails=0;\n}\n")
                != std::string::npos, http);
     BOOST_TEST(http.find("    location /errors/ {\n        proxy_next_upstream error timeout;\n"
-                         "        proxy_next_upstream_tries 2;\n        proxy_pass http://backend_ns_svc_443_tries2;\n")
+                         "        proxy_next_upstream_tries 2;\n        error_page 502 =503 @gateway2nginx_retries_exhausted;\n"
+                         "        proxy_pass http://backend_ns_svc_443_tries2;\n")
                != std::string::npos, http);
     // the rule without retries keeps the plain upstream
     BOOST_TEST(http.find("upstream backend_ns_svc_443 {\n") != std::string::npos);

@@ -425,7 +425,8 @@ std::string nginx_time(long long ms)
 // HTTPRoute timeouts (GEP-1742). nginx bounds each wait of a backend
 // exchange (connect, each write, each read), not the exchange as a whole:
 // the backend timeout, else the request timeout, bounds each; the request
-// timeout also bounds the tries of further backends. 0 (disabled): a day.
+// timeout also bounds the tries of further backends, and the module's
+// gateway_tls_request_timeout the whole answer. 0 (disabled): a day.
 void render_timeouts(nginx::Writer &w, const Location &l, const PassModules &modules)
 {
     const long long each = l.backend_timeout_ms >= 0 ? l.backend_timeout_ms : l.request_timeout_ms;
@@ -442,8 +443,13 @@ void render_timeouts(nginx::Writer &w, const Location &l, const PassModules &mod
         for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_timeout", "grpc_next_upstream_timeout")) {
             w.directive(directive, {nginx::Token::value(nginx_time(l.request_timeout_ms))});
         }
+        // the whole of it, every try included: unanswered by then, a 504
+        w.directive("gateway_tls_request_timeout", {nginx::Token::value(nginx_time(l.request_timeout_ms))});
     }
 }
+
+// The named location that answers a request whose every try failed.
+const char kRetriesExhausted[] = "@gateway2nginx_retries_exhausted";
 
 // HTTPRoute retry (GEP-1731): connection errors and the rule's codes send
 // the request to the next peer (its upstream lists enough of them), up to
@@ -460,6 +466,18 @@ void render_retry(nginx::Writer &w, const Location &l, const PassModules &module
     for (const nginx::Word &directive : per_module(modules, "proxy_next_upstream_tries", "grpc_next_upstream_tries")) {
         w.directive(directive, {nginx::Token::number(l.retry_tries)});
     }
+    // every try failed to connect or was cut off: no backend is available
+    // (503, as GEP-1731 expects), not nginx's 502; a backend's own 502
+    // passes, errors are not intercepted
+    w.directive("error_page", {"502", "=503", kRetriesExhausted});
+}
+
+void render_retries_exhausted(nginx::Writer &w, const Server &s)
+{
+    if (std::none_of(s.locations.begin(), s.locations.end(), [](const Location &l) { return l.retry_tries > 1; })) return;
+    w.open("location", {kRetriesExhausted});
+    w.directive("return", {"503"});
+    w.close();
 }
 
 // The URI of a server's Nth mirror location: '|' is outside what an

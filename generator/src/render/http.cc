@@ -169,6 +169,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
             render_location(w, splits, s, l, &mirrors);
         }
         render_mirror_locations(w, splits, s, mirrors);
+        render_retries_exhausted(w, s);
         if (s.locations.empty()) {
             w.directive("return", {"404"});  // a listener's hostname that no route serves
         }

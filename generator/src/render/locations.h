@@ -75,6 +75,8 @@ void render_cors(nginx::Writer &w, Splits &shared, const Location &l, const Pass
 void render_redirect(nginx::Writer &w, const Server &s, const Location &l, const RouteFilter &r);
 void render_timeouts(nginx::Writer &w, const Location &l, const PassModules &modules);
 void render_retry(nginx::Writer &w, const Location &l, const PassModules &modules);
+// The named location render_retry's error_page sends to, in a server with retries.
+void render_retries_exhausted(nginx::Writer &w, const Server &s);
 std::string mirror_uri(size_t n);
 void render_mirror_locations(nginx::Writer &w, Splits &splits, const Server &s, const std::vector<const Mirror *> &mirrors);
 nginx::Name backend_split(Splits &splits, const std::vector<WeightedUpstream> &backends, bool *failed);
