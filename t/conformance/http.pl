@@ -647,6 +647,53 @@ return [
                          map { ($retried->($all, $_, 1, 200), $retried->($all, $_, 3, $_)) } 500, 502, 503, 504],
         }
     },
+    do {
+        # assertConsistentRetryBehaviour: each case three times in a row (the
+        # suite's consecutive successes), a uuid of each probe's own
+        my $uuid = 0;
+        my $probes = sub {
+            my ($path, $query, $want) = @_;
+            map {
+                $uuid++;
+                [$same, 80, {path => "$path?$query&uuid=connection-$uuid"},
+                 $want == 200 ? {backend => 'infra-backend-v3', namespace => $ns} : {status => [500, 503]}]
+            } 1 .. 3;
+        };
+        my $path = '/retry/no-status-code-attempts-3';
+        {
+            # every try reset by the backend (echo-basic's default failure)
+            name => 'HTTPRouteRetryConnectionError',
+            features => [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryConnectionError)],
+            manifests => ['httproute-retry-connection-error'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'retries-connection-error']],
+            requests => [$probes->($path, 'succeedAfter=2', 200), $probes->($path, 'succeedAfter=4', 503)],
+        }
+    },
+    do {
+        my $uuid = 0;
+        my $probes = sub {
+            my ($path, $query, $want) = @_;
+            map {
+                $uuid++;
+                [$same, 80, {path => "$path?$query&uuid=timeouts-$uuid"},
+                 $want == 200 ? {backend => 'infra-backend-v3', namespace => $ns} : {status => $want}]
+            } 1 .. 3;
+        };
+        my ($backend, $request) = ('/retry/backend-request-timeout-200ms', '/retry/request-timeout-200ms');
+        {
+            name => 'HTTPRouteRetryWithTimeouts',
+            features => [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryBackendTimeout HTTPRouteRequestTimeout
+                            HTTPRouteBackendTimeout)],
+            manifests => ['httproute-retry-with-timeouts'],
+            gateways => [$same],
+            accepted => [[$same, 'HTTPRoute', 'retries-with-timeouts']],
+            requests => [$probes->($backend, 'responseCode=500&succeedAfter=2&delayRetry=300ms', 200),
+                         $probes->($backend, 'responseCode=500&succeedAfter=3&delayRetry=300ms', 504),
+                         $probes->($request, 'responseCode=500&succeedAfter=1', 200),
+                         $probes->($request, 'responseCode=500&succeedAfter=4&delayRetry=100ms', 504)],
+        }
+    },
     {
         # Service port appProtocol kubernetes.io/h2c (echo-basic's H2C_PORT,
         # which here speaks HTTP/2 by prior knowledge only), reached by a

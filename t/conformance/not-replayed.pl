@@ -6,10 +6,5 @@
 # replayed.
 return [
     map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]]} }
-    ['HTTPRouteRetryConnectionError', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryConnectionError)],
-     'httproute-retry-connection-error'],
-    ['HTTPRouteRetryWithTimeouts', [qw(Gateway HTTPRoute HTTPRouteRetry HTTPRouteRetryBackendTimeout
-                                       HTTPRouteRequestTimeout HTTPRouteBackendTimeout)],
-     'httproute-retry-with-timeouts'],
     ['GatewayInfrastructure', [qw(Gateway GatewayInfrastructurePropagation)], 'gateway-infrastructure'],
 ];

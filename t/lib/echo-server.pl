@@ -10,13 +10,15 @@
 # With --log, each request is logged as echo-basic logs it ("Echoing back
 # request made to PATH to client (ADDR)") in DIR/NAMESPACE_POD.log, the
 # pod's log the suite reads for mirrored requests. /ws with a WebSocket
-# Upgrade echoes each message, as echo-basic's does; ?responseCode=,
-# succeedAfter= and uuid= simulate a failing backend, as its retry
-# simulation does. Runs until killed; a
+# Upgrade echoes each message, as echo-basic's does; under /retry/,
+# ?succeedAfter=, uuid=, responseCode= and delayRetry= simulate a failing
+# backend (a status, or a connection reset), as its retry simulation
+# does. Runs until killed; a
 # child per connection, keep-alive honoured.
 use strict;
 use warnings;
 use IO::Socket::INET;
+use Socket qw(SOL_SOCKET SO_LINGER);
 use IO::Select;
 use JSON::PP;
 use POSIX qw(WNOHANG);
@@ -93,20 +95,35 @@ sub serve {
         if ($uri =~ /[?&]delay=(\d+(?:\.\d+)?)(ms|s)\b/) {
             Time::HiRes::sleep($2 eq 'ms' ? $1 / 1000 : $1);
         }
-        # echo-basic's retry simulation: the first succeedAfter requests
-        # with one uuid get responseCode, later ones the echo (counted per
-        # pod across this server's children)
+        # echo-basic's retry simulation under /retry/: the first
+        # succeedAfter requests with one uuid fail, after delayRetry, with
+        # responseCode or, without one, a connection reset (RST); later ones
+        # get the echo (counted per pod across this server's children)
         my %query = map { /^([^=]*)=(.*)$/ ? ($1 => $2) : ($_ => '') } split /&/, ($uri =~ /\?(.*)$/)[0] // '';
-        if (defined $query{responseCode} && defined $query{succeedAfter} && ($query{uuid} // '') =~ /^[\w-]{1,64}$/
-            && $query{responseCode} =~ /^[1-5]\d\d$/ && $query{succeedAfter} =~ /^\d{1,3}$/) {
+        if ($uri =~ m{^/retry/}) {
+            my $bad = ($query{uuid} // '') !~ /^[\w-]{1,64}$/ ? 'uuid is required'
+                    : ($query{succeedAfter} // '') !~ /^\d{1,3}$/ ? 'succeedAfter is required' : '';
+            if ($bad) {
+                print $conn "HTTP/1.1 400 Bad Request\r\nContent-Length: " . length($bad) . "\r\nConnection: close\r\n\r\n$bad";
+                return;
+            }
             open my $count, '+>>', "$retry_dir/${ns}_${pod}_$query{uuid}" or die "$retry_dir: $!";
             flock $count, LOCK_EX;
             seek $count, 0, 0;
             my $seen = length(do { local $/; <$count> }) / 2;  # "x\n" a try
-            print $count "x\n";
+            print $count "x\n" if $seen < $query{succeedAfter};
             close $count;
             if ($seen < $query{succeedAfter}) {
-                print $conn "HTTP/1.1 $query{responseCode} Retry Simulation\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                # a Go duration: 300ms, 1s, 1.5s
+                if (($query{delayRetry} // '') =~ /^(\d+(?:\.\d+)?)(ms|s)$/) {
+                    Time::HiRes::sleep($2 eq 'ms' ? $1 / 1000 : $1);
+                }
+                if (($query{responseCode} // '') =~ /^[1-5]\d\d$/) {
+                    print $conn "HTTP/1.1 $query{responseCode} Retry Simulation\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                } else {
+                    setsockopt($conn, SOL_SOCKET, SO_LINGER, pack('ii', 1, 0)) or die "SO_LINGER: $!";
+                }
+                close $conn;
                 return;
             }
         }

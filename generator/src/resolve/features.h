@@ -53,6 +53,8 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteRetry",
+    "HTTPRouteRetryBackendTimeout",
+    "HTTPRouteRetryConnectionError",
     "HTTPRouteSchemeRedirect",
     "ListenerSet",
     "ReferenceGrant",
