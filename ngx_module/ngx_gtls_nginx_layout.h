@@ -61,6 +61,16 @@ void ngx_gtls_find_upstream_ssl_layout(ngx_conf_t *cf, const char *module, const
                                        ngx_gtls_upstream_ssl_layout_t *layout);
 #endif
 
+// ---- http: cleartext connections (ngx_http_gateway_tls_h2c.cc) ------------
+
+// gateway_tls_h2c_preface wraps the listening sockets whose handler is
+// nginx's public ngx_http_init_connection, and replaces the first read
+// handler it leaves on a cleartext connection (nginx's private HTTP/1.x
+// reader, learnt from the first such connection; a connection with any
+// other is left alone) with one that hands a connection beginning with the
+// HTTP/2 preface to the public ngx_http_v2_init, as `listen ... http2`
+// would. Checked by t/066-h2c-preface.t on every nginx tested.
+
 // ---- stream proxy ---------------------------------------------------------
 
 // Where ngx_stream_proxy_module keeps what the stream module reads, by

@@ -4,6 +4,7 @@
 
 #include "ngx_http_gateway_tls_module.h"
 #include "ngx_gtls_nginx_layout.h"
+#include "ngx_http_gateway_tls_h2c.h"
 #include "ngx_http_gateway_tls_ssl_share.h"
 #include "gtls_share.h"
 
@@ -302,6 +303,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      offsetof(ngx_http_gtls_loc_conf_t, status),
      nullptr},
 
+    {ngx_string("gateway_tls_h2c_preface"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot,
+     NGX_HTTP_SRV_CONF_OFFSET,
+     offsetof(ngx_http_gtls_srv_conf_t, h2c_preface),
+     nullptr},
+
     {ngx_string("gateway_tls_request_timeout"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_msec_slot,
@@ -343,6 +351,7 @@ void *ngx_http_gtls_create_srv_conf(ngx_conf_t *cf)
         return nullptr;
     }
     scf->insecure = NGX_CONF_UNSET_UINT;
+    scf->h2c_preface = NGX_CONF_UNSET;
     ngx_gtls_init_client_pin_conf(&scf->client_pins);
     ngx_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_PROXY]);
     ngx_gtls_init_policy_conf(&scf->policy[NGX_HTTP_GTLS_GRPC]);
@@ -375,6 +384,7 @@ char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_uint_value(conf->insecure, prev->insecure,
                               static_cast<ngx_uint_t>(NGX_GTLS_INSECURE_ALLOW));
+    ngx_conf_merge_value(conf->h2c_preface, prev->h2c_preface, 0);
 
     // the ssl module has merged this server already: its SSL_CTX exists
     auto *sscf = static_cast<ngx_http_ssl_srv_conf_t *>(ngx_http_conf_get_module_srv_conf(cf, ngx_http_ssl_module));
@@ -671,6 +681,9 @@ ngx_int_t ngx_http_gtls_init_module(ngx_cycle_t *cycle)
     bool mismatch = false;
     ngx_gtls_stream_export_t *stream = ngx_gtls_stream_export(cycle, cycle->log, &mismatch);
     if (mismatch) {
+        return NGX_ERROR;
+    }
+    if (ngx_http_gtls_init_h2c_preface(cycle) != NGX_OK) {
         return NGX_ERROR;
     }
     return ngx_http_gtls_init_dynamic_upstreams(cycle, stream);

@@ -47,6 +47,7 @@ typedef struct {
     ngx_http_gtls_policies_t        policy;       // upstream{} level
     ngx_http_upstream_init_peer_pt  original_init_peer;
     ngx_http_gtls_dynamic_t        *dynamic;      // servers the upstream API may replace
+    ngx_flag_t                      h2c_preface;  // gateway_tls_h2c_preface
 } ngx_http_gtls_srv_conf_t;
 
 // Per-cycle state that is not configuration: trust stores shared by path,
