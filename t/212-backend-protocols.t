@@ -5,7 +5,7 @@
 # rule. kubernetes.io/h2c backends are sent HTTP/2 by prior knowledge (a
 # backend that speaks nothing else), over TLS verified by the policy where
 # one applies, also beside HTTP/1.1 backends in one rule; h2c clients are
-# served on a cleartext listener from nginx 1.25.1, beside HTTP/1.1 ones.
+# served on a cleartext listener beside HTTP/1.1 ones.
 # Headers the route's filters name are theirs alone: a
 # RequestHeaderModifier's Host is the one Host the backend sees.
 use lib 't/lib';
@@ -158,13 +158,10 @@ is($hdrs->{'x-backend'}, 'leaf_h2', 'h2c with a policy: by the verified backend'
 is($status, 502, 'h2c with a policy: a backend whose certificate does not match is refused');
 
 # the client side of h2c: HTTP/2 by prior knowledge on the cleartext
-# listener, which nginx tells from HTTP/1.1 from 1.25.1
-my $h2 = `curl -s --max-time 10 --http2-prior-knowledge -H 'Host: h2c.example.com' -w '\n%{http_version} %{http_code}' http://127.0.0.1:$port/prior`;
-if (nginx_version() >= 1025001) {
-    like($h2, qr{"proto": "HTTP/2\.0".*\n2 200\z}s, 'h2c: a client by prior knowledge is served from nginx 1.25.1');
-} else {
-    unlike($h2, qr{ 200\z}, 'h2c: nginx 1.22 serves only HTTP/1.1 on a listener without GRPCRoutes');
-}
+# listener, beside HTTP/1.1 (nginx tells them apart from 1.25.1, the
+# module's gateway_tls_h2c_preface before)
+my $h2 = `curl -s --max-time 10 --http2-prior-knowledge --connect-to h2c.example.com:$port:127.0.0.1:$port -w '\n%{http_version} %{http_code}' http://h2c.example.com:$port/prior`;
+like($h2, qr{"proto": "HTTP/2\.0".*\n2 200\z}s, 'h2c: a client by prior knowledge is served');
 ($status) = request($port, 'GET', '/prior', 'Host: h2c.example.com');
 is($status, 200, 'h2c: HTTP/1.1 clients of the same listener still served');
 

@@ -53,8 +53,9 @@ my $conf = do { local (@ARGV, $/) = (servroot() . '/out/http.conf'); <> };
 if (nginx_version() >= 1025001) {  # the http2 directive replaces the listen parameter
     like($conf, qr/listen 127\.0\.0\.1:\d+;\n\s*http2 on;/, 'the listener speaks HTTP/2 (the http2 directive)');
     unlike($conf, qr/listen [^;]* http2/, 'no deprecated listen parameter');
-} else {
-    like($conf, qr/listen 127\.0\.0\.1:\d+ http2;/, 'the listener speaks HTTP/2');
+} else {  # beside HTTP/1.x: the module tells them apart (a listen parameter would take HTTP/2 alone)
+    like($conf, qr/listen 127\.0\.0\.1:\d+;\n\s*gateway_tls_h2c_preface on;/, 'the listener speaks HTTP/2 (gateway_tls_h2c_preface)');
+    unlike($conf, qr/listen [^;]* http2/, 'not HTTP/2 alone');
 }
 like($conf, qr/grpc_ssl_verify_mode strict;/, 'the upstream carries grpc_ssl_* directives');
 like($conf, qr/grpc_pass grpcs:\/\/backend_ns_spiffe_443;/, 'grpc_pass over TLS');

@@ -229,7 +229,6 @@ struct Server {
     int listener_port = 0;    // the Gateway listener's port (before --port-offset)
     bool ssl = false;
     bool insecure_allowed = false;  // its Gateway's GEP-4152 gate
-    bool http2 = false;       // a GRPCRoute is attached
     std::string server_name;  // "" for the port's default server
     // the hostname of the listener it serves ("" for none): on a TLS port,
     // a request whose SNI chose another listener is misdirected (421)

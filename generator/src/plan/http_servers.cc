@@ -32,22 +32,6 @@ void answer_unmatched(Server *server)
 
 void Resolver::finish_servers()
 {
-    // nginx 1.22 speaks h2c by prior knowledge only: HTTP/1 clients of a
-    // cleartext port that also carries gRPC cannot be served (from
-    // 1.25.1 nginx tells the two apart by the HTTP/2 preface)
-    std::set<std::string> h2c, http1;
-    for (const auto &[key, server] : servers_) {
-        if (server.http2 && !server.ssl && o_.nginx_version < kNginxHttp2Directive) h2c.insert(server.listen);
-        for (const Location &l : server.locations) {
-            if (!l.grpc) http1.insert(server.listen);
-        }
-    }
-    for (const std::string &listen : h2c) {
-        if (http1.count(listen)) {
-            plan_->warnings.push_back("listener " + listen + " carries GRPCRoutes and HTTPRoutes without TLS: "
-                                      "it speaks HTTP/2 only, so HTTP/1 clients of its HTTPRoutes fail");
-        }
-    }
     // the plan takes them over in key order: no second copy, no
     // doubling at the peak
     std::vector<std::pair<const std::string, Server> *> by_key;

@@ -128,32 +128,35 @@ void refuse_loops(nginx::Writer &w)
 }
 
 // Every server with its locations, then a default server for each listen
-// that has none. HTTP/2 on a listen: the `http2` directive in each of its
-// servers from nginx 1.25.1 (which deprecates the listen parameter), else
-// the listen parameter. Every TLS listen offers it (ALPN h2, as clients
-// expect of HTTPS; a request whose Host belongs to another listener than
-// the handshake's gets 421 on a shared connection as on its own); a
-// cleartext one from 1.25.1, else where GRPCRoutes need it.
+// that has none. HTTP/2 on every listen: on a TLS one by ALPN h2, as
+// clients expect of HTTPS (a request whose Host belongs to another
+// listener than the handshake's gets 421 on a shared connection as on its
+// own); on a cleartext one by prior knowledge (h2c: gRPC clients, and h2c
+// clients of every route) beside HTTP/1.x. From nginx 1.25.1 the `http2`
+// directive in each server does both; before, the listen parameter does
+// TLS, and the module's gateway_tls_h2c_preface cleartext (the listen
+// parameter would take HTTP/2 alone there).
 void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const Options &o)
 {
     const bool http2_directive = o.nginx_version >= kNginxHttp2Directive;
     nginx::Writer w(out);
     std::map<std::string, const Server *> first_on_listen;
-    std::set<std::string> listens_with_catch_all, listens_http2;
-    for (const Server &s : plan.servers) {
-        // from 1.25.1 a cleartext port takes HTTP/2 by prior knowledge
-        // beside HTTP/1.1: h2c clients of every route
-        if (s.ssl || s.http2 || http2_directive) listens_http2.insert(s.listen);
-    }
+    std::set<std::string> listens_with_catch_all;
+    auto offer_http2 = [&](bool ssl) {
+        if (http2_directive) {
+            w.directive("http2", {"on"});
+        } else if (!ssl) {
+            w.directive("gateway_tls_h2c_preface", {"on"});
+        }
+    };
     const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
     for (const Server &s : plan.servers) {
         first_on_listen.emplace(s.listen, &s);
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
         w.open("server");
-        const bool http2 = listens_http2.count(s.listen) > 0;
-        w.directive("listen", listen_arguments(s.listen, s.ssl, http2 && !http2_directive, s.server_name.empty()));
-        if (http2 && http2_directive) w.directive("http2", {"on"});
+        w.directive("listen", listen_arguments(s.listen, s.ssl, s.ssl && !http2_directive, s.server_name.empty()));
+        offer_http2(s.ssl);
         w.directive("server_name", {nginx::Token::value(s.server_name)});
         w.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
         if (s.ssl) {
@@ -183,9 +186,8 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
     for (const auto &[listen, first] : first_on_listen) {
         if (listens_with_catch_all.count(listen)) continue;
         w.open("server");
-        const bool http2 = listens_http2.count(listen) > 0;
-        w.directive("listen", listen_arguments(listen, first->ssl, http2 && !http2_directive, true));
-        if (http2 && http2_directive) w.directive("http2", {"on"});
+        w.directive("listen", listen_arguments(listen, first->ssl, first->ssl && !http2_directive, true));
+        offer_http2(first->ssl);
         w.directive("server_name", {nginx::Token::value("")});
         if (first->ssl) {
             w.directive("ssl_certificate", {nginx::Token::value(first->certificate)});

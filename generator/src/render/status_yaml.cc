@@ -112,7 +112,7 @@ void render_one(std::string &out, const ObjectStatus &st, const Options &o)
     if (st.kind == "GatewayClass") {
         conditions(out, "  ", st.conditions, st.meta);
         out += "  supportedFeatures:\n";
-        for (std::string_view feature : supported_features(o.nginx_version)) line(out, "    ", "- name: ", feature);
+        for (std::string_view feature : supported_features()) line(out, "    ", "- name: ", feature);
         return;
     }
     if (st.kind == "Gateway" || st.kind == "ListenerSet") {

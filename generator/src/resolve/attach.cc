@@ -178,7 +178,6 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
             continue;
         }
         Server &server = server_for(*ls, host);
-        server.http2 |= r.kind == RouteKind::GRPCRoute;
         for (size_t i = 0; i < r.rules.size(); i++) {
             add_rule(server, r, r.rules[i], i, gw, &refs);
         }

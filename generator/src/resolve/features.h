@@ -32,6 +32,7 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "HTTPRoute303RedirectStatusCode",
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolH2C",
     "HTTPRouteBackendProtocolWebSocket",
     "HTTPRouteBackendRequestHeaderModification",
     "HTTPRouteBackendRequestRedirect",
@@ -65,14 +66,9 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "UDPRoute",
 };
 
-// What the nginx that runs the configuration adds: HTTP/2 by prior
-// knowledge on cleartext listeners (the client side of h2c) from 1.25.1.
-inline std::vector<std::string_view> supported_features(long nginx_version)
+inline std::vector<std::string_view> supported_features()
 {
-    std::vector<std::string_view> out(std::begin(kSupportedFeatures), std::end(kSupportedFeatures));
-    if (nginx_version >= kNginxHttp2Directive) out.push_back("HTTPRouteBackendProtocolH2C");
-    std::sort(out.begin(), out.end());
-    return out;
+    return std::vector<std::string_view>(std::begin(kSupportedFeatures), std::end(kSupportedFeatures));
 }
 
 }  // namespace g2n

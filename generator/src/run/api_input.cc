@@ -57,7 +57,7 @@ class PlanStatuses : public kube::StatusOffer {
 public:
     PlanStatuses(const Plan &plan, const std::vector<kube::ApiKind> &kinds, const Options &options, bool nginx_runs)
         : statuses_(plan.statuses), texts_(plan.texts), kinds_(kinds), controller_name_(options.controller_name),
-          features_(supported_features(options.nginx_version)), nginx_runs_(nginx_runs)
+          features_(supported_features()), nginx_runs_(nginx_runs)
     {
     }
 
