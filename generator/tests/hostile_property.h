@@ -1,6 +1,6 @@
 // The property of issue 16, shared by the Boost suite and the fuzz target:
 // whatever a tenant writes in any string field (a map value, a list item
-// or a map key of an HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute, BackendTLSPolicy,
+// or a map key of an HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute, ListenerSet, BackendTLSPolicy,
 // ReferenceGrant, Service, EndpointSlice, ConfigMap or Secret), the
 // rendered nginx files, read back with nginx's own token grammar, hold
 // exactly the directives the generator writes:
@@ -51,6 +51,7 @@ kind: Gateway
 metadata: {name: gw, namespace: infra}
 spec:
   gatewayClassName: ours
+  allowedListeners: {namespaces: {from: All}}
   tls:
     backend:
       clientCertificateRef: {name: listener, namespace: infra}
@@ -207,6 +208,25 @@ spec:
   hostnames: [api.term.example.com]
   rules:
   - backendRefs: [{name: api, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: team, namespace: app}
+spec:
+  parentRef: {name: gw, namespace: infra}
+  listeners:
+  - {name: team, port: 8080, protocol: HTTP, hostname: team.example.com, allowedRoutes: {namespaces: {from: Same}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: team, namespace: app}
+spec:
+  parentRefs: [{kind: ListenerSet, name: team}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /team}}]
+    timeouts: {request: 5s}
+    retry: {attempts: 2}
+    backendRefs: [{name: api, port: 443}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: TCPRoute
@@ -447,7 +467,7 @@ inline const std::set<std::string> &generator_vocabulary()
                         "ssl_verify_client_pin", "proxy_ssl_certificate", "proxy_ssl_certificate_key",
                         "grpc_ssl_certificate", "grpc_ssl_certificate_key", "location",
                         "return", "ssl_preread", "proxy_pass", "proxy_ssl", "proxy_ssl_server_name", "proxy_ssl_name",
-                        "if", "http2", "access_log", "proxy_timeout"});
+                        "if", "http2", "gateway_tls_h2c_preface", "access_log", "proxy_timeout"});
         add("server>if>", {"return"});
         add("server>location>", {"proxy_hide_header", "grpc_hide_header", "add_header", "rewrite", "proxy_set_header", "return", "if",
                                  "proxy_pass", "grpc_pass", "grpc_set_header", "gateway_tls_status", "mirror",
@@ -458,7 +478,8 @@ inline const std::set<std::string> &generator_vocabulary()
                                  "gateway_tls_upstream_api", "gateway_tls_upstream_api_allow",
                                  "gateway_tls_upstream_api_token_file", "gateway_tls_status_allow",
                                  "gateway_tls_status_token_file",
-                                 "client_body_buffer_size", "client_max_body_size"});
+                                 "client_body_buffer_size", "client_max_body_size", "gateway_tls_request_timeout",
+                                 "error_page"});
         add("server>location>if>", {"return", "add_header", "grpc_pass"});
         return w;
     }();
@@ -479,7 +500,7 @@ struct ScalarPath {
 inline bool hostile_tenant_kind(const std::string &kind)
 {
     static const std::set<std::string> kinds = {"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute",
-                                                "BackendTLSPolicy", "ReferenceGrant",
+                                                "ListenerSet", "BackendTLSPolicy", "ReferenceGrant",
                                                 "Service", "EndpointSlice", "ConfigMap", "Secret"};
     return kinds.count(kind) > 0;
 }

@@ -71,10 +71,13 @@ BOOST_AUTO_TEST_CASE(the_benign_manifests_render_everything_the_property_looks_a
                              "server>location>if>add_header",
                              "server>location>grpc_set_header", "server>location>grpc_hide_header",
                              "server>location>return", "server>proxy_ssl_certificate", "server>ssl_preread",
-                             "server>proxy_timeout"}) {
+                             "server>proxy_timeout", "server>location>gateway_tls_request_timeout",
+                             "server>location>error_page", "server>gateway_tls_h2c_preface"}) {
         BOOST_TEST((std::find(r.names.begin(), r.names.end(), name) != r.names.end()), name);
     }
     BOOST_TEST(r.statuses.find("=False") == std::string::npos, r.statuses);
+    // a tenant's ListenerSet, accepted, serving its route
+    BOOST_TEST(r.statuses.find("ListenerSet app/team") != std::string::npos, r.statuses);
     // a Terminate port of a backend with a policy and one without: for
     // nginx 1.22 a terminating server per hostname behind the port, from
     // 1.25.5 a server per hostname picked by SNI
