@@ -75,6 +75,41 @@ sub listener_set_refused {
             condition($gw, 'ListenerSet', $name, 'Programmed', 'False', $reason));
 }
 
+# ListenerSetHostnameConflict and ListenerSetProtocolConflict (WHAT:
+# hostname or protocol): the Gateway's conflicting listener wins, so does
+# the older of two ListenerSets; a ListenerSet keeps being accepted while
+# one of its listeners is, and is ListenersNotValid with none.
+my $conflict_test = sub {
+    my ($what, $name, $conflicted) = @_;
+    my $gw = "gateway-with-listenerset-$what-conflict";
+    my ($gw1, $gw2, $ls1, $ls2) = map { "listenerset-with-$what-conflict-with-$_" }
+                                  qw(gateway-1 gateway-2 listener-set-1 listener-set-2);
+    return {
+        name => $name,
+        features => \@features,
+        manifests => ["listenerset-$what-conflict"],
+        gateways => [$gw],
+        conditions => [
+            condition($gw, 'Gateway', $gw, 'Accepted', 'True'),
+            listener_accepted($gw, 'Gateway', $gw, 'gateway-listener'),
+            listener_accepted($gw, 'Gateway', $gw, "$what-conflict-with-gateway-listener"),
+            attached_listener_sets($gw, 2),
+            (map {
+                my ($accepted, $refused, $own, $conflict) = @$_;
+                (condition($gw, 'ListenerSet', $accepted, 'Accepted', 'True'),
+                 condition($gw, 'ListenerSet', $accepted, 'Programmed', 'True', 'Programmed'),
+                 listener_accepted($gw, 'ListenerSet', $accepted, $own),
+                 listener_conditions($gw, 'ListenerSet', $accepted, $conflict, @$conflicted),
+                 listener_set_refused($gw, $refused, 'ListenersNotValid'),
+                 listener_conditions($gw, 'ListenerSet', $refused, $conflict, @$conflicted))
+            } [$gw1, $gw2, 'listener-set-1-listener', "$what-conflict-with-gateway-listener"],
+              [$ls1, $ls2, 'listener-set-2-listener', "$what-conflict-with-listener-set-listener"]),
+            # the first ListenerSet's listener that the second's conflicts with
+            listener_accepted($gw, 'ListenerSet', $gw1, "$what-conflict-with-listener-set-listener"),
+        ],
+    };
+};
+
 return [
     do {
         my $gw = 'gateway-does-not-allow-listenerset';
@@ -245,36 +280,7 @@ return [
             ],
         }
     },
-    do {
-        my $gw = 'gateway-with-listenerset-hostname-conflict';
-        my ($gw1, $gw2, $ls1, $ls2) = map { "listenerset-with-hostname-conflict-with-$_" }
-                                      qw(gateway-1 gateway-2 listener-set-1 listener-set-2);
-        {
-            name => 'ListenerSetHostnameConflict',
-            features => \@features,
-            manifests => ['listenerset-hostname-conflict'],
-            gateways => [$gw],
-            conditions => [
-                condition($gw, 'Gateway', $gw, 'Accepted', 'True'),
-                listener_accepted($gw, 'Gateway', $gw, 'gateway-listener'),
-                listener_accepted($gw, 'Gateway', $gw, 'hostname-conflict-with-gateway-listener'),
-                attached_listener_sets($gw, 2),
-                condition($gw, 'ListenerSet', $gw1, 'Accepted', 'True'),
-                condition($gw, 'ListenerSet', $gw1, 'Programmed', 'True', 'Programmed'),
-                listener_accepted($gw, 'ListenerSet', $gw1, 'listener-set-1-listener'),
-                listener_conditions($gw, 'ListenerSet', $gw1, 'hostname-conflict-with-gateway-listener', @$conflicted_hostname),
-                listener_accepted($gw, 'ListenerSet', $gw1, 'hostname-conflict-with-listener-set-listener'),
-                listener_set_refused($gw, $gw2, 'ListenersNotValid'),
-                listener_conditions($gw, 'ListenerSet', $gw2, 'hostname-conflict-with-gateway-listener', @$conflicted_hostname),
-                condition($gw, 'ListenerSet', $ls1, 'Accepted', 'True'),
-                condition($gw, 'ListenerSet', $ls1, 'Programmed', 'True', 'Programmed'),
-                listener_accepted($gw, 'ListenerSet', $ls1, 'listener-set-2-listener'),
-                listener_conditions($gw, 'ListenerSet', $ls1, 'hostname-conflict-with-listener-set-listener', @$conflicted_hostname),
-                listener_set_refused($gw, $ls2, 'ListenersNotValid'),
-                listener_conditions($gw, 'ListenerSet', $ls2, 'hostname-conflict-with-listener-set-listener', @$conflicted_hostname),
-            ],
-        }
-    },
+    $conflict_test->('hostname', 'ListenerSetHostnameConflict', $conflicted_hostname),
     do {
         my $gw = 'gateway-with-listener-sets-http-routing';
         my ($ls1, $ls2) = map { "listener-set-http-routing-$_" } 1, 2;
@@ -309,36 +315,7 @@ return [
             ],
         }
     },
-    do {
-        my $gw = 'gateway-with-listenerset-protocol-conflict';
-        my ($gw1, $gw2, $ls1, $ls2) = map { "listenerset-with-protocol-conflict-with-$_" }
-                                      qw(gateway-1 gateway-2 listener-set-1 listener-set-2);
-        {
-            name => 'ListenerSetProtocolConflict',
-            features => \@features,
-            manifests => ['listenerset-protocol-conflict'],
-            gateways => [$gw],
-            conditions => [
-                condition($gw, 'Gateway', $gw, 'Accepted', 'True'),
-                listener_accepted($gw, 'Gateway', $gw, 'gateway-listener'),
-                listener_accepted($gw, 'Gateway', $gw, 'protocol-conflict-with-gateway-listener'),
-                attached_listener_sets($gw, 2),
-                condition($gw, 'ListenerSet', $gw1, 'Accepted', 'True'),
-                condition($gw, 'ListenerSet', $gw1, 'Programmed', 'True', 'Programmed'),
-                listener_accepted($gw, 'ListenerSet', $gw1, 'listener-set-1-listener'),
-                listener_conditions($gw, 'ListenerSet', $gw1, 'protocol-conflict-with-gateway-listener', @$conflicted_protocol),
-                listener_accepted($gw, 'ListenerSet', $gw1, 'protocol-conflict-with-listener-set-listener'),
-                listener_set_refused($gw, $gw2, 'ListenersNotValid'),
-                listener_conditions($gw, 'ListenerSet', $gw2, 'protocol-conflict-with-gateway-listener', @$conflicted_protocol),
-                condition($gw, 'ListenerSet', $ls1, 'Accepted', 'True'),
-                condition($gw, 'ListenerSet', $ls1, 'Programmed', 'True', 'Programmed'),
-                listener_accepted($gw, 'ListenerSet', $ls1, 'listener-set-2-listener'),
-                listener_conditions($gw, 'ListenerSet', $ls1, 'protocol-conflict-with-listener-set-listener', @$conflicted_protocol),
-                listener_set_refused($gw, $ls2, 'ListenersNotValid'),
-                listener_conditions($gw, 'ListenerSet', $ls2, 'protocol-conflict-with-listener-set-listener', @$conflicted_protocol),
-            ],
-        }
-    },
+    $conflict_test->('protocol', 'ListenerSetProtocolConflict', $conflicted_protocol),
     do {
         my $gw = 'gateway-with-listener-sets-test-reference-grant';
         my $with = 'listenerset-with-reference-grant';
