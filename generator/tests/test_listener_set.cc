@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(the_gateway_decides_which_attach)
     for (const Case &c : cases) {
         Plan plan = plan_of(kSetup + gateway(c.allowed) + sets);
         for (const std::string name : {"same", "selected", "other"}) {
-            const ObjectStatus &st = status_of(plan, "ListenerSet", name);
+            const ObjectStatus st = status_of(plan, "ListenerSet", name);
             if (c.attached.count(name)) {
                 BOOST_TEST(conditions(st) == "Accepted=True/Accepted Programmed=True/Programmed ", c.allowed << " " << name);
                 BOOST_TEST(listener_reasons(st, "a") == "attached=0 Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=True/ResolvedRefs");
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(routes_attach_to_their_direct_parent)
     BOOST_TEST(parents(status_of(plan, "HTTPRoute", "to-all")) == "Gateway/gw:True/Accepted ListenerSet/ls:True/Accepted ");
     BOOST_TEST(parents(status_of(plan, "HTTPRoute", "gw-section")) == "Gateway/gw:False/NoMatchingParent ");
     BOOST_TEST(parents(status_of(plan, "HTTPRoute", "no-section")) == "ListenerSet/ls:False/NoMatchingParent ");
-    const ObjectStatus &ls = status_of(plan, "ListenerSet", "ls");
+    const ObjectStatus ls = status_of(plan, "ListenerSet", "ls");
     BOOST_TEST(listener_reasons(ls, "one").rfind("attached=3 ", 0) == 0u, listener_reasons(ls, "one"));
     BOOST_TEST(listener_reasons(ls, "two").rfind("attached=2 ", 0) == 0u, listener_reasons(ls, "two"));
     BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "gw"), "gw-web").rfind("attached=2 ", 0) == 0u);
@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(conflicts_follow_precedence)
                == "Accepted=False/ListenersNotValid Programmed=False/ListenersNotValid ");
     BOOST_TEST(conditions(status_of(plan, "ListenerSet", "tcp"))
                == "Accepted=False/ListenersNotValid Programmed=False/ListenersNotValid ");
-    const ObjectStatus &gw = status_of(plan, "Gateway", "gw");
+    const ObjectStatus gw = status_of(plan, "Gateway", "gw");
     BOOST_TEST(gw.attached_listener_sets == 2);
     BOOST_TEST(conditions(gw).find("Accepted=True/Accepted Programmed=True/Programmed") == 0u, conditions(gw));
     BOOST_TEST(listener_reasons(gw, "gw-web").find("Accepted=True/Accepted") != std::string::npos);
@@ -313,7 +313,7 @@ BOOST_AUTO_TEST_CASE(a_rejected_listener_set_costs_only_itself)
                         + listener_set("bad", "ns", "  - {name: a, port: 80, protocol: HTTP, hostname: \"-bad-\"}\n")
                         + route("r", "ns", "[" + ls_ref("bad") + "]", "/r"));
     BOOST_TEST(conditions(status_of(plan, "ListenerSet", "good")) == "Accepted=True/Accepted Programmed=True/Programmed ");
-    const ObjectStatus &bad = status_of(plan, "ListenerSet", "bad");
+    const ObjectStatus bad = status_of(plan, "ListenerSet", "bad");
     BOOST_TEST(conditions(bad) == "Accepted=False/ListenersNotValid Programmed=False/ListenersNotValid ");
     BOOST_TEST(std::string(bad.conditions[0].message).find("not a valid hostname") != std::string::npos);
     // a route naming it names nothing we serve: no status of ours
@@ -338,7 +338,7 @@ BOOST_AUTO_TEST_CASE(a_listener_set_nginx_refuses_is_left_out_alone)
     Manifests left = without(m, excluded);
     BOOST_TEST_REQUIRE(left.listener_sets.size() == 1u);
     Plan plan = resolve(left, Options{});
-    const ObjectStatus &refused = status_of(plan, "ListenerSet", "refused");
+    const ObjectStatus refused = status_of(plan, "ListenerSet", "refused");
     BOOST_TEST(conditions(refused) == "Accepted=False/ListenersNotValid Programmed=False/ListenersNotValid ");
     BOOST_TEST(std::string(refused.conditions[0].message).find("nginx -t refuses the configuration with it") != std::string::npos);
     BOOST_TEST(conditions(status_of(plan, "ListenerSet", "good")) == "Accepted=True/Accepted Programmed=True/Programmed ");
@@ -356,7 +356,7 @@ BOOST_AUTO_TEST_CASE(operator_ports_stay_the_operators)
                                                      "  - {name: api, port: 9114, protocol: TCP}\n"
                                                      "  - {name: web, port: 8080, protocol: HTTP}\n"));
     Plan plan = resolve(m, o);
-    const ObjectStatus &ls = status_of(plan, "ListenerSet", "ls");
+    const ObjectStatus ls = status_of(plan, "ListenerSet", "ls");
     BOOST_TEST(listener_reasons(ls, "status") == "attached=0 Accepted=False/PortUnavailable Programmed=False/Invalid");
     BOOST_TEST(listener_reasons(ls, "api") == "attached=0 Accepted=False/PortUnavailable Programmed=False/Invalid");
     BOOST_TEST(listener_reasons(ls, "web").find("Accepted=True") != std::string::npos);
