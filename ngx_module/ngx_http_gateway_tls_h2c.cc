@@ -36,13 +36,18 @@ void ngx_http_gtls_sniff_preface(ngx_event_t *rev)
             return;
         }
         if (n > 0 && ngx_memcmp(head, kPreface, static_cast<size_t>(n)) == 0) {
-            if (static_cast<size_t>(n) < kPrefaceLength) {
-                return;  // the rest of the preface: the next read event
+            if (static_cast<size_t>(n) == kPrefaceLength) {
+                ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "gateway_tls h2c preface: HTTP/2");
+                rev->handler = ngx_http_v2_init;
+                ngx_http_v2_init(rev);
+                return;
             }
-            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "gateway_tls h2c preface: HTTP/2");
-            rev->handler = ngx_http_v2_init;
-            ngx_http_v2_init(rev);
-            return;
+            // the rest of the preface comes with the next read event where
+            // events are edge-triggered (epoll); level-triggered ones would
+            // fire again at once for the bytes left unread
+            if (ngx_event_flags & NGX_USE_CLEAR_EVENT) {
+                return;
+            }
         }
     }
     // HTTP/1.x, a timeout, an error or the peer gone: nginx's own handling
