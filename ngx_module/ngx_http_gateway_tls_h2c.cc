@@ -1,6 +1,8 @@
 // gateway_tls_h2c_preface: HTTP/2 by prior knowledge beside HTTP/1.x on a
-// cleartext port. nginx does this itself from 1.25.1 (`http2 on`); before,
-// a cleartext `listen ... http2` takes HTTP/2 alone. Each new connection of
+// cleartext port, for nginx before 1.25.1, where a cleartext `listen ...
+// http2` takes HTTP/2 alone (from 1.25.1 nginx does it with `http2 on`,
+// and refuses HTTP/2 requests to servers without it: the directive is
+// refused there). Each new connection of
 // a server that asks for it is looked at before nginx reads it: a client
 // whose first bytes are the HTTP/2 connection preface goes to nginx's
 // HTTP/2 (ngx_http_v2_init, as `listen ... http2` would), any other to
@@ -11,7 +13,7 @@
 
 #include <sys/socket.h>
 
-#if (NGX_HTTP_V2)
+#if (NGX_HTTP_V2 && nginx_version < 1025001)
 
 namespace {
 
@@ -83,11 +85,25 @@ void ngx_http_gtls_init_connection(ngx_connection_t *c)
 
 }  // namespace
 
-#endif  // NGX_HTTP_V2
+#endif
+
+char *ngx_http_gtls_h2c_preface(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+#if (nginx_version >= 1025001)
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"gateway_tls_h2c_preface\" is for nginx before 1.25.1; this one does it with \"http2 on\"");
+    return static_cast<char *>(NGX_CONF_ERROR);
+#elif !(NGX_HTTP_V2)
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"gateway_tls_h2c_preface\" needs nginx built with HTTP/2");
+    return static_cast<char *>(NGX_CONF_ERROR);
+#else
+    return ngx_conf_set_flag_slot(cf, cmd, conf);
+#endif
+}
 
 ngx_int_t ngx_http_gtls_init_h2c_preface(ngx_cycle_t *cycle)
 {
-#if (NGX_HTTP_V2)
+#if (NGX_HTTP_V2 && nginx_version < 1025001)
     auto *ls = static_cast<ngx_listening_t *>(cycle->listening.elts);
     for (ngx_uint_t i = 0; i < cycle->listening.nelts; i++) {
         if (ls[i].handler == ngx_http_init_connection) {

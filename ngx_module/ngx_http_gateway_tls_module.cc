@@ -305,7 +305,7 @@ ngx_command_t ngx_http_gtls_commands[] = {
 
     {ngx_string("gateway_tls_h2c_preface"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_CONF_FLAG,
-     ngx_conf_set_flag_slot,
+     ngx_http_gtls_h2c_preface,
      NGX_HTTP_SRV_CONF_OFFSET,
      offsetof(ngx_http_gtls_srv_conf_t, h2c_preface),
      nullptr},

@@ -1,9 +1,11 @@
-# gateway_tls_h2c_preface: one cleartext port takes HTTP/2 by prior
-# knowledge (h2c, as gRPC clients and the suite's H2C test speak it) and
-# HTTP/1.x, told apart by the HTTP/2 connection preface, on every nginx
-# (before 1.25.1 a cleartext `listen ... http2` takes HTTP/2 alone). A
+# One cleartext port takes HTTP/2 by prior knowledge (h2c, as gRPC clients
+# and the suite's H2C test speak it) and HTTP/1.x, told apart by the
+# HTTP/2 connection preface: before nginx 1.25.1 through the module's
+# gateway_tls_h2c_preface (a cleartext `listen ... http2` takes HTTP/2
+# alone), from 1.25.1 through nginx's own `http2 on`, which is what
+# gateway2nginx renders for each; there the directive is refused. A
 # preface that arrives in pieces is waited for; anything else is HTTP/1.x,
-# read by nginx as ever. Without the directive, an h2c client is refused.
+# read by nginx as ever. Without either, an h2c client is refused.
 use lib 't/lib';
 use IO::Socket::INET;
 use Test::GatewayTLS;
@@ -14,6 +16,7 @@ setup();
 my $dir = servroot();
 my $module = module_dir() . '/ngx_http_gateway_tls_module.so';
 my ($with, $without) = (server_port(), server_port() + 1);
+my $h2c = nginx_version() >= 1025001 ? 'http2 on;' : 'gateway_tls_h2c_preface on;';
 spit("$dir/conf/nginx.conf", <<"CONF");
 load_module $module;
 worker_processes 1;
@@ -29,12 +32,13 @@ http {
     scgi_temp_path tmp/scgi;
     server {
         listen 127.0.0.1:$with;
-        gateway_tls_h2c_preface on;
+        $h2c
         location / { return 200 "protocol=\$server_protocol host=\$host\\n"; }
     }
     server {
         listen 127.0.0.1:$with;
         server_name other.example.com;
+        $h2c
         location / { return 200 "other protocol=\$server_protocol\\n"; }
     }
     server {
@@ -99,4 +103,13 @@ for my $case (["GET /f HT", "TP/1.1\r\nHost: split\r\nConnection: close\r\n\r\n"
 }
 
 unlike(slurp("$dir/logs/error.log"), qr/\[(?:alert|crit|emerg)\]/, 'no alert in the error log');
+
+if (nginx_version() >= 1025001) {
+    (my $conf = slurp("$dir/conf/nginx.conf")) =~ s/http2 on;/gateway_tls_h2c_preface on;/g;
+    spit("$dir/conf/refused.conf", $conf);
+    my $nginx = nginx_binary();
+    my $out = `$nginx -t -p $dir/ -c conf/refused.conf 2>&1`;
+    like($out, qr/"gateway_tls_h2c_preface" is for nginx before 1\.25\.1; this one does it with "http2 on"/,
+         'from nginx 1.25.1 the directive is refused, naming what does it');
+}
 done_testing();
