@@ -2,11 +2,11 @@
 // cleartext port, for nginx before 1.25.1, where a cleartext `listen ...
 // http2` takes HTTP/2 alone (from 1.25.1 nginx does it with `http2 on`,
 // and refuses HTTP/2 requests to servers without it: the directive is
-// refused there). Each new connection of
-// a server that asks for it is looked at before nginx reads it: a client
-// whose first bytes are the HTTP/2 connection preface goes to nginx's
-// HTTP/2 (ngx_http_v2_init, as `listen ... http2` would), any other to
-// nginx's HTTP/1.x reading, untouched (the bytes are peeked, not read).
+// refused there). Each new connection of a server that asks for it is
+// looked at before nginx reads it: a client whose first bytes are the
+// HTTP/2 connection preface goes to nginx's HTTP/2 (ngx_http_v2_init, as
+// `listen ... http2` would), any other to nginx's HTTP/1.x reading,
+// untouched (the bytes are peeked, not read).
 
 #include "ngx_http_gateway_tls_h2c.h"
 #include "ngx_http_gateway_tls_module.h"
