@@ -102,11 +102,9 @@ void render_plain_server(nginx::Writer &sv, StreamSplits &splits, const StreamSe
     const bool udp = s.protocol == StreamProtocol::UDP;
     sv.comment(udp ? "UDPRoute" : "TCPRoute", {nginx::Token::value(route.source)});
     sv.open("server");
-    if (udp) {
-        sv.directive("listen", {nginx::Token::value(s.listen), "udp"});
-    } else {
-        sv.directive("listen", {nginx::Token::value(s.listen)});
-    }
+    std::vector<nginx::Token> listen{nginx::Token::value(s.listen)};
+    if (udp) listen.emplace_back("udp");
+    sv.directive("listen", listen);
     sv.directive("proxy_pass", {splits.target(route.backends)});
     if (udp) sv.directive("proxy_timeout", {"60s"});
     sv.close();

@@ -184,23 +184,27 @@ void Resolver::isolate_listener_hostnames()
     }
 }
 
-// allowedRoutes.namespaces: "Same" is the namespace of the listener's
-// holder (its Gateway, or its ListenerSet)
-bool Resolver::namespace_allowed(const ListenerState &ls, const std::string &ns) const
+// allowedRoutes.namespaces, and a Gateway's allowedListeners.namespaces:
+// FROM All, Same (namespace `same`), Selector, or None. A namespace given
+// no Namespace object has only the label the API server gives every
+// namespace, its name.
+bool Resolver::namespace_admitted(const std::string &from, const LabelSelector &selector, const std::string &same,
+                                  const std::string &ns) const
 {
-    const Listener &l = *ls.listener;
-    if (l.allowed_namespaces_from == "All") return true;
-    if (l.allowed_namespaces_from == "Same") return ns == ls.owner().namespace_;
-    return namespace_selected(l.allowed_namespaces_selector, ns);
-}
-
-// a namespace given no Namespace object has only the label the API
-// server gives every namespace, its name
-bool Resolver::namespace_selected(const LabelSelector &selector, const std::string &ns) const
-{
+    if (from == "All") return true;
+    if (from == "Same") return ns == same;
+    if (from != "Selector") return false;
     auto it = objects_.namespaces.find(ns);
     if (it != objects_.namespaces.end()) return selector.matches(it->second->meta.labels);
     return selector.matches({{"kubernetes.io/metadata.name", ns}});
+}
+
+// "Same" is the namespace of the listener's holder (its Gateway, or its
+// ListenerSet)
+bool Resolver::namespace_allowed(const ListenerState &ls, const std::string &ns) const
+{
+    const Listener &l = *ls.listener;
+    return namespace_admitted(l.allowed_namespaces_from, l.allowed_namespaces_selector, ls.owner().namespace_, ns);
 }
 
 void Resolver::gateway_statuses()
@@ -255,9 +259,7 @@ void Resolver::gateway_statuses()
         }
         // ListenerSets admitted with a listener served (GEP-1713)
         for (const ListenerSetState &set : listener_sets_) {
-            if (set.gateway != gw || !set.allowed) continue;
-            st.attached_listener_sets += std::any_of(listeners_.begin() + set.first, listeners_.begin() + set.last,
-                                                     [](const ListenerState &ls) { return ls.usable; });
+            st.attached_listener_sets += set.gateway == gw && set.allowed && served_listeners(set) > 0;
         }
         if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
         if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());

@@ -17,10 +17,8 @@ void Resolver::select_listener_sets()
         ListenerSetState state;
         state.set = &set;
         state.gateway = gw->second;
-        const std::string &from = gw->second->allowed_listeners_from;
-        const std::string &ns = set.meta.namespace_;
-        state.allowed = from == "All" || (from == "Same" && ns == gw->second->meta.namespace_)
-                        || (from == "Selector" && namespace_selected(gw->second->allowed_listeners_selector, ns));
+        state.allowed = namespace_admitted(gw->second->allowed_listeners_from, gw->second->allowed_listeners_selector,
+                                           gw->second->meta.namespace_, set.meta.namespace_);
         listener_sets_.push_back(state);
     }
     std::stable_sort(listener_sets_.begin(), listener_sets_.end(),
@@ -68,17 +66,13 @@ void Resolver::listener_set_statuses()
             statuses_.push_back(std::move(st));
             continue;
         }
-        size_t programmed = 0;
-        for (size_t i = state.first; i < state.last; i++) {
-            st.listeners.push_back(listeners_[i].status);
-            programmed += listeners_[i].usable;
-        }
+        for (size_t i = state.first; i < state.last; i++) st.listeners.push_back(listeners_[i].status);
         const GatewayAddress &address = gateway_address(*state.gateway);
         if (!state.gateway->parameters_ref.empty() || (address.refused && address.refused->type == "Accepted")) {
             const std::string why = parent + " is not accepted";
             st.conditions = {cond::listener_set_parent_not_accepted(why),
                              cond::listener_set_not_programmed("ParentNotAccepted", why)};
-        } else if (programmed == 0) {
+        } else if (served_listeners(state) == 0) {
             const std::string why = "no listener is valid; see the listeners' conditions";
             st.conditions = {cond::listener_set_listeners_not_valid(why),
                              cond::listener_set_not_programmed("ListenersNotValid", why)};

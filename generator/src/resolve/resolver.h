@@ -114,7 +114,8 @@ private:
     bool claimed_by_a_more_specific_listener(const ListenerState &ls, const std::string &host) const;
     void isolate_listener_hostnames();
     bool namespace_allowed(const ListenerState &ls, const std::string &ns) const;
-    bool namespace_selected(const LabelSelector &selector, const std::string &ns) const;
+    bool namespace_admitted(const std::string &from, const LabelSelector &selector, const std::string &same,
+                            const std::string &ns) const;
     void gateway_statuses();
 
     // resolve/listener_sets.cc
@@ -192,6 +193,12 @@ private:
     };
     std::vector<ListenerSetState> listener_sets_;
     std::unordered_map<std::string, size_t> listener_set_by_key_;  // "ns/name" -> position in listener_sets_
+    // its listeners served: none, and it is not accepted
+    size_t served_listeners(const ListenerSetState &s) const
+    {
+        return static_cast<size_t>(std::count_if(listeners_.begin() + s.first, listeners_.begin() + s.last,
+                                                 [](const ListenerState &ls) { return ls.usable; }));
+    }
     const ListenerSetState *listener_set(const std::string &ns, const std::string &name) const
     {
         auto it = listener_set_by_key_.find(ns + "/" + name);
