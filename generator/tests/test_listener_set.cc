@@ -354,12 +354,15 @@ BOOST_AUTO_TEST_CASE(operator_ports_stay_the_operators)
     Manifests m = parse(kSetup + gateway("{from: All}")
                         + listener_set("ls", "team", "  - {name: status, port: 9113, protocol: HTTP}\n"
                                                      "  - {name: api, port: 9114, protocol: TCP}\n"
-                                                     "  - {name: web, port: 8080, protocol: HTTP}\n"));
+                                                     "  - {name: web, port: 8080, protocol: HTTP}\n"
+                                                     "  - {name: dns, port: 9113, protocol: UDP}\n"));
     Plan plan = resolve(m, o);
     const ObjectStatus ls = status_of(plan, "ListenerSet", "ls");
     BOOST_TEST(listener_reasons(ls, "status") == "attached=0 Accepted=False/PortUnavailable Programmed=False/Invalid");
     BOOST_TEST(listener_reasons(ls, "api") == "attached=0 Accepted=False/PortUnavailable Programmed=False/Invalid");
     BOOST_TEST(listener_reasons(ls, "web").find("Accepted=True") != std::string::npos);
+    // a UDP port is another socket than the interface's TCP one
+    BOOST_TEST(listener_reasons(ls, "dns").find("Accepted=True") != std::string::npos, listener_reasons(ls, "dns"));
     EndpointRules rules(m, o);
     BOOST_TEST(rules.refusal("127.0.0.1", 8080).find("the gateway's own address and port") != std::string::npos);
     BOOST_TEST(rules.refusal("127.0.0.1", 8081).find("the gateway's own address and port") == std::string::npos);
