@@ -2,8 +2,9 @@
 # answer within the timeout (every try included) gets 504, where nginx's
 # own timeouts bound each wait only; an answer begun in time is finished.
 # The backend here is a server of the same nginx whose limit_req holds a
-# second request back for a second (its answers are made in the content
-# phase, after limit_req's).
+# second request back (for two seconds less the time since the first, or
+# a second in TEST 3; its answers are made in the content phase, after
+# limit_req's).
 use lib 't/lib';
 use Test::GatewayTLS;
 
@@ -13,11 +14,11 @@ __DATA__
 
 === TEST 1: no answer within the timeout: 504, and a line says why
 --- http_config
-    limit_req_zone $server_port zone=one_a_second:1m rate=1r/s;
+    limit_req_zone $server_port zone=one_in_two_seconds:1m rate=30r/m;
     server {
         listen 127.0.0.1:$TEST_NGINX_STREAM_PORT_3;
         location / {
-            limit_req zone=one_a_second burst=5;
+            limit_req zone=one_in_two_seconds burst=5;
             empty_gif;
         }
     }
