@@ -125,6 +125,14 @@ gateway2nginx run also takes:
       --leader-elect-retry-period D
                             how often the Lease is renewed or tried (default
                             2s), as client-go's
+      --gateway-service-external-name HOST
+                            with --kubeconfig or --in-cluster: keep for each
+                            Gateway it accepts a Service in its namespace,
+                            GATEWAY-CLASS, an ExternalName alias of HOST (the
+                            Service in front of nginx), labelled
+                            gateway.networking.k8s.io/gateway-name and with
+                            the Gateway's spec.infrastructure labels and
+                            annotations; deleted when the Gateway goes
       --watch-events        standard input (-f -) is what `kubectl get --watch
                             -o json --output-watch-events` prints (one kind)
 
@@ -260,6 +268,11 @@ Args parse_args(int argc, char **argv, bool run)
             a.kubeconfig = value();
         } else if (run && arg == "--in-cluster") {
             a.in_cluster = true;
+        } else if (run && arg == "--gateway-service-external-name") {
+            a.gateway_service_external_name = value();
+            if (!valid_dns1123_subdomain(a.gateway_service_external_name)) {
+                usage_error("--gateway-service-external-name takes a DNS name, not " + a.gateway_service_external_name);
+            }
         } else if (arg == "--upstream-api") {
             // loopback only: who reaches it changes servers. Not a unix
             // socket: nginx -t (run as nobody) binds it, and leaves it behind
@@ -320,6 +333,9 @@ Args parse_args(int argc, char **argv, bool run)
         if (sources != 1 || a.watch_events != stdin_input || (a.watch_events && a.inputs.size() != 1)) {
             usage_error("gateway2nginx run reads one of: --kubeconfig FILE, --in-cluster, -f - --watch-events, "
                         "or files and directories it watches");
+        }
+        if (!a.gateway_service_external_name.empty() && !a.reads_api()) {
+            usage_error("--gateway-service-external-name writes to the API server: with --kubeconfig or --in-cluster");
         }
     }
     load_operator_tokens(fs::absolute(a.outdir), &a.options);

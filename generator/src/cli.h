@@ -26,6 +26,8 @@ struct Args {
     std::string kubeconfig;     // list and watch the API server of this kubeconfig's current context
     bool in_cluster = false;    // ... or of the pod this runs in
     bool reads_api() const { return in_cluster || !kubeconfig.empty(); }
+    // each accepted Gateway's Service: an ExternalName alias of this name
+    std::string gateway_service_external_name;
     // the Lease that elects the replica writing status (client-go's defaults)
     std::string lease_namespace;  // default: the pod's namespace, else "default"
     std::string lease_name = "gateway2nginx";

@@ -39,6 +39,7 @@ struct ObjectMeta {
     // of objects nginx refuses together, the later one is blamed
     uint64_t seen = 0;
     std::map<std::string, std::string> labels;
+    std::string uid;  // the API server's; none in files
     SourcePos pos;
 
     std::string key() const { return namespace_ + "/" + name; }
@@ -122,6 +123,9 @@ struct Gateway {
     // spec.addresses: type (IPAddress by default) and value ("": assign one)
     std::vector<std::pair<std::string, std::string>> addresses;
     std::string parameters_ref;          // spec.infrastructure.parametersRef "group/kind/name"; none is supported
+    // GEP-1867 spec.infrastructure.labels and annotations: on the Service
+    // gateway2nginx keeps for the Gateway (run --gateway-service-external-name)
+    std::map<std::string, std::string> infrastructure_labels, infrastructure_annotations;
     // GEP-4152 operator gate: spec.tls.backend.validation.mode
     bool allows_insecure_backends = false;  // AllowInsecureVerification
     // GEP-91: spec.tls.frontend.default and perPort

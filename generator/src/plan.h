@@ -286,6 +286,18 @@ struct OutputFile {
     int mode = 0644;
 };
 
+// An accepted Gateway's own object in its namespace (GEP-1762: a Service
+// gateway2nginx keeps, run --gateway-service-external-name), carrying its
+// spec.infrastructure labels and annotations (GEP-1867).
+struct GatewayService {
+    std::string namespace_;
+    std::string gateway;  // its name
+    std::string gateway_uid;
+    std::string gateway_class;
+    std::map<std::string, std::string> labels, annotations;  // spec.infrastructure's
+    std::vector<std::pair<int, std::string>> ports;  // its listeners' (port, "TCP" or "UDP"), sorted, unique
+};
+
 struct Plan {
     std::vector<Server> servers;
     std::vector<Upstream> upstreams;
@@ -296,6 +308,7 @@ struct Plan {
     // by the status writer, which builds an object's JSON only to write it.
     std::shared_ptr<const std::vector<ObjectStatus>> statuses = std::make_shared<const std::vector<ObjectStatus>>();
     std::vector<std::string> warnings;
+    std::vector<GatewayService> gateway_services;  // by namespace and Gateway name
     std::shared_ptr<TextTable> texts = std::make_shared<TextTable>();  // what statuses view
 };
 

@@ -207,6 +207,7 @@ void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::p
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string prefix = key_prefix(kind);
+        writes_[prefix]++;
         auto note = [&](const std::string &key, const std::string &name_key) {
             changed_.emplace(key, std::make_pair(kind.kind, name_key));
             any = true;
@@ -235,6 +236,7 @@ void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::str
 {
     {
         std::lock_guard<std::mutex> lock(mutex_);
+        writes_[key_prefix(kind)]++;
         auto [it, added] = objects_.try_emplace(key_prefix(kind) + name_key);
         const bool same = !added && !content.empty() && it->second.content == content;
         it->second = Held{std::make_shared<const std::string>(std::move(json)), std::move(content)};
@@ -249,6 +251,7 @@ void ObjectStore::erase(const ApiKind &kind, const std::string &name_key)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string key = key_prefix(kind) + name_key;
+        writes_[key_prefix(kind)]++;
         if (objects_.erase(key) == 0) return;
         changed_.emplace(key, std::make_pair(kind.kind, name_key));
     }
@@ -290,6 +293,25 @@ std::optional<std::string> ObjectStore::get(const ApiKind &kind, const std::stri
     auto it = objects_.find(key_prefix(kind) + name_key);
     if (it == objects_.end()) return std::nullopt;
     return *it->second.json;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> ObjectStore::of_kind(const ApiKind &kind) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::string prefix = key_prefix(kind);
+    std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> out;
+    for (auto it = objects_.lower_bound(prefix);
+         it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        out.emplace_back(it->first.substr(prefix.size()), it->second.json);
+    }
+    return out;
+}
+
+uint64_t ObjectStore::writes(const ApiKind &kind) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = writes_.find(key_prefix(kind));
+    return it == writes_.end() ? 0 : it->second;
 }
 
 size_t ObjectStore::size() const

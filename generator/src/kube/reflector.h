@@ -77,6 +77,11 @@ public:
 
     // The JSON of one object, if held.
     std::optional<std::string> get(const ApiKind &kind, const std::string &name_key) const;
+    // Every object of `kind` as ("namespace/name", its JSON), in key order.
+    std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> of_kind(const ApiKind &kind) const;
+    // How often objects of `kind` were put, erased or replaced, a status
+    // or version change included: polled by a reader that acts on them.
+    uint64_t writes(const ApiKind &kind) const;
     // Each object as (a name for messages, its JSON), in key order; the
     // JSON shared, not copied.
     std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> texts() const;
@@ -98,6 +103,7 @@ private:
         std::string content;  // what put() compares (a digest)
     };
     std::map<std::string, Held> objects_;  // "group/Kind/namespace/name" -> ...
+    std::map<std::string, uint64_t> writes_;  // "group/Kind/" -> ...
     std::map<std::string, std::pair<std::string, std::string>> changed_;  // ... -> (Kind, "namespace/name")
     int event_fd_ = -1;
 };

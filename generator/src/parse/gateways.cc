@@ -218,13 +218,48 @@ std::vector<Listener> parse_listeners(const Document &doc, const YamlNode &spec,
     return out;
 }
 
+namespace {
+
+// spec.infrastructure.labels and annotations (GEP-1867), with the CRD's
+// rules: at most 8 labels and 16 annotations, keys qualified names, label
+// values as Kubernetes takes them, annotation values up to 4096 bytes.
+void parse_infrastructure(const Document &doc, const YamlNode &infrastructure, Gateway *gw)
+{
+    const std::string path = "spec.infrastructure";
+    doc.only(infrastructure, path, {"labels", "annotations", "parametersRef"});
+    gw->infrastructure_labels = doc.string_map(infrastructure, path, "labels");
+    gw->infrastructure_annotations = doc.string_map(infrastructure, path, "annotations");
+    if (gw->infrastructure_labels.size() > 8) doc.fail(infrastructure, path + ".labels", "at most 8 labels");
+    if (gw->infrastructure_annotations.size() > 16) {
+        doc.fail(infrastructure, path + ".annotations", "at most 16 annotations");
+    }
+    for (const auto *map : {&gw->infrastructure_labels, &gw->infrastructure_annotations}) {
+        const bool labels = map == &gw->infrastructure_labels;
+        const std::string where = path + (labels ? ".labels" : ".annotations");
+        for (const auto &[key, value] : *map) {
+            if (!valid_qualified_name(key)) {
+                doc.fail(infrastructure, where + "." + key,
+                         "a key is an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' and '.'");
+            }
+            if (labels && !valid_label_value(value)) {
+                doc.fail(infrastructure, where + "." + key,
+                         "a label value has at most 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric");
+            }
+            if (!labels && value.size() > 4096) doc.fail(infrastructure, where + "." + key, "at most 4096 bytes");
+        }
+    }
+    gw->parameters_ref = parameters_ref(doc, infrastructure, path);
+}
+
+}  // namespace
+
 void parse_gateway(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Gateway gw;
     gw.meta = doc.meta(root);
     YamlNode spec = doc.child(root, "", "spec");
     gw.gateway_class_name = doc.string(spec, "spec", "gatewayClassName", true);
-    gw.parameters_ref = parameters_ref(doc, doc.child(spec, "spec", "infrastructure"), "spec.infrastructure");
+    parse_infrastructure(doc, doc.child(spec, "spec", "infrastructure"), &gw);
     YamlNode backend = doc.child(doc.child(spec, "spec", "tls"), "spec.tls", "backend");
     YamlNode gate = doc.child(backend, "spec.tls.backend", "validation");
     std::string gate_mode = doc.string(gate, "spec.tls.backend.validation", "mode", false, "AllowStrictOnly");

@@ -210,6 +210,7 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
     }
     m.generation = integer(metadata, "metadata", "generation", 0, INT_MAX, false, 1);
     m.creation_timestamp = string(metadata, "metadata", "creationTimestamp");
+    m.uid = string(metadata, "metadata", "uid");
     m.labels = string_map(metadata, "metadata", "labels");
     for (const auto &[key, value] : m.labels) {
         if (!valid_label_value(value)) {

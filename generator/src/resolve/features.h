@@ -66,9 +66,15 @@ inline constexpr std::string_view kSupportedFeatures[] = {
     "UDPRoute",
 };
 
-inline std::vector<std::string_view> supported_features()
+// What only `gateway2nginx run --gateway-service-external-name` does:
+// claimed by the GatewayClass status it writes.
+inline constexpr std::string_view kGatewayServicesFeature = "GatewayInfrastructurePropagation";
+
+inline std::vector<std::string_view> supported_features(bool gateway_services = false)
 {
-    return std::vector<std::string_view>(std::begin(kSupportedFeatures), std::end(kSupportedFeatures));
+    std::vector<std::string_view> out(std::begin(kSupportedFeatures), std::end(kSupportedFeatures));
+    if (gateway_services) out.insert(std::lower_bound(out.begin(), out.end(), kGatewayServicesFeature), kGatewayServicesFeature);
+    return out;
 }
 
 }  // namespace g2n

@@ -2,6 +2,9 @@
 // conditions of both.
 #include "resolve/resolver.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace g2n {
 
 void Resolver::select_gateways()
@@ -265,8 +268,45 @@ void Resolver::gateway_statuses()
         if (!gateway_refs_[gw->meta.key()].type.empty()) st.conditions.push_back(gateway_refs_[gw->meta.key()]);
         if (gw->allows_insecure_backends) st.conditions.push_back(cond::gateway_insecure_backends_allowed());
         if (insecure_frontend) st.conditions.push_back(cond::gateway_insecure_frontend());
+        if (st.conditions.front().type == "Accepted" && st.conditions.front().status == "True") {
+            plan_->gateway_services.push_back(gateway_service(*gw));
+        }
         statuses_.push_back(std::move(st));
     }
+    std::sort(plan_->gateway_services.begin(), plan_->gateway_services.end(),
+              [](const GatewayService &a, const GatewayService &b) {
+                  return std::tie(a.namespace_, a.gateway) < std::tie(b.namespace_, b.gateway);
+              });
+}
+
+// What an accepted Gateway's own Service carries: its infrastructure
+// labels and annotations, and the ports of the listeners it serves.
+GatewayService Resolver::gateway_service(const Gateway &gw) const
+{
+    GatewayService svc{gw.meta.namespace_, gw.meta.name, gw.meta.uid, gw.gateway_class_name, {}, {}, {}};
+    // keys the Gateway API reserves (GEP-1762) and gateway2nginx's own
+    // marks, by which it knows the Service is its to change and delete
+    auto reserved = [](const std::string &key) {
+        return key.rfind("gateway.networking.k8s.io/", 0) == 0 || key.rfind("gateway2nginx.io/", 0) == 0
+               || key == "app.kubernetes.io/managed-by";
+    };
+    for (const auto &[from, to, what] : {std::tuple{&gw.infrastructure_labels, &svc.labels, "labels"},
+                                         std::tuple{&gw.infrastructure_annotations, &svc.annotations, "annotations"}}) {
+        for (const auto &[key, value] : *from) {
+            if (!reserved(key)) {
+                to->emplace(key, value);
+            } else {
+                plan_->warnings.push_back("Gateway " + gw.meta.key() + ": spec.infrastructure." + what + "." + key
+                                          + " is not propagated: the key is reserved");
+            }
+        }
+    }
+    for (const ListenerState &ls : listeners_of(gw)) {
+        if (ls.accepted) svc.ports.emplace_back(ls.listener->port, ls.listener->protocol == "UDP" ? "UDP" : "TCP");
+    }
+    std::sort(svc.ports.begin(), svc.ports.end());
+    svc.ports.erase(std::unique(svc.ports.begin(), svc.ports.end()), svc.ports.end());
+    return svc;
 }
 
 }  // namespace g2n

@@ -117,6 +117,7 @@ private:
     bool namespace_admitted(const std::string &from, const LabelSelector &selector, const std::string &same,
                             const std::string &ns) const;
     void gateway_statuses();
+    GatewayService gateway_service(const Gateway &gw) const;
 
     // resolve/listener_sets.cc
     void select_listener_sets();

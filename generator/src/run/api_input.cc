@@ -41,6 +41,14 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
     kube::LeaderElector *elector = input->elector_.get();
     input->writer_ = std::make_unique<kube::StatusWriter>(server, &input->objects_, args.options.controller_name,
                                                           [elector] { return elector->is_leader(); }, log);
+    if (!args.gateway_service_external_name.empty()) {
+        auto services = std::find_if(input->kinds_.begin(), input->kinds_.end(),
+                                     [](const kube::ApiKind &k) { return k.group.empty() && k.kind == "Service"; });
+        input->gateway_services_ = std::make_unique<kube::GatewayServiceWriter>(
+            server, &input->objects_, *services,
+            kube::GatewayServiceConfig{args.gateway_service_external_name, args.options.controller_name},
+            [elector] { return elector->is_leader(); }, log);
+    }
     return input;
 }
 
@@ -55,9 +63,10 @@ namespace {
 // statuses and the texts they view), each object's JSON built when asked.
 class PlanStatuses : public kube::StatusOffer {
 public:
-    PlanStatuses(const Plan &plan, const std::vector<kube::ApiKind> &kinds, const Options &options, bool nginx_runs)
+    PlanStatuses(const Plan &plan, const std::vector<kube::ApiKind> &kinds, const Options &options, bool nginx_runs,
+                 bool gateway_services)
         : statuses_(plan.statuses), texts_(plan.texts), kinds_(kinds), controller_name_(options.controller_name),
-          features_(supported_features()), nginx_runs_(nginx_runs)
+          features_(supported_features(gateway_services)), nginx_runs_(nginx_runs)
     {
     }
 
@@ -101,7 +110,8 @@ private:
 
 void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs)
 {
-    writer_->offer(std::make_shared<PlanStatuses>(plan, kinds_, options, nginx_runs));
+    writer_->offer(std::make_shared<PlanStatuses>(plan, kinds_, options, nginx_runs, gateway_services_ != nullptr));
+    if (gateway_services_) gateway_services_->offer(plan.gateway_services);
 }
 
 std::string ApiInput::metrics() const
@@ -124,8 +134,17 @@ std::string ApiInput::metrics() const
         << "gateway2nginx_status_writes_total{result=\"written\"} " << w.written << "\n"
         << "gateway2nginx_status_writes_total{result=\"unchanged\"} " << w.unchanged << "\n"
         << "gateway2nginx_status_writes_total{result=\"conflict\"} " << w.conflicts << "\n"
-        << "gateway2nginx_status_writes_total{result=\"failed\"} " << w.failed << "\n"
-        << "# HELP gateway2nginx_leader Whether this replica holds the Lease and writes status.\n"
+        << "gateway2nginx_status_writes_total{result=\"failed\"} " << w.failed << "\n";
+    if (gateway_services_) {
+        const kube::GatewayServiceWriter::Counts g = gateway_services_->counts();
+        out << "# HELP gateway2nginx_gateway_service_writes_total Writes of Gateways' own Services, by result.\n"
+               "# TYPE gateway2nginx_gateway_service_writes_total counter\n"
+            << "gateway2nginx_gateway_service_writes_total{result=\"created\"} " << g.created << "\n"
+            << "gateway2nginx_gateway_service_writes_total{result=\"updated\"} " << g.updated << "\n"
+            << "gateway2nginx_gateway_service_writes_total{result=\"deleted\"} " << g.deleted << "\n"
+            << "gateway2nginx_gateway_service_writes_total{result=\"failed\"} " << g.failed << "\n";
+    }
+    out << "# HELP gateway2nginx_leader Whether this replica holds the Lease and writes status.\n"
            "# TYPE gateway2nginx_leader gauge\ngateway2nginx_leader "
         << (elector_->is_leader() ? 1 : 0) << "\n";
     return out.str();

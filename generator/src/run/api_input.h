@@ -53,6 +53,7 @@ private:
     std::unique_ptr<kube::Reflectors> reflectors_;
     std::unique_ptr<kube::LeaderElector> elector_;
     std::unique_ptr<kube::StatusWriter> writer_;
+    std::unique_ptr<kube::GatewayServiceWriter> gateway_services_;  // --gateway-service-external-name
 };
 
 }  // namespace g2n
