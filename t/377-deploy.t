@@ -66,6 +66,8 @@ is(join(' ', map { $_->{port} } @{ $by{'Service/gateway2nginx'}{spec}{ports} }),
    'the Service carries the listeners only: not the health, status or upstream API ports');
 is($by{'GatewayClass/gateway2nginx'}{spec}{controllerName}, 'gateway2nginx.io/controller', 'the GatewayClass is ours');
 like($args, qr{--status-address-service gateway-system/gateway2nginx}, 'Gateways are reached at its load balancer');
+like($args, qr{--gateway-service-external-name gateway2nginx\.gateway-system\.svc\.cluster\.local\b},
+     'each Gateway\'s own Service is an alias of that Service');
 
 # ---- applied with kubectl ---------------------------------------------------------------
 my $audit = "$dir/kube-audit.log";
@@ -85,7 +87,8 @@ my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', "$dir/out", '--rel
                     '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
                     '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
                     '--leader-elect-resource-namespace', 'gateway-system', '--leader-elect-lease-duration', '3s',
-                    '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms');
+                    '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms',
+                    '--gateway-service-external-name', 'gateway2nginx.gateway-system.svc.cluster.local');
 sub requests { audit_requests($audit) }
 sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->{resource} . ($_->{subresource} ? "/$_->{subresource}" : '') eq $resource } requests() }
 my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
@@ -93,11 +96,22 @@ my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
 # the run is stopped once it has called what every rule grants (statuses
 # are written in the order they are queued, one kind after another), or
 # at the deadline, and what it called is then checked
+# each Gateway's own Service: made for gw, changed with its
+# infrastructure; made for a second Gateway, deleted with it
+ok(wait_for(sub { used('create', 'services') >= 1 }, 30), 'the run made the Gateway\'s Service') or diag slurp($log);
+my $gateway = kube_web_yaml() =~ /(apiVersion: gateway\.networking\.k8s\.io\/v1\nkind: Gateway\n.*?)(?=---|\z)/s ? $1 : die;
+(my $labelled = $gateway) =~ s/(\n  listeners:)/\n  infrastructure: {labels: {team: a}}$1/;
+kube_apply('gateway', $labelled);
+(my $second = $gateway) =~ s/name: gw,/name: second,/;
+kube_apply('second', $second);
+ok(wait_for(sub { used('update', 'services') && used('create', 'services') >= 2 }, 30), 'changed it, made another')
+    or diag slurp($log);
+kubectl('delete', 'gateway', 'second', '-n', 'ns');
 ok(wait_for(sub {
        used('update', 'httproutes/status') && used('update', 'leases') >= 2
            && (rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system'))[1] eq ''
    }, 30),
-   'the run wrote status and renewed its Lease') or diag slurp($log);
+   'the run wrote status, renewed its Lease and deleted the second Gateway\'s Service') or diag slurp($log);
 kill 'TERM', $run;
 waitpid($run, 0);
 
