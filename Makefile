@@ -174,6 +174,7 @@ test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filt
 # GatewayClass claims (t/490), and the ConformanceReport of all of them.
 CONFORMANCE_T := t/410-conformance-backendtls.t t/420-conformance-tlsroute.t t/430-conformance-client-certs.t \
                  t/440-conformance-tcproute.t t/450-conformance-udproute.t t/460-conformance-listenerset.t \
+                 t/470-conformance-infrastructure.t \
                  t/400-conformance.t \
                  t/490-conformance-claims.t
 CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
