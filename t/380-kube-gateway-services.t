@@ -40,6 +40,12 @@ kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n
                    . "spec: {controllerName: example.com/other}\n"
                    . gateway_yaml('infra', 'ours', $infrastructure) . gateway_yaml('elsewhere', 'theirs')
                    . gateway_yaml('taken', 'ours')
+                   # two names that make one Service name, x-ours-b
+                   . "---\napiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: ours-b}\n"
+                   . "spec: {controllerName: gateway2nginx.io/controller}\n"
+                   . "---\napiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: b}\n"
+                   . "spec: {controllerName: gateway2nginx.io/controller}\n"
+                   . gateway_yaml('x', 'ours-b') . gateway_yaml('x-ours', 'b')
                    . "---\napiVersion: v1\nkind: Service\nmetadata: {name: taken-ours, namespace: ns}\n"
                    . "spec: {ports: [{name: http, port: 80}]}\n");
 
@@ -92,6 +98,15 @@ my $taken = service('taken-ours');
 is($taken->{metadata}{resourceVersion}, $taken_version, 'and left alone');
 ok(!$taken->{metadata}{labels}, 'unlabelled');
 
+ok(wait_for(sub { service('x-ours-b') }, 15), 'of two Gateways whose Services would have one name')
+    or diag slurp($log);
+is(service('x-ours-b')->{metadata}{labels}{'gateway.networking.k8s.io/gateway-name'}, 'x', 'the first has it');
+ok(wait_for(sub { count_in($log, qr{Service ns/x-ours-b of Gateway ns/x-ours: the name of another Gateway's Service; it has none}) }, 10),
+   'the other has none, which is said') or diag slurp($log);
+my $version = service('x-ours-b')->{metadata}{resourceVersion};
+sleep 3;
+is(service('x-ours-b')->{metadata}{resourceVersion}, $version, 'and they do not take it from each other');
+
 # ---- changed as the Gateway changes -----------------------------------------
 my ($rc, $got) = kubectl('label', 'service', 'infra-ours', '-n', 'ns', 'team=x');
 is($rc, 0, 'kubectl label adds a label of its own') or diag $got;
@@ -118,7 +133,7 @@ ok(wait_for(sub { !service('gw-ours') }, 15), 'its Service is deleted') or diag 
 ok(service('taken-ours'), 'the one it did not make is still there');
 
 sub metric { my ($name) = @_; my $m = `curl -s http://127.0.0.1:$health_port/metrics`; return $m =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
-is(metric('gateway2nginx_gateway_service_writes_total{result="created"}'), 3, '/metrics: three made (one again)');
+is(metric('gateway2nginx_gateway_service_writes_total{result="created"}'), 4, '/metrics: four made (one again)');
 cmp_ok(metric('gateway2nginx_gateway_service_writes_total{result="updated"}'), '>=', 1, 'updated');
 is(metric('gateway2nginx_gateway_service_writes_total{result="deleted"}'), 2, 'two deleted');
 is(metric('gateway2nginx_gateway_service_writes_total{result="failed"}'), 0, 'none failed');

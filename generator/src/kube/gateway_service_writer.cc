@@ -61,11 +61,16 @@ bool GatewayServiceWriter::act(ApiClient &client, const std::string &method, con
 void GatewayServiceWriter::reconcile(ApiClient &client, const std::vector<GatewayService> &wanted)
 {
     std::set<std::string> names;  // "namespace/name"
+    std::set<std::string> sayings;  // what is said once, while it holds
     for (const GatewayService &svc : wanted) {
         const std::string name = gateway_service_name(svc);
         const std::string key = svc.namespace_ + "/" + name;
-        names.insert(key);
         const std::string what = "Service " + key + " of Gateway " + svc.namespace_ + "/" + svc.gateway;
+        if (!names.insert(key).second) {
+            // "a" of class "b-c" and "a-b" of class "c": the first has it
+            sayings.insert(what + ": the name of another Gateway's Service; it has none");
+            continue;
+        }
         const std::optional<std::string> held = objects_->get(services_, key);
         if (!held) {
             act(client, "POST", "/api/v1/namespaces/" + svc.namespace_ + "/services",
@@ -80,19 +85,16 @@ void GatewayServiceWriter::reconcile(ApiClient &client, const std::vector<Gatewa
             state = HeldService::Foreign;
         }
         if (state == HeldService::Foreign) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (foreign_.insert(key).second) {
-                log_(what + ": a Service of that name that gateway2nginx did not make is there; left alone");
-            }
+            sayings.insert(what + ": a Service of that name that gateway2nginx did not make is there; left alone");
         } else if (state == HeldService::Stale) {
             act(client, "PUT", services_.object_path(svc.namespace_, name), update, what + " updated",
                 &Counts::updated);
         }
     }
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (auto it = foreign_.begin(); it != foreign_.end();) it = names.count(*it) ? std::next(it) : foreign_.erase(it);
+    for (const std::string &saying : sayings) {
+        if (!said_.count(saying)) log_(saying);
     }
+    said_ = std::move(sayings);
     for (const auto &[key, json] : objects_->of_kind(services_)) {
         if (names.count(key) || !is_gateway_service(*json, config_.controller_name)) continue;
         const size_t slash = key.find('/');

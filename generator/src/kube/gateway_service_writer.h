@@ -54,7 +54,7 @@ private:
     std::vector<GatewayService> wanted_;
     bool offered_ = false;  // none is deleted before the first offer
     uint64_t offers_ = 0;
-    std::set<std::string> foreign_;  // "namespace/name" said to be someone else's
+    std::set<std::string> said_;  // by the last look: not said again while it holds (the loop's own)
     Counts counts_;
     bool stop_ = false;
     std::thread thread_;
