@@ -214,6 +214,25 @@ is($rc, 0, 'the Service gets a load balancer address') or diag $out;
 ok(wait_for(sub { (kubectl('get', 'gateway', 'gateway', '-n', 'demo', '-o', 'jsonpath={.status.addresses[0].value}'))[1]
                   eq '192.0.2.10' }, 30), 'the Gateway\'s status.addresses says it') or diag slurp($log);
 
+# ---- each Gateway's own Service: made, changed, deleted -------------------------------------------
+my ($alias) = join(' ', @{ $container->{args} }) =~ /--gateway-service-external-name (\S+)/;
+sub own_service { my ($rc, $out) = kubectl('get', 'service', "$_[0]-gateway2nginx", '-n', 'demo', '-o', "jsonpath=$_[1]"); $rc == 0 ? $out : '' }
+ok($alias && wait_for(sub { own_service('gateway', '{.spec.externalName}') eq $alias }, 30),
+   "the Gateway has its own Service in demo, an alias of $alias") or diag slurp($log);
+($rc, $out) = kubectl('patch', 'gateway', 'gateway', '-n', 'demo', '--type=merge', '-p',
+                      '{"spec":{"infrastructure":{"labels":{"team":"demo"}}}}');
+is($rc, 0, 'the Gateway given an infrastructure label') or diag $out;
+ok(wait_for(sub { own_service('gateway', '{.metadata.labels.team}') eq 'demo' }, 30), 'its Service carries it')
+    or diag slurp($log);
+(my $second = $first) =~ s/.*?(apiVersion: gateway\.networking\.k8s\.io\/v1\nkind: Gateway\n.*?)---.*/$1/s;
+$second =~ s/name: gateway,/name: second,/;
+kube_apply('second', $second);
+ok(wait_for(sub { own_service('second', '{.metadata.name}') ne '' }, 30), 'a second Gateway has its own')
+    or diag slurp($log);
+($rc, $out) = kubectl('delete', 'gateway', 'second', '-n', 'demo');
+is($rc, 0, 'the second Gateway deleted') or diag $out;
+ok(wait_for(sub { own_service('second', '{.metadata.name}') eq '' }, 30), 'and its Service with it') or diag slurp($log);
+
 # ---- RBAC: what the container called, against the rules --------------------------------------------
 my @rules = ($by{'ClusterRole/gateway2nginx'}{rules}, $by{'Role/gateway2nginx-leader-election'}{rules}, $namespace);
 wait_for(sub { (rbac_check($audit, @rules))[1] eq '' }, 30);  # its Lease renewed, a conflict met

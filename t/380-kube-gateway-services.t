@@ -32,7 +32,7 @@ sub gateway_yaml {
     my ($name, $class, $infrastructure) = @_;
     return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: $name, namespace: ns}\n"
          . "spec:\n  gatewayClassName: $class\n" . ($infrastructure ? "  infrastructure:\n$infrastructure" : '')
-         . "  listeners:\n  - {name: http, port: 80, protocol: HTTP}\n  - {name: dns, port: 53, protocol: UDP}\n";
+         . "  listeners:\n  - {name: http, port: 80, protocol: HTTP}\n  - {name: dns, port: 5353, protocol: UDP}\n";
 }
 my $infrastructure = "    labels: {key2: value2, app.kubernetes.io/managed-by: someone}\n    annotations: {key1: value1}\n";
 kube_apply('base', "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" . gateway_manifests()
@@ -79,7 +79,7 @@ my $gateway_uid = jsonpath('gateway', 'infra', '-n', 'ns', '-o', 'jsonpath={.met
 is(join(' ', map { "$_->{kind}/$_->{name}/$_->{uid}" } @{ $svc->{metadata}{ownerReferences} || [] }),
    "Gateway/infra/$gateway_uid", 'owned by the Gateway');
 is("$svc->{spec}{type} $svc->{spec}{externalName}", "ExternalName $alias", 'an alias of the Service in front of nginx');
-is(join(' ', map { "$_->{name}=$_->{port}/$_->{protocol}" } @{ $svc->{spec}{ports} }), 'udp-53=53/UDP tcp-80=80/TCP',
+is(join(' ', map { "$_->{name}=$_->{port}/$_->{protocol}" } @{ $svc->{spec}{ports} }), 'tcp-80=80/TCP udp-5353=5353/UDP',
    'with the ports of its listeners');
 is(jsonpath('services', '-n', 'ns', '-l', 'gateway.networking.k8s.io/gateway-name=infra', '-o', 'name'),
    "service/infra-ours\n", 'found by the gateway-name label, as the conformance suite looks');
