@@ -28,9 +28,10 @@ constexpr const char *kControllerAnnotation = "gateway2nginx.io/controller-name"
 // Gateway no longer has them, while what others add stays
 constexpr const char *kPropagatedAnnotation = "gateway2nginx.io/infrastructure-keys";
 
+// (an absent member's view has no data, which RapidJSON does not take)
 Value text(std::string_view s, Allocator &alloc)
 {
-    return Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
+    return Value(s.empty() ? "" : s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
 }
 
 const Value *member(const Value &object, const char *key)
@@ -304,9 +305,10 @@ std::string delete_only(const std::string &held)
     out.AddMember("kind", "DeleteOptions", alloc);
     out.AddMember("apiVersion", "v1", alloc);
     Value preconditions(rapidjson::kObjectType);
-    if (meta != nullptr) {
-        preconditions.AddMember("uid", text(string_member(*meta, "uid"), alloc), alloc);
-        preconditions.AddMember("resourceVersion", text(string_member(*meta, "resourceVersion"), alloc), alloc);
+    // an empty one would be compared, and never match
+    for (const char *key : {"uid", "resourceVersion"}) {
+        const std::string_view value = meta != nullptr ? string_member(*meta, key) : std::string_view();
+        if (!value.empty()) preconditions.AddMember(rapidjson::StringRef(key), text(value, alloc), alloc);
     }
     out.AddMember("preconditions", preconditions, alloc);
     return json_text(out);
