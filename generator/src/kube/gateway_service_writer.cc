@@ -42,7 +42,8 @@ GatewayServiceWriter::Counts GatewayServiceWriter::counts() const
 bool GatewayServiceWriter::act(ApiClient &client, const std::string &method, const std::string &path,
                                const std::string &body, const std::string &what, uint64_t Counts::*count)
 {
-    const Response r = client.request(method, path, body);
+    // a hung API server holds the next look (and a stop) for 10 s at most
+    const Response r = client.request(method, path, body, "application/json", 10000);
     std::lock_guard<std::mutex> lock(mutex_);
     if (r.ok()) {
         counts_.*count += 1;
