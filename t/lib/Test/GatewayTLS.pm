@@ -784,13 +784,13 @@ sub http_request {
 # loopback, which endpoints may point at only where the operator allows.
 our @TestEndpoints = ('--allow-endpoints', '127.0.0.0/8', '--allow-endpoints', '::1/128');
 
-# Runs gateway2nginx with ARGS (and @TestEndpoints, unless ARGS say
-# --allow-endpoints or --no-test-endpoints); returns (exit code, its output).
-# `gateway2nginx run ARGS...` in the background (with the test endpoints),
-# its standard error appended to LOG; returns its pid.
+# `gateway2nginx run ARGS...` in the background (with the test endpoints,
+# and the nginx the tests run for its nginx -t unless ARGS name one), its
+# standard error appended to LOG; returns its pid.
 sub start_run {
     my ($log, @args) = @_;
     my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
+    unshift @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY} && !grep { $_ eq '--nginx' } @args;
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         open STDERR, '>>', $log or die "$log: $!";
@@ -800,6 +800,8 @@ sub start_run {
     return $pid;
 }
 
+# Runs gateway2nginx with ARGS (and @TestEndpoints, unless ARGS say
+# --allow-endpoints or --no-test-endpoints); returns (exit code, its output).
 sub run_generator {
     my @args = @_;
     if (grep { $_ eq '--no-test-endpoints' } @args) {
