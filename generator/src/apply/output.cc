@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 
 #include "gtls_access.h"
+#include "gtls_spec.h"
 
 #include "render/render.h"
 
@@ -41,13 +42,7 @@ std::string random_token()
 {
     unsigned char bytes[32];
     if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes for an access token");
-    static const char hex[] = "0123456789abcdef";
-    std::string token;
-    for (unsigned char b : bytes) {
-        token.push_back(hex[b >> 4]);
-        token.push_back(hex[b & 15]);
-    }
-    return token;
+    return gtls::to_hex(bytes, sizeof bytes);
 }
 
 std::string token_in(const fs::path &file)

@@ -47,13 +47,7 @@ std::string base64_to_hex(const std::string &b64)
     if (n < 0) return "";
     size_t pad = (b64.back() == '=') + (b64.size() > 1 && b64[b64.size() - 2] == '=');
     raw.resize(static_cast<size_t>(n) - pad);
-    static const char digits[] = "0123456789abcdef";
-    std::string hex;
-    for (unsigned char ch : raw) {
-        hex += digits[ch >> 4];
-        hex += digits[ch & 0xf];
-    }
-    return hex;
+    return gtls::to_hex(reinterpret_cast<const unsigned char *>(raw.data()), raw.size());
 }
 
 // A trustedCertificateHashes entry as a module pin SPEC, or "" and *why.

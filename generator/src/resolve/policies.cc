@@ -9,6 +9,7 @@
 #include <openssl/x509.h>
 
 #include "digest.h"
+#include "gtls_spec.h"
 #include "resolve/conditions.h"
 #include "parse/pem.h"
 #include "resolve/resolve.h"
@@ -39,13 +40,7 @@ std::vector<std::string> certificate_pins(const std::string &pem)
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int len = 0;
         X509_digest(cert, EVP_sha256(), md, &len);
-        static const char digits[] = "0123456789abcdef";
-        std::string hex;
-        for (unsigned int i = 0; i < len; i++) {
-            hex += digits[md[i] >> 4];
-            hex += digits[md[i] & 0xf];
-        }
-        pins.push_back("sha256-cert:" + hex);
+        pins.push_back("sha256-cert:" + gtls::to_hex(md, len));
         X509_free(cert);
     }
     BIO_free(bio);
@@ -116,13 +111,7 @@ namespace {
 std::string content_id(const std::string &content)
 {
     const std::string digest = sha256(content);
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (size_t i = 0; i < 8; i++) {
-        out += digits[static_cast<unsigned char>(digest[i]) >> 4];
-        out += digits[static_cast<unsigned char>(digest[i]) & 0xf];
-    }
-    return out;
+    return gtls::to_hex(reinterpret_cast<const unsigned char *>(digest.data()), 8);
 }
 
 // A CA bundle's id: bundles are large, and 10,000 policies may share one
