@@ -6,6 +6,7 @@
 #include <set>
 
 #include "digest.h"
+#include "gtls_spec.h"
 #include "kube/config.h"
 #include "kube/json.h"
 #include "parse/fields.h"
@@ -32,13 +33,6 @@ constexpr const char *kPropagatedAnnotation = "gateway2nginx.io/infrastructure-k
 Value text(std::string_view s, Allocator &alloc)
 {
     return Value(s.empty() ? "" : s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
-}
-
-const Value *member(const Value &object, const char *key)
-{
-    if (!object.IsObject()) return nullptr;
-    auto it = object.FindMember(key);
-    return it != object.MemberEnd() ? &it->value : nullptr;
 }
 
 Strings strings_of(const Value *map)
@@ -208,6 +202,14 @@ Document parse_object(const std::string &json)
     return doc;
 }
 
+// Whether the Service `object` carries our marks, under `controller_name`.
+bool made_by(const Value &object, const std::string &controller_name)
+{
+    const Value *meta = member(object, "metadata");
+    return meta != nullptr && strings_of(member(*meta, "labels"))[kManagedByLabel] == kManagedBy
+           && strings_of(member(*meta, "annotations"))[kControllerAnnotation] == controller_name;
+}
+
 }  // namespace
 
 std::string gateway_service_name(const GatewayService &svc)
@@ -221,14 +223,8 @@ std::string gateway_service_name(const GatewayService &svc)
         if (made.size() == 53) break;
         made += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
     }
-    static const char hex[] = "0123456789abcdef";
     const std::string digest = sha256(svc.namespace_ + "/" + name);
-    made += '-';
-    for (size_t i = 0; i < 4; i++) {
-        made += hex[static_cast<unsigned char>(digest[i]) >> 4];
-        made += hex[static_cast<unsigned char>(digest[i]) & 15];
-    }
-    return made;
+    return made + "-" + gtls::to_hex(reinterpret_cast<const unsigned char *>(digest.data()), 4);
 }
 
 std::string new_gateway_service(const GatewayService &svc, const GatewayServiceConfig &config)
@@ -255,20 +251,14 @@ bool is_gateway_service(const std::string &held, const std::string &controller_n
 {
     Document doc;
     doc.Parse(held.c_str(), held.size());
-    if (doc.HasParseError()) return false;
-    const Value *meta = member(doc, "metadata");
-    return meta != nullptr && strings_of(member(*meta, "labels"))[kManagedByLabel] == kManagedBy
-           && strings_of(member(*meta, "annotations"))[kControllerAnnotation] == controller_name;
+    return !doc.HasParseError() && made_by(doc, controller_name);
 }
 
 HeldService compare_gateway_service(const std::string &held, const GatewayService &svc,
                                     const GatewayServiceConfig &config, std::string *update)
 {
-    if (!is_gateway_service(held, config.controller_name)) {
-        parse_object(held);  // broken JSON is said, not taken for someone else's
-        return HeldService::Foreign;
-    }
-    Document doc = parse_object(held);
+    Document doc = parse_object(held);  // broken JSON is said, not taken for someone else's
+    if (!made_by(doc, config.controller_name)) return HeldService::Foreign;
     Allocator &alloc = doc.GetAllocator();
     Value &meta = doc["metadata"];
     const Strings held_labels = strings_of(member(meta, "labels"));

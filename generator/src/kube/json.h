@@ -1,5 +1,5 @@
-// The two things every reader and writer of the API's JSON here needs of
-// RapidJSON: a string member, and a value as text.
+// What every reader and writer of the API's JSON here needs of RapidJSON:
+// a member, a string member, and a value as text.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -10,6 +10,15 @@
 #include <string_view>
 
 namespace g2n::kube {
+
+// `object`'s member `key`; null when it is absent or `object` is not an
+// object.
+inline const rapidjson::Value *member(const rapidjson::Value &object, const char *key)
+{
+    if (!object.IsObject()) return nullptr;
+    auto it = object.FindMember(key);
+    return it != object.MemberEnd() ? &it->value : nullptr;
+}
 
 // `object`'s string member `key`; empty when it is absent, not a string,
 // or `object` is not an object.

@@ -41,13 +41,6 @@ void write_conditions(Writer<StringBuffer> &w, const std::vector<Condition> &con
     w.EndArray();
 }
 
-const Value *member(const Value &object, const char *key)
-{
-    if (!object.IsObject()) return nullptr;
-    auto it = object.FindMember(key);
-    return it != object.MemberEnd() ? &it->value : nullptr;
-}
-
 // Each condition of `fresh` keeps the lastTransitionTime of the condition
 // of the same type in `old` while its status is the same, else `now`.
 void stamp_conditions(Value &fresh, const Value *old, const std::string &now, Document::AllocatorType &alloc)
