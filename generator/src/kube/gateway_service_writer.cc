@@ -39,7 +39,7 @@ GatewayServiceWriter::Counts GatewayServiceWriter::counts() const
     return counts_;
 }
 
-bool GatewayServiceWriter::act(ApiClient &client, const std::string &method, const std::string &path,
+void GatewayServiceWriter::act(ApiClient &client, const std::string &method, const std::string &path,
                                const std::string &body, const std::string &what, uint64_t Counts::*count)
 {
     // a hung API server holds the next look (and a stop) for 10 s at most
@@ -48,7 +48,7 @@ bool GatewayServiceWriter::act(ApiClient &client, const std::string &method, con
     if (r.ok()) {
         counts_.*count += 1;
         log_(what);
-        return true;
+        return;
     }
     // 409: the store is behind what the API server holds, 404: it is gone;
     // either way the next look, after the watch has told, decides again
@@ -56,7 +56,6 @@ bool GatewayServiceWriter::act(ApiClient &client, const std::string &method, con
         counts_.failed++;
         log_(what + " failed: " + r.describe());
     }
-    return false;
 }
 
 void GatewayServiceWriter::reconcile(ApiClient &client, const std::vector<GatewayService> &wanted)
@@ -82,7 +81,7 @@ void GatewayServiceWriter::reconcile(ApiClient &client, const std::vector<Gatewa
         HeldService state;
         try {
             state = compare_gateway_service(*held, svc, config_, &update);
-        } catch (const ApiError &e) {
+        } catch (const ApiError &) {
             state = HeldService::Foreign;
         }
         if (state == HeldService::Foreign) {

@@ -40,7 +40,9 @@ private:
     void loop();
     // One look at every Service wanted and every one of ours held.
     void reconcile(ApiClient &client, const std::vector<GatewayService> &wanted);
-    bool act(ApiClient &client, const std::string &method, const std::string &path, const std::string &body,
+    // One write; counted under `count` when it succeeds, as failed when
+    // the API server refuses it (not a 409 or 404: the next look decides).
+    void act(ApiClient &client, const std::string &method, const std::string &path, const std::string &body,
              const std::string &what, uint64_t Counts::*count);
 
     ApiServer server_;
