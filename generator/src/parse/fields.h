@@ -65,8 +65,10 @@ bool valid_dns1123_subdomain(const std::string &s);
 // RFC 1123 label (namespaces, port names) and RFC 1035 label (Service names).
 bool valid_dns1123_label(const std::string &s);
 bool valid_dns1035_label(const std::string &s);
-// A label value as the API server checks it.
+// A label value as the API server checks it, and the rule in words.
 bool valid_label_value(const std::string &s);
+inline constexpr const char *kLabelValueRule =
+    "a label value has at most 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric";
 // A qualified name ([DNS subdomain "/"] name, as label keys and a Service
 // port's appProtocol are checked).
 bool valid_qualified_name(const std::string &s);

@@ -220,35 +220,37 @@ std::vector<Listener> parse_listeners(const Document &doc, const YamlNode &spec,
 
 namespace {
 
-// spec.infrastructure.labels and annotations (GEP-1867), with the CRD's
-// rules: at most 8 labels and 16 annotations, keys qualified names, label
-// values as Kubernetes takes them, annotation values up to 4096 bytes.
+// spec.infrastructure.NAME: at most `most` of them, each key a qualified
+// name and each value one `value_ok` takes (`rule` says what it takes)
+std::map<std::string, std::string> infrastructure_map(const Document &doc, const YamlNode &infrastructure,
+                                                      const char *name, size_t most,
+                                                      bool (*value_ok)(const std::string &), const char *rule)
+{
+    const std::string where = std::string("spec.infrastructure.") + name;
+    std::map<std::string, std::string> out = doc.string_map(infrastructure, "spec.infrastructure", name);
+    if (out.size() > most) doc.fail(infrastructure.get(name), where, "at most " + std::to_string(most) + " " + name);
+    for (const auto &[key, value] : out) {
+        if (!valid_qualified_name(key)) {
+            doc.fail(infrastructure.get(name), where + "." + key,
+                     "a key is an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' and '.'");
+        }
+        if (!value_ok(value)) doc.fail(infrastructure.get(name), where + "." + key, rule);
+    }
+    return out;
+}
+
+bool annotation_value(const std::string &value) { return value.size() <= 4096; }
+
+// spec.infrastructure (GEP-1867) with the CRD's rules: at most 8 labels and
+// 16 annotations, label values as Kubernetes takes them, annotation values
+// up to 4096 bytes
 void parse_infrastructure(const Document &doc, const YamlNode &infrastructure, Gateway *gw)
 {
-    const std::string path = "spec.infrastructure";
-    doc.only(infrastructure, path, {"labels", "annotations", "parametersRef"});
-    gw->infrastructure_labels = doc.string_map(infrastructure, path, "labels");
-    gw->infrastructure_annotations = doc.string_map(infrastructure, path, "annotations");
-    if (gw->infrastructure_labels.size() > 8) doc.fail(infrastructure, path + ".labels", "at most 8 labels");
-    if (gw->infrastructure_annotations.size() > 16) {
-        doc.fail(infrastructure, path + ".annotations", "at most 16 annotations");
-    }
-    for (const auto *map : {&gw->infrastructure_labels, &gw->infrastructure_annotations}) {
-        const bool labels = map == &gw->infrastructure_labels;
-        const std::string where = path + (labels ? ".labels" : ".annotations");
-        for (const auto &[key, value] : *map) {
-            if (!valid_qualified_name(key)) {
-                doc.fail(infrastructure, where + "." + key,
-                         "a key is an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' and '.'");
-            }
-            if (labels && !valid_label_value(value)) {
-                doc.fail(infrastructure, where + "." + key,
-                         "a label value has at most 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric");
-            }
-            if (!labels && value.size() > 4096) doc.fail(infrastructure, where + "." + key, "at most 4096 bytes");
-        }
-    }
-    gw->parameters_ref = parameters_ref(doc, infrastructure, path);
+    doc.only(infrastructure, "spec.infrastructure", {"labels", "annotations", "parametersRef"});
+    gw->infrastructure_labels = infrastructure_map(doc, infrastructure, "labels", 8, valid_label_value, kLabelValueRule);
+    gw->infrastructure_annotations =
+        infrastructure_map(doc, infrastructure, "annotations", 16, annotation_value, "at most 4096 bytes");
+    gw->parameters_ref = parameters_ref(doc, infrastructure, "spec.infrastructure");
 }
 
 }  // namespace

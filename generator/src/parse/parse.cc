@@ -214,8 +214,7 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
     m.labels = string_map(metadata, "metadata", "labels");
     for (const auto &[key, value] : m.labels) {
         if (!valid_label_value(value)) {
-            fail(metadata.get("labels"), "metadata.labels." + key,
-                 "a label value has at most 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric");
+            fail(metadata.get("labels"), "metadata.labels." + key, kLabelValueRule);
         }
     }
     return m;
