@@ -13,6 +13,7 @@ use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
 use IO::Socket::INET;
+use POSIX ();
 use Time::HiRes qw(sleep time);
 
 plan 'no_plan';
@@ -23,7 +24,9 @@ my $port = server_port();
 my @ports = map { $port + $_ } 1 .. 16;   # the Service's endpoints
 my $wrongsan = $port + 17;                # an endpoint whose certificate the policy refuses
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
-my $slow_bytes = 60000;                   # at 2 KiB/s: streams for about 30 s
+# the long-lived response: more than every socket buffer between the
+# backend and the test's reader can hold, read slowly until the changes end
+my $slow_bytes = 64 * 1024 * 1024;
 
 # ---- the endpoints ------------------------------------------------------
 make_path("$dir/backends/logs", "$dir/backends/tmp", "$dir/backends/html", "$dir/gw/logs", "$dir/gw/tmp");
@@ -34,7 +37,7 @@ my $backends = join '', map { <<"EOF" } @ports;
         ssl_certificate $certs/leaf.crt;
         ssl_certificate_key $certs/leaf.key;
         location / { return 200 "port=$_\\n"; }
-        location /slow { access_log off; root html; limit_rate 2k; }
+        location /slow { access_log off; root html; }
     }
 EOF
 spit("$dir/backends/nginx.conf", <<"EOF");
@@ -133,12 +136,37 @@ sub servers_json { '{"upstreams":{"svc":{"servers":[' . join(',', map { qq({"add
 sub backend { my ($code, $h, $body) = http_request($port, shift // '/', 'localhost'); return $body =~ /port=(\d+)/ ? $1 : "($code)" }
 
 # ---- the long-lived response, from before the first change ------------------
+# The reader takes 1 KiB every 50 ms, so the response (proxy_buffering
+# off) stays open, its upstream connection with it, until the test says
+# the changes are over (SIGUSR1); then it reads the rest and exits 0 if
+# every byte arrived.
 my $slow_out = "$dir/slow.out";
 my $slow = fork // die;
 if ($slow == 0) {
-    exec("curl -s -N --max-time 120 -o $slow_out http://127.0.0.1:$port/slow");
+    my $drain = 0;
+    local $SIG{USR1} = sub { $drain = 1 };
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or POSIX::_exit(2);
+    syswrite($s, "GET /slow HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    my ($head, $body, $buf) = ('', 0, '');
+    while (1) {
+        my $n = sysread($s, $buf, $drain ? 1 << 20 : 1024);
+        next if !defined $n && $!{EINTR};
+        last unless $n;
+        if ($head !~ /\r\n\r\n/) {
+            $head .= $buf;
+            next unless $head =~ /\r\n\r\n/;
+            $body = length($head) - index($head, "\r\n\r\n") - 4;
+            spit("$slow_out.head", $head);
+        } else {
+            $body += $n;
+        }
+        sleep 0.05 unless $drain;
+    }
+    spit($slow_out, "$body\n");
+    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
+    POSIX::_exit($head =~ m{^HTTP/1\.1 200} && defined $length && $body == $length ? 0 : 1);
 }
-sleep 0.5;
+ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
 
 # ---- 200 changes under load ---------------------------------------------
 my $wrk = "$dir/wrk.txt";
@@ -187,9 +215,10 @@ unlike($report, qr/Non-2xx or 3xx responses/, 'no request got anything but a 2xx
 unlike($report, qr/Socket errors/, 'no request met a connection error');
 is(workers(), $workers, 'no reload: the same worker processes served every change');
 ok($slow_alive, 'the response streaming since before the first change is still open after the last');
-waitpid($slow, 0);
+kill 'USR1', $slow;
+ok(wait_for(sub { waitpid($slow, POSIX::WNOHANG()) == $slow }, 60), 'once told to, its reader takes the rest');
 is($? >> 8, 0, 'and it ends complete');
-is(-s $slow_out, $slow_bytes, "with all its $slow_bytes bytes");
+is(slurp($slow_out), "$slow_bytes\n", "with all its $slow_bytes bytes");
 
 # no request reached an endpoint outside its time in the list (0.5 s for
 # requests in flight at a change)
