@@ -100,7 +100,10 @@ gateway2nginx run also takes:
                             (default 250)
       --health-listen ADDR:PORT
                             serve /healthz, /readyz (nginx serves a complete
-                            configuration) and /metrics (Prometheus) there
+                            configuration) and, without --metrics-listen,
+                            /metrics (Prometheus) there
+      --metrics-listen ADDR:PORT
+                            serve /metrics there, apart from the probes
       --start-nginx         start nginx (--nginx) on OUTDIR once the first
                             configuration is written, as a child that runs
                             in the foreground, reload it (instead of
@@ -186,6 +189,8 @@ long duration_ms(const std::string &option, const std::string &text)
 
 }  // namespace
 
+const char *usage_text() { return kUsage; }
+
 Args parse_args(int argc, char **argv, bool run)
 {
     Args a;
@@ -263,7 +268,9 @@ Args parse_args(int argc, char **argv, bool run)
         } else if (run && arg == "--start-nginx") {
             a.start_nginx = true;
         } else if (run && arg == "--health-listen") {
-            a.health_listen = value();
+            a.options.health_listen = value();
+        } else if (run && arg == "--metrics-listen") {
+            a.options.metrics_listen = value();
         } else if (run && arg == "--kubeconfig") {
             a.kubeconfig = value();
         } else if (run && arg == "--in-cluster") {

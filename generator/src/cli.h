@@ -33,9 +33,11 @@ struct Args {
     std::string lease_name = "gateway2nginx";
     long lease_duration_ms = 15000, renew_deadline_ms = 10000, retry_period_ms = 2000;
     int debounce_ms = 250;
-    std::string health_listen;  // ADDR:PORT of /healthz, /readyz, /metrics; empty: none
     bool start_nginx = false;   // run starts nginx on OUTDIR and stops it (apply/nginx_process.h)
 };
+
+// what --help prints
+const char *usage_text();
 
 // argv after the program name (and after "run" for `gateway2nginx run`);
 // exits with the usage on a bad option.

@@ -46,6 +46,10 @@ struct Options {
     // where gateway_tls_upstream_api answers (a loopback ADDR:PORT);
     // "off": none, and upstreams get no zone
     std::string upstream_api = "off";
+    // gateway2nginx run's probes, /healthz and /readyz (--health-listen),
+    // and its /metrics (--metrics-listen; empty: beside the probes)
+    std::string health_listen;
+    std::string metrics_listen;
     // render replaceable upstreams without their servers: what a change
     // must alter for a reload to be needed (gateway2nginx run)
     bool endpoint_skeleton = false;
@@ -63,6 +67,21 @@ struct Options {
     // whether a Gateway's static address is one of this host's (where
     // nginx can listen); resolve asks, the host answers
     bool (*address_is_local)(const std::string &address) = host_address_is_local;
+};
+
+// The interfaces gateway2nginx and its nginx serve the operator on, by the
+// flag that places them. Their TCP ports belong to no listener and to no
+// endpoint (operator_ports(), resolve/endpoints.h); a flag that listens
+// belongs here.
+struct OperatorInterface {
+    const char *flag;
+    std::string Options::*listen;
+};
+inline const OperatorInterface kOperatorInterfaces[] = {
+    {"--upstream-api", &Options::upstream_api},
+    {"--status-listen", &Options::status_listen},
+    {"--health-listen", &Options::health_listen},
+    {"--metrics-listen", &Options::metrics_listen},
 };
 
 inline constexpr const char *kInstanceFile = "instance";

@@ -4,7 +4,10 @@
 // their listeners make.
 #include <boost/test/unit_test.hpp>
 
+#include <regex>
+
 #include "apply/isolate.h"
+#include "cli.h"
 #include "parse/parse.h"
 #include "resolve/endpoints.h"
 #include "render/render.h"
@@ -366,6 +369,63 @@ BOOST_AUTO_TEST_CASE(operator_ports_stay_the_operators)
     EndpointRules rules(m, o);
     BOOST_TEST(rules.refusal("127.0.0.1", 8080).find("the gateway's own address and port") != std::string::npos);
     BOOST_TEST(rules.refusal("127.0.0.1", 8081).find("the gateway's own address and port") == std::string::npos);
+}
+
+// Every option that listens (ADDR:PORT in --help) is an operator
+// interface, so the property below covers it
+BOOST_AUTO_TEST_CASE(every_listening_option_is_an_operator_interface)
+{
+    const std::string usage = usage_text();
+    const std::regex option(R"((--[a-z-]+) ADDR:PORT)");
+    int listening = 0;
+    for (auto it = std::sregex_iterator(usage.begin(), usage.end(), option); it != std::sregex_iterator(); ++it) {
+        const std::string flag = (*it)[1];
+        listening++;
+        BOOST_TEST(std::any_of(std::begin(kOperatorInterfaces), std::end(kOperatorInterfaces),
+                               [&](const OperatorInterface &i) { return flag == i.flag; }),
+                   flag << " listens, and is not in kOperatorInterfaces");
+    }
+    BOOST_TEST(listening == static_cast<int>(std::size(kOperatorInterfaces)));
+}
+
+// Every operator interface (kOperatorInterfaces, one entry per flag that
+// listens): its port is no listener's, a Gateway's or a ListenerSet's,
+// and no endpoint's on any address of this host, while the next port is
+// free to both
+BOOST_AUTO_TEST_CASE(every_operator_interface_port_is_the_operators)
+{
+    for (const OperatorInterface &i : kOperatorInterfaces) {
+        BOOST_TEST_CONTEXT(i.flag)
+        {
+            Options o;
+            o.upstream_api = "off";
+            o.status_listen = "off";
+            o.health_listen = "";
+            o.*i.listen = "0.0.0.0:9200";
+            o.address_is_local = [](const std::string &address) { return address == "10.9.9.9"; };
+            BOOST_TEST_REQUIRE(operator_ports(o).size() == 1u);
+            Manifests m = parse(kSetup
+                                + gateway("{from: All}",
+                                          "  - {name: own, port: 9200, protocol: HTTP}\n"
+                                          "  - {name: next, port: 9201, protocol: HTTP}\n")
+                                + listener_set("ls", "team", "  - {name: own, port: 9200, protocol: TCP}\n"
+                                                             "  - {name: next, port: 9202, protocol: HTTP}\n"));
+            Plan plan = resolve(m, o);
+            const std::string refused = "attached=0 Accepted=False/PortUnavailable Programmed=False/Invalid";
+            BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "gw"), "own") == refused);
+            BOOST_TEST(listener_reasons(status_of(plan, "ListenerSet", "ls"), "own") == refused);
+            BOOST_TEST(listener_reasons(status_of(plan, "Gateway", "gw"), "next").find("Accepted=True") != std::string::npos);
+            BOOST_TEST(listener_reasons(status_of(plan, "ListenerSet", "ls"), "next").find("Accepted=True")
+                       != std::string::npos);
+            EndpointRules rules(parse(kSetup), o);  // no listener of its own on 9200
+            for (const char *address : {"127.0.0.1", "::1", "10.9.9.9", "::ffff:10.9.9.9"}) {
+                BOOST_TEST(rules.refusal(address, 9200).find("the gateway's own address and port") != std::string::npos,
+                           address);
+            }
+            BOOST_TEST(rules.refusal("10.9.9.9", 9203) == "");
+            BOOST_TEST(rules.refusal("10.9.9.8", 9200) == "");
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(status_documents)

@@ -90,7 +90,16 @@ int port_of(const std::string &listen)
     return std::atoi(listen.c_str() + colon + 1);
 }
 
-EndpointRules::EndpointRules(const Manifests &m, const Options &o)
+std::vector<OperatorPort> operator_ports(const Options &options)
+{
+    std::vector<OperatorPort> ports;
+    for (const OperatorInterface &i : kOperatorInterfaces) {
+        if (int port = port_of(options.*i.listen)) ports.push_back({i.flag, port});
+    }
+    return ports;
+}
+
+EndpointRules::EndpointRules(const Manifests &m, const Options &o) : address_is_local_(o.address_is_local)
 {
     for (const std::string &a : o.allow_endpoints) {
         if (std::optional<Cidr> c = parse_cidr(a)) allowed_.push_back(*c);
@@ -105,9 +114,7 @@ EndpointRules::EndpointRules(const Manifests &m, const Options &o)
     for (const ListenerSet &set : m.listener_sets) {
         for (const Listener &l : set.listeners) own_ports_.insert(l.port + o.port_offset);
     }
-    for (const std::string *listen : {&o.upstream_api, &o.status_listen}) {
-        if (int port = port_of(*listen)) own_ports_.insert(port);
-    }
+    for (const OperatorPort &p : operator_ports(o)) own_ports_.insert(p.port);
     if (std::optional<IpAddress> ip = parse_ip(o.listen_address)) own_addresses_.push_back(*ip);
 }
 
@@ -129,6 +136,13 @@ std::string EndpointRules::refusal(const std::string &host, int port) const
     bool own_address = special != nullptr;
     for (const IpAddress &own : own_addresses_) {
         own_address = own_address || (own.family == ip->family && own.bytes == ip->bytes);
+    }
+    if (!own_address && own_ports_.count(port)) {
+        // any address of this host (the pod's own, where the operator
+        // interfaces may listen on every address)
+        char text[INET6_ADDRSTRLEN] = "";
+        inet_ntop(ip->family == 4 ? AF_INET : AF_INET6, ip->bytes.data(), text, sizeof text);
+        own_address = address_is_local_ != nullptr && address_is_local_(text);
     }
     if (own_address && own_ports_.count(port)) {
         return "is the gateway's own address and port (a request loop, or a way to its operator interfaces)";

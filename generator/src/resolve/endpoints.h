@@ -46,6 +46,14 @@ bool names_local_host(const std::string &name);
 // listen); 0 for none ("off").
 int port_of(const std::string &listen);
 
+// The TCP port of each operator interface that listens
+// (kOperatorInterfaces): {flag, port}.
+struct OperatorPort {
+    const char *flag;
+    int port;
+};
+std::vector<OperatorPort> operator_ports(const Options &options);
+
 // The gateway's own sockets, and what the operator allows besides.
 class EndpointRules {
 public:
@@ -59,6 +67,7 @@ private:
     std::vector<Cidr> allowed_;
     std::set<int> own_ports_;
     std::vector<IpAddress> own_addresses_;
+    bool (*address_is_local_)(const std::string &address);
 };
 
 // The servers of one port of a Service, as its upstreams list them: the

@@ -82,9 +82,9 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *s
     // the operator interfaces' TCP ports are theirs: a listener there (a
     // tenant's ListenerSet) could take their requests; a UDP port is
     // another socket
-    for (const std::string *operator_listen : {&o_.upstream_api, &o_.status_listen}) {
-        if (l.protocol != "UDP" && port_of(*operator_listen) == l.port + o_.port_offset) {
-            const std::string why = "port " + std::to_string(l.port) + " is an operator interface's";
+    for (const OperatorPort &p : operator_ports(o_)) {
+        if (l.protocol != "UDP" && p.port == l.port + o_.port_offset) {
+            const std::string why = "port " + std::to_string(l.port) + " is an operator interface's (" + p.flag + ")";
             s.status.conditions = {cond::listener_port_unavailable(why), cond::listener_not_programmed(why)};
             return s;
         }

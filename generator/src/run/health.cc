@@ -15,27 +15,30 @@ namespace {
 MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url, const char *method, const char *,
                   const char *, size_t *, void **)
 {
-    const auto *metrics = static_cast<const RunMetrics *>(cls);
+    const auto *server = static_cast<const HealthServer *>(cls);
+    const RunMetrics *metrics = server->metrics();
+    const bool probes = server->paths() & kProbePaths, metrics_path = server->paths() & kMetricsPath;
     unsigned int code = 200;
     std::string body;
     const char *type = "text/plain; charset=utf-8";
     if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
         code = 405;
         body = "GET only\n";
-    } else if (std::strcmp(url, "/healthz") == 0) {
+    } else if (probes && std::strcmp(url, "/healthz") == 0) {
         // the loop turns at least once a second; 30 s without is stuck
         const bool alive = steady_ms() - metrics->heartbeat_ms < 30000;
         code = alive ? 200 : 503;
         body = alive ? "ok\n" : "the main loop has not turned for 30 s\n";
-    } else if (std::strcmp(url, "/readyz") == 0) {
+    } else if (probes && std::strcmp(url, "/readyz") == 0) {
         code = metrics->ready ? 200 : 503;
         body = metrics->ready ? "ok\n" : "nginx does not serve a complete configuration yet\n";
-    } else if (std::strcmp(url, "/metrics") == 0) {
+    } else if (metrics_path && std::strcmp(url, "/metrics") == 0) {
         body = metrics->prometheus();
         type = "text/plain; version=0.0.4; charset=utf-8";
     } else {
         code = 404;
-        body = "/healthz, /readyz, /metrics\n";
+        body = std::string(probes ? "/healthz, /readyz" : "") + (probes && metrics_path ? ", " : "")
+               + (metrics_path ? "/metrics" : "") + "\n";
     }
     struct MHD_Response *response =
         MHD_create_response_from_buffer(body.size(), body.data(), MHD_RESPMEM_MUST_COPY);
@@ -100,7 +103,8 @@ std::string RunMetrics::prometheus() const
     return out.str();
 }
 
-HealthServer::HealthServer(const std::string &listen, const RunMetrics *metrics)
+HealthServer::HealthServer(const char *flag, const std::string &listen, unsigned paths, const RunMetrics *metrics)
+    : metrics_(metrics), paths_(paths)
 {
     const size_t colon = listen.rfind(':');
     std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
@@ -108,13 +112,13 @@ HealthServer::HealthServer(const std::string &listen, const RunMetrics *metrics)
     char *end = nullptr;
     const long port = std::strtol(port_text.c_str(), &end, 10);
     if (port_text.empty() || *end != '\0' || port < 1 || port > 65535) {
-        throw std::runtime_error("--health-listen " + listen + ": not ADDRESS:PORT");
+        throw std::runtime_error(std::string(flag) + " " + listen + ": not ADDRESS:PORT");
     }
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     sockaddr_in6 v6{};
     sockaddr_in v4{};
     const sockaddr *address = nullptr;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (host.empty() || host == "0.0.0.0" || inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
         v4.sin_family = AF_INET;
         v4.sin_port = htons(static_cast<uint16_t>(port));
@@ -126,12 +130,14 @@ HealthServer::HealthServer(const std::string &listen, const RunMetrics *metrics)
         address = reinterpret_cast<const sockaddr *>(&v6);
         flags |= MHD_USE_IPv6;
     } else {
-        throw std::runtime_error("--health-listen " + listen + ": not an IP address");
+        throw std::runtime_error(std::string(flag) + " " + listen + ": not an IP address");
     }
-    daemon_ = MHD_start_daemon(flags, static_cast<uint16_t>(port), nullptr, nullptr, &answer,
-                               const_cast<RunMetrics *>(metrics), MHD_OPTION_SOCK_ADDR, address,
-                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-    if (daemon_ == nullptr) throw std::runtime_error("--health-listen " + listen + ": cannot listen there");
+    daemon_ = MHD_start_daemon(flags, static_cast<uint16_t>(port), nullptr, nullptr, &answer, this,
+                               MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_CONNECTION_LIMIT, kConnections,
+                               MHD_OPTION_PER_IP_CONNECTION_LIMIT, kConnectionsPerAddress,
+                               MHD_OPTION_CONNECTION_TIMEOUT, kIdleSeconds,
+                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(8192), MHD_OPTION_END);
+    if (daemon_ == nullptr) throw std::runtime_error(std::string(flag) + " " + listen + ": cannot listen there");
 }
 
 HealthServer::~HealthServer() { MHD_stop_daemon(static_cast<struct MHD_Daemon *>(daemon_)); }

@@ -1,7 +1,8 @@
-// gateway2nginx run's own endpoint (--health-listen): /healthz (the loop
-// turns), /readyz (nginx serves the inputs' first complete configuration)
-// and /metrics (Prometheus text), served by libmicrohttpd on a thread of
-// its own. What it reports is counted in RunMetrics by the loop.
+// gateway2nginx run's own endpoints: the probes (--health-listen:
+// /healthz, the loop turns; /readyz, nginx serves the inputs' first
+// complete configuration) and /metrics (Prometheus text; --metrics-listen,
+// else beside the probes), served by libmicrohttpd on a thread of each's
+// own. What they report is counted in RunMetrics by the loop.
 #pragma once
 
 #include <atomic>
@@ -46,16 +47,28 @@ private:
     double latency_sum_ = 0;
 };
 
-// Serves RunMetrics on ADDR:PORT until destroyed. Throws std::runtime_error
-// when it cannot listen.
+// What a HealthServer answers: a bit set.
+inline constexpr unsigned kProbePaths = 1, kMetricsPath = 2;
+
+// Serves RunMetrics on ADDR:PORT until destroyed, to many clients but few
+// at a time from one address, none of them idle for long: one client
+// cannot hold the probes. FLAG names the option in errors. Throws
+// std::runtime_error when it cannot listen.
 class HealthServer {
 public:
-    HealthServer(const std::string &listen, const RunMetrics *metrics);
+    static constexpr unsigned kConnections = 512, kConnectionsPerAddress = 8, kIdleSeconds = 5;
+
+    HealthServer(const char *flag, const std::string &listen, unsigned paths, const RunMetrics *metrics);
     ~HealthServer();
     HealthServer(const HealthServer &) = delete;
     HealthServer &operator=(const HealthServer &) = delete;
 
+    const RunMetrics *metrics() const { return metrics_; }
+    unsigned paths() const { return paths_; }
+
 private:
+    const RunMetrics *metrics_;
+    unsigned paths_;
     void *daemon_;  // struct MHD_Daemon *
 };
 

@@ -698,14 +698,19 @@ int run_gateway(const Args &args)
         return std::nullopt;
     };
 
-    std::unique_ptr<HealthServer> health;
-    if (!args.health_listen.empty()) {
-        try {
-            health = std::make_unique<HealthServer>(args.health_listen, &metrics);
-        } catch (const std::exception &e) {
-            std::cerr << "gateway2nginx: " << e.what() << "\n";
-            return 1;
+    std::unique_ptr<HealthServer> health, metrics_server;
+    try {
+        const Options &o = args.options;
+        if (!o.health_listen.empty()) {
+            const unsigned paths = kProbePaths | (o.metrics_listen.empty() ? kMetricsPath : 0);
+            health = std::make_unique<HealthServer>("--health-listen", o.health_listen, paths, &metrics);
         }
+        if (!o.metrics_listen.empty()) {
+            metrics_server = std::make_unique<HealthServer>("--metrics-listen", o.metrics_listen, kMetricsPath, &metrics);
+        }
+    } catch (const std::exception &e) {
+        std::cerr << "gateway2nginx: " << e.what() << "\n";
+        return 1;
     }
     int inotify = -1;
     if (args.reads_api()) {
