@@ -31,7 +31,7 @@ my @objects = @{ decode_json($json) };
 my %by = map { ("$_->{kind}/$_->{metadata}{name}" => $_) } @objects;
 is(join(' ', sort keys %by),
    'ClusterRole/gateway2nginx ClusterRoleBinding/gateway2nginx Deployment/gateway2nginx GatewayClass/gateway2nginx '
-   . 'Namespace/gateway-system PodDisruptionBudget/gateway2nginx Role/gateway2nginx-leader-election '
+   . 'Namespace/gateway-system NetworkPolicy/gateway2nginx PodDisruptionBudget/gateway2nginx Role/gateway2nginx-leader-election '
    . 'RoleBinding/gateway2nginx-leader-election Service/gateway2nginx ServiceAccount/gateway2nginx',
    'what a platform team installs');
 is(scalar(grep { ($_->{metadata}{namespace} // 'gateway-system') ne 'gateway-system' } @objects), 0,
@@ -60,6 +60,25 @@ like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/run
 like($args, qr{-o /run/gateway2nginx/}, 'OUTDIR in one of them');
 is($container->{livenessProbe}{httpGet}{path}, '/healthz', 'liveness: the loop turns (nginx ending ends run)');
 is($container->{readinessProbe}{httpGet}{path}, '/readyz', 'readiness: nginx serves the configuration');
+my %port = map { ($_->{name} => $_->{containerPort}) } @{ $container->{ports} };
+like($args, qr/--health-listen 0\.0\.0\.0:$port{health}\b/, 'the probes on the health port');
+like($args, qr/--metrics-listen 0\.0\.0\.0:$port{metrics}\b/, '/metrics on a port of its own');
+# the NetworkPolicy: no pod reaches the probes' port, only labelled
+# namespaces the metrics port, anyone every other port
+my $policy = $by{'NetworkPolicy/gateway2nginx'}{spec};
+is_deeply($policy->{podSelector}{matchLabels}, $deployment->{spec}{selector}{matchLabels}, 'the policy selects the pods');
+sub admitted {
+    my ($port, $protocol) = @_;
+    return join ' ', map { my $rule = $_; ($rule->{from} ? 'labelled' : 'anyone') x !!grep {
+        ($_->{protocol} // 'TCP') eq $protocol && $port >= $_->{port} && $port <= ($_->{endPort} // $_->{port})
+    } @{ $rule->{ports} } } @{ $policy->{ingress} };
+}
+is(admitted($port{health}, 'TCP'), '', 'no pod is admitted to the probes\' port');
+is(admitted($port{metrics}, 'TCP'), 'labelled', 'only labelled namespaces to the metrics port');
+is(admitted($_, 'TCP'), 'anyone', "anyone to TCP port $_") for 80, 443, 9114, 9117, 65535;
+is(admitted(5353, 'UDP'), 'anyone', 'and to UDP ports');
+is_deeply($by{'NetworkPolicy/gateway2nginx'}{spec}{ingress}[1]{from}[0]{namespaceSelector}{matchLabels},
+          {'gateway2nginx.io/metrics' => 'allowed'}, 'the metrics label');
 ok($container->{resources}{requests}{memory} && $container->{resources}{limits}{memory}, 'resources');
 is($by{'PodDisruptionBudget/gateway2nginx'}{spec}{minAvailable}, 1, 'a PodDisruptionBudget');
 is(join(' ', map { $_->{port} } @{ $by{'Service/gateway2nginx'}{spec}{ports} }), '80 443',

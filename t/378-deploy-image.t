@@ -188,6 +188,8 @@ sub probe { scalar `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$hea
 ok(wait_for(sub { probe('/readyz') eq '200' }, 60), "ready: nginx serves the configuration (127.0.0.1:$health)")
     or diag slurp($log);
 is(probe('/healthz'), '200', 'alive');
+is(scalar `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$ports{metrics}/metrics`, '200',
+   "/metrics on a port of its own (127.0.0.1:$ports{metrics})");
 
 my $g2n = container_pid();
 my $s = status_of($g2n);
