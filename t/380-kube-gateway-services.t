@@ -118,6 +118,20 @@ ok(!exists $svc->{metadata}{labels}{key2}, 'one removed from it is removed');
 is($svc->{metadata}{labels}{team}, 'x', 'one someone else added stays');
 is($svc->{metadata}{annotations}{key1}, 'changed', 'a changed annotation is changed');
 
+# ---- a tenant who edits it without pause gets at most a write a second -------
+sub metric { my ($name) = @_; my $m = `curl -s http://127.0.0.1:$health_port/metrics`; return $m =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
+my $updates = 'gateway2nginx_gateway_service_writes_total{result="updated"}';
+my $updated_before = metric($updates);
+my $edits_began = time;
+for my $i (1 .. 50) {
+    kubectl('label', '--overwrite', 'service', 'infra-ours', '-n', 'ns', "key3=edit$i");
+}
+ok(wait_for(sub { my $s = service('infra-ours'); $s && ($s->{metadata}{labels}{key3} // '') eq 'value3' }, 15),
+   'after 50 edits of a label the Gateway sets, it is put back') or diag slurp($log);
+my $seconds = time - $edits_began;
+my $writes = metric($updates) - $updated_before;
+cmp_ok($writes, '<=', int($seconds) + 1, sprintf('in %.1f s, with %d updates: at most one a second', $seconds, $writes));
+
 # ---- made again, deleted ----------------------------------------------------
 my $uid = $svc->{metadata}{uid};
 ($rc, $got) = kubectl('delete', 'service', 'infra-ours', '-n', 'ns');
@@ -132,7 +146,6 @@ is($rc, 0, 'a Gateway moved to another controller\'s class') or diag $got;
 ok(wait_for(sub { !service('gw-ours') }, 15), 'its Service is deleted') or diag slurp($log);
 ok(service('taken-ours'), 'the one it did not make is still there');
 
-sub metric { my ($name) = @_; my $m = `curl -s http://127.0.0.1:$health_port/metrics`; return $m =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
 is(metric('gateway2nginx_gateway_service_writes_total{result="created"}'), 4, '/metrics: four made (one again)');
 cmp_ok(metric('gateway2nginx_gateway_service_writes_total{result="updated"}'), '>=', 1, 'updated');
 is(metric('gateway2nginx_gateway_service_writes_total{result="deleted"}'), 2, 'two deleted');

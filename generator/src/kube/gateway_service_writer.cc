@@ -123,6 +123,9 @@ void GatewayServiceWriter::loop()
         lock.unlock();
         reconcile(client, wanted);
         lock.lock();
+        // at most once a second, however often a tenant edits the
+        // Service in their namespace
+        wake_.wait_until(lock, looked + std::chrono::seconds(1), [this] { return stop_; });
     }
 }
 
