@@ -145,12 +145,15 @@ sub held {
 ok(wait_for(sub { held() >= 8 }, 10), 'the holder keeps connections open (' . held() . ')');
 my @answers = map { probe($_ % 2 ? '/readyz' : '/healthz') } 1 .. 4;
 is("@answers", '200 200 200 200', 'four probes from another address, each answered 200');
-my $own_share = `curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.2 http://127.0.0.1:$own{'--health-listen'}/healthz`;
+sub probe_from_holder {
+    return scalar `curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.2 http://127.0.0.1:$own{'--health-listen'}/healthz`;
+}
+my $own_share = probe_from_holder();
 isnt($own_share, '200', "the holder's address gets nothing more ($own_share)");
 ok(kill(0, $holder) && waitpid($holder, WNOHANG) == 0, 'while it still holds its share');
 kill 'KILL', $holder;
 waitpid($holder, 0);
-ok(wait_for(sub { `curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.2 http://127.0.0.1:$own{'--health-listen'}/healthz` eq '200' }, 10),
+ok(wait_for(sub { probe_from_holder() eq '200' }, 10),
    'once it lets go, that address is answered again');
 
 kill 'TERM', $run;
