@@ -530,7 +530,7 @@ spec:
     std::string late = reasons(status_of(plan, "HTTPRoute", "late"));
     BOOST_TEST(late.find("Accepted=False/NotAllowedByListeners") != std::string::npos, late);
     BOOST_TEST(status_of(plan, "HTTPRoute", "late").refs[0].conditions[0].message
-               == "hostname \"app.example.com\" on 0.0.0.0:80 is served by Gateway ns/gw, whose route is older");
+               == "hostname \"app.example.com\" on 0.0.0.0:80 is claimed by an older or more specific listener on this address");
     BOOST_TEST(reasons(status_of(plan, "HTTPRoute", "own-host")).find("Accepted=True") != std::string::npos);
     BOOST_TEST(plan.servers.size() == 2u);
 

@@ -50,14 +50,8 @@ void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
     }
 }
 
-ObjectStatus Resolver::attach_route(const HTTPRoute &r)
+std::string route_unsupported(const HTTPRoute &r)
 {
-    ObjectStatus st;
-    st.api_version = intern(r.api_version);
-    st.kind = route_kind_name(r.kind);
-    st.meta = status_meta(r.meta);
-    st.refs_key = "parents";
-
     std::string unsupported;
     for (const RouteRule &rule : r.rules) {
         if (!rule.unsupported.empty()) {
@@ -73,32 +67,53 @@ ObjectStatus Resolver::attach_route(const HTTPRoute &r)
             }
         }
     }
+    return unsupported;
+}
 
+Resolver::RouteParent Resolver::route_parent(const HTTPRoute &r, const ParentRef &ref) const
+{
+    RouteParent parent;
+    if (ref.group != "gateway.networking.k8s.io") return parent;
+    const std::string ns = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
+    if (ref.kind == "Gateway") {
+        auto gw_it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
+            return g->meta.namespace_ == ns && g->meta.name == ref.name;
+        });
+        if (gw_it == gateways_.end()) return parent;  // not a parent of ours: its controller writes that status
+        parent.gateway = *gw_it;
+        parent.allowed = true;
+    } else if (ref.kind == "ListenerSet") {
+        const ListenerSetState *set = listener_set(ns, ref.name);
+        if (set == nullptr) return parent;  // its Gateway is not ours
+        parent.gateway = set->gateway;
+        parent.set = set->set;
+        parent.allowed = set->allowed;
+    }
+    return parent;
+}
+
+ObjectStatus Resolver::attach_route(const HTTPRoute &r)
+{
+    ObjectStatus st;
+    st.api_version = intern(r.api_version);
+    st.kind = route_kind_name(r.kind);
+    st.meta = status_meta(r.meta);
+    st.refs_key = "parents";
+
+    const std::string unsupported = route_unsupported(r);
     for (const ParentRef &ref : r.parent_refs) {
-        if (ref.group != "gateway.networking.k8s.io") continue;
-        std::string ns = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
+        const RouteParent parent = route_parent(r, ref);
+        if (parent.gateway == nullptr) continue;
         ObjectStatus::RefStatus rs;
         rs.kind = ref.kind == "ListenerSet" ? "ListenerSet" : "Gateway";
-        rs.namespace_ = ns;
+        rs.namespace_ = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
         rs.name = ref.name;
         rs.section_name = ref.section_name;
-        if (ref.kind == "Gateway") {
-            auto gw_it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
-                return g->meta.namespace_ == ns && g->meta.name == ref.name;
-            });
-            if (gw_it == gateways_.end()) continue;  // not a parent of ours: its controller writes that status
-            rs.conditions = attach_to_gateway(r, ref, **gw_it, nullptr, unsupported);
-        } else if (ref.kind == "ListenerSet") {
-            const ListenerSetState *set = listener_set(ns, ref.name);
-            if (set == nullptr) continue;  // its Gateway is not ours
-            rs.conditions = set->allowed ? attach_to_gateway(r, ref, *set->gateway, set->set, unsupported)
-                                         : std::vector<Condition>{cond::route_not_allowed(
-                                                                      "ListenerSet " + set->set->meta.key()
-                                                                      + " is not allowed by its Gateway"),
-                                                                  cond::route_refs_resolved()};
-        } else {
-            continue;
-        }
+        rs.conditions = parent.allowed ? attach_to_gateway(r, ref, *parent.gateway, parent.set, unsupported)
+                                       : std::vector<Condition>{cond::route_not_allowed(
+                                                                    "ListenerSet " + parent.set->meta.key()
+                                                                    + " is not allowed by its Gateway"),
+                                                                cond::route_refs_resolved()};
         st.refs.push_back(std::move(rs));
     }
     return st;
@@ -106,9 +121,10 @@ ObjectStatus Resolver::attach_route(const HTTPRoute &r)
 
 // A parentRef's listeners are those of the object it names (GEP-1713):
 // a Gateway's own (set null), or one ListenerSet's merged into it.
-std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
-                                                   const ListenerSet *set, const std::string &unsupported)
+Resolver::RouteHosts Resolver::route_hosts(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+                                           const ListenerSet *set)
 {
+    RouteHosts out;
     const std::string parent = set != nullptr ? "ListenerSet " + set->meta.key() : "Gateway " + gw.meta.key();
     std::vector<ListenerState *> candidates;
     for (ListenerState &ls : listeners_of(gw)) {
@@ -118,8 +134,9 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
         candidates.push_back(&ls);
     }
     if (candidates.empty()) {
-        return {cond::route_no_matching_parent("no listener of " + parent + " matches sectionName/port"),
-                cond::route_refs_resolved()};
+        out.refused = {cond::route_no_matching_parent("no listener of " + parent + " matches sectionName/port"),
+                       cond::route_refs_resolved()};
+        return out;
     }
 
     std::vector<ListenerState *> allowed;
@@ -130,25 +147,31 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
         if (ls->accepted && ns_ok && kind_ok) allowed.push_back(ls);
     }
     if (allowed.empty()) {
-        return {cond::route_not_allowed("no listener of " + parent + " allows this route (namespace, kind or protocol)"),
-                cond::route_refs_resolved()};
+        out.refused = {cond::route_not_allowed("no listener of " + parent
+                                               + " allows this route (namespace, kind or protocol)"),
+                       cond::route_refs_resolved()};
+        return out;
     }
 
-    std::vector<std::pair<ListenerState *, std::string>> hosts;
-    std::set<std::pair<ListenerState *, std::string>> isolated;
     for (ListenerState *ls : allowed) {
         std::vector<std::string> route_hosts = r.hostnames;
         if (route_hosts.empty()) route_hosts.push_back("");
         for (const std::string &h : route_hosts) {
-            std::string out;
-            if (!intersect(ls->listener->hostname, h, &out)) continue;
-            hosts.emplace_back(ls, out);
-            if (claimed_by_a_more_specific_listener(*ls, out)) isolated.emplace(ls, out);
+            std::string host;
+            if (!intersect(ls->listener->hostname, h, &host)) continue;
+            out.hosts.emplace_back(ls, host);
+            if (claimed_by_a_more_specific_listener(*ls, host)) out.isolated.emplace(ls, host);
         }
     }
-    if (hosts.empty()) {
-        return {cond::route_no_matching_hostname(), cond::route_refs_resolved()};
-    }
+    if (out.hosts.empty()) out.refused = {cond::route_no_matching_hostname(), cond::route_refs_resolved()};
+    return out;
+}
+
+std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+                                                   const ListenerSet *set, const std::string &unsupported)
+{
+    RouteHosts route = route_hosts(r, ref, gw, set);
+    if (!route.refused.empty()) return route.refused;
     if (!unsupported.empty()) {
         return {cond::route_unsupported(unsupported), cond::route_refs_resolved()};
     }
@@ -157,19 +180,17 @@ std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const Par
     std::set<ListenerState *> attached;
     std::string taken_by;
     bool served = false;
-    for (auto &[ls, host] : hosts) {
-        if (!ls->usable || isolated.count({ls, host})) {
+    for (auto &[ls, host] : route.hosts) {
+        if (!ls->usable || route.isolated.count({ls, host})) {
             attached.insert(ls);
             continue;
         }
         served = true;
         // Gateways that share an address and port share the nginx
-        // listener; a hostname there belongs to the oldest route's Gateway
-        std::string &owner = server_owner_[ls->listen + " " + host];
-        if (owner.empty()) owner = gw.meta.key();
-        if (owner != gw.meta.key()) {
-            taken_by = "hostname \"" + host + "\" on " + ls->listen + " is served by Gateway " + owner
-                       + ", whose route is older";
+        // listener; a hostname there is the best claim's (claims.cc)
+        if (host_owner(*ls, host) != &gw) {
+            taken_by = "hostname \"" + host + "\" on " + ls->listen
+                       + " is claimed by an older or more specific listener on this address";
             continue;
         }
         if (r.kind == RouteKind::TLSRoute || r.kind == RouteKind::TCPRoute || r.kind == RouteKind::UDPRoute) {

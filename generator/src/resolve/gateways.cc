@@ -182,9 +182,7 @@ void Resolver::isolate_listener_hostnames()
                    && claimed_by_a_more_specific_listener(other, name);
         });
         if (!broader) continue;
-        std::string &owner = server_owner_[ls.listen + " " + name];
-        if (owner.empty()) owner = ls.gateway->meta.key();
-        if (owner == ls.gateway->meta.key()) server_for(ls, name);
+        if (host_owner(ls, name) == ls.gateway) server_for(ls, name);
     }
 }
 

@@ -205,7 +205,7 @@ void Resolver::run()
     std::vector<ObjectStatus> route_statuses;
     route_statuses.reserve(routes.size());
     servers_.reserve(routes.size());
-    server_owner_.reserve(routes.size());
+    claim_hostnames(routes);
     for (const HTTPRoute *r : routes) {
         route_statuses.push_back(attach_route(*r));
     }

@@ -175,6 +175,30 @@ struct ListenerState {
     const char *owner_kind() const { return listener_set != nullptr ? "ListenerSet" : "Gateway"; }
 };
 
+// ---- resolve/claims.cc: who has a port and a hostname on a shared address ---
+
+// Every Gateway is served by one nginx, so Gateways on one address share
+// its sockets. A claim is a listener's: it began when its Gateway was made
+// (a ListenerSet's listener: when both its ListenerSet and its Gateway
+// were), by creationTimestamp, unknown ones last; then by Gateway
+// namespace/name, then in the Gateway's own order (its listeners, then its
+// ListenerSets'). Never by a route's age: a route may change parents.
+bool claims_before(const ListenerState &a, const ListenerState &b);
+// One listen socket speaks one protocol (and, for TLS, one mode): the
+// first claim's.
+void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
+// A listener whose socket, protocol and hostname the first claim names
+// too: a ListenerSet's behind an earlier listener of its Gateway, and
+// any behind another Gateway's that names the hostname (or, TCP and UDP,
+// has the whole port).
+void settle_hostname_conflicts(std::vector<ListenerState> &listeners);
+// Whether `a`'s claim on a hostname it serves outranks `b`'s: a listener
+// that names it, then the most specific wildcard, then no hostname; then
+// the first claim.
+bool claim_outranks(const ListenerState &a, const ListenerState &b);
+// What a claim is on: a socket and a hostname ("" for TCP and UDP).
+std::string claim_key(const ListenerState &ls, const std::string &host);
+
 // Whether a ReferenceGrant lets a FROM_KIND of from_ns refer to a TO_KIND.
 bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
              const std::string &to_kind, const std::string &to_ns, const std::string &to_name);
@@ -242,10 +266,8 @@ void order_locations(Server *server);
 
 // The socket a listener's port is ("ADDRESS:PORT", "... udp" for UDP).
 std::string listen_socket(const ListenerState &ls);
-// One listen socket speaks one protocol (and, for TLS, one mode).
-void settle_protocol_conflicts(std::vector<ListenerState> &listeners);
-// Listeners of a ListenerSet that an earlier listener's hostname takes.
-void settle_hostname_conflicts(std::vector<ListenerState> &listeners);
+// What a listen socket speaks: HTTP, HTTPS, or TLS in either mode.
+std::string socket_protocol(const std::string &category);
 // The certificates, proxy_ssl and route order of one stream server, once
 // every route is in; certificates: listener hostname -> (certificate, key);
 // server_per_hostname: the nginx picks stream servers by SNI.

@@ -55,6 +55,10 @@ RuleFilters rule_filters_of(const RouteRule &rule);
 // filters (its own or its backendRefs') or timeouts.
 bool has_location_settings(const RouteRule &rule);
 
+// Why a route cannot be served as written (a rule, a filter or a match
+// this renders no way), else "".
+std::string route_unsupported(const HTTPRoute &r);
+
 // Upstreams by name, in the order first used; handed to the plan sorted by
 // name, without a second copy.
 class UpstreamTable {
@@ -124,7 +128,28 @@ private:
     void resolve_listeners();
     void listener_set_statuses();
 
+    // resolve/claims.cc
+    void claim_hostnames(const std::vector<const HTTPRoute *> &routes);
+    // the Gateway whose listener has the best claim on HOST at LS's socket
+    const Gateway *host_owner(const ListenerState &ls, const std::string &host) const;
+
     // resolve/attach.cc
+    // the Gateway a parentRef names, if ours, and whether routes may
+    // attach through it (a ListenerSet its Gateway admits)
+    struct RouteParent {
+        const Gateway *gateway = nullptr;
+        const ListenerSet *set = nullptr;  // a ListenerSet parent
+        bool allowed = false;
+    };
+    RouteParent route_parent(const HTTPRoute &r, const ParentRef &ref) const;
+    // the listeners of a parent a route attaches to, with each hostname
+    // it would serve there; or why none
+    struct RouteHosts {
+        std::vector<Condition> refused;
+        std::vector<std::pair<ListenerState *, std::string>> hosts;
+        std::set<std::pair<ListenerState *, std::string>> isolated;  // a more specific listener's
+    };
+    RouteHosts route_hosts(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw, const ListenerSet *set);
     void rejected_statuses(std::vector<ObjectStatus> *route_statuses);
     ObjectStatus attach_route(const HTTPRoute &r);
     std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
@@ -209,7 +234,7 @@ private:
     // hashed, not ordered: one per hostname, and looked up for every
     // route; finish_servers() hands them to the plan in key order
     std::unordered_map<std::string, Server> servers_;                // by "listen host"
-    std::unordered_map<std::string, std::string> server_owner_;     // "listen host" -> Gateway
+    std::unordered_map<std::string, const ListenerState *> host_claims_;  // claim_key() -> best claim
     std::map<std::string, GatewayAddress> gateway_addresses_;       // Gateway key -> where it listens
     std::unordered_map<const Server *, std::unordered_map<std::string, size_t>> location_index_;
     UpstreamTable upstreams_;
