@@ -7,7 +7,16 @@
 #include <random>
 #include <set>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "apply/isolate.h"
+#include "apply/nginx_check.h"
 #include "render/render.h"
 #include "test_support.h"
 
@@ -243,6 +252,44 @@ BOOST_AUTO_TEST_CASE(what_is_left_out_is_reported_and_a_policy_fails_closed)
     BOOST_TEST(no_service.services.empty());
     BOOST_TEST(no_service.http_routes.size() == 2u);
     BOOST_TEST(no_service.rejected.at(0).kind == "Service");
+}
+
+// What nginx -t does not try: a socket the new configuration listens on,
+// which the running one does not hold, and another process does
+BOOST_AUTO_TEST_CASE(a_listen_another_process_holds_is_refused)
+{
+    namespace fs = std::filesystem;
+    const int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_TEST_REQUIRE(::bind(holder, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    BOOST_TEST_REQUIRE(::listen(holder, 1) == 0);
+    socklen_t length = sizeof a;
+    ::getsockname(holder, reinterpret_cast<sockaddr *>(&a), &length);
+    const std::string held = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+
+    const fs::path root = fs::temp_directory_path() / ("g2n-listens-" + std::to_string(::getpid()));
+    fs::create_directories(root / "new");
+    fs::create_directories(root / "running");
+    auto write = [](const fs::path &file, const std::string &text) { std::ofstream(file) << text; };
+    write(root / "new" / "http.conf", "server {\n    listen " + held + " default_server;\n}\n");
+    write(root / "new" / "stream.conf", "server {\n    listen " + held + " udp;\n}\n");
+    std::optional<std::string> refused = unbindable_listen(root / "new", "");
+    BOOST_TEST_REQUIRE(refused.has_value());
+    BOOST_TEST(*refused == "bind() to " + held + " failed (98: Address already in use), which nginx -t does not try");
+    // the running nginx's own socket is inherited, not bound again
+    write(root / "running" / "http.conf", "    listen " + held + ";\n");
+    BOOST_TEST(!unbindable_listen(root / "new", root / "running").has_value());
+    // the UDP socket of that port number is another, and free
+    write(root / "new" / "http.conf", "");
+    BOOST_TEST(!unbindable_listen(root / "new", "").has_value());
+    // an address not this host's
+    write(root / "new" / "http.conf", "    listen 192.0.2.1:80;\n");
+    refused = unbindable_listen(root / "new", "");
+    BOOST_TEST((refused && refused->find("bind() to 192.0.2.1:80 failed (99: ") == 0), refused.value_or("none"));
+    ::close(holder);
+    fs::remove_all(root);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

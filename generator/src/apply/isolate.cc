@@ -301,7 +301,7 @@ std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_al
 std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
                                           const Options &options, const std::string &nginx, bool threads,
                                           const fs::path &staged, const std::vector<Exclusion> &left_out,
-                                          std::vector<Exclusion> *found)
+                                          std::vector<Exclusion> *found, const fs::path *running)
 {
     std::cerr << "gateway2nginx: nginx -t refuses the configuration (" << printable(refusal)
               << "); looking for the objects at fault\n";
@@ -327,7 +327,7 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
     auto refusal_with = [&](const std::vector<bool> &included) {
         stage_with(included, [](size_t) { return "left out while looking for what nginx -t refuses"; });
         checks++;
-        return nginx_refusal(nginx, staged, true);
+        return nginx_refusal(nginx, staged, true, running);
     };
     if (std::optional<std::string> r = refusal_with(std::vector<bool>(objects.size(), false))) {
         std::cerr << "gateway2nginx: nginx -t refuses the configuration even without any route, policy or object "
@@ -344,7 +344,7 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
     }
     Plan plan = stage_with(included, [&](size_t i) { return why[i]; });
     checks++;
-    if (std::optional<std::string> r = nginx_refusal(nginx, staged, false)) {
+    if (std::optional<std::string> r = nginx_refusal(nginx, staged, false, running)) {
         std::cerr << "gateway2nginx: nginx -t refuses the configuration without the objects at fault: "
                   << printable(*r) << "\n";
         return std::nullopt;

@@ -107,7 +107,7 @@ private:
 std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects);
 
 // `nginx` -t refused the configuration of `manifests` without `left_out`
-// (`refusal`): finds the other tenant objects at fault (added to *found)
+// (`refusal`; with `running`, as nginx_refusal() checks): finds the other tenant objects at fault (added to *found)
 // and stages the configuration without them and `left_out`, each rejected
 // with its reason. nullopt when nginx refuses even the configuration
 // without any tenant object (the operator's to fix).
@@ -115,6 +115,7 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
                                           const Options &options, const std::string &nginx, bool threads,
                                           const std::filesystem::path &staged,
                                           const std::vector<Exclusion> &left_out = {},
-                                          std::vector<Exclusion> *found = nullptr);
+                                          std::vector<Exclusion> *found = nullptr,
+                                          const std::filesystem::path *running = nullptr);
 
 }  // namespace g2n

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <regex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -88,7 +90,79 @@ std::string refusal_in_log(const fs::path &log, const std::string &prefix, int s
 // configuration makes nginx load runs without our privileges but binding
 // ports. Rendered paths are relative to the prefix, so the copy checks
 // what will be served. `quiet`: nginx's own messages are not shown.
-std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::path &staged, bool quiet)
+// nginx -t itself, below
+static std::optional<std::string> nginx_test(const std::string &nginx, const fs::path &staged, bool quiet);
+
+namespace {
+
+// "ADDRESS:PORT" and "ADDRESS:PORT udp" of every listen directive in the
+// .conf files of `dir` (as render writes them: one a line)
+std::set<std::string> listens_in(const fs::path &dir)
+{
+    std::set<std::string> listens;
+    if (dir.empty() || !fs::is_directory(dir)) return listens;
+    static const std::regex listen(R"(^\s*listen\s+([^\s;]+)([^;]*);)");
+    for (const fs::directory_entry &e : fs::directory_iterator(dir)) {
+        if (e.path().extension() != ".conf") continue;
+        std::ifstream in(e.path());
+        for (std::string line; std::getline(in, line);) {
+            std::smatch m;
+            if (!std::regex_search(line, m, listen) || m[1].str().rfind("unix:", 0) == 0) continue;
+            const bool udp = std::regex_search(m[2].str(), std::regex(R"(\budp\b)"));
+            listens.insert(m[1].str() + (udp ? " udp" : ""));
+        }
+    }
+    return listens;
+}
+
+}  // namespace
+
+std::optional<std::string> unbindable_listen(const fs::path &dir, const fs::path &running)
+{
+    const std::set<std::string> held = listens_in(running);
+    for (const std::string &listen : listens_in(dir)) {
+        if (held.count(listen)) continue;  // the running nginx's socket, inherited on reload
+        const bool udp = listen.size() > 4 && listen.compare(listen.size() - 4, 4, " udp") == 0;
+        const std::string address = udp ? listen.substr(0, listen.size() - 4) : listen;
+        const size_t colon = address.rfind(':');
+        if (colon == std::string::npos) continue;
+        std::string host = address.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+        const int port = std::atoi(address.c_str() + colon + 1);
+        sockaddr_in v4{};
+        sockaddr_in6 v6{};
+        v4.sin_family = AF_INET;
+        v4.sin_port = htons(static_cast<uint16_t>(port));
+        v6.sin6_family = AF_INET6;
+        v6.sin6_port = htons(static_cast<uint16_t>(port));
+        const bool is_v4 = inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1;
+        if (!is_v4 && inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) != 1) continue;  // nginx -t's to judge
+        const int fd = ::socket(is_v4 ? AF_INET : AF_INET6, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        int on = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // as nginx binds
+        if (!is_v4) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+        const bool bound = is_v4 ? ::bind(fd, reinterpret_cast<sockaddr *>(&v4), sizeof v4) == 0
+                                 : ::bind(fd, reinterpret_cast<sockaddr *>(&v6), sizeof v6) == 0;
+        const int error = errno;
+        ::close(fd);
+        if (!bound && (error == EADDRINUSE || error == EADDRNOTAVAIL)) {
+            return "bind() to " + listen + " failed (" + std::to_string(error) + ": " + std::strerror(error)
+                   + "), which nginx -t does not try";
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> nginx_refusal(const std::string &nginx, const fs::path &staged, bool quiet,
+                                         const fs::path *running)
+{
+    if (std::optional<std::string> refused = nginx_test(nginx, staged, quiet)) return refused;
+    if (running == nullptr) return std::nullopt;
+    return unbindable_listen(staged, *running);
+}
+
+static std::optional<std::string> nginx_test(const std::string &nginx, const fs::path &staged, bool quiet)
 {
     const bool root = ::geteuid() == 0;
     uid_t uid = 65534;

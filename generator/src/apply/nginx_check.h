@@ -14,7 +14,18 @@ namespace g2n {
 // paths relative to it); nullopt when nginx accepts it, else why not: its
 // last error, paths relative to `dir`. `quiet`: nginx's own messages are
 // not shown on stderr.
-std::optional<std::string> nginx_refusal(const std::string &nginx, const std::filesystem::path &dir, bool quiet);
+// With `running` (the configuration the nginx about to take this one
+// serves; an empty path: an nginx about to start), the sockets of `dir` it
+// does not hold must also be free to bind here, which nginx -t does not
+// try (a reload or a start would fail on its bind()).
+std::optional<std::string> nginx_refusal(const std::string &nginx, const std::filesystem::path &dir, bool quiet,
+                                         const std::filesystem::path *running = nullptr);
+
+// The first socket the configuration in `dir` listens on that the one in
+// `running` (may be empty) does not, and that cannot be bound on this host now (another
+// process holds it, or the address is not this host's): nginx's words for
+// it, "bind() to ADDRESS:PORT failed (...)"; nullopt when there is none.
+std::optional<std::string> unbindable_listen(const std::filesystem::path &dir, const std::filesystem::path &running);
 
 // How an nginx binary was built, from what `nginx -V` prints.
 struct NginxBuild {

@@ -109,7 +109,7 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     if (options.instance_kept) write_file(dir / kInstanceFile, options.instance + "\n", 0644);
 }
 
-void replace_dir(const fs::path &staged, const fs::path &outdir)
+void replace_dir(const fs::path &staged, const fs::path &outdir, const fs::path &previous)
 {
     if (!fs::exists(outdir)) {
         fs::rename(staged, outdir);
@@ -126,7 +126,13 @@ void replace_dir(const fs::path &staged, const fs::path &outdir)
     if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, outdir.c_str(), RENAME_EXCHANGE) != 0) {
         throw std::runtime_error("cannot replace " + outdir.string() + ": " + std::strerror(errno));
     }
-    fs::remove_all(staged);  // now holds the previous configuration
+    // staged now holds the previous configuration
+    if (previous.empty()) {
+        fs::remove_all(staged);
+        return;
+    }
+    fs::remove_all(previous);
+    fs::rename(staged, previous);
 }
 
 }  // namespace g2n

@@ -23,7 +23,9 @@ bool valid_instance_name(const std::string &name);
 
 
 // A fresh sibling directory, swapped with OUTDIR in one rename; the running
-// nginx's pid file, logs and temp files move into it first.
-void replace_dir(const std::filesystem::path &staged, const std::filesystem::path &outdir);
+// nginx's pid file, logs and temp files move into it first. The
+// configuration replaced is kept at `previous` if given, else removed.
+void replace_dir(const std::filesystem::path &staged, const std::filesystem::path &outdir,
+                 const std::filesystem::path &previous = {});
 
 }  // namespace g2n

@@ -462,9 +462,15 @@ private:
         metrics_->renders++;
         write_configuration(plan, args_.options, staged_, false);
         std::vector<Exclusion> found;
-        if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false)) {
+        // the nginx that takes it (running on OUTDIR, or about to start)
+        // must also be able to bind what is new to it
+        const bool runs = read_pid(args_.reload_pidfile) != 0;
+        const fs::path held = runs ? outdir_ : fs::path();
+        const fs::path *running = runs || nginx_ != nullptr ? &held : nullptr;
+        if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false, running)) {
             std::optional<Plan> isolated =
-                can_isolate ? stage_without_refused(manifests, *refusal, args_.options, args_.nginx, args_.jobs > 1, staged_, recalled, &found)
+                can_isolate ? stage_without_refused(manifests, *refusal, args_.options, args_.nginx, args_.jobs > 1,
+                                                    staged_, recalled, &found, running)
                             : std::nullopt;
             if (!isolated) {
                 fs::remove_all(staged_);
@@ -501,11 +507,15 @@ private:
                 return;
             }
         }
-        replace_dir(staged_, outdir_);
+        // what nginx runs is kept aside until it takes the new one
+        const fs::path previous = staged_.string() + ".previous";
+        replace_dir(staged_, outdir_, previous);
         behind_since_.reset();
         status_ = status_digest(plan, args_.options);
         bool nginx_runs = false;
+        std::error_code ec;
         if (read_pid(args_.reload_pidfile) == 0 && nginx_ != nullptr) {
+            fs::remove_all(previous, ec);
             nginx_runs = start_nginx();
             if (!nginx_runs) return;
         } else if (read_pid(args_.reload_pidfile) == 0) {
@@ -516,6 +526,10 @@ private:
             if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(), &reloaded); !failed.empty()) {
                 metrics_->reload_failures++;
                 say(failed);
+                // OUTDIR holds what nginx runs again: a fresh nginx starts on it
+                replace_dir(previous, outdir_);
+                say("OUTDIR holds the configuration nginx runs again");
+                status_.clear();
                 applied_ = false;  // the next change reloads again
                 return;
             }
@@ -531,6 +545,7 @@ private:
                     + " upstream(s) and policy(ies) pushed; nginx holds the rest as rendered");
             }
         }
+        fs::remove_all(previous, ec);
         applied_ = true;
         skeleton_ = skeleton;
         pushed_ = ApiHeld::of(plan, args_.options);
