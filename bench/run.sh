@@ -76,6 +76,14 @@ out=bench/results.md
     bash bench/kube_api.sh "${BENCH_ROUTES:-10000}"
     echo '```'
     echo
+    echo "## gateway2nginx run --kubeconfig: 100 MB of ConfigMaps nobody refers to / none / each a policy's CA"
+    echo
+    echo "RSS once settled, and peak; what an unreferenced ConfigMap costs per byte of its JSON (target <= 0.2):"
+    echo
+    echo '```'
+    bash bench/unreferenced_memory.sh
+    echo '```'
+    echo
     echo "## The upstream API's body reader: peak memory added per body byte (target: a few; a refused body no dearer)"
     echo
     echo '```'

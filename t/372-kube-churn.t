@@ -105,9 +105,12 @@ ok(wait_for(sub { status_of() eq '200' }, 10), 'the right CA again: served');
 ok(wait_for(sub { count_in($log, qr/trust of 1 policy\(ies\) pushed to nginx, no reload/) >= $trust_pushes + 2 }, 10),
    'each change pushed as the trust of the one policy reading it');
 ok(wait_for(sub { metric('gateway2nginx_trust_updates_total') >= 2 }, 10), 'counted as trust updates');
+my ($held, $whole, $applies) = map { metric($_) } qw(gateway2nginx_objects_held gateway2nginx_objects_held_whole gateway2nginx_applies_total);
 kube_apply('unread', ca_configmap('unread', slurp("$dir/certs/unrelated-ca.crt")));
-ok(wait_for(sub { metric('gateway2nginx_trust_updates_total') >= 3 }, 10), 'a ConfigMap nothing reads: applied the same way')
+ok(wait_for(sub { metric('gateway2nginx_objects_held') == $held + 1 }, 10), 'a ConfigMap nothing reads: held')
     or diag slurp($log);
+is(metric('gateway2nginx_objects_held_whole'), $whole, 'as a digest only');
+is(metric('gateway2nginx_applies_total'), $applies, 'and nothing applied for it');
 is(metric('gateway2nginx_apply_cpu_seconds_total{way="whole"}'), $whole_cpu,
    'none of them read, resolved or rendered the rest: the whole way\'s CPU time is where it was');
 is(worker_pids($master), $workers, 'and none reloaded nginx');

@@ -10,6 +10,7 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use JSON::PP;
+use MIME::Base64 ();
 use Time::HiRes qw(sleep time);
 
 if (my $why = kubectl_missing()) {
@@ -97,7 +98,29 @@ is($rc, 0, 'kubectl apply of the rendered manifests') or diag $out;
 is($out, '2', 'kubectl get reads them back');
 
 # ---- every request of a run, against the rules ----------------------------------------------
-kube_apply('base', kube_web_yaml());
+# a second Service whose policy's CA is a Secret: read with get, as the
+# ConfigMap of the first, once the policy refers to it
+my $ca = slurp(certs_dir() . '/ca.crt');
+kube_apply('base', kube_web_yaml() . <<"YAML");
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: ca-secret, namespace: ns}
+type: Opaque
+data: {ca.crt: @{[ MIME::Base64::encode_base64($ca, '') ]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web2, namespace: ns}
+spec: {ports: [{name: https, port: 443}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: web2-tls, namespace: ns}
+spec:
+  targetRefs: [{group: "", kind: Service, name: web2}]
+  validation: {hostname: abc.example.com, caCertificateRefs: [{group: "", kind: Secret, name: ca-secret}]}
+YAML
 kube_apply('route', kube_route_yaml('/web'));
 kube_apply('slice', kube_slice_yaml(server_port() + 1, 1));
 unlink $audit;

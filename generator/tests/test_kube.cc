@@ -252,6 +252,55 @@ BOOST_AUTO_TEST_CASE(store_keeps_of_a_slice_what_is_read)
     BOOST_TEST(signalled(), "another address: a change");
 }
 
+// A ConfigMap nothing wants is held as a digest: not read, its changes
+// not said; once wanted it is fetched (fill) and said; let go again when
+// no longer wanted; a watch event that comes first wins over a fetch.
+BOOST_AUTO_TEST_CASE(store_holds_unwanted_config_maps_as_digests)
+{
+    const ApiKind config_maps{"", "v1", "configmaps", "ConfigMap", true};
+    ObjectStore store;
+    store.hold_wanted_only(config_maps);
+    WatchDecoder decoder(config_maps, &store);
+    uint64_t count = 0;
+    auto signalled = [&] { return ::read(store.change_fd(), &count, sizeof count) == static_cast<ssize_t>(sizeof count); };
+    auto event = [](const std::string &type, const std::string &name, const std::string &value) {
+        return R"({"type":")" + type + R"(","object":{"metadata":{"name":")" + name
+               + R"(","namespace":"ns","resourceVersion":"1"},"data":{"big":")" + value + R"("}}})" "\n";
+    };
+    const std::string big(100000, 'x');
+    decoder.feed(event("ADDED", "junk", big));
+    decoder.feed(event("ADDED", "ca", "pem"));
+    BOOST_TEST(!signalled(), "nothing wants them: no change");
+    BOOST_TEST(store.texts().empty());
+    BOOST_TEST(!store.get(config_maps, "ns/junk").has_value());
+    BOOST_TEST(store.held().first == 2u);
+    BOOST_TEST(store.held().second == 0u);
+    decoder.feed(event("MODIFIED", "junk", big + "y"));
+    BOOST_TEST(!signalled(), "a change of one nothing wants: none");
+
+    const std::string ca = ObjectStore::key_of(config_maps, "ns/ca");
+    const std::vector<std::string> fetch = store.want({ca, ObjectStore::key_of(config_maps, "ns/missing")});
+    BOOST_TEST(fetch == std::vector<std::string>{ca}, "only what is held as a digest is fetched");
+    BOOST_TEST(store.fill(config_maps, "ns/ca", R"({"data":{"big":"pem"}})", "digest"));
+    BOOST_TEST(signalled(), "fetched: a change");
+    BOOST_TEST(store.texts().size() == 1u);
+    BOOST_TEST(!store.fill(config_maps, "ns/ca", "{}", "digest"), "held whole already: nothing to fill");
+    decoder.feed(event("MODIFIED", "ca", "pem2"));
+    BOOST_TEST(signalled(), "a change of one wanted: said");
+    BOOST_TEST(store.get(config_maps, "ns/ca")->find("pem2") != std::string::npos);
+    // a wanted one made later is held whole at once
+    decoder.feed(event("ADDED", "missing", "late"));
+    BOOST_TEST(signalled());
+    BOOST_TEST(store.held().second == 2u);
+
+    BOOST_TEST(store.want({}).empty());
+    BOOST_TEST(store.held().second == 0u, "let go once no longer wanted");
+    BOOST_TEST(!store.fill(config_maps, "ns/ca", "{}", "digest"), "not wanted: not filled");
+    decoder.feed(event("DELETED", "junk", big));
+    BOOST_TEST(!signalled(), "one nothing wants, deleted: no change");
+    BOOST_TEST(store.held().first == 2u);
+}
+
 // What changed since the changes were last taken, as the objects are now;
 // a relist says only what differs.
 BOOST_AUTO_TEST_CASE(store_says_what_changed)

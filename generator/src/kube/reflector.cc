@@ -2,6 +2,7 @@
 #include "kube/json.h"
 #include "digest.h"
 
+#include <malloc.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -26,11 +27,11 @@ std::string metadata_member(const Value &object, const char *name)
     return it != object.MemberEnd() ? std::string(string_member(it->value, name)) : "";
 }
 
-// `object` as the text parse/ reads, with the apiVersion and kind a list's
-// items may leave out; "namespace/name" in `name_key`. False when it has
-// no name.
+}  // namespace
+
+// With the apiVersion and kind a list's items may leave out.
 bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &alloc, std::string *name_key,
-                 std::string *text, std::string *content = nullptr)
+                 std::string *text, std::string *content)
 {
     if (!object.IsObject()) return false;
     const std::string name = metadata_member(object, "name");
@@ -88,6 +89,8 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
     }
     return true;
 }
+
+namespace {
 
 std::string key_prefix(const ApiKind &kind) { return (kind.group.empty() ? "core" : kind.group) + "/" + kind.kind + "/"; }
 
@@ -201,6 +204,70 @@ void ObjectStore::drain_changes() const
     [[maybe_unused]] ssize_t n = ::read(event_fd_, &count, sizeof count);
 }
 
+void ObjectStore::hold_wanted_only(const ApiKind &kind)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    wanted_only_kinds_.insert(key_prefix(kind));
+}
+
+std::string ObjectStore::key_of(const ApiKind &kind, const std::string &name_key) { return key_prefix(kind) + name_key; }
+
+bool ObjectStore::digest_only(const std::string &key) const
+{
+    const size_t slash = key.find('/', key.find('/') + 1);
+    return wanted_only_kinds_.count(key.substr(0, slash + 1)) && !wanted_.count(key);
+}
+
+bool ObjectStore::holds_whole(const ApiKind &kind, const std::string &name_key) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !digest_only(key_prefix(kind) + name_key);
+}
+
+bool ObjectStore::holds_wanted_only(const ApiKind &kind) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return wanted_only_kinds_.count(key_prefix(kind)) != 0;
+}
+
+std::vector<std::string> ObjectStore::want(std::set<std::string> keys)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> fetch;
+    for (auto &[key, held] : objects_) {
+        const size_t slash = key.find('/', key.find('/') + 1);
+        if (!wanted_only_kinds_.count(key.substr(0, slash + 1))) continue;
+        const bool wanted = keys.count(key) != 0;
+        if (wanted && held.json == nullptr) fetch.push_back(key);
+        if (!wanted) held.json.reset();  // its digest stays: a change is still seen
+    }
+    wanted_ = std::move(keys);
+    return fetch;
+}
+
+bool ObjectStore::fill(const ApiKind &kind, const std::string &name_key, std::string json, std::string content)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const std::string key = key_prefix(kind) + name_key;
+        auto it = objects_.find(key);
+        if (it == objects_.end() || it->second.json != nullptr || digest_only(key)) return false;
+        it->second = Held{std::make_shared<const std::string>(std::move(json)), std::move(content)};
+        writes_[key_prefix(kind)]++;
+        changed_.emplace(key, std::make_pair(kind.kind, name_key));
+    }
+    changed();
+    return true;
+}
+
+std::pair<size_t, size_t> ObjectStore::held() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t whole = 0;
+    for (const auto &[key, held] : objects_) whole += held.json != nullptr;
+    return {objects_.size(), whole};
+}
+
 void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::pair<std::string, std::string>> objects)
 {
     bool any = false;
@@ -212,21 +279,25 @@ void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::p
             changed_.emplace(key, std::make_pair(kind.kind, name_key));
             any = true;
         };
-        // what is gone or differs, then what is new
+        // what is gone or differs, then what is new; of an object held as
+        // a digest, nothing is said (nothing reads it)
         std::set<std::string> held_before;
         auto it = objects_.lower_bound(prefix);
         while (it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
             const std::string name_key = it->first.substr(prefix.size());
             const auto now = objects.find(name_key);
             const std::string &held = it->second.content;
-            if (now == objects.end() || held.empty() || now->second.second != held) note(it->first, name_key);
+            const bool differs = now == objects.end() || held.empty() || now->second.second != held;
+            if (differs && !digest_only(it->first)) note(it->first, name_key);
             held_before.insert(it->first);
             it = objects_.erase(it);
         }
         for (auto &[name_key, held] : objects) {
             const std::string key = prefix + name_key;
-            if (!held_before.count(key)) note(key, name_key);
-            objects_.emplace(key, Held{std::make_shared<const std::string>(std::move(held.first)), std::move(held.second)});
+            const bool whole = !digest_only(key);
+            if (!held_before.count(key) && whole) note(key, name_key);
+            objects_.emplace(key, Held{whole ? std::make_shared<const std::string>(std::move(held.first)) : nullptr,
+                                       std::move(held.second)});
         }
     }
     if (any) changed();
@@ -238,9 +309,12 @@ void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::str
         std::lock_guard<std::mutex> lock(mutex_);
         writes_[key_prefix(kind)]++;
         auto [it, added] = objects_.try_emplace(key_prefix(kind) + name_key);
-        const bool same = !added && !content.empty() && it->second.content == content;
-        it->second = Held{std::make_shared<const std::string>(std::move(json)), std::move(content)};
-        if (same) return;  // only its status or version changed: held, nothing to apply
+        const bool whole = !digest_only(it->first);
+        // held as a digest until now (fetched once wanted): a change
+        const bool same = !added && !content.empty() && it->second.content == content
+                          && (it->second.json != nullptr || !whole);
+        it->second = Held{whole ? std::make_shared<const std::string>(std::move(json)) : nullptr, std::move(content)};
+        if (same || !whole) return;  // only its status or version changed, or nothing reads it
         changed_.emplace(it->first, std::make_pair(kind.kind, name_key));
     }
     changed();
@@ -252,7 +326,8 @@ void ObjectStore::erase(const ApiKind &kind, const std::string &name_key)
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string key = key_prefix(kind) + name_key;
         writes_[key_prefix(kind)]++;
-        if (objects_.erase(key) == 0) return;
+        const bool said = !digest_only(key);
+        if (objects_.erase(key) == 0 || !said) return;
         changed_.emplace(key, std::make_pair(kind.kind, name_key));
     }
     changed();
@@ -274,7 +349,7 @@ std::optional<std::string> ObjectStore::json_of(const ObjectChange &change) cons
 {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = objects_.find(change.key);
-    if (it == objects_.end()) return std::nullopt;
+    if (it == objects_.end() || it->second.json == nullptr) return std::nullopt;
     return *it->second.json;
 }
 
@@ -283,7 +358,9 @@ std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> ObjectSt
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> out;
     out.reserve(objects_.size());
-    for (const auto &[key, held] : objects_) out.emplace_back("<api " + key + ">", held.json);
+    for (const auto &[key, held] : objects_) {
+        if (held.json != nullptr) out.emplace_back("<api " + key + ">", held.json);
+    }
     return out;
 }
 
@@ -291,7 +368,7 @@ std::optional<std::string> ObjectStore::get(const ApiKind &kind, const std::stri
 {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = objects_.find(key_prefix(kind) + name_key);
-    if (it == objects_.end()) return std::nullopt;
+    if (it == objects_.end() || it->second.json == nullptr) return std::nullopt;
     return *it->second.json;
 }
 
@@ -302,7 +379,7 @@ std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> ObjectSt
     std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> out;
     for (auto it = objects_.lower_bound(prefix);
          it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-        out.emplace_back(it->first.substr(prefix.size()), it->second.json);
+        if (it->second.json != nullptr) out.emplace_back(it->first.substr(prefix.size()), it->second.json);
     }
     return out;
 }
@@ -453,6 +530,11 @@ void Reflectors::reflect(size_t index)
         backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
         return sleep_for(delay);
     };
+    // pages of 500 as client-go's; of a kind held whole only while wanted
+    // (tenants' ConfigMaps and Secrets, up to 1.5 MB each), of 25: a page
+    // is held three times while it is read (body, document, texts)
+    const bool wanted_only = store_->holds_wanted_only(kind);
+    const std::string limit = wanted_only ? "25" : "500";
     while (!stop_) {
         // the list
         std::map<std::string, std::pair<std::string, std::string>> objects;
@@ -460,7 +542,7 @@ void Reflectors::reflect(size_t index)
         bool listed = false;
         while (!stop_) {
             const Response r = client.request(
-                "GET", kind.path() + "?limit=500" + (next.empty() ? "" : "&continue=" + escape_query(next)), "",
+                "GET", kind.path() + "?limit=" + limit + (next.empty() ? "" : "&continue=" + escape_query(next)), "",
                 "application/json", 60000, &stop_);
             if (stop_) return;
             if (r.status == 410 && !next.empty()) {  // the continue token expired: the whole list again
@@ -485,11 +567,18 @@ void Reflectors::reflect(size_t index)
             for (Value &item : doc["items"].GetArray()) {
                 std::string name_key, text, content;
                 if (object_text(item, kind, doc.GetAllocator(), &name_key, &text, &content)) {
+                    if (!store_->holds_whole(kind, name_key)) std::string().swap(text);  // a digest is all it keeps
                     objects[name_key] = {std::move(text), std::move(content)};
                 }
             }
             resource_version = metadata_member(doc, "resourceVersion");
             next = metadata_member(doc, "continue");
+            if (wanted_only) {
+                // what the page took (body, document, texts: up to 3 x 25
+                // objects of 1.5 MB) handed back before the next
+                doc = Document();
+                ::malloc_trim(0);
+            }
             if (next.empty()) {
                 listed = true;
                 break;

@@ -12,10 +12,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <rapidjson/document.h>
 
 #include "kube/client.h"
 
@@ -77,6 +80,26 @@ public:
 
     // The JSON of one object, if held.
     std::optional<std::string> get(const ApiKind &kind, const std::string &name_key) const;
+    // Objects of `kind` are held whole only while wanted: the others as
+    // their identity and a digest, no more (ConfigMaps and Secrets: a
+    // tenant's unreferenced ones must not grow every replica's memory).
+    void hold_wanted_only(const ApiKind &kind);
+    // Whether an object of `kind` is held whole.
+    bool holds_whole(const ApiKind &kind, const std::string &name_key) const;
+    // Whether objects of `kind` are held whole only while wanted.
+    bool holds_wanted_only(const ApiKind &kind) const;
+    // The objects of those kinds now wanted ("group/Kind/namespace/name",
+    // as held): those held as a digest until now are returned, to be
+    // fetched and put(); those no longer wanted are let go.
+    std::vector<std::string> want(std::set<std::string> keys);
+    static std::string key_of(const ApiKind &kind, const std::string &name_key);
+    // A wanted object held as a digest, fetched: held whole, and a change
+    // (false, and nothing done, when it is no longer held as a digest: a
+    // watch event came first, or it is gone).
+    bool fill(const ApiKind &kind, const std::string &name_key, std::string json, std::string content);
+    // What the store holds, for /metrics: objects, and those held whole.
+    std::pair<size_t, size_t> held() const;
+
     // Every object of `kind` as ("namespace/name", its JSON), in key order.
     std::vector<std::pair<std::string, std::shared_ptr<const std::string>>> of_kind(const ApiKind &kind) const;
     // How often objects of `kind` were put, erased or replaced, a status
@@ -99,14 +122,24 @@ private:
     void changed();
     mutable std::mutex mutex_;
     struct Held {
-        std::shared_ptr<const std::string> json;
+        std::shared_ptr<const std::string> json;  // null: not wanted, only its digest held
         std::string content;  // what put() compares (a digest)
     };
+    // whether a key of a kind held_wanted_only() is not wanted (mutex_ held)
+    bool digest_only(const std::string &key) const;
     std::map<std::string, Held> objects_;  // "group/Kind/namespace/name" -> ...
+    std::set<std::string> wanted_only_kinds_;  // "group/Kind/"
+    std::set<std::string> wanted_;             // their objects wanted whole
     std::map<std::string, uint64_t> writes_;  // "group/Kind/" -> ...
     std::map<std::string, std::pair<std::string, std::string>> changed_;  // ... -> (Kind, "namespace/name")
     int event_fd_ = -1;
 };
+
+// `object` (of `kind`, from a list, a watch or a get) as the text parse/
+// reads, its "namespace/name" and the digest put() compares; false when
+// it has no name.
+bool object_text(rapidjson::Value &object, const ApiKind &kind, rapidjson::Document::AllocatorType &alloc,
+                 std::string *name_key, std::string *text, std::string *content = nullptr);
 
 // One thread per kind, each with its own connection, listing and watching
 // into `store`. Stopped and joined when destroyed.

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
+#include <set>
 #include <thread>
+
+#include <rapidjson/document.h>
 
 #include "resolve/features.h"
 
@@ -29,6 +32,12 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
         }
     }
     if (stop) return nullptr;
+    // a ConfigMap or Secret nothing refers to is held as a digest (want())
+    for (const kube::ApiKind &k : input->kinds_) {
+        if (k.group.empty() && (k.kind == "ConfigMap" || k.kind == "Secret")) input->objects_.hold_wanted_only(k);
+    }
+    input->server_ = server;
+    input->log_ = log;
     input->reflectors_ = std::make_unique<kube::Reflectors>(server, input->kinds_, &input->objects_, log);
     kube::LeaseConfig lease;
     lease.namespace_ = !args.lease_namespace.empty() ? args.lease_namespace : kube::pod_namespace(args.in_cluster);
@@ -55,6 +64,40 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
 void ApiInput::read(Manifests *out, unsigned jobs, DocumentCache *cache) const
 {
     parse_texts(objects_.texts(), out, jobs, cache);
+}
+
+bool ApiInput::want(const ResolveReads &reads)
+{
+    std::set<std::string> keys;  // read_key() "Kind ns/name" as the store holds it
+    for (const auto &[key, readers] : reads.readers) {
+        const size_t space = key.find(' ');
+        if (space != std::string::npos) keys.insert("core/" + key.substr(0, space) + "/" + key.substr(space + 1));
+    }
+    bool fetched = false;
+    for (const std::string &key : objects_.want(std::move(keys))) {
+        // "core/Kind/namespace/name"
+        const size_t kind_end = key.find('/', 5), ns_end = key.find('/', kind_end + 1);
+        const std::string kind_name = key.substr(5, kind_end - 5), name_key = key.substr(kind_end + 1);
+        auto kind = std::find_if(kinds_.begin(), kinds_.end(),
+                                 [&](const kube::ApiKind &k) { return k.group.empty() && k.kind == kind_name; });
+        if (kind == kinds_.end() || ns_end == std::string::npos) continue;
+        if (!client_) client_ = std::make_unique<kube::ApiClient>(server_);
+        const kube::Response r = client_->request(
+            "GET", kind->object_path(key.substr(kind_end + 1, ns_end - kind_end - 1), key.substr(ns_end + 1)));
+        fetches_++;
+        if (r.status == 404) continue;  // gone: its watch event erases it
+        rapidjson::Document doc;
+        doc.Parse(r.body.c_str(), r.body.size());
+        std::string got_key, text, content;
+        if (!r.ok() || doc.HasParseError()
+            || !kube::object_text(doc, *kind, doc.GetAllocator(), &got_key, &text, &content) || got_key != name_key) {
+            log_("fetching " + kind_name + " " + name_key + " failed (" + (r.ok() ? "not the object" : r.describe())
+                 + "); it is read as missing until it changes or is wanted again");
+            continue;
+        }
+        fetched = objects_.fill(*kind, name_key, std::move(text), std::move(content)) || fetched;
+    }
+    return fetched;
 }
 
 namespace {
@@ -117,6 +160,14 @@ void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx
 std::string ApiInput::metrics() const
 {
     std::ostringstream out;
+    const auto [held, whole] = objects_.held();
+    out << "# HELP gateway2nginx_objects_held Objects held from the API server, and those of them held whole "
+           "(the others: ConfigMaps and Secrets nothing refers to, as a digest).\n"
+           "# TYPE gateway2nginx_objects_held gauge\n"
+        << "gateway2nginx_objects_held " << held << "\ngateway2nginx_objects_held_whole " << whole << "\n"
+        << "# HELP gateway2nginx_object_fetches_total ConfigMaps and Secrets fetched once something referred to them.\n"
+           "# TYPE gateway2nginx_object_fetches_total counter\ngateway2nginx_object_fetches_total "
+        << fetches_ << "\n";
     out << "# HELP gateway2nginx_watch_events_total Watch events received, by kind.\n"
            "# TYPE gateway2nginx_watch_events_total counter\n";
     for (const auto &c : reflectors_->counts()) {

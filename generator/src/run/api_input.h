@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "kube/kube.h"
 #include "parse/parse.h"
 #include "plan.h"
+#include "resolve/resolve.h"
 
 namespace g2n {
 
@@ -31,6 +33,10 @@ public:
     std::string unsynced() const { return reflectors_->unsynced(); }
     size_t size() const { return objects_.size(); }
     void read(Manifests *out, unsigned jobs, DocumentCache *cache) const;
+    // The ConfigMaps and Secrets a resolve looked up are the ones held
+    // whole; those held as a digest until now are fetched (GET). True when
+    // one was: the input changed, read it again.
+    bool want(const ResolveReads &reads);
     // The objects changed since the last call (kube::ObjectStore).
     std::vector<kube::ObjectChange> take_changes() { return objects_.take_changes(); }
     std::optional<std::string> json_of(const kube::ObjectChange &change) const { return objects_.json_of(change); }
@@ -50,6 +56,10 @@ private:
     ApiInput() = default;
     std::vector<kube::ApiKind> kinds_;
     kube::ObjectStore objects_;
+    kube::ApiServer server_;
+    Log log_;
+    std::unique_ptr<kube::ApiClient> client_;  // want()'s fetches, on the caller's thread
+    std::atomic<uint64_t> fetches_{0};
     std::unique_ptr<kube::Reflectors> reflectors_;
     std::unique_ptr<kube::LeaderElector> elector_;
     std::unique_ptr<kube::StatusWriter> writer_;

@@ -207,6 +207,14 @@ private:
             resolved_from_ = recalled.empty() ? &manifests : &without_recalled.emplace(without(manifests, recalled));
             reads_.emplace();
             Plan plan = resolve(*resolved_from_, args_.options, &*reads_);
+            // the ConfigMaps and Secrets it looked up are held whole: those
+            // that were a digest until now are fetched, and read again
+            if (on_resolved_ && on_resolved_(*reads_)) {
+                say("ConfigMaps or Secrets newly referred to were fetched: reading again");
+                reads_.reset();
+                resolved_from_ = nullptr;
+                return;
+            }
             const std::string skeleton = skeleton_digest(plan, args_.options);
             if (!applied_ && first_ && outdir_holds(plan)) {
                 // started beside an nginx that runs what OUTDIR holds
@@ -616,6 +624,8 @@ public:
     // Told of each configuration applied, and whether a running nginx
     // serves it (its reload confirmed, its push answered).
     std::function<void(const Plan &, bool nginx_runs)> on_applied_;
+    // told what each whole resolve looked up; true: the input changed
+    std::function<bool(const ResolveReads &)> on_resolved_;
     // Told that a configuration is being made from the start, before it
     // is read: the one applied last is gone (on_applied_ tells of the next)
     std::function<void()> on_whole_apply_;
@@ -738,6 +748,7 @@ int run_gateway(const Args &args)
         if (!api) return 0;  // stopped while the API server was not there
         metrics.more = [&] { return api->metrics(); };
         gateway.on_applied_ = [&](const Plan &plan, bool nginx_runs) { api->offer_status(plan, args.options, nginx_runs); };
+        gateway.on_resolved_ = [&](const ResolveReads &reads) { return api->want(reads); };
         gateway.on_whole_apply_ = [&] { api->withdraw_status(); };
     } else if (!args.watch_events) {
         inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
