@@ -98,10 +98,10 @@ mb=$(awk '{printf "%.1f", $1 / 1048576}' "$work/unreferenced.bytes")
 read -r none_rss none_hwm none_held none_whole < <(measure none 29700)
 read -r un_rss un_hwm un_held un_whole < <(measure unreferenced 29710)
 read -r ref_rss ref_hwm ref_held ref_whole < <(measure referenced 29720)
-printf '%-34s %10s %10s %8s %8s\n' 'gateway2nginx run --kubeconfig' 'RSS MB' 'peak MB' 'held' 'whole'
-printf '%-34s %10s %10s %8s %8s\n' 'no ConfigMap' "$none_rss" "$none_hwm" "$none_held" "$none_whole"
-printf '%-34s %10s %10s %8s %8s\n' "$count ConfigMaps ($mb MB), unreferenced" "$un_rss" "$un_hwm" "$un_held" "$un_whole"
-printf '%-34s %10s %10s %8s %8s\n' "the same, each a policy's CA" "$ref_rss" "$ref_hwm" "$ref_held" "$ref_whole"
+printf '%-44s %10s %10s %8s %8s\n' 'gateway2nginx run --kubeconfig' 'RSS MB' 'peak MB' 'held' 'whole'
+printf '%-44s %10s %10s %8s %8s\n' 'no ConfigMap' "$none_rss" "$none_hwm" "$none_held" "$none_whole"
+printf '%-44s %10s %10s %8s %8s\n' "$count ConfigMaps ($mb MB), unreferenced" "$un_rss" "$un_hwm" "$un_held" "$un_whole"
+printf '%-44s %10s %10s %8s %8s\n' "the same, each a policy's CA" "$ref_rss" "$ref_hwm" "$ref_held" "$ref_whole"
 awk -v n="$none_rss" -v u="$un_rss" -v r="$ref_rss" -v nh="$none_hwm" -v uh="$un_hwm" -v mb="$mb" 'BEGIN {
     printf "unreferenced: %.3fx their JSON size held (RSS over none; target <= 0.2), peak %.3fx\n", (u - n) / mb, (uh - nh) / mb
     printf "referenced:   %.3fx their JSON size held (RSS over none)\n", (r - n) / mb
