@@ -4,6 +4,7 @@
 // random creation orders and routes moved between parents.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 #include <random>

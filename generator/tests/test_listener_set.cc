@@ -4,6 +4,7 @@
 // their listeners make.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <regex>
 
 #include "apply/isolate.h"
