@@ -284,7 +284,9 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
     } catch (const gtls::ApiError &e) {
         return std::string("the upstream API's list does not read: ") + e.what();
     }
-    list = std::string();  // every upstream's servers and every policy's CA bundle: not held beside the plan's
+    // every upstream's servers and every policy's CA bundle: not held
+    // beside the plan's (a swap frees it; "= std::string()" keeps the capacity)
+    std::string().swap(list);
     // Made one entry at a time, only what differs kept: servers nginx
     // already holds as rendered are not pushed again (nor logged again,
     // once per upstream, at every reload); trust pushed before survives a

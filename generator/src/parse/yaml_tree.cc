@@ -203,7 +203,9 @@ std::future<YamlScanPool::Batch> YamlScanPool::submit(Batch batch, const std::st
                 break;
             }
             doc.content = std::hash<std::string>{}(doc.text);
-            doc.text = std::string();  // scanned: only the tree and its digest are needed now
+            // scanned: only the tree and its digest are needed now (a swap
+            // frees the text; "= std::string()" keeps its capacity)
+            std::string().swap(doc.text);
         }
         return std::move(batch);
     });
