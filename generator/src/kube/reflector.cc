@@ -212,10 +212,15 @@ void ObjectStore::hold_wanted_only(const ApiKind &kind)
 
 std::string ObjectStore::key_of(const ApiKind &kind, const std::string &name_key) { return key_prefix(kind) + name_key; }
 
+bool ObjectStore::wanted_only_kind(const std::string &key) const
+{
+    const size_t slash = key.find('/', key.find('/') + 1);  // "group/Kind/"
+    return wanted_only_kinds_.count(key.substr(0, slash + 1)) != 0;
+}
+
 bool ObjectStore::digest_only(const std::string &key) const
 {
-    const size_t slash = key.find('/', key.find('/') + 1);
-    return wanted_only_kinds_.count(key.substr(0, slash + 1)) && !wanted_.count(key);
+    return wanted_only_kind(key) && !wanted_.count(key);
 }
 
 bool ObjectStore::holds_whole(const ApiKind &kind, const std::string &name_key) const
@@ -235,8 +240,7 @@ std::vector<std::string> ObjectStore::want(std::set<std::string> keys)
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> fetch;
     for (auto &[key, held] : objects_) {
-        const size_t slash = key.find('/', key.find('/') + 1);
-        if (!wanted_only_kinds_.count(key.substr(0, slash + 1))) continue;
+        if (!wanted_only_kind(key)) continue;
         const bool wanted = keys.count(key) != 0;
         if (wanted && held.json == nullptr) fetch.push_back(key);
         if (!wanted) held.json.reset();  // its digest stays: a change is still seen

@@ -125,7 +125,9 @@ private:
         std::shared_ptr<const std::string> json;  // null: not wanted, only its digest held
         std::string content;  // what put() compares (a digest)
     };
-    // whether a key of a kind held_wanted_only() is not wanted (mutex_ held)
+    // whether a key is of a kind hold_wanted_only() named, and of those
+    // not wanted (mutex_ held)
+    bool wanted_only_kind(const std::string &key) const;
     bool digest_only(const std::string &key) const;
     std::map<std::string, Held> objects_;  // "group/Kind/namespace/name" -> ...
     std::set<std::string> wanted_only_kinds_;  // "group/Kind/"

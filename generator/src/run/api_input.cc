@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -68,34 +69,42 @@ void ApiInput::read(Manifests *out, unsigned jobs, DocumentCache *cache) const
 
 bool ApiInput::want(const ResolveReads &reads)
 {
-    std::set<std::string> keys;  // read_key() "Kind ns/name" as the store holds it
+    // read_key() "Kind namespace/name" -> the store's key, with what a get needs
+    struct Wanted {
+        const kube::ApiKind *kind;
+        std::string namespace_, name;
+    };
+    std::map<std::string, Wanted> wanted;
     for (const auto &[key, readers] : reads.readers) {
-        const size_t space = key.find(' ');
-        if (space != std::string::npos) keys.insert("core/" + key.substr(0, space) + "/" + key.substr(space + 1));
+        const size_t space = key.find(' '), slash = key.find('/', space);
+        if (slash == std::string::npos) continue;
+        auto kind = std::find_if(kinds_.begin(), kinds_.end(), [&](const kube::ApiKind &k) {
+            return k.group.empty() && key.compare(0, space, k.kind) == 0 && k.kind.size() == space;
+        });
+        if (kind == kinds_.end()) continue;
+        wanted.emplace(kube::ObjectStore::key_of(*kind, key.substr(space + 1)),
+                       Wanted{&*kind, key.substr(space + 1, slash - space - 1), key.substr(slash + 1)});
     }
+    std::set<std::string> keys;
+    for (const auto &[key, w] : wanted) keys.insert(key);
     bool fetched = false;
     for (const std::string &key : objects_.want(std::move(keys))) {
-        // "core/Kind/namespace/name"
-        const size_t kind_end = key.find('/', 5), ns_end = key.find('/', kind_end + 1);
-        const std::string kind_name = key.substr(5, kind_end - 5), name_key = key.substr(kind_end + 1);
-        auto kind = std::find_if(kinds_.begin(), kinds_.end(),
-                                 [&](const kube::ApiKind &k) { return k.group.empty() && k.kind == kind_name; });
-        if (kind == kinds_.end() || ns_end == std::string::npos) continue;
+        const Wanted &w = wanted.at(key);
+        const std::string name_key = w.namespace_ + "/" + w.name;
         if (!client_) client_ = std::make_unique<kube::ApiClient>(server_);
-        const kube::Response r = client_->request(
-            "GET", kind->object_path(key.substr(kind_end + 1, ns_end - kind_end - 1), key.substr(ns_end + 1)));
+        const kube::Response r = client_->request("GET", w.kind->object_path(w.namespace_, w.name));
         fetches_++;
         if (r.status == 404) continue;  // gone: its watch event erases it
         rapidjson::Document doc;
         doc.Parse(r.body.c_str(), r.body.size());
         std::string got_key, text, content;
         if (!r.ok() || doc.HasParseError()
-            || !kube::object_text(doc, *kind, doc.GetAllocator(), &got_key, &text, &content) || got_key != name_key) {
-            log_("fetching " + kind_name + " " + name_key + " failed (" + (r.ok() ? "not the object" : r.describe())
+            || !kube::object_text(doc, *w.kind, doc.GetAllocator(), &got_key, &text, &content) || got_key != name_key) {
+            log_("fetching " + w.kind->kind + " " + name_key + " failed (" + (r.ok() ? "not the object" : r.describe())
                  + "); it is read as missing until it changes or is wanted again");
             continue;
         }
-        fetched = objects_.fill(*kind, name_key, std::move(text), std::move(content)) || fetched;
+        fetched = objects_.fill(*w.kind, name_key, std::move(text), std::move(content)) || fetched;
     }
     return fetched;
 }
