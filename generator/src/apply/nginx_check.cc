@@ -95,6 +95,30 @@ static std::optional<std::string> nginx_test(const std::string &nginx, const fs:
 
 namespace {
 
+// bind() of a socket of `type` to HOST:PORT as nginx binds (SO_REUSEADDR,
+// IPv6 only): 0, else its errno; -1 when HOST is not an IP address
+int try_bind(const std::string &host, int port, int type)
+{
+    sockaddr_in v4{};
+    sockaddr_in6 v6{};
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(static_cast<uint16_t>(port));
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(static_cast<uint16_t>(port));
+    const bool is_v4 = inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1;
+    if (!is_v4 && inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) != 1) return -1;
+    const int fd = ::socket(is_v4 ? AF_INET : AF_INET6, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (!is_v4) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    const bool bound = is_v4 ? ::bind(fd, reinterpret_cast<sockaddr *>(&v4), sizeof v4) == 0
+                             : ::bind(fd, reinterpret_cast<sockaddr *>(&v6), sizeof v6) == 0;
+    const int error = bound ? 0 : errno;
+    ::close(fd);
+    return error;
+}
+
 // "ADDRESS:PORT" and "ADDRESS:PORT udp" of every listen directive in the
 // .conf files of `dir` (as render writes them: one a line)
 std::set<std::string> listens_in(const fs::path &dir)
@@ -108,7 +132,8 @@ std::set<std::string> listens_in(const fs::path &dir)
         for (std::string line; std::getline(in, line);) {
             std::smatch m;
             if (!std::regex_search(line, m, listen) || m[1].str().rfind("unix:", 0) == 0) continue;
-            const bool udp = std::regex_search(m[2].str(), std::regex(R"(\budp\b)"));
+            static const std::regex udp_flag(R"(\budp\b)");
+            const bool udp = std::regex_search(m[2].str(), udp_flag);
             listens.insert(m[1].str() + (udp ? " udp" : ""));
         }
     }
@@ -128,25 +153,8 @@ std::optional<std::string> unbindable_listen(const fs::path &dir, const fs::path
         if (colon == std::string::npos) continue;
         std::string host = address.substr(0, colon);
         if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-        const int port = std::atoi(address.c_str() + colon + 1);
-        sockaddr_in v4{};
-        sockaddr_in6 v6{};
-        v4.sin_family = AF_INET;
-        v4.sin_port = htons(static_cast<uint16_t>(port));
-        v6.sin6_family = AF_INET6;
-        v6.sin6_port = htons(static_cast<uint16_t>(port));
-        const bool is_v4 = inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1;
-        if (!is_v4 && inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) != 1) continue;  // nginx -t's to judge
-        const int fd = ::socket(is_v4 ? AF_INET : AF_INET6, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
-        if (fd < 0) continue;
-        int on = 1;
-        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // as nginx binds
-        if (!is_v4) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-        const bool bound = is_v4 ? ::bind(fd, reinterpret_cast<sockaddr *>(&v4), sizeof v4) == 0
-                                 : ::bind(fd, reinterpret_cast<sockaddr *>(&v6), sizeof v6) == 0;
-        const int error = errno;
-        ::close(fd);
-        if (!bound && (error == EADDRINUSE || error == EADDRNOTAVAIL)) {
+        const int error = try_bind(host, std::atoi(address.c_str() + colon + 1), udp ? SOCK_DGRAM : SOCK_STREAM);
+        if (error == EADDRINUSE || error == EADDRNOTAVAIL) {  // else nginx -t's to judge
             return "bind() to " + listen + " failed (" + std::to_string(error) + ": " + std::strerror(error)
                    + "), which nginx -t does not try";
         }
@@ -280,20 +288,6 @@ std::optional<NginxBuild> nginx_build(const std::string &nginx)
     return nginx_build_from(text);
 }
 
-bool host_address_is_local(const std::string &address)
-{
-    sockaddr_in v4{};
-    sockaddr_in6 v6{};
-    v4.sin_family = AF_INET;
-    v6.sin6_family = AF_INET6;
-    const bool is_v4 = inet_pton(AF_INET, address.c_str(), &v4.sin_addr) == 1;
-    if (!is_v4 && inet_pton(AF_INET6, address.c_str(), &v6.sin6_addr) != 1) return false;
-    int fd = socket(is_v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
-    bool bound = is_v4 ? bind(fd, reinterpret_cast<sockaddr *>(&v4), sizeof v4) == 0
-                       : bind(fd, reinterpret_cast<sockaddr *>(&v6), sizeof v6) == 0;
-    close(fd);
-    return bound;
-}
+bool host_address_is_local(const std::string &address) { return try_bind(address, 0, SOCK_DGRAM) == 0; }
 
 }  // namespace g2n
