@@ -226,11 +226,26 @@ ok($alias && wait_for(sub { own_service('gateway', '{.spec.externalName}') eq $a
 is($rc, 0, 'the Gateway given an infrastructure label') or diag $out;
 ok(wait_for(sub { own_service('gateway', '{.metadata.labels.team}') eq 'demo' }, 30), 'its Service carries it')
     or diag slurp($log);
+# a Secret nothing refers to yet is held as a digest; the second Gateway's
+# HTTPS listener refers to it, and it is read whole then (get secrets)
+sub metric { scalar(`curl -s http://127.0.0.1:$ports{metrics}/metrics`) =~ /^\Q$_[0]\E (\d+)$/m ? $1 : -1 }
+sub digests_held { metric('gateway2nginx_objects_held') - metric('gateway2nginx_objects_held_whole') }
+my $digests = digests_held();
+kube_apply('second-tls', tls_secret_yaml('second-tls', 'leaf', 'demo'));
+ok(wait_for(sub { digests_held() == $digests + 1 }, 30), 'an unreferenced Secret is held as a digest')
+    or diag slurp($log);
 (my $second = $first) =~ s/.*?(apiVersion: gateway\.networking\.k8s\.io\/v1\nkind: Gateway\n.*?)---.*/$1/s;
 $second =~ s/name: gateway,/name: second,/;
+$second =~ s/(  - \{name: http, port: 80, protocol: HTTP\}\n)/$1  - {name: https, port: 443, protocol: HTTPS, hostname: abc.example.com,
+     tls: {certificateRefs: [{name: second-tls}]}}\n/ or die "no listener in the example's Gateway\n";
 kube_apply('second', $second);
 ok(wait_for(sub { own_service('second', '{.metadata.name}') ne '' }, 30), 'a second Gateway has its own')
     or diag slurp($log);
+ok(wait_for(sub { (kubectl('get', 'gateway', 'second', '-n', 'demo', '-o', 'jsonpath={.status.listeners[?(@.name=="https")]'
+                           . '.conditions[?(@.type=="ResolvedRefs")].status}'))[1] eq 'True' }, 30),
+   'its HTTPS listener resolves the Secret, as kubectl get shows') or diag slurp($log);
+ok((grep { $_->{verb} eq 'get' && $_->{resource} eq 'secrets' && ($_->{name} // '') eq 'second-tls' } audit_requests($audit)),
+   'read whole when first referenced (get secrets)');
 ($rc, $out) = kubectl('delete', 'gateway', 'second', '-n', 'demo');
 is($rc, 0, 'the second Gateway deleted') or diag $out;
 ok(wait_for(sub { own_service('second', '{.metadata.name}') eq '' }, 30), 'and its Service with it') or diag slurp($log);
