@@ -256,6 +256,80 @@ BOOST_AUTO_TEST_CASE(what_is_left_out_is_reported_and_a_policy_fails_closed)
 
 // What nginx -t does not try: a socket the new configuration listens on,
 // which the running one does not hold, and another process does
+// The search with a judge that applies what it takes (reloads): over
+// random suspects and objects at fault among them, every configuration
+// judged holds every object the one taken last held and every object not
+// suspected; the objects found are exactly those at fault, and the
+// configuration settled on holds all the others.
+BOOST_AUTO_TEST_CASE(a_judge_that_applies_what_it_takes_moves_only_forward)
+{
+    namespace fs = std::filesystem;
+    std::mt19937 random(4151);
+    const fs::path staged = fs::temp_directory_path() / ("g2n-forward-" + std::to_string(::getpid()));
+    size_t trials = 0;
+    for (; trials < 40; trials++) {
+        const size_t count = 1 + random() % 10;
+        std::string yaml = http_gateway() + "---\napiVersion: v1\nkind: Service\nmetadata: {name: app, namespace: ns}\n"
+                           "spec: {ports: [{port: 80}]}\n";
+        for (size_t i = 0; i < count; i++) {
+            yaml += "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r" + std::to_string(i)
+                    + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  rules: [{matches: [{path: {value: /r"
+                    + std::to_string(i) + "x}}], backendRefs: [{name: app, port: 80}]}]\n";
+        }
+        const Manifests m = parse(yaml);
+        std::set<std::string> suspects, culprits;
+        for (size_t i = 0; i < count; i++) {
+            const std::string name = "r" + std::to_string(i);
+            if (random() % 2 == 0) continue;
+            suspects.insert(name);
+            if (random() % 3 == 0) culprits.insert(name);
+        }
+        if (culprits.empty()) continue;
+        // the routes the staged configuration serves, by their paths
+        auto routes_in = [&] {
+            std::ifstream in(staged / "http.conf");
+            const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            std::set<std::string> in_it;
+            for (size_t i = 0; i < count; i++) {
+                if (text.find("/r" + std::to_string(i) + "x") != std::string::npos) in_it.insert("r" + std::to_string(i));
+            }
+            return in_it;
+        };
+        std::set<std::string> taken;  // what the judge applied last
+        for (size_t i = 0; i < count; i++) {
+            if (!suspects.count("r" + std::to_string(i))) taken.insert("r" + std::to_string(i));
+        }
+        bool forward = true;
+        const RefusalJudge reload = [&](const Plan &, bool) -> std::optional<std::string> {
+            const std::set<std::string> judged = routes_in();
+            forward = forward && std::includes(judged.begin(), judged.end(), taken.begin(), taken.end());
+            for (const std::string &c : culprits) {
+                if (judged.count(c)) return "refused " + c;
+            }
+            taken = judged;
+            return std::nullopt;
+        };
+        std::vector<Exclusion> found;
+        const std::optional<Plan> settled = stage_without_refused(
+            m, "refused", Options{}, false, staged, {}, &found, reload, "refused", "check(s)",
+            [&](const TenantObject &o) {
+                return o.kind == TenantObject::Kind::HTTPRoute && suspects.count(m.http_routes[o.index].meta.name);
+            });
+        BOOST_TEST_REQUIRE(settled.has_value());
+        BOOST_TEST(forward, "trial " << trials << ": a configuration judged dropped what was taken before");
+        std::set<std::string> blamed;
+        for (const Exclusion &e : found) blamed.insert(m.http_routes[e.object.index].meta.name);
+        BOOST_TEST((blamed == culprits), "trial " << trials);
+        std::set<std::string> all_but;
+        for (size_t i = 0; i < count; i++) {
+            if (!culprits.count("r" + std::to_string(i))) all_but.insert("r" + std::to_string(i));
+        }
+        BOOST_TEST((routes_in() == all_but), "trial " << trials << ": the configuration settled on");
+        BOOST_TEST((taken == all_but), "trial " << trials << ": what the judge applied last");
+    }
+    fs::remove_all(staged);
+}
+
 BOOST_AUTO_TEST_CASE(a_listen_another_process_holds_is_refused)
 {
     namespace fs = std::filesystem;

@@ -298,20 +298,33 @@ std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_al
     return refused;
 }
 
-std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
-                                          const Options &options, const std::string &nginx, bool threads,
-                                          const fs::path &staged, const std::vector<Exclusion> &left_out,
-                                          std::vector<Exclusion> *found, const fs::path *running)
+std::vector<std::string> object_versions(const Manifests &m, const std::vector<TenantObject> &objects)
 {
-    std::cerr << "gateway2nginx: nginx -t refuses the configuration (" << printable(refusal)
-              << "); looking for the objects at fault\n";
-    // the objects searched: all but those left out already
-    std::vector<TenantObject> objects;
+    std::vector<std::string> versions;
+    versions.reserve(objects.size());
+    for (const TenantObject &o : objects) {
+        versions.push_back(identity_of(m, o) + '\0' + std::to_string(meta_of(m, o).content));
+    }
+    return versions;
+}
+
+std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
+                                          const Options &options, bool threads, const fs::path &staged,
+                                          const std::vector<Exclusion> &left_out, std::vector<Exclusion> *found,
+                                          const RefusalJudge &judge, const std::string &refused_by,
+                                          const std::string &checks_of,
+                                          const std::function<bool(const TenantObject &)> &suspect)
+{
+    std::cerr << "gateway2nginx: " << refused_by << " (" << printable(refusal) << "); looking for the objects at fault\n";
+    // the objects searched: the suspects but those left out already; the
+    // rest is in every configuration judged
+    std::vector<TenantObject> objects, kept;
     {
         std::set<std::pair<TenantObject::Kind, size_t>> out;
         for (const Exclusion &e : left_out) out.insert({e.object.kind, e.object.index});
         for (const TenantObject &o : tenant_objects(manifests)) {
-            if (!out.count({o.kind, o.index})) objects.push_back(o);
+            if (out.count({o.kind, o.index})) continue;
+            (!suspect || suspect(o) ? objects : kept).push_back(o);
         }
     }
     size_t checks = 0;
@@ -325,13 +338,15 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
         return plan;
     };
     auto refusal_with = [&](const std::vector<bool> &included) {
-        stage_with(included, [](size_t) { return "left out while looking for what nginx -t refuses"; });
+        const Plan plan = stage_with(included, [](size_t) { return "left out while looking for what nginx refuses"; });
         checks++;
-        return nginx_refusal(nginx, staged, true, running);
+        return judge(plan, false);
     };
     if (std::optional<std::string> r = refusal_with(std::vector<bool>(objects.size(), false))) {
-        std::cerr << "gateway2nginx: nginx -t refuses the configuration even without any route, policy or object "
-                     "of theirs: " << printable(*r) << "\n";
+        std::cerr << "gateway2nginx: " << refused_by << " even without any "
+                  << (suspect ? "of the " + std::to_string(objects.size()) + " object(s) searched"
+                              : std::string("route, policy or object of theirs"))
+                  << ": " << printable(*r) << "\n";
         return std::nullopt;
     }
     std::vector<Refused> refused = find_refused(objects.size(), refusal, refusal_with);
@@ -339,19 +354,30 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
     std::map<size_t, std::string> why;
     for (const Refused &r : refused) {
         included[r.index] = false;
-        why[r.index] = "nginx -t refuses the configuration with it: " + r.why;
+        why[r.index] = refused_by + " with it: " + r.why;
         if (found != nullptr) found->push_back({objects[r.index], why[r.index]});
     }
     Plan plan = stage_with(included, [&](size_t i) { return why[i]; });
     checks++;
-    if (std::optional<std::string> r = nginx_refusal(nginx, staged, false, running)) {
-        std::cerr << "gateway2nginx: nginx -t refuses the configuration without the objects at fault: "
-                  << printable(*r) << "\n";
+    if (std::optional<std::string> r = judge(plan, true)) {
+        std::cerr << "gateway2nginx: without the objects at fault, still: " << printable(*r) << "\n";
         return std::nullopt;
     }
     std::cerr << "gateway2nginx: " << refused.size() << " object(s) at fault among " << objects.size() << ", found in "
-              << checks << " nginx -t run(s)\n";
+              << checks << " " << checks_of << "\n";
     return plan;
+}
+
+std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
+                                          const Options &options, const std::string &nginx, bool threads,
+                                          const fs::path &staged, const std::vector<Exclusion> &left_out,
+                                          std::vector<Exclusion> *found, const fs::path *running)
+{
+    const RefusalJudge nginx_t = [&](const Plan &, bool last) {
+        return nginx_refusal(nginx, staged, !last, running);
+    };
+    return stage_without_refused(manifests, refusal, options, threads, staged, left_out, found, nginx_t,
+                                 "nginx -t refuses the configuration", "nginx -t run(s)");
 }
 
 }  // namespace g2n

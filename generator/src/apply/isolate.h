@@ -106,11 +106,36 @@ private:
 // Each tenant object's key as RefusalMemory knows it, in tenant_objects() order.
 std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects);
 
-// `nginx` -t refused the configuration of `manifests` without `left_out`
-// (`refusal`; with `running`, as nginx_refusal() checks): finds the other tenant objects at fault (added to *found)
-// and stages the configuration without them and `left_out`, each rejected
-// with its reason. nullopt when nginx refuses even the configuration
-// without any tenant object (the operator's to fix).
+// Each tenant object's identity and content (kind, namespace, name and its
+// document's digest), in `objects`' order: an object of one configuration
+// with the same version in another is the same object, unchanged.
+std::vector<std::string> object_versions(const Manifests &m, const std::vector<TenantObject> &objects);
+
+// Whether what is staged (resolved as `plan`) is taken: nullopt when it is,
+// else why not. `last`: the configuration the search settles on, said
+// aloud when refused.
+using RefusalJudge = std::function<std::optional<std::string>(const Plan &plan, bool last)>;
+
+// The judge refused the configuration of `manifests` without `left_out`
+// (`refusal`): finds the tenant objects at fault among those `suspect`
+// names (all when null; the others stay in every configuration judged),
+// adds them to *found, each blamed as `refused_by` + " with it: " + the
+// refusal that found it (the log counts the judge's `checks_of`: "nginx
+// -t run(s)"), and stages the configuration without them and `left_out`.
+// nullopt when the judge refuses even the configuration without any
+// suspect (not a tenant's to fix). Every configuration judged holds all
+// that an earlier one taken held: a judge that applies what it takes
+// (a reload) moves only forward.
+std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
+                                          const Options &options, bool threads, const std::filesystem::path &staged,
+                                          const std::vector<Exclusion> &left_out, std::vector<Exclusion> *found,
+                                          const RefusalJudge &judge, const std::string &refused_by,
+                                          const std::string &checks_of,
+                                          const std::function<bool(const TenantObject &)> &suspect = nullptr);
+
+// The search where the judge is `nginx` -t (with `running`, as
+// nginx_refusal() checks it), `refused_by` "nginx -t refuses the
+// configuration".
 std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
                                           const Options &options, const std::string &nginx, bool threads,
                                           const std::filesystem::path &staged,

@@ -55,7 +55,8 @@ long read_pid(const std::string &pidfile)
 // before): nginx took the configuration. However long the reload takes:
 // nginx says in its error log when it refuses one ([emerg]), and a master
 // that is gone took nothing. "" when it did.
-std::string reload_and_confirm(const std::string &pidfile, const std::string &error_log, std::string *done)
+std::string reload_and_confirm(const std::string &pidfile, const std::string &error_log, std::string *done,
+                               std::string *refusal)
 {
     const long master = read_pid(pidfile);
     if (master == 0) return "no nginx to reload (" + pidfile + ")";
@@ -87,7 +88,9 @@ std::string reload_and_confirm(const std::string &pidfile, const std::string &er
             std::ifstream in(error_log, std::ios::binary);
             in.seekg(static_cast<std::streamoff>(logged));
             for (std::string line; std::getline(in, line);) {
-                if (line.find("[emerg]") != std::string::npos) {
+                if (const size_t emerg = line.find("[emerg] "); emerg != std::string::npos) {
+                    const size_t words = line.find(": ", emerg);  // after "PID#TID"
+                    if (refusal != nullptr) *refusal = words == std::string::npos ? line.substr(emerg) : line.substr(words + 2);
                     return "nginx " + std::to_string(master) + " refused the configuration and serves the previous "
                            "one: " + line.substr(line.find("[emerg]"));
                 }

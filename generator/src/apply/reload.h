@@ -14,8 +14,10 @@ long read_pid(const std::string &pidfile);
 // took none when `error_log` (the configuration's, where nginx reports a
 // refused reload) gains an [emerg] line, when the master is gone, or after
 // kLongestReload seconds of neither. "" when it did (and *done says so),
-// else why not.
+// else why not, and *refusal nginx's own words when it said why ("socket()
+// 127.0.0.1:8080 failed (24: Too many open files)").
 inline constexpr long kLongestReload = 600;
-std::string reload_and_confirm(const std::string &pidfile, const std::string &error_log, std::string *done);
+std::string reload_and_confirm(const std::string &pidfile, const std::string &error_log, std::string *done,
+                               std::string *refusal = nullptr);
 
 }  // namespace g2n

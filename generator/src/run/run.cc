@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
 #include "gtls_upstream_api.h"
 #include "apply/isolate.h"
@@ -511,53 +512,167 @@ private:
                 behind_since_.reset();
                 status_ = status_digest(plan, args_.options);
                 say("the configuration nginx runs is unchanged, no reload");
+                taken_ = taken_objects(manifests, recalled, found);
                 applied(std::move(plan), read_pid(args_.reload_pidfile) != 0);
                 return;
             }
         }
-        // what nginx runs is kept aside until it takes the new one
-        const fs::path previous = staged_.string() + ".previous";
-        replace_dir(staged_, outdir_, previous);
         behind_since_.reset();
         status_ = status_digest(plan, args_.options);
         bool nginx_runs = false;
-        std::error_code ec;
-        if (read_pid(args_.reload_pidfile) == 0 && nginx_ != nullptr) {
-            fs::remove_all(previous, ec);
-            nginx_runs = start_nginx();
-            if (!nginx_runs) return;
-        } else if (read_pid(args_.reload_pidfile) == 0) {
-            say("configuration written; no nginx is running on it yet");
+        if (read_pid(args_.reload_pidfile) == 0) {
+            replace_dir(staged_, outdir_);
+            if (nginx_ != nullptr) {
+                nginx_runs = start_nginx();
+                if (!nginx_runs) return;
+            } else {
+                say("configuration written; no nginx is running on it yet");
+            }
         } else {
             nginx_runs = true;
-            std::string reloaded;
-            if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(), &reloaded); !failed.empty()) {
-                metrics_->reload_failures++;
-                say(failed);
-                // OUTDIR holds what nginx runs again: a fresh nginx starts on it
-                replace_dir(previous, outdir_);
-                say("OUTDIR holds the configuration nginx runs again");
+            std::string refusal;
+            if (std::string failed = reload_onto(plan, skeleton, &refusal); !failed.empty()) {
                 status_.clear();
-                applied_ = false;  // the next change reloads again
+                if (refusal.empty()) {
+                    applied_ = false;  // what nginx runs is not known: the next change reloads
+                } else if (can_isolate) {
+                    reload_without_refused(manifests, refusal, recalled);  // it runs what it ran
+                }
                 return;
             }
-            metrics_->reloads++;
-            say(reloaded);
-            // servers pushed before stay across a reload where the configured
-            // ones look unchanged to nginx: what was rendered is made current
-            size_t pushed = 0;
-            if (std::string failed = sync_after_reload(plan, args_.options, &pushed); !failed.empty()) {
-                say("pushing servers and trust after the reload failed: " + failed);
-            } else {
-                say("after the reload, " + std::to_string(pushed)
-                    + " upstream(s) and policy(ies) pushed; nginx holds the rest as rendered");
-            }
         }
-        fs::remove_all(previous, ec);
         applied_ = true;
         skeleton_ = skeleton;
         pushed_ = ApiHeld::of(plan, args_.options);
+        taken_ = taken_objects(manifests, recalled, found);
         applied(std::move(plan), nginx_runs);
+    }
+
+    // nginx reloaded onto what is staged (`plan`): "" when it took it (and
+    // the servers pushed before are made what was rendered), else why not,
+    // said and counted, nginx's own words in *refusal, and OUTDIR holding
+    // what nginx runs again (a fresh nginx starts on it).
+    std::string reload_onto(const Plan &plan, const std::string &skeleton, std::string *refusal)
+    {
+        // what nginx runs is kept aside until it takes the new one
+        const fs::path previous = staged_.string() + ".previous";
+        replace_dir(staged_, outdir_, previous);
+        std::error_code ec;
+        std::string reloaded;
+        if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(),
+                                                    &reloaded, refusal);
+            !failed.empty()) {
+            metrics_->reload_failures++;
+            say(failed);
+            replace_dir(previous, outdir_);
+            say("OUTDIR holds the configuration nginx runs again");
+            // paths as nginx -t's refusals say them: relative to OUTDIR
+            const std::string prefix = outdir_.string() + "/";
+            for (size_t at; (at = refusal->find(prefix)) != std::string::npos;) refusal->erase(at, prefix.size());
+            return failed;
+        }
+        fs::remove_all(previous, ec);
+        metrics_->reloads++;
+        say(reloaded);
+        skeleton_ = skeleton;
+        pushed_ = ApiHeld::of(plan, args_.options);
+        // servers pushed before stay across a reload where the configured
+        // ones look unchanged to nginx: what was rendered is made current
+        size_t pushed = 0;
+        if (std::string failed = sync_after_reload(plan, args_.options, &pushed); !failed.empty()) {
+            say("pushing servers and trust after the reload failed: " + failed);
+        } else {
+            say("after the reload, " + std::to_string(pushed)
+                + " upstream(s) and policy(ies) pushed; nginx holds the rest as rendered");
+        }
+        return "";
+    }
+
+    // The tenant objects of `manifests` in the configuration nginx took (all
+    // but those left out), by digests of their versions and identities: a
+    // 64-bit hash each, at 40,000 objects a fraction of their strings
+    struct TakenObjects {
+        std::unordered_set<size_t> versions, identities;
+    };
+    static TakenObjects taken_objects(const Manifests &manifests, const std::vector<Exclusion> &recalled,
+                                      const std::vector<Exclusion> &found)
+    {
+        std::set<std::pair<TenantObject::Kind, size_t>> out;
+        for (const auto *list : {&recalled, &found}) {
+            for (const Exclusion &e : *list) out.insert({e.object.kind, e.object.index});
+        }
+        std::vector<TenantObject> in;
+        for (const TenantObject &o : tenant_objects(manifests)) {
+            if (!out.count({o.kind, o.index})) in.push_back(o);
+        }
+        TakenObjects taken;
+        for (const std::string &v : object_versions(manifests, in)) {
+            taken.versions.insert(std::hash<std::string>{}(v));
+            taken.identities.insert(std::hash<std::string>{}(v.substr(0, v.rfind('\0'))));
+        }
+        return taken;
+    }
+
+    // The running nginx refused to reload onto a configuration nginx -t
+    // took (`refusal`, its words): what nginx -t cannot see (a socket too
+    // many, a bind() lost to another process since the check). Searched
+    // with reloads as the judge: one it refuses costs nothing (the old
+    // workers serve on), one it takes is applied, so nginx moves only
+    // forward. First among the objects new to it, every object it runs
+    // kept (at its version now); only when it refuses even without those,
+    // among every object not at the version it runs, whose owners' routes
+    // are left out while the search lasts. The objects at fault are left
+    // out and remembered as nginx -t's refusals are, the rest applied.
+    void reload_without_refused(const Manifests &manifests, const std::string &refusal,
+                                const std::vector<Exclusion> &recalled)
+    {
+        const std::vector<TenantObject> objects = tenant_objects(manifests);
+        const std::vector<std::string> versions = object_versions(manifests, objects);
+        std::set<std::pair<TenantObject::Kind, size_t>> fresh, not_taken;
+        for (size_t i = 0; i < objects.size(); i++) {
+            if (taken_.versions.count(std::hash<std::string>{}(versions[i]))) continue;
+            not_taken.insert({objects[i].kind, objects[i].index});
+            if (!taken_.identities.count(std::hash<std::string>{}(versions[i].substr(0, versions[i].rfind('\0'))))) {
+                fresh.insert({objects[i].kind, objects[i].index});
+            }
+        }
+        const RefusalJudge reload = [&](const Plan &trial, bool) -> std::optional<std::string> {
+            const fs::path held = outdir_;
+            if (std::optional<std::string> refused = nginx_refusal(args_.nginx, staged_, true, &held)) return refused;
+            const std::string skeleton = skeleton_digest(trial, args_.options);
+            if (applied_ && skeleton == skeleton_) return std::nullopt;  // what nginx runs
+            std::string words;
+            if (std::string failed = reload_onto(trial, skeleton, &words); !failed.empty()) {
+                return words.empty() ? failed : words;
+            }
+            applied_ = true;
+            return std::nullopt;
+        };
+        std::vector<Exclusion> found;
+        std::optional<Plan> isolated;
+        for (const auto *suspects : {&fresh, &not_taken}) {
+            if (suspects->empty() || (suspects == &not_taken && not_taken.size() == fresh.size())) continue;
+            if (suspects == &not_taken) say("searching every object changed since the configuration nginx runs");
+            found.clear();
+            isolated = stage_without_refused(
+                manifests, refusal, args_.options, args_.jobs > 1, staged_, recalled, &found, reload,
+                "nginx refused to reload onto the configuration", "reload(s) tried",
+                [suspects](const TenantObject &o) { return suspects->count({o.kind, o.index}) > 0; });
+            if (isolated) break;
+        }
+        if (!isolated) {
+            std::error_code ec;
+            fs::remove_all(staged_, ec);
+            say("nginx keeps the configuration it runs; the next change tries again");
+            return;
+        }
+        std::vector<Exclusion> excluded = recalled;
+        excluded.insert(excluded.end(), found.begin(), found.end());
+        refusals_.remember(manifests, recalled, found, std::chrono::steady_clock::now());
+        reads_.reset();  // of another resolve
+        resolved_from_ = &isolated_input_.emplace(without(manifests, excluded));
+        // nginx runs it, or all of it but what is pushed: applied as any other
+        apply_configuration(manifests, std::move(*isolated), excluded, /*can_isolate=*/false);
     }
 
     // --start-nginx: nginx started on OUTDIR as it is; false (and said,
@@ -646,6 +761,7 @@ private:
     RefusalMemory refusals_;
     FirstSeen first_seen_;
     std::string skeleton_, status_;
+    TakenObjects taken_;  // the tenant objects of the configuration nginx took last
     std::set<std::string> warned_;
     ApiHeld pushed_;  // what the upstream API holds
     // what the configuration being applied was resolved from
