@@ -5,7 +5,8 @@
 # starts and serves beside it, and a route whose endpoint is one of them
 # serves nothing of it. Then 70 connections from one address, each
 # trickling a byte now and then, hold no probe: /healthz and /readyz answer
-# every other client, while that address gets no more than its share.
+# every other client, while that address gets no more than its share, and a
+# request trickled in is cut off when it is not whole within 10 s.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -155,6 +156,29 @@ kill 'KILL', $holder;
 waitpid($holder, 0);
 ok(wait_for(sub { probe_from_holder() eq '200' }, 10),
    'once it lets go, that address is answered again');
+
+# one connection trickling a request, a byte every half second (never idle
+# for 5 s): closed before it completes, kRequestSeconds (10) after it opened
+{
+    my $c = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$own{'--health-listen'}", LocalAddr => '127.0.0.3')
+        or die "cannot connect: $!";
+    local $SIG{PIPE} = 'IGNORE';
+    my $request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " . ('a' x 1000);
+    my ($closed, $got, $sent) = (0, '', 0);
+    my $start = time;
+    while (!$closed && time - $start < 40) {
+        $closed = 1 unless defined syswrite($c, substr($request, $sent++ % length($request), 1));
+        my $in = '';
+        vec($in, fileno($c), 1) = 1;
+        if (select($in, undef, undef, 0.5) > 0) {
+            my $n = sysread($c, my $buf, 4096);
+            $closed = 1 if !$n;
+            $got .= $buf // '';
+        }
+    }
+    ok($closed, sprintf('a request trickled a byte every 0.5 s is cut off (after %.1f s, %d bytes)', time - $start, $sent));
+    is($got, '', 'unanswered');
+}
 
 kill 'TERM', $run;
 waitpid($run, 0);

@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -48,7 +50,56 @@ MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url,
     return r;
 }
 
+void on_connection(void *cls, struct MHD_Connection *connection, void **, enum MHD_ConnectionNotificationCode code)
+{
+    auto *server = static_cast<HealthServer *>(cls);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info != nullptr) server->opened(connection, info->connect_fd);
+    } else {
+        server->closed(connection);  // before libmicrohttpd closes its socket
+    }
+}
+
+void on_request_done(void *cls, struct MHD_Connection *connection, void **, enum MHD_RequestTerminationCode)
+{
+    static_cast<HealthServer *>(cls)->answered(connection);
+}
+
 }  // namespace
+
+void HealthServer::opened(const void *connection, int fd)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    deadlines_[connection] = {fd, steady_ms() + kRequestSeconds * 1000};
+}
+
+void HealthServer::closed(const void *connection)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    deadlines_.erase(connection);
+}
+
+void HealthServer::answered(const void *connection)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = deadlines_.find(connection);
+    if (it != deadlines_.end()) it->second.due_ms = steady_ms() + kRequestSeconds * 1000;
+}
+
+void HealthServer::sweep()
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {
+        const int64_t now = steady_ms();
+        for (auto &[connection, deadline] : deadlines_) {
+            if (deadline.due_ms > now) continue;
+            // its socket stays libmicrohttpd's to close: closed() comes first
+            ::shutdown(deadline.fd, SHUT_RDWR);
+            deadline.due_ms = INT64_MAX;
+        }
+    }
+}
 
 void RunMetrics::observe_latency(double seconds)
 {
@@ -136,10 +187,22 @@ HealthServer::HealthServer(const char *flag, const std::string &listen, unsigned
                                MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_CONNECTION_LIMIT, kConnections,
                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, kConnectionsPerAddress,
                                MHD_OPTION_CONNECTION_TIMEOUT, kIdleSeconds,
-                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(8192), MHD_OPTION_END);
+                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(8192),
+                               MHD_OPTION_NOTIFY_CONNECTION, &on_connection, this,
+                               MHD_OPTION_NOTIFY_COMPLETED, &on_request_done, this, MHD_OPTION_END);
     if (daemon_ == nullptr) throw std::runtime_error(std::string(flag) + " " + listen + ": cannot listen there");
+    sweeper_ = std::thread([this] { sweep(); });
 }
 
-HealthServer::~HealthServer() { MHD_stop_daemon(static_cast<struct MHD_Daemon *>(daemon_)); }
+HealthServer::~HealthServer()
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    sweeper_.join();
+    MHD_stop_daemon(static_cast<struct MHD_Daemon *>(daemon_));
+}
 
 }  // namespace g2n

@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace g2n {
@@ -51,12 +53,14 @@ private:
 inline constexpr unsigned kProbePaths = 1, kMetricsPath = 2;
 
 // Serves RunMetrics on ADDR:PORT until destroyed, to many clients but few
-// at a time from one address, none of them idle for long: one client
-// cannot hold the probes. FLAG names the option in errors. Throws
-// std::runtime_error when it cannot listen.
+// at a time from one address, none of them idle for long, and each request
+// whole within kRequestSeconds of its connection or the answer before:
+// one client cannot hold the probes, however it trickles. FLAG names the
+// option in errors. Throws std::runtime_error when it cannot listen.
 class HealthServer {
 public:
-    static constexpr unsigned kConnections = 512, kConnectionsPerAddress = 8, kIdleSeconds = 5;
+    static constexpr unsigned kConnections = 512, kConnectionsPerAddress = 8, kIdleSeconds = 5,
+                              kRequestSeconds = 10;
 
     HealthServer(const char *flag, const std::string &listen, unsigned paths, const RunMetrics *metrics);
     ~HealthServer();
@@ -66,10 +70,29 @@ public:
     const RunMetrics *metrics() const { return metrics_; }
     unsigned paths() const { return paths_; }
 
+    // libmicrohttpd's notifications: a connection opened or closed, a
+    // request answered
+    void opened(const void *connection, int fd);
+    void closed(const void *connection);
+    void answered(const void *connection);
+
 private:
+    // Shuts down each connection past its deadline (libmicrohttpd then
+    // closes it), until stopping_.
+    void sweep();
+
     const RunMetrics *metrics_;
     unsigned paths_;
     void *daemon_;  // struct MHD_Daemon *
+    struct Deadline {
+        int fd;
+        int64_t due_ms;  // steady_ms()
+    };
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::map<const void *, Deadline> deadlines_;  // by struct MHD_Connection *
+    std::thread sweeper_;
 };
 
 }  // namespace g2n
