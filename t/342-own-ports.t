@@ -6,7 +6,8 @@
 # serves nothing of it. Then 70 connections from one address, each
 # trickling a byte now and then, hold no probe: /healthz and /readyz answer
 # every other client, while that address gets no more than its share, and a
-# request trickled in is cut off when it is not whole within 10 s.
+# request trickled in is cut off when it is not whole within 10 s. The
+# liveness heartbeat (--alive-file, `gateway2nginx alive`) needs no port.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -84,7 +85,7 @@ start_backends();
 my $log = "$dir/run.log";
 my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
                     '--port-offset', $offset, '--listen-address', '127.0.0.1', '--module-dir', module_dir(),
-                    '--debounce', '100', map { ($_, "127.0.0.1:$own{$_}") } sort keys %own);
+                    '--debounce', '100', '--alive-file', "$dir/alive", map { ($_, "127.0.0.1:$own{$_}") } sort keys %own);
 sub probe {
     my ($path, $port_of) = @_;
     return scalar `curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:$own{$port_of // '--health-listen'}$path`;
@@ -179,6 +180,15 @@ ok(wait_for(sub { probe_from_holder() eq '200' }, 10),
     ok($closed, sprintf('a request trickled a byte every 0.5 s is cut off (after %.1f s, %d bytes)', time - $start, $sent));
     is($got, '', 'unanswered');
 }
+
+# ---- liveness with no port: the heartbeat file -----------------------------
+sub alive { system("$bin alive '$dir/alive' " . ($_[0] // '') . ' 2>/dev/null') >> 8 }
+is(alive(), 0, 'gateway2nginx alive: the main loop turns');
+kill 'STOP', $run;
+ok(wait_for(sub { alive(2) == 1 }, 20), 'stopped, it is not alive within 2 s');
+kill 'CONT', $run;
+ok(wait_for(sub { alive(2) == 0 }, 20), 'going again, it is');
+is(alive(), 0, 'and within the default 30 s');
 
 kill 'TERM', $run;
 waitpid($run, 0);

@@ -59,7 +59,12 @@ is(scalar(grep { !exists $volume{$_->{name}}{emptyDir} } @{ $container->{volumeM
 like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/run/gateway2nginx\b.*/tmp},
      'OUTDIR\'s parent and /tmp');
 like($args, qr{-o /run/gateway2nginx/}, 'OUTDIR in one of them');
-is($container->{livenessProbe}{httpGet}{path}, '/healthz', 'liveness: the loop turns (nginx ending ends run)');
+my ($alive_file) = $args =~ /--alive-file (\S+)/;
+ok($alive_file && $alive_file =~ m{^/run/gateway2nginx/}, "the heartbeat written to an emptyDir ($alive_file)");
+for my $probe (qw(livenessProbe startupProbe)) {
+    is_deeply($container->{$probe}{exec}{command}, ['/usr/bin/gateway2nginx', 'alive', $alive_file],
+              "$probe: the loop turns (nginx ending ends run), read from the file, not a port");
+}
 is($container->{readinessProbe}{httpGet}{path}, '/readyz', 'readiness: nginx serves the configuration');
 my %port = map { ($_->{name} => $_->{containerPort}) } @{ $container->{ports} };
 like($args, qr/--health-listen 0\.0\.0\.0:$port{health}\b/, 'the probes on the health port');

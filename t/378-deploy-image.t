@@ -188,6 +188,14 @@ sub probe { scalar `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$hea
 ok(wait_for(sub { probe('/readyz') eq '200' }, 60), "ready: nginx serves the configuration (127.0.0.1:$health)")
     or diag slurp($log);
 is(probe('/healthz'), '200', 'alive');
+# the liveness probe's command, run in the container as the kubelet runs it
+my @alive = @{ $container->{livenessProbe}{exec}{command} };
+sub alive_in_container {
+    my $target = container_pid();
+    return system('nsenter', "--target=$target", '--mount', '--root', '--wd', '--', '/usr/bin/setpriv',
+                  "--reuid=$uid", "--regid=$gid", '--clear-groups', @alive, @_) >> 8;
+}
+is(alive_in_container(), 0, "the liveness probe (@alive) passes");
 is(scalar `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$ports{metrics}/metrics`, '200',
    "/metrics on a port of its own (127.0.0.1:$ports{metrics})");
 

@@ -34,6 +34,7 @@ const char *const kUsage = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTD
   or:  gateway2nginx run -f PATH [-f PATH ...] -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run --kubeconfig FILE | --in-cluster -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
+  or:  gateway2nginx alive FILE [SECONDS]
 
 Reads Gateway API manifests (YAML as `kubectl get -o yaml` prints them,
 multi-document or `kind: List`) and writes a complete nginx configuration
@@ -104,6 +105,10 @@ gateway2nginx run also takes:
                             /metrics (Prometheus) there
       --metrics-listen ADDR:PORT
                             serve /metrics there, apart from the probes
+      --alive-file FILE     write there, each second, that the main loop
+                            turns: `gateway2nginx alive FILE` exits 0 while
+                            it did within SECONDS (default 30), a liveness
+                            probe that needs no port
       --start-nginx         start nginx (--nginx) on OUTDIR once the first
                             configuration is written, as a child that runs
                             in the foreground, reload it (instead of
@@ -271,6 +276,8 @@ Args parse_args(int argc, char **argv, bool run)
             a.options.health_listen = value();
         } else if (run && arg == "--metrics-listen") {
             a.options.metrics_listen = value();
+        } else if (run && arg == "--alive-file") {
+            a.alive_file = value();
         } else if (run && arg == "--kubeconfig") {
             a.kubeconfig = value();
         } else if (run && arg == "--in-cluster") {

@@ -34,6 +34,7 @@ struct Args {
     long lease_duration_ms = 15000, renew_deadline_ms = 10000, retry_period_ms = 2000;
     int debounce_ms = 250;
     bool start_nginx = false;   // run starts nginx on OUTDIR and stops it (apply/nginx_process.h)
+    std::string alive_file;     // the main loop's heartbeat, for `gateway2nginx alive` (run/health.h)
 };
 
 // what --help prints

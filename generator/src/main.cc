@@ -27,6 +27,7 @@
 #include "apply/output.h"
 #include "parse/parse.h"
 #include "resolve/resolve.h"
+#include "run/health.h"
 #include "run/run.h"
 
 namespace fs = std::filesystem;
@@ -37,6 +38,15 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && std::strcmp(argv[1], "run") == 0) {
         return run_gateway(parse_args(argc - 1, argv + 1, true));
+    }
+    if (argc > 1 && std::strcmp(argv[1], "alive") == 0) {
+        char *end = nullptr;
+        const long seconds = argc > 3 ? std::strtol(argv[3], &end, 10) : 30;
+        if (argc < 3 || argc > 4 || (argc > 3 && (*end != '\0' || seconds < 1))) {
+            std::cerr << "usage: gateway2nginx alive FILE [SECONDS]\n";
+            return 2;
+        }
+        return check_alive(argv[2], seconds);
     }
     Args args = parse_args(argc, argv, false);
 

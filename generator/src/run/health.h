@@ -49,6 +49,15 @@ private:
     double latency_sum_ = 0;
 };
 
+// The main loop's heartbeat in a file (--alive-file), for a liveness probe
+// that needs no port: `gateway2nginx alive FILE [SECONDS]`. It holds the
+// monotonic clock's milliseconds, which every process of the host reads
+// alike, written whole (a new file renamed over it).
+void write_heartbeat(const std::string &file, int64_t now_ms);
+// 0 when FILE says the loop turned within `seconds`, else 1 (and why, on
+// standard error)
+int check_alive(const std::string &file, long seconds);
+
 // What a HealthServer answers: a bit set.
 inline constexpr unsigned kProbePaths = 1, kMetricsPath = 2;
 

@@ -891,8 +891,13 @@ int run_gateway(const Args &args)
     bool dirty = false, eof = false;
     clock::time_point last_event{}, first_event{};
     std::string pending;  // watch-event bytes not yet a whole event
+    int64_t heartbeat_written = 0;
     while (!g_stop) {
         metrics.heartbeat_ms = steady_ms();
+        if (!args.alive_file.empty() && metrics.heartbeat_ms - heartbeat_written >= 1000) {
+            heartbeat_written = metrics.heartbeat_ms;
+            write_heartbeat(args.alive_file, heartbeat_written);
+        }
         if (std::string how; gateway.nginx_failed_ || (nginx && nginx->started() && !nginx->running(&how))) {
             if (!how.empty()) say("nginx ended (" + how + "); so does gateway2nginx");
             exit_code = 1;
