@@ -46,20 +46,8 @@ YAML
 }
 sub manifests {
     my ($paths, @sets) = @_;
-    my $yaml = gateway_manifests(web => 'leaf');
-    $yaml =~ s/^(metadata: \{name: gw, namespace: ns\}\nspec:\n  gatewayClassName: ours\n)/$1  allowedListeners: {namespaces: {from: All}}\n/m
-        or die "no Gateway ns/gw to allow ListenerSets on\n";
-    my $rules = join '', map { "  - matches: [{path: {value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @$paths;
-    return $yaml . join('', @sets) . <<"YAML";
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: web, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  rules:
-$rules
-YAML
+    return listener_sets_from_all_namespaces(gateway_manifests(web => 'leaf')) . join('', @sets)
+         . web_route_yaml('web', @$paths);
 }
 
 my $in = "$dir/in";

@@ -156,7 +156,7 @@ ok(wait_for(sub { listener_set_status() eq 'NotAllowed ' }, 15), 'a ListenerSet 
     or diag listener_set_status();
 sub team { my ($code, $h, $body) = http_request($port, '/team', 'team.example.com'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 like(team(), qr/^\(/, 'and serves nothing');
-kube_apply('base', kube_web_yaml() =~ s/^(  gatewayClassName: ours\n)/$1  allowedListeners: {namespaces: {from: All}}\n/mr);
+kube_apply('base', listener_sets_from_all_namespaces(kube_web_yaml()));
 ok(wait_for(sub { listener_set_status() eq 'Accepted 1' }, 15), 'allowed: Accepted, its listener counting the route')
     or diag listener_set_status();
 ok(wait_for(sub { jsonpath('gateway', 'gw', '-n', 'ns', '-o', 'jsonpath={.status.attachedListenerSets}') eq '1' }, 15),

@@ -628,8 +628,10 @@ private:
     {
         const std::vector<TenantObject> objects = tenant_objects(manifests);
         const std::vector<std::string> versions = object_versions(manifests, objects);
-        std::set<std::pair<TenantObject::Kind, size_t>> fresh, not_taken;
+        std::set<std::pair<TenantObject::Kind, size_t>> fresh, not_taken, left_out;
+        for (const Exclusion &e : recalled) left_out.insert({e.object.kind, e.object.index});
         for (size_t i = 0; i < objects.size(); i++) {
+            if (left_out.count({objects[i].kind, objects[i].index})) continue;
             if (taken_.versions.count(std::hash<std::string>{}(versions[i]))) continue;
             not_taken.insert({objects[i].kind, objects[i].index});
             if (!taken_.identities.count(std::hash<std::string>{}(versions[i].substr(0, versions[i].rfind('\0'))))) {

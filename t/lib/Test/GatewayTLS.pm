@@ -35,6 +35,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
+                 listener_sets_from_all_namespaces web_route_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
                  unread_by_server conformance_has start_ready_server conformance_newer_route
@@ -191,7 +192,7 @@ sub _check_listen_ports {
 sub _setup {
     my $name = $0;
     $name =~ s{.*/}{};
-    $name =~ s{\.t$}{};
+    $name =~ s{\.(?:t|pl)$}{};
     $ServRoot = "$Root/t/servroot-$name";
     remove_tree($ServRoot);
     make_path("$ServRoot/conf", "$ServRoot/logs", "$ServRoot/tmp");
@@ -828,6 +829,24 @@ sub routes_from_all_namespaces {
     $yaml =~ s/^(  - \{name: http, port: 80, protocol: HTTP)\}$/$1, allowedRoutes: {namespaces: {from: All}}}/m
         or die "routes_from_all_namespaces: no HTTP listener on port 80 in the manifests\n";
     return $yaml;
+}
+
+# YAML with its Gateway (the one of gatewayClassName ours) admitting
+# ListenerSets from every namespace
+sub listener_sets_from_all_namespaces {
+    my ($yaml) = @_;
+    $yaml =~ s/^(  gatewayClassName: ours\n)/$1  allowedListeners: {namespaces: {from: All}}\n/m
+        or die "listener_sets_from_all_namespaces: no Gateway of class ours in the manifests\n";
+    return $yaml;
+}
+
+# HTTPRoute ns/NAME on Gateway ns/gw: each of PATHS (PathPrefix) to Service
+# ns/web port 443
+sub web_route_yaml {
+    my ($name, @paths) = @_;
+    my $rules = join '', map { "  - matches: [{path: {value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @paths;
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
 }
 
 # Manifests for tests of routes: our GatewayClass, Gateway ns/gw with an
