@@ -18,7 +18,7 @@ my $lib = Cwd::abs_path('t/lib');
 # as prove would, which starts nginx and a child process, then dies.
 sub child_file {
     my ($name, $body) = @_;
-    my $file = "$dir/004-child-$name.t";
+    my $file = "$dir/004-child-$name.pl";  # not .t: prove -r t/ would run it
     spit($file, <<"PERL");
 use strict;
 use warnings;
