@@ -220,12 +220,13 @@ test: deps
 
 # Another Debian release (RELEASE=trixie, sid): the modules built against
 # that release's nginx-dev and every test run against its nginx, in a
-# debootstrap chroot of it under build/debian/RELEASE (.ci/debian-chroot).
+# debootstrap chroot of it under build/debian/RELEASE (.ci/debian-chroot),
+# in a network namespace of its own (two releases' suites run side by side).
 RELEASE ?= trixie
 test-debian:
 	.ci/debian-chroot $(RELEASE) deps
 	.ci/debian-chroot $(RELEASE) -j2 all
-	.ci/debian-chroot $(RELEASE) test-unit test-nginx TESTS='$(TESTS)'
+	DEBIAN_CHROOT_NET=private .ci/debian-chroot $(RELEASE) test-unit test-nginx TESTS='$(TESTS)'
 
 # Debian packages for this machine's release, built as Debian builds its
 # nginx module packages (debhelper, dh_nginx: enabled on installation,
