@@ -11,6 +11,8 @@
 #     container's nginx (ports 80 and 443 bound with no capability);
 #   - status comes back (the route Accepted, the Gateway's address from
 #     the Service's load balancer);
+#   - a backend signed by a CA among the image's public ones (the test CA
+#     added to its bundle here) verified by wellKnownCACertificates: System;
 #   - every request the container makes is allowed by the ClusterRole or
 #     the Role (the simulation's audit log), and each rule is used;
 #   - SIGTERM: a request in flight is answered, the container ends with 0.
@@ -84,6 +86,13 @@ my $root = "$bundle/rootfs";
 my $secrets = '/run/secrets/kubernetes.io/serviceaccount';
 is(readlink("$root/var/run"), '/run', 'the rootfs\'s /var/run is /run');
 make_path("$root/dev", "$root/proc", "$root$secrets", map { "$root$_->{mountPath}" } @{ $container->{volumeMounts} });
+# the test CA among the image's public ones, as update-ca-certificates puts
+# a local CA there: System trust verifies what it signed
+my $ca_hash = `openssl x509 -hash -noout -in @{[certs_dir()]}/ca.crt`;
+chomp $ca_hash;
+ok(-d "$root/etc/ssl/certs" && -e "$root/usr/lib/ssl/certs", 'the image has a CA bundle where OpenSSL looks');
+make_path("$root/etc/ssl/certs");
+spit("$root/etc/ssl/certs/$ca_hash.0", slurp(certs_dir() . '/ca.crt'));
 ok(!-e $secrets || -e "/var/run/secrets/kubernetes.io/serviceaccount/token", 'nothing made outside it');
 
 # ---- the API server simulation, the service account -------------------------------------------
@@ -129,7 +138,23 @@ endpoints: [{addresses: ["$pods.1"]}]
 YAML
 }
 kube_apply('application', service_yaml('app', 'https', 443, $backend_port) . service_yaml('slow', 'http', 80, $slow_port)
-                          . <<"YAML");
+                          . service_yaml('public', 'https', 443, $backend_port) . <<"YAML");
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: public, namespace: demo}
+spec:
+  parentRefs: [{name: gateway}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /public}}]
+    backendRefs: [{name: public, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: public, namespace: demo}
+spec:
+  targetRefs: [{group: "", kind: Service, name: public}]
+  validation: {wellKnownCACertificates: System, hostname: abc.example.com}
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: slow, namespace: demo}
@@ -215,6 +240,8 @@ is(scalar(grep { status_of($_)->{Uid} !~ /^$uid\s/ } @nginx), 0, "all run as $ui
 sub get { scalar `curl -s -m 10 -H 'Host: abc.example.com' http://127.0.0.1:80$_[0]` }
 ok(wait_for(sub { get('/web/x') =~ /endpoint=$pods\.1 path=\/web\/x/ }, 30),
    'GET /web/x on port 80: through the container\'s nginx to the TLS backend') or diag get('/web/x'), slurp($log);
+ok(wait_for(sub { get('/public/x') =~ /endpoint=$pods\.1 path=\/public\/x/ }, 30),
+   'GET /public/x: the backend verified by System trust, the image\'s CA bundle') or diag get('/public/x'), slurp($log);
 ok(wait_for(sub { (kubectl('get', 'httproute', 'app', '-n', 'demo', '-o',
                            'jsonpath={.status.parents[0].conditions[?(@.type=="Accepted")].status}'))[1] eq 'True' }, 30),
    'the HTTPRoute Accepted, as kubectl get shows') or diag slurp($log);
