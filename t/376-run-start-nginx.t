@@ -1,7 +1,8 @@
 # gateway2nginx run --start-nginx: the process model of a container.
 # run starts nginx on OUTDIR itself (no nginx started by the test), reloads
 # it on a route change; SIGTERM makes nginx finish what is in flight (a
-# slow request still answered) before both end, with exit status 0; nginx
+# slow request still answered) before both end, with exit status 0; with
+# --shutdown-delay, /readyz answers 503 first while nginx still serves; nginx
 # killed, run ends too (status 1), so that a kubelet sees either fail.
 use lib 't/lib';
 use Test::GatewayTLS;
@@ -91,6 +92,21 @@ is(slurp($slow_result), '200 slow', 'the request in flight was answered: nginx s
 ok(!kill(0, $first), 'nginx\'s master is gone');
 like(slurp($log), qr/stopping nginx: it finishes what is in flight\n.*nginx stopped \(exit status 0\)/,
      'and run said what it did');
+ok(!defined eval { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 2) }, 'nothing listens any more');
+
+# ---- --shutdown-delay: not ready first, still serving, then drained --------------------
+# (a delay no test waits out: a second SIGTERM ends it)
+my $log3 = "$dir/run3.log";
+$run = start_run($log3, @flags, '--shutdown-delay', '10m');
+ok(wait_for(sub { ready() eq '200' }, 30), 'started again, with a shutdown delay') or diag slurp($log3);
+kill 'TERM', $run;
+ok(wait_for(sub { ready() eq '503' }, 10), 'SIGTERM: /readyz answers 503 at once') or diag slurp($log3);
+is(get('/fast'), '200 fast', 'while nginx still accepts and serves');
+ok(kill(0, $run) && waitpid($run, WNOHANG) == 0, 'and gateway2nginx waits');
+like(slurp($log3), qr/stopping: \/readyz answers 503, nginx accepts for 600000 ms more/, 'saying so');
+kill 'TERM', $run;
+$status = ended_within($run, 20);
+is($status, 0, 'a second SIGTERM: nginx drains, gateway2nginx ends with 0') or diag slurp($log3);
 ok(!defined eval { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 2) }, 'nothing listens any more');
 
 # ---- nginx killed: run ends too --------------------------------------------------------

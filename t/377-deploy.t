@@ -59,6 +59,9 @@ is(scalar(grep { !exists $volume{$_->{name}}{emptyDir} } @{ $container->{volumeM
 like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/run/gateway2nginx\b.*/tmp},
      'OUTDIR\'s parent and /tmp');
 like($args, qr{-o /run/gateway2nginx/}, 'OUTDIR in one of them');
+my ($delay) = $args =~ /--shutdown-delay (\d+)s\b/;
+ok($delay && $delay * 2 <= $pod->{terminationGracePeriodSeconds},
+   "on SIGTERM, /readyz 503 for ${\($delay // 0)} s before nginx drains, within the grace period's first half");
 my ($alive_file) = $args =~ /--alive-file (\S+)/;
 ok($alive_file && $alive_file =~ m{^/run/gateway2nginx/}, "the heartbeat written to an emptyDir ($alive_file)");
 for my $probe (qw(livenessProbe startupProbe)) {

@@ -114,6 +114,11 @@ gateway2nginx run also takes:
                             in the foreground, reload it (instead of
                             --reload), stop it gracefully on SIGTERM (what is
                             in flight completes), and end when it ends
+      --shutdown-delay D    with --start-nginx: on SIGTERM, /readyz answers
+                            503 and nginx still accepts for D (5s, 500ms;
+                            a second SIGTERM ends it sooner), so that
+                            endpoints and load balancers let go of the pod
+                            first; then nginx drains
       --kubeconfig FILE     list and watch the objects of the API server of
                             FILE's current context (certificates, tokens and
                             token files; no exec or auth-provider plugins)
@@ -272,6 +277,8 @@ Args parse_args(int argc, char **argv, bool run)
             a.retry_period_ms = duration_ms(arg, value());
         } else if (run && arg == "--start-nginx") {
             a.start_nginx = true;
+        } else if (run && arg == "--shutdown-delay") {
+            a.shutdown_delay_ms = duration_ms(arg, value());
         } else if (run && arg == "--health-listen") {
             a.options.health_listen = value();
         } else if (run && arg == "--metrics-listen") {

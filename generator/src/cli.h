@@ -35,6 +35,7 @@ struct Args {
     int debounce_ms = 250;
     bool start_nginx = false;   // run starts nginx on OUTDIR and stops it (apply/nginx_process.h)
     std::string alive_file;     // the main loop's heartbeat, for `gateway2nginx alive` (run/health.h)
+    long shutdown_delay_ms = 0;  // after SIGTERM, /readyz 503 while nginx still accepts, then it drains
 };
 
 // what --help prints

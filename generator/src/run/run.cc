@@ -46,7 +46,12 @@ namespace g2n {
 namespace {
 
 volatile sig_atomic_t g_stop = 0;
-void on_stop(int) { g_stop = 1; }
+volatile sig_atomic_t g_stops = 0;  // how many SIGTERMs and SIGINTs came
+void on_stop(int)
+{
+    g_stop = 1;
+    g_stops = g_stops + 1;
+}
 
 // One line of the log; the reflectors' threads say things too.
 void say(const std::string &what)
@@ -967,6 +972,20 @@ int run_gateway(const Args &args)
     }
     metrics.ready = false;
     gateway.catch_up();
+    std::string ended;  // how nginx ended, when it did by itself
+    if (nginx && nginx->started() && g_stops > 0 && args.shutdown_delay_ms > 0) {
+        // not ready, still serving: endpoints and load balancers let go of
+        // the pod while what they still send is answered
+        say("stopping: /readyz answers 503, nginx accepts for " + std::to_string(args.shutdown_delay_ms)
+            + " ms more (or until a second SIGTERM), then drains");
+        const int64_t until = steady_ms() + args.shutdown_delay_ms;
+        while (steady_ms() < until && g_stops < 2 && nginx->running(&ended)) {
+            metrics.heartbeat_ms = steady_ms();
+            if (!args.alive_file.empty()) write_heartbeat(args.alive_file, metrics.heartbeat_ms);
+            ::poll(nullptr, 0, 100);
+        }
+        if (!ended.empty()) say("nginx ended (" + ended + ")");
+    }
     if (nginx && nginx->started()) {
         say("stopping nginx: it finishes what is in flight");
         say("nginx stopped (" + nginx->stop(say) + ")");
