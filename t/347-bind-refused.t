@@ -26,15 +26,7 @@ my $holders = [map { IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort =
 
 sub listener_set {
     my ($name, $listen_port, $hostname) = @_;
-    return <<"YAML";
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: ListenerSet
-metadata: {name: $name, namespace: team}
-spec:
-  parentRef: {kind: Gateway, group: gateway.networking.k8s.io, name: gw, namespace: ns}
-  listeners:
-  - {name: http, port: $listen_port, protocol: HTTP, hostname: $hostname}
+    return listener_set_yaml($name, "{name: http, port: $listen_port, protocol: HTTP, hostname: $hostname}") . <<"YAML";
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

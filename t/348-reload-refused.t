@@ -27,19 +27,12 @@ my @idle = map { server_port() + 50 + $_ } 0 .. 11;   # and another's
 # ListenerSet team/NAME on PORTS, and routes (NAME => parentRef)
 sub listener_set {
     my ($name, $ports, %routes) = @_;
-    my $listeners = join '', map { "  - {name: l$_, port: " . ($ports->[$_] - $offset) . ", protocol: HTTP, hostname: $name.example.com,\n     allowedRoutes: {namespaces: {from: All}}}\n" }
-                    0 .. $#$ports;
-    return <<"YAML" . join('', map { route($_, $routes{$_}) } sort keys %routes);
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: ListenerSet
-metadata: {name: $name, namespace: team}
-spec:
-  parentRef: {kind: Gateway, group: gateway.networking.k8s.io, name: gw, namespace: ns}
-  listeners:
-$listeners
-YAML
+    return listener_set_yaml($name, map { "{name: l$_, port: " . ($ports->[$_] - $offset) . ", protocol: HTTP, "
+                                          . "hostname: $name.example.com, allowedRoutes: {namespaces: {from: All}}}" }
+                                    0 .. $#$ports)
+         . join('', map { route($_, $routes{$_}) } sort keys %routes);
 }
+
 # HTTPRoute NAME (in team, or NAMESPACE) attached to ListenerSet team/PARENT,
 # or else Gateway ns/gw at /NAME (no backend: answered 500)
 sub route {

@@ -35,7 +35,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run module_dir routes_from_all_namespaces
-                 listener_sets_from_all_namespaces web_route_yaml
+                 listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
                  unread_by_server conformance_has start_ready_server conformance_newer_route
@@ -838,6 +838,15 @@ sub listener_sets_from_all_namespaces {
     $yaml =~ s/^(  gatewayClassName: ours\n)/$1  allowedListeners: {namespaces: {from: All}}\n/m
         or die "listener_sets_from_all_namespaces: no Gateway of class ours in the manifests\n";
     return $yaml;
+}
+
+# ListenerSet team/NAME on Gateway ns/gw with LISTENERS (each a line of
+# YAML, flow style: {name: ..., port: ..., protocol: ...})
+sub listener_set_yaml {
+    my ($name, @listeners) = @_;
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet\nmetadata: {name: $name, namespace: team}\n"
+         . "spec:\n  parentRef: {kind: Gateway, group: gateway.networking.k8s.io, name: gw, namespace: ns}\n  listeners:\n"
+         . join('', map { "  - $_\n" } @listeners);
 }
 
 # HTTPRoute ns/NAME on Gateway ns/gw: each of PATHS (PathPrefix) to Service
