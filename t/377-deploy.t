@@ -59,6 +59,10 @@ is(scalar(grep { !exists $volume{$_->{name}}{emptyDir} } @{ $container->{volumeM
 like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/run/gateway2nginx\b.*/tmp},
      'OUTDIR\'s parent and /tmp');
 like($args, qr{-o /run/gateway2nginx/}, 'OUTDIR in one of them');
+my ($spread) = @{ $pod->{topologySpreadConstraints} // [] };
+ok($spread && $spread->{topologyKey} eq 'kubernetes.io/hostname' && $spread->{maxSkew} == 1,
+   'the replicas spread over nodes');
+is_deeply($spread->{labelSelector}{matchLabels}, $deployment->{spec}{selector}{matchLabels}, 'counting its own pods');
 my ($delay) = $args =~ /--shutdown-delay (\d+)s\b/;
 ok($delay && $delay * 2 <= $pod->{terminationGracePeriodSeconds},
    "on SIGTERM, /readyz 503 for ${\($delay // 0)} s before nginx drains, within the grace period's first half");
