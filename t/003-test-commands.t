@@ -13,12 +13,12 @@ my $root = "$FindBin::Bin/..";
 my %package = (
     base64 => 'coreutils', echo => 'coreutils', sleep => 'coreutils', touch => 'coreutils', timeout => 'coreutils', chroot => 'coreutils', sh => 'dash',
     exec => 'dash', command => 'dash',   # the shell's own
-    unshare => 'util-linux', setpriv => 'util-linux', prlimit => 'util-linux', nsenter => 'util-linux', make => 'make', perl => 'perl',
+    'dpkg-query' => 'dpkg', unshare => 'util-linux', setpriv => 'util-linux', prlimit => 'util-linux', nsenter => 'util-linux', make => 'make', perl => 'perl',
     curl => 'curl', openssl => 'openssl', nginx => 'nginx-core', python3 => 'python3-yaml',
     wrk => 'wrk', promtool => 'prometheus', kubectl => 'kubernetes-client', help2man => 'help2man',
     ip => 'iproute2', umoci => 'umoci', valgrind => 'valgrind', gateway2nginx => '(built)',
 );
-my %essential = map { $_ => 1 } qw(coreutils dash util-linux perl (built));
+my %essential = map { $_ => 1 } qw(coreutils dash dpkg util-linux perl (built));
 
 open my $mk, '<', "$root/Makefile" or die "Makefile: $!";
 my $makefile = do { local $/; <$mk> };

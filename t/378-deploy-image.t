@@ -81,6 +81,18 @@ my $unpacked = `umoci unpack --image '$image:gateway2nginx' '$bundle' 2>&1`;
 is($?, 0, 'umoci unpack') or diag $unpacked;
 my $spec = decode_json(slurp("$bundle/config.json"));
 my $root = "$bundle/rootfs";
+
+# what the image says it is: labels of the build, and an SBOM listing
+# exactly the packages of its own dpkg database
+my %labels = %{ $spec->{annotations} // {} };
+like($labels{'org.opencontainers.image.revision'} // '', qr/^[0-9a-f]{40}$/, 'labelled with the commit it was built from');
+like($labels{'org.opencontainers.image.version'} // '', qr/^\d+\.\d+/, 'and the packages\' version');
+ok(exists $labels{'org.opencontainers.image.licenses'}, 'and the license (NOASSERTION until one is chosen)');
+my $sbom = decode_json(slurp("$root/usr/share/gateway2nginx/sbom.spdx.json") // '{}');
+my $installed = `dpkg-query --admindir=$root/var/lib/dpkg -W --showformat='\${db:Status-Abbrev} \${Package} \${Version}\n'`;
+my @installed = sort map { /^ii\s+(\S+) (\S+)$/ ? "$1 $2" : () } split /\n/, $installed;
+is_deeply([sort map { "$_->{name} $_->{versionInfo}" } @{ $sbom->{packages} // [] }], \@installed,
+          'the SBOM (SPDX ' . ($sbom->{spdxVersion} // '?') . ') lists exactly the ' . scalar(@installed) . ' packages installed');
 # what the runtime makes before the root is read-only: mount points, in
 # the rootfs (its /var/run is a link to /run: resolved inside, not here)
 my $secrets = '/run/secrets/kubernetes.io/serviceaccount';
