@@ -231,17 +231,24 @@ test-debian:
 # Debian packages for this machine's release, built as Debian builds its
 # nginx module packages (debhelper, dh_nginx: enabled on installation,
 # depending on this nginx's ABI), checked by lintian: build/deb/*.deb.
+# Built again only when a file they are built from changed (the tree as
+# git sees it, tracked and new files; else every file but build/ and the
+# servroots): build/deb/.built says when they were.
 DEB_DEPS := build-essential debhelper dpkg-dev lintian fakeroot
+PACKAGED_LIST := { git ls-files -z --cached --others --exclude-standard 2>/dev/null \
+  || find . \( -path ./build -o -path './t/servroot*' -o -path ./.git \) -prune -o -type f -print0; }
+PACKAGED := $(wildcard $(patsubst ./%,%,$(shell $(PACKAGED_LIST) | tr '\0' '\n')))
+DEB_BUILT := $(BUILD)/deb/.built
 deb: DEPS += $(DEB_DEPS)
-deb: deps
+deb: $(DEB_BUILT)
+$(DEB_BUILT): $(PACKAGED) | deps
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/nginx-gateway-tls
-	{ git ls-files -z --cached --others --exclude-standard 2>/dev/null \
-	  || find . \( -path ./build -o -path './t/servroot*' -o -path ./.git \) -prune -o -type f -print0; } \
-	  | tar --null -T - -cf - | tar -C $(BUILD)/deb/nginx-gateway-tls -xf -
+	$(PACKAGED_LIST) | tar --null -T - -cf - | tar -C $(BUILD)/deb/nginx-gateway-tls -xf -
 	cd $(BUILD)/deb/nginx-gateway-tls && dpkg-buildpackage -b -us -uc > ../build.log 2>&1 \
 	  || { tail -40 ../build.log; exit 1; }
 	cd $(BUILD)/deb && lintian --fail-on error,warning --display-info *.changes
 	@ls $(BUILD)/deb/*.deb
+	touch $@
 
 # The packages of RELEASE built in its chroot, then installed with apt on a
 # fresh debootstrap of RELEASE, and nginx -t with both modules in use.
@@ -252,9 +259,12 @@ test-deb:
 # The OCI image (deploy/image/build): the packages `make deb` builds, in a
 # Debian rootfs of this release, as an OCI layout in build/image/oci; built
 # a second time from the same packages, and the two digests compared.
+# Again only when the packages or deploy/image/ changed (build/image/.built).
 IMAGE_DEPS := mmdebstrap umoci dpkg-dev
-image: DEPS += $(IMAGE_DEPS)
-image: deb
+IMAGE_BUILT := $(BUILD)/image/.built
+image: DEPS += $(IMAGE_DEPS) $(DEB_DEPS)
+image: $(IMAGE_BUILT)
+$(IMAGE_BUILT): $(DEB_BUILT) $(wildcard deploy/image/*) | deps
 	deploy/image/build $(BUILD)/deb $(BUILD)/image
 	deploy/image/inspect $(BUILD)/image/oci
 	deploy/image/build $(BUILD)/deb $(BUILD)/image.again
@@ -262,12 +272,13 @@ image: deb
 	b=$$(deploy/image/inspect $(BUILD)/image.again/oci | awk '$$1 == "digest" {print $$2}'); \
 	if [ "$$a" = "$$b" ]; then echo "built twice: the same digest $$a"; rm -rf $(BUILD)/image.again; \
 	else echo "built twice: $$a and $$b differ (both kept under $(BUILD))" >&2; exit 1; fi
+	touch $@
 
 # The image run as deploy/'s Deployment says, against the API server
 # simulation (t/378-deploy-image.t: no container engine runs here, so its
 # rootfs in namespaces of its own), and the manifests' own test (t/377).
-test-deploy: DEPS += iproute2
-test-deploy: image module $(GENERATOR)
+test-deploy: DEPS += iproute2 $(IMAGE_DEPS) $(DEB_DEPS)
+test-deploy: $(IMAGE_BUILT) module $(GENERATOR) | deps
 	GTLS_IMAGE=$(BUILD)/image/oci GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) \
 	  prove t/377-deploy.t t/378-deploy-image.t
 
