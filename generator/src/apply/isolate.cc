@@ -298,14 +298,21 @@ std::vector<Refused> find_refused(size_t count, const std::string &refusal_of_al
     return refused;
 }
 
-std::vector<std::string> object_versions(const Manifests &m, const std::vector<TenantObject> &objects)
+std::vector<ObjectVersion> object_versions(const Manifests &m, const std::vector<TenantObject> &objects)
 {
-    std::vector<std::string> versions;
+    std::vector<ObjectVersion> versions;
     versions.reserve(objects.size());
-    for (const TenantObject &o : objects) {
-        versions.push_back(identity_of(m, o) + '\0' + std::to_string(meta_of(m, o).content));
-    }
+    for (const TenantObject &o : objects) versions.push_back({identity_of(m, o), meta_of(m, o).content});
     return versions;
+}
+
+ObjectPositions positions_of(const std::vector<Exclusion> &excluded, const std::vector<Exclusion> &more)
+{
+    ObjectPositions positions;
+    for (const auto *list : {&excluded, &more}) {
+        for (const Exclusion &e : *list) positions.insert({e.object.kind, e.object.index});
+    }
+    return positions;
 }
 
 std::optional<Plan> stage_without_refused(const Manifests &manifests, const std::string &refusal,
@@ -318,14 +325,10 @@ std::optional<Plan> stage_without_refused(const Manifests &manifests, const std:
     std::cerr << "gateway2nginx: " << refused_by << " (" << printable(refusal) << "); looking for the objects at fault\n";
     // the objects searched: the suspects but those left out already; the
     // rest is in every configuration judged
-    std::vector<TenantObject> objects, kept;
-    {
-        std::set<std::pair<TenantObject::Kind, size_t>> out;
-        for (const Exclusion &e : left_out) out.insert({e.object.kind, e.object.index});
-        for (const TenantObject &o : tenant_objects(manifests)) {
-            if (out.count({o.kind, o.index})) continue;
-            (!suspect || suspect(o) ? objects : kept).push_back(o);
-        }
+    std::vector<TenantObject> objects;
+    const ObjectPositions out = positions_of(left_out);
+    for (const TenantObject &o : tenant_objects(manifests)) {
+        if (!out.count({o.kind, o.index}) && (!suspect || suspect(o))) objects.push_back(o);
     }
     size_t checks = 0;
     auto stage_with = [&](const std::vector<bool> &included, const std::function<std::string(size_t)> &why) {

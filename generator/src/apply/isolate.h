@@ -10,6 +10,7 @@
 #include <map>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,10 +107,18 @@ private:
 // Each tenant object's key as RefusalMemory knows it, in tenant_objects() order.
 std::vector<std::string> refusal_keys(const Manifests &m, const std::vector<TenantObject> &objects);
 
-// Each tenant object's identity and content (kind, namespace, name and its
+// Each tenant object's identity (kind, namespace, name) and content (its
 // document's digest), in `objects`' order: an object of one configuration
-// with the same version in another is the same object, unchanged.
-std::vector<std::string> object_versions(const Manifests &m, const std::vector<TenantObject> &objects);
+// with the same identity and content in another is the same, unchanged.
+struct ObjectVersion {
+    std::string identity;
+    size_t content;
+};
+std::vector<ObjectVersion> object_versions(const Manifests &m, const std::vector<TenantObject> &objects);
+
+// Where the objects of `excluded` (and of `more`) are in Manifests
+using ObjectPositions = std::set<std::pair<TenantObject::Kind, size_t>>;
+ObjectPositions positions_of(const std::vector<Exclusion> &excluded, const std::vector<Exclusion> &more = {});
 
 // Whether what is staged (resolved as `plan`) is taken: nullopt when it is,
 // else why not. `last`: the configuration the search settles on, said

@@ -65,23 +65,29 @@ bool drop_privileges(uid_t uid, gid_t gid)
 std::string refusal_in_log(const fs::path &log, const std::string &prefix, int status)
 {
     std::ifstream in(log);
-    std::string line;
     std::string last;
-    while (std::getline(in, line)) {
+    for (std::string line; std::getline(in, line);) {
         for (const char *level : {"[emerg] ", "[alert] ", "[crit] "}) {
-            size_t at = line.find(level);
-            if (at == std::string::npos) continue;
-            size_t text = line.find(": ", at);  // after "PID#TID"
-            last = text == std::string::npos ? line.substr(at) : line.substr(text + 2);
-            break;
+            if (std::optional<std::string> words = nginx_log_words(line, level, prefix)) {
+                last = std::move(*words);
+                break;
+            }
         }
     }
-    if (last.empty()) return "nginx -t exited with status " + std::to_string(status);
-    for (size_t at; (at = last.find(prefix)) != std::string::npos;) last.erase(at, prefix.size());
-    return last;
+    return last.empty() ? "nginx -t exited with status " + std::to_string(status) : last;
 }
 
 }  // namespace
+
+std::optional<std::string> nginx_log_words(const std::string &line, const char *level, const std::string &prefix)
+{
+    const size_t at = line.find(level);
+    if (at == std::string::npos) return std::nullopt;
+    const size_t text = line.find(": ", at);  // after "PID#TID"
+    std::string words = text == std::string::npos ? line.substr(at) : line.substr(text + 2);
+    for (size_t p; !prefix.empty() && (p = words.find(prefix)) != std::string::npos;) words.erase(p, prefix.size());
+    return words;
+}
 
 // Started with fork and execv: no shell ever sees a path. Run as root,
 // the check runs as the unprivileged user nobody, on a copy of the

@@ -27,6 +27,13 @@ std::optional<std::string> nginx_refusal(const std::string &nginx, const std::fi
 // it, "bind() to ADDRESS:PORT failed (...)"; nullopt when there is none.
 std::optional<std::string> unbindable_listen(const std::filesystem::path &dir, const std::filesystem::path &running);
 
+// What nginx says in a line of its error log at `level` ("[emerg] "):
+// the text after "PID#TID: ", with every `prefix` (the directory it ran
+// on, "/.../") taken out, so that paths read relative to it; nullopt when
+// the line is not of that level. nginx -t's refusals and a refused
+// reload are read alike.
+std::optional<std::string> nginx_log_words(const std::string &line, const char *level, const std::string &prefix);
+
 // How an nginx binary was built, from what `nginx -V` prints.
 struct NginxBuild {
     std::string modules_path;  // --modules-path, else PREFIX/modules

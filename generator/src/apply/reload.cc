@@ -1,4 +1,5 @@
 #include "apply/reload.h"
+#include "apply/nginx_check.h"
 
 #include <signal.h>
 
@@ -63,6 +64,7 @@ std::string reload_and_confirm(const std::string &pidfile, const std::string &er
     const std::set<long> before = children_of(master);
     std::error_code ec;
     const uintmax_t logged = fs::exists(error_log, ec) ? fs::file_size(error_log, ec) : 0;
+    const std::string prefix = fs::path(error_log).parent_path().parent_path().string() + "/";
     if (::kill(static_cast<pid_t>(master), SIGHUP) != 0) {
         return "cannot signal nginx " + std::to_string(master) + ": " + std::strerror(errno);
     }
@@ -88,9 +90,8 @@ std::string reload_and_confirm(const std::string &pidfile, const std::string &er
             std::ifstream in(error_log, std::ios::binary);
             in.seekg(static_cast<std::streamoff>(logged));
             for (std::string line; std::getline(in, line);) {
-                if (const size_t emerg = line.find("[emerg] "); emerg != std::string::npos) {
-                    const size_t words = line.find(": ", emerg);  // after "PID#TID"
-                    if (refusal != nullptr) *refusal = words == std::string::npos ? line.substr(emerg) : line.substr(words + 2);
+                if (std::optional<std::string> words = nginx_log_words(line, "[emerg] ", prefix)) {
+                    if (refusal != nullptr) *refusal = std::move(*words);
                     return "nginx " + std::to_string(master) + " refused the configuration and serves the previous "
                            "one: " + line.substr(line.find("[emerg]"));
                 }

@@ -15,7 +15,8 @@ long read_pid(const std::string &pidfile);
 // refused reload) gains an [emerg] line, when the master is gone, or after
 // kLongestReload seconds of neither. "" when it did (and *done says so),
 // else why not, and *refusal nginx's own words when it said why ("socket()
-// 127.0.0.1:8080 failed (24: Too many open files)").
+// 127.0.0.1:8080 failed (24: Too many open files)"), paths relative to
+// the directory of `error_log`'s directory (OUTDIR, of OUTDIR/logs/).
 inline constexpr long kLongestReload = 600;
 std::string reload_and_confirm(const std::string &pidfile, const std::string &error_log, std::string *done,
                                std::string *refusal = nullptr);

@@ -571,9 +571,6 @@ private:
             say(failed);
             replace_dir(previous, outdir_);
             say("OUTDIR holds the configuration nginx runs again");
-            // paths as nginx -t's refusals say them: relative to OUTDIR
-            const std::string prefix = outdir_.string() + "/";
-            for (size_t at; (at = refusal->find(prefix)) != std::string::npos;) refusal->erase(at, prefix.size());
             return failed;
         }
         fs::remove_all(previous, ec);
@@ -594,26 +591,27 @@ private:
     }
 
     // The tenant objects of `manifests` in the configuration nginx took (all
-    // but those left out), by digests of their versions and identities: a
-    // 64-bit hash each, at 40,000 objects a fraction of their strings
+    // but those left out), by 64-bit digests of their identities and of
+    // their versions: at 40,000 objects a fraction of their strings
     struct TakenObjects {
         std::unordered_set<size_t> versions, identities;
     };
+    static size_t version_digest(const ObjectVersion &v)
+    {
+        return std::hash<std::string>{}(v.identity) ^ (v.content * 0x9e3779b97f4a7c15ULL);
+    }
     static TakenObjects taken_objects(const Manifests &manifests, const std::vector<Exclusion> &recalled,
                                       const std::vector<Exclusion> &found)
     {
-        std::set<std::pair<TenantObject::Kind, size_t>> out;
-        for (const auto *list : {&recalled, &found}) {
-            for (const Exclusion &e : *list) out.insert({e.object.kind, e.object.index});
-        }
+        const ObjectPositions out = positions_of(recalled, found);
         std::vector<TenantObject> in;
         for (const TenantObject &o : tenant_objects(manifests)) {
             if (!out.count({o.kind, o.index})) in.push_back(o);
         }
         TakenObjects taken;
-        for (const std::string &v : object_versions(manifests, in)) {
-            taken.versions.insert(std::hash<std::string>{}(v));
-            taken.identities.insert(std::hash<std::string>{}(v.substr(0, v.rfind('\0'))));
+        for (const ObjectVersion &v : object_versions(manifests, in)) {
+            taken.versions.insert(version_digest(v));
+            taken.identities.insert(std::hash<std::string>{}(v.identity));
         }
         return taken;
     }
@@ -632,16 +630,14 @@ private:
                                 const std::vector<Exclusion> &recalled)
     {
         const std::vector<TenantObject> objects = tenant_objects(manifests);
-        const std::vector<std::string> versions = object_versions(manifests, objects);
-        std::set<std::pair<TenantObject::Kind, size_t>> fresh, not_taken, left_out;
-        for (const Exclusion &e : recalled) left_out.insert({e.object.kind, e.object.index});
+        const std::vector<ObjectVersion> versions = object_versions(manifests, objects);
+        const ObjectPositions left_out = positions_of(recalled);
+        ObjectPositions fresh, not_taken;
         for (size_t i = 0; i < objects.size(); i++) {
-            if (left_out.count({objects[i].kind, objects[i].index})) continue;
-            if (taken_.versions.count(std::hash<std::string>{}(versions[i]))) continue;
-            not_taken.insert({objects[i].kind, objects[i].index});
-            if (!taken_.identities.count(std::hash<std::string>{}(versions[i].substr(0, versions[i].rfind('\0'))))) {
-                fresh.insert({objects[i].kind, objects[i].index});
-            }
+            const std::pair<TenantObject::Kind, size_t> at{objects[i].kind, objects[i].index};
+            if (left_out.count(at) || taken_.versions.count(version_digest(versions[i]))) continue;
+            not_taken.insert(at);
+            if (!taken_.identities.count(std::hash<std::string>{}(versions[i].identity))) fresh.insert(at);
         }
         const RefusalJudge reload = [&](const Plan &trial, bool) -> std::optional<std::string> {
             const fs::path held = outdir_;
@@ -898,13 +894,17 @@ int run_gateway(const Args &args)
     bool dirty = false, eof = false;
     clock::time_point last_event{}, first_event{};
     std::string pending;  // watch-event bytes not yet a whole event
+    // the loop turns: said to /healthz, and to --alive-file once a second
     int64_t heartbeat_written = 0;
-    while (!g_stop) {
+    auto heartbeat = [&] {
         metrics.heartbeat_ms = steady_ms();
         if (!args.alive_file.empty() && metrics.heartbeat_ms - heartbeat_written >= 1000) {
             heartbeat_written = metrics.heartbeat_ms;
             write_heartbeat(args.alive_file, heartbeat_written);
         }
+    };
+    while (!g_stop) {
+        heartbeat();
         if (std::string how; gateway.nginx_failed_ || (nginx && nginx->started() && !nginx->running(&how))) {
             if (!how.empty()) say("nginx ended (" + how + "); so does gateway2nginx");
             exit_code = 1;
@@ -980,8 +980,7 @@ int run_gateway(const Args &args)
             + " ms more (or until a second SIGTERM), then drains");
         const int64_t until = steady_ms() + args.shutdown_delay_ms;
         while (steady_ms() < until && g_stops < 2 && nginx->running(&ended)) {
-            metrics.heartbeat_ms = steady_ms();
-            if (!args.alive_file.empty()) write_heartbeat(args.alive_file, metrics.heartbeat_ms);
+            heartbeat();
             ::poll(nullptr, 0, 100);
         }
         if (!ended.empty()) say("nginx ended (" + ended + ")");
