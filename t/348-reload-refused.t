@@ -21,6 +21,7 @@ my $dir = servroot();
 my $offset = server_port() + 20 - 80;
 my $port = 80 + $offset;
 my $api_port = server_port() + 18;
+my $metrics_port = server_port() + 17;
 my @many = map { server_port() + 30 + $_ } 0 .. 11;   # the ports a ListenerSet brings
 my @idle = map { server_port() + 50 + $_ } 0 .. 11;   # and another's
 
@@ -67,7 +68,10 @@ put_file($in, 'all.yaml', manifests(['/a'], @idle_set));
 my $log = "$dir/run.log";
 my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(), '--upstream-api',
                     "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
-                    '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100');
+                    '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
+                    '--metrics-listen', "127.0.0.1:$metrics_port");
+sub reloads { my ($counter, $reason) = @_; my $m = `curl -s http://127.0.0.1:$metrics_port/metrics`;
+              return $m =~ /^gateway2nginx_\Q$counter\E_total\{reason="\Q$reason\E"\} (\d+)$/m ? $1 : -1 }
 sub get { my ($code) = request($port, 'GET', shift, 'Host: localhost'); return $code }
 ok(wait_for(sub { get('/a') eq '200' }, 30), 'nginx started and serves') or diag slurp($log);
 is(get('/mover'), '500', 'a tenant\'s route on the Gateway too (no backend: 500)');
@@ -93,6 +97,8 @@ ok(wait_for(sub { left_out('team/many') }, 60), 'the route bringing the ports is
     or diag slurp($log);
 ok(refused_reloads() >= 1, 'a reload was refused');
 ok(wait_for(sub { rejected('team/many') }, 10), 'its status says so');
+cmp_ok(reloads('reload_failures', 'change'), '>=', 1, 'the reload of the change counted as failed, for its reason');
+cmp_ok(reloads('reloads', 'refusal_search'), '>=', 1, 'the search\'s reloads it took, for theirs');
 ok(wait_for(sub { get('/c') eq '200' }, 10), 'the other tenant\'s change made beside it is served');
 ok((grep { /Accepted=True/ } @{ read_status("$out/status.yaml")->{'HTTPRoute ns/web'} // [] }), 'the other route is accepted');
 
@@ -110,6 +116,7 @@ ok(wait_for(sub { left_out('ns/mover') }, 60), 'the route moved is left out, wit
 ok(count_in($log, qr/searching every object changed since the configuration nginx runs/),
    'nginx refused even without the objects new to it: every changed one searched');
 ok(wait_for(sub { rejected('ns/mover') }, 10), 'its status says so');
+cmp_ok(reloads('reload_failures', 'refusal_search'), '>=', 1, 'a reload the search tried, refused, counted for its reason');
 ok(wait_for(sub { get('/e') eq '200' }, 10), 'a change made beside it is served');
 is(get('/steady'), '200', 'what did not change is served');
 unlike(slurp("$out/http.conf"), qr/listen 127\.0\.0\.1:$idle[0]\b/, 'OUTDIR listens on none of the ports it moved to');

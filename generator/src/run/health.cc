@@ -150,8 +150,15 @@ std::string RunMetrics::prometheus() const
     };
     counter("gateway2nginx_applies_total", "Changes applied.", applies);
     counter("gateway2nginx_renders_total", "Configurations rendered and checked for a reload.", renders);
-    counter("gateway2nginx_reloads_total", "nginx reloads confirmed.", reloads);
-    counter("gateway2nginx_reload_failures_total", "nginx reloads that failed.", reload_failures);
+    auto by_reason = [&](const char *name, const char *help, const std::atomic<uint64_t> *values) {
+        out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+        for (size_t i = 0; i < std::size(kReloadReasons); i++) {
+            out << name << "{reason=\"" << kReloadReasons[i] << "\"} " << values[i] << "\n";
+        }
+    };
+    by_reason("gateway2nginx_reloads_total", "nginx reloads confirmed, by why they were needed.", reloads);
+    by_reason("gateway2nginx_reload_failures_total", "nginx reloads that failed, by why they were tried.",
+              reload_failures);
     counter("gateway2nginx_endpoint_updates_total",
             "EndpointSlice changes applied by recomputing only the Services they name.", endpoint_updates);
     counter("gateway2nginx_trust_updates_total",

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -25,9 +26,18 @@ inline int64_t steady_ms()
         .count();
 }
 
+// Why gateway2nginx run reloads nginx: what changed needs one (routes,
+// listeners, policies: the skeleton), a push the upstream API refused
+// falls back to one, or the search for what a refused reload was refused
+// for tries one. kReloadReasons names each in /metrics.
+enum class ReloadReason { Change, PushFailed, RefusalSearch };
+inline constexpr const char *kReloadReasons[] = {"change", "push_failed", "refusal_search"};
+
 struct RunMetrics {
-    std::atomic<uint64_t> applies{0}, renders{0}, reloads{0}, reload_failures{0}, pushes{0}, push_failures{0},
-        refused{0}, bad_inputs{0}, endpoint_updates{0}, trust_updates{0};
+    std::atomic<uint64_t> applies{0}, renders{0}, pushes{0}, push_failures{0}, refused{0}, bad_inputs{0},
+        endpoint_updates{0}, trust_updates{0};
+    // reloads confirmed, and those nginx refused, by ReloadReason
+    std::atomic<uint64_t> reloads[std::size(kReloadReasons)] = {}, reload_failures[std::size(kReloadReasons)] = {};
     // the CPU time applying took (the loop's thread), by the way applied:
     // EndpointSlice changes alone (endpoint_updates), with ConfigMaps and
     // Secrets (trust_updates), or the whole pipeline

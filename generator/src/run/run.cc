@@ -234,7 +234,7 @@ private:
             } else if (applied_ && skeleton == skeleton_) {
                 apply_through_api(std::move(plan));
             } else {
-                apply_configuration(manifests, std::move(plan), recalled);
+                apply_configuration(manifests, std::move(plan), recalled, ReloadReason::Change);
             }
             first_ = false;
         } catch (const std::exception &e) {
@@ -452,7 +452,7 @@ private:
         if (!push_changed(plan, &pushed)) {
             applied_ = false;
             Manifests none;
-            apply_configuration(none, std::move(plan), {}, /*can_isolate=*/false);
+            apply_configuration(none, std::move(plan), {}, ReloadReason::PushFailed, /*can_isolate=*/false);
             return;
         }
         const std::string status = status_digest(plan, args_.options);
@@ -471,7 +471,7 @@ private:
     // `plan`: of `manifests` without `recalled`, objects nginx -t refused
     // before
     void apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
-                             bool can_isolate = true)
+                             ReloadReason reason, bool can_isolate = true)
     {
         metrics_->renders++;
         write_configuration(plan, args_.options, staged_, false);
@@ -521,6 +521,7 @@ private:
                 applied(std::move(plan), read_pid(args_.reload_pidfile) != 0);
                 return;
             }
+            reason = ReloadReason::PushFailed;
         }
         behind_since_.reset();
         status_ = status_digest(plan, args_.options);
@@ -536,7 +537,7 @@ private:
         } else {
             nginx_runs = true;
             std::string refusal;
-            if (std::string failed = reload_onto(plan, skeleton, &refusal); !failed.empty()) {
+            if (std::string failed = reload_onto(plan, skeleton, reason, &refusal); !failed.empty()) {
                 status_.clear();
                 if (refusal.empty()) {
                     applied_ = false;  // what nginx runs is not known: the next change reloads
@@ -557,7 +558,7 @@ private:
     // the servers pushed before are made what was rendered), else why not,
     // said and counted, nginx's own words in *refusal, and OUTDIR holding
     // what nginx runs again (a fresh nginx starts on it).
-    std::string reload_onto(const Plan &plan, const std::string &skeleton, std::string *refusal)
+    std::string reload_onto(const Plan &plan, const std::string &skeleton, ReloadReason reason, std::string *refusal)
     {
         // what nginx runs is kept aside until it takes the new one
         const fs::path previous = staged_.string() + ".previous";
@@ -567,15 +568,15 @@ private:
         if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(),
                                                     &reloaded, refusal);
             !failed.empty()) {
-            metrics_->reload_failures++;
+            metrics_->reload_failures[static_cast<size_t>(reason)]++;
             say(failed);
             replace_dir(previous, outdir_);
             say("OUTDIR holds the configuration nginx runs again");
             return failed;
         }
         fs::remove_all(previous, ec);
-        metrics_->reloads++;
-        say(reloaded);
+        metrics_->reloads[static_cast<size_t>(reason)]++;
+        say(reloaded + " (" + kReloadReasons[static_cast<size_t>(reason)] + ")");
         skeleton_ = skeleton;
         pushed_ = ApiHeld::of(plan, args_.options);
         // servers pushed before stay across a reload where the configured
@@ -645,7 +646,7 @@ private:
             const std::string skeleton = skeleton_digest(trial, args_.options);
             if (applied_ && skeleton == skeleton_) return std::nullopt;  // what nginx runs
             std::string words;
-            if (std::string failed = reload_onto(trial, skeleton, &words); !failed.empty()) {
+            if (std::string failed = reload_onto(trial, skeleton, ReloadReason::RefusalSearch, &words); !failed.empty()) {
                 return words.empty() ? failed : words;
             }
             applied_ = true;
@@ -675,7 +676,8 @@ private:
         reads_.reset();  // of another resolve
         resolved_from_ = &isolated_input_.emplace(without(manifests, excluded));
         // nginx runs it, or all of it but what is pushed: applied as any other
-        apply_configuration(manifests, std::move(*isolated), excluded, /*can_isolate=*/false);
+        apply_configuration(manifests, std::move(*isolated), excluded, ReloadReason::RefusalSearch,
+                            /*can_isolate=*/false);
     }
 
     // --start-nginx: nginx started on OUTDIR as it is; false (and said,
