@@ -55,8 +55,18 @@ char *ngx_http_gtls_access_token_file(ngx_conf_t *cf, ngx_command_t *cmd, void *
     if (access->token == nullptr) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    // "group": nginx and the caller are users of one group, apart
+    bool group_may_read = false;
+    if (cf->args->nelts == 3) {
+        if (value[2].len != 5 || ngx_strncmp(value[2].data, "group", 5) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\": \"group\" or nothing was expected",
+                               &value[2]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        group_may_read = true;
+    }
     try {
-        *access->token = gtls::read_access_token_file(std::string(ngx_gtls_sv(file)));
+        *access->token = gtls::read_access_token_file(std::string(ngx_gtls_sv(file)), group_may_read);
     } catch (const std::exception &e) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": %s", &cmd->name, e.what());
         return static_cast<char *>(NGX_CONF_ERROR);

@@ -269,7 +269,7 @@ ngx_command_t ngx_http_gtls_commands[] = {
      nullptr},
 
     {ngx_string("gateway_tls_upstream_api_token_file"),
-     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
      ngx_http_gtls_access_token_file,
      NGX_HTTP_LOC_CONF_OFFSET,
      offsetof(ngx_http_gtls_loc_conf_t, api),
@@ -297,7 +297,7 @@ ngx_command_t ngx_http_gtls_commands[] = {
      nullptr},
 
     {ngx_string("gateway_tls_status_token_file"),
-     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
      ngx_http_gtls_access_token_file,
      NGX_HTTP_LOC_CONF_OFFSET,
      offsetof(ngx_http_gtls_loc_conf_t, status),

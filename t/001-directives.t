@@ -461,6 +461,57 @@ qr/"gateway_tls_status" in location "\/status" needs "gateway_tls_status_token_f
 --- error_log eval
 qr/"gateway_tls_status_token_file": access token file "\/etc\/passwd" may be read or written by its group or others \(mode 0644\): it must be 0600 or 0400 in \S+nginx.conf:\d+/
 
+=== TEST 37a: a token file the group may read, refused unless the directive says "group"
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_token_file $TEST_NGINX_GROUP_TOKEN_FILE;
+    }
+--- must_die
+--- error_log eval
+qr/"gateway_tls_status_token_file": access token file "\S+" may be read or written by its group or others \(mode 0640\): it must be 0600 or 0400 in \S+nginx.conf:\d+/
+
+=== TEST 37b: with "group", the group may read it
+--- http_config
+    gateway_tls_status_zone 64k;
+--- config
+    location /status {
+        gateway_tls_status;
+        gateway_tls_status_allow 127.0.0.1;
+        gateway_tls_status_token_file $TEST_NGINX_GROUP_TOKEN_FILE group;
+    }
+--- more_headers
+Authorization: Bearer $TEST_NGINX_OPERATOR_TOKEN
+--- request
+GET /status
+--- error_code: 200
+
+=== TEST 37c: but not write it, nor others read it
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_token_file /etc/passwd group;
+    }
+--- must_die
+--- error_log eval
+qr/"gateway_tls_upstream_api_token_file": access token file "\/etc\/passwd" may be written by its group, or read or written by others \(mode 0644\): it must be 0640, 0600, 0440 or 0400 in \S+nginx.conf:\d+/
+
+=== TEST 37d: "group" is the only parameter
+--- http_config
+    gateway_tls_upstream_state_zone 64k;
+--- config
+    location /api {
+        gateway_tls_upstream_api;
+        gateway_tls_upstream_api_token_file $TEST_NGINX_OPERATOR_TOKEN_FILE others;
+    }
+--- must_die
+--- error_log eval
+qr/invalid parameter "others": "group" or nothing was expected in \S+nginx.conf:\d+/
+
 === TEST 38: the token file may be set for the server, and a location inherits it
 --- http_config
     gateway_tls_upstream_state_zone 64k;

@@ -37,8 +37,9 @@ AccessTokenDigest access_token_digest(std::string_view token)
     return digest;
 }
 
-AccessTokenDigest read_access_token_file(const std::string &path)
+AccessTokenDigest read_access_token_file(const std::string &path, bool group_may_read)
 {
+    const mode_t refused = group_may_read ? 037 : 077;
     auto fail = [&path](const std::string &what) -> std::runtime_error {
         return std::runtime_error("access token file \"" + path + "\" " + what);
     };
@@ -47,18 +48,20 @@ AccessTokenDigest read_access_token_file(const std::string &path)
     struct stat st {};
     std::string text;
     const bool stated = ::fstat(fd, &st) == 0;
-    if (stated && S_ISREG(st.st_mode) && (st.st_mode & 077) == 0 && st.st_size <= static_cast<off_t>(kMaxAccessTokenBytes + 2)) {
+    if (stated && S_ISREG(st.st_mode) && (st.st_mode & refused) == 0 && st.st_size <= static_cast<off_t>(kMaxAccessTokenBytes + 2)) {
         char buf[kMaxAccessTokenBytes + 3];
         ssize_t n = ::read(fd, buf, sizeof buf);
         if (n > 0) text.assign(buf, static_cast<size_t>(n));
     }
     ::close(fd);
     if (!stated || !S_ISREG(st.st_mode)) throw fail("is not a regular file");
-    if ((st.st_mode & 077) != 0) {
+    if ((st.st_mode & refused) != 0) {
         char mode[8];
         std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        throw fail(std::string("may be read or written by its group or others (mode ") + mode
-                   + "): it must be 0600 or 0400");
+        throw fail(group_may_read ? std::string("may be written by its group, or read or written by others (mode ")
+                                        + mode + "): it must be 0640, 0600, 0440 or 0400"
+                                  : std::string("may be read or written by its group or others (mode ") + mode
+                                        + "): it must be 0600 or 0400");
     }
     if (!text.empty() && text.back() == '\n') text.pop_back();
     if (!text.empty() && text.back() == '\r') text.pop_back();

@@ -20,9 +20,11 @@ using AccessTokenDigest = std::array<unsigned char, 32>;
 
 // The token in `path`: one line of 32 to 1,024 visible ASCII characters
 // (a final newline is not part of it), in a regular file that neither its
-// group nor others may read or write. Throws std::runtime_error naming the
-// file and what is wrong.
-AccessTokenDigest read_access_token_file(const std::string &path);
+// group nor others may read or write; with `group_may_read`, its group may
+// read it (nginx and the process that calls the interface are users of one
+// group, apart: 0640 or 0440). Throws std::runtime_error naming the file
+// and what is wrong.
+AccessTokenDigest read_access_token_file(const std::string &path, bool group_may_read = false);
 
 // Whether `authorization` (an Authorization header's value) is "Bearer
 // TOKEN" with the token of `digest`, compared in constant time.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -29,10 +30,10 @@ std::string token_file(const std::string &text, mode_t mode)
 }
 
 // The refusal of the file (its text after the path), "" when it was taken.
-std::string refusal(const std::string &path)
+std::string refusal(const std::string &path, bool group_may_read = false)
 {
     try {
-        read_access_token_file(path);
+        read_access_token_file(path, group_may_read);
     } catch (const std::runtime_error &e) {
         return e.what();
     }
@@ -57,6 +58,24 @@ BOOST_AUTO_TEST_CASE(the_token_of_a_0600_file_is_the_only_bearer_taken)
     // a NUL cuts nothing short
     BOOST_TEST(!bearer_token_matches(std::string("Bearer ") + kToken + std::string(1, '\0') + "x", digest));
     BOOST_TEST(read_access_token_file(token_file(kToken, 0400)) == digest);
+}
+
+BOOST_AUTO_TEST_CASE(with_group_its_group_may_read_it_and_no_more)
+{
+    const auto digest = gtls::access_token_digest(kToken);
+    for (mode_t mode : {0640, 0440, 0600, 0400}) {
+        BOOST_TEST(read_access_token_file(token_file(kToken, mode), true) == digest);
+    }
+    for (mode_t mode : {0660, 0620, 0644, 0604, 0642, 0641, 0650}) {
+        char octal[8];
+        std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+        BOOST_TEST(refusal(token_file(kToken, mode), true)
+                       .find(std::string("may be written by its group, or read or written by others (mode ") + octal
+                             + "): it must be 0640, 0600, 0440 or 0400")
+                   != std::string::npos);
+    }
+    // without it, the group may not
+    BOOST_TEST(refusal(token_file(kToken, 0440)).find("mode 0440") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_file_others_may_read_or_a_token_too_weak_is_refused)

@@ -34,7 +34,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends start_run module_dir routes_from_all_namespaces
+                 start_numbered_backends start_run start_gateway2nginx module_dir routes_from_all_namespaces
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
@@ -205,11 +205,15 @@ sub _setup {
     my $old = umask 077;
     spit(operator_token_file(), "test-operator-$token\n");
     umask $old;
+    # the same token, a file the group may read too ($TEST_NGINX_GROUP_TOKEN_FILE)
+    spit(group_token_file(), "test-operator-$token\n");
+    chmod 0640, group_token_file();
 }
 
 # The bearer token of the upstream API and the status endpoint in the
 # blocks' configurations ($TEST_NGINX_OPERATOR_TOKEN_FILE), 0600.
 sub operator_token_file { "$ServRoot/conf/operator.token" }
+sub group_token_file { "$ServRoot/conf/group.token" }
 sub operator_token { my $t = slurp(operator_token_file()); chomp $t; $t }
 # "Authorization: Bearer TOKEN" with the token in FILE (a generated
 # OUTDIR's upstream-api.token or status.token).
@@ -224,6 +228,7 @@ sub _expand {
     $text =~ s/\$TEST_NGINX_CERTS\b/certs_dir()/ge;
     $text =~ s/\$TEST_NGINX_SERVROOT\b/$ServRoot/g;
     $text =~ s/\$TEST_NGINX_OPERATOR_TOKEN_FILE\b/operator_token_file()/ge;
+    $text =~ s/\$TEST_NGINX_GROUP_TOKEN_FILE\b/group_token_file()/ge;
     $text =~ s/\$TEST_NGINX_OPERATOR_TOKEN\b/operator_token()/ge;
     $text =~ s/\$TEST_NGINX_BACKEND_(\w+)\b/backend_port(lc $1)/ge;
     $text =~ s/\$TEST_NGINX_SPKI_(\w+)\b/spki_pin(lc $1)/ge;
@@ -790,12 +795,21 @@ our @TestEndpoints = ('--allow-endpoints', '127.0.0.0/8', '--allow-endpoints', '
 # standard error appended to LOG; returns its pid.
 sub start_run {
     my ($log, @args) = @_;
+    return start_gateway2nginx([], $log, 'run', @args, @TestEndpoints);
+}
+
+# `PREFIX... gateway2nginx ARGS...` (PREFIX: such as setpriv and its
+# options, to run it as another user) in the background, with the nginx
+# the tests run unless ARGS name one, its standard error appended to LOG;
+# returns its pid (the prefix execs what it runs).
+sub start_gateway2nginx {
+    my ($prefix, $log, @args) = @_;
     my $bin = $ENV{GATEWAY2NGINX} || "$Root/build/gateway2nginx";
-    unshift @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY} && !grep { $_ eq '--nginx' } @args;
+    push @args, '--nginx', $Nginx if $ENV{TEST_NGINX_BINARY} && !grep { $_ eq '--nginx' } @args;
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         open STDERR, '>>', $log or die "$log: $!";
-        exec($bin, 'run', @args, @TestEndpoints) or die "$bin: $!";
+        exec(@$prefix, $bin, @args) or die "$bin: $!";
     }
     track_child($pid);
     return $pid;
