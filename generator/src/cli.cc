@@ -34,6 +34,7 @@ const char *const kUsage = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTD
   or:  gateway2nginx run -f PATH [-f PATH ...] -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run --kubeconfig FILE | --in-cluster -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
+  or:  gateway2nginx supervise -o OUTDIR --control SOCKET [options]
   or:  gateway2nginx alive FILE [SECONDS]
 
 Reads Gateway API manifests (YAML as `kubectl get -o yaml` prints them,
@@ -119,6 +120,12 @@ gateway2nginx run also takes:
                             a second SIGTERM ends it sooner), so that
                             endpoints and load balancers let go of the pod
                             first; then nginx drains
+      --nginx-control SOCKET
+                            instead of --start-nginx: nginx runs apart (its
+                            own container and user), started and reloaded by
+                            gateway2nginx supervise, asked at SOCKET; OUTDIR
+                            is written readable by the group (certificates
+                            and tokens 0640), its logs/ and temp/ writable
       --kubeconfig FILE     list and watch the objects of the API server of
                             FILE's current context (certificates, tokens and
                             token files; no exec or auth-provider plugins)
@@ -148,6 +155,17 @@ gateway2nginx run also takes:
                             annotations; deleted when the Gateway goes
       --watch-events        standard input (-f -) is what `kubectl get --watch
                             -o json --output-watch-events` prints (one kind)
+
+gateway2nginx supervise runs nginx for gateway2nginx run --nginx-control,
+in a container of its own with no credential: it starts nginx on OUTDIR
+(as soon as it holds a configuration), answers run's requests to reload it
+on the unix socket SOCKET (mode 0660: its user and group), and ends when
+nginx does. It takes -o OUTDIR (run's), and:
+      --control SOCKET      where it answers (run's --nginx-control)
+      --shutdown-delay D    on SIGTERM, nginx still accepts for D (a second
+                            SIGTERM ends it sooner), then drains
+      --nginx PATH, --alive-file FILE
+                            as gateway2nginx run takes them
 
 gateway2nginx run stays beside nginx: it lists and watches every kind it
 reads from the Kubernetes API (--kubeconfig, --in-cluster) as client-go
@@ -277,6 +295,8 @@ Args parse_args(int argc, char **argv, bool run)
             a.retry_period_ms = duration_ms(arg, value());
         } else if (run && arg == "--start-nginx") {
             a.start_nginx = true;
+        } else if (run && arg == "--nginx-control") {
+            a.nginx_control = value();
         } else if (run && arg == "--shutdown-delay") {
             a.shutdown_delay_ms = duration_ms(arg, value());
         } else if (run && arg == "--health-listen") {
@@ -339,11 +359,20 @@ Args parse_args(int argc, char **argv, bool run)
     if (!a.reload_pidfile.empty()) a.check = true;
     if (run) {
         if (a.start_nginx && !a.reload_pidfile.empty()) usage_error("--start-nginx reloads the nginx it starts: no --reload");
-        if (a.start_nginx) {
+        if (!a.nginx_control.empty() && (a.start_nginx || !a.reload_pidfile.empty())) {
+            usage_error("--nginx-control asks gateway2nginx supervise: no --start-nginx or --reload");
+        }
+        if (a.shutdown_delay_ms > 0 && !a.start_nginx) {
+            usage_error("--shutdown-delay is for the nginx run starts (--start-nginx); supervise has its own");
+        }
+        a.options.shared_with_group = !a.nginx_control.empty();
+        if (a.start_nginx || !a.nginx_control.empty()) {
             a.reload_pidfile = (fs::absolute(a.outdir) / "nginx.pid").string();  // nginx.conf's pid
             a.check = true;
         }
-        if (a.reload_pidfile.empty()) usage_error("gateway2nginx run needs --reload PIDFILE or --start-nginx");
+        if (a.reload_pidfile.empty()) {
+            usage_error("gateway2nginx run needs --reload PIDFILE, --start-nginx or --nginx-control SOCKET");
+        }
         if (a.options.upstream_api == "off") usage_error("gateway2nginx run needs --upstream-api ADDRESS:PORT");
         bool stdin_input = std::find(a.inputs.begin(), a.inputs.end(), "-") != a.inputs.end();
         const int sources = (a.watch_events || stdin_input ? 1 : 0) + (a.inputs.empty() || stdin_input ? 0 : 1)
@@ -365,6 +394,37 @@ Args parse_args(int argc, char **argv, bool run)
         if (!a.module_dir_given) a.options.module_dir = build->modules_path;
         follow_nginx_build(*build, &a.options);
     }
+    return a;
+}
+
+SuperviseArgs parse_supervise_args(int argc, char **argv)
+{
+    SuperviseArgs a;
+    for (int i = 1; i < argc; i++) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error("option " + arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::cout << kUsage;
+            std::exit(0);
+        } else if (arg == "-o" || arg == "--output") {
+            a.outdir = value();
+        } else if (arg == "--control") {
+            a.control = value();
+        } else if (arg == "--nginx") {
+            a.nginx = value();
+        } else if (arg == "--alive-file") {
+            a.alive_file = value();
+        } else if (arg == "--shutdown-delay") {
+            a.shutdown_delay_ms = duration_ms(arg, value());
+        } else {
+            usage_error("gateway2nginx supervise: unknown option " + arg);
+        }
+    }
+    if (a.outdir.empty()) usage_error("gateway2nginx supervise needs -o OUTDIR (run's)");
+    if (a.control.empty()) usage_error("gateway2nginx supervise needs --control SOCKET (run's --nginx-control)");
     return a;
 }
 

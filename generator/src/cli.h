@@ -34,8 +34,18 @@ struct Args {
     long lease_duration_ms = 15000, renew_deadline_ms = 10000, retry_period_ms = 2000;
     int debounce_ms = 250;
     bool start_nginx = false;   // run starts nginx on OUTDIR and stops it (apply/nginx_process.h)
+    std::string nginx_control;  // ... or asks gateway2nginx supervise there (apply/nginx_control.h)
     std::string alive_file;     // the main loop's heartbeat, for `gateway2nginx alive` (run/health.h)
     long shutdown_delay_ms = 0;  // after SIGTERM, /readyz 503 while nginx still accepts, then it drains
+};
+
+// gateway2nginx supervise: nginx in a container of its own, started and
+// reloaded for gateway2nginx run (run/supervise.h)
+struct SuperviseArgs {
+    std::string outdir, control;
+    std::string nginx = "/usr/sbin/nginx";
+    std::string alive_file;
+    long shutdown_delay_ms = 0;
 };
 
 // what --help prints
@@ -44,5 +54,7 @@ const char *usage_text();
 // argv after the program name (and after "run" for `gateway2nginx run`);
 // exits with the usage on a bad option.
 Args parse_args(int argc, char **argv, bool run);
+// argv after "supervise"
+SuperviseArgs parse_supervise_args(int argc, char **argv);
 
 }  // namespace g2n

@@ -29,6 +29,7 @@
 #include "resolve/resolve.h"
 #include "run/health.h"
 #include "run/run.h"
+#include "run/supervise.h"
 
 namespace fs = std::filesystem;
 using namespace g2n;
@@ -38,6 +39,9 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && std::strcmp(argv[1], "run") == 0) {
         return run_gateway(parse_args(argc - 1, argv + 1, true));
+    }
+    if (argc > 1 && std::strcmp(argv[1], "supervise") == 0) {
+        return supervise_nginx(parse_supervise_args(argc - 1, argv + 1));
     }
     if (argc > 1 && std::strcmp(argv[1], "alive") == 0) {
         char *end = nullptr;

@@ -54,10 +54,15 @@ struct Options {
     // must alter for a reload to be needed (gateway2nginx run)
     bool endpoint_skeleton = false;
     // the bearer tokens of the upstream API and of the status endpoint,
-    // written to OUTDIR (kUpstreamApiTokenFile, kStatusTokenFile, 0600);
+    // written to OUTDIR (kUpstreamApiTokenFile, kStatusTokenFile, 0600,
+    // 0640 shared_with_group);
     // never rendered into the configuration, which names only the files
     std::string upstream_api_token;
     std::string status_token;
+    // nginx runs as another user of OUTDIR's group (run --nginx-control):
+    // what it reads is written readable by the group (0640, certs/ 0750),
+    // OUTDIR, logs/ and temp/ writable (0770); else the owner's alone
+    bool shared_with_group = false;
     // the name this gateway adds to Via on what it proxies
     // ("gateway2nginx-NAME"); its listeners refuse a request whose Via
     // holds it (508), a loop back to itself. Kept in OUTDIR (kInstanceFile)

@@ -222,9 +222,16 @@ static std::optional<std::string> nginx_test(const std::string &nginx, const fs:
     if (!ok) {
         refusal = refusal_in_log(dir / "logs" / "check.log", prefix, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
+    std::error_code ec;
     if (root) {
-        std::error_code ec;
         fs::remove_all(dir, ec);
+    } else {
+        // what nginx -t opened and made in the configuration's own logs/ and
+        // temp/ is not left to the nginx that runs it: when that nginx runs
+        // as another user (--nginx-control), it makes them its own
+        for (const char *made : {"logs", "temp"}) {
+            for (const fs::directory_entry &e : fs::directory_iterator(dir / made, ec)) fs::remove_all(e.path(), ec);
+        }
     }
     return refusal;
 }

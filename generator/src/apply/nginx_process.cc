@@ -101,4 +101,24 @@ std::string NginxProcess::stop(const std::function<void(const std::string &)> &w
     return how;
 }
 
+std::string NginxProcess::accept_then_stop(long delay_ms, const std::function<bool()> &cut_short,
+                                           const std::function<void()> &meanwhile,
+                                           const std::function<void(const std::string &)> &say)
+{
+    std::string how;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
+    while (std::chrono::steady_clock::now() < until && !cut_short() && running(&how)) {
+        meanwhile();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!how.empty()) {
+        say("nginx ended (" + how + ")");
+        return how;
+    }
+    say("stopping nginx: it finishes what is in flight");
+    how = stop(say);
+    say("nginx stopped (" + how + ")");
+    return how;
+}
+
 }  // namespace g2n

@@ -34,6 +34,12 @@ public:
     // SIGQUIT: nginx stops accepting and ends once what is in flight is
     // done; waited for, `waiting` told every 10 s. How it ended.
     std::string stop(const std::function<void(const std::string &)> &waiting);
+    // Once told to stop: nginx still accepts for `delay_ms` (less when
+    // `cut_short()` says so; `meanwhile()` every 100 ms), then stop(), each
+    // step told to `say`. How nginx ended.
+    std::string accept_then_stop(long delay_ms, const std::function<bool()> &cut_short,
+                                 const std::function<void()> &meanwhile,
+                                 const std::function<void(const std::string &)> &say);
 
 private:
     std::string nginx_;

@@ -54,7 +54,7 @@ std::string token_in(const fs::path &file)
 }
 
 // a new token where none was loaded (a test's Options)
-void write_token(const fs::path &file, const std::string &token)
+void write_token(const fs::path &file, const std::string &token, bool shared_with_group)
 {
     const std::string text = token.empty() ? random_token() : token;
     // created 0600, never readable by others even for a moment
@@ -64,7 +64,7 @@ void write_token(const fs::path &file, const std::string &token)
     out.close();
     ::umask(was);
     if (!out) throw std::runtime_error("cannot write " + file.string());
-    ::chmod(file.c_str(), 0600);
+    ::chmod(file.c_str(), shared_with_group ? 0640 : 0600);
 }
 
 }  // namespace
@@ -92,7 +92,13 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     fs::create_directories(dir / "logs");
     fs::create_directories(dir / "temp");
     fs::create_directories(dir / "certs");
-    ::chmod((dir / "certs").c_str(), 0700);
+    const bool shared = options.shared_with_group;
+    ::chmod((dir / "certs").c_str(), shared ? 0750 : 0700);
+    if (shared) {
+        // nginx, another user of the group, writes its pid file, logs and
+        // buffered bodies there
+        for (const fs::path &d : {dir, dir / "logs", dir / "temp"}) ::chmod(d.c_str(), 0770);
+    }
     auto write_status = [&] {
         write_file(dir / "status.yaml", 0644, [&](std::ostream &out) { render_status(out, plan, options); });
     };
@@ -102,10 +108,11 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     write_file(dir / "stream.conf", render_stream_conf(plan, options), 0644);
     status.get();
     for (const OutputFile &f : plan.files) {
-        write_file(dir / f.path, f.content, f.mode);
+        // what only the owner reads (keys), the group reads too when nginx is of it
+        write_file(dir / f.path, f.content, shared && (f.mode & 0400) ? f.mode | 0040 : f.mode);
     }
-    if (options.upstream_api != "off") write_token(dir / kUpstreamApiTokenFile, options.upstream_api_token);
-    if (options.status_listen != "off") write_token(dir / kStatusTokenFile, options.status_token);
+    if (options.upstream_api != "off") write_token(dir / kUpstreamApiTokenFile, options.upstream_api_token, shared);
+    if (options.status_listen != "off") write_token(dir / kStatusTokenFile, options.status_token, shared);
     if (options.instance_kept) write_file(dir / kInstanceFile, options.instance + "\n", 0644);
 }
 

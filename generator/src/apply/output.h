@@ -11,7 +11,8 @@ namespace g2n {
 
 // Makes `dir` afresh and writes into it nginx.conf, http.conf, stream.conf,
 // status.yaml, the Plan's files (certs/ 0700) and the interfaces' token
-// files (0600), with empty logs/ and temp/. `threads`: status.yaml, as large as the rest, is written beside.
+// files (0600), with empty logs/ and temp/; readable by the group (and
+// OUTDIR, logs/, temp/ writable) with options.shared_with_group. `threads`: status.yaml, as large as the rest, is written beside.
 void write_configuration(const Plan &plan, const Options &options, const std::filesystem::path &dir, bool threads);
 
 // The bearer tokens of the upstream API and the status endpoint: those in

@@ -63,6 +63,15 @@ void render_backend_client(nginx::Writer &w, const BackendClientCertificate &cli
 
 namespace {
 
+// An operator interface's token file, which nginx may share with the
+// group when another user of it calls the interface (--nginx-control)
+std::vector<nginx::Token> token_file(const char *file, const Options &o)
+{
+    std::vector<nginx::Token> args{nginx::Token::value(file)};
+    if (o.shared_with_group) args.push_back("group");
+    return args;
+}
+
 std::vector<nginx::Token> listen_arguments(const std::string &listen, bool ssl, bool http2, bool default_server)
 {
     std::vector<nginx::Token> args{nginx::Token::value(listen)};
@@ -274,7 +283,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         w.open("location", {"=", "/upstreams"});
         w.directive("gateway_tls_upstream_api");
         w.directive("gateway_tls_upstream_api_allow", {"127.0.0.1", "::1"});
-        w.directive("gateway_tls_upstream_api_token_file", {nginx::Token::value(kUpstreamApiTokenFile)});
+        w.directive("gateway_tls_upstream_api_token_file", token_file(kUpstreamApiTokenFile, o));
         const std::string body_size = std::to_string(room.body_kilobytes) + "k";
         w.directive("client_body_buffer_size", {nginx::Token::value(body_size)});
         w.directive("client_max_body_size", {nginx::Token::value(body_size)});
@@ -296,7 +305,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         std::vector<nginx::Token> allow;
         for (const std::string &a : o.status_allow) allow.push_back(nginx::Token::value(a));
         w.directive("gateway_tls_status_allow", allow);
-        w.directive("gateway_tls_status_token_file", {nginx::Token::value(kStatusTokenFile)});
+        w.directive("gateway_tls_status_token_file", token_file(kStatusTokenFile, o));
         w.close();
         w.open("location", {"/"});
         w.directive("return", {"404"});

@@ -1,6 +1,7 @@
 #include "run/run.h"
 #include "run/api_input.h"
 #include "run/health.h"
+#include "run/process.h"
 #include "run/watch_events.h"
 
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include "gtls_upstream_api.h"
 #include "apply/isolate.h"
 #include "apply/nginx_check.h"
+#include "apply/nginx_control.h"
 #include "apply/nginx_process.h"
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
@@ -44,27 +46,6 @@ namespace fs = std::filesystem;
 namespace g2n {
 
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-volatile sig_atomic_t g_stops = 0;  // how many SIGTERMs and SIGINTs came
-void on_stop(int)
-{
-    g_stop = 1;
-    g_stops = g_stops + 1;
-}
-
-// One line of the log; the reflectors' threads say things too.
-void say(const std::string &what)
-{
-    static std::mutex mutex;
-    char stamp[32];
-    std::time_t now = std::time(nullptr);
-    struct tm utc;
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &utc));
-    const std::string line = "gateway2nginx: " + std::string(stamp) + " " + printable(what) + "\n";
-    std::lock_guard<std::mutex> lock(mutex);
-    std::cerr << line << std::flush;
-}
 
 // What a reload would change: every file nginx reads, with the servers of
 // replaceable upstreams and the trust of replaceable policies (their CA
@@ -229,7 +210,7 @@ private:
                 pushed_ = ApiHeld::of(plan, args_.options);
                 status_ = status_digest(plan, args_.options);
                 say("OUTDIR already holds this configuration: nothing to apply");
-                if (read_pid(args_.reload_pidfile) == 0 && nginx_ != nullptr && !start_nginx()) return;
+                if (read_pid(args_.reload_pidfile) == 0 && starts_nginx() && !start_nginx() && nginx_failed_) return;
                 applied(std::move(plan), read_pid(args_.reload_pidfile) != 0);
             } else if (applied_ && skeleton == skeleton_) {
                 apply_through_api(std::move(plan));
@@ -480,7 +461,7 @@ private:
         // must also be able to bind what is new to it
         const bool runs = read_pid(args_.reload_pidfile) != 0;
         const fs::path held = runs ? outdir_ : fs::path();
-        const fs::path *running = runs || nginx_ != nullptr ? &held : nullptr;
+        const fs::path *running = runs || starts_nginx() ? &held : nullptr;
         if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false, running)) {
             std::optional<Plan> isolated =
                 can_isolate ? stage_without_refused(manifests, *refusal, args_.options, args_.nginx, args_.jobs > 1,
@@ -528,9 +509,9 @@ private:
         bool nginx_runs = false;
         if (read_pid(args_.reload_pidfile) == 0) {
             replace_dir(staged_, outdir_);
-            if (nginx_ != nullptr) {
+            if (starts_nginx()) {
                 nginx_runs = start_nginx();
-                if (!nginx_runs) return;
+                if (nginx_failed_) return;
             } else {
                 say("configuration written; no nginx is running on it yet");
             }
@@ -565,9 +546,7 @@ private:
         replace_dir(staged_, outdir_, previous);
         std::error_code ec;
         std::string reloaded;
-        if (std::string failed = reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(),
-                                                    &reloaded, refusal);
-            !failed.empty()) {
+        if (std::string failed = reload_nginx(&reloaded, refusal); !failed.empty()) {
             metrics_->reload_failures[static_cast<size_t>(reason)]++;
             say(failed);
             replace_dir(previous, outdir_);
@@ -680,10 +659,34 @@ private:
                             /*can_isolate=*/false);
     }
 
-    // --start-nginx: nginx started on OUTDIR as it is; false (and said,
-    // and the loop told to end) when it does not serve
+    // SIGHUP to the nginx of --reload or --start-nginx, or a reload asked of
+    // its supervisor (--nginx-control), confirmed: as reload_and_confirm
+    std::string reload_nginx(std::string *done, std::string *refusal)
+    {
+        if (args_.nginx_control.empty()) {
+            return reload_and_confirm(args_.reload_pidfile, (outdir_ / "logs" / "error.log").string(), done, refusal);
+        }
+        ReloadOutcome outcome = reload_through(args_.nginx_control);
+        *done = std::move(outcome.done);
+        if (refusal != nullptr) *refusal = std::move(outcome.refusal);
+        return outcome.failed;
+    }
+
+    // run starts nginx itself (--start-nginx), or has its supervisor do it
+    // (--nginx-control)
+    bool starts_nginx() const { return nginx_ != nullptr || !args_.nginx_control.empty(); }
+
+    // nginx started on OUTDIR as it is; false when it does not serve (said;
+    // the loop told to end when run's own nginx did not start, while a
+    // supervisor not there yet starts it once it is)
     bool start_nginx()
     {
+        if (!args_.nginx_control.empty()) {
+            const ReloadOutcome outcome = reload_through(args_.nginx_control);
+            say(outcome.failed.empty() ? outcome.done
+                                       : outcome.failed + (outcome.unreachable ? ": it starts nginx on OUTDIR" : ""));
+            return outcome.failed.empty();
+        }
         say("starting nginx on OUTDIR");
         if (std::string failed = nginx_->start(); !failed.empty()) {
             say(failed);
@@ -735,6 +738,13 @@ private:
     }
 
 public:
+    // An nginx started since on OUTDIR, which holds the plan kept (by its
+    // supervisor, which was not there when it was applied): it serves it.
+    void notice_nginx()
+    {
+        if (plan_ && applied_ && !nginx_runs_ && read_pid(args_.reload_pidfile) != 0) serving(true);
+    }
+
     // on_applied_ told again of the configuration applied last
     void tell_again()
     {
@@ -801,10 +811,7 @@ int run_gateway(const Args &args)
     // mapped and unmapped: glibc's moving threshold put them in the heap
     // once a bigger block was freed, where their pages stayed resident
     ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
-    struct sigaction sa {};
-    sa.sa_handler = on_stop;
-    ::sigaction(SIGTERM, &sa, nullptr);
-    ::sigaction(SIGINT, &sa, nullptr);
+    count_stop_signals();
 
     RunMetrics metrics;
     metrics.heartbeat_ms = steady_ms();
@@ -912,6 +919,7 @@ int run_gateway(const Args &args)
             exit_code = 1;
             break;
         }
+        if (!args.nginx_control.empty()) gateway.notice_nginx();
         if (api && api->wants_status()) gateway.tell_again();
         pollfd fd{args.watch_events ? 0 : api ? api->change_fd() : inotify, POLLIN, 0};
         if (!synced) {
@@ -974,22 +982,15 @@ int run_gateway(const Args &args)
     }
     metrics.ready = false;
     gateway.catch_up();
-    std::string ended;  // how nginx ended, when it did by itself
-    if (nginx && nginx->started() && g_stops > 0 && args.shutdown_delay_ms > 0) {
+    if (nginx && nginx->started()) {
         // not ready, still serving: endpoints and load balancers let go of
         // the pod while what they still send is answered
-        say("stopping: /readyz answers 503, nginx accepts for " + std::to_string(args.shutdown_delay_ms)
-            + " ms more (or until a second SIGTERM), then drains");
-        const int64_t until = steady_ms() + args.shutdown_delay_ms;
-        while (steady_ms() < until && g_stops < 2 && nginx->running(&ended)) {
-            heartbeat();
-            ::poll(nullptr, 0, 100);
+        const long delay = g_stops > 0 ? args.shutdown_delay_ms : 0;
+        if (delay > 0) {
+            say("stopping: /readyz answers 503, nginx accepts for " + std::to_string(delay)
+                + " ms more (or until a second SIGTERM), then drains");
         }
-        if (!ended.empty()) say("nginx ended (" + ended + ")");
-    }
-    if (nginx && nginx->started()) {
-        say("stopping nginx: it finishes what is in flight");
-        say("nginx stopped (" + nginx->stop(say) + ")");
+        nginx->accept_then_stop(delay, [] { return g_stops >= 2; }, heartbeat, say);
     }
     return exit_code;
 }
