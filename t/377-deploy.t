@@ -40,40 +40,73 @@ is(scalar(grep { ($_->{metadata}{namespace} // 'gateway-system') ne 'gateway-sys
 
 my $deployment = $by{'Deployment/gateway2nginx'};
 my $pod = $deployment->{spec}{template}{spec};
-my ($container) = @{ $pod->{containers} };
+my %containers = map { ($_->{name} => $_) } @{ $pod->{containers} };
+is(join(' ', sort keys %containers), 'gateway2nginx nginx', 'two containers: nginx, and gateway2nginx');
+my ($nginx, $container) = @containers{qw(nginx gateway2nginx)};
 my $args = join ' ', @{ $container->{args} };
+my $nginx_args = join ' ', @{ $nginx->{args} };
 is($deployment->{spec}{replicas}, 2, 'two replicas');
-like($args, qr/^run --in-cluster --start-nginx\b/, 'gateway2nginx run reads the API and runs nginx itself');
+like($args, qr/^run --in-cluster --nginx-control (\S+)/, 'gateway2nginx run reads the API and asks nginx\'s supervisor');
+my ($socket) = $args =~ /--nginx-control (\S+)/;
+like($nginx_args, qr/^supervise -o (\S+) --control \Q$socket\E\b/, "which answers at $socket, in nginx's container");
+my ($outdir) = $args =~ /-o (\S+)/;
+is(($nginx_args =~ /-o (\S+)/)[0], $outdir, "both on one OUTDIR ($outdir)");
 like($args, qr/--upstream-api 127\.0\.0\.1:\d+/, 'the upstream API on the pod\'s loopback');
 like($args, qr/--status-listen 127\.0\.0\.1:\d+/, 'the status endpoint too');
 is($pod->{serviceAccountName}, 'gateway2nginx', 'its own service account');
-ok($pod->{securityContext}{runAsNonRoot} && $pod->{securityContext}{runAsUser} > 0, 'not root');
-is($pod->{securityContext}{seccompProfile}{type}, 'RuntimeDefault', 'the runtime\'s seccomp profile');
-my $sc = $container->{securityContext};
-is_deeply($sc->{capabilities}, {drop => ['ALL']}, 'no capability');
-ok(!$sc->{allowPrivilegeEscalation} && defined $sc->{allowPrivilegeEscalation}, 'no privilege escalation');
-ok($sc->{readOnlyRootFilesystem}, 'a read-only root filesystem');
+is($pod->{automountServiceAccountToken}, JSON::PP::false, 'its token not mounted in every container');
 my %volume = map { ($_->{name} => $_) } @{ $pod->{volumes} };
-is(scalar(grep { !exists $volume{$_->{name}}{emptyDir} } @{ $container->{volumeMounts} }), 0,
-   'what it writes is in emptyDirs');
-like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/run/gateway2nginx\b.*/tmp},
-     'OUTDIR\'s parent and /tmp');
-like($args, qr{-o /run/gateway2nginx/}, 'OUTDIR in one of them');
+my $secrets = '/var/run/secrets/kubernetes.io/serviceaccount';
+sub token_mounts { grep { $_->{mountPath} eq $secrets || $_->{mountPath} =~ m{^/(?:var/)?run/secrets} } @{ $_[0]{volumeMounts} } }
+is(scalar(token_mounts($nginx)), 0, 'nginx\'s container mounts no token');
+my ($token_mount) = token_mounts($container);
+my @sources = @{ $volume{ $token_mount->{name} // '' }{projected}{sources} // [] };
+ok((grep { $_->{serviceAccountToken} && $_->{serviceAccountToken}{path} eq 'token' } @sources)
+   && (grep { ($_->{configMap}{name} // '') eq 'kube-root-ca.crt' } @sources)
+   && (grep { ($_->{downwardAPI}{items}[0]{path} // '') eq 'namespace' } @sources) && $token_mount->{readOnly},
+   "gateway2nginx's mounts it at $secrets, read-only: a rotated token, the CA, the namespace");
+is(scalar(grep { ($_->{name} // '') =~ /TOKEN|KUBE/i } @{ $nginx->{env} // [] }), 0, 'and nginx\'s environment names none');
+ok($pod->{securityContext}{runAsNonRoot}, 'not root');
+is($pod->{securityContext}{seccompProfile}{type}, 'RuntimeDefault', 'the runtime\'s seccomp profile');
+my $group = $pod->{securityContext}{runAsGroup};
+ok($group && $pod->{securityContext}{fsGroup} == $group, "one group for both, the emptyDirs' ($group)");
+my %uid = map { ($_ => $containers{$_}{securityContext}{runAsUser}) } keys %containers;
+ok($uid{nginx} > 0 && $uid{gateway2nginx} > 0 && $uid{nginx} != $uid{gateway2nginx},
+   "each its own user: nginx $uid{nginx}, gateway2nginx $uid{gateway2nginx}");
+for my $name (sort keys %containers) {
+    my $c = $containers{$name};
+    my $sc = $c->{securityContext};
+    is_deeply($sc->{capabilities}, {drop => ['ALL']}, "$name: no capability");
+    ok(!$sc->{allowPrivilegeEscalation} && defined $sc->{allowPrivilegeEscalation}, "$name: no privilege escalation");
+    ok($sc->{readOnlyRootFilesystem}, "$name: a read-only root filesystem");
+    is(scalar(grep { !exists $volume{$_->{name}}{emptyDir} && !$_->{readOnly} } @{ $c->{volumeMounts} }), 0,
+       "$name: what it writes is in emptyDirs");
+    ok(scalar(grep { $_->{name} eq 'run' && $_->{mountPath} eq '/run/gateway2nginx' } @{ $c->{volumeMounts} }),
+       "$name: OUTDIR's parent shared, at /run/gateway2nginx");
+    ok($c->{resources}{requests}{memory} && $c->{resources}{limits}{memory}, "$name: resources");
+}
+like(join(' ', map { $_->{mountPath} } @{ $container->{volumeMounts} }), qr{/tmp}, 'gateway2nginx\'s /tmp (nginx -t)');
+like($outdir, qr{^/run/gateway2nginx/}, 'OUTDIR in it');
 my ($spread) = @{ $pod->{topologySpreadConstraints} // [] };
 ok($spread && $spread->{topologyKey} eq 'kubernetes.io/hostname' && $spread->{maxSkew} == 1,
    'the replicas spread over nodes');
 is_deeply($spread->{labelSelector}{matchLabels}, $deployment->{spec}{selector}{matchLabels}, 'counting its own pods');
-my ($delay) = $args =~ /--shutdown-delay (\d+)s\b/;
+my ($delay) = $nginx_args =~ /--shutdown-delay (\d+)s\b/;
 ok($delay && $delay * 2 <= $pod->{terminationGracePeriodSeconds},
-   "on SIGTERM, /readyz 503 for ${\($delay // 0)} s before nginx drains, within the grace period's first half");
+   "on SIGTERM, nginx accepts for ${\($delay // 0)} s more (/readyz 503) before it drains, within the grace period's first half");
 my ($alive_file) = $args =~ /--alive-file (\S+)/;
 ok($alive_file && $alive_file =~ m{^/run/gateway2nginx/}, "the heartbeat written to an emptyDir ($alive_file)");
 for my $probe (qw(livenessProbe startupProbe)) {
     is_deeply($container->{$probe}{exec}{command}, ['/usr/bin/gateway2nginx', 'alive', $alive_file],
-              "$probe: the loop turns (nginx ending ends run), read from the file, not a port");
+              "$probe: the loop turns, read from the file, not a port");
 }
+my ($nginx_alive) = $nginx_args =~ /--alive-file (\S+)/;
+ok($nginx_alive && $nginx_alive ne $alive_file, "supervise's heartbeat apart ($nginx_alive)");
+is_deeply($nginx->{livenessProbe}{exec}{command}, ['/usr/bin/gateway2nginx', 'alive', $nginx_alive],
+          'nginx\'s liveness: its own (one never restarts the other)');
 is($container->{readinessProbe}{httpGet}{path}, '/readyz', 'readiness: nginx serves the configuration');
-my %port = map { ($_->{name} => $_->{containerPort}) } @{ $container->{ports} };
+my %port = map { ($_->{name} => $_->{containerPort}) } map { @{ $_->{ports} } } values %containers;
+is(join(' ', sort map { $_->{containerPort} } @{ $nginx->{ports} }), '443 80', 'nginx\'s ports: the listeners');
 like($args, qr/--health-listen 0\.0\.0\.0:$port{health}\b/, 'the probes on the health port');
 like($args, qr/--metrics-listen 0\.0\.0\.0:$port{metrics}\b/, '/metrics on a port of its own');
 # the NetworkPolicy: no pod reaches the probes' port, only labelled
@@ -92,7 +125,6 @@ is(admitted($_, 'TCP'), 'anyone', "anyone to TCP port $_") for 80, 443, 9114, 91
 is(admitted(5353, 'UDP'), 'anyone', 'and to UDP ports');
 is_deeply($by{'NetworkPolicy/gateway2nginx'}{spec}{ingress}[1]{from}[0]{namespaceSelector}{matchLabels},
           {'gateway2nginx.io/metrics' => 'allowed'}, 'the metrics label');
-ok($container->{resources}{requests}{memory} && $container->{resources}{limits}{memory}, 'resources');
 is($by{'PodDisruptionBudget/gateway2nginx'}{spec}{minAvailable}, 1, 'a PodDisruptionBudget');
 is(join(' ', map { $_->{port} } @{ $by{'Service/gateway2nginx'}{spec}{ports} }), '80 443',
    'the Service carries the listeners only: not the health, status or upstream API ports');
