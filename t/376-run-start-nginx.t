@@ -24,32 +24,7 @@ my $health_port = server_port() + 17;
 # a plain HTTP backend: /slow answers after 3 s, anything else at once
 my $backend = start_slow_backend('127.0.0.1', $slow_port, "$dir/slow.accepted");
 
-sub manifests {
-    my @paths = @_;
-    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: app, port: 80}]\n" } @paths;
-    return gateway_manifests() . <<"YAML";
----
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: ns}
-spec:
-  ports: [{name: http, port: 80}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: app-1, namespace: ns, labels: {kubernetes.io/service-name: app}}
-ports: [{name: http, port: $slow_port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: r, namespace: ns}
-spec:
-  parentRefs: [{name: gw}]
-  rules:
-$rules
-YAML
-}
+sub manifests { slow_app_manifests($slow_port, @_) }
 
 my $in = "$dir/in";
 my $out = "$dir/out";

@@ -34,7 +34,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends start_run start_gateway2nginx module_dir routes_from_all_namespaces
+                 start_numbered_backends start_run start_gateway2nginx slow_app_manifests module_dir routes_from_all_namespaces
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
@@ -870,6 +870,36 @@ sub web_route_yaml {
     my $rules = join '', map { "  - matches: [{path: {value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @paths;
     return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
          . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
+}
+
+# gateway_manifests() and Service ns/app (port 80, plain HTTP) whose one
+# endpoint is 127.0.0.1:PORT (start_slow_backend's), with HTTPRoute ns/r
+# sending each of PATHS (PathPrefix) there.
+sub slow_app_manifests {
+    my ($port, @paths) = @_;
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: app, port: 80}]\n" } @paths;
+    return gateway_manifests() . <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: ns}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: app-1, namespace: ns, labels: {kubernetes.io/service-name: app}}
+ports: [{name: http, port: $port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: ns}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+$rules
+YAML
 }
 
 # Manifests for tests of routes: our GatewayClass, Gateway ns/gw with an
