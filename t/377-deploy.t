@@ -5,7 +5,11 @@
 # to the API server simulation with kubectl; and every request a
 # gateway2nginx run makes (its audit log in the simulation) is allowed by
 # those rules, each of which it uses: a request the rules do not allow
-# fails this test, and so does a rule nothing needs.
+# fails this test, and so does a rule nothing needs. The base writes no
+# object but status and its Lease; an overlay with the component
+# components/gateway-services (each Gateway's own Service) renders too,
+# and its run is checked the same way against the base's rules and the
+# component's.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -24,12 +28,10 @@ my $api_port = server_port() + 18;
 my $kube_port = server_port() + 21;
 
 # ---- the manifests ----------------------------------------------------------------------
-my $rendered = `kubectl kustomize deploy 2>&1`;
-is($?, 0, 'kubectl kustomize deploy/ renders, offline') or diag $rendered;
-spit("$dir/deploy.yaml", $rendered);
-my $json = `python3 -c 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))' $dir/deploy.yaml`;
-my @objects = @{ decode_json($json) };
-my %by = map { ("$_->{kind}/$_->{metadata}{name}" => $_) } @objects;
+my ($rc, $rendered, $objects) = kustomize_deploy($dir, 'deploy');
+is($rc, 0, 'kubectl kustomize deploy/ renders, offline') or diag $rendered;
+my %by = %$objects;
+my @objects = values %by;
 is(join(' ', sort keys %by),
    'ClusterRole/gateway2nginx ClusterRoleBinding/gateway2nginx Deployment/gateway2nginx GatewayClass/gateway2nginx '
    . 'Namespace/gateway-system NetworkPolicy/gateway2nginx PodDisruptionBudget/gateway2nginx Role/gateway2nginx-leader-election '
@@ -130,13 +132,50 @@ is(join(' ', map { $_->{port} } @{ $by{'Service/gateway2nginx'}{spec}{ports} }),
    'the Service carries the listeners only: not the health, status or upstream API ports');
 is($by{'GatewayClass/gateway2nginx'}{spec}{controllerName}, 'gateway2nginx.io/controller', 'the GatewayClass is ours');
 like($args, qr{--status-address-service gateway-system/gateway2nginx}, 'Gateways are reached at its load balancer');
-like($args, qr{--gateway-service-external-name gateway2nginx\.gateway-system\.svc\.cluster\.local\b},
-     'each Gateway\'s own Service is an alias of that Service');
+unlike($args, qr{--gateway-service-external-name}, 'no Gateway\'s own Service in the base');
+my @writes = map { my $r = $_; map { my $res = $_; map { "$_ $res" } grep { !/^(?:list|watch|get)$/ } @{ $r->{verbs} } }
+                   @{ $r->{resources} } } @{ $by{'ClusterRole/gateway2nginx'}{rules} };
+is(scalar(grep { !m{^update \w+/status$} } @writes), 0, 'the base writes no object but status (and its Lease)')
+    or diag "@writes";
+
+# ---- with each Gateway's own Service: the component ---------------------------------------
+my ($with_rc, $with_services, $with_objects) = kustomize_deploy($dir, 'with-services', 'gateway-services');
+is($with_rc, 0, 'kubectl kustomize of an overlay with components/gateway-services') or diag $with_services;
+my %with = %$with_objects;
+is(join(' ', sort grep { !$by{$_} } keys %with),
+   'ClusterRole/gateway2nginx-gateway-services ClusterRoleBinding/gateway2nginx-gateway-services '
+   . 'ValidatingAdmissionPolicy/gateway2nginx-gateway-services ValidatingAdmissionPolicyBinding/gateway2nginx-gateway-services',
+   'it adds the Service writes and the policy that limits them');
+my ($with_g2n) = grep { $_->{name} eq 'gateway2nginx' } @{ $with{'Deployment/gateway2nginx'}{spec}{template}{spec}{containers} };
+like(join(' ', @{ $with_g2n->{args} }), qr{--gateway-service-external-name gateway2nginx\.gateway-system\.svc\.cluster\.local$},
+     'and the option to gateway2nginx\'s container: an alias of the Service in front of nginx');
+my $service_rules = $with{'ClusterRole/gateway2nginx-gateway-services'}{rules};
+is_deeply($service_rules, [{apiGroups => [''], resources => ['services'], verbs => [qw(create update delete)]}],
+          'the writes: services, create, update, delete');
+is_deeply($with{'ClusterRoleBinding/gateway2nginx-gateway-services'}{subjects},
+          $by{'ClusterRoleBinding/gateway2nginx'}{subjects}, 'to gateway2nginx\'s service account');
+# the policy: what the API server would enforce (the simulation stores it
+# and evaluates nothing): its subject, operations, and the mark it asks
+my $vap = $with{'ValidatingAdmissionPolicy/gateway2nginx-gateway-services'}{spec};
+my ($subject) = @{ $by{'ClusterRoleBinding/gateway2nginx'}{subjects} };
+is($vap->{matchConditions}[0]{expression}, "request.userInfo.username == 'system:serviceaccount:$subject->{namespace}:$subject->{name}'",
+   'the policy applies to that service account\'s requests');
+is_deeply($vap->{matchConstraints}{resourceRules}, [{apiGroups => [''], apiVersions => ['v1'], operations => [qw(CREATE UPDATE DELETE)],
+                                                     resources => ['services']}], 'to every write the component grants');
+is($vap->{failurePolicy}, 'Fail', 'and fails closed');
+my $validations = join ' ', map { $_->{expression} } @{ $vap->{validations} };
+my ($mark_key, $mark_value) = $validations =~ /object\.metadata\.labels\['([^']+)'\] == '([^']+)'/;
+ok($mark_key && $validations =~ /oldObject\.metadata\.labels\['\Q$mark_key\E'\] == '\Q$mark_value\E'/
+   && $validations =~ /object\.spec\.type == 'ExternalName'/,
+   "the new Service and the one replaced or deleted must carry $mark_key=$mark_value, the new one an ExternalName");
+is($with{'ValidatingAdmissionPolicyBinding/gateway2nginx-gateway-services'}{spec}{policyName}, 'gateway2nginx-gateway-services',
+   'bound, denying');
 
 # ---- applied with kubectl ---------------------------------------------------------------
 my $audit = "$dir/kube-audit.log";
 my $sim = start_kube_api($kube_port, '--audit', $audit, '--conflict-status-writes', '1');
-my ($rc, $out) = kubectl('apply', '-f', "$dir/deploy.yaml");
+my $out;
+($rc, $out) = kubectl('apply', '-f', "$dir/with-services.yaml");
 is($rc, 0, 'kubectl apply of the rendered manifests') or diag $out;
 ($rc, $out) = kubectl('get', 'deployment', 'gateway2nginx', '-n', 'gateway-system', '-o', 'jsonpath={.spec.replicas}');
 is($out, '2', 'kubectl get reads them back');
@@ -167,46 +206,68 @@ spec:
 YAML
 kube_apply('route', kube_route_yaml('/web'));
 kube_apply('slice', kube_slice_yaml(server_port() + 1, 1));
-unlink $audit;
-my $log = "$dir/run.log";
-my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', "$dir/out", '--reload', "$dir/out/nginx.pid",
-                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
-                    '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
-                    '--leader-elect-resource-namespace', 'gateway-system', '--leader-elect-lease-duration', '3s',
-                    '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms',
-                    '--gateway-service-external-name', 'gateway2nginx.gateway-system.svc.cluster.local');
+my @run_flags = ('--kubeconfig', kubeconfig(), '-o', "$dir/out", '--reload', "$dir/out/nginx.pid",
+                 '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                 '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
+                 '--leader-elect-resource-namespace', 'gateway-system', '--leader-elect-lease-duration', '3s',
+                 '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms');
 sub requests { audit_requests($audit) }
 sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->{resource} . ($_->{subresource} ? "/$_->{subresource}" : '') eq $resource } requests() }
 my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
 my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
-# the run is stopped once it has called what every rule grants (statuses
+my $with_rules = [@$cluster_rules, @$service_rules];
+# each run is stopped once it has called what every rule grants (statuses
 # are written in the order they are queued, one kind after another), or
 # at the deadline, and what it called is then checked
+
+# ---- the base ---------------------------------------------------------------------------------
+unlink $audit;
+my $log = "$dir/run.log";
+my $run = start_run($log, @run_flags);
+ok(wait_for(sub {
+       used('update', 'httproutes/status') && used('update', 'leases') >= 2
+           && (rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system'))[1] eq ''
+   }, 30), 'the run of the base wrote status, renewed its Lease, read what it refers to') or diag slurp($log);
+kill 'TERM', $run;
+waitpid($run, 0);
+my ($denied, $unused, $count) = rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system');
+ok($count > 20, "$count requests by gateway2nginx");
+is($denied, '', 'every request is allowed by the ClusterRole, or the Role in gateway-system');
+is($unused, '', 'and every rule is used: nothing is granted that gateway2nginx does not call');
+is(used('create', 'services') + used('update', 'services') + used('delete', 'services'), 0, 'it wrote no Service');
+
+# ---- with components/gateway-services ---------------------------------------------------------
+unlink $audit;
+my $log2 = "$dir/run2.log";
+$run = start_run($log2, @run_flags, '--gateway-service-external-name', 'gateway2nginx.gateway-system.svc.cluster.local');
 # each Gateway's own Service: made for gw, changed with its
 # infrastructure; made for a second Gateway, deleted with it
-ok(wait_for(sub { used('create', 'services') >= 1 }, 30), 'the run made the Gateway\'s Service') or diag slurp($log);
+ok(wait_for(sub { used('create', 'services') >= 1 }, 30), 'the run made the Gateway\'s Service') or diag slurp($log2);
+my ($own) = grep { ($_->{spec}{type} // '') eq 'ExternalName' }
+            @{ decode_json((kubectl('get', 'services', '-n', 'ns', '-o', 'json'))[1])->{items} };
+is($own && $own->{metadata}{labels}{$mark_key}, $mark_value, "it carries the mark the policy asks ($mark_key=$mark_value)");
 my $gateway = kube_web_yaml() =~ /(apiVersion: gateway\.networking\.k8s\.io\/v1\nkind: Gateway\n.*?)(?=---|\z)/s ? $1 : die;
 (my $labelled = $gateway) =~ s/(\n  listeners:)/\n  infrastructure: {labels: {team: a}}$1/;
 kube_apply('gateway', $labelled);
 (my $second = $gateway) =~ s/name: gw,/name: second,/;
 kube_apply('second', $second);
 ok(wait_for(sub { used('update', 'services') && used('create', 'services') >= 2 }, 30), 'changed it, made another')
-    or diag slurp($log);
+    or diag slurp($log2);
 kubectl('delete', 'gateway', 'second', '-n', 'ns');
-ok(wait_for(sub {
-       used('update', 'httproutes/status') && used('update', 'leases') >= 2
-           && (rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system'))[1] eq ''
-   }, 30),
-   'the run wrote status, renewed its Lease and deleted the second Gateway\'s Service') or diag slurp($log);
+# (the statuses the base's run wrote are current: this one writes none,
+# and what the base's rules grant was shown used above)
+sub service_rules_unused { (rbac_check($audit, $service_rules, [], 'gateway-system'))[1] }
+ok(wait_for(sub { used('update', 'leases') >= 2 && service_rules_unused() eq '' }, 30),
+   'the run renewed its Lease and deleted the second Gateway\'s Service') or diag slurp($log2);
 kill 'TERM', $run;
 waitpid($run, 0);
 
-my ($denied, $unused, $count) = rbac_check($audit, $cluster_rules, $lease_rules, 'gateway-system');
+($denied, $unused, $count) = rbac_check($audit, $with_rules, $lease_rules, 'gateway-system');
 ok($count > 20, "$count requests by gateway2nginx");
-is($denied, '', 'every request is allowed by the ClusterRole, or the Role in gateway-system');
-is($unused, '', 'and every rule is used: nothing is granted that gateway2nginx does not call');
+is($denied, '', 'every request is allowed by the ClusterRoles, or the Role in gateway-system');
+is(service_rules_unused(), '', 'and every rule the component adds is used');
 is(scalar(grep { grep { $_ eq '*' } map { (@{ $_->{apiGroups} }, @{ $_->{resources} }, @{ $_->{verbs} }) } @$_ }
-           $cluster_rules, $lease_rules), 0, 'no wildcard');
+           $with_rules, $lease_rules), 0, 'no wildcard');
 
 kill 'TERM', $sim;
 waitpid($sim, 0);

@@ -66,11 +66,10 @@ my $slow_port = server_port() + 2;
 my $backend_port = server_port() + 1;
 
 # ---- the Deployment, as rendered ------------------------------------------------------------
-my $rendered = `kubectl kustomize deploy 2>&1`;
-is($?, 0, 'kubectl kustomize deploy/') or diag $rendered;
-spit("$dir/deploy.yaml", $rendered);
-my @objects = @{ decode_json(`python3 -c 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))' $dir/deploy.yaml`) };
-my %by = map { ("$_->{kind}/$_->{metadata}{name}" => $_) } @objects;
+# with each Gateway's own Service (components/gateway-services)
+my ($rendered_rc, $rendered, $objects) = kustomize_deploy($dir, 'deploy', 'gateway-services');
+is($rendered_rc, 0, 'kubectl kustomize of deploy/ with components/gateway-services') or diag $rendered;
+my %by = %$objects;
 my $pod = $by{'Deployment/gateway2nginx'}{spec}{template}{spec};
 my %containers = map { ($_->{name} => $_) } @{ $pod->{containers} };
 my ($nginx_container, $container) = @containers{qw(nginx gateway2nginx)};
@@ -385,10 +384,11 @@ is($rc, 0, 'the second Gateway deleted') or diag $out;
 ok(wait_for(sub { own_service('second', '{.metadata.name}') eq '' }, 30), 'and its Service with it') or diag logs();
 
 # ---- RBAC: what the container called, against the rules --------------------------------------------
-my @rules = ($by{'ClusterRole/gateway2nginx'}{rules}, $by{'Role/gateway2nginx-leader-election'}{rules}, $namespace);
+my @rules = ([map { ; @{ $by{"ClusterRole/$_"}{rules} } } qw(gateway2nginx gateway2nginx-gateway-services)],
+             $by{'Role/gateway2nginx-leader-election'}{rules}, $namespace);
 wait_for(sub { (rbac_check($audit, @rules))[1] eq '' }, 30);  # its Lease renewed, a conflict met
 my ($denied, $unused) = rbac_check($audit, @rules);
-is($denied, '', 'every request of the container is allowed by the ClusterRole, or the Role in its namespace');
+is($denied, '', 'every request of the container is allowed by the ClusterRoles, or the Role in its namespace');
 is($unused, '', 'every rule is used');
 
 # ---- SIGTERM to the pod: the shutdown delay, then a drain --------------------------------------------

@@ -34,7 +34,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends start_run start_gateway2nginx slow_app_manifests module_dir routes_from_all_namespaces
+                 start_numbered_backends start_run start_gateway2nginx slow_app_manifests kustomize_deploy module_dir routes_from_all_namespaces
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
@@ -870,6 +870,31 @@ sub web_route_yaml {
     my $rules = join '', map { "  - matches: [{path: {value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @paths;
     return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
          . "spec:\n  parentRefs: [{name: gw}]\n  rules:\n$rules";
+}
+
+# deploy/ rendered by `kubectl kustomize`, through an overlay in DIR that
+# takes COMPONENTS (names under deploy/components/) when there are any, as
+# a platform team's overlay would; the text is written to DIR/NAME.yaml.
+# Returns (exit code, the text or kubectl's complaint, the objects by
+# "Kind/name").
+sub kustomize_deploy {
+    my ($dir, $name, @components) = @_;
+    my $target = "$Root/deploy";
+    if (@components) {
+        my $overlay = "$dir/$name.overlay";
+        make_path($overlay);
+        # kustomize takes relative paths only
+        my $up = join '/', map { '..' } grep { length } split m{/}, $overlay;
+        spit("$overlay/kustomization.yaml", "resources:\n- $up$Root/deploy\ncomponents:\n"
+             . join('', map { "- $up$Root/deploy/components/$_\n" } @components));
+        $target = $overlay;
+    }
+    my $text = `kubectl kustomize '$target' 2>&1`;
+    my $rc = $? >> 8;
+    spit("$dir/$name.yaml", $text);
+    return ($rc, $text, {}) if $rc != 0;
+    my $json = `python3 -c 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))' '$dir/$name.yaml'`;
+    return ($rc, $text, { map { ("$_->{kind}/$_->{metadata}{name}" => $_) } @{ JSON::PP::decode_json($json) } });
 }
 
 # gateway_manifests() and Service ns/app (port 80, plain HTTP) whose one
