@@ -33,7 +33,8 @@ is($rc, 0, 'kubectl kustomize deploy/ renders, offline') or diag $rendered;
 my %by = %$objects;
 my @objects = values %by;
 is(join(' ', sort keys %by),
-   'ClusterRole/gateway2nginx ClusterRoleBinding/gateway2nginx Deployment/gateway2nginx GatewayClass/gateway2nginx '
+   'ClusterRole/gateway2nginx ClusterRole/gateway2nginx-namespaced ClusterRoleBinding/gateway2nginx '
+   . 'ClusterRoleBinding/gateway2nginx-namespaced Deployment/gateway2nginx GatewayClass/gateway2nginx '
    . 'Namespace/gateway-system NetworkPolicy/gateway2nginx PodDisruptionBudget/gateway2nginx Role/gateway2nginx-leader-election '
    . 'RoleBinding/gateway2nginx-leader-election Service/gateway2nginx ServiceAccount/gateway2nginx',
    'what a platform team installs');
@@ -134,7 +135,7 @@ is($by{'GatewayClass/gateway2nginx'}{spec}{controllerName}, 'gateway2nginx.io/co
 like($args, qr{--status-address-service gateway-system/gateway2nginx}, 'Gateways are reached at its load balancer');
 unlike($args, qr{--gateway-service-external-name}, 'no Gateway\'s own Service in the base');
 my @writes = map { my $r = $_; map { my $res = $_; map { "$_ $res" } grep { !/^(?:list|watch|get)$/ } @{ $r->{verbs} } }
-                   @{ $r->{resources} } } @{ $by{'ClusterRole/gateway2nginx'}{rules} };
+                   @{ $r->{resources} } } map { @{ $by{"ClusterRole/$_"}{rules} } } qw(gateway2nginx gateway2nginx-namespaced);
 is(scalar(grep { !m{^update \w+/status$} } @writes), 0, 'the base writes no object but status (and its Lease)')
     or diag "@writes";
 
@@ -184,6 +185,7 @@ is($out, '2', 'kubectl get reads them back');
 # a second Service whose policy's CA is a Secret: read with get, as the
 # ConfigMap of the first, once the policy refers to it
 my $ca = slurp(certs_dir() . '/ca.crt');
+sub apply_application {
 kube_apply('base', kube_web_yaml() . <<"YAML");
 ---
 apiVersion: v1
@@ -206,6 +208,8 @@ spec:
 YAML
 kube_apply('route', kube_route_yaml('/web'));
 kube_apply('slice', kube_slice_yaml(server_port() + 1, 1));
+}
+apply_application();
 my @run_flags = ('--kubeconfig', kubeconfig(), '-o', "$dir/out", '--reload', "$dir/out/nginx.pid",
                  '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset, '--listen-address', '127.0.0.1',
                  '--module-dir', module_dir(), '--status-listen', 'off', '--debounce', '100',
@@ -213,7 +217,14 @@ my @run_flags = ('--kubeconfig', kubeconfig(), '-o', "$dir/out", '--reload', "$d
                  '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms');
 sub requests { audit_requests($audit) }
 sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->{resource} . ($_->{subresource} ? "/$_->{subresource}" : '') eq $resource } requests() }
-my $cluster_rules = $by{'ClusterRole/gateway2nginx'}{rules};
+# the base binds both its ClusterRoles cluster-wide
+my $cluster_rules = [map { @{ $by{"ClusterRole/$_"}{rules} } } qw(gateway2nginx gateway2nginx-namespaced)];
+is_deeply([map { $by{"ClusterRoleBinding/$_"}{roleRef}{name} } qw(gateway2nginx gateway2nginx-namespaced)],
+          [qw(gateway2nginx gateway2nginx-namespaced)], 'the base binds both ClusterRoles cluster-wide');
+is(scalar(grep { grep { m{^(?:gatewayclasses|namespaces)(?:/|$)} } @{ $_->{resources} } }
+          @{ $by{'ClusterRole/gateway2nginx-namespaced'}{rules} }), 0, 'gateway2nginx-namespaced: namespaced kinds only');
+is(scalar(grep { grep { !m{^(?:gatewayclasses|namespaces)(?:/|$)} } @{ $_->{resources} } }
+          @{ $by{'ClusterRole/gateway2nginx'}{rules} }), 0, 'gateway2nginx: what is in no namespace only');
 my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
 my $with_rules = [@$cluster_rules, @$service_rules];
 # each run is stopped once it has called what every rule grants (statuses
@@ -268,6 +279,54 @@ is($denied, '', 'every request is allowed by the ClusterRoles, or the Role in ga
 is(service_rules_unused(), '', 'and every rule the component adds is used');
 is(scalar(grep { grep { $_ eq '*' } map { (@{ $_->{apiGroups} }, @{ $_->{resources} }, @{ $_->{verbs} }) } @$_ }
            $with_rules, $lease_rules), 0, 'no wildcard');
+
+# ---- with components/watch-namespaces -----------------------------------------------------------
+my ($watch_rc, $watch_text, $watch_objects) = kustomize_deploy($dir, 'watch-namespaces', 'watch-namespaces');
+is($watch_rc, 0, 'kubectl kustomize of an overlay with components/watch-namespaces') or diag $watch_text;
+my %watch = %$watch_objects;
+ok(!$watch{'ClusterRoleBinding/gateway2nginx-namespaced'} && $watch{'ClusterRoleBinding/gateway2nginx'},
+   'the namespaced kinds are bound cluster-wide no more; what is in no namespace still is');
+my ($watch_g2n) = grep { $_->{name} eq 'gateway2nginx' } @{ $watch{'Deployment/gateway2nginx'}{spec}{template}{spec}{containers} };
+my @watched = join(' ', @{ $watch_g2n->{args} }) =~ /--watch-namespace (\S+)/g;
+my $binding = $watch{'RoleBinding/gateway2nginx'};
+ok(@watched == 1 && $binding->{metadata}{namespace} eq $watched[0] && $binding->{roleRef}{name} eq 'gateway2nginx-namespaced'
+   && $binding->{roleRef}{kind} eq 'ClusterRole', "gateway2nginx watches @watched, where a RoleBinding grants the namespaced kinds");
+is_deeply($binding->{subjects}, $by{'ClusterRoleBinding/gateway2nginx'}{subjects}, 'to its service account');
+my $front_rules = $watch{'Role/gateway2nginx-front'}{rules};
+is($watch{'RoleBinding/gateway2nginx-front'}{metadata}{namespace}, 'gateway-system',
+   'and the Service in front of nginx is read in gateway-system');
+
+# a run watching ns (standing for the example's namespace), against a
+# fresh simulation (status to write again), checked as if the RoleBinding
+# were in ns: every request allowed, every rule used
+kill 'TERM', $sim;
+waitpid($sim, 0);
+unlink "$dir/kube-api.json";  # its state: it starts empty
+$audit = "$dir/kube-audit-watch.log";
+$sim = start_kube_api($kube_port, '--audit', $audit, '--conflict-status-writes', '1');
+($rc, $out) = kubectl('apply', '-f', "$dir/watch-namespaces.yaml");
+is($rc, 0, 'kubectl apply of those manifests') or diag $out;
+apply_application();
+kube_apply('elsewhere', "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n---\n"
+           . "apiVersion: v1\nkind: Secret\nmetadata: {name: unseen, namespace: other}\ndata: {k: dg==}\n");
+my $watch_cluster_rules = $watch{'ClusterRole/gateway2nginx'}{rules};
+my $watch_rules = {ns => $by{'ClusterRole/gateway2nginx-namespaced'}{rules}, 'gateway-system' => [@$lease_rules, @$front_rules]};
+my $log3 = "$dir/run3.log";
+$run = start_run($log3, @run_flags, '--watch-namespace', 'ns', '--status-address-service', 'gateway-system/gateway2nginx');
+ok(wait_for(sub {
+       used('update', 'httproutes/status') && used('update', 'leases') >= 2
+           && (rbac_check($audit, $watch_cluster_rules, $watch_rules))[1] eq ''
+   }, 30), 'the run watching ns wrote status, renewed its Lease, read what it refers to') or diag slurp($log3);
+kill 'TERM', $run;
+waitpid($run, 0);
+($denied, $unused, $count) = rbac_check($audit, $watch_cluster_rules, $watch_rules);
+ok($count > 20, "$count requests by gateway2nginx");
+is($denied, '', 'every request is allowed by the ClusterRole (what is in no namespace) or the Roles in ns and gateway-system');
+is($unused, '', 'and every rule is used');
+is(scalar(grep { $_->{verb} =~ /^(?:list|watch)$/ && $_->{resource} !~ /^(?:gatewayclasses|namespaces)$/
+                  && ($_->{namespace} // '(all)') ne 'ns' && !($_->{resource} eq 'services' && $_->{namespace} eq 'gateway-system') }
+          requests()), 0, 'every list and watch of a namespaced kind is of ns (the front Service\'s, of gateway-system)');
+like(slurp($log3), qr/listed 1 Service\(s\) in gateway-system/, 'the Service in front of nginx, in gateway-system alone');
 
 kill 'TERM', $sim;
 waitpid($sim, 0);

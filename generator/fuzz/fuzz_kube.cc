@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const std::string input(reinterpret_cast<const char *>(data) + 1, size - 1);
 
     g2n::kube::ObjectStore store;
-    const g2n::kube::ApiKind routes{"gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", true};
+    const g2n::kube::ApiKind routes{"gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", true, ""};
     g2n::kube::WatchDecoder decoder(routes, &store);
     for (size_t at = 0; at < input.size(); at += cut + 1) {
         if (decoder.feed(std::string_view(input).substr(at, cut + 1)) != g2n::kube::WatchDecoder::Outcome::Continue) break;

@@ -131,6 +131,11 @@ gateway2nginx run also takes:
                             token files; no exec or auth-provider plugins)
       --in-cluster          ... of the cluster this pod runs in (its service
                             account token, read again as it rotates; its CA)
+      --watch-namespace NS  with either: list and watch the namespaced kinds
+                            in NS only (repeatable; Gateways, routes,
+                            policies, Services, Secrets... elsewhere are not
+                            seen), and the --status-address-service's
+                            Service; RBAC may then grant them per namespace
       --leader-elect-resource-namespace NS
                             the namespace of the Lease that elects the one
                             replica writing status (default: the pod's, else
@@ -309,6 +314,11 @@ Args parse_args(int argc, char **argv, bool run)
             a.kubeconfig = value();
         } else if (run && arg == "--in-cluster") {
             a.in_cluster = true;
+        } else if (run && arg == "--watch-namespace") {
+            a.watch_namespaces.push_back(value());
+            if (!valid_dns1123_label(a.watch_namespaces.back())) {
+                usage_error("--watch-namespace takes a namespace's name, not " + a.watch_namespaces.back());
+            }
         } else if (run && arg == "--gateway-service-external-name") {
             a.gateway_service_external_name = value();
             if (!valid_dns1123_subdomain(a.gateway_service_external_name)) {
@@ -383,6 +393,9 @@ Args parse_args(int argc, char **argv, bool run)
         if (sources != 1 || a.watch_events != stdin_input || (a.watch_events && a.inputs.size() != 1)) {
             usage_error("gateway2nginx run reads one of: --kubeconfig FILE, --in-cluster, -f - --watch-events, "
                         "or files and directories it watches");
+        }
+        if (!a.watch_namespaces.empty() && !a.reads_api()) {
+            usage_error("--watch-namespace is for the API server: with --kubeconfig or --in-cluster");
         }
         if (!a.gateway_service_external_name.empty() && !a.reads_api()) {
             usage_error("--gateway-service-external-name writes to the API server: with --kubeconfig or --in-cluster");

@@ -26,6 +26,8 @@ struct Args {
     std::string kubeconfig;     // list and watch the API server of this kubeconfig's current context
     bool in_cluster = false;    // ... or of the pod this runs in
     bool reads_api() const { return in_cluster || !kubeconfig.empty(); }
+    // only these namespaces' objects listed and watched (none: every namespace's)
+    std::vector<std::string> watch_namespaces;
     // each accepted Gateway's Service: an ExternalName alias of this name
     std::string gateway_service_external_name;
     // the Lease that elects the replica writing status (client-go's defaults)

@@ -57,7 +57,7 @@ std::string error_of(const std::string &path)
     return "";
 }
 
-const ApiKind kRoutes{"gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", true};
+const ApiKind kRoutes{"gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", true, ""};
 
 }  // namespace
 
@@ -194,7 +194,7 @@ BOOST_AUTO_TEST_CASE(status_only_changes_signal_nothing)
     BOOST_TEST(signalled());
 
     // a Service's status is its load balancer's addresses: read, so a change
-    const ApiKind services{"", "v1", "services", "Service", true};
+    const ApiKind services{"", "v1", "services", "Service", true, ""};
     WatchDecoder service(services, &store);
     service.feed(R"({"type":"ADDED","object":{"metadata":{"name":"gw","namespace":"ns","resourceVersion":"4"},"spec":{}}})" "\n");
     BOOST_TEST(signalled());
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(store_keeps_what_is_read)
 // alone (a Pod on another node) is no change.
 BOOST_AUTO_TEST_CASE(store_keeps_of_a_slice_what_is_read)
 {
-    const ApiKind slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
+    const ApiKind slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, ""};
     ObjectStore store;
     WatchDecoder decoder(slices, &store);
     uint64_t count = 0;
@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(store_keeps_of_a_slice_what_is_read)
 // no longer wanted; a watch event that comes first wins over a fetch.
 BOOST_AUTO_TEST_CASE(store_holds_unwanted_config_maps_as_digests)
 {
-    const ApiKind config_maps{"", "v1", "configmaps", "ConfigMap", true};
+    const ApiKind config_maps{"", "v1", "configmaps", "ConfigMap", true, ""};
     ObjectStore store;
     store.hold_wanted_only(config_maps);
     WatchDecoder decoder(config_maps, &store);
@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(store_holds_unwanted_config_maps_as_digests)
 BOOST_AUTO_TEST_CASE(store_says_what_changed)
 {
     ObjectStore store;
-    const ApiKind slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
+    const ApiKind slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, ""};
     auto said = [&] {
         std::string out;
         for (const ObjectChange &c : store.take_changes()) {
@@ -336,7 +336,7 @@ BOOST_AUTO_TEST_CASE(store_says_what_changed)
 BOOST_AUTO_TEST_CASE(store_replaces_one_kind_and_signals)
 {
     ObjectStore store;
-    const ApiKind services{"", "v1", "services", "Service", true};
+    const ApiKind services{"", "v1", "services", "Service", true, ""};
     store.put(services, "ns/a", "{}");
     store.put(kRoutes, "ns/r", "{}");
     store.replace_kind(services, {{"ns/b", {"{}", "{}"}}, {"ns/c", {"{}", "{}"}}});
@@ -644,6 +644,48 @@ BOOST_AUTO_TEST_CASE(status_of_a_gateway_is_ours_whole)
     BOOST_TEST(out->find(R"("lastTransitionTime":"then")") != std::string::npos, "the listener's condition kept its time");
     BOOST_TEST(out->find(R"("extra":1)") != std::string::npos, "fields we do not write are left");
     BOOST_TEST(!merge_status(ours, *out, "c", "later").has_value());
+}
+
+
+// --watch-namespace: a reflector per watched namespace of each namespaced
+// kind; its list replaces its namespace's objects and no one else's.
+BOOST_AUTO_TEST_CASE(watched_namespaces_are_listed_and_replaced_apart)
+{
+    const ApiKind classes{"gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", false, ""};
+    const ApiKind services{"", "v1", "services", "Service", true, ""};
+    const std::vector<ApiKind> kinds{classes, kRoutes, services};
+    BOOST_TEST(scoped_kinds(kinds, {}).size() == 3u, "no namespace named: every kind whole");
+    const std::vector<ApiKind> scoped = scoped_kinds(kinds, {"a", "b"}, {{"Service", "gateway-system"}});
+    std::vector<std::string> paths;
+    for (const ApiKind &k : scoped) paths.push_back(k.path());
+    const std::vector<std::string> expected{
+        "/apis/gateway.networking.k8s.io/v1/gatewayclasses",
+        "/apis/gateway.networking.k8s.io/v1/namespaces/a/httproutes",
+        "/apis/gateway.networking.k8s.io/v1/namespaces/b/httproutes",
+        "/api/v1/namespaces/a/services",
+        "/api/v1/namespaces/b/services",
+        "/api/v1/namespaces/gateway-system/services",
+    };
+    BOOST_TEST(paths == expected, boost::test_tools::per_element());
+    BOOST_TEST(scoped[3].described() == "Service in a");
+    // an object's own path is its namespace's, whatever the scope
+    BOOST_TEST(scoped[3].object_path("x", "web") == "/api/v1/namespaces/x/services/web");
+
+    ObjectStore store;
+    auto object = [](const std::string &ns, const std::string &name) {
+        return std::make_pair(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns + R"("}})", ns + name);
+    };
+    store.replace_kind(scoped[3], {{"a/web", object("a", "web")}});
+    store.replace_kind(scoped[4], {{"b/web", object("b", "web")}, {"b/db", object("b", "db")}});
+    BOOST_TEST(store.of_kind(services).size() == 3u);
+    store.take_changes();
+    store.replace_kind(scoped[3], {});  // a's list: empty now
+    const auto held = store.of_kind(services);
+    BOOST_TEST_REQUIRE(held.size() == 2u, "b's objects stay");
+    BOOST_TEST(held[0].first == "b/db");
+    const std::vector<ObjectChange> changes = store.take_changes();
+    BOOST_TEST_REQUIRE(changes.size() == 1u);
+    BOOST_TEST(changes[0].name_key == "a/web", "a's is gone, and said");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

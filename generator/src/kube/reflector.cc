@@ -168,7 +168,7 @@ std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> 
         for (const char *version : c.versions) {
             const std::vector<std::string> &names = resources(c.group, version);
             if (std::find(names.begin(), names.end(), c.plural) != names.end()) {
-                kinds.push_back(ApiKind{c.group, version, c.plural, c.kind, c.namespaced});
+                kinds.push_back(ApiKind{c.group, version, c.plural, c.kind, c.namespaced, ""});
                 found = true;
                 break;
             }
@@ -181,6 +181,28 @@ std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> 
         notes->push_back("the API server does not serve " + what + ": none is read");
     }
     return kinds;
+}
+
+std::vector<ApiKind> scoped_kinds(const std::vector<ApiKind> &kinds, const std::vector<std::string> &namespaces,
+                                  const std::vector<std::pair<std::string, std::string>> &also)
+{
+    if (namespaces.empty()) return kinds;
+    std::vector<ApiKind> scoped;
+    for (const ApiKind &k : kinds) {
+        if (!k.namespaced) {
+            scoped.push_back(k);
+            continue;
+        }
+        std::set<std::string> in(namespaces.begin(), namespaces.end());
+        for (const auto &[kind, namespace_] : also) {
+            if (kind == k.kind) in.insert(namespace_);
+        }
+        for (const std::string &n : in) {
+            scoped.push_back(k);
+            scoped.back().scope = n;
+        }
+    }
+    return scoped;
 }
 
 // ---- the store ------------------------------------------------------------------
@@ -278,6 +300,8 @@ void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::p
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string prefix = key_prefix(kind);
+        // a scoped reflector's list says nothing of other namespaces
+        const std::string scanned = prefix + (kind.scope.empty() ? "" : kind.scope + "/");
         writes_[prefix]++;
         auto note = [&](const std::string &key, const std::string &name_key) {
             changed_.emplace(key, std::make_pair(kind.kind, name_key));
@@ -286,8 +310,8 @@ void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::p
         // what is gone or differs, then what is new; of an object held as
         // a digest, nothing is said (nothing reads it)
         std::set<std::string> held_before;
-        auto it = objects_.lower_bound(prefix);
-        while (it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+        auto it = objects_.lower_bound(scanned);
+        while (it != objects_.end() && it->first.compare(0, scanned.size(), scanned) == 0) {
             const std::string name_key = it->first.substr(prefix.size());
             const auto now = objects.find(name_key);
             const std::string &held = it->second.content;
@@ -497,15 +521,22 @@ std::string Reflectors::unsynced() const
 {
     std::string out;
     for (size_t i = 0; i < kinds_.size(); i++) {
-        if (!synced_[i]) out += (out.empty() ? "" : ", ") + kinds_[i].kind;
+        if (!synced_[i]) out += (out.empty() ? "" : ", ") + kinds_[i].described();
     }
     return out;
 }
 
 std::vector<Reflectors::KindCounts> Reflectors::counts() const
 {
+    // a kind's reflectors (one per watched namespace) counted as one
     std::vector<KindCounts> out;
-    for (size_t i = 0; i < kinds_.size(); i++) out.push_back({kinds_[i].kind, events_[i], lists_[i], errors_[i]});
+    for (size_t i = 0; i < kinds_.size(); i++) {
+        auto same = std::find_if(out.begin(), out.end(), [&](const KindCounts &c) { return c.kind == kinds_[i].kind; });
+        if (same == out.end()) same = out.insert(out.end(), {kinds_[i].kind, 0, 0, 0});
+        same->events += events_[i];
+        same->lists += lists_[i];
+        same->errors += errors_[i];
+    }
     return out;
 }
 
@@ -555,7 +586,7 @@ void Reflectors::reflect(size_t index)
                 continue;
             }
             if (!r.ok()) {
-                if (!wait_after_error("listing " + kind.kind + " failed (" + r.describe() + ")")) return;
+                if (!wait_after_error("listing " + kind.described() + " failed (" + r.describe() + ")")) return;
                 objects.clear();
                 next.clear();
                 continue;
@@ -563,7 +594,7 @@ void Reflectors::reflect(size_t index)
             Document doc;
             doc.Parse(r.body.c_str(), r.body.size());
             if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("items") || !doc["items"].IsArray()) {
-                if (!wait_after_error("listing " + kind.kind + ": the answer is not a list")) return;
+                if (!wait_after_error("listing " + kind.described() + ": the answer is not a list")) return;
                 objects.clear();
                 next.clear();
                 continue;
@@ -592,7 +623,10 @@ void Reflectors::reflect(size_t index)
         const size_t count = objects.size();
         lists_[index]++;
         store_->replace_kind(kind, std::move(objects));
-        if (!synced_[index]) log_("listed " + std::to_string(count) + " " + kind.kind + "(s) at resourceVersion " + resource_version);
+        if (!synced_[index]) {
+            log_("listed " + std::to_string(count) + " " + kind.kind + "(s)" + (kind.scope.empty() ? "" : " in " + kind.scope)
+                 + " at resourceVersion " + resource_version);
+        }
         synced_[index] = true;
 
         // the watch, resumed until it expires
@@ -614,7 +648,7 @@ void Reflectors::reflect(size_t index)
             }, stop_);
             if (stop_) return;
             if (r.status == 410 || outcome == WatchDecoder::Outcome::Expired) {
-                log_("watch of " + kind.kind + " expired at resourceVersion " + decoder.resource_version()
+                log_("watch of " + kind.described() + " expired at resourceVersion " + decoder.resource_version()
                      + " (410 Gone): listing again");
                 break;
             }
@@ -623,7 +657,7 @@ void Reflectors::reflect(size_t index)
                 continue;
             }
             if (!r.ok()) {
-                if (!wait_after_error("watching " + kind.kind + " failed (" + r.describe() + ")")) return;
+                if (!wait_after_error("watching " + kind.described() + " failed (" + r.describe() + ")")) return;
                 continue;
             }
             // a watch the server ends at once, again and again, is not let spin

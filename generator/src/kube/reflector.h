@@ -30,9 +30,18 @@ struct ApiKind {
     std::string plural;
     std::string kind;
     bool namespaced = true;
+    // a reflector's: only this namespace's objects listed and watched
+    // (run --watch-namespace); empty: every namespace's
+    std::string scope;
 
     std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-    std::string path() const { return (group.empty() ? "/api/" : "/apis/" + group + "/") + version + "/" + plural; }
+    std::string path() const
+    {
+        return (group.empty() ? "/api/" : "/apis/" + group + "/") + version
+               + (scope.empty() ? "" : "/namespaces/" + scope) + "/" + plural;
+    }
+    // for messages: "Service", "Service in apps"
+    std::string described() const { return scope.empty() ? kind : kind + " in " + scope; }
     std::string object_path(const std::string &namespace_, const std::string &name) const
     {
         return (group.empty() ? "/api/" : "/apis/" + group + "/") + version
@@ -47,6 +56,14 @@ struct ApiKind {
 // the ones without which nothing works (GatewayClass, Gateway, Service,
 // EndpointSlice, Secret, ConfigMap, Namespace): ApiError.
 std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> *notes);
+
+// What the reflectors list and watch of `kinds` when only `namespaces` are
+// watched (none: everything): each namespaced kind once in each of them,
+// the cluster-scoped ones (GatewayClass, Namespace) whole; and `also`,
+// (kind, namespace) pairs needed beyond them (the Service whose load
+// balancer gives Gateways their addresses).
+std::vector<ApiKind> scoped_kinds(const std::vector<ApiKind> &kinds, const std::vector<std::string> &namespaces,
+                                  const std::vector<std::pair<std::string, std::string>> &also = {});
 
 // An object changed since the changes were last taken: its Kind, its
 // "namespace/name" (a cluster-scoped object's "/name"), the name its text
@@ -69,7 +86,8 @@ public:
     ObjectStore(const ObjectStore &) = delete;
     ObjectStore &operator=(const ObjectStore &) = delete;
 
-    // Every object of `kind`, by "namespace/name": (JSON, content as put() takes it).
+    // Every object of `kind` (of its scope's namespace when it has one), by
+    // "namespace/name": (JSON, content as put() takes it).
     void replace_kind(const ApiKind &kind, std::map<std::string, std::pair<std::string, std::string>> objects);
     // `content`: a digest of the object without its status (of the kinds
     // whose status gateway2nginx writes) and version stamps; a put

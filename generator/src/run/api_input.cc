@@ -39,7 +39,18 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
     }
     input->server_ = server;
     input->log_ = log;
-    input->reflectors_ = std::make_unique<kube::Reflectors>(server, input->kinds_, &input->objects_, log);
+    // with --watch-namespace, the namespaces named, and the Service whose
+    // load balancer gives Gateways their addresses wherever it is
+    std::vector<std::pair<std::string, std::string>> also;
+    const std::string &front = args.options.status_address_service;
+    if (!front.empty()) also.emplace_back("Service", front.substr(0, front.find('/')));
+    if (!args.watch_namespaces.empty()) {
+        std::string names;
+        for (const std::string &n : args.watch_namespaces) names += (names.empty() ? "" : ", ") + n;
+        log("watching the namespaced kinds in " + names + " only");
+    }
+    input->reflectors_ = std::make_unique<kube::Reflectors>(
+        server, kube::scoped_kinds(input->kinds_, args.watch_namespaces, also), &input->objects_, log);
     kube::LeaseConfig lease;
     lease.namespace_ = !args.lease_namespace.empty() ? args.lease_namespace : kube::pod_namespace(args.in_cluster);
     lease.name = args.lease_name;

@@ -1196,10 +1196,14 @@ sub audit_requests {
 
 # What a gateway2nginx run asked of the API server simulation (its
 # --audit log at AUDIT), against RBAC rules: (the requests neither the
-# cluster RULES nor the namespaced LEASE_RULES in NAMESPACE allow, the
-# rules no request used), each '' when none.
+# cluster RULES nor the rules granted in their namespace allow (NAMESPACED,
+# {namespace => rules}, or rules granted in NAMESPACE), the rules no
+# request used, how many requests), each '' when none.
 sub rbac_check {
-    my ($audit, $cluster_rules, $lease_rules, $namespace) = @_;
+    my ($audit, $cluster_rules, $namespaced, $namespace) = @_;
+    # NAMESPACED: rules by the namespace they are granted in, or one list
+    # granted in NAMESPACE
+    $namespaced = { $namespace => $namespaced } if ref $namespaced eq 'ARRAY';
     my @requests = audit_requests($audit);
     my $resource_of = sub { $_[0]{resource} . ($_[0]{subresource} ? "/$_[0]{subresource}" : '') };
     my $used = sub {
@@ -1216,10 +1220,10 @@ sub rbac_check {
         } @$rules;
     };
     my @denied = grep {
-        !$allowed->($cluster_rules, $_) && !(($_->{namespace} // '') eq $namespace && $allowed->($lease_rules, $_))
+        !$allowed->($cluster_rules, $_) && !($namespaced->{ $_->{namespace} // '' } && $allowed->($namespaced->{ $_->{namespace} }, $_))
     } @requests;
     my @unused;
-    for my $rule (@$cluster_rules, @$lease_rules) {
+    for my $rule (@$cluster_rules, map { @$_ } values %$namespaced) {
         for my $resource (@{ $rule->{resources} }) {
             for my $verb (@{ $rule->{verbs} }) {
                 # grpcroutes, tlsroutes, tcproutes, udproutes and
