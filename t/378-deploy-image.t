@@ -384,7 +384,7 @@ is($rc, 0, 'the second Gateway deleted') or diag $out;
 ok(wait_for(sub { own_service('second', '{.metadata.name}') eq '' }, 30), 'and its Service with it') or diag logs();
 
 # ---- RBAC: what the container called, against the rules --------------------------------------------
-my @rules = ([map { ; @{ $by{"ClusterRole/$_"}{rules} } } qw(gateway2nginx gateway2nginx-gateway-services)],
+my @rules = ([map { ; @{ $by{"ClusterRole/$_"}{rules} } } qw(gateway2nginx gateway2nginx-namespaced gateway2nginx-gateway-services)],
              $by{'Role/gateway2nginx-leader-election'}{rules}, $namespace);
 wait_for(sub { (rbac_check($audit, @rules))[1] eq '' }, 30);  # its Lease renewed, a conflict met
 my ($denied, $unused) = rbac_check($audit, @rules);
