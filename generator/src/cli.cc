@@ -51,7 +51,10 @@ would show.
       --gateway NS/NAME     only this Gateway; repeatable
       --listen-address ADDR
                             where listeners listen when a Gateway has no IP
-                            address (default 0.0.0.0)
+                            address (default 0.0.0.0); given twice, as
+                            0.0.0.0 and ::, on every IPv4 and every IPv6
+                            address (dual-stack: two sockets, each family's
+                            clients with their own addresses)
       --port-offset N       add N to every listener port (unprivileged runs)
       --module-dir DIR      where ngx_http_gateway_tls_module.so and
                             ngx_stream_gateway_tls_module.so are (default:
@@ -228,7 +231,7 @@ Args parse_args(int argc, char **argv, bool run)
 {
     Args a;
     a.run = run;
-    bool status_allow_given = false;
+    bool status_allow_given = false, listen_address_given = false;
     for (int i = 1; i < argc; i++) {
         std::string arg = argv[i];
         auto value = [&]() -> std::string {
@@ -254,7 +257,16 @@ Args parse_args(int argc, char **argv, bool run)
             if (gw.find('/') == std::string::npos) usage_error("--gateway takes NAMESPACE/NAME");
             a.options.gateways.push_back(gw);
         } else if (arg == "--listen-address") {
-            a.options.listen_address = value();
+            const std::string address = value();
+            if (listen_address_given) {
+                if (a.options.listen_address != "0.0.0.0" || address != "::" || a.options.listen_ipv6_too) {
+                    usage_error("--listen-address is given twice only as 0.0.0.0 and :: (every IPv4 and IPv6 address)");
+                }
+                a.options.listen_ipv6_too = true;
+            } else {
+                a.options.listen_address = address;
+            }
+            listen_address_given = true;
         } else if (arg == "-j" || arg == "--jobs") {
             std::string v = value();
             char *end = nullptr;

@@ -22,6 +22,8 @@ struct Options {
     std::string gateway_class;             // empty: any of ours
     std::vector<std::string> gateways;     // NAMESPACE/NAME; empty: all
     std::string listen_address = "0.0.0.0";
+    // and, beside 0.0.0.0, [::] (--listen-address 0.0.0.0 --listen-address ::)
+    bool listen_ipv6_too = false;
     int port_offset = 0;
     std::string module_dir = "/usr/lib/nginx/modules";  // our modules
     // nginx's stream module, loaded before ours; empty: built into nginx

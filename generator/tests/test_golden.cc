@@ -30,7 +30,7 @@ std::string read_file(const fs::path &path)
 }
 
 // What is compared, by the suffix of its golden file
-std::vector<std::pair<std::string, std::string>> rendered(const fs::path &input)
+std::vector<std::pair<std::string, std::string>> rendered(const fs::path &input, bool dual_stack = false)
 {
     g2n::Manifests m;
     for (const fs::path &file : {kTestdata / "gateway.yaml", input}) {
@@ -41,6 +41,7 @@ std::vector<std::pair<std::string, std::string>> rendered(const fs::path &input)
     g2n::Options o;
     o.instance = "golden";
     o.instance_kept = false;
+    o.listen_ipv6_too = dual_stack;
     const g2n::Plan plan = g2n::resolve(m, o);
     return {{".http.conf", g2n::render_http_conf(plan, o)},
             {".stream.conf", g2n::render_stream_conf(plan, o)},
@@ -77,6 +78,45 @@ BOOST_AUTO_TEST_CASE(every_case_renders_as_its_golden_files)
         }
     }
     BOOST_TEST(cases >= 4u);
+}
+
+// --listen-address 0.0.0.0 --listen-address ::: every listen directive of
+// a listener on every IPv4 address, in every case, http and stream, has
+// its twin on every IPv6 address, the same parameters, and nothing else
+// changes.
+BOOST_AUTO_TEST_CASE(dual_stack_listens_twice_wherever_every_address_is)
+{
+    size_t twins = 0;
+    for (const fs::directory_entry &entry : fs::directory_iterator(kTestdata)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() <= 8 || name.compare(name.size() - 8, 8, ".in.yaml") != 0) continue;
+        const auto single = rendered(entry.path()), dual = rendered(entry.path(), true);
+        for (size_t i = 0; i < single.size(); i++) {
+            BOOST_TEST_CONTEXT(name << single[i].first)
+            {
+                std::istringstream lines(single[i].second);
+                std::string expected;
+                for (std::string line; std::getline(lines, line);) {
+                    expected += line + "\n";
+                    const size_t at = line.find("listen 0.0.0.0:");
+                    BOOST_TEST(line.find("[::]") == std::string::npos);
+                    if (at == std::string::npos) continue;
+                    // (a token with brackets is quoted, as nginx reads it alike)
+                    const size_t port_end = line.find_first_not_of("0123456789", at + 15);
+                    expected += line.substr(0, at) + "listen \"[::]:" + line.substr(at + 15, port_end - at - 15) + "\""
+                                + line.substr(port_end) + "\n";
+                    twins++;
+                }
+                if (dual[i].second != expected) {
+                    size_t at = 0;
+                    while (at < expected.size() && at < dual[i].second.size() && expected[at] == dual[i].second[at]) at++;
+                    BOOST_ERROR("differs at " << at << ": " << dual[i].second.substr(at > 80 ? at - 80 : 0, 200)
+                                << "\n--- expected: " << expected.substr(at > 80 ? at - 80 : 0, 200));
+                }
+            }
+        }
+    }
+    BOOST_TEST(twins >= 10u, twins << " listens on every address");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

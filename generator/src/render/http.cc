@@ -1,3 +1,4 @@
+#include "render/listen.h"
 #include "render/locations.h"
 
 #include <algorithm>
@@ -72,9 +73,9 @@ std::vector<nginx::Token> token_file(const char *file, const Options &o)
     return args;
 }
 
-std::vector<nginx::Token> listen_arguments(const std::string &listen, bool ssl, bool http2, bool default_server)
+std::vector<nginx::Token> listen_parameters(bool ssl, bool http2, bool default_server)
 {
-    std::vector<nginx::Token> args{nginx::Token::value(listen)};
+    std::vector<nginx::Token> args;
     if (ssl) args.emplace_back("ssl");
     if (http2) args.emplace_back("http2");
     if (default_server) args.emplace_back("default_server");
@@ -164,7 +165,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
         w.open("server");
-        w.directive("listen", listen_arguments(s.listen, s.ssl, s.ssl && !http2_directive, s.server_name.empty()));
+        render_listen(w, s.listen, listen_parameters(s.ssl, s.ssl && !http2_directive, s.server_name.empty()), o);
         offer_http2(s.ssl);
         w.directive("server_name", {nginx::Token::value(s.server_name)});
         w.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
@@ -195,7 +196,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
     for (const auto &[listen, first] : first_on_listen) {
         if (listens_with_catch_all.count(listen)) continue;
         w.open("server");
-        w.directive("listen", listen_arguments(listen, first->ssl, first->ssl && !http2_directive, true));
+        render_listen(w, listen, listen_parameters(first->ssl, first->ssl && !http2_directive, true), o);
         offer_http2(first->ssl);
         w.directive("server_name", {nginx::Token::value("")});
         if (first->ssl) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "render/listen.h"
 #include "render/render.h"
 
 namespace g2n {
@@ -58,15 +59,15 @@ void render_proxy_ssl(nginx::Writer &sv, const StreamServer &s)
 // nginx picks by SNI, with its listener's certificate and its own
 // proxy_ssl; an SNI no route has meets the port's default server, which
 // closes the connection.
-void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s)
+void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s, const Options &o)
 {
     bool catch_all = false;
     auto open_server = [&](const std::string &hostname, const std::string &certificate, const std::string &key) {
         sv.open("server");
         if (hostname.empty()) {
-            sv.directive("listen", {nginx::Token::value(s.listen), "ssl", "default_server"});
+            render_listen(sv, s.listen, {"ssl", "default_server"}, o);
         } else {
-            sv.directive("listen", {nginx::Token::value(s.listen), "ssl"});
+            render_listen(sv, s.listen, {"ssl"}, o);
         }
         sv.directive("server_name", {nginx::Token::value(hostname)});
         sv.directive("ssl_certificate", {nginx::Token::value(certificate)});
@@ -96,15 +97,15 @@ void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const S
 // datagram session. A session lasts while datagrams come: nginx's default
 // of 10 minutes would hold two of worker_connections per client address
 // and port that long; 60 s idle ends it, as Envoy's UDP proxy does.
-void render_plain_server(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s)
+void render_plain_server(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s, const Options &o)
 {
     const StreamRoute &route = s.routes.front();
     const bool udp = s.protocol == StreamProtocol::UDP;
     sv.comment(udp ? "UDPRoute" : "TCPRoute", {nginx::Token::value(route.source)});
     sv.open("server");
-    std::vector<nginx::Token> listen{nginx::Token::value(s.listen)};
-    if (udp) listen.emplace_back("udp");
-    sv.directive("listen", listen);
+    std::vector<nginx::Token> params;
+    if (udp) params.emplace_back("udp");
+    render_listen(sv, s.listen, params, o);
     sv.directive("proxy_pass", {splits.target(route.backends)});
     if (udp) sv.directive("proxy_timeout", {"60s"});
     sv.close();
@@ -144,11 +145,11 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     int index = 0;
     for (const StreamServer &s : plan.stream_servers) {
         if (s.protocol != StreamProtocol::TLS) {
-            render_plain_server(sv, splits, s);
+            render_plain_server(sv, splits, s, o);
             continue;
         }
         if (s.server_per_hostname) {
-            render_server_per_hostname(sv, splits, s);
+            render_server_per_hostname(sv, splits, s, o);
             continue;
         }
         nginx::Name variable("tls_route_" + std::to_string(++index));
@@ -175,12 +176,12 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
 
         sv.open("server");
         if (s.terminate) {
-            sv.directive("listen", {nginx::Token::value(s.listen), "ssl"});
+            render_listen(sv, s.listen, {"ssl"}, o);
             sv.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
             sv.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
             render_client_validation(sv, s.client);
         } else {
-            sv.directive("listen", {nginx::Token::value(s.listen)});
+            render_listen(sv, s.listen, {}, o);
             sv.directive("ssl_preread", {"on"});
         }
         sv.directive("proxy_pass", {nginx::Token::variable(variable)});
