@@ -55,6 +55,7 @@ like($nginx_args, qr/^supervise -o (\S+) --control \Q$socket\E\b/, "which answer
 my ($outdir) = $args =~ /-o (\S+)/;
 is(($nginx_args =~ /-o (\S+)/)[0], $outdir, "both on one OUTDIR ($outdir)");
 like($args, qr/--upstream-api 127\.0\.0\.1:\d+/, 'the upstream API on the pod\'s loopback');
+like($args, qr/--listen-address 0\.0\.0\.0 --listen-address ::(?: |$)/, 'listeners on every IPv4 and IPv6 address: dual-stack');
 like($args, qr/--status-listen 127\.0\.0\.1:\d+/, 'the status endpoint too');
 is($pod->{serviceAccountName}, 'gateway2nginx', 'its own service account');
 is($pod->{automountServiceAccountToken}, JSON::PP::false, 'its token not mounted in every container');

@@ -323,6 +323,8 @@ isnt(readlink('/proc/' . container_pid('nginx') . '/ns/pid'), readlink("/proc/$g
 sub get { scalar `curl -s -m 10 -H 'Host: abc.example.com' http://127.0.0.1:80$_[0]` }
 ok(wait_for(sub { get('/web/x') =~ /endpoint=$pods\.1 path=\/web\/x/ }, 30),
    'GET /web/x on port 80: through the container\'s nginx to the TLS backend') or diag get('/web/x'), logs();
+is(scalar `curl -s -g -m 10 -H 'Host: abc.example.com' 'http://[::1]:80/web/x'` =~ /endpoint=$pods\.1 path=\/web\/x/ ? 1 : 0, 1,
+   'and over IPv6: the listeners on every address of both families');
 ok(wait_for(sub { get('/public/x') =~ /endpoint=$pods\.1 path=\/public\/x/ }, 30),
    'GET /public/x: the backend verified by System trust, the image\'s CA bundle') or diag get('/public/x'), logs();
 ok(wait_for(sub { (kubectl('get', 'httproute', 'app', '-n', 'demo', '-o',
