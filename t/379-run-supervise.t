@@ -84,8 +84,9 @@ is((stat "$out/logs/error.log")[4], $nginx_uid, 'its error log is nginx\'s own')
 is(mode_of($socket), '0660', "the socket: its user and group alone ($socket)");
 my $stranger = `setpriv --reuid=$other_uid --regid=$other_uid --clear-groups -- curl -s -o /dev/null -w '%{http_code}' --unix-socket $socket -X POST http://x/reload 2>&1`;
 is($stranger, '000', 'a user of another group cannot connect');
-is(system("setpriv --reuid=$run_uid --regid=$gid --clear-groups -- kill -0 $first 2>/dev/null") >> 8, 1,
-   'run cannot signal nginx: only the socket reloads it');
+is(system('setpriv', "--reuid=$run_uid", "--regid=$gid", '--clear-groups', '--', $^X, '-e',
+          'exit(kill(0, $ARGV[0]) ? 0 : $!{EPERM} ? 1 : 2)', $first) >> 8, 1,
+   'run\'s user cannot signal nginx (EPERM): only the socket reloads it');
 my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
 is(system($bin, 'alive', "$pod/nginx.alive"), 0, 'supervise\'s heartbeat (--alive-file)');
 
