@@ -44,7 +44,7 @@ export GATEWAY_API_DIR
 # Debian packages the build, the tests and the demo need.
 DEPS := nginx-core nginx-dev libnginx-mod-stream libssl-dev libpcre2-dev zlib1g-dev help2man \
         libyaml-cpp-dev rapidjson-dev libcurl4-openssl-dev libmicrohttpd-dev libboost-test-dev libtest-base-perl g++ make openssl curl perl \
-        ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2 python3-yaml
+        ca-certificates time wrk prometheus valgrind python3-grpcio python3-protobuf python3-h2 python3-yaml iproute2
 
 CORE_SRCS  := $(wildcard ngx_module/core/*.cc)
 CORE_HDRS  := $(wildcard ngx_module/core/*.h)
@@ -277,7 +277,7 @@ $(IMAGE_BUILT): $(DEB_BUILT) $(wildcard deploy/image/*) | deps
 # The image run as deploy/'s Deployment says, against the API server
 # simulation (t/378-deploy-image.t: no container engine runs here, so its
 # rootfs in namespaces of its own), and the manifests' own test (t/377).
-test-deploy: DEPS += iproute2 $(IMAGE_DEPS) $(DEB_DEPS)
+test-deploy: DEPS += $(IMAGE_DEPS) $(DEB_DEPS)
 test-deploy: $(IMAGE_BUILT) module $(GENERATOR) | deps
 	GTLS_IMAGE=$(BUILD)/image/oci GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) \
 	  prove t/377-deploy.t t/378-deploy-image.t

@@ -62,7 +62,7 @@ sub ended_within { my ($pid, $seconds) = @_; my $status; wait_for(sub { my $r = 
 # ---- run first, then its supervisor ------------------------------------------------------
 my $run_log = "$dir/run.log";
 my $run = start_gateway2nginx(\@as_run, $run_log, 'run', @run_flags, @Test::GatewayTLS::TestEndpoints);
-ok(wait_for(sub { slurp($run_log) =~ /nothing answers at \Q$socket\E \(nginx's supervisor is not there yet\): it starts nginx on OUTDIR/ }, 30),
+ok(wait_for(sub { -e $run_log && slurp($run_log) =~ /nothing answers at \Q$socket\E \(nginx's supervisor is not there yet\): it starts nginx on OUTDIR/ }, 30),
    'run writes the configuration; nothing answers on the socket yet') or diag slurp($run_log);
 is(ready(), '503', 'not ready: no nginx serves it');
 my $sup_log = "$dir/supervise.log";
