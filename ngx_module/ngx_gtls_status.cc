@@ -5,6 +5,8 @@
 
 #include "ngx_gtls_status.h"
 
+#include "gtls_json.h"
+
 #include <cstdio>
 #include <ctime>
 #include <set>
@@ -83,24 +85,6 @@ ngx_gtls_status_node_t *ngx_gtls_status_node(ngx_shm_zone_t *zone, const std::st
     }
     ngx_shmtx_unlock(&shpool->mutex);
     return node;
-}
-
-std::string json_string(const std::string &text)
-{
-    std::string out = "\"";
-    for (unsigned char ch : text) {
-        if (ch == '"' || ch == '\\') {
-            out += '\\';
-            out += static_cast<char>(ch);
-        } else if (ch < 0x20 || ch == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-            out += buf;
-        } else {
-            out += static_cast<char>(ch);
-        }
-    }
-    return out + "\"";
 }
 
 // Prometheus label values escape backslash, quote and newline; any other
@@ -184,10 +168,10 @@ std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuse
         const gtls::Policy &p = *row.policy;
         out += first ? "" : ",";
         first = false;
-        out += "{\"name\":" + json_string(p.name) + ",\"kind\":" + json_string(row.kind)
-               + ",\"mode\":" + json_string(gtls::mode_name(p.mode))
-               + ",\"trust\":" + json_string(p.trust_source) + ",\"sans\":[";
-        for (size_t i = 0; i < p.sans.size(); i++) out += (i ? "," : "") + json_string(p.sans[i].spec);
+        out += "{\"name\":" + gtls::json_string(p.name) + ",\"kind\":" + gtls::json_string(row.kind)
+               + ",\"mode\":" + gtls::json_string(gtls::mode_name(p.mode))
+               + ",\"trust\":" + gtls::json_string(p.trust_source) + ",\"sans\":[";
+        for (size_t i = 0; i < p.sans.size(); i++) out += (i ? "," : "") + gtls::json_string(p.sans[i].spec);
         out += "],\"pins\":" + std::to_string(p.pins.size());
         out += ",\"handshakes\":{\"verified\":" + std::to_string(row.verified)
                + ",\"skipped\":" + std::to_string(row.skipped) + ",\"failed\":{";
@@ -201,9 +185,9 @@ std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuse
     out += "],\"audit\":[";
     first = true;
     for (const ngx_gtls_audit_t &a : concat(statuses, &ngx_gtls_status_t::audit)) {
-        out += std::string(first ? "" : ",") + "{\"file\":" + json_string(a.file) + ",\"line\":" + std::to_string(a.line)
-               + ",\"policy\":" + json_string(a.policy) + ",\"kind\":" + json_string(a.kind)
-               + ",\"mode\":" + json_string(a.mode) + "}";
+        out += std::string(first ? "" : ",") + "{\"file\":" + gtls::json_string(a.file) + ",\"line\":" + std::to_string(a.line)
+               + ",\"policy\":" + gtls::json_string(a.policy) + ",\"kind\":" + gtls::json_string(a.kind)
+               + ",\"mode\":" + gtls::json_string(a.mode) + "}";
         first = false;
     }
     return out + "]}\n";

@@ -608,25 +608,6 @@ std::vector<UpstreamServer> parse_server_list(std::string_view json)
     return std::move(reader.servers);
 }
 
-std::string json_string(std::string_view text)
-{
-    std::string out = "\"";
-    for (unsigned char c : text) {
-        if (c == '"' || c == '\\') {
-            out.push_back('\\');
-            out.push_back(static_cast<char>(c));
-        } else if (c < 0x20 || c >= 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out.push_back(static_cast<char>(c));
-        }
-    }
-    out.push_back('"');
-    return out;
-}
-
 std::string upstream_servers_json(const std::vector<UpstreamServer> &servers)
 {
     std::string out = "[";

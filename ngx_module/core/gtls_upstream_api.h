@@ -18,6 +18,8 @@
 // "ca" is PEM certificates or "system"; a policy needs "ca", "pins" or both.
 #pragma once
 
+#include "gtls_json.h"
+
 #include <array>
 #include <cstdint>
 #include <stdexcept>
@@ -166,10 +168,6 @@ UpstreamServer parse_server_address(std::string_view text, const std::string &fi
 
 // [{"address":...,"weight":...,...}, ...], every field written.
 std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
-
-// A JSON string literal of `text` (escaped, quoted); bytes that are not
-// printable ASCII become \u00XX, so peer-given text cannot break a reply.
-std::string json_string(std::string_view text);
 
 // The body of a GET: {"upstreams":{NAME:{"generation":N,"source":...,
 // "servers":[...]}},"stream_upstreams":{...},"policies":{NAME:{
