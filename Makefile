@@ -242,13 +242,14 @@ DEB_BUILT := $(BUILD)/deb/.built
 deb: DEPS += $(DEB_DEPS)
 deb: $(DEB_BUILT)
 $(DEB_BUILT): $(PACKAGED) | deps
+	@mkdir -p $(BUILD) && touch $(BUILD)/.deb-started  # a file changed during the build is newer than the stamp
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/nginx-gateway-tls
 	$(PACKAGED_LIST) | tar --null -T - -cf - | tar -C $(BUILD)/deb/nginx-gateway-tls -xf -
 	cd $(BUILD)/deb/nginx-gateway-tls && dpkg-buildpackage -b -us -uc > ../build.log 2>&1 \
 	  || { tail -40 ../build.log; exit 1; }
 	cd $(BUILD)/deb && lintian --fail-on error,warning --display-info *.changes
 	@ls $(BUILD)/deb/*.deb
-	touch $@
+	mv $(BUILD)/.deb-started $@
 
 # The packages of RELEASE built in its chroot, then installed with apt on a
 # fresh debootstrap of RELEASE, and nginx -t with both modules in use.
@@ -265,6 +266,7 @@ IMAGE_BUILT := $(BUILD)/image/.built
 image: DEPS += $(IMAGE_DEPS) $(DEB_DEPS)
 image: $(IMAGE_BUILT)
 $(IMAGE_BUILT): $(DEB_BUILT) $(wildcard deploy/image/*) | deps
+	@touch $(BUILD)/.image-started
 	deploy/image/build $(BUILD)/deb $(BUILD)/image
 	deploy/image/inspect $(BUILD)/image/oci
 	deploy/image/build $(BUILD)/deb $(BUILD)/image.again
@@ -272,7 +274,7 @@ $(IMAGE_BUILT): $(DEB_BUILT) $(wildcard deploy/image/*) | deps
 	b=$$(deploy/image/inspect $(BUILD)/image.again/oci | awk '$$1 == "digest" {print $$2}'); \
 	if [ "$$a" = "$$b" ]; then echo "built twice: the same digest $$a"; rm -rf $(BUILD)/image.again; \
 	else echo "built twice: $$a and $$b differ (both kept under $(BUILD))" >&2; exit 1; fi
-	touch $@
+	mv $(BUILD)/.image-started $@
 
 # The image run as deploy/'s Deployment says, against the API server
 # simulation (t/378-deploy-image.t: no container engine runs here, so its
