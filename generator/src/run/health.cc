@@ -72,15 +72,17 @@ void on_request_done(void *cls, struct MHD_Connection *connection, void **, enum
 
 }  // namespace
 
-void write_heartbeat(const std::string &file, int64_t now_ms)
+void AliveFile::beat(int64_t now_ms)
 {
+    if (file_.empty() || now_ms - written_ms_ < 1000) return;
+    written_ms_ = now_ms;
     const std::string text = std::to_string(now_ms) + "\n";
-    const std::string temporary = file + ".new";
+    const std::string temporary = file_ + ".new";
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return;  // the probe says so, in time
     const bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
-    if (whole) ::rename(temporary.c_str(), file.c_str());
+    if (whole) ::rename(temporary.c_str(), file_.c_str());
 }
 
 int check_alive(const std::string &file, long seconds)

@@ -59,11 +59,21 @@ private:
     double latency_sum_ = 0;
 };
 
-// The main loop's heartbeat in a file (--alive-file), for a liveness probe
-// that needs no port: `gateway2nginx alive FILE [SECONDS]`. It holds the
-// monotonic clock's milliseconds, which every process of the host reads
-// alike, written whole (a new file renamed over it).
-void write_heartbeat(const std::string &file, int64_t now_ms);
+// A main loop's heartbeat in a file (--alive-file of run and supervise),
+// for a liveness probe that needs no port: `gateway2nginx alive FILE
+// [SECONDS]`. It holds the monotonic clock's milliseconds, which every
+// process of the host reads alike, written whole (a new file renamed over
+// it) at most once a second; no file, nothing written.
+class AliveFile {
+public:
+    explicit AliveFile(std::string file) : file_(std::move(file)) {}
+    // the loop turns at `now_ms` (steady_ms())
+    void beat(int64_t now_ms);
+
+private:
+    std::string file_;
+    int64_t written_ms_ = 0;
+};
 // 0 when FILE says the loop turned within `seconds`, else 1 (and why, on
 // standard error)
 int check_alive(const std::string &file, long seconds);

@@ -904,13 +904,10 @@ int run_gateway(const Args &args)
     clock::time_point last_event{}, first_event{};
     std::string pending;  // watch-event bytes not yet a whole event
     // the loop turns: said to /healthz, and to --alive-file once a second
-    int64_t heartbeat_written = 0;
+    AliveFile alive(args.alive_file);
     auto heartbeat = [&] {
         metrics.heartbeat_ms = steady_ms();
-        if (!args.alive_file.empty() && metrics.heartbeat_ms - heartbeat_written >= 1000) {
-            heartbeat_written = metrics.heartbeat_ms;
-            write_heartbeat(args.alive_file, heartbeat_written);
-        }
+        alive.beat(metrics.heartbeat_ms);
     };
     while (!g_stop) {
         heartbeat();

@@ -61,13 +61,8 @@ int supervise_nginx(const SuperviseArgs &args)
         say("no configuration in OUTDIR yet: nginx starts once gateway2nginx run writes one");
     }
 
-    int64_t heartbeat_written = 0;
-    auto heartbeat = [&] {
-        if (!args.alive_file.empty() && steady_ms() - heartbeat_written >= 1000) {
-            heartbeat_written = steady_ms();
-            write_heartbeat(args.alive_file, heartbeat_written);
-        }
-    };
+    AliveFile alive(args.alive_file);
+    auto heartbeat = [&] { alive.beat(steady_ms()); };
     while (!g_stop) {
         heartbeat();
         if (std::string how; nginx.started() && !nginx.running(&how)) {
