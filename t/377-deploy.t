@@ -331,3 +331,12 @@ like(slurp($log3), qr/listed 1 Service\(s\) in gateway-system/, 'the Service in 
 
 kill 'TERM', $sim;
 waitpid($sim, 0);
+
+# ---- --watch-namespace on the command line ------------------------------------------------------
+my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
+my $usage = `$bin run -f $dir/base.yaml -o $dir/out4 --reload $dir/out4/nginx.pid --upstream-api 127.0.0.1:$api_port --watch-namespace ns 2>&1`;
+is($? >> 8, 1, '--watch-namespace with files: a usage error');
+like($usage, qr/--watch-namespace is for the API server: with --kubeconfig or --in-cluster/, 'said so');
+$usage = `$bin run --kubeconfig @{[kubeconfig()]} -o $dir/out4 --reload $dir/out4/nginx.pid --upstream-api 127.0.0.1:$api_port --watch-namespace Not_A_Name 2>&1`;
+is($? >> 8, 1, '--watch-namespace with what is no namespace\'s name: a usage error');
+like($usage, qr/--watch-namespace takes a namespace's name, not Not_A_Name/, 'said so');

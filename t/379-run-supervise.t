@@ -146,6 +146,9 @@ is($? >> 8, 1, '--nginx-control with --start-nginx is a usage error');
 like($usage, qr/--nginx-control asks gateway2nginx supervise: no --start-nginx or --reload/, 'said so');
 $usage = `$bin supervise -o $out 2>&1`;
 like($usage, qr/supervise needs --control SOCKET/, 'supervise without --control: said what it needs');
+$usage = `$bin run -f $in -o $out --nginx-control $socket --shutdown-delay 5s --upstream-api 127.0.0.1:$api_port 2>&1`;
+is($? >> 8, 1, 'run --shutdown-delay without --start-nginx: a usage error (supervise delays nginx\'s stop)');
+like($usage, qr/--shutdown-delay is for the nginx run starts \(--start-nginx\); supervise has its own/, 'said so');
 
 kill 'KILL', $backend;
 waitpid($backend, 0);
