@@ -1,394 +1,23 @@
 // gateway_tls_upstream_api: an upstream{} with a zone, in http{} or in
 // stream{}, gets its servers replaced at run time (the generations of
-// ngx_gtls_dynamic_upstream.h); the endpoint, the list kept across
-// reloads, and each worker's catching up live here.
-//
-// The trust of named policies (their CA and pins) is replaced the same
-// way: each worker puts the pushed trust in place of its own copies of the
-// policies, and a new trust generation in every binding keeps TLS sessions
-// and keepalive connections made under the old trust from carrying over.
+// ngx_gtls_dynamic_upstream.h), and a named policy its trust. The
+// endpoint (GET lists, PUT replaces) and the module's init live here; what
+// a PUT changes is kept and followed by every worker through
+// ngx_http_gateway_tls_upstream_state.cc.
 
 #include "ngx_http_gateway_tls_upstream_api.h"
 
-#include <sys/socket.h>
-
-#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "gtls_upstream_api.h"
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_module.h"
+#include "ngx_http_gateway_tls_upstream_state.h"
 
 namespace {
 
-// A shared mutex held for a scope: C++ work under it may throw.
-class MutexLock {
-public:
-    explicit MutexLock(ngx_shmtx_t *mutex) : mutex_(mutex) { ngx_shmtx_lock(mutex_); }
-    ~MutexLock() { ngx_shmtx_unlock(mutex_); }
-    MutexLock(const MutexLock &) = delete;
-    MutexLock &operator=(const MutexLock &) = delete;
-
-private:
-    ngx_shmtx_t *mutex_;
-};
-
-// ---- the list kept across reloads (gateway_tls_upstream_state_zone) ------
-
-// One entry per upstream (of http{} or of stream{}: their names are apart),
-// the list last pushed, and per policy its trust. Entries are numbered as
-// they are written: a push that a worker of a replaced configuration
-// handled (a reload's race) reaches the workers of the new one, whose
-// timers look for entries newer than what they run.
-enum ngx_http_gtls_entry_kind_e {
-    NGX_HTTP_GTLS_ENTRY_SERVERS,
-    NGX_HTTP_GTLS_ENTRY_TRUST,
-    NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS
-};
-
-struct ngx_http_gtls_state_entry_t {
-    ngx_http_gtls_state_entry_t  *next;
-    uint64_t                      sequence;
-    uint64_t                      fingerprint;  // of the configured servers (or trust) it replaced
-    ngx_uint_t                    kind;         // ngx_http_gtls_entry_kind_e
-    size_t                        name_len, json_len;
-    u_char                        data[1];      // name, then the servers' JSON
-};
-
-struct ngx_http_gtls_state_t {
-    ngx_http_gtls_state_entry_t  *entries;
-    uint64_t                      sequence;  // of the last entry written
-};
-
 const char *const kStateZoneName = "gateway_tls_upstream_state";
-
-ngx_int_t ngx_http_gtls_state_init_zone(ngx_shm_zone_t *zone, void *data)
-{
-    if (data != nullptr) {  // a reload with the same size keeps what was pushed
-        zone->data = data;
-        return NGX_OK;
-    }
-    auto *shpool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
-    auto *state = static_cast<ngx_http_gtls_state_t *>(ngx_slab_calloc(shpool, sizeof(ngx_http_gtls_state_t)));
-    if (state == nullptr) {
-        return NGX_ERROR;
-    }
-    shpool->data = state;
-    zone->data = state;
-    return NGX_OK;
-}
-
-ngx_slab_pool_t *ngx_http_gtls_state_pool(ngx_shm_zone_t *zone)
-{
-    return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
-}
-
-std::string_view ngx_http_gtls_entry_name(const ngx_http_gtls_state_entry_t *e)
-{
-    return {reinterpret_cast<const char *>(e->data), e->name_len};
-}
-
-std::string ngx_http_gtls_entry_json(const ngx_http_gtls_state_entry_t *e)
-{
-    return {reinterpret_cast<const char *>(e->data + e->name_len), e->json_len};
-}
-
-uint64_t ngx_http_gtls_state_sequence(const ngx_http_gtls_state_t *state)
-{
-    return __atomic_load_n(&state->sequence, __ATOMIC_ACQUIRE);  // read without the zone's mutex
-}
-
-// ---- policies' trust -----------------------------------------------------
-
-// The policies of each name, of this module and of the stream module
-// (`stream`, when it is loaded), and what they trust as configured; every
-// worker inherits them from init_module and changes its own copies.
-ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf,
-                                        const ngx_gtls_stream_export_t *stream)
-{
-    mcf->trusted = ngx_gtls_pool_new<std::map<std::string, ngx_http_gtls_trusted_t>>(cycle->pool);
-    if (mcf->trusted == nullptr) {
-        return NGX_ERROR;
-    }
-    std::map<std::string, std::string> ca_files;  // policies share bundles: each read once
-    auto collect = [&](const ngx_gtls_status_t &status, ngx_gtls_session_cache_t *sessions) {
-        for (const ngx_gtls_policy_record_t &rec : status.policies) {
-            if (rec.policy->name.empty() || rec.policy->mode == gtls::Mode::Skip) {
-                continue;  // nothing to name it by, or no trust to replace
-            }
-            ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
-            // built by ngx_gtls_build_policy in the configuration pool, not const there
-            t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
-            t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
-            t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy, &ca_files);
-            if (std::find(t.sessions.begin(), t.sessions.end(), sessions) == t.sessions.end()) {
-                t.sessions.push_back(sessions);
-            }
-        }
-    };
-    collect(mcf->registry->status, &mcf->registry->sessions);
-    if (stream != nullptr) {
-        collect(*stream->status, stream->sessions);
-    }
-    return NGX_OK;
-}
-
-ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *mcf, const std::string &name)
-{
-    auto it = mcf->trusted->find(name);
-    return it != mcf->trusted->end() ? &it->second : nullptr;
-}
-
-// The configured trust of a group, as pushed trust would fingerprint it:
-// pushing what is configured takes the group back to its configuration.
-uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, const gtls::PolicyTrust &pushed)
-{
-    uint64_t one = gtls::trust_fingerprint(pushed.ca, pushed.pins), all = 0;
-    for (size_t i = 0; i < t->policies.size(); i++) all = all * 0x100000001b3ull ^ one;
-    return all;
-}
-
-// Frees the TLS sessions `sessions` holds for `policies`.
-void ngx_http_gtls_forget_sessions(ngx_gtls_session_cache_t &sessions, const std::vector<gtls::Policy *> &policies)
-{
-    for (auto it = sessions.begin(); it != sessions.end();) {
-        if (std::find(policies.begin(), policies.end(), it->second.policy) != policies.end()) {
-            SSL_SESSION_free(it->second.session);
-            it = sessions.erase(it);
-        } else {
-            ++it;
-        }
-    }
-}
-
-// Puts `trust` in place in this process's copies of the policies (or,
-// `trust` null, each one's configured trust again), and frees the TLS
-// sessions made under what they trusted before (the new trust generation
-// would never offer them again).
-void ngx_http_gtls_replace_trust(ngx_http_gtls_trusted_t *t, const gtls::Trust *trust, uint64_t sequence)
-{
-    for (size_t i = 0; i < t->policies.size(); i++) {
-        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], sequence);
-    }
-    t->sequence = sequence;
-    t->pushed = trust != nullptr;
-    for (ngx_gtls_session_cache_t *sessions : t->sessions) {
-        ngx_http_gtls_forget_sessions(*sessions, t->policies);
-    }
-}
-
-// A kept entry's trust made current here; false (a log line, and a policy
-// that trusts nothing) when it cannot be read here.
-bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_trusted_t *t,
-                              const std::string &name, const std::string &json, uint64_t sequence)
-{
-    if (json.empty()) {  // the configured trust, pushed: back to it
-        ngx_http_gtls_replace_trust(t, nullptr, sequence);
-        return true;
-    }
-    gtls::PolicyTrust pushed = gtls::parse_policy_trust(json, name);
-    gtls::Trust trust;
-    std::string error;
-    if (!gtls::build_trust(pushed.ca, pushed.pins, &trust, &error)) {
-        // fail closed: neither the trust replaced nor none at all
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "gateway_tls: policy %s trusts nothing until the next push: the trust pushed cannot be read here: %s",
-                      gtls::json_string(name).c_str(), gtls::json_string(error).c_str());
-        const gtls::Trust nothing;
-        ngx_http_gtls_replace_trust(t, &nothing, sequence);
-        return false;
-    }
-    ngx_http_gtls_replace_trust(t, &trust, sequence);
-    return true;
-}
-
-ngx_http_gtls_main_conf_t *ngx_http_gtls_cycle_main_conf(ngx_cycle_t *cycle)
-{
-    if (cycle->conf_ctx[ngx_http_module.index] == nullptr) {
-        return nullptr;
-    }
-    return static_cast<ngx_http_gtls_main_conf_t *>(
-        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gateway_tls_module));
-}
-
-// The upstreams an entry of `kind` names: http's, or stream's (null
-// when the stream module is not loaded).
-ngx_gtls_upstream_set_t *ngx_http_gtls_set_of(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind)
-{
-    return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? mcf->stream_upstreams : mcf->upstreams;
-}
-
-// How replies and log lines name an upstream of `kind`.
-const char *ngx_http_gtls_upstream_noun(ngx_uint_t kind)
-{
-    return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
-}
-
-gtls_glue::DynamicUpstream *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,
-                                                        std::string_view name)
-{
-    ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
-    return set != nullptr ? set->find(name) : nullptr;
-}
-
-// ---- closing what removed servers leave behind -------------------------
-
-// Idle keepalive connections to `removed` are closed the way nginx closes
-// idle connections at shutdown (close, then the read handler: keepalive's
-// own, which frees its cache slot), and TLS sessions the upstream's module
-// cached for them dropped.
-void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_gtls_session_cache_t &sessions,
-                                  const std::set<std::string> &removed)
-{
-    if (removed.empty()) {
-        return;
-    }
-    ngx_connection_t *c = cycle->connections;
-    for (ngx_uint_t i = 0; c != nullptr && i < cycle->connection_n; i++) {
-        // an upstream connection (no listening socket) kept idle
-        if (c[i].fd == (ngx_socket_t) -1 || !c[i].idle || c[i].listening != nullptr || c[i].close) {
-            continue;
-        }
-        ngx_sockaddr_t sa;
-        socklen_t len = sizeof(sa);
-        if (getpeername(c[i].fd, &sa.sockaddr, &len) != 0
-            || removed.find(std::string(reinterpret_cast<const char *>(&sa), len)) == removed.end()) {
-            continue;
-        }
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "gateway_tls: closing idle connection %d to a removed server",
-                       c[i].fd);
-        c[i].close = 1;
-        c[i].read->handler(c[i].read);
-    }
-
-    for (auto it = sessions.begin(); it != sessions.end();) {
-        bool gone = false;
-        for (const std::string &address : removed) {
-            gone = gone || (it->first.size() >= address.size()
-                            && it->first.compare(it->first.size() - address.size(), address.size(), address) == 0);
-        }
-        if (gone) {
-            SSL_SESSION_free(it->second.session);
-            it = sessions.erase(it);
-        } else {
-            ++it;
-        }
-    }
-}
-
-// Lists pushed since this worker last looked, through whichever worker
-// (of this configuration or of one a reload replaced), made current here
-// when this configuration does not run them yet.
-void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
-{
-    if (mcf->upstream_state == nullptr) {
-        return;
-    }
-    auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
-    ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
-    struct Newer {
-        gtls_glue::DynamicUpstream *dyn;
-        std::string json;
-        uint64_t sequence;
-        ngx_uint_t kind;
-    };
-    struct NewerTrust {
-        ngx_http_gtls_trusted_t *trusted;
-        std::string name, json;
-        uint64_t sequence;
-    };
-    std::vector<Newer> newer;
-    std::vector<NewerTrust> Newerrust;
-    {
-        MutexLock locked(&state_pool->mutex);
-        if (state->sequence != mcf->state_sequence) {
-            for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
-                if (e->sequence <= mcf->state_sequence) {
-                    continue;
-                }
-                const std::string name(ngx_http_gtls_entry_name(e));
-                if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
-                    ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
-                    if (t != nullptr && e->sequence > t->sequence) {
-                        Newerrust.push_back({t, name, ngx_http_gtls_entry_json(e), e->sequence});
-                    }
-                    continue;
-                }
-                gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
-                if (dyn != nullptr && e->sequence > dyn->sequence()) {
-                    newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
-                }
-            }
-            mcf->state_sequence = state->sequence;
-        }
-    }
-
-    for (const NewerTrust &n : Newerrust) {
-        if (ngx_http_gtls_take_trust(cycle->log, n.trusted, n.name, n.json, n.sequence)) {
-            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
-                           "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
-                           n.name.c_str(), n.sequence);
-        }
-    }
-
-    for (const Newer &n : newer) {
-        void *gen = n.dyn->build(gtls::parse_server_list(n.json));
-        if (gen == nullptr) {
-            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers pushed",
-                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.dyn->zone.c_str());
-            continue;
-        }
-        if (!n.dyn->swap(gen, n.sequence)) {
-            n.dyn->free(gen);  // another worker of this configuration did
-        } else {
-            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                          "gateway_tls: %s \"%s\" takes the servers pushed through another worker (entry %uL)",
-                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.sequence);
-        }
-    }
-}
-
-void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
-{
-    ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
-    if (mcf == nullptr || mcf->upstreams == nullptr || mcf->trusted == nullptr) {
-        return;
-    }
-    try {
-        ngx_http_gtls_apply_newer_entries(cycle, mcf);
-        for (ngx_gtls_upstream_set_t *set : {mcf->upstreams, mcf->stream_upstreams}) {
-            if (set == nullptr) {
-                continue;
-            }
-            for (gtls_glue::DynamicUpstream *dyn : set->dynamic) {
-                if (dyn->generation() == dyn->seen_generation) {
-                    continue;
-                }
-                std::set<std::string> now;
-                bool pushed;
-                dyn->current(nullptr, &dyn->seen_generation, &pushed, &now);
-                std::set<std::string> removed;
-                std::set_difference(dyn->seen_addresses.begin(), dyn->seen_addresses.end(), now.begin(), now.end(),
-                                    std::inserter(removed, removed.end()));
-                dyn->seen_addresses = std::move(now);
-                ngx_http_gtls_forget_servers(cycle, *dyn->sessions, removed);
-            }
-        }
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s", e.what());
-    }
-}
-
-ngx_event_t ngx_http_gtls_notice_event;
-ngx_connection_t ngx_http_gtls_notice_connection;
-
-void ngx_http_gtls_notice_handler(ngx_event_t *ev)
-{
-    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
-    if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
-        ngx_add_timer(ev, 1000);
-    }
-}
 
 // ---- the endpoint ------------------------------------------------------
 
@@ -447,51 +76,6 @@ struct ngx_http_gtls_pending_t {
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
 
-ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, ngx_http_gtls_entry_kind_e kind,
-                                                     std::string_view name, uint64_t fingerprint, const std::string &json)
-{
-    ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
-    ngx_shmtx_lock(&shpool->mutex);
-    const ngx_uint_t log_nomem = shpool->log_nomem;
-    shpool->log_nomem = 0;
-    auto *e = static_cast<ngx_http_gtls_state_entry_t *>(
-        ngx_slab_alloc_locked(shpool, sizeof(ngx_http_gtls_state_entry_t) + name.size() + json.size()));
-    shpool->log_nomem = log_nomem;
-    ngx_shmtx_unlock(&shpool->mutex);
-    if (e == nullptr) {
-        return nullptr;
-    }
-    e->next = nullptr;
-    e->kind = kind;
-    e->fingerprint = fingerprint;
-    e->name_len = name.size();
-    e->json_len = json.size();
-    ngx_memcpy(e->data, name.data(), name.size());
-    ngx_memcpy(e->data + name.size(), json.data(), json.size());
-    return e;
-}
-
-// Replaces (or adds) the state zone's entry for the entry's upstream or policy.
-void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t *entry)
-{
-    ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
-    auto *state = static_cast<ngx_http_gtls_state_t *>(zone->data);
-    ngx_shmtx_lock(&shpool->mutex);
-    for (ngx_http_gtls_state_entry_t **link = &state->entries; *link; link = &(*link)->next) {
-        if ((*link)->kind == entry->kind && ngx_http_gtls_entry_name(*link) == ngx_http_gtls_entry_name(entry)) {
-            ngx_http_gtls_state_entry_t *old = *link;
-            *link = old->next;
-            ngx_slab_free_locked(shpool, old);
-            break;
-        }
-    }
-    entry->sequence = state->sequence + 1;
-    __atomic_store_n(&state->sequence, entry->sequence, __ATOMIC_RELEASE);
-    entry->next = state->entries;
-    state->entries = entry;
-    ngx_shmtx_unlock(&shpool->mutex);
-}
-
 // A policy's new trust, checked and kept, not yet in place.
 struct ngx_http_gtls_pending_trust_t {
     ngx_http_gtls_trusted_t       *trusted = nullptr;
@@ -511,13 +95,12 @@ public:
         if (committed_) {
             return;
         }
-        ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(mcf_->upstream_state);
         for (ngx_http_gtls_pending_trust_t &t : trusts) {
-            if (t.entry != nullptr) ngx_slab_free(shpool, t.entry);
+            if (t.entry != nullptr) ngx_http_gtls_drop_entry(mcf_->upstream_state, t.entry);
         }
         for (ngx_http_gtls_pending_t &p : upstreams) {
             if (p.gen != nullptr) p.dyn->free(p.gen);
-            if (p.entry != nullptr) ngx_slab_free(shpool, p.entry);
+            if (p.entry != nullptr) ngx_http_gtls_drop_entry(mcf_->upstream_state, p.entry);
         }
     }
     PendingChange(const PendingChange &) = delete;
@@ -534,6 +117,146 @@ private:
     bool                        committed_ = false;
 };
 
+// Why a PUT is refused: the status and what the reply and log say
+struct ngx_http_gtls_refusal_t {
+    ngx_uint_t   status;
+    std::string  text;
+};
+
+using ngx_http_gtls_refused_t = std::optional<ngx_http_gtls_refusal_t>;
+
+// Each policy named verifies here; its new trust built and kept aside.
+ngx_http_gtls_refused_t ngx_http_gtls_check_trusts(ngx_http_gtls_main_conf_t *mcf, const gtls::ApiUpdate &update,
+                                                   PendingChange *change)
+{
+    for (const gtls::PolicyTrust &pushed : update.policies) {
+        ngx_http_gtls_pending_trust_t &t = change->trusts.emplace_back();
+        t.trusted = ngx_http_gtls_find_trusted(mcf, pushed.policy);
+        if (t.trusted == nullptr) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_NOT_FOUND,
+                                           "no policy " + gtls::json_string(pushed.policy)
+                                               + " that verifies (proxy_ssl_policy_name of an http or stream scope"
+                                                 " whose mode is not skip)"};
+        }
+        std::string error;
+        t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
+        if (!t.configured && !gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_BAD_REQUEST,
+                                           "policies[" + gtls::json_string(pushed.policy) + "]: " + error};
+        }
+        // an empty entry: the configured trust (what a reload would serve anyway)
+        t.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_TRUST, pushed.policy,
+                                          t.trusted->configured_fingerprint,
+                                          t.configured ? std::string() : gtls::policy_trust_json(pushed));
+        if (t.entry == nullptr) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_INSUFFICIENT_STORAGE,
+                                           "gateway_tls_upstream_state_zone has no room to keep the trust of policy "
+                                               + gtls::json_string(pushed.policy) + "; nothing was changed"};
+        }
+    }
+    return std::nullopt;
+}
+
+// Each upstream named, of http{}, then of stream{}, is one the API may
+// replace.
+ngx_http_gtls_refused_t ngx_http_gtls_check_upstreams(ngx_http_gtls_main_conf_t *mcf, const gtls::ApiUpdate &update,
+                                                      PendingChange *change)
+{
+    for (const std::vector<gtls::UpstreamServers> *list : {&update.upstreams, &update.stream_upstreams}) {
+        const ngx_http_gtls_entry_kind_e kind =
+            list == &update.stream_upstreams ? NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS : NGX_HTTP_GTLS_ENTRY_SERVERS;
+        const ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
+        const std::string what = ngx_http_gtls_upstream_noun(kind);
+        for (const gtls::UpstreamServers &u : *list) {
+            gtls_glue::DynamicUpstream *dyn = set != nullptr ? set->find(u.upstream) : nullptr;
+            if (dyn != nullptr) {
+                change->upstreams.push_back({&u, kind, dyn, nullptr, nullptr});
+                continue;
+            }
+            if (set == nullptr) {
+                return ngx_http_gtls_refusal_t{NGX_HTTP_NOT_FOUND,
+                                               "no stream upstream \"" + u.upstream
+                                                   + "\": nginx runs no stream{} with ngx_stream_gateway_tls_module"};
+            }
+            auto refused = set->refused.find(u.upstream);
+            if (refused != set->refused.end()) {
+                return ngx_http_gtls_refusal_t{NGX_HTTP_CONFLICT, what + " \"" + u.upstream + "\" " + refused->second};
+            }
+            return ngx_http_gtls_refusal_t{NGX_HTTP_NOT_FOUND, "no " + what + " \"" + u.upstream + "\""};
+        }
+    }
+    return std::nullopt;
+}
+
+// Each upstream's new servers built in its zone and kept aside.
+ngx_http_gtls_refused_t ngx_http_gtls_build_servers(ngx_http_gtls_main_conf_t *mcf, PendingChange *change)
+{
+    for (ngx_http_gtls_pending_t &p : change->upstreams) {
+        const gtls::UpstreamServers &u = *p.update;
+        const std::string what = ngx_http_gtls_upstream_noun(p.kind);
+        p.gen = p.dyn->build(u.servers);
+        if (p.gen == nullptr) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_INSUFFICIENT_STORAGE,
+                                           what + " \"" + u.upstream + "\": its zone \"" + p.dyn->zone
+                                               + "\" has no room for " + std::to_string(u.servers.size())
+                                               + " servers; nothing was changed"};
+        }
+        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, p.kind, u.upstream, p.dyn->configured_fingerprint,
+                                          gtls::upstream_servers_json(u.servers));
+        if (p.entry == nullptr) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_INSUFFICIENT_STORAGE,
+                                           "gateway_tls_upstream_state_zone has no room to keep the servers of "
+                                               + what + " \"" + u.upstream + "\"; nothing was changed"};
+        }
+    }
+    return std::nullopt;
+}
+
+// What was built, kept in the state zone and put in place in this worker
+// (the others catch up), each change logged.
+gtls::ApiUpdated ngx_http_gtls_put_in_place(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf,
+                                            const gtls::ApiUpdate &update, PendingChange *change)
+{
+    change->commit();
+    gtls::ApiUpdated updated;
+    updated.has_stream = !update.stream_upstreams.empty();
+    for (ngx_http_gtls_pending_t &p : change->upstreams) {
+        ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
+        if (!p.dyn->swap(p.gen, p.entry->sequence)) {
+            p.dyn->free(p.gen);  // a newer push won meanwhile
+        }
+        p.gen = nullptr;
+        const size_t servers = p.update->servers.size();
+        ngx_log_error(NGX_LOG_NOTICE, log, 0, "gateway_tls: %s \"%s\" now has %uz servers (from the API, entry %uL)",
+                      ngx_http_gtls_upstream_noun(p.kind), p.dyn->name.c_str(), servers, p.entry->sequence);
+        (p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? updated.stream_upstreams : updated.upstreams)
+            .emplace_back(p.update->upstream, servers);
+    }
+    for (size_t i = 0; i < change->trusts.size(); i++) {
+        ngx_http_gtls_pending_trust_t &t = change->trusts[i];
+        const std::string &name = update.policies[i].policy;
+        ngx_http_gtls_keep_entry(mcf->upstream_state, t.entry);
+        if (t.configured) {
+            const bool was_pushed = t.trusted->pushed;
+            ngx_http_gtls_replace_trust(t.trusted, nullptr, t.entry->sequence);
+            if (was_pushed) {
+                ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                              "gateway_tls: policy %s trusts what it is configured with again (from the API, entry %uL)",
+                              gtls::json_string(name).c_str(), t.entry->sequence);
+            }
+        } else {
+            ngx_http_gtls_replace_trust(t.trusted, &t.trust, t.entry->sequence);
+            ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                          "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
+                          gtls::json_string(name).c_str(),
+                          gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(), t.trust.pins.size(),
+                          t.entry->sequence);
+        }
+        updated.policies.emplace_back(name, t.entry->sequence);
+    }
+    return updated;
+}
+
 // PUT: every upstream and policy named is checked, every new list and
 // trust built and its kept copy written, and only then is anything put in
 // place: one refusal changes nothing.
@@ -546,118 +269,19 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
     }
     PendingChange change(mcf);
-    std::vector<ngx_http_gtls_pending_trust_t> &trusts = change.trusts;
-    std::vector<ngx_http_gtls_pending_t> &pending = change.upstreams;
-    for (const gtls::PolicyTrust &pushed : update.policies) {
-        ngx_http_gtls_pending_trust_t t;
-        t.trusted = ngx_http_gtls_find_trusted(mcf, pushed.policy);
-        if (t.trusted == nullptr) {
-            return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
-                                            "no policy " + gtls::json_string(pushed.policy)
-                                                + " that verifies (proxy_ssl_policy_name of an http or stream scope whose mode is not skip)");
-        }
-        std::string error;
-        t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
-        if (!t.configured && !gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
-            return ngx_http_gtls_api_refuse(r, NGX_HTTP_BAD_REQUEST,
-                                            "policies[" + gtls::json_string(pushed.policy) + "]: " + error);
-        }
-        // an empty entry: the configured trust (what a reload would serve anyway)
-        t.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_TRUST, pushed.policy,
-                                          t.trusted->configured_fingerprint,
-                                          t.configured ? std::string() : gtls::policy_trust_json(pushed));
-        if (t.entry == nullptr) {
-            return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
-                                            "gateway_tls_upstream_state_zone has no room to keep the trust of policy "
-                                                + gtls::json_string(pushed.policy) + "; nothing was changed");
-        }
-        trusts.push_back(std::move(t));
+    ngx_http_gtls_refused_t refused = ngx_http_gtls_check_trusts(mcf, update, &change);
+    if (!refused) {
+        refused = ngx_http_gtls_check_upstreams(mcf, update, &change);
     }
-
-    // the upstreams of http{}, then of stream{}
-    for (const std::vector<gtls::UpstreamServers> *list : {&update.upstreams, &update.stream_upstreams}) {
-        const ngx_http_gtls_entry_kind_e kind =
-            list == &update.stream_upstreams ? NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS : NGX_HTTP_GTLS_ENTRY_SERVERS;
-        const ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
-        const std::string what = ngx_http_gtls_upstream_noun(kind);
-        for (const gtls::UpstreamServers &u : *list) {
-            ngx_http_gtls_pending_t p;
-            p.update = &u;
-            p.kind = kind;
-            p.dyn = set != nullptr ? set->find(u.upstream) : nullptr;
-            if (p.dyn == nullptr) {
-                if (set == nullptr) {
-                    return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND,
-                                                    "no stream upstream \"" + u.upstream
-                                                        + "\": nginx runs no stream{} with ngx_stream_gateway_tls_module");
-                }
-                auto refused = set->refused.find(u.upstream);
-                if (refused != set->refused.end()) {
-                    return ngx_http_gtls_api_refuse(r, NGX_HTTP_CONFLICT,
-                                                    what + " \"" + u.upstream + "\" " + refused->second);
-                }
-                return ngx_http_gtls_api_refuse(r, NGX_HTTP_NOT_FOUND, "no " + what + " \"" + u.upstream + "\"");
-            }
-            pending.push_back(p);
-        }
+    if (!refused) {
+        refused = ngx_http_gtls_build_servers(mcf, &change);
     }
-
-    for (ngx_http_gtls_pending_t &p : pending) {
-        const gtls::UpstreamServers &u = *p.update;
-        const std::string what = ngx_http_gtls_upstream_noun(p.kind);
-        p.gen = p.dyn->build(u.servers);
-        if (p.gen == nullptr) {
-            return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
-                                            what + " \"" + u.upstream + "\": its zone \"" + p.dyn->zone + "\" has no room for "
-                                                + std::to_string(u.servers.size()) + " servers; nothing was changed");
-        }
-        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, p.kind, u.upstream, p.dyn->configured_fingerprint,
-                                          gtls::upstream_servers_json(u.servers));
-        if (p.entry == nullptr) {
-            return ngx_http_gtls_api_refuse(r, NGX_HTTP_INSUFFICIENT_STORAGE,
-                                            "gateway_tls_upstream_state_zone has no room to keep the servers of " + what
-                                                + " \"" + u.upstream + "\"; nothing was changed");
-        }
+    if (refused) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls upstream api: PUT refused, %ui",
+                       refused->status);
+        return ngx_http_gtls_api_refuse(r, refused->status, refused->text);
     }
-
-    change.commit();
-    gtls::ApiUpdated updated;
-    updated.has_stream = !update.stream_upstreams.empty();
-    for (ngx_http_gtls_pending_t &p : pending) {
-        ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
-        if (!p.dyn->swap(p.gen, p.entry->sequence)) {
-            p.dyn->free(p.gen);  // a newer push won meanwhile
-        }
-        p.gen = nullptr;
-        const size_t servers = p.update->servers.size();
-        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                      "gateway_tls: %s \"%s\" now has %uz servers (from the API, entry %uL)",
-                      ngx_http_gtls_upstream_noun(p.kind), p.dyn->name.c_str(), servers, p.entry->sequence);
-        (p.kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? updated.stream_upstreams : updated.upstreams)
-            .emplace_back(p.update->upstream, servers);
-    }
-    for (size_t i = 0; i < trusts.size(); i++) {
-        ngx_http_gtls_pending_trust_t &t = trusts[i];
-        const std::string &name = update.policies[i].policy;
-        ngx_http_gtls_keep_entry(mcf->upstream_state, t.entry);
-        if (t.configured) {
-            const bool was_pushed = t.trusted->pushed;
-            ngx_http_gtls_replace_trust(t.trusted, nullptr, t.entry->sequence);
-            if (was_pushed) {
-                ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                              "gateway_tls: policy %s trusts what it is configured with again (from the API, entry %uL)",
-                              gtls::json_string(name).c_str(), t.entry->sequence);
-            }
-        } else {
-            ngx_http_gtls_replace_trust(t.trusted, &t.trust, t.entry->sequence);
-            ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                          "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
-                          gtls::json_string(name).c_str(),
-                          gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(), t.trust.pins.size(),
-                          t.entry->sequence);
-        }
-        updated.policies.emplace_back(name, t.entry->sequence);
-    }
+    const gtls::ApiUpdated updated = ngx_http_gtls_put_in_place(r->connection->log, mcf, update, &change);
     ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
     return ngx_http_gtls_api_reply(r, NGX_HTTP_OK, gtls::api_updated_json(updated));
 }
@@ -745,15 +369,6 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
 
 }  // namespace
 
-void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf)
-{
-    if (mcf->upstream_state == nullptr || mcf->trusted == nullptr
-        || ngx_http_gtls_state_sequence(static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data)) == mcf->state_sequence) {
-        return;
-    }
-    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
-}
-
 char *ngx_http_gtls_upstream_api(ngx_conf_t *cf, ngx_command_t *, void *conf)
 {
     static_cast<ngx_http_gtls_loc_conf_t *>(conf)->api.serves = 1;
@@ -824,66 +439,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
             stream->catch_up_data = mcf;
         }
 
-        if (mcf->upstream_state == nullptr) {
-            return NGX_OK;
-        }
-        // the servers (and trust) last pushed, where the configured ones are
-        // still those they replaced
-        auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
-        ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
-        struct Kept {
-            std::string name, json;
-            uint64_t sequence;
-            ngx_uint_t kind;
-        };
-        std::vector<Kept> kept, Keptrust;
-        {
-            MutexLock locked(&state_pool->mutex);
-            for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
-                ngx_http_gtls_state_entry_t *e = *link;
-                const std::string name(ngx_http_gtls_entry_name(e));
-                uint64_t configured;
-                if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
-                    ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
-                    configured = t != nullptr ? t->configured_fingerprint : ~e->fingerprint;
-                } else {
-                    gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
-                    configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
-                }
-                if (configured != e->fingerprint || (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST && e->json_len == 0)) {
-                    *link = e->next;  // the configuration now says otherwise, or says the same
-                    ngx_slab_free_locked(state_pool, e);
-                    continue;
-                }
-                (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? Keptrust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
-                link = &e->next;
-            }
-            mcf->state_sequence = state->sequence;  // the workers apply what comes after
-        }
-
-        // before the workers start: they inherit it
-        for (const Kept &k : Keptrust) {
-            if (ngx_http_gtls_take_trust(cycle->log, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
-                ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                              "gateway_tls: policy %s keeps the trust last pushed through the API",
-                              gtls::json_string(k.name).c_str());
-            }
-        }
-        for (const Kept &k : kept) {
-            gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, k.kind, k.name);
-            const char *what = ngx_http_gtls_upstream_noun(k.kind);
-            void *gen = dyn->build(gtls::parse_server_list(k.json));
-            if (gen == nullptr) {
-                ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
-                              "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers last pushed; "
-                              "it serves its configured servers",
-                              what, dyn->name.c_str(), dyn->zone.c_str());
-                continue;
-            }
-            dyn->swap(gen, k.sequence);
-            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "gateway_tls: %s \"%s\" keeps the servers last pushed through the API",
-                          what, dyn->name.c_str());
-        }
+        ngx_http_gtls_take_kept_entries(cycle, mcf);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: %s", e.what());
         return NGX_ERROR;
@@ -916,11 +472,6 @@ ngx_int_t ngx_http_gtls_init_dynamic_process(ngx_cycle_t *cycle)
     if (dynamic == 0 && mcf->upstream_state == nullptr) {
         return NGX_OK;
     }
-    ngx_http_gtls_notice_connection.fd = (ngx_socket_t) -1;
-    ngx_http_gtls_notice_event.handler = ngx_http_gtls_notice_handler;
-    ngx_http_gtls_notice_event.log = cycle->log;
-    ngx_http_gtls_notice_event.data = &ngx_http_gtls_notice_connection;
-    ngx_http_gtls_notice_event.cancelable = 1;
-    ngx_add_timer(&ngx_http_gtls_notice_event, 1000);
+    ngx_http_gtls_start_noticing(cycle);
     return NGX_OK;
 }

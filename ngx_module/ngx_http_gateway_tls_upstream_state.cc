@@ -1,0 +1,499 @@
+// The state the upstream API changes, and how each worker follows it
+// (ngx_http_gateway_tls_upstream_state.h).
+//
+// The trust of named policies (their CA and pins) is replaced as servers
+// are: each worker puts the pushed trust in place of its own copies of the
+// policies, and a new trust generation in every binding keeps TLS sessions
+// and keepalive connections made under the old trust from carrying over.
+
+#include "ngx_http_gateway_tls_upstream_state.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace {
+
+// A shared mutex held for a scope: C++ work under it may throw.
+class MutexLock {
+public:
+    explicit MutexLock(ngx_shmtx_t *mutex) : mutex_(mutex) { ngx_shmtx_lock(mutex_); }
+    ~MutexLock() { ngx_shmtx_unlock(mutex_); }
+    MutexLock(const MutexLock &) = delete;
+    MutexLock &operator=(const MutexLock &) = delete;
+
+private:
+    ngx_shmtx_t *mutex_;
+};
+
+// ---- the state zone ----------------------------------------------------
+
+struct ngx_http_gtls_state_t {
+    ngx_http_gtls_state_entry_t  *entries;
+    uint64_t                      sequence;  // of the last entry written
+};
+
+ngx_slab_pool_t *ngx_http_gtls_state_pool(ngx_shm_zone_t *zone)
+{
+    return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+}
+
+std::string_view ngx_http_gtls_entry_name(const ngx_http_gtls_state_entry_t *e)
+{
+    return {reinterpret_cast<const char *>(e->data), e->name_len};
+}
+
+std::string ngx_http_gtls_entry_json(const ngx_http_gtls_state_entry_t *e)
+{
+    return {reinterpret_cast<const char *>(e->data + e->name_len), e->json_len};
+}
+
+uint64_t ngx_http_gtls_state_sequence(const ngx_http_gtls_state_t *state)
+{
+    return __atomic_load_n(&state->sequence, __ATOMIC_ACQUIRE);  // read without the zone's mutex
+}
+
+// ---- policies' trust -----------------------------------------------------
+
+// Frees the TLS sessions `sessions` holds for `policies`.
+void ngx_http_gtls_forget_sessions(ngx_gtls_session_cache_t &sessions, const std::vector<gtls::Policy *> &policies)
+{
+    for (auto it = sessions.begin(); it != sessions.end();) {
+        if (std::find(policies.begin(), policies.end(), it->second.policy) != policies.end()) {
+            SSL_SESSION_free(it->second.session);
+            it = sessions.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// A kept entry's trust made current here; false (a log line, and a policy
+// that trusts nothing) when it cannot be read here.
+bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_trusted_t *t,
+                              const std::string &name, const std::string &json, uint64_t sequence)
+{
+    if (json.empty()) {  // the configured trust, pushed: back to it
+        ngx_http_gtls_replace_trust(t, nullptr, sequence);
+        return true;
+    }
+    gtls::PolicyTrust pushed = gtls::parse_policy_trust(json, name);
+    gtls::Trust trust;
+    std::string error;
+    if (!gtls::build_trust(pushed.ca, pushed.pins, &trust, &error)) {
+        // fail closed: neither the trust replaced nor none at all
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "gateway_tls: policy %s trusts nothing until the next push: the trust pushed cannot be read here: %s",
+                      gtls::json_string(name).c_str(), gtls::json_string(error).c_str());
+        const gtls::Trust nothing;
+        ngx_http_gtls_replace_trust(t, &nothing, sequence);
+        return false;
+    }
+    ngx_http_gtls_replace_trust(t, &trust, sequence);
+    return true;
+}
+
+// ---- closing what removed servers leave behind -------------------------
+
+// Idle keepalive connections to `removed` are closed the way nginx closes
+// idle connections at shutdown (close, then the read handler: keepalive's
+// own, which frees its cache slot), and TLS sessions the upstream's module
+// cached for them dropped.
+void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_gtls_session_cache_t &sessions,
+                                  const std::set<std::string> &removed)
+{
+    if (removed.empty()) {
+        return;
+    }
+    ngx_connection_t *c = cycle->connections;
+    for (ngx_uint_t i = 0; c != nullptr && i < cycle->connection_n; i++) {
+        // an upstream connection (no listening socket) kept idle
+        if (c[i].fd == (ngx_socket_t) -1 || !c[i].idle || c[i].listening != nullptr || c[i].close) {
+            continue;
+        }
+        ngx_sockaddr_t sa;
+        socklen_t len = sizeof(sa);
+        if (getpeername(c[i].fd, &sa.sockaddr, &len) != 0
+            || removed.find(std::string(reinterpret_cast<const char *>(&sa), len)) == removed.end()) {
+            continue;
+        }
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "gateway_tls: closing idle connection %d to a removed server",
+                       c[i].fd);
+        c[i].close = 1;
+        c[i].read->handler(c[i].read);
+    }
+
+    for (auto it = sessions.begin(); it != sessions.end();) {
+        bool gone = false;
+        for (const std::string &address : removed) {
+            gone = gone || (it->first.size() >= address.size()
+                            && it->first.compare(it->first.size() - address.size(), address.size(), address) == 0);
+        }
+        if (gone) {
+            SSL_SESSION_free(it->second.session);
+            it = sessions.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// Lists pushed since this worker last looked, through whichever worker
+// (of this configuration or of one a reload replaced), made current here
+// when this configuration does not run them yet.
+void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->upstream_state == nullptr) {
+        return;
+    }
+    auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
+    ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
+    struct Newer {
+        gtls_glue::DynamicUpstream *dyn;
+        std::string json;
+        uint64_t sequence;
+        ngx_uint_t kind;
+    };
+    struct NewerTrust {
+        ngx_http_gtls_trusted_t *trusted;
+        std::string name, json;
+        uint64_t sequence;
+    };
+    std::vector<Newer> newer;
+    std::vector<NewerTrust> Newerrust;
+    {
+        MutexLock locked(&state_pool->mutex);
+        if (state->sequence != mcf->state_sequence) {
+            for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
+                if (e->sequence <= mcf->state_sequence) {
+                    continue;
+                }
+                const std::string name(ngx_http_gtls_entry_name(e));
+                if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
+                    ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
+                    if (t != nullptr && e->sequence > t->sequence) {
+                        Newerrust.push_back({t, name, ngx_http_gtls_entry_json(e), e->sequence});
+                    }
+                    continue;
+                }
+                gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
+                if (dyn != nullptr && e->sequence > dyn->sequence()) {
+                    newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
+                }
+            }
+            mcf->state_sequence = state->sequence;
+        }
+    }
+
+    for (const NewerTrust &n : Newerrust) {
+        if (ngx_http_gtls_take_trust(cycle->log, n.trusted, n.name, n.json, n.sequence)) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                           "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
+                           n.name.c_str(), n.sequence);
+        }
+    }
+
+    for (const Newer &n : newer) {
+        void *gen = n.dyn->build(gtls::parse_server_list(n.json));
+        if (gen == nullptr) {
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers pushed",
+                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.dyn->zone.c_str());
+            continue;
+        }
+        if (!n.dyn->swap(gen, n.sequence)) {
+            n.dyn->free(gen);  // another worker of this configuration did
+        } else {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "gateway_tls: %s \"%s\" takes the servers pushed through another worker (entry %uL)",
+                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.sequence);
+        }
+    }
+}
+
+ngx_event_t ngx_http_gtls_notice_event;
+ngx_connection_t ngx_http_gtls_notice_connection;
+
+void ngx_http_gtls_notice_handler(ngx_event_t *ev)
+{
+    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
+    if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
+        ngx_add_timer(ev, 1000);
+    }
+}
+
+}  // namespace
+
+ngx_int_t ngx_http_gtls_state_init_zone(ngx_shm_zone_t *zone, void *data)
+{
+    if (data != nullptr) {  // a reload with the same size keeps what was pushed
+        zone->data = data;
+        return NGX_OK;
+    }
+    auto *shpool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+    auto *state = static_cast<ngx_http_gtls_state_t *>(ngx_slab_calloc(shpool, sizeof(ngx_http_gtls_state_t)));
+    if (state == nullptr) {
+        return NGX_ERROR;
+    }
+    shpool->data = state;
+    zone->data = state;
+    return NGX_OK;
+}
+
+ngx_http_gtls_state_entry_t *ngx_http_gtls_new_entry(ngx_shm_zone_t *zone, ngx_http_gtls_entry_kind_e kind,
+                                                     std::string_view name, uint64_t fingerprint, const std::string &json)
+{
+    ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
+    ngx_shmtx_lock(&shpool->mutex);
+    const ngx_uint_t log_nomem = shpool->log_nomem;
+    shpool->log_nomem = 0;
+    auto *e = static_cast<ngx_http_gtls_state_entry_t *>(
+        ngx_slab_alloc_locked(shpool, sizeof(ngx_http_gtls_state_entry_t) + name.size() + json.size()));
+    shpool->log_nomem = log_nomem;
+    ngx_shmtx_unlock(&shpool->mutex);
+    if (e == nullptr) {
+        return nullptr;
+    }
+    e->next = nullptr;
+    e->kind = kind;
+    e->fingerprint = fingerprint;
+    e->name_len = name.size();
+    e->json_len = json.size();
+    ngx_memcpy(e->data, name.data(), name.size());
+    ngx_memcpy(e->data + name.size(), json.data(), json.size());
+    return e;
+}
+
+void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t *entry)
+{
+    ngx_slab_pool_t *shpool = ngx_http_gtls_state_pool(zone);
+    auto *state = static_cast<ngx_http_gtls_state_t *>(zone->data);
+    ngx_shmtx_lock(&shpool->mutex);
+    for (ngx_http_gtls_state_entry_t **link = &state->entries; *link; link = &(*link)->next) {
+        if ((*link)->kind == entry->kind && ngx_http_gtls_entry_name(*link) == ngx_http_gtls_entry_name(entry)) {
+            ngx_http_gtls_state_entry_t *old = *link;
+            *link = old->next;
+            ngx_slab_free_locked(shpool, old);
+            break;
+        }
+    }
+    entry->sequence = state->sequence + 1;
+    __atomic_store_n(&state->sequence, entry->sequence, __ATOMIC_RELEASE);
+    entry->next = state->entries;
+    state->entries = entry;
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+void ngx_http_gtls_drop_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t *entry)
+{
+    ngx_slab_free(ngx_http_gtls_state_pool(zone), entry);
+}
+
+void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->upstream_state == nullptr) {
+        return;
+    }
+    // the servers (and trust) last pushed, where the configured ones are
+    // still those they replaced
+    auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
+    ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
+    struct Kept {
+        std::string name, json;
+        uint64_t sequence;
+        ngx_uint_t kind;
+    };
+    std::vector<Kept> kept, Keptrust;
+    {
+        MutexLock locked(&state_pool->mutex);
+        for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
+            ngx_http_gtls_state_entry_t *e = *link;
+            const std::string name(ngx_http_gtls_entry_name(e));
+            uint64_t configured;
+            if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
+                ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
+                configured = t != nullptr ? t->configured_fingerprint : ~e->fingerprint;
+            } else {
+                gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
+                configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
+            }
+            if (configured != e->fingerprint || (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST && e->json_len == 0)) {
+                *link = e->next;  // the configuration now says otherwise, or says the same
+                ngx_slab_free_locked(state_pool, e);
+                continue;
+            }
+            (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? Keptrust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
+            link = &e->next;
+        }
+        mcf->state_sequence = state->sequence;  // the workers apply what comes after
+    }
+
+    // before the workers start: they inherit it
+    for (const Kept &k : Keptrust) {
+        if (ngx_http_gtls_take_trust(cycle->log, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "gateway_tls: policy %s keeps the trust last pushed through the API",
+                          gtls::json_string(k.name).c_str());
+        }
+    }
+    for (const Kept &k : kept) {
+        gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, k.kind, k.name);
+        const char *what = ngx_http_gtls_upstream_noun(k.kind);
+        void *gen = dyn->build(gtls::parse_server_list(k.json));
+        if (gen == nullptr) {
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                          "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers last pushed; "
+                          "it serves its configured servers",
+                          what, dyn->name.c_str(), dyn->zone.c_str());
+            continue;
+        }
+        dyn->swap(gen, k.sequence);
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "gateway_tls: %s \"%s\" keeps the servers last pushed through the API",
+                      what, dyn->name.c_str());
+    }
+}
+
+// The policies of each name, of this module and of the stream module
+// (`stream`, when it is loaded), and what they trust as configured; every
+// worker inherits them from init_module and changes its own copies.
+ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf,
+                                        const ngx_gtls_stream_export_t *stream)
+{
+    mcf->trusted = ngx_gtls_pool_new<std::map<std::string, ngx_http_gtls_trusted_t>>(cycle->pool);
+    if (mcf->trusted == nullptr) {
+        return NGX_ERROR;
+    }
+    std::map<std::string, std::string> ca_files;  // policies share bundles: each read once
+    auto collect = [&](const ngx_gtls_status_t &status, ngx_gtls_session_cache_t *sessions) {
+        for (const ngx_gtls_policy_record_t &rec : status.policies) {
+            if (rec.policy->name.empty() || rec.policy->mode == gtls::Mode::Skip) {
+                continue;  // nothing to name it by, or no trust to replace
+            }
+            ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
+            // built by ngx_gtls_build_policy in the configuration pool, not const there
+            t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
+            t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
+            t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy, &ca_files);
+            if (std::find(t.sessions.begin(), t.sessions.end(), sessions) == t.sessions.end()) {
+                t.sessions.push_back(sessions);
+            }
+        }
+    };
+    collect(mcf->registry->status, &mcf->registry->sessions);
+    if (stream != nullptr) {
+        collect(*stream->status, stream->sessions);
+    }
+    return NGX_OK;
+}
+
+ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *mcf, const std::string &name)
+{
+    auto it = mcf->trusted->find(name);
+    return it != mcf->trusted->end() ? &it->second : nullptr;
+}
+
+// The configured trust of a group, as pushed trust would fingerprint it:
+// pushing what is configured takes the group back to its configuration.
+uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, const gtls::PolicyTrust &pushed)
+{
+    uint64_t one = gtls::trust_fingerprint(pushed.ca, pushed.pins), all = 0;
+    for (size_t i = 0; i < t->policies.size(); i++) all = all * 0x100000001b3ull ^ one;
+    return all;
+}
+
+// Puts `trust` in place in this process's copies of the policies (or,
+// `trust` null, each one's configured trust again), and frees the TLS
+// sessions made under what they trusted before (the new trust generation
+// would never offer them again).
+void ngx_http_gtls_replace_trust(ngx_http_gtls_trusted_t *t, const gtls::Trust *trust, uint64_t sequence)
+{
+    for (size_t i = 0; i < t->policies.size(); i++) {
+        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], sequence);
+    }
+    t->sequence = sequence;
+    t->pushed = trust != nullptr;
+    for (ngx_gtls_session_cache_t *sessions : t->sessions) {
+        ngx_http_gtls_forget_sessions(*sessions, t->policies);
+    }
+}
+
+ngx_http_gtls_main_conf_t *ngx_http_gtls_cycle_main_conf(ngx_cycle_t *cycle)
+{
+    if (cycle->conf_ctx[ngx_http_module.index] == nullptr) {
+        return nullptr;
+    }
+    return static_cast<ngx_http_gtls_main_conf_t *>(
+        ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gateway_tls_module));
+}
+
+// The upstreams an entry of `kind` names: http's, or stream's (null
+// when the stream module is not loaded).
+ngx_gtls_upstream_set_t *ngx_http_gtls_set_of(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind)
+{
+    return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? mcf->stream_upstreams : mcf->upstreams;
+}
+
+// How replies and log lines name an upstream of `kind`.
+const char *ngx_http_gtls_upstream_noun(ngx_uint_t kind)
+{
+    return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+}
+
+gtls_glue::DynamicUpstream *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,
+                                                        std::string_view name)
+{
+    ngx_gtls_upstream_set_t *set = ngx_http_gtls_set_of(mcf, kind);
+    return set != nullptr ? set->find(name) : nullptr;
+}
+
+void ngx_http_gtls_notice_changes(ngx_cycle_t *cycle)
+{
+    ngx_http_gtls_main_conf_t *mcf = ngx_http_gtls_cycle_main_conf(cycle);
+    if (mcf == nullptr || mcf->upstreams == nullptr || mcf->trusted == nullptr) {
+        return;
+    }
+    try {
+        ngx_http_gtls_apply_newer_entries(cycle, mcf);
+        for (ngx_gtls_upstream_set_t *set : {mcf->upstreams, mcf->stream_upstreams}) {
+            if (set == nullptr) {
+                continue;
+            }
+            for (gtls_glue::DynamicUpstream *dyn : set->dynamic) {
+                if (dyn->generation() == dyn->seen_generation) {
+                    continue;
+                }
+                std::set<std::string> now;
+                bool pushed;
+                dyn->current(nullptr, &dyn->seen_generation, &pushed, &now);
+                std::set<std::string> removed;
+                std::set_difference(dyn->seen_addresses.begin(), dyn->seen_addresses.end(), now.begin(), now.end(),
+                                    std::inserter(removed, removed.end()));
+                dyn->seen_addresses = std::move(now);
+                ngx_http_gtls_forget_servers(cycle, *dyn->sessions, removed);
+            }
+        }
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s", e.what());
+    }
+}
+
+void ngx_http_gtls_start_noticing(ngx_cycle_t *cycle)
+{
+    ngx_http_gtls_notice_connection.fd = (ngx_socket_t) -1;
+    ngx_http_gtls_notice_event.handler = ngx_http_gtls_notice_handler;
+    ngx_http_gtls_notice_event.log = cycle->log;
+    ngx_http_gtls_notice_event.data = &ngx_http_gtls_notice_connection;
+    ngx_http_gtls_notice_event.cancelable = 1;
+    ngx_add_timer(&ngx_http_gtls_notice_event, 1000);
+}
+
+void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->upstream_state == nullptr || mcf->trusted == nullptr
+        || ngx_http_gtls_state_sequence(static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data)) == mcf->state_sequence) {
+        return;
+    }
+    ngx_http_gtls_notice_changes(static_cast<ngx_cycle_t *>(const_cast<ngx_cycle_t *>(ngx_cycle)));
+}
+
