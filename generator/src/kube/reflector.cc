@@ -1,6 +1,7 @@
 #include "kube/reflector.h"
 #include "kube/json.h"
 #include "digest.h"
+#include "kind_table.h"
 
 #include <malloc.h>
 #include <sys/eventfd.h>
@@ -78,7 +79,7 @@ bool object_text(Value &object, const ApiKind &kind, Document::AllocatorType &al
         // writes status to (ours, written back, comes back as an event;
         // a Service's load balancer is read), nor the version stamps
         Value copy(object, alloc);
-        if (kind.group == "gateway.networking.k8s.io") {
+        if (const KindRow *row = find_kind(kind.group, kind.kind); row != nullptr && row->status_written()) {
             copy.EraseMember("status");  // EraseMember keeps the order: equal objects, equal text
         }
         auto copy_meta = copy.FindMember("metadata");
@@ -111,33 +112,6 @@ std::string escape_query(const std::string &value)
     return out;
 }
 
-struct Candidate {
-    const char *group;
-    std::vector<const char *> versions;
-    const char *plural;
-    const char *kind;
-    bool namespaced;
-    bool required;
-};
-
-const std::vector<Candidate> kCandidates = {
-    {"", {"v1"}, "namespaces", "Namespace", false, true},
-    {"", {"v1"}, "services", "Service", true, true},
-    {"", {"v1"}, "secrets", "Secret", true, true},
-    {"", {"v1"}, "configmaps", "ConfigMap", true, true},
-    {"discovery.k8s.io", {"v1"}, "endpointslices", "EndpointSlice", true, true},
-    {"gateway.networking.k8s.io", {"v1"}, "gatewayclasses", "GatewayClass", false, true},
-    {"gateway.networking.k8s.io", {"v1"}, "gateways", "Gateway", true, true},
-    {"gateway.networking.k8s.io", {"v1"}, "listenersets", "ListenerSet", true, false},
-    {"gateway.networking.k8s.io", {"v1"}, "httproutes", "HTTPRoute", true, false},
-    {"gateway.networking.k8s.io", {"v1"}, "grpcroutes", "GRPCRoute", true, false},
-    {"gateway.networking.k8s.io", {"v1", "v1alpha3", "v1alpha2"}, "tlsroutes", "TLSRoute", true, false},
-    {"gateway.networking.k8s.io", {"v1", "v1alpha2"}, "tcproutes", "TCPRoute", true, false},
-    {"gateway.networking.k8s.io", {"v1", "v1alpha2"}, "udproutes", "UDPRoute", true, false},
-    {"gateway.networking.k8s.io", {"v1", "v1alpha3"}, "backendtlspolicies", "BackendTLSPolicy", true, false},
-    {"gateway.networking.k8s.io", {"v1", "v1beta1"}, "referencegrants", "ReferenceGrant", true, false},
-};
-
 }  // namespace
 
 // ---- discovery ----------------------------------------------------------------
@@ -163,12 +137,12 @@ std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> 
         return names;
     };
     std::vector<ApiKind> kinds;
-    for (const Candidate &c : kCandidates) {
+    for (const KindRow &c : kind_table()) {
         bool found = false;
         for (const char *version : c.versions) {
             const std::vector<std::string> &names = resources(c.group, version);
             if (std::find(names.begin(), names.end(), c.plural) != names.end()) {
-                kinds.push_back(ApiKind{c.group, version, c.plural, c.kind, c.namespaced, ""});
+                kinds.push_back(ApiKind{c.group, version, c.plural, c.kind, c.namespaced(), ""});
                 found = true;
                 break;
             }
@@ -177,7 +151,7 @@ std::vector<ApiKind> discover_kinds(ApiClient &client, std::vector<std::string> 
         std::string versions;
         for (const char *v : c.versions) versions += (versions.empty() ? "" : " or ") + std::string(v);
         const std::string what = std::string(c.kind) + " (" + (*c.group ? c.group : "core") + " " + versions + ")";
-        if (c.required) throw ApiError("the API server does not serve " + what);
+        if (c.required()) throw ApiError("the API server does not serve " + what);
         notes->push_back("the API server does not serve " + what + ": none is read");
     }
     return kinds;
@@ -280,7 +254,7 @@ bool ObjectStore::fill(const ApiKind &kind, const std::string &name_key, std::st
         if (it == objects_.end() || it->second.json != nullptr || digest_only(key)) return false;
         it->second = Held{std::make_shared<const std::string>(std::move(json)), std::move(content)};
         writes_[key_prefix(kind)]++;
-        changed_.emplace(key, std::make_pair(kind.kind, name_key));
+        changed_.emplace(key, ObjectChange{kind.group, kind.kind, name_key, "<api " + key + ">", key});
     }
     changed();
     return true;
@@ -304,7 +278,7 @@ void ObjectStore::replace_kind(const ApiKind &kind, std::map<std::string, std::p
         const std::string scanned = prefix + (kind.scope.empty() ? "" : kind.scope + "/");
         writes_[prefix]++;
         auto note = [&](const std::string &key, const std::string &name_key) {
-            changed_.emplace(key, std::make_pair(kind.kind, name_key));
+            changed_.emplace(key, ObjectChange{kind.group, kind.kind, name_key, "<api " + key + ">", key});
             any = true;
         };
         // what is gone or differs, then what is new; of an object held as
@@ -343,7 +317,7 @@ void ObjectStore::put(const ApiKind &kind, const std::string &name_key, std::str
                           && (it->second.json != nullptr || !whole);
         it->second = Held{whole ? std::make_shared<const std::string>(std::move(json)) : nullptr, std::move(content)};
         if (same || !whole) return;  // only its status or version changed, or nothing reads it
-        changed_.emplace(it->first, std::make_pair(kind.kind, name_key));
+        changed_.emplace(it->first, ObjectChange{kind.group, kind.kind, name_key, "<api " + it->first + ">", it->first});
     }
     changed();
 }
@@ -356,7 +330,7 @@ void ObjectStore::erase(const ApiKind &kind, const std::string &name_key)
         writes_[key_prefix(kind)]++;
         const bool said = !digest_only(key);
         if (objects_.erase(key) == 0 || !said) return;
-        changed_.emplace(key, std::make_pair(kind.kind, name_key));
+        changed_.emplace(key, ObjectChange{kind.group, kind.kind, name_key, "<api " + key + ">", key});
     }
     changed();
 }
@@ -366,9 +340,7 @@ std::vector<ObjectChange> ObjectStore::take_changes()
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<ObjectChange> changes;
     changes.reserve(changed_.size());
-    for (auto &[key, what] : changed_) {
-        changes.push_back(ObjectChange{std::move(what.first), std::move(what.second), "<api " + key + ">", key});
-    }
+    for (auto &[key, change] : changed_) changes.push_back(std::move(change));
     changed_.clear();
     return changes;
 }

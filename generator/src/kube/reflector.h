@@ -71,6 +71,7 @@ std::vector<ApiKind> scoped_kinds(const std::vector<ApiKind> &kinds, const std::
 // there when wanted: a relist changes every object, and a copy of each
 // would be wasted on the whole way, which reads them all anyway).
 struct ObjectChange {
+    std::string group;  // "" for the core group
     std::string kind;
     std::string name_key;
     std::string name;
@@ -151,7 +152,7 @@ private:
     std::set<std::string> wanted_only_kinds_;  // "group/Kind/"
     std::set<std::string> wanted_;             // their objects wanted whole
     std::map<std::string, uint64_t> writes_;  // "group/Kind/" -> ...
-    std::map<std::string, std::pair<std::string, std::string>> changed_;  // ... -> (Kind, "namespace/name")
+    std::map<std::string, ObjectChange> changed_;  // by key
     int event_fd_ = -1;
 };
 

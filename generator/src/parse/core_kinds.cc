@@ -2,18 +2,12 @@
 // EndpointSlice, ConfigMap, Secret) and Gateway API's ReferenceGrant.
 #include "parse/kinds.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cstring>
-#include <map>
-#include <regex>
-#include <set>
-#include <openssl/evp.h>
-#include "gtls_spec.h"
 #include "parse/fields.h"
 
 namespace g2n {
 
+// A Namespace: its labels, for listeners that select namespaces. The API
+// server labels every namespace with its own name.
 void parse_namespace(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Namespace ns;

@@ -78,11 +78,8 @@ bool valid_ip_address(const std::string &s);
 bool valid_object_name(const std::string &kind, const std::string &name);
 bool valid_hostname(const std::string &s, bool allow_wildcard);
 
-// Per-kind parsers (parse_kinds.cc), routes (parse_routes.cc).
+// One object of any kind (parse/objects.cc), by its kind's parser
+// (parse/kinds.h, listed in kind_table.h).
 void parse_object(const Document &doc, const YamlNode &root, Manifests *out);
-void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out);
-void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out);
-void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kind, const std::string &api_version,
-                        Manifests *out);
 
 }  // namespace g2n

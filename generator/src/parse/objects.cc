@@ -2,38 +2,17 @@
 // with the reason (unknown kinds, other controllers' objects, NUL bytes).
 #include "parse/kinds.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cstring>
-#include <map>
-#include <regex>
-#include <set>
-
-#include <openssl/evp.h>
-
-#include "gtls_spec.h"
+#include "kind_table.h"
 #include "parse/fields.h"
 
 namespace g2n {
 
-// A Namespace: its labels, for listeners that select namespaces. The API
-// server labels every namespace with its own name.
+namespace {
 
 void parse_known_object(const Document &doc, const YamlNode &root, const std::string &api_version,
-                        const std::string &group, const std::string &kind, Manifests *out);
+                        const KindRow *row, Manifests *out);
 
-// Tenants own these kinds (docs/security.md): a failure in one of them rejects
-// that object alone. Gateways and GatewayClasses are the operator's and
-// the Gateway owner's, and a failure there is bad input as a whole.
-bool tenant_kind(const std::string &group, const std::string &kind)
-{
-    if (group == kGatewayGroup) {
-        return kind == "HTTPRoute" || kind == "GRPCRoute" || kind == "TLSRoute" || kind == "TCPRoute" || kind == "UDPRoute"
-               || kind == "ListenerSet" || kind == "ReferenceGrant"
-               || kind == "BackendTLSPolicy";
-    }
-    return kind == "Service" || kind == "ConfigMap" || kind == "Secret" || kind == "EndpointSlice";
-}
+}  // namespace
 
 // What can still be read of a rejected object, each part only when valid:
 // its name for the status, a route's parents, a policy's targets (so that
@@ -108,12 +87,13 @@ void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
     std::string group = api_version.find('/') == std::string::npos
                             ? std::string()
                             : api_version.substr(0, api_version.find('/'));
-    if (!tenant_kind(group, kind)) {
-        parse_known_object(doc, root, api_version, group, kind, out);
+    const KindRow *row = find_kind(group, kind);
+    if (row == nullptr || !row->tenant()) {
+        parse_known_object(doc, root, api_version, row, out);
         return;
     }
     try {
-        parse_known_object(doc, root, api_version, group, kind, out);
+        parse_known_object(doc, root, api_version, row, out);
     } catch (const InputError &e) {
         reject(doc, root, api_version, kind, e.what(), out);
     }
@@ -138,54 +118,26 @@ void refuse_nul(const Document &doc, const YamlNode &node, const std::string &wh
     }
 }
 
+namespace {
+
+// An object of a kind read (`row`, null for any other kind, which is
+// ignored) by its kind's parser, at a version the kind is read as.
 void parse_known_object(const Document &doc, const YamlNode &root, const std::string &api_version,
-                        const std::string &group, const std::string &kind, Manifests *out)
+                        const KindRow *row, Manifests *out)
 {
     refuse_nul(doc, root, "");
-    if (group == kGatewayGroup) {
-        if (kind == "GatewayClass") return parse_gateway_class(doc, root, out);
-        if (kind == "Gateway") return parse_gateway(doc, root, out);
-        if (kind == "ListenerSet") {
-            if (api_version != "gateway.networking.k8s.io/v1") {
-                doc.fail(root, "apiVersion", "ListenerSet is read as v1, not " + api_version);
-            }
-            return parse_listener_set(doc, root, out);
-        }
-        if (kind == "HTTPRoute") return parse_http_route(doc, root, out);
-        if (kind == "GRPCRoute") return parse_grpc_route(doc, root, out);
-        if (kind == "TLSRoute") {
-            if (api_version != "gateway.networking.k8s.io/v1" && api_version != "gateway.networking.k8s.io/v1alpha2"
-                && api_version != "gateway.networking.k8s.io/v1alpha3") {
-                doc.fail(root, "apiVersion", "TLSRoute is read as v1, v1alpha2 or v1alpha3, not " + api_version);
-            }
-            return parse_stream_route(doc, root, RouteKind::TLSRoute, api_version, out);
-        }
-        if (kind == "TCPRoute" || kind == "UDPRoute") {
-            if (api_version != "gateway.networking.k8s.io/v1" && api_version != "gateway.networking.k8s.io/v1alpha2") {
-                doc.fail(root, "apiVersion", kind + " is read as v1 or v1alpha2, not " + api_version);
-            }
-            return parse_stream_route(doc, root, kind == "TCPRoute" ? RouteKind::TCPRoute : RouteKind::UDPRoute,
-                                      api_version, out);
-        }
-        if (kind == "ReferenceGrant") return parse_reference_grant(doc, root, out);
-        if (kind == "BackendTLSPolicy") {
-            if (api_version != "gateway.networking.k8s.io/v1"
-                && api_version != "gateway.networking.k8s.io/v1alpha3") {
-                doc.fail(root, "apiVersion", "BackendTLSPolicy is read as v1 or v1alpha3, not " + api_version);
-            }
-            return parse_backend_tls_policy(doc, root, api_version, out);
-        }
-    } else if (api_version == "v1") {
-        if (kind == "Namespace") return parse_namespace(doc, root, out);
-        if (kind == "Service") return parse_service(doc, root, out);
-        if (kind == "ConfigMap") return parse_config_map(doc, root, out);
-        if (kind == "Secret") return parse_secret(doc, root, out);
-    } else if (api_version == "discovery.k8s.io/v1" && kind == "EndpointSlice") {
-        return parse_endpoint_slice(doc, root, out);
+    if (row == nullptr) {
+        ObjectMeta meta = doc.meta(root);
+        out->ignored.push_back(doc.string(root, "", "kind", true) + " " + meta.key());
+        return;
     }
-
-    ObjectMeta meta = doc.meta(root);
-    out->ignored.push_back(kind + " " + meta.key());
+    if (!row->reads_version(api_version)) {
+        doc.fail(root, "apiVersion",
+                 std::string(row->kind) + " is read as " + row->versions_read() + ", not " + api_version);
+    }
+    row->parse(doc, root, out);
 }
+
+}  // namespace
 
 }  // namespace g2n

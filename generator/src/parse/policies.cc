@@ -181,12 +181,11 @@ bool parse_gep4152(const Document &doc, const YamlNode &spec, const YamlNode &va
     return present;
 }
 
-void parse_backend_tls_policy(const Document &doc, const YamlNode &root,
-                              const std::string &api_version, Manifests *out)
+void parse_backend_tls_policy(const Document &doc, const YamlNode &root, Manifests *out)
 {
     BackendTLSPolicy p;
     p.meta = doc.meta(root);
-    p.api_version = api_version;
+    p.api_version = doc.string(root, "", "apiVersion", true);
     YamlNode spec = doc.child(root, "", "spec");
     for (const std::string &key : doc.unknown(spec, "spec", {"targetRefs", "validation", "options"})) {
         p.invalid_reasons.push_back("unsupported field spec." + key);

@@ -2,6 +2,7 @@
 // TLSRoute, with their parentRefs, matches, filters and backendRefs; the CRD
 // schema and CEL rules re-checked.
 #include "parse/routes.h"
+#include "parse/kinds.h"
 
 #include <algorithm>
 #include <cctype>
@@ -350,9 +351,9 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
 // rules) and v1alpha3: hostnames and backendRefs, routed by SNI. TCPRoute
 // and UDPRoute v1 and v1alpha2 (up to 16 rules): backendRefs alone, a
 // listener's every connection or datagram.
-void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kind, const std::string &api_version,
-                        Manifests *out)
+void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kind, Manifests *out)
 {
+    const std::string api_version = doc.string(root, "", "apiVersion", true);
     const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
     const bool tls = kind == RouteKind::TLSRoute;
     HTTPRoute r = tls ? parse_route_head(doc, root, kind, {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
@@ -385,6 +386,21 @@ void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kin
         r.rules.push_back(std::move(rr));
     }
     out->stream_routes.push_back(std::move(r));
+}
+
+void parse_tls_route(const Document &doc, const YamlNode &root, Manifests *out)
+{
+    parse_stream_route(doc, root, RouteKind::TLSRoute, out);
+}
+
+void parse_tcp_route(const Document &doc, const YamlNode &root, Manifests *out)
+{
+    parse_stream_route(doc, root, RouteKind::TCPRoute, out);
+}
+
+void parse_udp_route(const Document &doc, const YamlNode &root, Manifests *out)
+{
+    parse_stream_route(doc, root, RouteKind::UDPRoute, out);
 }
 
 // ngx_http_grpc_module's headers hash: bucket_size ngx_align(64, ngx_cacheline_size)

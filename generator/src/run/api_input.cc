@@ -9,6 +9,7 @@
 
 #include <rapidjson/document.h>
 
+#include "kind_table.h"
 #include "resolve/features.h"
 
 namespace g2n {
@@ -35,7 +36,7 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
     if (stop) return nullptr;
     // a ConfigMap or Secret nothing refers to is held as a digest (want())
     for (const kube::ApiKind &k : input->kinds_) {
-        if (k.group.empty() && (k.kind == "ConfigMap" || k.kind == "Secret")) input->objects_.hold_wanted_only(k);
+        if (find_kind(k.group, k.kind)->fetched_when_referred()) input->objects_.hold_wanted_only(k);
     }
     input->server_ = server;
     input->log_ = log;

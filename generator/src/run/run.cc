@@ -35,6 +35,7 @@
 #include "apply/upstream_api.h"
 #include "apply/output.h"
 #include "digest.h"
+#include "kind_table.h"
 #include "parse/parse.h"
 #include "render/render.h"
 #include "resolve/resolve.h"
@@ -100,6 +101,24 @@ void watch_paths(int inotify, const std::vector<std::string> &inputs)
 
 // ---- applying ----------------------------------------------------------------
 
+// How a change to the kind of `change` is applied (kind_table.h)
+KindChange change_of(const kube::ObjectChange &change)
+{
+    const KindRow *row = find_kind(change.group, change.kind);
+    return row != nullptr ? row->change : KindChange::Whole;
+}
+
+// `one`, parsed from the JSON `change` names, holds that object alone, of
+// a kind applied without resolve
+bool holds_only(const Manifests &one, const kube::ObjectChange &change)
+{
+    std::vector<std::pair<std::string_view, const ObjectMeta *>> held;
+    for (const EndpointSlice &o : one.endpoint_slices) held.emplace_back("EndpointSlice", &o.meta);
+    for (const ConfigMap &o : one.config_maps) held.emplace_back("ConfigMap", &o.meta);
+    for (const Secret &o : one.secrets) held.emplace_back("Secret", &o.meta);
+    return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
+}
+
 // What an input says changed since the last apply, and how to read each
 // object's JSON now (none: deleted).
 struct ChangeSet {
@@ -126,8 +145,9 @@ public:
         metrics_->applies++;
         const uint64_t cpu_before = thread_cpu_ns();
         if (changes && object_changes_applied(*changes)) {
-            const bool trust = std::any_of(changes->objects.begin(), changes->objects.end(),
-                                           [](const kube::ObjectChange &c) { return c.kind != "EndpointSlice"; });
+            const bool trust = std::any_of(changes->objects.begin(), changes->objects.end(), [](const kube::ObjectChange &c) {
+                return change_of(c) != KindChange::Endpoints;
+            });
             (trust ? metrics_->trust_cpu_ns : metrics_->endpoint_cpu_ns) += thread_cpu_ns() - cpu_before;
             return;
         }
@@ -331,45 +351,33 @@ private:
     // which then applies it.
     bool apply_object_changes(const ChangeSet &changes)
     {
-        Manifests changed_objects;  // what each object is now, one by one
-        std::vector<std::pair<const kube::ObjectChange *, size_t>> now;  // SIZE_MAX: gone
         for (const kube::ObjectChange &c : changes.objects) {
-            if (c.kind != "EndpointSlice" && c.kind != "ConfigMap" && c.kind != "Secret") return false;
-            if (c.kind != "EndpointSlice" && trust_ == nullptr) return false;
+            const KindChange how = change_of(c);
+            if (how == KindChange::Whole || (how == KindChange::Trust && trust_ == nullptr)) return false;
         }
-        for (const kube::ObjectChange &c : changes.objects) {
+        // what each object is now, parsed alone (none: gone)
+        std::vector<std::optional<Manifests>> now(changes.objects.size());
+        for (size_t i = 0; i < changes.objects.size(); i++) {
+            const kube::ObjectChange &c = changes.objects[i];
             const std::optional<std::string> json = changes.json_of(c);
-            if (!json) {
-                now.emplace_back(&c, SIZE_MAX);
-                continue;
-            }
-            Manifests one;
+            if (!json) continue;
+            Manifests &one = now[i].emplace();
             try {
                 parse_texts({{c.name, *json}}, &one);
             } catch (const InputError &) {
                 return false;  // said by the whole pipeline
             }
-            // the one object of its kind the change names, kept by position
-            auto take = [&](auto &parsed, auto &kept) {
-                if (parsed.size() != 1 || parsed[0].meta.key() != c.name_key) return false;
-                now.emplace_back(&c, kept.size());
-                kept.push_back(std::move(parsed[0]));
-                return true;
-            };
-            const bool taken = one.rejected.empty() && one.ignored.empty()
-                               && (c.kind == "EndpointSlice" ? take(one.endpoint_slices, changed_objects.endpoint_slices)
-                                   : c.kind == "ConfigMap"   ? take(one.config_maps, changed_objects.config_maps)
-                                                             : take(one.secrets, changed_objects.secrets));
-            if (!taken) return false;
+            if (!one.rejected.empty() || !one.ignored.empty() || !holds_only(one, c)) return false;
         }
-        for (const auto &[c, at] : now) {
-            const bool gone = at == SIZE_MAX;
-            if (c->kind == "EndpointSlice") {
-                endpoints_->slice_changed(c->name_key, gone ? nullptr : &changed_objects.endpoint_slices[at]);
-            } else if (c->kind == "ConfigMap") {
-                trust_->config_map_changed(c->name_key, gone ? nullptr : &changed_objects.config_maps[at]);
+        for (size_t i = 0; i < changes.objects.size(); i++) {
+            const kube::ObjectChange &c = changes.objects[i];
+            const Manifests *one = now[i] ? &*now[i] : nullptr;
+            if (change_of(c) == KindChange::Endpoints) {
+                endpoints_->slice_changed(c.name_key, one ? &one->endpoint_slices[0] : nullptr);
+            } else if (c.kind == "ConfigMap") {
+                trust_->config_map_changed(c.name_key, one ? &one->config_maps[0] : nullptr);
             } else {
-                trust_->secret_changed(c->name_key, gone ? nullptr : &changed_objects.secrets[at]);
+                trust_->secret_changed(c.name_key, one ? &one->secrets[0] : nullptr);
             }
         }
         // trust first: it leaves the plan as it was when it needs resolve
@@ -381,7 +389,9 @@ private:
             if (warned_.insert(w).second) say("warning: " + w);
         }
         bool slices = false, trust_objects = false;
-        for (const auto &[c, at] : now) (c->kind == "EndpointSlice" ? slices : trust_objects) = true;
+        for (const kube::ObjectChange &c : changes.objects) {
+            (change_of(c) == KindChange::Endpoints ? slices : trust_objects) = true;
+        }
         if (slices) metrics_->endpoint_updates++;
         if (trust_objects) metrics_->trust_updates++;
         ApiContent changed;

@@ -37,7 +37,8 @@ bool WatchedObjects::apply(const std::string &event_text, std::string *why)
     const rapidjson::Value &m = meta != o.MemberEnd() ? meta->value : empty;
     const std::string name_key = std::string(string_member(m, "namespace")) + "/" + std::string(string_member(m, "name"));
     const std::string kind(string_member(o, "kind"));
-    const std::string key = std::string(string_member(o, "apiVersion")) + "/" + kind + "/" + name_key;
+    const std::string api_version(string_member(o, "apiVersion"));
+    const std::string key = api_version + "/" + kind + "/" + name_key;
     if (type == "DELETED") {
         if (objects_.erase(key) == 0) return true;
     } else if (type == "ADDED" || type == "MODIFIED") {
@@ -49,16 +50,16 @@ bool WatchedObjects::apply(const std::string &event_text, std::string *why)
         *why = "unknown watch event type " + type;
         return false;
     }
-    changed_.emplace(key, std::make_pair(kind, name_key));
+    const size_t slash = api_version.find('/');
+    const std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
+    changed_.emplace(key, kube::ObjectChange{group, kind, name_key, "<watch event " + key + ">", key});
     return true;
 }
 
 std::vector<kube::ObjectChange> WatchedObjects::take_changes()
 {
     std::vector<kube::ObjectChange> changes;
-    for (auto &[key, what] : changed_) {
-        changes.push_back(kube::ObjectChange{std::move(what.first), std::move(what.second), "<watch event " + key + ">", key});
-    }
+    for (auto &[key, change] : changed_) changes.push_back(std::move(change));
     changed_.clear();
     return changes;
 }

@@ -25,7 +25,7 @@ public:
 
 private:
     std::map<std::string, std::string> objects_;  // "apiVersion/Kind/namespace/name" -> JSON
-    std::map<std::string, std::pair<std::string, std::string>> changed_;  // ... -> (Kind, "namespace/name")
+    std::map<std::string, kube::ObjectChange> changed_;  // by key
 };
 
 // The end of the first complete JSON value in `text` from `from` (skipping
