@@ -11,6 +11,7 @@
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
 #include "render/render.h"
+#include "run/debounce.h"
 #include "run/run.h"
 #include "run/watch_events.h"
 #include "test_support.h"
@@ -529,6 +530,43 @@ BOOST_AUTO_TEST_CASE(watch_events_are_cut_where_each_json_value_ends)
         }
         BOOST_TEST(seen == "{\"a\": [1, \"x\\\"]\"]}|\n[true, null, {\"b\": -1.5e3}]| \"s\"|", "cut at " << cut);
     }
+}
+
+// A change is applied after a quiet spell, or once the first event has
+// waited kLongestDebounceWaits spells however often others follow; at
+// once when the input ends; nothing is due while nothing is pending.
+BOOST_AUTO_TEST_CASE(changes_are_applied_after_a_quiet_spell_or_the_longest_wait)
+{
+    using std::chrono::milliseconds;
+    const auto t0 = g2n::Debounce::clock::time_point() + std::chrono::hours(1);
+    g2n::Debounce debounce(milliseconds(100));
+    g2n::Debounce::clock::time_point first;
+    BOOST_TEST(!debounce.due());
+    BOOST_TEST(!debounce.take(t0, true, &first));
+
+    debounce.changed(t0);
+    BOOST_TEST((*debounce.due() == t0 + milliseconds(100)));
+    BOOST_TEST(!debounce.take(t0 + milliseconds(99), false, &first));
+    BOOST_TEST(debounce.take(t0 + milliseconds(100), false, &first));
+    BOOST_TEST((first == t0));
+    BOOST_TEST(!debounce.pending());
+
+    // an event every 50 ms never falls quiet: applied at 4 spells all the same
+    for (int i = 0; i < 20; i++) {
+        const auto now = t0 + milliseconds(50 * i);
+        if (debounce.take(now, false, &first)) {
+            BOOST_TEST(i * 50 == g2n::kLongestDebounceWaits * 100);
+            BOOST_TEST((first == t0));
+            break;
+        }
+        BOOST_TEST_REQUIRE(i * 50 < g2n::kLongestDebounceWaits * 100);
+        debounce.changed(now);
+    }
+
+    debounce.changed(t0);
+    BOOST_TEST(debounce.take(t0, true, &first), "the input ended: at once");
+    debounce.changed_long_ago(t0);
+    BOOST_TEST(debounce.take(t0, false, &first), "synced: at once");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -74,9 +74,34 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
     return input;
 }
 
-void ApiInput::read(Manifests *out, unsigned jobs, DocumentCache *cache) const
+Input::Readable ApiInput::on_readable()
+{
+    objects_.drain_changes();
+    return Readable::Changed;
+}
+
+bool ApiInput::synced()
+{
+    if (synced_) return true;
+    synced_ = reflectors_->synced();
+    if (synced_) {
+        log_("every kind listed: " + std::to_string(objects_.size()) + " object(s)");
+    } else if (std::chrono::steady_clock::now() > say_waiting_) {
+        log_("waiting for the first list of " + reflectors_->unsynced());
+        say_waiting_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    }
+    return synced_;
+}
+
+std::optional<ChangeSet> ApiInput::take_changes()
+{
+    return ChangeSet{objects_.take_changes(), [this](const kube::ObjectChange &c) { return objects_.json_of(c); }};
+}
+
+void ApiInput::read(Manifests *out, unsigned jobs, DocumentCache *cache)
 {
     parse_texts(objects_.texts(), out, jobs, cache);
+    out->server_timestamps = true;
 }
 
 bool ApiInput::want(const ResolveReads &reads)

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,10 +17,11 @@
 #include "parse/parse.h"
 #include "plan.h"
 #include "resolve/resolve.h"
+#include "run/input.h"
 
 namespace g2n {
 
-class ApiInput {
+class ApiInput : public Input {
 public:
     using Log = std::function<void(const std::string &)>;
     // Reads the configuration (kube::ApiError when it is bad), finds the
@@ -28,29 +30,27 @@ public:
     // and takes part in the election.
     static std::unique_ptr<ApiInput> start(const Args &args, const volatile sig_atomic_t &stop, Log log);
 
-    int change_fd() const { return objects_.change_fd(); }
-    bool synced() const { return reflectors_->synced(); }
-    std::string unsynced() const { return reflectors_->unsynced(); }
-    size_t size() const { return objects_.size(); }
-    void read(Manifests *out, unsigned jobs, DocumentCache *cache) const;
-    // The ConfigMaps and Secrets a resolve looked up are the ones held
-    // whole; those held as a digest until now are fetched (GET). True when
-    // one was: the input changed, read it again.
-    bool want(const ResolveReads &reads);
+    int fd() const override { return objects_.change_fd(); }
+    Readable on_readable() override;
+    FirstApply first_apply() const override { return FirstApply::OnceSynced; }
+    // Every kind listed once; said when they are, and every 10 s while not.
+    bool synced() override;
+    void read(Manifests *out, unsigned jobs, DocumentCache *cache) override;
     // The objects changed since the last call (kube::ObjectStore).
-    std::vector<kube::ObjectChange> take_changes() { return objects_.take_changes(); }
-    std::optional<std::string> json_of(const kube::ObjectChange &change) const { return objects_.json_of(change); }
+    std::optional<ChangeSet> take_changes() override;
 
     // What `plan` says of each object, offered to the status writer; a
     // Gateway is not Programmed before a running nginx serves it.
-    void offer_status(const Plan &plan, const Options &options, bool nginx_runs);
-    // A configuration is being made from the start: the last one's statuses
-    // are not held beside it (their writes wait for its offer).
-    void withdraw_status() { writer_->withdraw(); }
-    // The status writer, come to lead, wants every status offered again.
-    bool wants_status() const { return writer_->wants_everything(); }
-    // The API client's part of /metrics.
-    std::string metrics() const;
+    void offer_status(const Plan &plan, const Options &options, bool nginx_runs) override;
+    // The last statuses are not held beside the configuration made from
+    // the start (their writes wait for its offer).
+    void withdraw_status() override { writer_->withdraw(); }
+    bool wants_status() const override { return writer_->wants_everything(); }
+    // The ConfigMaps and Secrets a resolve looked up are the ones held
+    // whole; those held as a digest until now are fetched (GET).
+    bool want(const ResolveReads &reads) override;
+    // The API client's part.
+    std::string metrics() const override;
 
 private:
     ApiInput() = default;
@@ -64,6 +64,8 @@ private:
     std::unique_ptr<kube::LeaderElector> elector_;
     std::unique_ptr<kube::StatusWriter> writer_;
     std::unique_ptr<kube::GatewayServiceWriter> gateway_services_;  // --gateway-service-external-name
+    bool synced_ = false;
+    std::chrono::steady_clock::time_point say_waiting_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
 };
 
 }  // namespace g2n

@@ -1,5 +1,9 @@
 #include "run/watch_events.h"
 #include "kube/json.h"
+#include "run/process.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <rapidjson/document.h>
 #include <rapidjson/encodedstream.h>
@@ -79,6 +83,41 @@ void WatchedObjects::read(Manifests *out, unsigned jobs, DocumentCache *cache) c
     texts.reserve(objects_.size());
     for (const auto &[key, text] : objects_) texts.emplace_back("<watch event " + key + ">", text);
     parse_texts(texts, out, jobs, cache);
+}
+
+WatchEventInput::WatchEventInput()
+{
+    ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
+    say("reading watch events on standard input");
+}
+
+Input::Readable WatchEventInput::on_readable()
+{
+    char buf[65536];
+    const ssize_t got = ::read(0, buf, sizeof buf);
+    if (got == 0) return Readable::Ended;
+    if (got < 0) return Readable::Nothing;
+    pending_.append(buf, static_cast<size_t>(got));
+    Readable readable = Readable::Nothing;
+    size_t end;
+    while ((end = json_value_end(pending_, 0)) != std::string::npos) {
+        std::string why;
+        if (!objects_.apply(pending_.substr(0, end), &why)) say(why + "; ignored");
+        pending_.erase(0, end);
+        readable = Readable::Changed;
+    }
+    return readable;
+}
+
+void WatchEventInput::read(Manifests *out, unsigned jobs, DocumentCache *cache)
+{
+    objects_.read(out, jobs, cache);
+    out->server_timestamps = true;  // kubectl's: the API server's
+}
+
+std::optional<ChangeSet> WatchEventInput::take_changes()
+{
+    return ChangeSet{objects_.take_changes(), [this](const kube::ObjectChange &c) { return objects_.json_of(c); }};
 }
 
 size_t json_value_end(const std::string &text, size_t from)

@@ -9,6 +9,7 @@
 
 #include "kube/reflector.h"
 #include "parse/parse.h"
+#include "run/input.h"
 
 namespace g2n {
 
@@ -26,6 +27,23 @@ public:
 private:
     std::map<std::string, std::string> objects_;  // "apiVersion/Kind/namespace/name" -> JSON
     std::map<std::string, kube::ObjectChange> changed_;  // by key
+};
+
+// run --watch-events: standard input, an event applied as soon as it is
+// whole; the stream's end ends run.
+class WatchEventInput : public Input {
+public:
+    WatchEventInput();  // standard input made non-blocking
+
+    int fd() const override { return 0; }
+    Readable on_readable() override;
+    FirstApply first_apply() const override { return FirstApply::AtFirstChange; }
+    void read(Manifests *out, unsigned jobs, DocumentCache *cache) override;
+    std::optional<ChangeSet> take_changes() override;
+
+private:
+    WatchedObjects objects_;
+    std::string pending_;  // bytes not yet a whole event
 };
 
 // The end of the first complete JSON value in `text` from `from` (skipping

@@ -1,0 +1,380 @@
+#include "run/applier.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "apply/nginx_check.h"
+#include "apply/output.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
+#include "run/digests.h"
+#include "run/process.h"
+
+namespace fs = std::filesystem;
+
+namespace g2n {
+
+namespace {
+
+uint64_t thread_cpu_ns()
+{
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+}  // namespace
+
+Applier::Applier(const Args &args, RunMetrics *metrics, Input &input, NginxProcess *nginx)
+    : args_(args), metrics_(metrics), input_(input), nginx_(nginx)
+{
+    outdir_ = fs::absolute(args.outdir).lexically_normal();
+    if (outdir_.filename().empty()) outdir_ = outdir_.parent_path();
+    staged_ = outdir_.parent_path() / ("." + outdir_.filename().string() + ".new-" + std::to_string(::getpid()));
+}
+
+void Applier::apply(std::optional<ChangeSet> changes)
+{
+    metrics_->applies++;
+    const uint64_t cpu_before = thread_cpu_ns();
+    if (changes && object_changes_applied(*changes)) {
+        const bool trust = std::any_of(changes->objects.begin(), changes->objects.end(), [](const kube::ObjectChange &c) {
+            return change_of(c) != KindChange::Endpoints;
+        });
+        (trust ? metrics_->trust_cpu_ns : metrics_->endpoint_cpu_ns) += thread_cpu_ns() - cpu_before;
+        return;
+    }
+    changes.reset();  // a first sync's or a relist's names every object: not held through the whole way
+    apply_whole();
+    ::malloc_trim(0);  // the millions of small blocks it freed, handed back
+    metrics_->whole_cpu_ns += thread_cpu_ns() - cpu_before;
+}
+
+// What `changes` ask is done, when the plan kept can follow them
+// (nothing changed, or EndpointSlices, ConfigMaps and Secrets alone)
+bool Applier::object_changes_applied(const ChangeSet &changes)
+{
+    if (endpoints_ == nullptr) return false;
+    if (changes.objects.empty()) {
+        say("no change to the configuration or the status");
+        serving(nginx_runs_now());
+        return true;
+    }
+    return apply_object_changes(changes);
+}
+
+// Read, resolved, rendered and applied from the start: by a push when
+// the skeleton nginx runs is unchanged, else by a reload.
+void Applier::apply_whole()
+{
+    endpoints_.reset();
+    trust_.reset();
+    plan_.reset();
+    input_.withdraw_status();
+    Manifests manifests;
+    read_ = &manifests;
+    try {
+        documents_.reserve_as_last(&manifests);
+        input_.read(&manifests, args_.jobs, &documents_);
+        documents_.forget_unused();
+        apply_read(manifests);
+    } catch (const InputError &e) {
+        metrics_->bad_inputs++;
+        say(std::string("bad input, nothing changed: ") + e.what());
+    }
+    give_back(nullptr);
+}
+
+// What apply_whole read, given back to the document cache it came from
+// (once); where its objects went told to *moved when not null.
+void Applier::give_back(MovedObjects *moved)
+{
+    if (read_ == nullptr) return;
+    documents_.give_back(std::move(*read_), moved);
+    read_ = nullptr;
+}
+
+void Applier::apply_read(Manifests &manifests)
+{
+    try {
+        // what nginx -t refused before and is unchanged since stays out,
+        // with no new search: a change elsewhere costs one nginx -t at most
+        first_seen_.stamp(&manifests);
+        const std::vector<Exclusion> recalled = refusals_.recall(manifests, std::chrono::steady_clock::now());
+        std::optional<Manifests> without_recalled;
+        resolved_from_ = recalled.empty() ? &manifests : &without_recalled.emplace(without(manifests, recalled));
+        reads_.emplace();
+        Plan plan = resolve(*resolved_from_, args_.options, &*reads_);
+        // the ConfigMaps and Secrets it looked up are held whole: those
+        // that were a digest until now are fetched, and read again
+        if (input_.want(*reads_)) {
+            say("ConfigMaps or Secrets newly referred to were fetched: reading again");
+            reads_.reset();
+            resolved_from_ = nullptr;
+            return;
+        }
+        const std::string skeleton = skeleton_digest(plan, args_.options);
+        if (!applied_ && first_ && outdir_holds(outdir_, plan, args_.options)) {
+            // started beside an nginx that runs what OUTDIR holds
+            applied_ = true;
+            skeleton_ = skeleton;
+            pushed_ = ApiHeld::of(plan, args_.options);
+            status_ = status_digest(plan, args_.options);
+            say("OUTDIR already holds this configuration: nothing to apply");
+            if (!nginx_runs_now() && starts_nginx() && !start_nginx() && nginx_failed_) return;
+            applied(std::move(plan), nginx_runs_now());
+        } else if (applied_ && skeleton == skeleton_) {
+            apply_through_api(std::move(plan));
+        } else {
+            apply_configuration(manifests, std::move(plan), recalled, ReloadReason::Change);
+        }
+        first_ = false;
+    } catch (const std::exception &e) {
+        std::error_code ec;
+        fs::remove_all(staged_, ec);
+        say(std::string("error, nothing changed: ") + e.what());
+    }
+    resolved_from_ = nullptr;
+    isolated_input_.reset();
+}
+
+// When OUTDIR, behind the servers pushed since it was written, is to
+// be written again: after a quiet spell, or at the latest a while after
+// it fell behind.
+std::optional<std::chrono::steady_clock::time_point> Applier::catch_up_due() const
+{
+    if (!behind_since_) return std::nullopt;
+    return std::min(last_endpoint_update_ + kCatchUpQuiet, *behind_since_ + kCatchUpLongest);
+}
+
+// OUTDIR as the plan nginx runs renders it, with the servers pushed
+// since: what a restarted nginx reads.
+void Applier::catch_up()
+{
+    if (!behind_since_ || !plan_) return;
+    behind_since_.reset();
+    try {
+        write_configuration(*plan_, args_.options, staged_, false);
+        replace_dir(staged_, outdir_);
+        say("OUTDIR written with the servers pushed since");
+    } catch (const std::exception &e) {
+        std::error_code ec;
+        fs::remove_all(staged_, ec);
+        say(std::string("writing OUTDIR failed: ") + e.what());
+        behind_since_ = std::chrono::steady_clock::now();
+    }
+}
+
+// The servers and trust of `plan` that differ from what nginx holds,
+// pushed (and logged) alone; false when the push failed.
+bool Applier::push_changed(const Plan &plan, bool *pushed)
+{
+    ApiHeld held;
+    const ApiContent changed = api_changes(plan, args_.options, pushed_, &held);
+    if (pushed != nullptr) *pushed = !changed.empty();
+    if (changed.empty()) return true;
+    if (!push(changed)) return false;
+    pushed_ = std::move(held);  // and what the plan no longer has, forgotten
+    return true;
+}
+
+// `changed` pushed to the upstream API, counted, said, and kept as what
+// it holds; false when the push failed.
+bool Applier::push(const ApiContent &changed)
+{
+    if (std::string failed = push_to_api(args_.options, api_body(changed)); !failed.empty()) {
+        metrics_->push_failures++;
+        say("pushing to the upstream API failed (" + failed + "): reloading instead");
+        return false;
+    }
+    pushed_.hold(changed);
+    metrics_->pushes++;
+    std::string what;
+    const size_t upstreams = changed.servers.size() + changed.stream_servers.size();
+    if (upstreams > 0) what = "servers of " + std::to_string(upstreams) + " upstream(s)";
+    if (!changed.trust.empty()) {
+        what += (what.empty() ? "" : " and ") + std::string("trust of ") + std::to_string(changed.trust.size())
+                + " policy(ies)";
+    }
+    say(what + " pushed to nginx, no reload");
+    return true;
+}
+
+// The plan kept is served by a running nginx now (when it was applied,
+// none might have run yet): said, as applied() says it.
+void Applier::serving(bool nginx_runs)
+{
+    if (!nginx_runs || nginx_runs_) return;
+    nginx_runs_ = metrics_->ready = true;
+    input_.offer_status(*plan_, args_.options, true);
+}
+
+// What is wrong with tenants' objects, each said once while it stays
+// wrong, whichever way the change is applied.
+void Applier::say_new_warnings(const Plan &plan)
+{
+    std::set<std::string> now(plan.warnings.begin(), plan.warnings.end());
+    for (const std::string &w : plan.warnings) {
+        if (!warned_.count(w)) say("warning: " + w);
+    }
+    warned_ = std::move(now);
+}
+
+// Same configuration but for servers and trust: push what changed,
+// then OUTDIR (and status.yaml) catches up, with no reload.
+void Applier::apply_through_api(Plan plan)
+{
+    say_new_warnings(plan);
+    bool pushed = false;
+    if (!push_changed(plan, &pushed)) {
+        applied_ = false;
+        Manifests none;
+        apply_configuration(none, std::move(plan), {}, ReloadReason::PushFailed, /*can_isolate=*/false);
+        return;
+    }
+    const std::string status = status_digest(plan, args_.options);
+    if (!pushed && status == status_ && !behind_since_) {
+        say("no change to the configuration or the status");
+        applied(std::move(plan), nginx_runs_now());
+        return;
+    }
+    write_configuration(plan, args_.options, staged_, false);
+    replace_dir(staged_, outdir_);
+    status_ = status;
+    behind_since_.reset();
+    applied(std::move(plan), nginx_runs_now());
+}
+
+// `plan`: of `manifests` without `recalled`, objects nginx -t refused
+// before
+void Applier::apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
+                         ReloadReason reason, bool can_isolate)
+{
+    metrics_->renders++;
+    write_configuration(plan, args_.options, staged_, false);
+    std::vector<Exclusion> found;
+    // the nginx that takes it (running on OUTDIR, or about to start)
+    // must also be able to bind what is new to it
+    const bool runs = nginx_runs_now();
+    const fs::path held = runs ? outdir_ : fs::path();
+    const fs::path *running = runs || starts_nginx() ? &held : nullptr;
+    if (std::optional<std::string> refusal = nginx_refusal(args_.nginx, staged_, false, running)) {
+        std::optional<Plan> isolated =
+            can_isolate ? stage_without_refused(manifests, *refusal, args_.options, args_.nginx, args_.jobs > 1,
+                                                staged_, recalled, &found, running)
+                        : std::nullopt;
+        if (!isolated) {
+            fs::remove_all(staged_);
+            metrics_->refused++;
+            say("nginx -t refuses the configuration; nginx keeps the one it runs");
+            return;
+        }
+        plan = std::move(*isolated);
+        reads_.reset();  // of another resolve
+        if (!found.empty()) {
+            std::vector<Exclusion> excluded = recalled;
+            excluded.insert(excluded.end(), found.begin(), found.end());
+            resolved_from_ = &isolated_input_.emplace(without(manifests, excluded));
+        }
+    }
+    if (can_isolate) {
+        refusals_.remember(manifests, recalled, found, std::chrono::steady_clock::now());
+        if (!recalled.empty()) {
+            say(std::to_string(recalled.size()) + " object(s) nginx -t refused before, unchanged since, left out "
+                "again without a search");
+        }
+    }
+    say_new_warnings(plan);
+    const std::string skeleton = skeleton_digest(plan, args_.options);
+    if (applied_ && skeleton == skeleton_) {
+        // what nginx runs already (the objects nginx refuses are left out
+        // again): the other tenants' servers and trust still reach it
+        if (push_changed(plan)) {
+            replace_dir(staged_, outdir_);
+            behind_since_.reset();
+            status_ = status_digest(plan, args_.options);
+            say("the configuration nginx runs is unchanged, no reload");
+            taken_ = taken_objects(manifests, recalled, found);
+            applied(std::move(plan), nginx_runs_now());
+            return;
+        }
+        reason = ReloadReason::PushFailed;
+    }
+    behind_since_.reset();
+    status_ = status_digest(plan, args_.options);
+    bool nginx_runs = false;
+    if (!nginx_runs_now()) {
+        replace_dir(staged_, outdir_);
+        if (starts_nginx()) {
+            nginx_runs = start_nginx();
+            if (nginx_failed_) return;
+        } else {
+            say("configuration written; no nginx is running on it yet");
+        }
+    } else {
+        nginx_runs = true;
+        std::string refusal;
+        if (std::string failed = reload_onto(plan, skeleton, reason, &refusal); !failed.empty()) {
+            status_.clear();
+            if (refusal.empty()) {
+                applied_ = false;  // what nginx runs is not known: the next change reloads
+            } else if (can_isolate) {
+                reload_without_refused(manifests, refusal, recalled);  // it runs what it ran
+            }
+            return;
+        }
+    }
+    applied_ = true;
+    skeleton_ = skeleton;
+    pushed_ = ApiHeld::of(plan, args_.options);
+    taken_ = taken_objects(manifests, recalled, found);
+    applied(std::move(plan), nginx_runs);
+}
+
+// `plan` is what nginx runs (or will, once started): kept, with what
+// EndpointSlice changes need to follow it
+void Applier::applied(Plan plan, bool nginx_runs)
+{
+    if (nginx_runs) metrics_->ready = true;
+    nginx_runs_ = nginx_runs;
+    if (resolved_from_ != nullptr) {
+        auto endpoints = std::make_unique<ServiceEndpoints>(*resolved_from_, plan, args_.options);
+        if (endpoints->usable()) endpoints_ = std::move(endpoints);
+    }
+    if (resolved_from_ != nullptr && reads_) {
+        auto trust = std::make_unique<PolicyTrust>(*resolved_from_, plan, args_.options, *reads_);
+        if (trust->usable()) trust_ = std::move(trust);
+    }
+    reads_.reset();
+    // They view what was resolved: the read, followed into the document
+    // cache it goes back to, or else copied before it goes (objects
+    // nginx -t refused left out of a copy of it; no cache)
+    const bool follows = resolved_from_ != nullptr && resolved_from_ == read_;
+    if (!follows) {
+        if (endpoints_) endpoints_->copy_objects();
+        if (trust_) trust_->copy_objects();
+    }
+    // what was read, given back before the status is made: the two
+    // are not held at once
+    MovedObjects moved;
+    give_back(&moved);
+    if (follows && endpoints_ && !endpoints_->follow(moved)) endpoints_.reset();
+    if (follows && trust_ && !trust_->follow(moved)) trust_.reset();
+    plan_ = std::move(plan);
+    input_.offer_status(*plan_, args_.options, nginx_runs);
+}
+
+void Applier::notice_nginx()
+{
+    if (plan_ && applied_ && !nginx_runs_ && nginx_runs_now()) serving(true);
+}
+
+void Applier::tell_again()
+{
+    if (plan_) input_.offer_status(*plan_, args_.options, nginx_runs_);
+}
+
+}  // namespace g2n

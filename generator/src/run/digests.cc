@@ -1,0 +1,81 @@
+#include "run/digests.h"
+
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "digest.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
+
+namespace fs = std::filesystem;
+
+namespace g2n {
+
+// Left out of the skeleton: the servers of replaceable upstreams and the
+// trust of replaceable policies (their CA and pins, and the CA bundles
+// only they name). A cryptographic digest: tenants write what goes into
+// it. A bundle named elsewhere too is in that other text by its name,
+// which is its content's digest.
+std::string skeleton_digest(const Plan &plan, const Options &options)
+{
+    Options skeleton = options;
+    skeleton.endpoint_skeleton = true;
+    std::set<std::string> replaceable_bundles;
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable_bundles.insert(policy->ca);
+    Sha256Stream text;
+    text << render_nginx_conf(plan, skeleton) << "\n\x01http\n";
+    render_http_conf(text, plan, skeleton);
+    text << "\n\x01stream\n" << render_stream_conf(plan, skeleton);
+    for (const OutputFile &f : plan.files) {
+        if (replaceable_bundles.count(f.path)) continue;
+        text << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
+    }
+    return text.digest();
+}
+
+// digested as it is rendered
+std::string status_digest(const Plan &plan, const Options &options)
+{
+    Sha256Stream text;
+    render_status(text, plan, options);
+    return text.digest();
+}
+
+namespace {
+
+std::string file_text(const fs::path &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : std::string("\x01");
+}
+
+std::string file_digest(const fs::path &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "";
+    Sha256Stream digest;
+    digest << in.rdbuf();
+    return digest.digest();
+}
+
+}  // namespace
+
+bool outdir_holds(const fs::path &outdir, const Plan &plan, const Options &options)
+{
+    // http.conf by digest: at 10,000 routes, neither it nor its
+    // rendering is held whole
+    Sha256Stream http;
+    render_http_conf(http, plan, options);
+    if (file_text(outdir / "nginx.conf") != render_nginx_conf(plan, options)
+        || file_digest(outdir / "http.conf") != http.digest()
+        || file_text(outdir / "stream.conf") != render_stream_conf(plan, options)) {
+        return false;
+    }
+    for (const OutputFile &f : plan.files) {
+        if (file_text(outdir / f.path) != f.content) return false;
+    }
+    return true;
+}
+
+}  // namespace g2n

@@ -1,0 +1,98 @@
+#include "run/applier.h"
+
+#include "run/process.h"
+
+namespace g2n {
+
+namespace {
+
+// `one`, parsed from the JSON `change` names, holds that object alone, of
+// a kind applied without resolve
+bool holds_only(const Manifests &one, const kube::ObjectChange &change)
+{
+    std::vector<std::pair<std::string_view, const ObjectMeta *>> held;
+    for (const EndpointSlice &o : one.endpoint_slices) held.emplace_back("EndpointSlice", &o.meta);
+    for (const ConfigMap &o : one.config_maps) held.emplace_back("ConfigMap", &o.meta);
+    for (const Secret &o : one.secrets) held.emplace_back("Secret", &o.meta);
+    return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
+}
+
+}  // namespace
+
+KindChange change_of(const kube::ObjectChange &change)
+{
+    const KindRow *row = find_kind(change.group, change.kind);
+    return row != nullptr ? row->change : KindChange::Whole;
+}
+
+// Only EndpointSlices, ConfigMaps and Secrets changed: the servers of
+// the Services they name (ServiceEndpoints) and the trust of the
+// policies reading them (PolicyTrust), recomputed and pushed, OUTDIR
+// written later. False when the change needs the whole pipeline,
+// which then applies it.
+bool Applier::apply_object_changes(const ChangeSet &changes)
+{
+    for (const kube::ObjectChange &c : changes.objects) {
+        const KindChange how = change_of(c);
+        if (how == KindChange::Whole || (how == KindChange::Trust && trust_ == nullptr)) return false;
+    }
+    // what each object is now, parsed alone (none: gone)
+    std::vector<std::optional<Manifests>> now(changes.objects.size());
+    for (size_t i = 0; i < changes.objects.size(); i++) {
+        const kube::ObjectChange &c = changes.objects[i];
+        const std::optional<std::string> json = changes.json_of(c);
+        if (!json) continue;
+        Manifests &one = now[i].emplace();
+        try {
+            parse_texts({{c.name, *json}}, &one);
+        } catch (const InputError &) {
+            return false;  // said by the whole pipeline
+        }
+        if (!one.rejected.empty() || !one.ignored.empty() || !holds_only(one, c)) return false;
+    }
+    for (size_t i = 0; i < changes.objects.size(); i++) {
+        const kube::ObjectChange &c = changes.objects[i];
+        const Manifests *one = now[i] ? &*now[i] : nullptr;
+        if (change_of(c) == KindChange::Endpoints) {
+            endpoints_->slice_changed(c.name_key, one ? &one->endpoint_slices[0] : nullptr);
+        } else if (c.kind == "ConfigMap") {
+            trust_->config_map_changed(c.name_key, one ? &one->config_maps[0] : nullptr);
+        } else {
+            trust_->secret_changed(c.name_key, one ? &one->secrets[0] : nullptr);
+        }
+    }
+    // trust first: it leaves the plan as it was when it needs resolve
+    const PolicyTrust::Update trust = trust_ ? trust_->update(&*plan_) : PolicyTrust::Update{};
+    if (trust.needs_resolve) return false;
+    const ServiceEndpoints::Update update = endpoints_->update(&*plan_);
+    if (update.needs_resolve) return false;
+    for (const std::string &w : update.warnings) {
+        if (warned_.insert(w).second) say("warning: " + w);
+    }
+    bool slices = false, trust_objects = false;
+    for (const kube::ObjectChange &c : changes.objects) {
+        (change_of(c) == KindChange::Endpoints ? slices : trust_objects) = true;
+    }
+    if (slices) metrics_->endpoint_updates++;
+    if (trust_objects) metrics_->trust_updates++;
+    ApiContent changed;
+    for (const Upstream *u : update.changed) changed.servers[u->name] = upstream_servers_api_json(*u);
+    for (const Upstream *u : update.stream_changed) changed.stream_servers[u->name] = upstream_servers_api_json(*u);
+    for (const UpstreamPolicy *p : trust.changed) changed.trust[p->name] = policy_trust_api_json(*p, *plan_);
+    changed = changed.changed_since(pushed_);
+    if (changed.empty()) {
+        say("no change to the servers nginx holds");
+        serving(nginx_runs_now());
+        return true;
+    }
+    if (!push(changed)) {
+        applied_ = false;  // the whole way reloads
+        return false;
+    }
+    last_endpoint_update_ = std::chrono::steady_clock::now();
+    if (!behind_since_) behind_since_ = last_endpoint_update_;
+    serving(true);  // the push was answered
+    return true;
+}
+
+}  // namespace g2n
