@@ -688,4 +688,25 @@ BOOST_AUTO_TEST_CASE(watched_namespaces_are_listed_and_replaced_apart)
     BOOST_TEST(changes[0].name_key == "a/web", "a's is gone, and said");
 }
 
+// client-go's backoff: each delay between the backoff and twice it, the
+// backoff doubling from 800 ms to 30 s; back to 800 ms after a reset.
+BOOST_AUTO_TEST_CASE(backoff_doubles_with_jitter_up_to_30_s)
+{
+    using ms = std::chrono::milliseconds;
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        g2n::kube::Backoff backoff(seed);
+        ms base(800);
+        for (int i = 0; i < 10; i++) {
+            const ms delay = backoff.next();
+            BOOST_TEST(delay.count() >= base.count());
+            BOOST_TEST(delay.count() < 2 * base.count());
+            base = std::min<ms>(base * 2, ms(30000));
+        }
+        BOOST_TEST(base.count() == 30000);
+        backoff.reset();
+        const ms delay = backoff.next();
+        BOOST_TEST((delay.count() >= 800 && delay.count() < 1600), delay.count());
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

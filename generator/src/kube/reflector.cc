@@ -518,6 +518,22 @@ bool Reflectors::sleep_for(std::chrono::milliseconds delay)
     return !sleep_cv_.wait_for(lock, delay, [this] { return stop_.load(); });
 }
 
+std::chrono::milliseconds Backoff::next()
+{
+    std::uniform_real_distribution<double> jitter(1.0, 2.0);
+    const auto delay = std::chrono::milliseconds(static_cast<long>(backoff_.count() * jitter(random_)));
+    backoff_ = std::min<std::chrono::milliseconds>(backoff_ * 2, kLongest);
+    return delay;
+}
+
+bool Reflectors::wait_after_error(size_t index, Backoff &backoff, const std::string &what)
+{
+    errors_[index]++;
+    const std::chrono::milliseconds delay = backoff.next();
+    log_(what + "; again in " + std::to_string(delay.count()) + " ms");
+    return sleep_for(delay);
+}
+
 // client-go's ListAndWatch: list (in pages), then watch from the list's
 // resourceVersion for as long as the server keeps the stream, again from
 // the last version seen when it ends; a new list after 410 Gone; after an
@@ -528,118 +544,123 @@ void Reflectors::reflect(size_t index)
     const ApiKind &kind = kinds_[index];
     ApiClient client(server_);
     std::mt19937_64 random(std::random_device{}() + index);
-    std::chrono::milliseconds backoff(800);
-    auto wait_after_error = [&](const std::string &what) {
-        errors_[index]++;
-        std::uniform_real_distribution<double> jitter(1.0, 2.0);
-        const auto delay = std::chrono::milliseconds(static_cast<long>(backoff.count() * jitter(random)));
-        log_(what + "; again in " + std::to_string(delay.count()) + " ms");
-        backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
-        return sleep_for(delay);
-    };
-    // pages of 500 as client-go's; of a kind held whole only while wanted
-    // (tenants' ConfigMaps and Secrets, up to 1.5 MB each), of 25: a page
-    // is held three times while it is read (body, document, texts)
-    const bool wanted_only = store_->holds_wanted_only(kind);
-    const std::string limit = wanted_only ? "25" : "500";
+    Backoff backoff(random());
     while (!stop_) {
-        // the list
-        std::map<std::string, std::pair<std::string, std::string>> objects;
-        std::string resource_version, next;
-        bool listed = false;
-        while (!stop_) {
-            const Response r = client.request(
-                "GET", kind.path() + "?limit=" + limit + (next.empty() ? "" : "&continue=" + escape_query(next)), "",
-                "application/json", 60000, &stop_);
-            if (stop_) return;
-            if (r.status == 410 && !next.empty()) {  // the continue token expired: the whole list again
-                objects.clear();
-                next.clear();
-                continue;
-            }
-            if (!r.ok()) {
-                if (!wait_after_error("listing " + kind.described() + " failed (" + r.describe() + ")")) return;
-                objects.clear();
-                next.clear();
-                continue;
-            }
-            Document doc;
-            doc.Parse(r.body.c_str(), r.body.size());
-            if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("items") || !doc["items"].IsArray()) {
-                if (!wait_after_error("listing " + kind.described() + ": the answer is not a list")) return;
-                objects.clear();
-                next.clear();
-                continue;
-            }
-            for (Value &item : doc["items"].GetArray()) {
-                std::string name_key, text, content;
-                if (object_text(item, kind, doc.GetAllocator(), &name_key, &text, &content)) {
-                    if (!store_->holds_whole(kind, name_key)) std::string().swap(text);  // a digest is all it keeps
-                    objects[name_key] = {std::move(text), std::move(content)};
-                }
-            }
-            resource_version = metadata_member(doc, "resourceVersion");
-            next = metadata_member(doc, "continue");
-            if (wanted_only) {
-                // what the page took (body, document, texts: up to 3 x 25
-                // objects of 1.5 MB) handed back before the next
-                doc = Document();
-                ::malloc_trim(0);
-            }
-            if (next.empty()) {
-                listed = true;
-                break;
-            }
-        }
+        std::optional<Listed> listed = list_all(index, client, backoff);
         if (!listed) return;
-        const size_t count = objects.size();
+        const size_t count = listed->objects.size();
         lists_[index]++;
-        store_->replace_kind(kind, std::move(objects));
+        store_->replace_kind(kind, std::move(listed->objects));
         if (!synced_[index]) {
             log_("listed " + std::to_string(count) + " " + kind.kind + "(s)" + (kind.scope.empty() ? "" : " in " + kind.scope)
-                 + " at resourceVersion " + resource_version);
+                 + " at resourceVersion " + listed->resource_version);
         }
         synced_[index] = true;
+        if (!watch_from(index, client, backoff, listed->resource_version, random)) return;
+    }
+}
 
-        // the watch, resumed until it expires
-        WatchDecoder decoder(kind, store_);
-        decoder.set_resource_version(resource_version);
-        while (!stop_) {
-            std::uniform_int_distribution<int> minutes(300, 600);  // client-go: 5 to 10 minutes
-            const std::string path = kind.path() + "?watch=1&allowWatchBookmarks=true&timeoutSeconds="
-                                     + std::to_string(minutes(random)) + "&resourceVersion="
-                                     + escape_query(decoder.resource_version());
-            WatchDecoder::Outcome outcome = WatchDecoder::Outcome::Continue;
-            const size_t events_before = decoder.events();
-            const auto started = std::chrono::steady_clock::now();
-            const Response r = client.stream(path, [&](std::string_view bytes) {
-                const size_t seen = decoder.events();
-                outcome = decoder.feed(bytes);
-                events_[index] += decoder.events() - seen;
-                return outcome == WatchDecoder::Outcome::Continue;
-            }, stop_);
-            if (stop_) return;
-            if (r.status == 410 || outcome == WatchDecoder::Outcome::Expired) {
-                log_("watch of " + kind.described() + " expired at resourceVersion " + decoder.resource_version()
-                     + " (410 Gone): listing again");
-                break;
-            }
-            if (outcome == WatchDecoder::Outcome::Failed) {
-                if (!wait_after_error(decoder.error())) return;
-                continue;
-            }
-            if (!r.ok()) {
-                if (!wait_after_error("watching " + kind.described() + " failed (" + r.describe() + ")")) return;
-                continue;
-            }
-            // a watch the server ends at once, again and again, is not let spin
-            if (decoder.events() == events_before && std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) {
-                if (!sleep_for(std::chrono::seconds(1))) return;
-            } else {
-                backoff = std::chrono::milliseconds(800);
+// Every object of the kind, page by page; none once stopped. Pages of 500
+// as client-go's; of a kind held whole only while wanted (tenants'
+// ConfigMaps and Secrets, up to 1.5 MB each), of 25: a page is held three
+// times while it is read (body, document, texts).
+std::optional<Reflectors::Listed> Reflectors::list_all(size_t index, ApiClient &client, Backoff &backoff)
+{
+    const ApiKind &kind = kinds_[index];
+    const bool wanted_only = store_->holds_wanted_only(kind);
+    const std::string limit = wanted_only ? "25" : "500";
+    Listed listed;
+    std::string next;
+    while (!stop_) {
+        const Response r = client.request(
+            "GET", kind.path() + "?limit=" + limit + (next.empty() ? "" : "&continue=" + escape_query(next)), "",
+            "application/json", 60000, &stop_);
+        if (stop_) return std::nullopt;
+        if (r.status == 410 && !next.empty()) {  // the continue token expired: the whole list again
+            listed.objects.clear();
+            next.clear();
+            continue;
+        }
+        Document doc;
+        std::string fault;
+        if (!r.ok()) {
+            fault = "listing " + kind.described() + " failed (" + r.describe() + ")";
+        } else {
+            doc.Parse(r.body.c_str(), r.body.size());
+            if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("items") || !doc["items"].IsArray()) {
+                fault = "listing " + kind.described() + ": the answer is not a list";
             }
         }
+        if (!fault.empty()) {
+            if (!wait_after_error(index, backoff, fault)) return std::nullopt;
+            listed.objects.clear();
+            next.clear();
+            continue;
+        }
+        for (Value &item : doc["items"].GetArray()) {
+            std::string name_key, text, content;
+            if (object_text(item, kind, doc.GetAllocator(), &name_key, &text, &content)) {
+                if (!store_->holds_whole(kind, name_key)) std::string().swap(text);  // a digest is all it keeps
+                listed.objects[name_key] = {std::move(text), std::move(content)};
+            }
+        }
+        listed.resource_version = metadata_member(doc, "resourceVersion");
+        next = metadata_member(doc, "continue");
+        if (wanted_only) {
+            // what the page took (body, document, texts: up to 3 x 25
+            // objects of 1.5 MB) handed back before the next
+            doc = Document();
+            ::malloc_trim(0);
+        }
+        if (next.empty()) return listed;
     }
+    return std::nullopt;
+}
+
+// Watches from `resource_version`, resumed from the last version seen
+// each time the server ends the stream, until the version expires (true:
+// list again) or run stops (false).
+bool Reflectors::watch_from(size_t index, ApiClient &client, Backoff &backoff, const std::string &resource_version,
+                            std::mt19937_64 &random)
+{
+    const ApiKind &kind = kinds_[index];
+    WatchDecoder decoder(kind, store_);
+    decoder.set_resource_version(resource_version);
+    while (!stop_) {
+        std::uniform_int_distribution<int> minutes(300, 600);  // client-go: 5 to 10 minutes
+        const std::string path = kind.path() + "?watch=1&allowWatchBookmarks=true&timeoutSeconds="
+                                 + std::to_string(minutes(random)) + "&resourceVersion="
+                                 + escape_query(decoder.resource_version());
+        WatchDecoder::Outcome outcome = WatchDecoder::Outcome::Continue;
+        const size_t events_before = decoder.events();
+        const auto started = std::chrono::steady_clock::now();
+        const Response r = client.stream(path, [&](std::string_view bytes) {
+            const size_t seen = decoder.events();
+            outcome = decoder.feed(bytes);
+            events_[index] += decoder.events() - seen;
+            return outcome == WatchDecoder::Outcome::Continue;
+        }, stop_);
+        if (stop_) return false;
+        if (r.status == 410 || outcome == WatchDecoder::Outcome::Expired) {
+            log_("watch of " + kind.described() + " expired at resourceVersion " + decoder.resource_version()
+                 + " (410 Gone): listing again");
+            return true;
+        }
+        if (outcome == WatchDecoder::Outcome::Failed || !r.ok()) {
+            const std::string fault = outcome == WatchDecoder::Outcome::Failed
+                                          ? decoder.error()
+                                          : "watching " + kind.described() + " failed (" + r.describe() + ")";
+            if (!wait_after_error(index, backoff, fault)) return false;
+            continue;
+        }
+        // a watch the server ends at once, again and again, is not let spin
+        if (decoder.events() == events_before && std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) {
+            if (!sleep_for(std::chrono::seconds(1))) return false;
+        } else {
+            backoff.reset();
+        }
+    }
+    return false;
 }
 
 }  // namespace g2n::kube

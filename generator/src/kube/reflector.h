@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -162,6 +163,21 @@ private:
 bool object_text(rapidjson::Value &object, const ApiKind &kind, rapidjson::Document::AllocatorType &alloc,
                  std::string *name_key, std::string *text, std::string *content = nullptr);
 
+// After an error, client-go's backoff: 800 ms doubling to 30 s, each
+// delay drawn between it and twice it; reset after a good watch.
+class Backoff {
+public:
+    explicit Backoff(uint64_t seed) : random_(seed) {}
+    std::chrono::milliseconds next();
+    void reset() { backoff_ = kFirst; }
+
+    static constexpr std::chrono::milliseconds kFirst{800}, kLongest{30000};
+
+private:
+    std::mt19937_64 random_;
+    std::chrono::milliseconds backoff_ = kFirst;
+};
+
 // One thread per kind, each with its own connection, listing and watching
 // into `store`. Stopped and joined when destroyed.
 class Reflectors {
@@ -182,7 +198,15 @@ public:
     std::vector<KindCounts> counts() const;
 
 private:
+    struct Listed {
+        std::map<std::string, std::pair<std::string, std::string>> objects;  // name key -> (JSON, digest)
+        std::string resource_version;
+    };
     void reflect(size_t index);
+    std::optional<Listed> list_all(size_t index, ApiClient &client, Backoff &backoff);
+    bool watch_from(size_t index, ApiClient &client, Backoff &backoff, const std::string &resource_version,
+                    std::mt19937_64 &random);
+    bool wait_after_error(size_t index, Backoff &backoff, const std::string &what);
     bool sleep_for(std::chrono::milliseconds delay);
 
     ApiServer server_;
