@@ -57,7 +57,7 @@ GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_LIBS    := -lyaml-cpp -lcurl -lmicrohttpd -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-debian deb test-deb image test-deploy \
+.PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-stress test-debian deb test-deb image test-deploy \
         conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
@@ -167,6 +167,15 @@ test-nginx: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests $(if $(filt
 	$(SAN_ENV) GTLS_MODULE=$(MODULE_SO) GTLS_LAYOUT_FAULT_MODULE=$(FAULT_SO) GATEWAY2NGINX=$(GENERATOR) prove -r $(TESTS)
 	$(if $(filter 1,$(SANITIZE)),@$(SAN_CHECK))
 	$(if $(filter t/,$(TESTS)),@$(CONFORMANCE_REPORT) > /dev/null)
+
+# The suite (or TESTS) STRESS_RUNS times beside a CPU hog (stress-ng, twice
+# as many CPU workers as cores): what holds only on an idle machine fails
+# here (t/lib/stress.sh).
+STRESS_RUNS ?= 3
+test-stress: DEPS += stress-ng
+test-stress: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests | deps
+	GTLS_MODULE=$(MODULE_SO) GTLS_LAYOUT_FAULT_MODULE=$(FAULT_SO) GATEWAY2NGINX=$(GENERATOR) \
+	  t/lib/stress.sh $(STRESS_RUNS) $(TESTS)
 
 # The Gateway API conformance replays alone (also part of test-nginx): the
 # suite's BackendTLSPolicy, TLSRoute, client certificate, TCPRoute, UDPRoute
