@@ -13,7 +13,8 @@ my $root = "$FindBin::Bin/..";
 sub slurp { local (@ARGV, $/) = @_; <> }
 
 my $cli = slurp("$root/generator/src/cli.cc");
-my %taken = map { $_ => 1 } $cli =~ /arg == "(-[-\w]+)"/g;
+# the flag tables' rows: {"--name", "-n" or "", ...
+my %taken = map { $_ => 1 } grep { $_ ne '' } $cli =~ /^\s*\{"(--[-\w]+)", "(-\w|)",/mg;
 ok(keys %taken >= 25, 'the options parse_args takes: ' . scalar(keys %taken));
 
 my ($rc, $help) = run_generator('--help', '--no-test-endpoints');

@@ -30,7 +30,9 @@ namespace g2n {
 
 namespace {
 
-const char *const kUsage = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTDIR [options]
+// --help: this, the flags of both commands, those of run, supervise's,
+// and what follows
+const char *const kUsageHead = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o OUTDIR [options]
   or:  gateway2nginx run -f PATH [-f PATH ...] -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run --kubeconfig FILE | --in-cluster -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
@@ -42,139 +44,16 @@ multi-document or `kind: List`) and writes a complete nginx configuration
 for nginx with ngx_http_gateway_tls_module, plus the status Kubernetes
 would show.
 
-  -f, --filename PATH       a file, a directory (*.yaml, *.yml, *.json, recursively)
-                            or - for standard input; repeatable
-  -o, --output OUTDIR       where to write; replaced as a whole, atomically
-      --controller-name N   GatewayClasses of this controller are ours
-                            (default gateway2nginx.io/controller)
-      --gateway-class NAME  only Gateways of this GatewayClass
-      --gateway NS/NAME     only this Gateway; repeatable
-      --listen-address ADDR
-                            where listeners listen when a Gateway has no IP
-                            address (default 0.0.0.0); given twice, as
-                            0.0.0.0 and ::, on every IPv4 and every IPv6
-                            address (dual-stack: two sockets, each family's
-                            clients with their own addresses)
-      --port-offset N       add N to every listener port (unprivileged runs)
-      --module-dir DIR      where ngx_http_gateway_tls_module.so and
-                            ngx_stream_gateway_tls_module.so are (default:
-                            the --nginx binary's modules path, as nginx -V
-                            says; /usr/lib/nginx/modules if it cannot run)
-      --allow-endpoints CIDR
-                            endpoints may be loopback, link-local, multicast or
-                            unspecified addresses in CIDR (repeatable; for test
-                            rigs: the API server refuses them), never the
-                            gateway's own ports there
-      --resolver ADDR       nginx resolver for DNS names of backends
-      --upstream-api ADDR:PORT
-                            where gateway_tls_upstream_api answers, on
-                            loopback (gateway2nginx run pushes endpoint
-                            changes there, without reloads); replaceable
-                            upstreams get a zone; default off. Callers need
-                            the bearer token in OUTDIR/upstream-api.token
-      --status-listen ADDR:PORT
-                            where gateway_tls_status answers (/status: JSON,
-                            /status?format=prometheus), default 127.0.0.1:9113;
-                            "off" for none
-      --status-address IP   where clients reach a Gateway that has no address of
-                            its own and listens on every address (a load
-                            balancer's or a node's): its status.addresses;
-                            repeatable
-      --status-address-service NAMESPACE/NAME
-                            without --status-address: the addresses of the
-                            load balancer in front of that Service (its
-                            status.loadBalancer.ingress)
-      --status-allow CIDR   who may read it (repeatable; default 127.0.0.1, ::1),
-                            with the bearer token in OUTDIR/status.token
-      --instance NAME       what this gateway adds to Via on requests it
-                            proxies (gateway2nginx-NAME; its listeners answer
-                            a request that holds it 508); default random,
-                            kept in OUTDIR/instance
-  -j, --jobs N              threads scanning YAML (default: the CPUs, at most 4);
-                            the output does not depend on it
-      --check               run nginx -t on the result before replacing OUTDIR
-      --nginx PATH          the nginx that will run the configuration: its
-                            build (nginx -V) says where its modules are,
-                            and --check runs it (default /usr/sbin/nginx)
-      --reload PIDFILE      after a successful check, send SIGHUP to that nginx
-      --version             print the version
-  -h, --help                print this help
-
-gateway2nginx run also takes:
-      --debounce MS         apply a change once MS ms pass without another
-                            (default 250)
-      --health-listen ADDR:PORT
-                            serve /healthz, /readyz (nginx serves a complete
-                            configuration) and, without --metrics-listen,
-                            /metrics (Prometheus) there
-      --metrics-listen ADDR:PORT
-                            serve /metrics there, apart from the probes
-      --alive-file FILE     write there, each second, that the main loop
-                            turns: `gateway2nginx alive FILE` exits 0 while
-                            it did within SECONDS (default 30), a liveness
-                            probe that needs no port
-      --start-nginx         start nginx (--nginx) on OUTDIR once the first
-                            configuration is written, as a child that runs
-                            in the foreground, reload it (instead of
-                            --reload), stop it gracefully on SIGTERM (what is
-                            in flight completes), and end when it ends
-      --shutdown-delay D    with --start-nginx: on SIGTERM, /readyz answers
-                            503 and nginx still accepts for D (5s, 500ms;
-                            a second SIGTERM ends it sooner), so that
-                            endpoints and load balancers let go of the pod
-                            first; then nginx drains
-      --nginx-control SOCKET
-                            instead of --start-nginx: nginx runs apart (its
-                            own container and user), started and reloaded by
-                            gateway2nginx supervise, asked at SOCKET; OUTDIR
-                            is written readable by the group (certificates
-                            and tokens 0640), its logs/ and temp/ writable
-      --kubeconfig FILE     list and watch the objects of the API server of
-                            FILE's current context (certificates, tokens and
-                            token files; no exec or auth-provider plugins)
-      --in-cluster          ... of the cluster this pod runs in (its service
-                            account token, read again as it rotates; its CA)
-      --watch-namespace NS  with either: list and watch the namespaced kinds
-                            in NS only (repeatable; Gateways, routes,
-                            policies, Services, Secrets... elsewhere are not
-                            seen), and the --status-address-service's
-                            Service; RBAC may then grant them per namespace
-      --leader-elect-resource-namespace NS
-                            the namespace of the Lease that elects the one
-                            replica writing status (default: the pod's, else
-                            default)
-      --leader-elect-resource-name NAME
-                            its name (default gateway2nginx)
-      --leader-elect-lease-duration D
-                            how long a Lease not renewed holds (default 15s)
-      --leader-elect-renew-deadline D
-                            the leader stops leading when it has not renewed
-                            for D (default 10s)
-      --leader-elect-retry-period D
-                            how often the Lease is renewed or tried (default
-                            2s), as client-go's
-      --gateway-service-external-name HOST
-                            with --kubeconfig or --in-cluster: keep for each
-                            Gateway it accepts a Service in its namespace,
-                            GATEWAY-CLASS, an ExternalName alias of HOST (the
-                            Service in front of nginx), labelled
-                            gateway.networking.k8s.io/gateway-name and with
-                            the Gateway's spec.infrastructure labels and
-                            annotations; deleted when the Gateway goes
-      --watch-events        standard input (-f -) is what `kubectl get --watch
-                            -o json --output-watch-events` prints (one kind)
-
+)";
+const char *const kRunFlagsHead = "\ngateway2nginx run also takes:\n";
+const char *const kSuperviseHead = R"(
 gateway2nginx supervise runs nginx for gateway2nginx run --nginx-control,
 in a container of its own with no credential: it starts nginx on OUTDIR
 (as soon as it holds a configuration), answers run's requests to reload it
 on the unix socket SOCKET (mode 0660: its user and group), and ends when
-nginx does. It takes -o OUTDIR (run's), and:
-      --control SOCKET      where it answers (run's --nginx-control)
-      --shutdown-delay D    on SIGTERM, nginx still accepts for D (a second
-                            SIGTERM ends it sooner), then drains
-      --nginx PATH, --alive-file FILE
-                            as gateway2nginx run takes them
-
+nginx does. It takes:
+)";
+const char *const kUsageTail = R"(
 gateway2nginx run stays beside nginx: it lists and watches every kind it
 reads from the Kubernetes API (--kubeconfig, --in-cluster) as client-go
 does, watches the files and directories (inotify), or reads
@@ -223,164 +102,379 @@ long duration_ms(const std::string &option, const std::string &text)
     return static_cast<long>(n * scale);
 }
 
+// An integer option in [lo, hi] (`unit`: what it counts, for the message)
+int int_in(const std::string &option, const std::string &text, int lo, int hi, const char *unit = nullptr)
+{
+    char *end = nullptr;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || n < lo || n > hi) {
+        usage_error(option + " takes " + std::to_string(lo) + " to " + std::to_string(hi)
+                    + (unit != nullptr ? std::string(" (") + unit + ")" : ""));
+    }
+    return static_cast<int>(n);
+}
+
+// What parse_args keeps beside Args while it reads them
+struct Seen {
+    bool status_allow = false, listen_address = false;
+};
+
+// Who takes a flag: both commands, or gateway2nginx run alone
+enum FlagScope { Both, Run };
+
+// One row per flag: its names, what value it takes ("": none), the
+// setter, and its lines in --help, in the order --help lists them.
+template <class A>
+struct Flag {
+    const char *name;
+    const char *short_name;
+    const char *value;
+    FlagScope scope;
+    void (*set)(A &a, const std::string &value, Seen &seen);
+    const char *help;
+};
+
+template <class A>
+[[noreturn]] void print_usage(A &, const std::string &, Seen &)
+{
+    std::cout << usage_text();
+    std::exit(0);
+}
+
+[[noreturn]] void print_version(Args &, const std::string &, Seen &)
+{
+    std::cout << "gateway2nginx " << GATEWAY2NGINX_VERSION << "\n";
+    std::exit(0);
+}
+
+void set_gateway(Args &a, const std::string &v, Seen &)
+{
+    if (v.find('/') == std::string::npos) usage_error("--gateway takes NAMESPACE/NAME");
+    a.options.gateways.push_back(v);
+}
+
+void set_listen_address(Args &a, const std::string &v, Seen &seen)
+{
+    if (seen.listen_address) {
+        if (a.options.listen_address != "0.0.0.0" || v != "::" || a.options.listen_ipv6_too) {
+            usage_error("--listen-address is given twice only as 0.0.0.0 and :: (every IPv4 and IPv6 address)");
+        }
+        a.options.listen_ipv6_too = true;
+    } else {
+        a.options.listen_address = v;
+    }
+    seen.listen_address = true;
+}
+
+void set_module_dir(Args &a, const std::string &v, Seen &)
+{
+    a.module_dir_given = true;
+    a.options.module_dir = fs::absolute(v).lexically_normal().string();
+    if (a.options.module_dir.size() > 1 && a.options.module_dir.back() == '/') a.options.module_dir.pop_back();
+}
+
+void set_allow_endpoints(Args &a, const std::string &v, Seen &)
+{
+    if (!parse_cidr(v)) usage_error("--allow-endpoints takes ADDRESS/PREFIX (127.0.0.0/8, ::1/128)");
+    a.options.allow_endpoints.push_back(v);
+}
+
+// loopback only: who reaches it changes servers. Not a unix socket:
+// nginx -t (run as nobody) binds it, and leaves it behind
+void set_upstream_api(Args &a, const std::string &v, Seen &)
+{
+    if (v != "off" && v.rfind("127.", 0) != 0 && v.rfind("[::1]:", 0) != 0) {
+        usage_error("--upstream-api takes a loopback ADDRESS:PORT (127.0.0.1:9114, [::1]:9114) or off");
+    }
+    a.options.upstream_api = v;
+}
+
+void set_status_address(Args &a, const std::string &v, Seen &)
+{
+    if (!valid_ip(v)) usage_error("--status-address takes an IP address, not " + v);
+    a.options.status_addresses.push_back(v);
+}
+
+void set_status_address_service(Args &a, const std::string &v, Seen &)
+{
+    const size_t slash = v.find('/');
+    if (slash == std::string::npos || !valid_dns1123_label(v.substr(0, slash))
+        || !valid_dns1123_label(v.substr(slash + 1))) {
+        usage_error("--status-address-service takes NAMESPACE/NAME, not " + v);
+    }
+    a.options.status_address_service = v;
+}
+
+// the default (loopback) until the first is given
+void set_status_allow(Args &a, const std::string &v, Seen &seen)
+{
+    if (!seen.status_allow) a.options.status_allow.clear();
+    seen.status_allow = true;
+    a.options.status_allow.push_back(v);
+}
+
+void set_instance(Args &a, const std::string &v, Seen &)
+{
+    if (!valid_instance_name(v)) usage_error("--instance takes 1 to 64 of a-z, 0-9 and -");
+    a.options.instance = v;
+    a.options.instance_kept = false;
+}
+
+void set_watch_namespace(Args &a, const std::string &v, Seen &)
+{
+    if (!valid_dns1123_label(v)) usage_error("--watch-namespace takes a namespace's name, not " + v);
+    a.watch_namespaces.push_back(v);
+}
+
+void set_gateway_service_external_name(Args &a, const std::string &v, Seen &)
+{
+    if (!valid_dns1123_subdomain(v)) usage_error("--gateway-service-external-name takes a DNS name, not " + v);
+    a.gateway_service_external_name = v;
+}
+
+// clang-format off
+const std::vector<Flag<Args>> kFlags = {
+    {"--filename", "-f", "PATH", Both, [](Args &a, const std::string &v, Seen &) { a.inputs.push_back(v); },
+     "a file, a directory (*.yaml, *.yml, *.json, recursively)\n"
+     "or - for standard input; repeatable"},
+    {"--output", "-o", "OUTDIR", Both, [](Args &a, const std::string &v, Seen &) { a.outdir = v; },
+     "where to write; replaced as a whole, atomically"},
+    {"--controller-name", "", "N", Both, [](Args &a, const std::string &v, Seen &) { a.options.controller_name = v; },
+     "GatewayClasses of this controller are ours\n"
+     "(default gateway2nginx.io/controller)"},
+    {"--gateway-class", "", "NAME", Both, [](Args &a, const std::string &v, Seen &) { a.options.gateway_class = v; },
+     "only Gateways of this GatewayClass"},
+    {"--gateway", "", "NS/NAME", Both, set_gateway,
+     "only this Gateway; repeatable"},
+    {"--listen-address", "", "ADDR", Both, set_listen_address,
+     "where listeners listen when a Gateway has no IP\n"
+     "address (default 0.0.0.0); given twice, as\n"
+     "0.0.0.0 and ::, on every IPv4 and every IPv6\n"
+     "address (dual-stack: two sockets, each family's\n"
+     "clients with their own addresses)"},
+    {"--port-offset", "", "N", Both,
+     [](Args &a, const std::string &v, Seen &) { a.options.port_offset = int_in("--port-offset", v, 0, 60000); },
+     "add N to every listener port (unprivileged runs)"},
+    {"--module-dir", "", "DIR", Both, set_module_dir,
+     "where ngx_http_gateway_tls_module.so and\n"
+     "ngx_stream_gateway_tls_module.so are (default:\n"
+     "the --nginx binary's modules path, as nginx -V\n"
+     "says; /usr/lib/nginx/modules if it cannot run)"},
+    {"--allow-endpoints", "", "CIDR", Both, set_allow_endpoints,
+     "endpoints may be loopback, link-local, multicast or\n"
+     "unspecified addresses in CIDR (repeatable; for test\n"
+     "rigs: the API server refuses them), never the\n"
+     "gateway's own ports there"},
+    {"--resolver", "", "ADDR", Both, [](Args &a, const std::string &v, Seen &) { a.options.resolver = v; },
+     "nginx resolver for DNS names of backends"},
+    {"--upstream-api", "", "ADDR:PORT", Both, set_upstream_api,
+     "where gateway_tls_upstream_api answers, on\n"
+     "loopback (gateway2nginx run pushes endpoint\n"
+     "changes there, without reloads); replaceable\n"
+     "upstreams get a zone; default off. Callers need\n"
+     "the bearer token in OUTDIR/upstream-api.token"},
+    {"--status-listen", "", "ADDR:PORT", Both,
+     [](Args &a, const std::string &v, Seen &) { a.options.status_listen = v; },
+     "where gateway_tls_status answers (/status: JSON,\n"
+     "/status?format=prometheus), default 127.0.0.1:9113;\n"
+     "\"off\" for none"},
+    {"--status-address", "", "IP", Both, set_status_address,
+     "where clients reach a Gateway that has no address of\n"
+     "its own and listens on every address (a load\n"
+     "balancer's or a node's): its status.addresses;\n"
+     "repeatable"},
+    {"--status-address-service", "", "NAMESPACE/NAME", Both, set_status_address_service,
+     "without --status-address: the addresses of the\n"
+     "load balancer in front of that Service (its\n"
+     "status.loadBalancer.ingress)"},
+    {"--status-allow", "", "CIDR", Both, set_status_allow,
+     "who may read it (repeatable; default 127.0.0.1, ::1),\n"
+     "with the bearer token in OUTDIR/status.token"},
+    {"--instance", "", "NAME", Both, set_instance,
+     "what this gateway adds to Via on requests it\n"
+     "proxies (gateway2nginx-NAME; its listeners answer\n"
+     "a request that holds it 508); default random,\n"
+     "kept in OUTDIR/instance"},
+    {"--jobs", "-j", "N", Both,
+     [](Args &a, const std::string &v, Seen &) { a.jobs = static_cast<unsigned>(int_in("--jobs", v, 1, 64)); },
+     "threads scanning YAML (default: the CPUs, at most 4);\n"
+     "the output does not depend on it"},
+    {"--check", "", "", Both, [](Args &a, const std::string &, Seen &) { a.check = true; },
+     "run nginx -t on the result before replacing OUTDIR"},
+    {"--nginx", "", "PATH", Both, [](Args &a, const std::string &v, Seen &) { a.nginx = v; },
+     "the nginx that will run the configuration: its\n"
+     "build (nginx -V) says where its modules are,\n"
+     "and --check runs it (default /usr/sbin/nginx)"},
+    {"--reload", "", "PIDFILE", Both, [](Args &a, const std::string &v, Seen &) { a.reload_pidfile = v; },
+     "after a successful check, send SIGHUP to that nginx"},
+    {"--version", "", "", Both, print_version,
+     "print the version"},
+    {"--help", "-h", "", Both, print_usage<Args>,
+     "print this help"},
+    {"--debounce", "", "MS", Run,
+     [](Args &a, const std::string &v, Seen &) { a.debounce_ms = int_in("--debounce", v, 0, 60000, "ms"); },
+     "apply a change once MS ms pass without another\n"
+     "(default 250)"},
+    {"--health-listen", "", "ADDR:PORT", Run,
+     [](Args &a, const std::string &v, Seen &) { a.options.health_listen = v; },
+     "serve /healthz, /readyz (nginx serves a complete\n"
+     "configuration) and, without --metrics-listen,\n"
+     "/metrics (Prometheus) there"},
+    {"--metrics-listen", "", "ADDR:PORT", Run,
+     [](Args &a, const std::string &v, Seen &) { a.options.metrics_listen = v; },
+     "serve /metrics there, apart from the probes"},
+    {"--alive-file", "", "FILE", Run, [](Args &a, const std::string &v, Seen &) { a.alive_file = v; },
+     "write there, each second, that the main loop\n"
+     "turns: `gateway2nginx alive FILE` exits 0 while\n"
+     "it did within SECONDS (default 30), a liveness\n"
+     "probe that needs no port"},
+    {"--start-nginx", "", "", Run, [](Args &a, const std::string &, Seen &) { a.start_nginx = true; },
+     "start nginx (--nginx) on OUTDIR once the first\n"
+     "configuration is written, as a child that runs\n"
+     "in the foreground, reload it (instead of\n"
+     "--reload), stop it gracefully on SIGTERM (what is\n"
+     "in flight completes), and end when it ends"},
+    {"--shutdown-delay", "", "D", Run,
+     [](Args &a, const std::string &v, Seen &) {
+         a.shutdown_delay_ms = duration_ms("--shutdown-delay", v);
+     },
+     "with --start-nginx: on SIGTERM, /readyz answers\n"
+     "503 and nginx still accepts for D (5s, 500ms;\n"
+     "a second SIGTERM ends it sooner), so that\n"
+     "endpoints and load balancers let go of the pod\n"
+     "first; then nginx drains"},
+    {"--nginx-control", "", "SOCKET", Run, [](Args &a, const std::string &v, Seen &) { a.nginx_control = v; },
+     "instead of --start-nginx: nginx runs apart (its\n"
+     "own container and user), started and reloaded by\n"
+     "gateway2nginx supervise, asked at SOCKET; OUTDIR\n"
+     "is written readable by the group (certificates\n"
+     "and tokens 0640), its logs/ and temp/ writable"},
+    {"--kubeconfig", "", "FILE", Run, [](Args &a, const std::string &v, Seen &) { a.kubeconfig = v; },
+     "list and watch the objects of the API server of\n"
+     "FILE's current context (certificates, tokens and\n"
+     "token files; no exec or auth-provider plugins)"},
+    {"--in-cluster", "", "", Run, [](Args &a, const std::string &, Seen &) { a.in_cluster = true; },
+     "... of the cluster this pod runs in (its service\n"
+     "account token, read again as it rotates; its CA)"},
+    {"--watch-namespace", "", "NS", Run, set_watch_namespace,
+     "with either: list and watch the namespaced kinds\n"
+     "in NS only (repeatable; Gateways, routes,\n"
+     "policies, Services, Secrets... elsewhere are not\n"
+     "seen), and the --status-address-service's\n"
+     "Service; RBAC may then grant them per namespace"},
+    {"--leader-elect-resource-namespace", "", "NS", Run,
+     [](Args &a, const std::string &v, Seen &) { a.lease_namespace = v; },
+     "the namespace of the Lease that elects the one\n"
+     "replica writing status (default: the pod's, else\n"
+     "default)"},
+    {"--leader-elect-resource-name", "", "NAME", Run, [](Args &a, const std::string &v, Seen &) { a.lease_name = v; },
+     "its name (default gateway2nginx)"},
+    {"--leader-elect-lease-duration", "", "D", Run,
+     [](Args &a, const std::string &v, Seen &) {
+         a.lease_duration_ms = duration_ms("--leader-elect-lease-duration", v);
+     },
+     "how long a Lease not renewed holds (default 15s)"},
+    {"--leader-elect-renew-deadline", "", "D", Run,
+     [](Args &a, const std::string &v, Seen &) {
+         a.renew_deadline_ms = duration_ms("--leader-elect-renew-deadline", v);
+     },
+     "the leader stops leading when it has not renewed\n"
+     "for D (default 10s)"},
+    {"--leader-elect-retry-period", "", "D", Run,
+     [](Args &a, const std::string &v, Seen &) {
+         a.retry_period_ms = duration_ms("--leader-elect-retry-period", v);
+     },
+     "how often the Lease is renewed or tried (default\n"
+     "2s), as client-go's"},
+    {"--gateway-service-external-name", "", "HOST", Run, set_gateway_service_external_name,
+     "with --kubeconfig or --in-cluster: keep for each\n"
+     "Gateway it accepts a Service in its namespace,\n"
+     "GATEWAY-CLASS, an ExternalName alias of HOST (the\n"
+     "Service in front of nginx), labelled\n"
+     "gateway.networking.k8s.io/gateway-name and with\n"
+     "the Gateway's spec.infrastructure labels and\n"
+     "annotations; deleted when the Gateway goes"},
+    {"--watch-events", "", "", Run, [](Args &a, const std::string &, Seen &) { a.watch_events = true; },
+     "standard input (-f -) is what `kubectl get --watch\n"
+     "-o json --output-watch-events` prints (one kind)"},
+};
+
+const std::vector<Flag<SuperviseArgs>> kSuperviseFlags = {
+    {"--output", "-o", "OUTDIR", Both, [](SuperviseArgs &a, const std::string &v, Seen &) { a.outdir = v; },
+     "run's OUTDIR"},
+    {"--control", "", "SOCKET", Both, [](SuperviseArgs &a, const std::string &v, Seen &) { a.control = v; },
+     "where it answers (run's --nginx-control)"},
+    {"--shutdown-delay", "", "D", Both,
+     [](SuperviseArgs &a, const std::string &v, Seen &) { a.shutdown_delay_ms = duration_ms("--shutdown-delay", v); },
+     "on SIGTERM, nginx still accepts for D (a second\n" "SIGTERM ends it sooner), then drains"},
+    {"--nginx", "", "PATH", Both, [](SuperviseArgs &a, const std::string &v, Seen &) { a.nginx = v; },
+     "as gateway2nginx run takes it"},
+    {"--alive-file", "", "FILE", Both, [](SuperviseArgs &a, const std::string &v, Seen &) { a.alive_file = v; },
+     "as gateway2nginx run takes it"},
+    {"--help", "-h", "", Both, print_usage<SuperviseArgs>,
+     "print this help"},
+};
+// clang-format on
+
+// The --help lines of the flags of `scope`: names and value from column
+// 2, help from column 28 (on a line of its own when the names reach it)
+template <class A>
+std::string flag_lines(const std::vector<Flag<A>> &flags, FlagScope scope)
+{
+    std::string out;
+    for (const Flag<A> &f : flags) {
+        if (f.scope != scope) continue;
+        std::string names = std::string("  ") + (*f.short_name ? std::string(f.short_name) + ", " : "    ") + f.name
+                            + (*f.value ? std::string(" ") + f.value : "");
+        names += names.size() <= 26 ? std::string(28 - names.size(), ' ') : "\n" + std::string(28, ' ');
+        std::string help = f.help;
+        for (size_t nl = 0; (nl = help.find('\n', nl)) != std::string::npos; nl += 29) help.insert(nl + 1, 28, ' ');
+        out += names + help + "\n";
+    }
+    return out;
+}
+
+// argv read by `flags` (those of Run only when `run`) into `a`
+template <class A>
+void read_flags(const std::vector<Flag<A>> &flags, int argc, char **argv, bool run, const std::string &command, A *a)
+{
+    Seen seen;
+    for (int i = 1; i < argc; i++) {
+        const std::string arg = argv[i];
+        auto f = std::find_if(flags.begin(), flags.end(), [&](const Flag<A> &f) {
+            return (arg == f.name || (*f.short_name != '\0' && arg == f.short_name)) && (run || f.scope == Both);
+        });
+        if (f == flags.end()) usage_error(command + "unknown option " + arg);
+        std::string value;
+        if (*f->value != '\0') {
+            if (i + 1 >= argc) usage_error("option " + arg + " needs a value");
+            value = argv[++i];
+        }
+        f->set(*a, value, seen);
+    }
+}
+
 }  // namespace
 
-const char *usage_text() { return kUsage; }
+const char *usage_text()
+{
+    static const std::string usage = kUsageHead + flag_lines(kFlags, Both) + kRunFlagsHead + flag_lines(kFlags, Run)
+                                     + kSuperviseHead + flag_lines(kSuperviseFlags, Both) + kUsageTail;
+    return usage.c_str();
+}
 
 Args parse_args(int argc, char **argv, bool run)
 {
     Args a;
     a.run = run;
-    bool status_allow_given = false, listen_address_given = false;
-    for (int i = 1; i < argc; i++) {
-        std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error("option " + arg + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else if (arg == "--version") {
-            std::cout << "gateway2nginx " << GATEWAY2NGINX_VERSION << "\n";
-            std::exit(0);
-        } else if (arg == "-f" || arg == "--filename") {
-            a.inputs.push_back(value());
-        } else if (arg == "-o" || arg == "--output") {
-            a.outdir = value();
-        } else if (arg == "--controller-name") {
-            a.options.controller_name = value();
-        } else if (arg == "--gateway-class") {
-            a.options.gateway_class = value();
-        } else if (arg == "--gateway") {
-            std::string gw = value();
-            if (gw.find('/') == std::string::npos) usage_error("--gateway takes NAMESPACE/NAME");
-            a.options.gateways.push_back(gw);
-        } else if (arg == "--listen-address") {
-            const std::string address = value();
-            if (listen_address_given) {
-                if (a.options.listen_address != "0.0.0.0" || address != "::" || a.options.listen_ipv6_too) {
-                    usage_error("--listen-address is given twice only as 0.0.0.0 and :: (every IPv4 and IPv6 address)");
-                }
-                a.options.listen_ipv6_too = true;
-            } else {
-                a.options.listen_address = address;
-            }
-            listen_address_given = true;
-        } else if (arg == "-j" || arg == "--jobs") {
-            std::string v = value();
-            char *end = nullptr;
-            long n = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || n < 1 || n > 64) usage_error("--jobs takes 1 to 64");
-            a.jobs = static_cast<unsigned>(n);
-        } else if (arg == "--port-offset") {
-            std::string v = value();
-            char *end = nullptr;
-            long n = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || n < 0 || n > 60000) usage_error("--port-offset takes 0 to 60000");
-            a.options.port_offset = static_cast<int>(n);
-        } else if (arg == "--module-dir") {
-            a.module_dir_given = true;
-            a.options.module_dir = fs::absolute(value()).lexically_normal().string();
-            if (a.options.module_dir.size() > 1 && a.options.module_dir.back() == '/') {
-                a.options.module_dir.pop_back();
-            }
-        } else if (arg == "--allow-endpoints") {
-            a.options.allow_endpoints.push_back(value());
-            if (!parse_cidr(a.options.allow_endpoints.back())) {
-                usage_error("--allow-endpoints takes ADDRESS/PREFIX (127.0.0.0/8, ::1/128)");
-            }
-        } else if (arg == "--resolver") {
-            a.options.resolver = value();
-        } else if (run && arg == "--debounce") {
-            std::string v = value();
-            char *end = nullptr;
-            long n = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || n < 0 || n > 60000) usage_error("--debounce takes 0 to 60000 (ms)");
-            a.debounce_ms = static_cast<int>(n);
-        } else if (run && arg == "--watch-events") {
-            a.watch_events = true;
-        } else if (run && arg == "--leader-elect-resource-namespace") {
-            a.lease_namespace = value();
-        } else if (run && arg == "--leader-elect-resource-name") {
-            a.lease_name = value();
-        } else if (run && arg == "--leader-elect-lease-duration") {
-            a.lease_duration_ms = duration_ms(arg, value());
-        } else if (run && arg == "--leader-elect-renew-deadline") {
-            a.renew_deadline_ms = duration_ms(arg, value());
-        } else if (run && arg == "--leader-elect-retry-period") {
-            a.retry_period_ms = duration_ms(arg, value());
-        } else if (run && arg == "--start-nginx") {
-            a.start_nginx = true;
-        } else if (run && arg == "--nginx-control") {
-            a.nginx_control = value();
-        } else if (run && arg == "--shutdown-delay") {
-            a.shutdown_delay_ms = duration_ms(arg, value());
-        } else if (run && arg == "--health-listen") {
-            a.options.health_listen = value();
-        } else if (run && arg == "--metrics-listen") {
-            a.options.metrics_listen = value();
-        } else if (run && arg == "--alive-file") {
-            a.alive_file = value();
-        } else if (run && arg == "--kubeconfig") {
-            a.kubeconfig = value();
-        } else if (run && arg == "--in-cluster") {
-            a.in_cluster = true;
-        } else if (run && arg == "--watch-namespace") {
-            a.watch_namespaces.push_back(value());
-            if (!valid_dns1123_label(a.watch_namespaces.back())) {
-                usage_error("--watch-namespace takes a namespace's name, not " + a.watch_namespaces.back());
-            }
-        } else if (run && arg == "--gateway-service-external-name") {
-            a.gateway_service_external_name = value();
-            if (!valid_dns1123_subdomain(a.gateway_service_external_name)) {
-                usage_error("--gateway-service-external-name takes a DNS name, not " + a.gateway_service_external_name);
-            }
-        } else if (arg == "--upstream-api") {
-            // loopback only: who reaches it changes servers. Not a unix
-            // socket: nginx -t (run as nobody) binds it, and leaves it behind
-            a.options.upstream_api = value();
-            const std::string &v = a.options.upstream_api;
-            if (v != "off" && v.rfind("127.", 0) != 0 && v.rfind("[::1]:", 0) != 0) {
-                usage_error("--upstream-api takes a loopback ADDRESS:PORT (127.0.0.1:9114, [::1]:9114) or off");
-            }
-        } else if (arg == "--instance") {
-            a.options.instance = value();
-            a.options.instance_kept = false;
-            if (!valid_instance_name(a.options.instance)) usage_error("--instance takes 1 to 64 of a-z, 0-9 and -");
-        } else if (arg == "--status-listen") {
-            a.options.status_listen = value();
-        } else if (arg == "--status-address") {
-            const std::string address = value();
-            if (!valid_ip(address)) usage_error("--status-address takes an IP address, not " + address);
-            a.options.status_addresses.push_back(address);
-        } else if (arg == "--status-address-service") {
-            const std::string service = value();
-            const size_t slash = service.find('/');
-            if (slash == std::string::npos || !valid_dns1123_label(service.substr(0, slash))
-                || !valid_dns1123_label(service.substr(slash + 1))) {
-                usage_error("--status-address-service takes NAMESPACE/NAME, not " + service);
-            }
-            a.options.status_address_service = service;
-        } else if (arg == "--status-allow") {
-            if (!status_allow_given) a.options.status_allow.clear();
-            status_allow_given = true;
-            a.options.status_allow.push_back(value());
-        } else if (arg == "--check") {
-            a.check = true;
-        } else if (arg == "--nginx") {
-            a.nginx = value();
-        } else if (arg == "--reload") {
-            a.reload_pidfile = value();
-        } else {
-            usage_error("unknown option " + arg);
-        }
-    }
+    read_flags(kFlags, argc, argv, run, "", &a);
     if (a.inputs.empty() && !a.reads_api()) usage_error("no input: give -f PATH");
     if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
     if (!a.reload_pidfile.empty()) a.check = true;
     if (run) {
-        if (a.start_nginx && !a.reload_pidfile.empty()) usage_error("--start-nginx reloads the nginx it starts: no --reload");
+        if (a.start_nginx && !a.reload_pidfile.empty()) {
+            usage_error("--start-nginx reloads the nginx it starts: no --reload");
+        }
         if (!a.nginx_control.empty() && (a.start_nginx || !a.reload_pidfile.empty())) {
             usage_error("--nginx-control asks gateway2nginx supervise: no --start-nginx or --reload");
         }
@@ -425,29 +519,7 @@ Args parse_args(int argc, char **argv, bool run)
 SuperviseArgs parse_supervise_args(int argc, char **argv)
 {
     SuperviseArgs a;
-    for (int i = 1; i < argc; i++) {
-        const std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error("option " + arg + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else if (arg == "-o" || arg == "--output") {
-            a.outdir = value();
-        } else if (arg == "--control") {
-            a.control = value();
-        } else if (arg == "--nginx") {
-            a.nginx = value();
-        } else if (arg == "--alive-file") {
-            a.alive_file = value();
-        } else if (arg == "--shutdown-delay") {
-            a.shutdown_delay_ms = duration_ms(arg, value());
-        } else {
-            usage_error("gateway2nginx supervise: unknown option " + arg);
-        }
-    }
+    read_flags(kSuperviseFlags, argc, argv, false, "gateway2nginx supervise: ", &a);
     if (a.outdir.empty()) usage_error("gateway2nginx supervise needs -o OUTDIR (run's)");
     if (a.control.empty()) usage_error("gateway2nginx supervise needs --control SOCKET (run's --nginx-control)");
     return a;
