@@ -356,11 +356,6 @@ struct PolicyTargetRef {
     std::string section_name;
 };
 
-struct SubjectAltName {
-    std::string type;  // Hostname or URI
-    std::string value;
-};
-
 struct BackendTLSPolicy {
     ObjectMeta meta;
     std::string api_version;
@@ -368,7 +363,8 @@ struct BackendTLSPolicy {
     std::vector<LocalObjectRef> ca_certificate_refs;
     std::string well_known_ca_certificates;  // "" or "System"
     std::string hostname;
-    std::vector<SubjectAltName> subject_alt_names;
+    // as the module reads them (its own parser, at parse): "dns:" or "uri:"
+    std::vector<gtls::SanMatcher> subject_alt_names;
     std::map<std::string, std::string> options;
     // GEP-4152 (both drafts): the module's mode, directly trusted leaves,
     // and pins as module SPECs

@@ -287,11 +287,13 @@ void parse_backend_tls_policy(const Document &doc, const YamlNode &root, Manifes
         // what the module accepts, by the module's own parser: a value the
         // CRD allows and the module refuses fails this policy alone
         std::string error;
-        if (!gtls::parse_san_spec((type == "URI" ? "uri:" : "dns:") + (type == "URI" ? uri : hostname), &error)) {
+        std::optional<gtls::SanMatcher> san =
+            gtls::parse_san_spec((type == "URI" ? "uri:" : "dns:") + (type == "URI" ? uri : hostname), &error);
+        if (!san) {
             p.invalid_reasons.push_back(path + ": not supported by the module: " + error);
             continue;
         }
-        p.subject_alt_names.push_back({type, type == "URI" ? uri : hostname});
+        p.subject_alt_names.push_back(std::move(*san));
     }
     p.options = doc.string_map(spec, "spec", "options");
     out->backend_tls_policies.push_back(std::move(p));

@@ -358,9 +358,7 @@ UpstreamPolicy upstream_policy(const BackendTLSPolicy &p, const CaResult &ca, co
     upstream.name = p.meta.key();
     upstream.mode = p.mode;
     upstream.hostname = p.hostname;
-    for (const SubjectAltName &san : p.subject_alt_names) {
-        upstream.sans.push_back((san.type == "URI" ? "uri:" : "dns:") + san.value);
-    }
+    for (const gtls::SanMatcher &san : p.subject_alt_names) upstream.sans.push_back(san.spec);
     upstream.pins = p.pins;
     upstream.pins.insert(upstream.pins.end(), trusted.pins.begin(), trusted.pins.end());
     if (!p.well_known_ca_certificates.empty()) {
