@@ -103,12 +103,17 @@ struct FrontendValidation {
     SourcePos pos;
 };
 
+// Gateway API's words for a listener, parsed once (parse/gateways.cc)
+enum class ListenerProtocol { HTTP, HTTPS, TLS, TCP, UDP, Other };
+enum class TlsMode { Terminate, Passthrough };
+
 struct Listener {
     std::string name;
     std::string hostname;  // empty: any
     int port = 0;
-    std::string protocol;  // HTTP, HTTPS, TLS, TCP, UDP
-    std::string tls_mode = "Terminate";
+    ListenerProtocol protocol = ListenerProtocol::Other;
+    std::string protocol_name;  // as written: a protocol gateway2nginx does not serve is named in its status
+    TlsMode tls_mode = TlsMode::Terminate;
     std::vector<SecretObjectRef> certificate_refs;
     std::string allowed_namespaces_from = "Same";  // Same, All, Selector
     LabelSelector allowed_namespaces_selector;      // from: Selector

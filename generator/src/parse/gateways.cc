@@ -83,16 +83,23 @@ Listener parse_listener(const Document &doc, const YamlNode &node, const std::st
         doc.fail(node, path + ".hostname", "not a valid hostname: \"" + l.hostname + "\"");
     }
     l.port = doc.integer(node, path, "port", 1, 65535, true);
-    l.protocol = doc.string(node, path, "protocol", true);
+    l.protocol_name = doc.string(node, path, "protocol", true);
+    static const std::map<std::string, ListenerProtocol> protocols = {
+        {"HTTP", ListenerProtocol::HTTP}, {"HTTPS", ListenerProtocol::HTTPS}, {"TLS", ListenerProtocol::TLS},
+        {"TCP", ListenerProtocol::TCP},   {"UDP", ListenerProtocol::UDP}};
+    const auto protocol = protocols.find(l.protocol_name);
+    l.protocol = protocol != protocols.end() ? protocol->second : ListenerProtocol::Other;
+    using P = ListenerProtocol;
 
     YamlNode tls = doc.child(node, path, "tls");
     if (tls.defined()) {
         std::string tpath = path + ".tls";
         doc.only(tls, tpath, {"mode", "certificateRefs", "options", "frontendValidation"});
-        l.tls_mode = doc.string(tls, tpath, "mode", false, "Terminate");
-        if (l.tls_mode != "Terminate" && l.tls_mode != "Passthrough") {
+        const std::string mode = doc.string(tls, tpath, "mode", false, "Terminate");
+        if (mode != "Terminate" && mode != "Passthrough") {
             doc.fail(tls, tpath + ".mode", "expected Terminate or Passthrough");
         }
+        l.tls_mode = mode == "Passthrough" ? TlsMode::Passthrough : TlsMode::Terminate;
         int i = 0;
         for (const YamlNode &ref : doc.list(tls, tpath, "certificateRefs")) {
             std::string rpath = tpath + ".certificateRefs[" + std::to_string(i++) + "]";
@@ -118,19 +125,19 @@ Listener parse_listener(const Document &doc, const YamlNode &node, const std::st
         }
     }
     // CEL: tls is required for HTTPS and TLS, forbidden for HTTP, TCP, UDP
-    if ((l.protocol == "HTTPS" || l.protocol == "TLS") && !tls.defined()) {
+    if ((l.protocol == P::HTTPS || l.protocol == P::TLS) && !tls.defined()) {
         doc.fail(node, path, "tls must be specified for protocols ['HTTPS', 'TLS']");
     }
-    if ((l.protocol == "HTTP" || l.protocol == "TCP" || l.protocol == "UDP") && tls.defined()) {
+    if ((l.protocol == P::HTTP || l.protocol == P::TCP || l.protocol == P::UDP) && tls.defined()) {
         doc.fail(tls, path + ".tls", "tls mode must not be set for protocols ['HTTP', 'TCP', 'UDP']");
     }
-    if (l.protocol == "HTTPS" && l.tls_mode != "Terminate") {
+    if (l.protocol == P::HTTPS && l.tls_mode != TlsMode::Terminate) {
         doc.fail(tls, path + ".tls.mode", "tls mode must be Terminate for protocol HTTPS");
     }
-    if ((l.protocol == "TCP" || l.protocol == "UDP") && !l.hostname.empty()) {
+    if ((l.protocol == P::TCP || l.protocol == P::UDP) && !l.hostname.empty()) {
         doc.fail(node, path + ".hostname", "hostname must not be specified for protocols ['TCP', 'UDP']");
     }
-    if ((l.protocol == "HTTPS" || l.protocol == "TLS") && l.tls_mode == "Terminate"
+    if ((l.protocol == P::HTTPS || l.protocol == P::TLS) && l.tls_mode == TlsMode::Terminate
         && l.certificate_refs.empty() && !doc.child(tls, path + ".tls", "options").defined()) {
         doc.fail(tls, path + ".tls", "certificateRefs or options must be specified when mode is Terminate");
     }
@@ -209,7 +216,7 @@ std::vector<Listener> parse_listeners(const Document &doc, const YamlNode &spec,
         if (!names.insert(l.name).second) {
             doc.fail(listeners[i], path + ".name", "Listener name must be unique within the " + owner);
         }
-        std::string combination = std::to_string(l.port) + "/" + l.protocol + "/" + l.hostname;
+        std::string combination = std::to_string(l.port) + "/" + l.protocol_name + "/" + l.hostname;
         if (!combinations.insert(combination).second) {
             doc.fail(listeners[i], path, "Combination of port, protocol and hostname must be unique for each listener");
         }

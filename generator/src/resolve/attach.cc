@@ -230,7 +230,7 @@ Server &Resolver::server_for(const ListenerState &ls, const std::string &host)
     s.listen = ls.listen;
     s.listener_port = ls.listener->port;
     s.insecure_allowed = ls.gateway->allows_insecure_backends;
-    s.ssl = ls.listener->protocol == "HTTPS";
+    s.ssl = ls.listener->protocol == ListenerProtocol::HTTPS;
     s.server_name = host;
     s.listener_hostname = ls.listener->hostname;
     s.certificate = ls.certificate;
@@ -248,10 +248,11 @@ Server &Resolver::server_for(const ListenerState &ls, const std::string &host)
 void Resolver::add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
                    const Gateway &gw, Condition *refs)
 {
-    const bool terminate = ls.listener->protocol == "TLS" && ls.listener->tls_mode == "Terminate";
-    const StreamProtocol protocol = ls.listener->protocol == "TCP"   ? StreamProtocol::TCP
-                                    : ls.listener->protocol == "UDP" ? StreamProtocol::UDP
-                                                                     : StreamProtocol::TLS;
+    const bool terminate =
+        ls.listener->protocol == ListenerProtocol::TLS && ls.listener->tls_mode == TlsMode::Terminate;
+    const StreamProtocol protocol = ls.listener->protocol == ListenerProtocol::TCP   ? StreamProtocol::TCP
+                                    : ls.listener->protocol == ListenerProtocol::UDP ? StreamProtocol::UDP
+                                                                                     : StreamProtocol::TLS;
     const std::string socket = listen_socket(ls);
     StreamServer &server = stream_servers_[{socket, terminate}];
     if (terminate) terminate_hostnames_[ls.listen].insert(ls.listener->hostname);

@@ -83,26 +83,30 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *s
     // tenant's ListenerSet) could take their requests; a UDP port is
     // another socket
     for (const OperatorPort &p : operator_ports(o_)) {
-        if (l.protocol != "UDP" && p.port == l.port + o_.port_offset) {
+        if (l.protocol != ListenerProtocol::UDP && p.port == l.port + o_.port_offset) {
             const std::string why = "port " + std::to_string(l.port) + " is an operator interface's (" + p.flag + ")";
             s.status.conditions = {cond::listener_port_unavailable(why), cond::listener_not_programmed(why)};
             return s;
         }
     }
 
-    static const std::map<std::string, std::vector<std::string>> kinds_of_protocol = {
-        {"HTTP", {"HTTPRoute", "GRPCRoute"}},
-        {"HTTPS", {"HTTPRoute", "GRPCRoute"}},
-        {"TLS", {"TLSRoute"}},
-        {"TCP", {"TCPRoute"}},
-        {"UDP", {"UDPRoute"}},
+    static const std::map<ListenerProtocol, std::vector<std::string>> kinds_of_protocol = {
+        {ListenerProtocol::HTTP, {"HTTPRoute", "GRPCRoute"}},
+        {ListenerProtocol::HTTPS, {"HTTPRoute", "GRPCRoute"}},
+        {ListenerProtocol::TLS, {"TLSRoute"}},
+        {ListenerProtocol::TCP, {"TCPRoute"}},
+        {ListenerProtocol::UDP, {"UDPRoute"}},
     };
     auto kinds = kinds_of_protocol.find(l.protocol);
     if (kinds == kinds_of_protocol.end()) {
-        s.status.conditions.push_back(cond::listener_unsupported_protocol(l.protocol));
+        s.status.conditions.push_back(cond::listener_unsupported_protocol(l.protocol_name));
         return s;
     }
-    s.category = l.protocol == "TLS" ? "TLS/" + l.tls_mode : l.protocol;
+    const bool terminates = l.protocol == ListenerProtocol::HTTPS
+                            || (l.protocol == ListenerProtocol::TLS && l.tls_mode == TlsMode::Terminate);
+    s.category = l.protocol != ListenerProtocol::TLS ? l.protocol_name
+                 : terminates                        ? "TLS/Terminate"
+                                                     : "TLS/Passthrough";
     // allowedRoutes.kinds narrows what the protocol carries; a kind the
     // protocol cannot carry is reported, the others still attach
     std::string invalid_kinds;
@@ -117,7 +121,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *s
             invalid_kinds += (invalid_kinds.empty() ? "" : ", ") + kind;
         }
     }
-    if (l.protocol == "HTTPS" || (l.protocol == "TLS" && l.tls_mode == "Terminate")) {
+    if (terminates) {
         SecretFiles files = resolve_certificate(l, &s);
         if (!files.ok()) {
             // routes still attach (GatewayWithAttachedRoutes), nothing is served
@@ -137,7 +141,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *s
     s.accepted = s.usable = true;
     s.status.conditions = {cond::listener_accepted(), cond::listener_programmed(),
                            invalid_kinds.empty() ? cond::listener_refs_resolved()
-                                                 : cond::listener_invalid_route_kinds(l.protocol, invalid_kinds)};
+                                                 : cond::listener_invalid_route_kinds(l.protocol_name, invalid_kinds)};
     return s;
 }
 
@@ -300,7 +304,7 @@ GatewayService Resolver::gateway_service(const Gateway &gw) const
         }
     }
     for (const ListenerState &ls : listeners_of(gw)) {
-        if (ls.accepted) svc.ports.emplace_back(ls.listener->port, ls.listener->protocol == "UDP" ? "UDP" : "TCP");
+        if (ls.accepted) svc.ports.emplace_back(ls.listener->port, ls.listener->protocol == ListenerProtocol::UDP ? "UDP" : "TCP");
     }
     std::sort(svc.ports.begin(), svc.ports.end());
     svc.ports.erase(std::unique(svc.ports.begin(), svc.ports.end()), svc.ports.end());
