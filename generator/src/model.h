@@ -258,10 +258,9 @@ struct RouteRule {
     std::vector<BackendRef> backend_refs;
 };
 
-// HTTPRoute, and GRPCRoute and TLSRoute read into the same shape: GRPCRoute
-// service/method matches become the gRPC paths /service/method; a TLSRoute
-// has hostnames and backendRefs only.
-// The route kinds read into the HTTPRoute shape.
+// Every route kind is read into one shape, Route: GRPCRoute service/method
+// matches become the gRPC paths /service/method; a TLSRoute has hostnames
+// and backendRefs only, a TCPRoute and a UDPRoute backendRefs only.
 enum class RouteKind { HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute };
 
 inline const char *route_kind_name(RouteKind kind)
@@ -276,7 +275,7 @@ inline const char *route_kind_name(RouteKind kind)
     return "HTTPRoute";
 }
 
-struct HTTPRoute {
+struct Route {
     ObjectMeta meta;
     std::string api_version = "gateway.networking.k8s.io/v1";
     RouteKind kind = RouteKind::HTTPRoute;
@@ -399,8 +398,8 @@ struct Manifests {
     std::vector<GatewayClass> gateway_classes;
     std::vector<Gateway> gateways;
     std::vector<ListenerSet> listener_sets;
-    std::vector<HTTPRoute> http_routes;  // and GRPCRoutes
-    std::vector<HTTPRoute> stream_routes;  // TLSRoutes, TCPRoutes and UDPRoutes
+    std::vector<Route> http_routes;  // and GRPCRoutes
+    std::vector<Route> stream_routes;  // TLSRoutes, TCPRoutes and UDPRoutes
     std::vector<Service> services;
     std::vector<EndpointSlice> endpoint_slices;
     std::vector<ConfigMap> config_maps;

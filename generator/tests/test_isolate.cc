@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(blame_follows_nothing_a_tenant_writes)
     seen.stamp(&again);
     BOOST_TEST(blame_order(again).back() == "HTTPRoute old");
     // while "new", met in the first configuration, keeps its place
-    for (const HTTPRoute &r : again.http_routes) BOOST_TEST(r.meta.seen == (r.meta.name == "new" ? 0u : 2u), r.meta.name);
+    for (const Route &r : again.http_routes) BOOST_TEST(r.meta.seen == (r.meta.name == "new" ? 0u : 2u), r.meta.name);
 }
 
 // Routes share lists (HTTPRoutes and GRPCRoutes; TLSRoutes and TCPRoutes):
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(routes_of_one_name_and_other_kinds_are_other_objects)
     Manifests second = parse(kManifests + grpc);
     seen.stamp(&second);
     size_t grpc_routes = 0;
-    for (const HTTPRoute &r : second.http_routes) {
+    for (const Route &r : second.http_routes) {
         const bool is_grpc = r.kind == RouteKind::GRPCRoute;
         grpc_routes += is_grpc;
         BOOST_TEST(r.meta.seen == (is_grpc ? 1u : 0u), route_kind_name(r.kind) << " " << r.meta.name);

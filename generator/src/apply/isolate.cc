@@ -154,7 +154,7 @@ Manifests without(const Manifests &m, const std::vector<Exclusion> &excluded)
         }
         case Kind::StreamRoute:
         case Kind::HTTPRoute: {
-            const HTTPRoute &r = o.kind == Kind::StreamRoute ? m.stream_routes[o.index] : m.http_routes[o.index];
+            const Route &r = o.kind == Kind::StreamRoute ? m.stream_routes[o.index] : m.http_routes[o.index];
             RejectedObject x = rejected(r.api_version, route_kind_name(r.kind), r.meta, e.why);
             x.parent_refs = r.parent_refs;
             out.rejected.push_back(std::move(x));

@@ -56,7 +56,7 @@ ParentRef parse_parent_ref(const Document &doc, const YamlNode &node, const std:
 }
 
 // parentRefs, with the CEL rules on several references to one parent.
-void parse_parent_refs(const Document &doc, const YamlNode &spec, HTTPRoute *r)
+void parse_parent_refs(const Document &doc, const YamlNode &spec, Route *r)
 {
     std::vector<YamlNode> refs = doc.list(spec, "spec", "parentRefs");
     for (size_t i = 0; i < refs.size(); i++) {
@@ -233,11 +233,11 @@ long long parse_duration(const Document &doc, const YamlNode &node, const std::s
 
 // What every route kind starts with: metadata, the spec's known fields,
 // parentRefs and hostnames (TLSRoute v1/v1alpha3: at least one, no IP).
-HTTPRoute parse_route_head(const Document &doc, const YamlNode &root, RouteKind kind,
+Route parse_route_head(const Document &doc, const YamlNode &root, RouteKind kind,
                            std::initializer_list<const char *> spec_fields, bool hostnames_required = false,
                            bool ip_forbidden = false)
 {
-    HTTPRoute r;
+    Route r;
     r.kind = kind;
     r.meta = doc.meta(root);
     YamlNode spec = doc.child(root, "", "spec");
@@ -264,7 +264,7 @@ HTTPRoute parse_route_head(const Document &doc, const YamlNode &root, RouteKind 
 
 void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
-    HTTPRoute r = parse_route_head(doc, root, RouteKind::HTTPRoute, {"parentRefs", "hostnames", "rules"});
+    Route r = parse_route_head(doc, root, RouteKind::HTTPRoute, {"parentRefs", "hostnames", "rules"});
     YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
     for (const YamlNode &rule : doc.list(spec, "spec", "rules")) {
@@ -356,7 +356,7 @@ void parse_stream_route(const Document &doc, const YamlNode &root, RouteKind kin
     const std::string api_version = doc.string(root, "", "apiVersion", true);
     const bool v1alpha2 = api_version == "gateway.networking.k8s.io/v1alpha2";
     const bool tls = kind == RouteKind::TLSRoute;
-    HTTPRoute r = tls ? parse_route_head(doc, root, kind, {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
+    Route r = tls ? parse_route_head(doc, root, kind, {"parentRefs", "hostnames", "rules", "useDefaultGateways"},
                                          !v1alpha2, !v1alpha2)
                       : parse_route_head(doc, root, kind, {"parentRefs", "rules"});
     r.api_version = api_version;
@@ -410,7 +410,7 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
 {
     static const std::regex service_re("^[A-Za-z_][A-Za-z_0-9]*(\\.[A-Za-z_][A-Za-z_0-9]*)*$");
     static const std::regex method_re("^[A-Za-z_][A-Za-z_0-9]*$");
-    HTTPRoute r = parse_route_head(doc, root, RouteKind::GRPCRoute, {"parentRefs", "hostnames", "rules"});
+    Route r = parse_route_head(doc, root, RouteKind::GRPCRoute, {"parentRefs", "hostnames", "rules"});
     YamlNode spec = doc.child(root, "", "spec");
     int i = 0;
     for (const YamlNode &rule : doc.list(spec, "spec", "rules")) {

@@ -50,7 +50,7 @@ void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
     }
 }
 
-std::string route_unsupported(const HTTPRoute &r)
+std::string route_unsupported(const Route &r)
 {
     std::string unsupported;
     for (const RouteRule &rule : r.rules) {
@@ -70,7 +70,7 @@ std::string route_unsupported(const HTTPRoute &r)
     return unsupported;
 }
 
-Resolver::RouteParent Resolver::route_parent(const HTTPRoute &r, const ParentRef &ref) const
+Resolver::RouteParent Resolver::route_parent(const Route &r, const ParentRef &ref) const
 {
     RouteParent parent;
     if (ref.group != "gateway.networking.k8s.io") return parent;
@@ -92,7 +92,7 @@ Resolver::RouteParent Resolver::route_parent(const HTTPRoute &r, const ParentRef
     return parent;
 }
 
-ObjectStatus Resolver::attach_route(const HTTPRoute &r)
+ObjectStatus Resolver::attach_route(const Route &r)
 {
     ObjectStatus st;
     st.api_version = intern(r.api_version);
@@ -121,7 +121,7 @@ ObjectStatus Resolver::attach_route(const HTTPRoute &r)
 
 // A parentRef's listeners are those of the object it names (GEP-1713):
 // a Gateway's own (set null), or one ListenerSet's merged into it.
-Resolver::RouteHosts Resolver::route_hosts(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+Resolver::RouteHosts Resolver::route_hosts(const Route &r, const ParentRef &ref, const Gateway &gw,
                                            const ListenerSet *set)
 {
     RouteHosts out;
@@ -167,7 +167,7 @@ Resolver::RouteHosts Resolver::route_hosts(const HTTPRoute &r, const ParentRef &
     return out;
 }
 
-std::vector<Condition> Resolver::attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+std::vector<Condition> Resolver::attach_to_gateway(const Route &r, const ParentRef &ref, const Gateway &gw,
                                                    const ListenerSet *set, const std::string &unsupported)
 {
     RouteHosts route = route_hosts(r, ref, gw, set);
@@ -245,7 +245,7 @@ Server &Resolver::server_for(const ListenerState &ls, const std::string &host)
 // UDP one: every connection (datagram session) goes to its backends, bytes
 // untouched as behind a Passthrough listener (a BackendTLSPolicy has no
 // say). The oldest route keeps a hostname, and a TCP or UDP listener.
-void Resolver::add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
+void Resolver::add_stream_route(const ListenerState &ls, const Route &r, const std::string &host,
                    const Gateway &gw, Condition *refs)
 {
     const bool terminate =
@@ -298,7 +298,7 @@ void Resolver::add_stream_route(const ListenerState &ls, const HTTPRoute &r, con
     server.routes.push_back(std::move(route));
 }
 
-void Resolver::add_rule(Server &server, const HTTPRoute &r, const RouteRule &rule, size_t index,
+void Resolver::add_rule(Server &server, const Route &r, const RouteRule &rule, size_t index,
               const Gateway &gw, Condition *refs)
 {
     // an invalid backendRef keeps its share of the traffic, answered 500

@@ -6,7 +6,7 @@ namespace g2n {
 
 // The Service and port a backendRef names; null, and why in *refs,
 // when the route may not or cannot refer to it.
-const ServicePort *Resolver::referenced_port(const HTTPRoute &r, const BackendRef &b, const Service **svc_out,
+const ServicePort *Resolver::referenced_port(const Route &r, const BackendRef &b, const Service **svc_out,
                                    Condition *refs) const
 {
     std::string ns = b.namespace_.empty() ? r.meta.namespace_ : b.namespace_;
@@ -37,7 +37,7 @@ const ServicePort *Resolver::referenced_port(const HTTPRoute &r, const BackendRe
 
 // tries: how many tries a request may make (a rule's retries and the
 // first), each to a peer of its own in nginx
-bool Resolver::resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
+bool Resolver::resolve_backend(const Route &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
                      WeightedUpstream *out, Condition *refs, int tries)
 {
     const Service *svc = nullptr;

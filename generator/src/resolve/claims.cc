@@ -136,7 +136,7 @@ void settle_hostname_conflicts(std::vector<ListenerState> &listeners)
 // Every hostname a listener will serve, claimed before any route is
 // attached: the hostname a listener names, and each hostname a route
 // brings to a listener with a wildcard or none.
-void Resolver::claim_hostnames(const std::vector<const HTTPRoute *> &routes)
+void Resolver::claim_hostnames(const std::vector<const Route *> &routes)
 {
     auto offer = [&](const ListenerState &ls, const std::string &host) {
         auto [it, first] = host_claims_.emplace(claim_key(ls, host), &ls);
@@ -145,7 +145,7 @@ void Resolver::claim_hostnames(const std::vector<const HTTPRoute *> &routes)
     for (const ListenerState &ls : listeners_) {
         if (ls.usable && claims_whole_name(ls)) offer(ls, ls.listener->hostname);
     }
-    for (const HTTPRoute *r : routes) {
+    for (const Route *r : routes) {
         if (!route_unsupported(*r).empty()) continue;  // serves nothing
         for (const ParentRef &ref : r->parent_refs) {
             const RouteParent parent = route_parent(*r, ref);

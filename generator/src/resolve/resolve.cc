@@ -192,11 +192,11 @@ void Resolver::run()
     select_listener_sets();
     resolve_listeners();
 
-    std::vector<const HTTPRoute *> routes;
-    for (const HTTPRoute &r : m_.http_routes) routes.push_back(&r);
-    for (const HTTPRoute &r : m_.stream_routes) routes.push_back(&r);
+    std::vector<const Route *> routes;
+    for (const Route &r : m_.http_routes) routes.push_back(&r);
+    for (const Route &r : m_.stream_routes) routes.push_back(&r);
     // precedence: the oldest route, then namespace/name
-    std::stable_sort(routes.begin(), routes.end(), [](const HTTPRoute *a, const HTTPRoute *b) {
+    std::stable_sort(routes.begin(), routes.end(), [](const Route *a, const Route *b) {
         return older_first(a->meta, b->meta);
     });
     // every status is known up front: no vector doubling on the way
@@ -206,7 +206,7 @@ void Resolver::run()
     route_statuses.reserve(routes.size());
     servers_.reserve(routes.size());
     claim_hostnames(routes);
-    for (const HTTPRoute *r : routes) {
+    for (const Route *r : routes) {
         route_statuses.push_back(attach_route(*r));
     }
 

@@ -57,7 +57,7 @@ bool has_location_settings(const RouteRule &rule);
 
 // Why a route cannot be served as written (a rule, a filter or a match
 // this renders no way), else "".
-std::string route_unsupported(const HTTPRoute &r);
+std::string route_unsupported(const Route &r);
 
 // Upstreams by name, in the order first used; handed to the plan sorted by
 // name, without a second copy.
@@ -129,7 +129,7 @@ private:
     void listener_set_statuses();
 
     // resolve/claims.cc
-    void claim_hostnames(const std::vector<const HTTPRoute *> &routes);
+    void claim_hostnames(const std::vector<const Route *> &routes);
     // the Gateway whose listener has the best claim on HOST at LS's socket
     const Gateway *host_owner(const ListenerState &ls, const std::string &host) const;
 
@@ -141,7 +141,7 @@ private:
         const ListenerSet *set = nullptr;  // a ListenerSet parent
         bool allowed = false;
     };
-    RouteParent route_parent(const HTTPRoute &r, const ParentRef &ref) const;
+    RouteParent route_parent(const Route &r, const ParentRef &ref) const;
     // the listeners of a parent a route attaches to, with each hostname
     // it would serve there; or why none
     struct RouteHosts {
@@ -149,21 +149,21 @@ private:
         std::vector<std::pair<ListenerState *, std::string>> hosts;
         std::set<std::pair<ListenerState *, std::string>> isolated;  // a more specific listener's
     };
-    RouteHosts route_hosts(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw, const ListenerSet *set);
+    RouteHosts route_hosts(const Route &r, const ParentRef &ref, const Gateway &gw, const ListenerSet *set);
     void rejected_statuses(std::vector<ObjectStatus> *route_statuses);
-    ObjectStatus attach_route(const HTTPRoute &r);
-    std::vector<Condition> attach_to_gateway(const HTTPRoute &r, const ParentRef &ref, const Gateway &gw,
+    ObjectStatus attach_route(const Route &r);
+    std::vector<Condition> attach_to_gateway(const Route &r, const ParentRef &ref, const Gateway &gw,
                                              const ListenerSet *set, const std::string &unsupported);
     Server &server_for(const ListenerState &ls, const std::string &host);
-    void add_stream_route(const ListenerState &ls, const HTTPRoute &r, const std::string &host,
+    void add_stream_route(const ListenerState &ls, const Route &r, const std::string &host,
                        const Gateway &gw, Condition *refs);
-    void add_rule(Server &server, const HTTPRoute &r, const RouteRule &rule, size_t index,
+    void add_rule(Server &server, const Route &r, const RouteRule &rule, size_t index,
                   const Gateway &gw, Condition *refs);
 
     // resolve/backends.cc
-    const ServicePort *referenced_port(const HTTPRoute &r, const BackendRef &b, const Service **svc_out,
+    const ServicePort *referenced_port(const Route &r, const BackendRef &b, const Service **svc_out,
                                        Condition *refs) const;
-    bool resolve_backend(const HTTPRoute &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
+    bool resolve_backend(const Route &r, const BackendRef &b, const Gateway &gw, BackendTarget target,
                          WeightedUpstream *out, Condition *refs, int tries = 1);
     std::string upstream_for(const Service &svc, const ServicePort &port, const BoundPolicy *policy,
                              BackendTarget target, const Gateway *denied_by, int tries = 1);
