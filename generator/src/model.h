@@ -224,8 +224,22 @@ struct CorsPolicy {
     long max_age = 5;  // seconds
 };
 
+// A route filter's type, parsed once; Other: one gateway2nginx does not
+// render, named by RouteFilter::type_name
+enum class FilterType {
+    RequestHeaderModifier,
+    ResponseHeaderModifier,
+    RequestRedirect,
+    URLRewrite,
+    RequestMirror,
+    CORS,
+    ExtensionRef,
+    Other
+};
+
 struct RouteFilter {
-    std::string type;  // RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS
+    FilterType type = FilterType::Other;
+    std::string type_name;  // as written, for messages
     HeaderModifier headers;
     // RequestRedirect
     std::string scheme;

@@ -189,7 +189,17 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
                          std::string *unsupported)
 {
     RouteFilter f;
-    f.type = doc.string(node, path, "type", true);
+    f.type_name = doc.string(node, path, "type", true);
+    static const std::map<std::string, FilterType> types = {
+        {"RequestHeaderModifier", FilterType::RequestHeaderModifier},
+        {"ResponseHeaderModifier", FilterType::ResponseHeaderModifier},
+        {"RequestRedirect", FilterType::RequestRedirect},
+        {"URLRewrite", FilterType::URLRewrite},
+        {"RequestMirror", FilterType::RequestMirror},
+        {"CORS", FilterType::CORS},
+        {"ExtensionRef", FilterType::ExtensionRef}};
+    const auto type = types.find(f.type_name);
+    f.type = type != types.end() ? type->second : FilterType::Other;
     // CEL: the field named after the type, and no other
     static const std::map<std::string, std::string> field_of = {
         {"RequestHeaderModifier", "requestHeaderModifier"}, {"ResponseHeaderModifier", "responseHeaderModifier"},
@@ -197,25 +207,26 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
         {"URLRewrite", "urlRewrite"}, {"ExtensionRef", "extensionRef"}, {"CORS", "cors"}};
     for (const auto &[type, field] : field_of) {
         bool present = doc.child(node, path, field.c_str()).defined();
-        if (type == f.type && !present) {
+        if (type == f.type_name && !present) {
             doc.fail(node, path, "filter." + field + " must be specified for " + type + " filter.type");
         }
-        if (type != f.type && present) {
+        if (type != f.type_name && present) {
             doc.fail(node, path, "filter." + field + " must be nil if the filter.type is not " + type);
         }
     }
-    if (f.type == "RequestHeaderModifier" || f.type == "ResponseHeaderModifier") {
-        std::string key = f.type == "RequestHeaderModifier" ? "requestHeaderModifier" : "responseHeaderModifier";
+    if (f.type == FilterType::RequestHeaderModifier || f.type == FilterType::ResponseHeaderModifier) {
+        const std::string key =
+            f.type == FilterType::RequestHeaderModifier ? "requestHeaderModifier" : "responseHeaderModifier";
         YamlNode m = doc.child(node, path, key.c_str());
         if (!m.defined()) doc.fail(node, path + "." + key, "required field is missing");
         f.headers = parse_header_modifier(doc, m, path + "." + key, unsupported);
         for (const std::string &name : f.headers.names()) {
-            if (f.type == "RequestHeaderModifier" && header_among(name, {"via"})) {
+            if (f.type == FilterType::RequestHeaderModifier && header_among(name, {"via"})) {
                 // the gateway's loop marker: a route that could drop it could loop
                 *unsupported = "header " + name + " names the proxies a request passed: the gateway sets it";
             }
         }
-    } else if (f.type == "RequestRedirect") {
+    } else if (f.type == FilterType::RequestRedirect) {
         YamlNode r = doc.child(node, path, "requestRedirect");
         std::string rpath = path + ".requestRedirect";
         doc.only(r, rpath, {"scheme", "hostname", "path", "port", "statusCode"});
@@ -235,7 +246,7 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
         }
         YamlNode p = doc.child(r, rpath, "path");
         if (p.defined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
-    } else if (f.type == "URLRewrite") {
+    } else if (f.type == FilterType::URLRewrite) {
         YamlNode r = doc.child(node, path, "urlRewrite");
         std::string rpath = path + ".urlRewrite";
         doc.only(r, rpath, {"hostname", "path"});
@@ -245,7 +256,7 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
         }
         YamlNode p = doc.child(r, rpath, "path");
         if (p.defined()) f.path = parse_path_modifier(doc, p, rpath + ".path");
-    } else if (f.type == "RequestMirror") {
+    } else if (f.type == FilterType::RequestMirror) {
         YamlNode m = doc.child(node, path, "requestMirror");
         std::string mpath = path + ".requestMirror";
         doc.only(m, mpath, {"backendRef", "percent", "fraction"});
@@ -267,10 +278,10 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
                 doc.fail(fraction, fpath, "numerator must be less than or equal to denominator");
             }
         }
-    } else if (f.type == "CORS") {
+    } else if (f.type == FilterType::CORS) {
         f.cors = parse_cors(doc, doc.child(node, path, "cors"), path + ".cors", unsupported);
     } else {
-        *unsupported = "filter type " + f.type + " is not rendered yet";
+        *unsupported = "filter type " + f.type_name + " is not rendered yet";
     }
     return f;
 }
@@ -281,7 +292,7 @@ void check_filters(const Document &doc, const YamlNode &node, const std::string 
                    const std::vector<RouteFilter> &filters, const std::vector<RouteMatch> &matches)
 {
     std::map<std::string, int> count;
-    for (const RouteFilter &f : filters) count[f.type]++;
+    for (const RouteFilter &f : filters) count[f.type_name]++;
     if (count["RequestRedirect"] && count["URLRewrite"]) {
         doc.fail(node, path + ".filters", "May specify either httpRouteFilterRequestRedirect or httpRouteFilterRequestRewrite, but not both");
     }

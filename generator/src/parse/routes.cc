@@ -423,13 +423,14 @@ void parse_grpc_route(const Document &doc, const YamlNode &root, Manifests *out)
         for (const YamlNode &f : doc.list(rule, path, "filters")) {
             std::string fpath = path + ".filters[" + std::to_string(k++) + "]";
             RouteFilter filter = parse_filter(doc, f, fpath, &rr.unsupported);
-            static const std::set<std::string> grpc_types = {"RequestHeaderModifier", "ResponseHeaderModifier",
-                                                             "RequestMirror", "ExtensionRef"};
+            static const std::set<FilterType> grpc_types = {FilterType::RequestHeaderModifier,
+                                                            FilterType::ResponseHeaderModifier,
+                                                            FilterType::RequestMirror, FilterType::ExtensionRef};
             if (grpc_types.count(filter.type) == 0) {
                 doc.fail(f, fpath + ".type",
                          "expected RequestHeaderModifier, ResponseHeaderModifier, RequestMirror or ExtensionRef");
             }
-            if (filter.type == "RequestMirror") rr.unsupported = "filter type RequestMirror is not rendered yet";
+            if (filter.type == FilterType::RequestMirror) rr.unsupported = "filter type RequestMirror is not rendered yet";
             // nginx's grpc module hashes the header names of grpc_set_header
             // and grpc_hide_header in buckets of a fixed 64 bytes (no
             // *_hash_bucket_size directive, unlike proxy_)

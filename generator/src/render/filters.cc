@@ -20,7 +20,7 @@ std::vector<nginx::Word> per_module(const PassModules &m, const nginx::Word &pro
     return out;
 }
 
-const RouteFilter *filter_of(const Location &l, const char *type)
+const RouteFilter *filter_of(const Location &l, FilterType type)
 {
     for (const RouteFilter &f : l.filters) {
         if (f.type == type) return &f;
@@ -193,8 +193,8 @@ void render_websocket_upgrade(nginx::Writer &w, Splits &shared, const nginx::Nam
 
 void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l, const PassModules &modules)
 {
-    const RouteFilter *headers = filter_of(l, "RequestHeaderModifier");
-    const RouteFilter *rewrite = filter_of(l, "URLRewrite");
+    const RouteFilter *headers = filter_of(l, FilterType::RequestHeaderModifier);
+    const RouteFilter *rewrite = filter_of(l, FilterType::URLRewrite);
     const bool per_backend = std::any_of(l.backends.begin(), l.backends.end(),
                                          [](const WeightedUpstream &b) { return !b.request_headers.empty(); });
     const std::optional<nginx::Name> upgrade = websocket_upgrade(shared, l);
@@ -243,7 +243,7 @@ void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l,
 
 void render_response_headers(nginx::Writer &w, const Location &l, const PassModules &modules)
 {
-    const RouteFilter *headers = filter_of(l, "ResponseHeaderModifier");
+    const RouteFilter *headers = filter_of(l, FilterType::ResponseHeaderModifier);
     if (headers == nullptr) return;
     const std::vector<nginx::Word> hide_headers = per_module(modules, "proxy_hide_header", "grpc_hide_header");
     for (const std::string &name : headers->headers.remove) {
@@ -310,7 +310,7 @@ std::string comma_list(const std::vector<std::string> &items)
 // way to the filter's.
 void render_cors(nginx::Writer &w, Splits &shared, const Location &l, const PassModules &modules)
 {
-    const RouteFilter *filter = filter_of(l, "CORS");
+    const RouteFilter *filter = filter_of(l, FilterType::CORS);
     if (filter == nullptr) return;
     const CorsPolicy &c = filter->cors;
     const nginx::Name http_origin("http_origin");

@@ -127,12 +127,12 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
     const PassModules modules = pass_modules(l);
     render_cors(w, splits, l, modules);
     render_response_headers(w, l, modules);
-    if (const RouteFilter *redirect = filter_of(l, "RequestRedirect")) {
+    if (const RouteFilter *redirect = filter_of(l, FilterType::RequestRedirect)) {
         render_redirect(w, s, l, *redirect);
         w.close();
         return;
     }
-    const RouteFilter *rewrite = filter_of(l, "URLRewrite");
+    const RouteFilter *rewrite = filter_of(l, FilterType::URLRewrite);
     if (rewrite && !rewrite->path.type.empty() && l.return_code == 0) {
         render_path_rewrite(w, l, rewrite->path, true);
     }

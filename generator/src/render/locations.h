@@ -67,7 +67,7 @@ std::vector<nginx::Word> per_module(const PassModules &m, const nginx::Word &pro
 // then `failed_split` names the variable to test).
 nginx::Script proxy_target(Splits &splits, const std::vector<WeightedUpstream> &backends,
                            std::optional<nginx::Name> *failed_split = nullptr);
-const RouteFilter *filter_of(const Location &l, const char *type);
+const RouteFilter *filter_of(const Location &l, FilterType type);
 void render_path_rewrite(nginx::Writer &w, const Location &l, const PathModifier &p, bool break_flag);
 void render_request_headers(nginx::Writer &w, Splits &shared, const Location &l, const PassModules &modules);
 void render_response_headers(nginx::Writer &w, const Location &l, const PassModules &modules);

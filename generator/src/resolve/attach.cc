@@ -318,7 +318,7 @@ void Resolver::add_rule(Server &server, const Route &r, const RouteRule &rule, s
     // a mirror that cannot be resolved is left out (ResolvedRefs says why)
     std::vector<Mirror> mirrors;
     for (const RouteFilter &f : filters.location) {
-        if (f.type != "RequestMirror") continue;
+        if (f.type != FilterType::RequestMirror) continue;
         Mirror m{{}, f.mirror_numerator, f.mirror_denominator};
         if (m.numerator > 0 && resolve_backend(r, f.mirror, gw, BackendTarget::Mirror, &m.backend, refs)) {
             mirrors.push_back(std::move(m));
@@ -328,7 +328,7 @@ void Resolver::add_rule(Server &server, const Route &r, const RouteRule &rule, s
     static const std::vector<RouteMatch> kWholePath{RouteMatch{}};  // no match: PathPrefix "/"
     const std::vector<RouteMatch> &matches = rule.matches.empty() ? kWholePath : rule.matches;
     bool redirects = std::any_of(filters.location.begin(), filters.location.end(),
-                                 [](const RouteFilter &f) { return f.type == "RequestRedirect"; });
+                                 [](const RouteFilter &f) { return f.type == FilterType::RequestRedirect; });
     bool forwards = std::any_of(backends.begin(), backends.end(),
                                 [](const WeightedUpstream &b) { return !b.upstream.empty(); });
     std::string source = r.meta.key() + " rule " + std::to_string(index);

@@ -101,10 +101,11 @@ std::vector<std::string> lowercase_header_names(const HeaderModifier &h)
 
 void check_cors_headers(RuleFilters *out)
 {
-    auto cors = std::find_if(out->location.begin(), out->location.end(), [](const RouteFilter &f) { return f.type == "CORS"; });
+    auto cors = std::find_if(out->location.begin(), out->location.end(),
+                             [](const RouteFilter &f) { return f.type == FilterType::CORS; });
     if (cors == out->location.end()) return;
     for (const RouteFilter &f : out->location) {
-        if (f.type != "ResponseHeaderModifier") continue;
+        if (f.type != FilterType::ResponseHeaderModifier) continue;
         for (const std::string &n : lowercase_header_names(f.headers)) {
             if (n.rfind("access-control-", 0) == 0) out->unsupported = "header " + n + " is the CORS filter's to set";
         }
@@ -123,16 +124,18 @@ RuleFilters rule_filters_of(const RouteRule &rule)
     RuleFilters out;
     out.location = rule.filters;
     out.per_backend.resize(rule.backend_refs.size());
-    auto has_type = [&](const std::string &type) {
-        return std::any_of(out.location.begin(), out.location.end(),
-                           [&](const RouteFilter &f) { return f.type == type; });
+    auto has_type = [&](FilterType type, const std::string &name) {
+        return std::any_of(out.location.begin(), out.location.end(), [&](const RouteFilter &f) {
+            return f.type == type && (type != FilterType::Other || f.type_name == name);
+        });
     };
     if (rule.backend_refs.size() == 1) {
         for (const RouteFilter &f : rule.backend_refs[0].filters) {
-            bool clash = has_type(f.type) || (f.type == "RequestRedirect" && has_type("URLRewrite"))
-                         || (f.type == "URLRewrite" && has_type("RequestRedirect"));
+            bool clash = has_type(f.type, f.type_name)
+                         || (f.type == FilterType::RequestRedirect && has_type(FilterType::URLRewrite, ""))
+                         || (f.type == FilterType::URLRewrite && has_type(FilterType::RequestRedirect, ""));
             if (clash) {
-                out.unsupported = "a " + f.type + " filter on the backendRef beside the rule's own filters";
+                out.unsupported = "a " + f.type_name + " filter on the backendRef beside the rule's own filters";
                 return out;
             }
             out.location.push_back(f);
@@ -141,7 +144,7 @@ RuleFilters rule_filters_of(const RouteRule &rule)
     }
     std::set<std::string> rule_headers;
     for (const RouteFilter &f : rule.filters) {
-        if (f.type != "RequestHeaderModifier") continue;
+        if (f.type != FilterType::RequestHeaderModifier) continue;
         for (const std::string &n : lowercase_header_names(f.headers)) rule_headers.insert(n);
     }
     std::set<std::string> refs_with_filters;
@@ -154,8 +157,8 @@ RuleFilters rule_filters_of(const RouteRule &rule)
             out.unsupported = "two backendRefs to " + b.name + " with filters";
         }
         for (const RouteFilter &f : b.filters) {
-            if (f.type != "RequestHeaderModifier") {
-                out.unsupported = "a " + f.type + " filter on one of several backendRefs is not rendered yet";
+            if (f.type != FilterType::RequestHeaderModifier) {
+                out.unsupported = "a " + f.type_name + " filter on one of several backendRefs is not rendered yet";
                 continue;
             }
             for (const std::string &n : lowercase_header_names(f.headers)) {
