@@ -116,7 +116,8 @@ BOOST_AUTO_TEST_CASE(parse_dispatches_by_the_table)
         }
     }
     const g2n::Manifests m = parse("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: ns}\n");
-    BOOST_TEST(m.ignored == std::vector<std::string>{"Deployment ns/x"}, described({}));
+    BOOST_TEST_REQUIRE(m.ignored.size() == 1u);
+    BOOST_TEST(m.ignored[0] == "Deployment ns/x");
 }
 
 BOOST_AUTO_TEST_CASE(versions_read_for_messages)
