@@ -2,10 +2,15 @@
 // how the watch-event stream is cut into events.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <map>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "gtls_upstream_api.h"
 #include "apply/reload.h"
@@ -567,6 +572,42 @@ BOOST_AUTO_TEST_CASE(changes_are_applied_after_a_quiet_spell_or_the_longest_wait
     BOOST_TEST(debounce.take(t0, true, &first), "the input ended: at once");
     debounce.changed_long_ago(t0);
     BOOST_TEST(debounce.take(t0, false, &first), "synced: at once");
+}
+
+// A reload is confirmed by scanning /proc for the master's new workers while
+// the old ones exit: a process gone between the listing and the read of its
+// stat is no child, not an error that loses a reload it took (CI, t/350).
+BOOST_AUTO_TEST_CASE(children_are_found_while_processes_come_and_go)
+{
+    std::atomic<bool> scanning{true};
+    std::atomic<long> reaped{0};
+    std::thread churn([&] {
+        while (scanning) {
+            const pid_t child = ::fork();
+            if (child == 0) ::_exit(0);
+            if (child > 0 && ::waitpid(child, nullptr, 0) == child) reaped++;
+        }
+    });
+    long scans = 0;
+    try {
+        while (reaped < 20000) {
+            g2n::children_of(::getpid());
+            scans++;
+        }
+    } catch (const std::exception &e) {
+        BOOST_ERROR("scan " << scans << " failed after " << reaped << " children: " << e.what());
+    }
+    scanning = false;
+    churn.join();
+    BOOST_TEST(scans > 0);
+    const pid_t stays = ::fork();
+    if (stays == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    BOOST_TEST(g2n::children_of(::getpid()).count(stays) == 1u, "a child that stays is found");
+    ::kill(stays, SIGKILL);
+    ::waitpid(stays, nullptr, 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

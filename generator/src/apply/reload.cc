@@ -1,7 +1,9 @@
 #include "apply/reload.h"
 #include "apply/nginx_check.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -18,14 +20,36 @@ namespace g2n {
 
 namespace {
 
+std::string pids_text(const std::set<long> &pids)
+{
+    std::string text;
+    for (long p : pids) text += (text.empty() ? "" : " ") + std::to_string(p);
+    return text;
+}
+
+// /proc/PID/stat, "" when the process is gone: one reaped between the
+// listing and the read fails the read with ESRCH, which an ifstream throws.
+std::string proc_stat(const fs::path &path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    char buf[1024];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+}  // namespace
+
 std::set<long> children_of(long parent)
 {
     std::set<long> children;
-    for (const auto &entry : fs::directory_iterator("/proc")) {
+    std::error_code ec;
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::directory_entry &entry = *it;
         const std::string name = entry.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in(entry.path() / "stat");
-        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string stat = proc_stat(entry.path() / "stat");
         const size_t paren = stat.rfind(')');
         if (paren == std::string::npos) continue;
         std::istringstream rest(stat.substr(paren + 1));
@@ -35,15 +59,6 @@ std::set<long> children_of(long parent)
     }
     return children;
 }
-
-std::string pids_text(const std::set<long> &pids)
-{
-    std::string text;
-    for (long p : pids) text += (text.empty() ? "" : " ") + std::to_string(p);
-    return text;
-}
-
-}  // namespace
 
 long read_pid(const std::string &pidfile)
 {

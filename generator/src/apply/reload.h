@@ -2,12 +2,18 @@
 // confirmed by the new workers nginx starts.
 #pragma once
 
+#include <set>
 #include <string>
 
 namespace g2n {
 
 // The pid in an nginx pid file; 0 when there is none.
 long read_pid(const std::string &pidfile);
+
+// The processes whose parent is `parent`, from /proc. Processes come and go
+// while it reads: one gone between the listing and the read is not a child.
+// Never throws: it runs after the signal, when a reload may be under way.
+std::set<long> children_of(long parent);
 
 // SIGHUP, then new workers (the master's children that were not there
 // before): nginx took the configuration, however long its reload took. It
