@@ -72,6 +72,10 @@ isnt($code, 200, "without the directive an h2c client is not served ($code)");
 # the preface in two writes: HTTP/2 once it is whole (the server's SETTINGS)
 my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $with) or die "connect: $!";
 print $sock 'PRI * HTTP';
+# a pause for the worker to peek at the first piece alone; nginx only
+# peeks (MSG_PEEK) until it knows, so no read can be waited for. A
+# worker that sees both pieces at once answers the same: the pause
+# decides what is exercised, never the answer.
 sleep 0.3;
 print $sock "/2.0\r\n\r\nSM\r\n\r\n" . "\0\0\0\x04\0\0\0\0\0";  # and an empty SETTINGS frame
 my $frame = '';
@@ -90,7 +94,7 @@ for my $case (["GET /f HT", "TP/1.1\r\nHost: split\r\nConnection: close\r\n\r\n"
     my ($first, $rest, $want) = @$case;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $with) or die "connect: $!";
     print $s $first;
-    sleep 0.2;
+    sleep 0.2;   # as for the preface above
     print $s $rest;
     my $answer = '';
     eval {

@@ -182,17 +182,9 @@ SKIP: {
     ($rc, $msg) = run_generator(@args, '--reload', "$out/nginx.pid");
     is($rc, 0, 'reload: regenerated with --reload') or diag $msg;
     ok(-f "$out/nginx.pid", 'reload: the pid file survives the swap');
-    my $reloaded = 0;
-    for (1 .. 50) {
-        local (@ARGV, $/) = ("$out/logs/error.log");
-        my $log = -f "$out/logs/error.log" ? <> : '';
-        if ($log =~ /signal 1 \(SIGHUP\) received/ && $log =~ /reconfiguring/) {
-            $reloaded = 1;
-            last;
-        }
-        select(undef, undef, undef, 0.1);
-    }
-    ok($reloaded, 'reload: nginx got SIGHUP and reconfigured');
+    ok(wait_for(sub { count_in("$out/logs/error.log", qr/signal 1 \(SIGHUP\) received/)
+                      && count_in("$out/logs/error.log", qr/reconfiguring/) }, 30),
+       'reload: nginx got SIGHUP and reconfigured');
     ($status) = http_request(80 + $offset, '/nowhere', 'unknown.example.com');
     is($status, 404, 'reload: nginx still serves after the reload');
     stop_nginx($out);

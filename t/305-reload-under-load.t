@@ -55,13 +55,17 @@ is($code, 200, 'the loaded path answers before the first reload');
 my $wrk = "$dir/wrk.txt";
 my $pid = fork // die;
 if ($pid == 0) {
-    exec("wrk -t1 -c4 -d35s -H 'Connection: close' -H 'Host: shop.example.com' "
+    # until told to stop (SIGINT: wrk prints its report), however long
+    # the 20 regenerations take on this machine
+    exec("exec wrk -t1 -c4 -d600s -H 'Connection: close' -H 'Host: shop.example.com' "
          . "http://127.0.0.1:$port/steady > $wrk 2>&1");
 }
+my $master = slurp("$out/nginx.pid") =~ s/\s+//r;
 
 my ($reloads, $failed_generations, @counts, @extra, @broken) = (0, 0);
 for my $i (1 .. 20) {
     select(undef, undef, undef, 1.0);
+    my @old = split ' ', worker_pids($master);
     open my $fh, '>', "$dir/manifests.yaml" or die;
     print $fh manifests($i);
     close $fh;
@@ -69,7 +73,9 @@ for my $i (1 .. 20) {
                                    '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
                                    '--status-listen', '127.0.0.1:' . status_port(), '--reload', "$out/nginx.pid");
     if ($rc == 0) { $reloads++ } else { $failed_generations++; diag $msg }
-    select(undef, undef, undef, 0.3);  # the new workers take over
+    # the new workers take over once the old ones, which may still accept
+    # a connection, have gone
+    ok(wait_for(sub { !grep { -e "/proc/$_" } @old }, 30), "reload $i: the old workers are gone");
     push @counts, verified();
     # what the configuration asks of the other paths, meanwhile
     my ($extra) = request($port, 'GET', '/extra', 'Host: shop.example.com');
@@ -79,6 +85,7 @@ for my $i (1 .. 20) {
         push @broken, $broken;
     }
 }
+kill 'INT', $pid;
 waitpid($pid, 0);
 my $report = slurp($wrk);
 diag $report;

@@ -172,9 +172,11 @@ ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
 my $wrk = "$dir/wrk.txt";
 my $wrk_pid = fork // die;
 if ($wrk_pid == 0) {
-    exec("wrk -t2 -c8 -d25s http://127.0.0.1:$port/ > $wrk 2>&1");
+    # until told to stop (SIGINT: wrk prints its report), however long
+    # the changes take on this machine
+    exec("exec wrk -t2 -c8 -d600s http://127.0.0.1:$port/ > $wrk 2>&1");
 }
-sleep 0.5;
+ok(wait_for(sub { connections_to($port) > 0 }), 'wrk is connected');
 
 # the servers of change I: scale up and down over a moving window, and
 # every 20th change a rollout onto endpoints the previous list did not have
@@ -200,6 +202,7 @@ for my $i (0 .. $#lists) {
 }
 my $last_change = time;
 my $slow_alive = kill(0, $slow) && waitpid($slow, POSIX::WNOHANG()) == 0;
+kill 'INT', $wrk_pid;
 waitpid($wrk_pid, 0);
 my $report = slurp($wrk);
 diag $report;

@@ -224,13 +224,9 @@ ok(wait_for(sub { unread_by_server($port, $straddling->sockport) == 0 }),
    'its headers and half its body read, by a worker of this configuration');
 my $before_reload = worker_pids($master);
 system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
+my %old = map { $_ => 1 } split ' ', $before_reload;
 my $new_workers = '';
-for (1 .. 50) {
-    my %old = map { $_ => 1 } split ' ', $before_reload;
-    $new_workers = join ' ', grep { !$old{$_} } split ' ', worker_pids($master);
-    last if $new_workers =~ /\d \d/;
-    sleep 0.1;
-}
+wait_for(sub { ($new_workers = join ' ', grep { !$old{$_} } split ' ', worker_pids($master)) =~ /\d \d/ }, 30);
 like($new_workers, qr/^\d+ \d+$/, "the reload started new workers ($new_workers) while the push is under way");
 print $straddling substr($body, $cut);
 my $answer = join '', <$straddling>;

@@ -129,7 +129,7 @@ if ($toucher == 0) {
     }
     POSIX::_exit(0);   # no END blocks of Test::More in the child
 }
-sleep 0.5;
+ok(wait_for(sub { -e "$dir/manifests/noise.yaml" }), 'the touching has begun');
 my $start = time;
 put('slice.yaml', slice_yaml(2));
 ok(wait_for(sub { endpoints_seen() eq '127.0.0.2' }, 3),

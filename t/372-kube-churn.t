@@ -51,7 +51,7 @@ if ($wrk_pid == 0) {
     # the changes take on this machine
     exec("exec wrk -t1 -c4 -d300s -H 'Host: localhost' http://127.0.0.1:$port/ > $wrk 2>&1");
 }
-sleep 0.5;
+ok(wait_for(sub { connections_to($port) > 0 }), 'wrk is connected');
 my $token = slurp("$dir/kube-api.token") =~ s/\s+//gr;
 my $url = "https://127.0.0.1:$kube_port/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices/web-abc";
 my ($accepted, @last) = (0);

@@ -63,6 +63,7 @@ sub serves {
     return $body =~ /endpoint=127\.0\.0\.1/;
 }
 sub holder { my ($rc, $out) = kubectl('get', 'lease', 'gateway2nginx', '-n', 'default', '-o', 'jsonpath={.spec.holderIdentity}'); $rc ? '' : $out }
+sub renew_time { my ($rc, $out) = kubectl('get', 'lease', 'gateway2nginx', '-n', 'default', '-o', 'jsonpath={.spec.renewTime}'); $rc ? '' : $out }
 sub writes_by {
     my $name = shift;
     return scalar grep { /"verb": "update"/ && /"subresource": "status"/ && m{gateway2nginx/\Q$name\E"} }
@@ -83,7 +84,11 @@ ok(wait_for(\&route_generation_seen, 10), 'the route\'s status is written');
 kube_apply('route', route_yaml('/two'));
 ok(wait_for(sub { serves('pod-a', '/two') && serves('pod-b', '/two') }, 15), 'both replicas apply a change');
 ok(wait_for(\&route_generation_seen, 10), 'its status follows');
-sleep 1;
+# two renewals later, pod-b having tried meanwhile (it retries sooner)
+for my $n (1, 2) {
+    my $renewed = renew_time();
+    ok(wait_for(sub { renew_time() ne $renewed }, 10), "the Lease is renewed ($n)");
+}
 is(holder(), 'pod-a', 'the Lease stays with the first replica');
 ok(writes_by('pod-a') > 0, 'which writes status (' . writes_by('pod-a') . ' writes)');
 is(writes_by('pod-b'), 0, 'the other replica writes none');

@@ -38,7 +38,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend track_child
-                 unread_by_server conformance_has start_ready_server conformance_newer_route
+                 unread_by_server connections_to conformance_has start_ready_server conformance_newer_route
                  conformance_drop_kind weighted_shares);
 
 my $Root = abs_path(dirname(__FILE__) . '/../../..');
@@ -691,6 +691,15 @@ sub unread_by_server {
         return hex((split /:/, $f[4])[1]) if ($f[1] // '') eq $local && ($f[2] // '') eq $remote;
     }
     return -1;
+}
+
+# How many connections to 127.0.0.1:PORT are established (/proc/net/tcp):
+# a test waits for a load generator's before it counts on the load.
+sub connections_to {
+    my $port = shift;
+    my $local = sprintf '0100007F:%04X', $port;
+    return scalar grep { my @f = split ' '; ($f[1] // '') eq $local && ($f[3] // '') eq '01' }
+        split /\n/, slurp('/proc/net/tcp');
 }
 
 # PID, a process the test forked, ended with the test file if still running.
