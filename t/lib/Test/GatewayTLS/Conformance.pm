@@ -1,0 +1,192 @@
+package Test::GatewayTLS::Conformance;
+
+# Replays of the Gateway API conformance suite's manifests
+# (GATEWAY_API_DIR): setup, a served Gateway, the conditions it reports.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Path qw(make_path);
+use Test::More ();
+
+use Test::GatewayTLS::Env qw(:DEFAULT $Module $ServRoot _setup);
+use Test::GatewayTLS::Nginx;
+use Test::GatewayTLS::Generator;
+
+our @EXPORT = qw(conformance_begin conformance_conditions conformance_dir conformance_drop_kind
+                conformance_has conformance_manifests conformance_newer_route conformance_setup
+                serve_conformance_gateway start_ready_server stop_conformance_gateway
+                tls_secret_yaml weighted_shares);
+
+my $ConformanceRunning;  # the out dir of the nginx serve_conformance_gateway started
+
+sub stop_conformance_gateway {
+    stop_nginx($ConformanceRunning, 'TERM') if $ConformanceRunning;
+    $ConformanceRunning = undef;
+}
+
+# The Gateway API conformance suite: GATEWAY_API_DIR/conformance, where
+# GATEWAY_API_DIR is a checkout (or release tree) of kubernetes-sigs/gateway-api.
+sub conformance_dir {
+    my $api = $ENV{GATEWAY_API_DIR};
+    return undef unless defined $api && length $api;
+    return "$api/conformance";
+}
+
+# Whether the suite (conformance_dir()) holds the manifests named: those of
+# a test newer than its release (a copy of a tag) are not there, and such a
+# test is not in that release (not run, not counted).
+sub conformance_has {
+    my $shared = conformance_dir();
+    return !grep { !-f "$shared/tests/$_.yaml" } @_;
+}
+
+# The start of a conformance replay: skips, saying why, without the suite,
+# else sets up servroot; returns the suite's directory and the directory
+# the manifests go to.
+sub conformance_begin {
+    my $shared = conformance_dir();
+    Test::More::plan(skip_all => 'GATEWAY_API_DIR is not set: no Gateway API conformance manifests to replay '
+                                 . '(set it to a checkout of kubernetes-sigs/gateway-api)') unless defined $shared;
+    Test::More::plan(skip_all => "GATEWAY_API_DIR=$ENV{GATEWAY_API_DIR} has no conformance/ directory: "
+                                 . 'no Gateway API conformance manifests to replay') unless -d $shared;
+    Test::More::plan('no_plan');
+    _setup();
+    make_path("$ServRoot/manifests");
+    return ($shared, "$ServRoot/manifests");
+}
+
+# The Gateway API conformance suite (conformance_dir()): its
+# base manifests and the manifests of TESTS, with our GatewayClass name, as
+# DIR/00-base.yaml and DIR/10-TEST.yaml; returns all of them as one text.
+# Those the suite does not hold (conformance_has) are left out.
+sub conformance_manifests {
+    my ($shared, $dir, @tests) = @_;
+    my $all = '';
+    for my $file (['00-base.yaml', "$shared/base/manifests.yaml"],
+                  map { ["10-$_.yaml", "$shared/tests/$_.yaml"] } grep { conformance_has($_) } @tests) {
+        (my $text = slurp($file->[1])) =~ s/\{GATEWAY_CLASS_NAME\}/gateway2nginx/g;
+        spit("$dir/$file->[0]", $text);
+        $all .= "\n---\n$text";
+    }
+    return $all;
+}
+
+# A kubernetes.io/tls Secret in the suite's namespace (or NAMESPACE)
+# holding certificate NAME.
+sub tls_secret_yaml {
+    my ($secret, $cert, $ns) = @_;
+    $ns //= 'gateway-conformance-infra';
+    my $b64 = sub { my $t = `base64 -w0 $_[0]`; $t };
+    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $secret\n  namespace: $ns\n"
+         . "type: kubernetes.io/tls\ndata:\n  tls.crt: " . $b64->(certs_dir() . "/$cert.crt") . "\n"
+         . "  tls.key: " . $b64->(certs_dir() . "/$cert.key") . "\n";
+}
+
+# What the suite creates at start: our GatewayClass, the CA ConfigMap
+# tls-checks-ca-certificate (the test set's CA) and mismatch-ca-certificate
+# (a CA that signed none of the backends' certificates).
+sub conformance_setup {
+    my $ca_map = sub {
+        my ($name, $file) = @_;
+        (my $ca = slurp(certs_dir() . "/$file")) =~ s/^/    /mg;
+        return "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: $name\n"
+             . "  namespace: gateway-conformance-infra\ndata:\n  ca.crt: |\n$ca";
+    };
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: gateway2nginx\n"
+         . "spec:\n  controllerName: gateway2nginx.io/controller\n"
+         . $ca_map->('tls-checks-ca-certificate', 'ca.crt') . $ca_map->('mismatch-ca-certificate', 'unrelated-ca.crt');
+}
+
+# Starts COMMAND (a list), which prints "ready" once it listens; it is
+# stopped when the test ends (track_child).
+sub start_ready_server {
+    my @command = @_;
+    pipe(my $ready, my $w) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        close $ready;
+        open STDOUT, '>&', $w or die;
+        exec @command or die "exec: $!";
+    }
+    close $w;
+    track_child($pid);
+    my $line = <$ready> // '';
+    die "$command[1] did not start\n" unless $line eq "ready\n";
+    return $pid;
+}
+
+# The newer route the suite's MultipleRoutesAttachment tests create a second
+# after the older one (KIND NEWER on listener SECTION of GATEWAY, to BACKEND
+# port PORT), added to manifest FILE with the creationTimestamps the API
+# server would set both; returns the file's text before, to put back.
+sub conformance_newer_route {
+    my ($file, $kind, $older, $newer, $gateway, $section, $backend, $port) = @_;
+    my $orig = slurp($file);
+    (my $text = $orig) =~ s/^(  name: \Q$older\E\n)/$1  creationTimestamp: "2026-01-01T00:00:00Z"\n/m
+        or die "no $older in $file\n";
+    spit($file, $text . "\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: $kind\nmetadata:\n  name: $newer\n"
+               . "  namespace: gateway-conformance-infra\n  creationTimestamp: \"2026-01-01T00:00:01Z\"\n"
+               . "spec:\n  parentRefs:\n  - name: $gateway\n    sectionName: $section\n  rules:\n  - backendRefs:\n"
+               . "    - name: $backend\n      port: $port\n");
+    return $orig;
+}
+
+# Manifest FILE without its objects of KIND (the suite deleting them);
+# returns its text before, to put back.
+sub conformance_drop_kind {
+    my ($file, $kind) = @_;
+    my $orig = slurp($file);
+    spit($file, join '---', grep { !/^kind: \Q$kind\E\s*$/m } split /^---/m, $orig);
+    return $orig;
+}
+
+# The suite's weight.TestWeightedDistribution: TOTAL answers from SAMPLE (a
+# sub returning the backend that answered, or undef), each backend's share
+# of WANT (backend -> share) within 0.05, tried up to weight.MaxTestRetries
+# (10) times; '' when a try was within, else what was off in the last.
+sub weighted_shares {
+    my ($sample, $want, $total) = @_;
+    my @off;
+    for (1 .. 10) {
+        my %count;
+        $count{$sample->() // 'none'}++ for 1 .. $total;
+        @off = map { sprintf('%s has %.3f, %.2f wanted', $_, ($count{$_} // 0) / $total, $want->{$_}) }
+               grep { abs(($count{$_} // 0) / $total - $want->{$_}) > 0.05 } sort keys %$want;
+        push @off, "$count{none} not answered" if $count{none};
+        return '' unless @off;
+    }
+    return join '; ', @off;
+}
+
+# Renders one Gateway of the suite's namespace alone (--gateway, nginx -t
+# included) into servroot/out-GATEWAY with every listener port + OFFSET and,
+# given FIRST_PORT (a TCP port, or a UDP one with PROTO 'udp'), starts its
+# nginx (stopping the one started before); returns its status, keyed as
+# read_status does.
+sub serve_conformance_gateway {
+    my ($manifests, $gateway, $offset, $first_port, $proto) = @_;
+    stop_nginx($ConformanceRunning, 'TERM') if $ConformanceRunning;  # its test is over
+    $ConformanceRunning = undef;
+    my $out = "$ServRoot/out-$gateway";
+    my $module_dir = $Module =~ s{/[^/]+$}{}r;
+    my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--gateway', "gateway-conformance-infra/$gateway",
+                                      '--port-offset', $offset, '--listen-address', '127.0.0.1',
+                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check');
+    Test::More::is($rc, 0, "$gateway: gateway2nginx writes a configuration that passes nginx -t")
+        or Test::More::diag($output);
+    if ($first_port) {
+        start_nginx($out, 'nginx.conf', $first_port + $offset, undef, $proto);
+        $ConformanceRunning = $out;
+    }
+    return read_status("$out/status.yaml");
+}
+
+# The conditions (and listener entries) of one object of the suite's namespace.
+sub conformance_conditions {
+    my ($status, $kind, $name) = @_;
+    return join "\n", @{$status->{"$kind gateway-conformance-infra/$name"} || []};
+}
+
+1;
