@@ -87,18 +87,43 @@ struct GatewayClass {
     std::string parameters_ref;  // "group/kind/name"; none is supported
 };
 
+// What a reference's group and kind name, of the kinds gateway2nginx
+// resolves references to; Other: any else, which the reference's own
+// group and kind say in messages.
+enum class RefKind { Service, ConfigMap, Secret, Gateway, ListenerSet, Other };
+
+inline RefKind ref_kind(const std::string &group, const std::string &kind)
+{
+    if (group.empty()) {
+        if (kind == "Service") return RefKind::Service;
+        if (kind == "ConfigMap") return RefKind::ConfigMap;
+        if (kind == "Secret") return RefKind::Secret;
+    } else if (group == "gateway.networking.k8s.io") {
+        if (kind == "Gateway") return RefKind::Gateway;
+        if (kind == "ListenerSet") return RefKind::ListenerSet;
+    }
+    return RefKind::Other;
+}
+
+// a ConfigMap or a Secret: where CA certificates may be
+inline bool holds_certificates(RefKind k) { return k == RefKind::ConfigMap || k == RefKind::Secret; }
+
 struct SecretObjectRef {
     std::string group;  // "" = core
     std::string kind = "Secret";
     std::string name;
     std::string namespace_;  // empty: the referrer's
+
+    RefKind refers_to() const { return ref_kind(group, kind); }
 };
 
 // GEP-91 client certificate validation of TLS listeners, with GEP-4078
 // pins (module SPECs).
+enum class FrontendValidationMode { AllowValidOnly, AllowInsecureFallback };
+
 struct FrontendValidation {
     std::vector<SecretObjectRef> ca_refs;  // ConfigMaps or Secrets, key ca.crt
-    std::string mode = "AllowValidOnly";   // or AllowInsecureFallback
+    FrontendValidationMode mode = FrontendValidationMode::AllowValidOnly;
     std::vector<std::string> pins;
     SourcePos pos;
 };
@@ -162,13 +187,20 @@ struct ParentRef {
     std::string namespace_;  // empty: the route's
     std::string section_name;
     int port = 0;
+
+    RefKind refers_to() const { return ref_kind(group, kind); }
 };
 
 
 enum class PathMatchType { PathPrefix, Exact, RegularExpression };
 
+// A header or query parameter match's type, parsed once; Other: one
+// gateway2nginx does not render, named by HeaderMatch::type_name
+enum class HeaderMatchType { Exact, RegularExpression, Other };
+
 struct HeaderMatch {
-    std::string type = "Exact";
+    HeaderMatchType type = HeaderMatchType::Exact;
+    std::string type_name = "Exact";  // as written, for messages
     std::string name;
     std::string value;
 };
@@ -191,6 +223,8 @@ struct BackendRef {
     int port = 0;
     int weight = 1;
     std::vector<RouteFilter> filters;  // HTTPRoute: applied to requests sent to this backend
+
+    RefKind refers_to() const { return ref_kind(group, kind); }
 };
 
 struct HeaderModifier {
@@ -208,9 +242,12 @@ struct HeaderModifier {
     }
 };
 
-// ReplaceFullPath or ReplacePrefixMatch
+// RequestRedirect's and URLRewrite's path: none, or the full path or the
+// matched prefix replaced by value
+enum class PathModifierType { None, ReplaceFullPath, ReplacePrefixMatch };
+
 struct PathModifier {
-    std::string type;
+    PathModifierType type = PathModifierType::None;
     std::string value;
 };
 
@@ -365,6 +402,8 @@ struct LocalObjectRef {
     std::string group;
     std::string kind;
     std::string name;
+
+    RefKind refers_to() const { return ref_kind(group, kind); }
 };
 
 struct PolicyTargetRef {
@@ -372,6 +411,8 @@ struct PolicyTargetRef {
     std::string kind;
     std::string name;
     std::string section_name;
+
+    RefKind refers_to() const { return ref_kind(group, kind); }
 };
 
 struct BackendTLSPolicy {

@@ -212,9 +212,13 @@ struct Location {
     std::vector<ConditionalTarget> conditional;  // in Gateway API precedence
 };
 
-// How a TLS listener checks client certificates (GEP-91, GEP-4078 pins).
+// How a TLS listener checks client certificates (GEP-91, GEP-4078 pins):
+// not at all, a valid chain (and the pins), any certificate or none
+// (AllowInsecureFallback, which enforces no pin), or the pins alone.
+enum class ClientVerify { None, ValidChain, Fallback, PinsOnly };
+
 struct ClientValidation {
-    std::string verify;  // "" (none), "on" or "optional_no_ca" (AllowInsecureFallback)
+    ClientVerify verify = ClientVerify::None;
     std::string ca;      // file under OUTDIR
     std::vector<std::string> pins;
 };

@@ -182,10 +182,12 @@ FrontendValidation parse_frontend_validation(const Document &doc, const YamlNode
     if (v.ca_refs.empty() || v.ca_refs.size() > 16) {
         doc.fail(node, path + ".caCertificateRefs", "expected 1 to 16 references");
     }
-    v.mode = doc.string(node, path, "mode", false, "AllowValidOnly");
-    if (v.mode != "AllowValidOnly" && v.mode != "AllowInsecureFallback") {
+    const std::string mode = doc.string(node, path, "mode", false, "AllowValidOnly");
+    if (mode != "AllowValidOnly" && mode != "AllowInsecureFallback") {
         doc.fail(node, path + ".mode", "expected AllowValidOnly or AllowInsecureFallback");
     }
+    v.mode = mode == "AllowInsecureFallback" ? FrontendValidationMode::AllowInsecureFallback
+                                             : FrontendValidationMode::AllowValidOnly;
     i = 0;
     for (const YamlNode &h : doc.list(node, path, "trustedCertificateHashes")) {
         std::string hpath = path + ".trustedCertificateHashes[" + std::to_string(i++) + "]";

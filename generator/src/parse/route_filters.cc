@@ -99,18 +99,20 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
 PathModifier parse_path_modifier(const Document &doc, const YamlNode &node, const std::string &path)
 {
     PathModifier p;
-    p.type = doc.string(node, path, "type", true);
+    const std::string type = doc.string(node, path, "type", true);
     bool full = doc.child(node, path, "replaceFullPath").defined();
     bool prefix = doc.child(node, path, "replacePrefixMatch").defined();
-    if (full && p.type != "ReplaceFullPath") {
+    if (full && type != "ReplaceFullPath") {
         doc.fail(node, path, "type must be 'ReplaceFullPath' when replaceFullPath is set");
     }
-    if (prefix && p.type != "ReplacePrefixMatch") {
+    if (prefix && type != "ReplacePrefixMatch") {
         doc.fail(node, path, "type must be 'ReplacePrefixMatch' when replacePrefixMatch is set");
     }
-    if (p.type == "ReplaceFullPath") {
+    if (type == "ReplaceFullPath") {
+        p.type = PathModifierType::ReplaceFullPath;
         p.value = doc.string(node, path, "replaceFullPath", true);
-    } else if (p.type == "ReplacePrefixMatch") {
+    } else if (type == "ReplacePrefixMatch") {
+        p.type = PathModifierType::ReplacePrefixMatch;
         p.value = doc.string(node, path, "replacePrefixMatch", true);
     } else {
         doc.fail(node, path + ".type", "expected ReplaceFullPath or ReplacePrefixMatch");
@@ -302,7 +304,7 @@ void check_filters(const Document &doc, const YamlNode &node, const std::string 
         }
     }
     for (const RouteFilter &f : filters) {
-        if (f.path.type != "ReplacePrefixMatch") continue;
+        if (f.path.type != PathModifierType::ReplacePrefixMatch) continue;
         bool prefix_only = std::all_of(matches.begin(), matches.end(), [](const RouteMatch &m) {
             return m.path_type == PathMatchType::PathPrefix;
         });

@@ -108,11 +108,16 @@ std::string nginx_regex_error(const std::string &regex)
 HeaderMatch parse_header_match(const Document &doc, const YamlNode &node, const std::string &path)
 {
     doc.only(node, path, {"type", "name", "value"});
-    HeaderMatch h{doc.string(node, path, "type", false, "Exact"), doc.string(node, path, "name", true),
-                  doc.string(node, path, "value", true)};
+    HeaderMatch h;
+    h.type_name = doc.string(node, path, "type", false, "Exact");
+    h.type = h.type_name == "Exact"               ? HeaderMatchType::Exact
+             : h.type_name == "RegularExpression" ? HeaderMatchType::RegularExpression
+                                                  : HeaderMatchType::Other;
+    h.name = doc.string(node, path, "name", true);
+    h.value = doc.string(node, path, "value", true);
     if (!valid_header_name(h.name)) doc.fail(node, path + ".name", "not a valid header or parameter name");
     if (h.value.size() > 4096) doc.fail(node, path + ".value", "must be at most 4096 characters");
-    if (h.type == "RegularExpression") {
+    if (h.type == HeaderMatchType::RegularExpression) {
         std::string why = nginx_regex_error("^(?:" + h.value + ")$");
         if (!why.empty()) doc.fail(node, path + ".value", why);
     } else if (std::any_of(h.value.begin(), h.value.end(),

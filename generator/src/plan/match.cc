@@ -24,14 +24,16 @@ std::string match_conditions(const RouteMatch &m, std::vector<MatchCondition> *o
     static const std::regex variable_safe("^[A-Za-z0-9_-]+$");
     // values were checked at parse (no control characters; regexes compile)
     auto add = [&](Subject subject, const std::string &name, const HeaderMatch &h) -> std::string {
-        if (h.type != "Exact" && h.type != "RegularExpression") {
-            return "match type " + h.type + " is not supported";
+        if (h.type == HeaderMatchType::Other) {
+            return "match type " + h.type_name + " is not supported";
         }
-        if (out != nullptr) out->push_back({subject, name, h.type == "RegularExpression", h.value});
+        if (out != nullptr) out->push_back({subject, name, h.type == HeaderMatchType::RegularExpression, h.value});
         return "";
     };
     if (!m.method.empty()) {
-        std::string why = add(Subject::Method, "", {"Exact", "", m.method});
+        HeaderMatch method;
+        method.value = m.method;
+        std::string why = add(Subject::Method, "", method);
         if (!why.empty()) return why;
     }
     for (const HeaderMatch &h : m.headers) {

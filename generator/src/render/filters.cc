@@ -39,7 +39,7 @@ void render_path_rewrite(nginx::Writer &w, const Location &l, const PathModifier
             w.directive("rewrite", {nginx::Token::value(regex), replacement});
         }
     };
-    if (p.type == "ReplaceFullPath") {
+    if (p.type == PathModifierType::ReplaceFullPath) {
         rewrite("^", nginx::Script().input(p.value));
         return;
     }
@@ -407,7 +407,7 @@ void render_redirect(nginx::Writer &w, const Server &s, const Location &l, const
         }
         if (int port = redirect_port(r, s)) target.word(":").number(port);
     }
-    if (r.path.type.empty()) {
+    if (r.path.type == PathModifierType::None) {
         target.word("$request_uri");
     } else {
         render_path_rewrite(w, l, r.path, false);

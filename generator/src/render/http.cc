@@ -33,15 +33,24 @@ std::vector<nginx::Token> values(const std::vector<std::string> &items)
 
 void render_client_validation(nginx::Writer &w, const ClientValidation &client)
 {
-    if (client.verify.empty()) return;
-    w.directive("ssl_verify_client", {nginx::Token::value(client.verify)});
-    if (client.verify == "on") {
+    switch (client.verify) {
+    case ClientVerify::None:
+        return;
+    case ClientVerify::ValidChain:
+        w.directive("ssl_verify_client", {"on"});
         // a client that fails validation gets an alert, not a 400 page
         w.directive("ssl_verify_client_handshake", {"on"});
-    } else if (client.verify == "optional_no_ca" && client.pins.empty()) {
-        // AllowInsecureFallback: every client, whatever its chain's error
-        // (nginx alone answers 400 to some)
+        break;
+    case ClientVerify::Fallback:
+        w.directive("ssl_verify_client", {"optional_no_ca"});
+        // every client, whatever its chain's error (nginx alone answers
+        // 400 to some)
         w.directive("ssl_verify_client_handshake", {"fallback"});
+        break;
+    case ClientVerify::PinsOnly:
+        // the pins alone authenticate the client
+        w.directive("ssl_verify_client", {"optional_no_ca"});
+        break;
     }
     if (!client.ca.empty()) {
         w.directive("ssl_client_certificate", {nginx::Token::value(client.ca)});

@@ -133,7 +133,7 @@ void render_location(nginx::Writer &w, Splits &splits, const Server &s, const Lo
         return;
     }
     const RouteFilter *rewrite = filter_of(l, FilterType::URLRewrite);
-    if (rewrite && !rewrite->path.type.empty() && l.return_code == 0) {
+    if (rewrite && rewrite->path.type != PathModifierType::None && l.return_code == 0) {
         render_path_rewrite(w, l, rewrite->path, true);
     }
     render_request_headers(w, splits, l, modules);

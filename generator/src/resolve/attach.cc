@@ -19,7 +19,7 @@ void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
         st.meta = status_meta(x.meta);
         st.refs_key = "parents";
         auto ours = [&](const ParentRef &p, const std::string &ns) {
-            if (p.kind == "ListenerSet") return listener_set(ns, p.name) != nullptr;
+            if (p.refers_to() == RefKind::ListenerSet) return listener_set(ns, p.name) != nullptr;
             return std::any_of(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
                 return g->meta.namespace_ == ns && g->meta.name == p.name;
             });
@@ -39,7 +39,7 @@ void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
             std::string ns = p.namespace_.empty() ? x.meta.namespace_ : p.namespace_;
             if (!ours(p, ns)) continue;
             ObjectStatus::RefStatus rs;
-            rs.kind = p.kind == "ListenerSet" ? "ListenerSet" : "Gateway";
+            rs.kind = p.refers_to() == RefKind::ListenerSet ? "ListenerSet" : "Gateway";
             rs.namespace_ = ns;
             rs.name = p.name;
             rs.section_name = p.section_name;
@@ -73,16 +73,15 @@ std::string route_unsupported(const Route &r)
 Resolver::RouteParent Resolver::route_parent(const Route &r, const ParentRef &ref) const
 {
     RouteParent parent;
-    if (ref.group != "gateway.networking.k8s.io") return parent;
     const std::string ns = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
-    if (ref.kind == "Gateway") {
+    if (ref.refers_to() == RefKind::Gateway) {
         auto gw_it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway *g) {
             return g->meta.namespace_ == ns && g->meta.name == ref.name;
         });
         if (gw_it == gateways_.end()) return parent;  // not a parent of ours: its controller writes that status
         parent.gateway = *gw_it;
         parent.allowed = true;
-    } else if (ref.kind == "ListenerSet") {
+    } else if (ref.refers_to() == RefKind::ListenerSet) {
         const ListenerSetState *set = listener_set(ns, ref.name);
         if (set == nullptr) return parent;  // its Gateway is not ours
         parent.gateway = set->gateway;
@@ -105,7 +104,7 @@ ObjectStatus Resolver::attach_route(const Route &r)
         const RouteParent parent = route_parent(r, ref);
         if (parent.gateway == nullptr) continue;
         ObjectStatus::RefStatus rs;
-        rs.kind = ref.kind == "ListenerSet" ? "ListenerSet" : "Gateway";
+        rs.kind = ref.refers_to() == RefKind::ListenerSet ? "ListenerSet" : "Gateway";
         rs.namespace_ = ref.namespace_.empty() ? r.meta.namespace_ : ref.namespace_;
         rs.name = ref.name;
         rs.section_name = ref.section_name;

@@ -10,7 +10,7 @@ const ServicePort *Resolver::referenced_port(const Route &r, const BackendRef &b
                                    Condition *refs) const
 {
     std::string ns = b.namespace_.empty() ? r.meta.namespace_ : b.namespace_;
-    if (!b.group.empty() || b.kind != "Service") {
+    if (b.refers_to() != RefKind::Service) {
         *refs = cond::route_invalid_kind("backendRef " + b.name + ": kind " + b.kind + " is not supported");
         return nullptr;
     }

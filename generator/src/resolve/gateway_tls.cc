@@ -15,7 +15,7 @@ SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, con
 {
     SecretFiles out;
     std::string ns = ref.namespace_.empty() ? from_ns : ref.namespace_;
-    if (!ref.group.empty() || ref.kind != "Secret") {
+    if (ref.refers_to() != RefKind::Secret) {
         out.reason = "InvalidKind";
         out.why = "kind " + ref.kind + " in group \"" + ref.group + "\" is not supported; use a Secret";
         return out;
@@ -76,7 +76,7 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
         std::string bundle;
         for (const SecretObjectRef &ref : v->ca_refs) {
             std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
-            if (!ref.group.empty() || (ref.kind != "ConfigMap" && ref.kind != "Secret")) {
+            if (!holds_certificates(ref.refers_to())) {
                 return fail(cond::listener_invalid_ca_kind, "caCertificateRefs: kind " + ref.kind + " in group \""
                                                             + ref.group + "\" (" + ref.name
                                                             + ") is not supported; use a ConfigMap or a Secret");
@@ -93,11 +93,12 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
             bundle += ca.bundle;
         }
         out->ca = ca_bundle_file(bundle, plan);
-        out->verify = v->mode == "AllowInsecureFallback" ? "optional_no_ca" : "on";
+        out->verify = v->mode == FrontendValidationMode::AllowInsecureFallback ? ClientVerify::Fallback
+                                                                               : ClientVerify::ValidChain;
     } else {
-        out->verify = "optional_no_ca";  // pins alone authenticate the client
+        out->verify = ClientVerify::PinsOnly;
     }
-    if (out->verify == "on" || v == nullptr) {
+    if (out->verify != ClientVerify::Fallback) {
         out->pins = v != nullptr ? v->pins : std::vector<std::string>{};
         out->pins.insert(out->pins.end(), l.client_pins.begin(), l.client_pins.end());
     } else if (!v->pins.empty() || !l.client_pins.empty()) {

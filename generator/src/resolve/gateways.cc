@@ -227,7 +227,7 @@ void Resolver::gateway_statuses()
             st.listeners.push_back(ls.status);
             accepted += ls.accepted;
             programmed += ls.usable;
-            insecure_frontend |= ls.usable && ls.client.verify == "optional_no_ca" && !ls.client.ca.empty();
+            insecure_frontend |= ls.usable && ls.client.verify == ClientVerify::Fallback;
         }
         const size_t listeners = st.listeners.size();
         const GatewayAddress &address = gateway_address(*gw);

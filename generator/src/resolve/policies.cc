@@ -58,10 +58,10 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
     for (const LocalObjectRef &ref : refs) {
         const std::map<std::string, std::string> *data = nullptr;
         std::string what;
-        if (ref.group.empty() && ref.kind == "ConfigMap") {
+        if (ref.refers_to() == RefKind::ConfigMap) {
             what = "ConfigMap " + ns + "/" + ref.name;
             if (const ConfigMap *cm = objects.config_map(ns, ref.name, reader)) data = &cm->data;
-        } else if (ref.group.empty() && ref.kind == "Secret") {
+        } else if (ref.refers_to() == RefKind::Secret) {
             what = "Secret " + ns + "/" + ref.name;
             if (const Secret *s = objects.secret(ns, ref.name, reader)) data = &s->data;
         } else {
@@ -260,7 +260,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
         for (const PolicyTargetRef &t : p->target_refs) {
             std::string what = "Service " + ns + "/" + t.name
                                + (t.section_name.empty() ? "" : " port " + t.section_name);
-            if (!t.group.empty() || t.kind != "Service") {
+            if (t.refers_to() != RefKind::Service) {
                 missing.push_back("target " + t.kind + " " + t.name + " is not a Service");
                 continue;
             }

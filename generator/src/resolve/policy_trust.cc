@@ -12,7 +12,7 @@ namespace {
 // ObjectIndex records what it looked up; "" for a kind it does not look up
 std::string object_key(const std::string &ns, const LocalObjectRef &ref)
 {
-    if (!ref.group.empty() || (ref.kind != "ConfigMap" && ref.kind != "Secret")) return "";
+    if (!holds_certificates(ref.refers_to())) return "";
     return read_key(ref.kind, ns, ref.name);
 }
 
