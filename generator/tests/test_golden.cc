@@ -1,7 +1,7 @@
 // Golden tests: each testdata/NAME.in.yaml, read after testdata/gateway.yaml,
 // rendered and compared byte for byte with NAME.http.conf, NAME.stream.conf
 // and NAME.status.yaml beside it, with the options its "# options:" line
-// names. A change to the output shows as a diff of those files:
+// names; refusals in its status only where a "# refusals:" line says why. A change to the output shows as a diff of those files:
 // UPDATE_GOLDEN=1 (make golden) writes them afresh.
 #include <boost/test/unit_test.hpp>
 
@@ -37,6 +37,34 @@ const std::map<std::string, void (*)(g2n::Options *)> kCaseOptions = {
     // as gateway2nginx run renders: upstreams in zones the API changes
     {"upstream-api", [](g2n::Options *o) { o->upstream_api = "127.0.0.1:9114"; }},
 };
+
+// Whether a case says, in a line "# refusals: ..." of its input, that it
+// shows objects refused
+bool shows_refusals(const fs::path &input)
+{
+    std::ifstream in(input);
+    for (std::string line; std::getline(in, line) && line.rfind("#", 0) == 0;) {
+        if (line.rfind("# refusals:", 0) == 0) return true;
+    }
+    return false;
+}
+
+// How many Accepted, ResolvedRefs or Programmed conditions of a status
+// document are False: a case that does not say it shows refusals has
+// none (an input refused by mistake renders nothing it claims to show)
+size_t refusals_in(const std::string &status)
+{
+    std::istringstream lines(status);
+    size_t refused = 0;
+    std::string previous;
+    for (std::string line; std::getline(lines, line); previous = line) {
+        if (line.find("status: \"False\"") == std::string::npos) continue;
+        for (const char *type : {"type: Accepted", "type: ResolvedRefs", "type: Programmed"}) {
+            if (previous.find(type) != std::string::npos) refused++;
+        }
+    }
+    return refused;
+}
 
 void apply_case_options(const fs::path &input, g2n::Options *o)
 {
@@ -89,6 +117,11 @@ BOOST_AUTO_TEST_CASE(every_case_renders_as_its_golden_files)
         cases++;
         const std::string stem = name.substr(0, name.size() - suffix.size());
         for (const auto &[ext, text] : rendered(entry.path())) {
+            if (ext == ".status.yaml") {
+                BOOST_TEST((refusals_in(text) > 0) == shows_refusals(entry.path()),
+                           name << ": " << refusals_in(text) << " condition(s) refused; a \"# refusals:\" line "
+                                << (shows_refusals(entry.path()) ? "says some" : "would say so"));
+            }
             const fs::path golden = kTestdata / (stem + ext);
             if (update) {
                 std::ofstream(golden, std::ios::binary) << text;
