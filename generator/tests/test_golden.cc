@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(every_case_renders_as_its_golden_files)
             }
         }
     }
-    BOOST_TEST(cases >= 14u);
+    BOOST_TEST(cases >= 15u);
 }
 
 // --listen-address 0.0.0.0 --listen-address ::: every listen directive of
