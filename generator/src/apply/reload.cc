@@ -49,7 +49,7 @@ std::set<long> children_of(long parent)
         const fs::directory_entry &entry = *it;
         const std::string name = entry.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string stat = proc_stat(entry.path() / "stat");
+        const std::string stat = proc_stat(entry.path() / "stat");
         const size_t paren = stat.rfind(')');
         if (paren == std::string::npos) continue;
         std::istringstream rest(stat.substr(paren + 1));
