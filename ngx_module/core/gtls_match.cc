@@ -37,13 +37,44 @@ std::string_view strip_trailing_dot(std::string_view name)
 
 }  // namespace
 
-std::shared_ptr<Regex> Regex::compile(std::string_view pattern, std::string *error)
+namespace {
+
+// The limits every pattern is compiled and matched with: made once, for
+// the life of the process (a worker's, or a test's)
+struct RegexContexts {
+    pcre2_compile_context *compile = pcre2_compile_context_create(nullptr);
+    pcre2_match_context *match = pcre2_match_context_create(nullptr);
+
+    RegexContexts()
+    {
+        pcre2_set_max_pattern_length(compile, kRegexMaxPattern);
+        pcre2_set_parens_nest_limit(compile, kRegexMaxNesting);
+        pcre2_set_match_limit(match, kRegexMatchLimit);
+        pcre2_set_depth_limit(match, kRegexDepthLimit);
+    }
+    ~RegexContexts()
+    {
+        pcre2_compile_context_free(compile);
+        pcre2_match_context_free(match);
+    }
+};
+
+const RegexContexts &regex_contexts()
+{
+    static const RegexContexts contexts;
+    return contexts;
+}
+
+}  // namespace
+
+std::shared_ptr<Regex> Regex::compile(std::string_view pattern, std::string *error, bool utf)
 {
     int errcode = 0;
     PCRE2_SIZE erroffset = 0;
-    pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
-                                     pattern.size(), PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_UTF,
-                                     &errcode, &erroffset, nullptr);
+    pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                     PCRE2_ANCHORED | PCRE2_ENDANCHORED | (utf ? PCRE2_UTF : 0)
+                                         | PCRE2_NEVER_BACKSLASH_C,
+                                     &errcode, &erroffset, regex_contexts().compile);
     if (code == nullptr) {
         PCRE2_UCHAR buf[256];
         pcre2_get_error_message(errcode, buf, sizeof(buf));
@@ -70,12 +101,17 @@ Regex::~Regex()
     pcre2_code_free(static_cast<pcre2_code *>(code_));
 }
 
-bool Regex::matches(std::string_view subject) const
+Regex::Outcome Regex::match(std::string_view subject) const
 {
     int rc = pcre2_match(static_cast<pcre2_code *>(code_),
                          reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0,
-                         static_cast<pcre2_match_data *>(match_data_), nullptr);
-    return rc >= 0;
+                         static_cast<pcre2_match_data *>(match_data_), regex_contexts().match);
+    if (rc >= 0) return Outcome::Match;
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
+        || rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+        return Outcome::Limit;
+    }
+    return Outcome::NoMatch;
 }
 
 bool dns_name_matches(std::string_view reference, std::string_view presented)

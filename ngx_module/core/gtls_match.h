@@ -2,6 +2,8 @@
 // addresses, e-mail addresses and PCRE2 patterns. No nginx types.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,12 +13,25 @@
 namespace gtls {
 
 // Compiled, anchored (whole-subject) PCRE2 pattern. Matching reuses one
-// match block: nginx workers are single-threaded.
+// match block: nginx workers are single-threaded. Every match is bounded
+// (kRegexMatchLimit, kRegexDepthLimit): a pattern that backtracks
+// catastrophically on a subject gives up, as Outcome::Limit, and never
+// stalls a worker; patterns themselves are bounded in length and nesting.
+inline constexpr uint32_t kRegexMatchLimit = 100000;
+inline constexpr uint32_t kRegexDepthLimit = 10000;
+inline constexpr size_t kRegexMaxPattern = 4096;
+inline constexpr uint32_t kRegexMaxNesting = 32;
+
 class Regex {
 public:
-    static std::shared_ptr<Regex> compile(std::string_view pattern, std::string *error);
+    enum class Outcome { NoMatch, Match, Limit };
+
+    // `utf`: the pattern and subjects are UTF-8 (a subject that is not
+    // never matches); without it bytes, as nginx's own locations match.
+    static std::shared_ptr<Regex> compile(std::string_view pattern, std::string *error, bool utf = true);
     ~Regex();
-    bool matches(std::string_view subject) const;
+    Outcome match(std::string_view subject) const;
+    bool matches(std::string_view subject) const { return match(subject) == Outcome::Match; }
 
     Regex(const Regex &) = delete;
     Regex &operator=(const Regex &) = delete;
