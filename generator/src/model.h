@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gtls_http_fields.h"
 #include "gtls_spec.h"
 
 namespace g2n {
@@ -16,7 +17,7 @@ namespace g2n {
 // The longest hostname ("*." and a 253-byte DNS name) and HTTP header name
 // validation lets through: nginx's hashes of them are sized for these.
 inline constexpr size_t kMaxHostnameBytes = 255;
-inline constexpr size_t kMaxHeaderNameBytes = 256;
+using gtls::kMaxHeaderNameBytes;
 
 // FILE:LINE:COL of a value in the input, 1-based.
 struct SourcePos {

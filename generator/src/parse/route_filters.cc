@@ -14,47 +14,11 @@
 
 namespace g2n {
 
-// A header name nginx can take as a directive argument: an RFC 7230 token
-// (CRD: at most 256 characters).
-bool valid_header_name(const std::string &name)
-{
-    static const std::regex re("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$");
-    return !name.empty() && name.size() <= kMaxHeaderNameBytes && std::regex_match(name, re);
-}
-
-// An HTTP field value: no control character but a tab. Anything else,
-// "$" and quotes included, reaches nginx literally through nginx::Token.
-bool valid_header_value(const std::string &value)
-{
-    return std::none_of(value.begin(), value.end(), [](char ch) {
-        return (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f;
-    });
-}
-
-// Headers that frame a message or belong to one connection (RFC 9110
-// 7.6.1, RFC 9112 6): nginx sets them toward either side itself. A route
-// that set, added or removed one would desynchronize a connection other
-// clients share (a Content-Length that disagrees with the body is request
-// smuggling) or reopen the Upgrade that websocket_upgrade() keeps to
-// WebSocket.
-bool header_among(const std::string &name, const std::set<std::string> &lower_case_names)
-{
-    std::string lower = name;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    return lower_case_names.count(lower) > 0;
-}
-
-bool connection_header(const std::string &name)
-{
-    return header_among(name, {"connection", "content-length", "keep-alive", "proxy-connection", "te", "trailer",
-                               "transfer-encoding", "upgrade"});
-}
-
 HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
                                      const std::string &path, std::string *unsupported)
 {
     auto refuse_connection_header = [&](const std::string &name) {
-        if (connection_header(name)) {
+        if (gtls::is_connection_header(name)) {
             *unsupported = "header " + name + " frames the message or belongs to the connection: nginx sets it";
         }
     };
@@ -66,11 +30,11 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
             std::string hpath = path + "." + key + "[" + std::to_string(i++) + "]";
             std::string name = doc.string(h, hpath, "name", true);
             std::string value = doc.string(h, hpath, "value", true);
-            if (!valid_header_name(name)) {
+            if (!gtls::is_header_name(name)) {
                 doc.fail(h, hpath + ".name", "not a valid header name: \"" + name + "\"");
             }
             if (value.size() > 4096) doc.fail(h, hpath + ".value", "must be at most 4096 characters");
-            if (!valid_header_value(value)) {
+            if (!gtls::is_header_value(value)) {
                 doc.fail(h, hpath + ".value", "must not hold control characters");
             } else if (!nginx::fits_script(value)) {
                 // the CRD allows 4,096 characters, nginx reads less as one argument
@@ -87,7 +51,7 @@ HeaderModifier parse_header_modifier(const Document &doc, const YamlNode &node,
     int i = 0;
     for (const YamlNode &h : doc.list(node, path, "remove")) {
         std::string hpath = path + ".remove[" + std::to_string(i++) + "]";
-        if (!h.is_scalar() || !valid_header_name(h.scalar())) {
+        if (!h.is_scalar() || !gtls::is_header_name(h.scalar())) {
             doc.fail(h, hpath, "not a valid header name");
         }
         refuse_connection_header(h.scalar());
@@ -172,8 +136,8 @@ CorsPolicy parse_cors(const Document &doc, const YamlNode &node, const std::stri
     c.allow_methods = parse_cors_list(doc, node, path, "allowMethods", 9, [](const std::string &m) {
         return methods.count(m) > 0;
     }, "expected GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH or *");
-    c.allow_headers = parse_cors_list(doc, node, path, "allowHeaders", 64, valid_header_name, "not a valid header name");
-    c.expose_headers = parse_cors_list(doc, node, path, "exposeHeaders", 64, valid_header_name, "not a valid header name");
+    c.allow_headers = parse_cors_list(doc, node, path, "allowHeaders", 64, gtls::is_header_name, "not a valid header name");
+    c.expose_headers = parse_cors_list(doc, node, path, "exposeHeaders", 64, gtls::is_header_name, "not a valid header name");
     std::string credentials = doc.string(node, path, "allowCredentials", false, "false");
     if (credentials != "true" && credentials != "false") doc.fail(node, path + ".allowCredentials", "expected true or false");
     c.allow_credentials = credentials == "true";
@@ -223,7 +187,7 @@ RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::s
         if (!m.defined()) doc.fail(node, path + "." + key, "required field is missing");
         f.headers = parse_header_modifier(doc, m, path + "." + key, unsupported);
         for (const std::string &name : f.headers.names()) {
-            if (f.type == FilterType::RequestHeaderModifier && header_among(name, {"via"})) {
+            if (f.type == FilterType::RequestHeaderModifier && gtls::is_gateway_request_header(name)) {
                 // the gateway's loop marker: a route that could drop it could loop
                 *unsupported = "header " + name + " names the proxies a request passed: the gateway sets it";
             }

@@ -115,7 +115,7 @@ HeaderMatch parse_header_match(const Document &doc, const YamlNode &node, const 
                                                   : HeaderMatchType::Other;
     h.name = doc.string(node, path, "name", true);
     h.value = doc.string(node, path, "value", true);
-    if (!valid_header_name(h.name)) doc.fail(node, path + ".name", "not a valid header or parameter name");
+    if (!gtls::is_header_name(h.name)) doc.fail(node, path + ".name", "not a valid header or parameter name");
     if (h.value.size() > 4096) doc.fail(node, path + ".value", "must be at most 4096 characters");
     if (h.type == HeaderMatchType::RegularExpression) {
         std::string why = nginx_regex_error("^(?:" + h.value + ")$");

@@ -16,7 +16,6 @@ extern const char *const kVariableSafe;
 bool crd_path_characters(const std::string &path);
 BackendRef parse_backend_ref(const Document &doc, const YamlNode &node, const std::string &path,
                              bool weighted = true);
-bool valid_header_name(const std::string &name);
 RouteFilter parse_filter(const Document &doc, const YamlNode &node, const std::string &path,
                          std::string *unsupported);
 void check_filters(const Document &doc, const YamlNode &node, const std::string &path,
