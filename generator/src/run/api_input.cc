@@ -112,7 +112,8 @@ bool ApiInput::want(const ResolveReads &reads)
         std::string namespace_, name;
     };
     std::map<std::string, Wanted> wanted;
-    for (const auto &[key, readers] : reads.readers) {
+    for (const auto &read : reads.readers) {
+        const std::string &key = read.first;
         const size_t space = key.find(' '), slash = key.find('/', space);
         if (slash == std::string::npos) continue;
         auto kind = std::find_if(kinds_.begin(), kinds_.end(), [&](const kube::ApiKind &k) {
