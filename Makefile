@@ -312,7 +312,8 @@ demo: deps
 	GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) bash conf-examples/demo.sh
 
 # libFuzzer targets (clang from Debian, ASan and UBSan): the module's SPEC
-# parsing and matching, its PEM loading, and the generator's whole pipeline
+# parsing and matching, its PEM loading, the upstream API's bodies (servers
+# and trust; route tables, matched), and the generator's whole pipeline
 # on arbitrary bytes as YAML. Each runs FUZZ_SECONDS from the seed corpus in
 # the repository; what it learns stays under build/fuzz.
 FUZZ_SECONDS ?= 60
@@ -322,7 +323,7 @@ FUZZ_CXX     := clang++-14
 # on every parse; fixed upstream after 1.1.0.
 FUZZ_FLAGS   := -O1 -g -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                 -fno-sanitize=pointer-overflow -Ingx_module/core -Igenerator/src
-FUZZ_TARGETS := spec pem upstream_api generator hostile kube
+FUZZ_TARGETS ?= spec pem upstream_api routes generator hostile kube
 
 fuzz: DEPS += clang-14 libclang-rt-14-dev
 fuzz: deps $(BUILD)/test-certs/leaf.crt
@@ -330,6 +331,7 @@ fuzz: deps $(BUILD)/test-certs/leaf.crt
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/spec ngx_module/fuzz/fuzz_spec.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/pem ngx_module/fuzz/fuzz_pem.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/upstream_api ngx_module/fuzz/fuzz_upstream_api.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/routes ngx_module/fuzz/fuzz_routes.cc $(CORE_SRCS) -lpcre2-8 -lssl -lcrypto
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/generator generator/fuzz/fuzz_generator.cc $(GEN_SRCS) $(GEN_LIBS)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/hostile generator/fuzz/fuzz_hostile.cc $(GEN_SRCS) $(GEN_LIBS)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $(BUILD)/fuzz/kube generator/fuzz/fuzz_kube.cc $(GEN_SRCS) $(GEN_LIBS)

@@ -60,4 +60,18 @@ std::string json_string(std::string_view text)
     return out;
 }
 
+std::string json_position(std::string_view text, size_t offset)
+{
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < offset && i < text.size(); i++) {
+        if (text[i] == '\n') {
+            line++;
+            column = 1;
+        } else {
+            column++;
+        }
+    }
+    return "JSON line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
 }  // namespace gtls

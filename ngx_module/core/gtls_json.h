@@ -16,4 +16,8 @@ namespace gtls {
 // name is spelled one way wherever it is written.
 std::string json_string(std::string_view text);
 
+// "JSON line L, column C" of byte `offset` in `text`: where a reader of
+// the modules' JSON (the upstream API's bodies) says a fault stands.
+std::string json_position(std::string_view text, size_t offset);
+
 }  // namespace gtls

@@ -213,16 +213,7 @@ private:
 
     [[noreturn]] void fail_at(size_t offset, const std::string &what) const
     {
-        size_t line = 1, column = 1;
-        for (size_t i = 0; i < offset && i < text_.size(); i++) {
-            if (text_[i] == '\n') {
-                line++;
-                column = 1;
-            } else {
-                column++;
-            }
-        }
-        throw ApiError(400, "JSON line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
+        throw ApiError(400, json_position(text_, offset) + ": " + what);
     }
 
     // no field holds a control byte but a PEM bundle's line breaks: one

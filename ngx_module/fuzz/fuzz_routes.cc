@@ -1,0 +1,63 @@
+// libFuzzer target: the upstream API's route bodies. Whatever is accepted
+// must read back the same from what the module keeps of it, every match
+// must name an action that exists, and requests made from the rules' own
+// paths (and the fuzzed text) must match without crashing, each choice one
+// of the entry's own; nothing may throw anything but gtls::ApiError.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "gtls_routes.h"
+#include "gtls_routes_json.h"
+
+namespace {
+
+struct Request : gtls::RouteRequest {
+    std::optional<std::string_view> header(std::string_view) const override { return value; }
+    std::optional<std::string_view> value;
+};
+
+void match_all(const gtls::HostRoutes &h, std::string_view text)
+{
+    for (const gtls::RouteMatch &m : h.matches()) {
+        if (m.action >= h.actions().size()) std::abort();
+        for (std::string_view path : {std::string_view(m.path), text}) {
+            Request r;
+            r.method = m.method.empty() ? std::string_view("GET") : std::string_view(m.method);
+            r.path = path;
+            r.args = text;
+            r.value = text;
+            gtls::RouteChoice c = h.match(r);
+            if (c.match != nullptr && (c.match < h.matches().data() || c.match >= h.matches().data() + h.matches().size())) std::abort();
+            if (c.match != nullptr && c.action != &h.actions()[c.match->action]) std::abort();
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const std::string body(reinterpret_cast<const char *>(data), size);
+    try {
+        for (const gtls::TableUpdate &t : gtls::parse_route_update(body)) {
+            gtls::RouteTable table;
+            for (const gtls::HostUpdate &u : t.hosts) {
+                if (u.routes == nullptr) {
+                    table.remove(u.host);
+                    continue;
+                }
+                const std::string kept = gtls::host_routes_json(*u.routes);
+                if (gtls::host_routes_json(*gtls::parse_host_routes(kept, u.host)) != kept) std::abort();
+                match_all(*u.routes, body);
+                table.replace(u.routes);
+                if (table.find(u.host == "*" ? "any.test" : u.host[0] == '*' ? "x" + u.host.substr(1) : u.host) == nullptr) {
+                    std::abort();
+                }
+            }
+        }
+    } catch (const gtls::ApiError &) {
+    }
+    return 0;
+}
