@@ -199,18 +199,65 @@ size_t choose_backend(const std::vector<WeightedBackend> &backends, uint64_t ran
     return backends.size();
 }
 
-std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, std::string_view path)
+namespace {
+
+// `text` with each byte `unsafe` says a path or query may not hold as it
+// is %-escaped
+std::string percent_escaped(std::string_view text, bool (*unsafe)(unsigned char))
 {
-    if (rewrite.kind == PathRewriteKind::None) return std::string(path);
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (unsigned char c : text) {
+        if (unsafe(c)) {
+            out += '%';
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+bool unsafe_in_query(unsigned char c) { return c <= 0x20 || c >= 0x7f || c == '"'; }
+
+bool unsafe_in_path(unsigned char c)
+{
+    return unsafe_in_query(c) || std::string_view("%<>\\^`{|}#?").find(static_cast<char>(c)) != std::string_view::npos;
+}
+
+std::string escaped_path(std::string_view text) { return percent_escaped(text, unsafe_in_path); }
+
+}  // namespace
+
+std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, std::string_view path, bool escape)
+{
+    auto from_request = [&](std::string_view part) { return escape ? escaped_path(part) : std::string(part); };
+    if (rewrite.kind == PathRewriteKind::None) return from_request(path);
     if (rewrite.kind == PathRewriteKind::ReplaceFullPath || match.path_kind != PathMatchKind::PathPrefix) {
         return rewrite.value;
     }
     std::string_view base = rewrite.value;
     while (!base.empty() && base.back() == '/') base.remove_suffix(1);
-    if (match.path == "/") return std::string(base) + std::string(path);
+    if (match.path == "/") return std::string(base) + from_request(path);
     if (path.size() == match.path.size()) return rewrite.value;
     // the path is the prefix, then "/" and the rest
-    return std::string(base) + std::string(path.substr(match.path.size()));
+    return std::string(base) + from_request(path.substr(match.path.size()));
+}
+
+std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request)
+{
+    const std::string_view scheme = redirect.scheme.empty() ? request.scheme : std::string_view(redirect.scheme);
+    unsigned port = redirect.port;
+    if (port == 0) port = redirect.scheme.empty() ? request.port : scheme == "https" ? 443 : 80;
+    const bool implied = (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
+    std::string location = std::string(scheme) + "://"
+                           + std::string(redirect.hostname.empty() ? request.host : std::string_view(redirect.hostname));
+    if (!implied && port != 0) location += ":" + std::to_string(port);
+    location += rewritten_path(redirect.path, match, request.path, true);
+    if (!request.args.empty()) location += "?" + percent_escaped(request.args, unsafe_in_query);
+    return location;
 }
 
 }  // namespace gtls

@@ -219,7 +219,24 @@ uint64_t total_weight(const std::vector<WeightedBackend> &backends);
 // The path a URLRewrite or RequestRedirect gives `path`, which `match`
 // matched: ReplaceFullPath's value; ReplacePrefixMatch's value in place of
 // the matched prefix (a prefix of "/" ahead of the whole path), keeping
-// the rest.
-std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, std::string_view path);
+// the rest. `escape`: what comes from `path` (decoded, as $uri) is
+// %-escaped as a request line or a Location carries it (the values are
+// already).
+std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, std::string_view path,
+                           bool escape = false);
+
+// What a request arrived with, for a redirect: its scheme ("http" or
+// "https"), $host, the listener's port, $uri and $args
+struct RequestTarget {
+    std::string_view scheme, host, path, args;
+    unsigned port = 0;
+};
+
+// The Location a RequestRedirect answers with (Gateway API): its scheme,
+// hostname and path where given, the request's otherwise; its port where
+// given, else the well-known port of a scheme it gives, else the
+// listener's; a port the scheme implies (http 80, https 443) left out.
+// The query is kept, escaped where it holds what a header may not.
+std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request);
 
 }  // namespace gtls

@@ -437,7 +437,8 @@ rapidjson::Document read_json(std::string_view text)
 std::vector<TableUpdate> parse_route_update(std::string_view body)
 {
     rapidjson::Document doc = read_json(body);
-    Fields root(doc, "the body", {"routes"});
+    // the other sections are parse_api_update's
+    Fields root(doc, "the body", {"routes", "upstreams", "stream_upstreams", "policies"});
     std::vector<TableUpdate> out;
     const Value *routes = root.get("routes");
     if (routes == nullptr) return out;

@@ -264,8 +264,11 @@ private:
 
     void push(Kind kind, std::string field)
     {
-        if (frames_.size() > kMaxApiJsonDepth) {
-            fail_at(stream_->Tell(), "nested deeper than " + std::to_string(kMaxApiJsonDepth) + " levels");
+        // route tables (read by parse_route_update) nest deeper than servers
+        const bool routes = frames_.size() > 1 && frames_[1].kind == Kind::Body && frames_[1].key == "routes";
+        const size_t depth = routes ? kMaxRouteJsonDepth : kMaxApiJsonDepth;
+        if (frames_.size() > depth) {
+            fail_at(stream_->Tell(), "nested deeper than " + std::to_string(depth) + " levels");
         }
         Frame f;
         f.kind = kind;
@@ -365,8 +368,8 @@ private:
 
     static void body_key(const Frame &f)
     {
-        if (f.key != "upstreams" && f.key != "stream_upstreams" && f.key != "policies") {
-            refuse(f.field, "unknown field " + json_string(f.key) + " (known: upstreams, stream_upstreams, policies)");
+        if (f.key != "upstreams" && f.key != "stream_upstreams" && f.key != "policies" && f.key != "routes") {
+            refuse(f.field, "unknown field " + json_string(f.key) + " (known: upstreams, stream_upstreams, policies, routes)");
         }
     }
 
@@ -393,6 +396,7 @@ private:
         case Kind::Body:
             body_key(f);
             expect(f.key, JsonType::Object, type);
+            if (f.key == "routes") return push(Kind::Skip, f.key);  // parse_route_update's
             return push(f.key == "policies" ? Kind::Policies : Kind::Section, f.key);
         case Kind::Section: {
             expect(field, JsonType::Object, type);
@@ -637,6 +641,24 @@ std::string counts_json(const std::vector<std::pair<std::string, Count>> &counts
     return out + "}";
 }
 
+// {TABLE:{HOST:{"generation":N,"matches":M},...},...}
+std::string routes_json(const std::vector<ListedRoutes> &routes)
+{
+    std::string out = "{";
+    for (size_t i = 0; i < routes.size(); i++) {
+        const ListedRoutes &r = routes[i];
+        if (i == 0 || routes[i - 1].table != r.table) {
+            out += (i ? "}," : "") + json_string(r.table) + ":{";
+        } else {
+            out += ",";
+        }
+        if (r.host.empty()) continue;
+        out += json_string(r.host) + ":{\"generation\":" + std::to_string(r.generation)
+               + (r.removed ? ",\"removed\":true}" : ",\"matches\":" + std::to_string(r.matches) + "}");
+    }
+    return out + (routes.empty() ? "}" : "}}");
+}
+
 }  // namespace
 
 std::string api_list_json(const ApiList &list)
@@ -654,7 +676,9 @@ std::string api_list_json(const ApiList &list)
                + ",\"source\":" + (p.pushed ? "\"api\"" : "\"configuration\"") + ",\"ca\":" + json_string(p.ca)
                + ",\"pins\":[" + pins + "]}";
     }
-    return out + "}}\n";
+    out += "}";
+    if (!list.routes.empty()) out += ",\"routes\":" + routes_json(list.routes);
+    return out + "}\n";
 }
 
 std::string api_updated_json(const ApiUpdated &updated)
@@ -663,7 +687,9 @@ std::string api_updated_json(const ApiUpdated &updated)
     if (updated.has_stream) {
         out += ",\"stream_upstreams\":" + counts_json(updated.stream_upstreams, "servers");
     }
-    return out + ",\"policies\":" + counts_json(updated.policies, "generation") + "}\n";
+    out += ",\"policies\":" + counts_json(updated.policies, "generation");
+    if (!updated.routes.empty()) out += ",\"routes\":" + routes_json(updated.routes);
+    return out + "}\n";
 }
 
 std::string api_error_json(int status, std::string_view text)

@@ -38,6 +38,7 @@ inline constexpr unsigned kMaxApiMaxConns = 1000000;
 inline constexpr unsigned kMaxApiMaxFails = 1000;
 inline constexpr unsigned kMaxApiFailTimeout = 86400;  // seconds
 inline constexpr size_t kMaxApiJsonDepth = 8;
+inline constexpr size_t kMaxRouteJsonDepth = 16;    // inside "routes" (gtls_routes_json.h)
 inline constexpr size_t kMaxApiPolicies = 100000;    // per request (a policy per route)
 inline constexpr size_t kMaxApiPolicyName = 253;     // namespace/name
 inline constexpr size_t kMaxApiCaBytes = 1 << 20;    // one policy's PEM bundle
@@ -107,11 +108,23 @@ struct ListedPolicy {
     std::vector<std::string>  pins;
 };
 
+// One hostname of a route table (gateway_tls_routes): the state entry its
+// rules came from, and how many matches they hold; `removed` when a PUT
+// removed it.
+struct ListedRoutes {
+    std::string  table;
+    std::string  host;  // empty: the table, holding no hostname
+    uint64_t     generation = 0;
+    size_t       matches = 0;
+    bool         removed = false;
+};
+
 struct ApiList {
     std::vector<ListedUpstream>  upstreams;
     bool                         has_stream = false;
     std::vector<ListedUpstream>  stream_upstreams;
     std::vector<ListedPolicy>    policies;
+    std::vector<ListedRoutes>    routes;  // by table, then host; none: not listed
 };
 
 // What a PUT that took effect answers: how many servers each upstream
@@ -121,6 +134,7 @@ struct ApiUpdated {
     bool                                           has_stream = false;  // the PUT gave stream upstreams
     std::vector<std::pair<std::string, size_t>>    stream_upstreams;
     std::vector<std::pair<std::string, uint64_t>>  policies;
+    std::vector<ListedRoutes>                      routes;  // given by the PUT
 };
 
 // A refused request: the HTTP status to answer, and what was wrong, naming
@@ -171,12 +185,15 @@ std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
 
 // The body of a GET: {"upstreams":{NAME:{"generation":N,"source":...,
 // "servers":[...]}},"stream_upstreams":{...},"policies":{NAME:{
-// "generation":N,"source":...,"ca":...,"pins":[...]}}}, which
-// listed_servers and pushed_policies read.
+// "generation":N,"source":...,"ca":...,"pins":[...]}},"routes":{TABLE:{
+// HOST:{"generation":N,"matches":M}}}}, which listed_servers and
+// pushed_policies read.
 std::string api_list_json(const ApiList &list);
 
 // The body of a PUT's 200: {"upstreams":{NAME:{"servers":N}},
-// "stream_upstreams":{...},"policies":{NAME:{"generation":N}}}.
+// "stream_upstreams":{...},"policies":{NAME:{"generation":N}},
+// "routes":{TABLE:{HOST:{"generation":N,"matches":M}}}} (a removed
+// hostname: "removed":true instead of its matches).
 std::string api_updated_json(const ApiUpdated &updated);
 
 // {"error":{"status":N,"text":"..."}}

@@ -225,6 +225,28 @@ BOOST_AUTO_TEST_CASE(rewrites_replace_the_prefix_as_nginx_rewrite_does)
     BOOST_TEST(rewritten_path(PathRewrite{}, prefix, "/prefix/one/x") == "/prefix/one/x");
 }
 
+BOOST_AUTO_TEST_CASE(redirects_locate_as_gateway_api_says)
+{
+    RouteMatch prefix;
+    prefix.path = "/old";
+    RequestTarget in{"http", "a.example", "/old/x y", "q=1", 8080};
+    Redirect r;
+    BOOST_TEST(redirect_location(r, prefix, in) == "http://a.example:8080/old/x%20y?q=1");  // the listener's port
+    r.scheme = "https";
+    BOOST_TEST(redirect_location(r, prefix, in) == "https://a.example/old/x%20y?q=1");  // the scheme's own port
+    r.port = 8443;
+    r.hostname = "b.example";
+    r.path = {PathRewriteKind::ReplacePrefixMatch, "/new"};
+    BOOST_TEST(redirect_location(r, prefix, in) == "https://b.example:8443/new/x%20y?q=1");
+    r.port = 443;
+    r.path = {PathRewriteKind::ReplaceFullPath, "/a%20b"};
+    BOOST_TEST(redirect_location(r, prefix, in) == "https://b.example/a%20b?q=1");  // values are already escaped
+    Redirect plain;
+    RequestTarget on80{"http", "a.example", "/%\r\n\"<>", "a=\r\n\"", 80};
+    // what the decoded path and the query hold that a header may not is escaped
+    BOOST_TEST(redirect_location(plain, prefix, on80) == "http://a.example/%25%0D%0A%22%3C%3E?a=%0D%0A%22");
+}
+
 // The indexes give what a linear walk of the list in order gives, on
 // random route sets and requests (paths that share segments, all three
 // path types, methods, headers, query parameters).

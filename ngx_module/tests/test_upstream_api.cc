@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gtls_routes_json.h"
 #include "gtls_upstream_api.h"
 
 using gtls::ApiError;
@@ -80,7 +81,7 @@ BOOST_AUTO_TEST_CASE(stream_upstreams_parse_apart_from_http_upstreams)
                    .rfind(R"(stream_upstreams["db"].servers[0].address: )", 0)
                == 0);
     BOOST_TEST(refusal(R"({"stream_upstreams": {"a b": {"servers": []}}})") == R"(stream_upstreams["a b"]: is not an upstream name)");
-    BOOST_TEST(refusal(R"({"streams": {}})").find("(known: upstreams, stream_upstreams, policies)") != std::string::npos);
+    BOOST_TEST(refusal(R"({"streams": {}})").find("(known: upstreams, stream_upstreams, policies, routes)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(what_the_api_writes_it_reads_back)
@@ -329,6 +330,35 @@ BOOST_AUTO_TEST_CASE(what_a_put_answers)
                == R"({"upstreams":{"web":{"servers":2},"api\"x":{"servers":0}},"stream_upstreams":{"db":{"servers":1}},)"
                   R"("policies":{"ns/p":{"generation":9}}})"
                       "\n");
+}
+
+BOOST_AUTO_TEST_CASE(route_tables_are_read_by_their_own_reader)
+{
+    // one body may carry servers and routes: each reader takes its own
+    // sections, and routes nest deeper than servers may
+    const std::string body = R"({"upstreams": {"web": {"servers": [{"address": "10.0.0.1:8443"}]}},
+        "routes": {"main": {"a.example": {"actions": [{"backends": [{"backend": "web",
+            "request_headers": {"set": [{"name": "x", "value": "1"}]}}]}], "matches": [{"action": 0}]}}}})";
+    BOOST_TEST(refusal(body).empty());
+    BOOST_TEST(parse_api_update(body).upstreams.size() == 1u);
+    BOOST_TEST(gtls::parse_route_update(body).size() == 1u);
+    BOOST_TEST(refusal(R"({"routes": {"main": )" + std::string(20, '[') + std::string(20, ']') + "}}")
+                   .find("nested deeper than 16 levels") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(route_tables_are_listed_and_answered)
+{
+    gtls::ApiList list;
+    list.routes = {{"main", "*", 3, 1, false}, {"main", "a.example", 4, 2, false}, {"other", "", 0, 0, false}};
+    const std::string listed = gtls::api_list_json(list);
+    BOOST_TEST(listed.find(R"("routes":{"main":{"*":{"generation":3,"matches":1},"a.example":{"generation":4,"matches":2}},"other":{}})")
+               != std::string::npos, listed);
+    gtls::ApiUpdated updated;
+    updated.routes = {{"main", "b.example", 5, 0, true}};
+    const std::string answered = gtls::api_updated_json(updated);
+    BOOST_TEST(answered.find(R"("routes":{"main":{"b.example":{"generation":5,"removed":true}}})") != std::string::npos,
+               answered);
+    BOOST_TEST(gtls::api_updated_json(gtls::ApiUpdated{}).find("routes") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
