@@ -317,6 +317,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      offsetof(ngx_http_gtls_loc_conf_t, request_timeout),
      nullptr},
 
+    {ngx_string("gateway_tls_routes"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_http_gtls_routes,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
     {ngx_string("gateway_tls_share"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2,
      ngx_http_gtls_share,
@@ -624,7 +631,7 @@ ngx_int_t ngx_http_gtls_add_variables(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     var->get_handler = ngx_http_gtls_policy_hostname_variable;
-    return NGX_OK;
+    return ngx_http_gtls_add_route_variables(cf);
 }
 
 // nginx picks the server by Host after the handshake picked one by SNI,
@@ -660,7 +667,7 @@ ngx_int_t ngx_http_gtls_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     *h = ngx_http_gtls_client_handshake_handler;
-    return NGX_OK;
+    return ngx_http_gtls_init_routes(cf);
 }
 
 ngx_http_module_t ngx_http_gtls_module_ctx = {

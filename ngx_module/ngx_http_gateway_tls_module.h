@@ -17,6 +17,7 @@
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_access.h"
+#include "ngx_http_gateway_tls_routes.h"
 #include "ngx_http_gateway_tls_status.h"
 #include "ngx_http_gateway_tls_upstream_api.h"
 
@@ -39,6 +40,7 @@ typedef struct {
     ngx_http_gtls_access_t    api;              // gateway_tls_upstream_api_allow, _token_file
     ngx_http_gtls_access_t    status;           // gateway_tls_status_allow, _token_file
     ngx_msec_t                request_timeout;  // gateway_tls_request_timeout; 0: none
+    ngx_http_gtls_route_table_t  *routes;       // gateway_tls_routes (this location's own)
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
@@ -63,6 +65,7 @@ typedef struct {
     ngx_gtls_upstream_set_t                                     *stream_upstreams; // the stream module's, when loaded
     uint64_t                                                     state_sequence;  // state entries up to it are applied
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
+    ngx_http_gtls_route_tables_t                                *route_tables;    // gateway_tls_routes, by name
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the
@@ -74,6 +77,12 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     // backend try
     ngx_event_t                             deadline{};
     ngx_msec_t                              deadline_ms = 0;
+    // gateway_tls_routes: the entry the request matched, held (a
+    // replacement never changes it under the request), its match, the
+    // backend chosen
+    std::shared_ptr<const gtls::HostRoutes>  route_entry;
+    const gtls::RouteMatch                 *route_match = nullptr;
+    std::string_view                        route_backend;
 
     ~ngx_http_gtls_request_t()
     {

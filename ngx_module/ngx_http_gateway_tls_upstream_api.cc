@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "gtls_routes_json.h"
 #include "gtls_upstream_api.h"
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_module.h"
@@ -55,6 +56,15 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
         list.has_stream = true;
         list.stream_upstreams = ngx_http_gtls_listed(*mcf->stream_upstreams);
     }
+    if (mcf->route_tables != nullptr) {
+        for (const auto &[name, t] : *mcf->route_tables) {
+            const size_t before = list.routes.size();
+            for (const auto &[host, h] : t.hosts) {
+                if (!h.removed) list.routes.push_back({name, host, h.sequence, h.matches, false});
+            }
+            if (list.routes.size() == before) list.routes.push_back({name, "", 0, 0, false});
+        }
+    }
     for (const auto &[name, t] : *mcf->trusted) {
         const gtls::Policy &p = *t.policies.front();
         gtls::ListedPolicy &listed = list.policies.emplace_back();
@@ -84,6 +94,14 @@ struct ngx_http_gtls_pending_trust_t {
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
 
+// A hostname's new rules (null: removed), checked and kept, not yet in
+// place.
+struct ngx_http_gtls_pending_routes_t {
+    ngx_http_gtls_route_table_t              *table = nullptr;
+    const gtls::HostUpdate                   *update = nullptr;
+    ngx_http_gtls_state_entry_t              *entry = nullptr;
+};
+
 // What a PUT has built and not yet put in place: the new lists and trust,
 // and their kept copies in the state zone. Dropped when it goes out of
 // scope uncommitted, so that a refusal at any point changes nothing.
@@ -102,6 +120,9 @@ public:
             if (p.gen != nullptr) p.dyn->free(p.gen);
             if (p.entry != nullptr) ngx_http_gtls_drop_entry(mcf_->upstream_state, p.entry);
         }
+        for (ngx_http_gtls_pending_routes_t &p : routes) {
+            if (p.entry != nullptr) ngx_http_gtls_drop_entry(mcf_->upstream_state, p.entry);
+        }
     }
     PendingChange(const PendingChange &) = delete;
     PendingChange &operator=(const PendingChange &) = delete;
@@ -111,6 +132,7 @@ public:
 
     std::vector<ngx_http_gtls_pending_trust_t>  trusts;
     std::vector<ngx_http_gtls_pending_t>        upstreams;
+    std::vector<ngx_http_gtls_pending_routes_t> routes;
 
 private:
     ngx_http_gtls_main_conf_t  *mcf_;
@@ -188,6 +210,42 @@ ngx_http_gtls_refused_t ngx_http_gtls_check_upstreams(ngx_http_gtls_main_conf_t 
     return std::nullopt;
 }
 
+// Each table named is one of this configuration's, each hostname's rules
+// are what the module acts on, and their kept copies are written.
+ngx_http_gtls_refused_t ngx_http_gtls_check_routes(ngx_http_gtls_main_conf_t *mcf,
+                                                   const std::vector<gtls::TableUpdate> &updates, PendingChange *change)
+{
+    for (const gtls::TableUpdate &u : updates) {
+        auto it = mcf->route_tables != nullptr ? mcf->route_tables->find(u.table) : ngx_http_gtls_route_tables_t::iterator();
+        if (mcf->route_tables == nullptr || it == mcf->route_tables->end()) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_NOT_FOUND, "no route table " + gtls::json_string(u.table)
+                                                                   + " (gateway_tls_routes of a location)"};
+        }
+        for (const gtls::HostUpdate &h : u.hosts) {
+            const std::string field = "routes[" + gtls::json_string(u.table) + "][" + gtls::json_string(h.host) + "]";
+            if (h.routes != nullptr) {
+                const std::string unserved = ngx_http_gtls_unserved_route_field(*h.routes);
+                if (!unserved.empty()) {
+                    return ngx_http_gtls_refusal_t{NGX_HTTP_CONFLICT,
+                                                   field + "." + unserved + ": not acted on by this module yet"};
+                }
+            }
+            ngx_http_gtls_pending_routes_t &p = change->routes.emplace_back();
+            p.table = &it->second;
+            p.update = &h;
+            p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_ROUTES,
+                                              ngx_http_gtls_routes_entry_name(u.table, h.host), 0,
+                                              h.routes != nullptr ? gtls::host_routes_json(*h.routes) : std::string());
+            if (p.entry == nullptr) {
+                return ngx_http_gtls_refusal_t{NGX_HTTP_INSUFFICIENT_STORAGE,
+                                               "gateway_tls_upstream_state_zone has no room to keep " + field
+                                                   + "; nothing was changed"};
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 // Each upstream's new servers built in its zone and kept aside.
 ngx_http_gtls_refused_t ngx_http_gtls_build_servers(ngx_http_gtls_main_conf_t *mcf, PendingChange *change)
 {
@@ -254,6 +312,20 @@ gtls::ApiUpdated ngx_http_gtls_put_in_place(ngx_log_t *log, ngx_http_gtls_main_c
         }
         updated.policies.emplace_back(name, t.entry->sequence);
     }
+    for (ngx_http_gtls_pending_routes_t &p : change->routes) {
+        ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
+        const gtls::HostUpdate &h = *p.update;
+        ngx_http_gtls_take_routes(p.table, h.host, h.routes, p.entry->sequence);
+        const size_t matches = h.routes != nullptr ? h.routes->matches().size() : 0;
+        if (h.routes != nullptr) {
+            ngx_log_error(NGX_LOG_NOTICE, log, 0, "gateway_tls: routes \"%s\" of %s now hold %uz matches (from the API, entry %uL)",
+                          p.table->name.c_str(), gtls::json_string(h.host).c_str(), matches, p.entry->sequence);
+        } else {
+            ngx_log_error(NGX_LOG_NOTICE, log, 0, "gateway_tls: routes \"%s\" of %s removed (from the API, entry %uL)",
+                          p.table->name.c_str(), gtls::json_string(h.host).c_str(), p.entry->sequence);
+        }
+        updated.routes.push_back({p.table->name, h.host, p.entry->sequence, matches, h.routes == nullptr});
+    }
     return updated;
 }
 
@@ -263,13 +335,18 @@ gtls::ApiUpdated ngx_http_gtls_put_in_place(ngx_log_t *log, ngx_http_gtls_main_c
 ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_conf_t *mcf, std::string_view body)
 {
     gtls::ApiUpdate update;
+    std::vector<gtls::TableUpdate> routes;
     try {
         update = gtls::parse_api_update(body);
+        routes = gtls::parse_route_update(body);
     } catch (const gtls::ApiError &e) {
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
     }
     PendingChange change(mcf);
     ngx_http_gtls_refused_t refused = ngx_http_gtls_check_trusts(mcf, update, &change);
+    if (!refused) {
+        refused = ngx_http_gtls_check_routes(mcf, routes, &change);
+    }
     if (!refused) {
         refused = ngx_http_gtls_check_upstreams(mcf, update, &change);
     }

@@ -14,6 +14,8 @@
 #include <set>
 #include <vector>
 
+#include "gtls_routes_json.h"
+
 namespace {
 
 // A shared mutex held for a scope: C++ work under it may throw.
@@ -140,9 +142,53 @@ void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_gtls_session_cache_t &
     }
 }
 
-// Lists pushed since this worker last looked, through whichever worker
+// A hostname's rules from a state entry (empty: removed) put in place;
+// false when the table holds newer ones. Entries were checked when pushed:
+// one that does not read back is logged and left out.
+bool ngx_http_gtls_take_kept_routes(ngx_log_t *log, ngx_http_gtls_route_table_t *t, const std::string &host,
+                                    const std::string &json, uint64_t sequence)
+{
+    std::shared_ptr<const gtls::HostRoutes> routes;
+    if (!json.empty()) {
+        try {
+            routes = gtls::parse_host_routes(json, host);
+        } catch (const gtls::ApiError &e) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0, "gateway_tls: routes \"%s\" of %s: the state entry does not read: %s",
+                          t->name.c_str(), gtls::json_string(host).c_str(), gtls::json_string(e.what()).c_str());
+            return false;
+        }
+    }
+    return ngx_http_gtls_take_routes(t, host, std::move(routes), sequence);
+}
+
+// An entry as read under the zone's lock, to be applied after it.
+struct ngx_http_gtls_entry_copy_t {
+    ngx_uint_t   kind;
+    std::string  name, json;
+    uint64_t     sequence;
+};
+
+// Servers pushed through another worker made current here.
+void ngx_http_gtls_take_newer_servers(ngx_log_t *log, gtls_glue::DynamicUpstream *dyn,
+                                      const ngx_http_gtls_entry_copy_t &e)
+{
+    void *gen = dyn->build(gtls::parse_server_list(e.json));
+    if (gen == nullptr) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers pushed",
+                      ngx_http_gtls_upstream_noun(e.kind), dyn->name.c_str(), dyn->zone.c_str());
+        return;
+    }
+    if (!dyn->swap(gen, e.sequence)) {
+        dyn->free(gen);  // another worker of this configuration did
+        return;
+    }
+    ngx_log_error(NGX_LOG_NOTICE, log, 0, "gateway_tls: %s \"%s\" takes the servers pushed through another worker (entry %uL)",
+                  ngx_http_gtls_upstream_noun(e.kind), dyn->name.c_str(), e.sequence);
+}
+
+// What was pushed since this worker last looked, through whichever worker
 // (of this configuration or of one a reload replaced), made current here
-// when this configuration does not run them yet.
+// when this configuration does not run it yet.
 void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
 {
     if (mcf->upstream_state == nullptr) {
@@ -150,64 +196,39 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
     }
     auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
     ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
-    struct Newer {
-        gtls_glue::DynamicUpstream *dyn;
-        std::string json;
-        uint64_t sequence;
-        ngx_uint_t kind;
-    };
-    struct NewerTrust {
-        ngx_http_gtls_trusted_t *trusted;
-        std::string name, json;
-        uint64_t sequence;
-    };
-    std::vector<Newer> newer;
-    std::vector<NewerTrust> Newerrust;
+    std::vector<ngx_http_gtls_entry_copy_t> newer;
     {
         MutexLock locked(&state_pool->mutex);
-        if (state->sequence != mcf->state_sequence) {
-            for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
-                if (e->sequence <= mcf->state_sequence) {
-                    continue;
-                }
-                const std::string name(ngx_http_gtls_entry_name(e));
-                if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
-                    ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
-                    if (t != nullptr && e->sequence > t->sequence) {
-                        Newerrust.push_back({t, name, ngx_http_gtls_entry_json(e), e->sequence});
-                    }
-                    continue;
-                }
-                gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
-                if (dyn != nullptr && e->sequence > dyn->sequence()) {
-                    newer.push_back({dyn, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
-                }
+        if (state->sequence == mcf->state_sequence) {
+            return;
+        }
+        for (ngx_http_gtls_state_entry_t *e = state->entries; e; e = e->next) {
+            if (e->sequence > mcf->state_sequence) {
+                newer.push_back({e->kind, std::string(ngx_http_gtls_entry_name(e)), ngx_http_gtls_entry_json(e), e->sequence});
             }
-            mcf->state_sequence = state->sequence;
         }
+        mcf->state_sequence = state->sequence;
     }
 
-    for (const NewerTrust &n : Newerrust) {
-        if (ngx_http_gtls_take_trust(cycle->log, n.trusted, n.name, n.json, n.sequence)) {
-            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
-                           "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
-                           n.name.c_str(), n.sequence);
-        }
-    }
-
-    for (const Newer &n : newer) {
-        void *gen = n.dyn->build(gtls::parse_server_list(n.json));
-        if (gen == nullptr) {
-            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "gateway_tls: %s \"%s\": zone \"%s\" has no room for the servers pushed",
-                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.dyn->zone.c_str());
-            continue;
-        }
-        if (!n.dyn->swap(gen, n.sequence)) {
-            n.dyn->free(gen);  // another worker of this configuration did
+    for (const ngx_http_gtls_entry_copy_t &e : newer) {
+        if (e.kind == NGX_HTTP_GTLS_ENTRY_ROUTES) {
+            std::string host;
+            if (ngx_http_gtls_route_table_t *t = ngx_http_gtls_routes_of_entry(mcf, e.name, &host)) {
+                ngx_http_gtls_take_kept_routes(cycle->log, t, host, e.json, e.sequence);
+            }
+        } else if (e.kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
+            ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, e.name);
+            if (t != nullptr && e.sequence > t->sequence
+                && ngx_http_gtls_take_trust(cycle->log, t, e.name, e.json, e.sequence)) {
+                ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                               "gateway_tls: policy \"%s\" takes the trust pushed through another worker (entry %uL)",
+                               e.name.c_str(), e.sequence);
+            }
         } else {
-            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                          "gateway_tls: %s \"%s\" takes the servers pushed through another worker (entry %uL)",
-                          ngx_http_gtls_upstream_noun(n.kind), n.dyn->name.c_str(), n.sequence);
+            gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e.kind, e.name);
+            if (dyn != nullptr && e.sequence > dyn->sequence()) {
+                ngx_http_gtls_take_newer_servers(cycle->log, dyn, e);
+            }
         }
     }
 }
@@ -290,13 +311,36 @@ void ngx_http_gtls_drop_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t 
     ngx_slab_free(ngx_http_gtls_state_pool(zone), entry);
 }
 
+namespace {
+
+// Whether a kept entry still applies after a reload: its upstream or
+// policy is configured as it was when the entry replaced that (trust that
+// is the configured one again is kept nowhere); its table still exists (a
+// table starts empty: a removal applies to nothing)
+bool ngx_http_gtls_entry_applies(ngx_http_gtls_main_conf_t *mcf, const ngx_http_gtls_state_entry_t *e,
+                                 const std::string &name)
+{
+    if (e->kind == NGX_HTTP_GTLS_ENTRY_ROUTES) {
+        std::string host;
+        return e->json_len != 0 && ngx_http_gtls_routes_of_entry(mcf, name, &host) != nullptr;
+    }
+    if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
+        ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
+        return t != nullptr && t->configured_fingerprint == e->fingerprint && e->json_len != 0;
+    }
+    gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
+    return dyn != nullptr && dyn->configured_fingerprint == e->fingerprint;
+}
+
+}  // namespace
+
 void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
 {
     if (mcf->upstream_state == nullptr) {
         return;
     }
     // the servers (and trust) last pushed, where the configured ones are
-    // still those they replaced
+    // still those they replaced, and the tables' hostnames
     auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
     ngx_slab_pool_t *state_pool = ngx_http_gtls_state_pool(mcf->upstream_state);
     struct Kept {
@@ -304,33 +348,36 @@ void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf
         uint64_t sequence;
         ngx_uint_t kind;
     };
-    std::vector<Kept> kept, Keptrust;
+    std::vector<Kept> kept, kept_trust, kept_routes;
     {
         MutexLock locked(&state_pool->mutex);
         for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
             ngx_http_gtls_state_entry_t *e = *link;
             const std::string name(ngx_http_gtls_entry_name(e));
-            uint64_t configured;
-            if (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
-                ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
-                configured = t != nullptr ? t->configured_fingerprint : ~e->fingerprint;
-            } else {
-                gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
-                configured = dyn != nullptr ? dyn->configured_fingerprint : ~e->fingerprint;
-            }
-            if (configured != e->fingerprint || (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST && e->json_len == 0)) {
+            if (!ngx_http_gtls_entry_applies(mcf, e, name)) {
                 *link = e->next;  // the configuration now says otherwise, or says the same
                 ngx_slab_free_locked(state_pool, e);
                 continue;
             }
-            (e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? Keptrust : kept).push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
+            std::vector<Kept> &to = e->kind == NGX_HTTP_GTLS_ENTRY_ROUTES  ? kept_routes
+                                    : e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? kept_trust
+                                                                           : kept;
+            to.push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
             link = &e->next;
         }
         mcf->state_sequence = state->sequence;  // the workers apply what comes after
     }
 
     // before the workers start: they inherit it
-    for (const Kept &k : Keptrust) {
+    for (const Kept &k : kept_routes) {
+        std::string host;
+        ngx_http_gtls_route_table_t *t = ngx_http_gtls_routes_of_entry(mcf, k.name, &host);
+        if (ngx_http_gtls_take_kept_routes(cycle->log, t, host, k.json, k.sequence)) {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "gateway_tls: routes \"%s\" of %s kept as last pushed through the API",
+                          t->name.c_str(), gtls::json_string(host).c_str());
+        }
+    }
+    for (const Kept &k : kept_trust) {
         if (ngx_http_gtls_take_trust(cycle->log, ngx_http_gtls_find_trusted(mcf, k.name), k.name, k.json, k.sequence)) {
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                           "gateway_tls: policy %s keeps the trust last pushed through the API",
@@ -438,6 +485,21 @@ ngx_gtls_upstream_set_t *ngx_http_gtls_set_of(ngx_http_gtls_main_conf_t *mcf, ng
 const char *ngx_http_gtls_upstream_noun(ngx_uint_t kind)
 {
     return kind == NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS ? "stream upstream" : "upstream";
+}
+
+ngx_http_gtls_route_table_t *ngx_http_gtls_routes_of_entry(ngx_http_gtls_main_conf_t *mcf, std::string_view name,
+                                                           std::string *host)
+{
+    std::string_view table, entry_host;
+    if (mcf->route_tables == nullptr || !ngx_http_gtls_split_routes_entry_name(name, &table, &entry_host)) {
+        return nullptr;
+    }
+    auto it = mcf->route_tables->find(table);
+    if (it == mcf->route_tables->end()) {
+        return nullptr;
+    }
+    *host = std::string(entry_host);
+    return &it->second;
 }
 
 gtls_glue::DynamicUpstream *ngx_http_gtls_find_dynamic(ngx_http_gtls_main_conf_t *mcf, ngx_uint_t kind,

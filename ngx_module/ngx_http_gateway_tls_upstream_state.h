@@ -18,10 +18,13 @@
 // they are written: a push that a worker of a replaced configuration
 // handled (a reload's race) reaches the workers of the new one, whose
 // timers look for entries newer than what they run.
+// A hostname of a route table is an entry too ("TABLE HOST"): its rules'
+// JSON, empty once removed.
 enum ngx_http_gtls_entry_kind_e {
     NGX_HTTP_GTLS_ENTRY_SERVERS,
     NGX_HTTP_GTLS_ENTRY_TRUST,
-    NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS
+    NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS,
+    NGX_HTTP_GTLS_ENTRY_ROUTES
 };
 
 struct ngx_http_gtls_state_entry_t {
@@ -56,6 +59,13 @@ ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_c
 ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *mcf, const std::string &name);
 uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, const gtls::PolicyTrust &pushed);
 void ngx_http_gtls_replace_trust(ngx_http_gtls_trusted_t *t, const gtls::Trust *trust, uint64_t sequence);
+
+// ---- route tables
+
+// The table a state entry of routes names, and its hostname; null when
+// this configuration has no such table
+ngx_http_gtls_route_table_t *ngx_http_gtls_routes_of_entry(ngx_http_gtls_main_conf_t *mcf, std::string_view name,
+                                                           std::string *host);
 
 // ---- the upstreams the API replaces
 

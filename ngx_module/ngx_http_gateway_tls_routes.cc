@@ -1,0 +1,309 @@
+// gateway_tls_routes: the directive, the rewrite-phase handler that
+// matches a request against its location's table and acts on the rule it
+// takes (answers, redirects, or names the backend for proxy_pass through
+// $gateway_tls_route_backend), and the variables.
+
+#include "ngx_http_gateway_tls_routes.h"
+
+#include "gtls_routes_json.h"
+#include "ngx_http_gateway_tls_module.h"
+
+namespace {
+
+// What the matcher reads of an nginx request.
+class NgxRouteRequest final : public gtls::RouteRequest {
+public:
+    explicit NgxRouteRequest(ngx_http_request_t *r) : r_(r)
+    {
+        method = ngx_gtls_sv(r->method_name);
+        path = ngx_gtls_sv(r->uri);
+        args = ngx_gtls_sv(r->args);
+    }
+
+    std::optional<std::string_view> header(std::string_view lowercase_name) const override
+    {
+        for (ngx_list_part_t *part = &r_->headers_in.headers.part; part; part = part->next) {
+            auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+            for (ngx_uint_t i = 0; i < part->nelts; i++) {
+                if (h[i].key.len == lowercase_name.size()
+                    && ngx_strncasecmp(h[i].key.data, reinterpret_cast<u_char *>(const_cast<char *>(lowercase_name.data())),
+                                       lowercase_name.size()) == 0) {
+                    return ngx_gtls_sv(h[i].value);
+                }
+            }
+        }
+        return std::nullopt;
+    }
+
+private:
+    ngx_http_request_t *r_;
+};
+
+// The port the request came to, for a redirect that keeps it
+unsigned ngx_http_gtls_local_port(ngx_http_request_t *r)
+{
+    if (ngx_connection_local_sockaddr(r->connection, nullptr, 0) != NGX_OK) {
+        return 0;
+    }
+    return ngx_inet_get_port(r->connection->local_sockaddr);
+}
+
+ngx_int_t ngx_http_gtls_redirect(ngx_http_request_t *r, const gtls::RouteChoice &choice)
+{
+    gtls::RequestTarget target;
+#if (NGX_HTTP_SSL)
+    target.scheme = r->connection->ssl != nullptr ? "https" : "http";
+#else
+    target.scheme = "http";
+#endif
+    target.host = ngx_gtls_sv(r->headers_in.server);
+    target.port = ngx_http_gtls_local_port(r);
+    target.path = ngx_gtls_sv(r->uri);
+    target.args = ngx_gtls_sv(r->args);
+    const gtls::Redirect &redirect = *choice.action->redirect;
+    const std::string location = gtls::redirect_location(redirect, *choice.match, target);
+
+    auto *value = static_cast<u_char *>(ngx_pnalloc(r->pool, location.size()));
+    if (value == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_memcpy(value, location.data(), location.size());
+    ngx_http_clear_location(r);
+    r->headers_out.location = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
+    if (r->headers_out.location == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    r->headers_out.location->hash = 1;
+#if (nginx_version >= 1023000)
+    r->headers_out.location->next = nullptr;
+#endif
+    ngx_str_set(&r->headers_out.location->key, "Location");
+    r->headers_out.location->value.data = value;
+    r->headers_out.location->value.len = location.size();
+    return static_cast<ngx_int_t>(redirect.status);
+}
+
+// The rewrite phase: where the location has a table, the request takes a
+// rule or is answered.
+ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
+{
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    if (lcf->routes == nullptr) {
+        return NGX_DECLINED;
+    }
+    try {
+        ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
+        if (state == nullptr) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (state->route_entry != nullptr) {
+            return NGX_DECLINED;  // taken before an internal redirect back here
+        }
+        auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+        ngx_http_gtls_catch_up(mcf);  // what another worker took: served here too
+
+        const ngx_http_gtls_route_table_t &t = *lcf->routes;
+        state->route_entry = t.table.find(ngx_gtls_sv(r->headers_in.server));
+        if (state->route_entry == nullptr) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls routes \"%s\": no entry for the host",
+                           t.name.c_str());
+            return NGX_HTTP_NOT_FOUND;
+        }
+        const gtls::RouteChoice choice = state->route_entry->match(NgxRouteRequest(r));
+        if (choice.regex_limit) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "gateway_tls: routes \"%s\" of \"%s\": a regular expression gave up at its match limit "
+                          "and was taken as not matching",
+                          t.name.c_str(), state->route_entry->host().c_str());
+        }
+        if (choice.match == nullptr) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls routes \"%s\": no match",
+                           t.name.c_str());
+            return NGX_HTTP_NOT_FOUND;
+        }
+        state->route_match = choice.match;
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls routes \"%s\": \"%s\" match %uz",
+                       t.name.c_str(), state->route_entry->host().c_str(),
+                       static_cast<size_t>(choice.match - state->route_entry->matches().data()));
+        const gtls::RouteAction &action = *choice.action;
+        if (action.redirect) {
+            return ngx_http_gtls_redirect(r, choice);
+        }
+        if (action.status != 0) {
+            return static_cast<ngx_int_t>(action.status);
+        }
+        const uint64_t total = gtls::total_weight(action.backends);
+        const size_t share = total == 0 ? action.backends.size()
+                                        : gtls::choose_backend(action.backends, static_cast<uint64_t>(ngx_random()) % total);
+        if (share >= action.backends.size() || action.backends[share].backend.empty()) {
+            // Gateway API: a share that cannot be served is answered 500
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "gateway_tls: routes \"%s\" of \"%s\": the request fell to a backend that cannot be served",
+                          t.name.c_str(), state->route_entry->host().c_str());
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        state->route_backend = action.backends[share].backend;
+        return NGX_DECLINED;
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+enum ngx_http_gtls_route_variable_e { NGX_HTTP_GTLS_ROUTE_BACKEND, NGX_HTTP_GTLS_ROUTE_MATCH };
+
+// $gateway_tls_route_backend: the backend the request's rule chose;
+// $gateway_tls_route: "HOST match N", the rule it took
+ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
+    v->not_found = 1;
+    if (state == nullptr || state->route_match == nullptr) {
+        return NGX_OK;
+    }
+    std::string text;
+    if (data == NGX_HTTP_GTLS_ROUTE_BACKEND) {
+        if (state->route_backend.empty()) return NGX_OK;
+        text = std::string(state->route_backend);
+    } else {
+        text = state->route_entry->host() + " match "
+               + std::to_string(state->route_match - state->route_entry->matches().data());
+    }
+    auto *bytes = static_cast<u_char *>(ngx_pnalloc(r->pool, text.size()));
+    if (bytes == nullptr) {
+        return NGX_ERROR;
+    }
+    ngx_memcpy(bytes, text.data(), text.size());
+    v->data = bytes;
+    v->len = text.size();
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+}  // namespace
+
+std::string ngx_http_gtls_routes_entry_name(std::string_view table, std::string_view host)
+{
+    return std::string(table) + " " + std::string(host);
+}
+
+bool ngx_http_gtls_split_routes_entry_name(std::string_view name, std::string_view *table, std::string_view *host)
+{
+    const size_t space = name.find(' ');
+    if (space == std::string_view::npos) {
+        return false;
+    }
+    *table = name.substr(0, space);
+    *host = name.substr(space + 1);
+    return true;
+}
+
+bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string &host,
+                               std::shared_ptr<const gtls::HostRoutes> routes, uint64_t sequence)
+{
+    ngx_http_gtls_route_host_t &h = t->hosts[host];
+    if (h.sequence >= sequence) {
+        return false;
+    }
+    h.sequence = sequence;
+    h.removed = routes == nullptr;
+    h.matches = routes != nullptr ? routes->matches().size() : 0;
+    if (routes != nullptr) {
+        t->table.replace(std::move(routes));
+    } else {
+        t->table.remove(host);
+    }
+    return true;
+}
+
+std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes)
+{
+    for (size_t i = 0; i < routes.actions().size(); i++) {
+        const gtls::RouteAction &a = routes.actions()[i];
+        const std::string at = "actions[" + std::to_string(i) + "].";
+        if (!a.request_headers.empty()) return at + "request_headers";
+        if (!a.response_headers.empty()) return at + "response_headers";
+        if (a.rewrite) return at + "rewrite";
+        if (!a.mirrors.empty()) return at + "mirrors";
+        if (a.request_timeout_ms >= 0 || a.backend_timeout_ms >= 0) return at + "timeouts";
+        if (a.retry_attempts > 0 || !a.retry_codes.empty() || a.retry_backoff_ms >= 0) return at + "retry";
+        for (size_t b = 0; b < a.backends.size(); b++) {
+            if (!a.backends[b].request_headers.empty()) {
+                return at + "backends[" + std::to_string(b) + "].request_headers";
+            }
+        }
+    }
+    return {};
+}
+
+char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *, void *conf)
+{
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(conf);
+    if (lcf->routes != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
+    const std::string_view name = ngx_gtls_sv(static_cast<ngx_str_t *>(cf->args->elts)[1]);
+    if (name.empty() || name.size() > gtls::kMaxApiUpstreamName
+        || name.find_first_of(" \"\\{};") != std::string_view::npos) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid table name \"%V\"",
+                           &static_cast<ngx_str_t *>(cf->args->elts)[1]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    try {
+        if (mcf->route_tables == nullptr) {
+            mcf->route_tables = ngx_gtls_pool_new<ngx_http_gtls_route_tables_t>(cf->pool);
+            if (mcf->route_tables == nullptr) {
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+        }
+        auto it = mcf->route_tables->find(name);
+        if (it == mcf->route_tables->end()) {
+            it = mcf->route_tables->emplace(std::string(name), ngx_http_gtls_route_table_t{}).first;
+            it->second.name = std::string(name);
+        }
+        lcf->routes = &it->second;
+    } catch (const std::exception &e) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls: %s", e.what());
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
+ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
+{
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
+    if (mcf->route_tables == nullptr) {
+        return NGX_OK;
+    }
+    if (mcf->upstream_state == nullptr) {
+        // each worker's table follows the others' through it, and a reload keeps it
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "gateway_tls_routes needs \"gateway_tls_upstream_state_zone\" in the http block");
+        return NGX_ERROR;
+    }
+    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers));
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+    *h = ngx_http_gtls_route_handler;
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
+{
+    static const std::pair<const char *, uintptr_t> kVariables[] = {
+        {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND}, {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH}};
+    for (const auto &[text, which] : kVariables) {
+        ngx_str_t name{ngx_strlen(text), reinterpret_cast<u_char *>(const_cast<char *>(text))};
+        ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
+        if (var == nullptr) {
+            return NGX_ERROR;
+        }
+        var->get_handler = ngx_http_gtls_route_variable;
+        var->data = which;
+    }
+    return NGX_OK;
+}

@@ -1,0 +1,48 @@
+// gateway_tls_routes: a location whose requests are routed by a listener's
+// route table (gtls_routes.h), which the upstream API replaces hostname by
+// hostname at run time, with no reload. The table is this worker's; the
+// state zone keeps what was pushed, for the other workers and across
+// reloads (ngx_http_gateway_tls_upstream_state.cc).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "gtls_routes.h"
+#include "ngx_gtls_nginx.h"
+
+// One hostname of a table: the state entry its rules came from (or its
+// removal did), and how many matches it holds.
+struct ngx_http_gtls_route_host_t {
+    uint64_t  sequence = 0;
+    size_t    matches = 0;
+    bool      removed = false;
+};
+
+struct ngx_http_gtls_route_table_t {
+    std::string                                        name;
+    gtls::RouteTable                                   table;
+    std::map<std::string, ngx_http_gtls_route_host_t>  hosts;
+};
+
+using ngx_http_gtls_route_tables_t = std::map<std::string, ngx_http_gtls_route_table_t, std::less<>>;
+
+// A state entry's name for a hostname of a table: "TABLE HOST" (neither
+// holds a space), and back
+std::string ngx_http_gtls_routes_entry_name(std::string_view table, std::string_view host);
+bool ngx_http_gtls_split_routes_entry_name(std::string_view name, std::string_view *table, std::string_view *host);
+
+// A hostname's rules put in place in this worker (null: removed), from
+// state entry `sequence`; false when the table holds a newer one
+bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string &host,
+                               std::shared_ptr<const gtls::HostRoutes> routes, uint64_t sequence);
+
+// What the module does not act on yet of an entry's actions: the first
+// such field ("actions[2].rewrite"), or empty. Such rules are refused
+// (409) rather than served without it.
+std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes);
+
+char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf);
+ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf);

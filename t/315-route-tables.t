@@ -1,0 +1,285 @@
+# Routes at run time (issue 54): a location with gateway_tls_routes is
+# routed by a table the upstream API replaces hostname by hostname, with no
+# reload. Hostnames (exact, wildcard, any), paths, methods, headers, query
+# parameters and the order given; answers, redirects, weighted backends
+# (TLS verified by the upstream{}'s policy); a pattern that backtracks
+# gives up; a change reaches every worker at once; refusals change
+# nothing; a response streaming through 200 replacements of its own
+# hostname's rules ends complete; a reload keeps what was pushed.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path);
+use IO::Socket::INET;
+use POSIX ();
+use Time::HiRes qw(sleep time);
+
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $certs = certs_dir();
+my $port = server_port();
+my ($port_a, $port_b) = ($port + 1, $port + 2);
+my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
+my $slow_bytes = 32 * 1024 * 1024;
+
+# ---- the backends: two TLS servers saying who they are -----------------------
+make_path("$dir/backends/logs", "$dir/backends/tmp", "$dir/backends/html", "$dir/gw/logs", "$dir/gw/tmp");
+spit("$dir/backends/html/slow", 'x' x $slow_bytes);
+my $backends = join '', map { my ($name, $p) = @$_; <<"EOF" } ['a', $port_a], ['b', $port_b];
+    server {
+        listen 127.0.0.1:$p ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        location / { return 200 "backend=$name uri=\$uri\\n"; }
+        location = /slow { access_log off; root html; }
+    }
+EOF
+spit("$dir/backends/nginx.conf", <<"EOF");
+worker_processes 1;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 1024; }
+http {
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+$backends
+}
+EOF
+start_nginx("$dir/backends", 'nginx.conf', $port_b);
+
+# ---- the gateway ------------------------------------------------------------
+sub upstream_block {
+    my ($name, $p) = @_;
+    return <<"EOF";
+    upstream $name {
+        zone $name 64k;
+        server 127.0.0.1:$p;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $certs/ca.crt;
+        proxy_ssl_policy_name ns/$name;
+        proxy_ssl_policy_hostname abc.example.com;
+    }
+EOF
+}
+sub gateway_conf {
+    my ($table, $state_zone) = @_;
+    $state_zone //= 'gateway_tls_upstream_state_zone 1m;';
+    return <<"EOF";
+load_module $module;
+worker_processes 2;
+pid logs/nginx.pid;
+error_log logs/error.log info;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+    $state_zone
+@{[upstream_block('be_a', $port_a)]}
+@{[upstream_block('be_b', $port_b)]}
+    server {
+        listen 127.0.0.1:$port;
+        proxy_ssl_server_name on;
+        proxy_ssl_name \$upstream_ssl_policy_hostname;
+        location / {
+            gateway_tls_routes $table;
+            proxy_pass https://\$gateway_tls_route_backend;
+            proxy_buffering off;
+            add_header X-Route \$gateway_tls_route always;
+            add_header X-Verify \$upstream_ssl_verify always;
+        }
+        location /api {
+            gateway_tls_upstream_api;
+            gateway_tls_upstream_api_allow 127.0.0.1;
+            gateway_tls_upstream_api_token_file @{[operator_token_file()]};
+            client_body_buffer_size 1m;
+            client_max_body_size 1m;
+        }
+    }
+}
+EOF
+}
+
+# routes need the state zone: every worker follows it, a reload keeps it
+(my $no_zone = gateway_conf('main', '')) =~ s/location \/api \{.*?\n        \}\n//s;  # the API needs it too
+spit("$dir/gw/nginx.conf", $no_zone);
+my $refused = `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`;
+like($refused, qr/gateway_tls_routes needs "gateway_tls_upstream_state_zone" in the http block/,
+     'nginx -t refuses a route table without the state zone');
+
+spit("$dir/gw/nginx.conf", gateway_conf('main'));
+start_nginx("$dir/gw", 'nginx.conf', $port);
+my $master = slurp("$dir/gw/logs/nginx.pid");
+chomp $master;
+my $workers = worker_pids($master);
+is(scalar(split ' ', $workers), 2, "two workers ($workers)");
+
+sub api { my ($method, $body) = @_; return api_request($port, '/api', $method, $body) }
+sub get {
+    my ($path, $host, @headers) = @_;
+    my ($code, $h, $body) = request($port, 'GET', $path, "Host: $host", @headers);
+    return { code => $code, route => $h->{'x-route'} // '', verify => $h->{'x-verify'} // '',
+             location => $h->{location} // '', body => $body };
+}
+sub backend_of { my $r = shift; return $r->{body} =~ /backend=(\w)/ ? $1 : "($r->{code})" }
+sub host_json { my ($actions, $matches) = @_; return qq({"actions": [$actions], "matches": [$matches]}) }
+sub routes_json {
+    my %hosts = @_;
+    return '{"routes": {"main": {' . join(',', map { qq("$_": $hosts{$_}) } sort keys %hosts) . '}}}';
+}
+
+# ---- an empty table ---------------------------------------------------------
+my ($code, $list) = api('GET');
+is($code, 200, 'the API lists');
+like($list, qr/"routes":\{"main":\{\}\}/, 'the table is listed, holding no hostname');
+is(get('/', 'a.example')->{code}, 404, 'a request no hostname serves: 404');
+
+# ---- hostnames, paths, conditions, order --------------------------------------
+my $a_routes = host_json(
+    '{"backends": [{"backend": "be_a"}]}, {"backends": [{"backend": "be_b"}]}, {"status": 503}, '
+    . '{"redirect": {"scheme": "https", "port": 8443, "path": {"type": "ReplacePrefixMatch", "value": "/new"}, "status": 301}}, '
+    . '{"backends": [{"backend": "be_a", "weight": 1}, {"backend": "", "weight": 1}]}',
+    '{"path": {"type": "Exact", "value": "/exact"}, "action": 1}, '
+    . '{"path": {"value": "/svc"}, "method": "POST", "action": 2}, '
+    . '{"path": {"value": "/svc"}, "headers": [{"name": "X-Env", "value": "canary"}], "action": 1}, '
+    . '{"path": {"value": "/svc"}, "query": [{"name": "v", "type": "RegularExpression", "value": "[0-9]+"}], "action": 1}, '
+    . '{"path": {"type": "RegularExpression", "value": "/(a+)+"}, "action": 2}, '
+    . '{"path": {"value": "/old"}, "action": 3}, '
+    . '{"path": {"value": "/half"}, "action": 4}, '
+    . '{"path": {"value": "/"}, "action": 0}');
+($code, my $reply) = api('PUT', routes_json(
+    'a.example' => $a_routes,
+    '*.example' => host_json('{"status": 418}', '{"action": 0}'),
+    '*' => host_json('{"backends": [{"backend": "be_b"}]}', '{"path": {"type": "Exact", "value": "/"}, "action": 0}')));
+is($code, 200, 'a PUT of three hostnames is taken') or diag $reply;
+like($reply, qr/"routes":\{"main":\{"\*":\{"generation":\d+,"matches":1\},"\*\.example":\{"generation":\d+,"matches":1\},"a\.example":\{"generation":\d+,"matches":8\}\}\}/,
+     'the reply gives each hostname its generation and matches');
+
+my $r = get('/x/y', 'a.example');
+is(backend_of($r), 'a', 'a.example /x/y: the PathPrefix / rule, backend a');
+is($r->{route}, 'a.example match 7', 'which match served is in $gateway_tls_route');
+is($r->{verify}, 'SUCCESS', 'the backend was verified by its upstream{} policy');
+like($r->{body}, qr{uri=/x/y}, 'the path passes as it came');
+is(backend_of(get('/exact', 'a.example')), 'b', 'Exact /exact: backend b');
+is(backend_of(get('/exact/more', 'a.example')), 'a', 'Exact matches no longer path');
+is((request($port, 'POST', '/svc/x', 'Host: a.example', 'Content-Length: 0'))[0], 503, 'method POST on /svc: 503');
+is(backend_of(get('/svc/x', 'a.example', 'X-Env: canary')), 'b', 'header X-Env: canary: backend b');
+is(backend_of(get('/svc/x', 'a.example', 'X-Env: prod')), 'a', 'another value falls through to /');
+is(backend_of(get('/svc/x?v=12', 'a.example')), 'b', 'query v=12 matches [0-9]+');
+is(backend_of(get('/svcx?v=12', 'a.example')), 'a', 'PathPrefix /svc does not match /svcx');
+is(get('/aaa', 'a.example')->{code}, 503, 'RegularExpression /(a+)+ matches /aaa');
+
+# a pattern that would backtrack for years gives up at its limit, as no match
+my $catastrophic = '/' . ('a' x 40) . '!';
+is(backend_of(get($catastrophic, 'a.example')), 'a', 'a catastrophic subject falls through to the next match');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "a\.example": a regular expression gave up at its match limit/) > 0 }),
+   'and the error log says a pattern gave up');
+
+$r = get('/old/page?q=1', 'a.example');
+is($r->{code}, 301, 'RequestRedirect: 301');
+is($r->{location}, 'https://a.example:8443/new/page?q=1', 'Location: scheme, port, prefix replaced, query kept');
+
+my %half;
+for (1 .. 60) { $half{get('/half', 'a.example')->{code}}++ }
+ok($half{200} && $half{500}, "a share that cannot be served is answered 500, the other served (200: @{[$half{200} // 0]}, 500: @{[$half{500} // 0]})");
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/the request fell to a backend that cannot be served/) > 0 }),
+   'and logged');
+
+is(get('/', 'b.example')->{code}, 418, 'b.example: the wildcard *.example');
+is(get('/', 'x.b.example')->{code}, 418, 'x.b.example: a wildcard is a suffix of any number of labels');
+is(backend_of(get('/', 'other.test')), 'b', 'other.test: "*", backend b');
+is(get('/nothing', 'other.test')->{code}, 404, 'no match of the hostname served: 404, no falling through');
+
+# ---- a change reaches every worker at once, with no reload -------------------------
+($code, $reply) = api('PUT', routes_json('a.example' => host_json('{"backends": [{"backend": "be_b"}]}', '{"action": 0}')));
+is($code, 200, 'a.example replaced') or diag $reply;
+my %seen;
+$seen{backend_of(get('/x/y', 'a.example'))}++ for 1 .. 20;
+is_deeply(\%seen, { b => 20 }, 'twenty requests on new connections, over both workers, all take the new rules');
+is(get('/', 'b.example')->{code}, 418, 'the other hostnames are as they were');
+is(worker_pids($master), $workers, 'no reload: the same workers');
+
+($code, $reply) = api('PUT', routes_json('a.example' => 'null'));
+is($code, 200, 'a.example removed') or diag $reply;
+like($reply, qr/"a\.example":\{"generation":\d+,"removed":true\}/, 'the reply says so');
+is(get('/x', 'a.example')->{code}, 418, 'a.example is now served by *.example');
+
+# ---- refusals change nothing --------------------------------------------------------
+(undef, my $before) = api('GET');
+my @refusals = (
+    ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
+    [routes_json('a.example' => host_json('{"status": 500, "rewrite": {"path": {"type": "ReplaceFullPath", "value": "/x"}}}', '{"action": 0}')),
+     409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.rewrite: not acted on by this module yet/],
+    [routes_json('a.example' => host_json('{"status": 500}', '{"action": 0, "headers": [{"name": "x", "value": "a\u000ab"}]}')),
+     400, qr/matches\[0\]\.headers\[0\]\.value: holds a control character/],
+    [routes_json('B.example' => 'null', 'c.example' => 'null'), 400, qr/is not a hostname/],
+    ['{"routes": {"main": {"c.example": null}}, "upstreams": {"nosuch": {"servers": []}}}', 404, qr/no upstream \\"nosuch\\"/],
+);
+for my $t (@refusals) {
+    my ($body, $want, $text) = @$t;
+    ($code, $reply) = api('PUT', $body);
+    is($code, $want, "refused with $want");
+    like($reply, $text, 'naming what and where');
+}
+(undef, my $after) = api('GET');
+is($after, $before, 'after the refusals the tables are as they were');
+
+# ---- a response streams through 200 replacements of its own hostname -------------------
+my $long_routes = host_json('{"backends": [{"backend": "be_a"}]}', '{"path": {"value": "/slow"}, "action": 0}');
+($code) = api('PUT', routes_json('long.example' => $long_routes));
+is($code, 200, 'long.example routes /slow to backend a');
+my $slow_out = "$dir/slow.out";
+my $slow = fork // die;
+if ($slow == 0) {
+    my $drain = 0;
+    local $SIG{USR1} = sub { $drain = 1 };
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or POSIX::_exit(2);
+    syswrite($s, "GET /slow HTTP/1.0\r\nHost: long.example\r\n\r\n");
+    my ($head, $body, $buf) = ('', 0, '');
+    while (1) {
+        my $n = sysread($s, $buf, $drain ? 1 << 20 : 1024);
+        next if !defined $n && $!{EINTR};
+        last unless $n;
+        if ($head !~ /\r\n\r\n/) {
+            $head .= $buf;
+            next unless $head =~ /\r\n\r\n/;
+            $body = length($head) - index($head, "\r\n\r\n") - 4;
+            spit("$slow_out.head", $head);
+        } else {
+            $body += $n;
+        }
+        sleep 0.05 unless $drain;
+    }
+    spit($slow_out, "$body\n");
+    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
+    POSIX::_exit($head =~ m{^HTTP/1\.1 200} && defined $length && $body == $length ? 0 : 1);
+}
+ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
+my $replaced = 0;
+for my $i (1 .. 200) {
+    # each replacement moves the hostname's other rules; /slow stays
+    my $routes = host_json('{"backends": [{"backend": "be_a"}]}, {"status": 404}',
+                           qq({"path": {"value": "/slow"}, "action": 0}, {"path": {"value": "/v$i"}, "action": 1}));
+    my ($c) = api('PUT', routes_json('long.example' => $routes));
+    $replaced++ if $c == 200;
+}
+is($replaced, 200, 'its hostname was replaced 200 times');
+ok(kill(0, $slow) && waitpid($slow, POSIX::WNOHANG()) == 0, 'the response is still open after the last');
+kill 'USR1', $slow;
+ok(wait_for(sub { waitpid($slow, POSIX::WNOHANG()) == $slow }, 60), 'once told to, its reader takes the rest');
+is($? >> 8, 0, 'and it ends complete');
+is(slurp($slow_out), "$slow_bytes\n", "with all its $slow_bytes bytes");
+is(worker_pids($master), $workers, 'still the same workers');
+
+# ---- a reload keeps what was pushed ---------------------------------------------------
+kill 'HUP', $master;
+ok(wait_for(sub { my $w = worker_pids($master); $w ne '' && $w ne $workers && scalar(split ' ', $w) == 2 }),
+   'after a reload, new workers');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "long\.example" kept as last pushed through the API/) > 0 }),
+   'the log says the table kept what was pushed');
+is(backend_of(get('/slow/x', 'long.example')), 'a', 'and the new workers serve it');
+is(get('/x', 'a.example')->{code}, 418, 'a removal is kept too');
+
+stop_nginx("$dir/gw");
+stop_nginx("$dir/backends");
