@@ -136,36 +136,9 @@ sub servers_json { '{"upstreams":{"svc":{"servers":[' . join(',', map { qq({"add
 sub backend { my ($code, $h, $body) = http_request($port, shift // '/', 'localhost'); return $body =~ /port=(\d+)/ ? $1 : "($code)" }
 
 # ---- the long-lived response, from before the first change ------------------
-# The reader takes 1 KiB every 50 ms, so the response (proxy_buffering
-# off) stays open, its upstream connection with it, until the test says
-# the changes are over (SIGUSR1); then it reads the rest and exits 0 if
-# every byte arrived.
+# read slowly (proxy_buffering off) until the changes are over
 my $slow_out = "$dir/slow.out";
-my $slow = fork // die;
-if ($slow == 0) {
-    my $drain = 0;
-    local $SIG{USR1} = sub { $drain = 1 };
-    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or POSIX::_exit(2);
-    syswrite($s, "GET /slow HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    my ($head, $body, $buf) = ('', 0, '');
-    while (1) {
-        my $n = sysread($s, $buf, $drain ? 1 << 20 : 1024);
-        next if !defined $n && $!{EINTR};
-        last unless $n;
-        if ($head !~ /\r\n\r\n/) {
-            $head .= $buf;
-            next unless $head =~ /\r\n\r\n/;
-            $body = length($head) - index($head, "\r\n\r\n") - 4;
-            spit("$slow_out.head", $head);
-        } else {
-            $body += $n;
-        }
-        sleep 0.05 unless $drain;
-    }
-    spit($slow_out, "$body\n");
-    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
-    POSIX::_exit($head =~ m{^HTTP/1\.1 200} && defined $length && $body == $length ? 0 : 1);
-}
+my $slow = start_slow_reader($port, 'localhost', '/slow', $slow_out);
 ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
 
 # ---- 200 changes under load ---------------------------------------------

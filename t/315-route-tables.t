@@ -230,31 +230,7 @@ my $long_routes = host_json('{"backends": [{"backend": "be_a"}]}', '{"path": {"v
 ($code) = api('PUT', routes_json('long.example' => $long_routes));
 is($code, 200, 'long.example routes /slow to backend a');
 my $slow_out = "$dir/slow.out";
-my $slow = fork // die;
-if ($slow == 0) {
-    my $drain = 0;
-    local $SIG{USR1} = sub { $drain = 1 };
-    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or POSIX::_exit(2);
-    syswrite($s, "GET /slow HTTP/1.0\r\nHost: long.example\r\n\r\n");
-    my ($head, $body, $buf) = ('', 0, '');
-    while (1) {
-        my $n = sysread($s, $buf, $drain ? 1 << 20 : 1024);
-        next if !defined $n && $!{EINTR};
-        last unless $n;
-        if ($head !~ /\r\n\r\n/) {
-            $head .= $buf;
-            next unless $head =~ /\r\n\r\n/;
-            $body = length($head) - index($head, "\r\n\r\n") - 4;
-            spit("$slow_out.head", $head);
-        } else {
-            $body += $n;
-        }
-        sleep 0.05 unless $drain;
-    }
-    spit($slow_out, "$body\n");
-    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
-    POSIX::_exit($head =~ m{^HTTP/1\.1 200} && defined $length && $body == $length ? 0 : 1);
-}
+my $slow = start_slow_reader($port, 'long.example', '/slow', $slow_out);
 ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
 my $replaced = 0;
 for my $i (1 .. 200) {

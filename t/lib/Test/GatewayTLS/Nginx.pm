@@ -17,7 +17,7 @@ use Time::HiRes qw(sleep time);
 use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backends _check_listen_ports);
 
 our @EXPORT = qw(api_request connections_to http_request parent_pid request start_backends
-                start_nginx start_numbered_backends start_slow_backend stop_backends stop_nginx
+                start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
                 tls_exchange track_child unread_by_server worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
 
@@ -413,6 +413,40 @@ sub start_slow_backend {
     }
     close $listener;
     return $pid;
+}
+
+# A client reading a long response slowly, in a process of its own (its
+# pid returned): GET PATH with Host HOST from 127.0.0.1:PORT, 1 KiB every
+# 50 ms, so that the response stays open (its upstream connection with
+# it) until told it may end (SIGUSR1); then it reads the rest and exits 0
+# if every byte of a 200 arrived. OUT.head holds the head once it came,
+# OUT the number of body bytes read.
+sub start_slow_reader {
+    my ($port, $host, $path, $out) = @_;
+    my $pid = fork // die "fork: $!";
+    return $pid if $pid;
+    my $drain = 0;
+    local $SIG{USR1} = sub { $drain = 1 };
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or POSIX::_exit(2);
+    syswrite($s, "GET $path HTTP/1.0\r\nHost: $host\r\n\r\n");
+    my ($head, $body, $buf) = ('', 0, '');
+    while (1) {
+        my $n = sysread($s, $buf, $drain ? 1 << 20 : 1024);
+        next if !defined $n && $!{EINTR};
+        last unless $n;
+        if ($head !~ /\r\n\r\n/) {
+            $head .= $buf;
+            next unless $head =~ /\r\n\r\n/;
+            $body = length($head) - index($head, "\r\n\r\n") - 4;
+            spit("$out.head", $head);
+        } else {
+            $body += $n;
+        }
+        sleep 0.05 unless $drain;
+    }
+    spit($out, "$body\n");
+    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
+    POSIX::_exit($head =~ m{^HTTP/1\.1 200} && defined $length && $body == $length ? 0 : 1);
 }
 
 # An nginx under servroot/backends with a TLS server (the leaf
