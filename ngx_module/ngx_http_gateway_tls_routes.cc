@@ -161,21 +161,24 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
     if (state == nullptr || state->route_match == nullptr) {
         return NGX_OK;
     }
-    std::string text;
     if (data == NGX_HTTP_GTLS_ROUTE_BACKEND) {
-        if (state->route_backend.empty()) return NGX_OK;
-        text = std::string(state->route_backend);
+        if (state->route_backend.empty()) {
+            return NGX_OK;
+        }
+        // the request holds the entry the name lives in
+        v->data = reinterpret_cast<u_char *>(const_cast<char *>(state->route_backend.data()));
+        v->len = state->route_backend.size();
     } else {
-        text = state->route_entry->host() + " match "
-               + std::to_string(state->route_match - state->route_entry->matches().data());
+        const std::string text = state->route_entry->host() + " match "
+                                 + std::to_string(state->route_match - state->route_entry->matches().data());
+        auto *bytes = static_cast<u_char *>(ngx_pnalloc(r->pool, text.size()));
+        if (bytes == nullptr) {
+            return NGX_ERROR;
+        }
+        ngx_memcpy(bytes, text.data(), text.size());
+        v->data = bytes;
+        v->len = text.size();
     }
-    auto *bytes = static_cast<u_char *>(ngx_pnalloc(r->pool, text.size()));
-    if (bytes == nullptr) {
-        return NGX_ERROR;
-    }
-    ngx_memcpy(bytes, text.data(), text.size());
-    v->data = bytes;
-    v->len = text.size();
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;

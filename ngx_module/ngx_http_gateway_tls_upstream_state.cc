@@ -148,6 +148,10 @@ void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_gtls_session_cache_t &
 bool ngx_http_gtls_take_kept_routes(ngx_log_t *log, ngx_http_gtls_route_table_t *t, const std::string &host,
                                     const std::string &json, uint64_t sequence)
 {
+    auto known = t->hosts.find(host);
+    if (known != t->hosts.end() && known->second.sequence >= sequence) {
+        return false;  // taken already (this worker's own push, or a newer one)
+    }
     std::shared_ptr<const gtls::HostRoutes> routes;
     if (!json.empty()) {
         try {

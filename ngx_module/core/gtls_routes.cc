@@ -17,11 +17,12 @@ bool value_holds(const ValueMatch &m, std::string_view value, bool *limit)
     return outcome == Regex::Outcome::Match;
 }
 
-// The scratch list of candidate ranks: workers are single-threaded, and a
-// request must not allocate to be matched.
+// The scratch list of candidate ranks: a request must not allocate to be
+// matched. One per process: nginx workers are single-threaded (a
+// thread_local would cost a TLS lookup per request in a shared object).
 std::vector<uint32_t> &candidates()
 {
-    thread_local std::vector<uint32_t> list;
+    static std::vector<uint32_t> list;
     return list;
 }
 
@@ -99,7 +100,7 @@ RouteChoice HostRoutes::match(const RouteRequest &request) const
         }
         auto root = by_path_.find(std::string_view("/", 1));
         if (root != by_path_.end()) found.insert(found.end(), root->second.prefix.begin(), root->second.prefix.end());
-        std::sort(found.begin(), found.end());
+        if (found.size() > 1) std::sort(found.begin(), found.end());
     }
 
     RouteChoice choice;
