@@ -23,6 +23,14 @@ out=bench/results.md
     bash bench/callgrind.sh "${CALLGRIND_REQUESTS:-200}"
     echo '```'
     echo
+    echo "## Routes at run time: instructions per request, a run-time table / the same route as a rendered location"
+    echo "## (targets <= 1.05 at 100 routes, <= 1.10 at 10,000); replacing routes, the state zone, RSS"
+    echo
+    echo '```'
+    bash bench/routes_callgrind.sh "${CALLGRIND_REQUESTS:-200}"
+    bash bench/routes_replace.sh
+    echo '```'
+    echo
     echo "## Scale: nginx -t, one policy per TLS backend, module / plain HTTP (target <= 2x at 10,000); stock beside"
     echo
     echo "tls: the same locations proxying to https:// without any verification, stock nginx 1.22 (its proxy"
