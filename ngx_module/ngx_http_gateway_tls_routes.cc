@@ -1,7 +1,8 @@
 // gateway_tls_routes: the directive, the rewrite-phase handler that
 // matches a request against its location's table and acts on the rule it
 // takes (answers, redirects, or names the backend for proxy_pass through
-// $gateway_tls_route_backend), and the variables.
+// $gateway_tls_route_backend), the header filter of its response header
+// modifier, and the variables.
 
 #include "ngx_http_gateway_tls_routes.h"
 
@@ -150,6 +151,70 @@ ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
     }
 }
 
+ngx_http_output_header_filter_pt ngx_http_gtls_next_header_filter;
+
+// The response's headers named `name` (any case) removed, as nginx
+// removes one: hash 0, which the header filters skip
+void ngx_http_gtls_hide_headers(ngx_list_t *headers, std::string_view name)
+{
+    for (ngx_list_part_t *part = &headers->part; part; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            if (h[i].hash != 0 && h[i].key.len == name.size()
+                && ngx_strncasecmp(h[i].key.data, reinterpret_cast<u_char *>(const_cast<char *>(name.data())), name.size()) == 0) {
+                h[i].hash = 0;
+            }
+        }
+    }
+}
+
+// A header added to the response; its name and value live in the entry
+// the request holds
+ngx_int_t ngx_http_gtls_add_header(ngx_http_request_t *r, const gtls::HeaderValue &header)
+{
+    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
+    auto *lowcase = static_cast<u_char *>(ngx_pnalloc(r->pool, header.name.size()));
+    if (h == nullptr || lowcase == nullptr) {
+        return NGX_ERROR;
+    }
+    auto *name = reinterpret_cast<u_char *>(const_cast<char *>(header.name.data()));
+    ngx_strlow(lowcase, name, header.name.size());
+    h->hash = 1;
+#if (nginx_version >= 1023000)
+    h->next = nullptr;
+#endif
+    h->key = {header.name.size(), name};
+    h->value = {header.value.size(), reinterpret_cast<u_char *>(const_cast<char *>(header.value.data()))};
+    h->lowcase_key = lowcase;
+    return NGX_OK;
+}
+
+// ResponseHeaderModifier of the rule a request took, on the headers its
+// backend (or nginx) gave: as proxy_hide_header and add_header would
+ngx_int_t ngx_http_gtls_route_header_filter(ngx_http_request_t *r)
+{
+    ngx_http_gtls_request_t *state = r == r->main ? ngx_http_gtls_get_request(r, false) : nullptr;
+    if (state == nullptr || state->route_match == nullptr) {
+        return ngx_http_gtls_next_header_filter(r);
+    }
+    const gtls::HeaderModifier &m = state->route_entry->actions()[state->route_match->action].response_headers;
+    for (const std::string &name : m.remove) {
+        ngx_http_gtls_hide_headers(&r->headers_out.headers, name);
+    }
+    for (const gtls::HeaderValue &h : m.set) {
+        ngx_http_gtls_hide_headers(&r->headers_out.headers, h.name);
+        if (ngx_http_gtls_add_header(r, h) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+    for (const gtls::HeaderValue &h : m.add) {
+        if (ngx_http_gtls_add_header(r, h) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+    return ngx_http_gtls_next_header_filter(r);
+}
+
 enum ngx_http_gtls_route_variable_e { NGX_HTTP_GTLS_ROUTE_BACKEND, NGX_HTTP_GTLS_ROUTE_MATCH };
 
 // $gateway_tls_route_backend: the backend the request's rule chose;
@@ -227,7 +292,6 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes)
         const gtls::RouteAction &a = routes.actions()[i];
         const std::string at = "actions[" + std::to_string(i) + "].";
         if (!a.request_headers.empty()) return at + "request_headers";
-        if (!a.response_headers.empty()) return at + "response_headers";
         if (a.rewrite) return at + "rewrite";
         if (!a.mirrors.empty()) return at + "mirrors";
         if (a.request_timeout_ms >= 0 || a.backend_timeout_ms >= 0) return at + "timeouts";
@@ -292,6 +356,8 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     *h = ngx_http_gtls_route_handler;
+    ngx_http_gtls_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_gtls_route_header_filter;
     return NGX_OK;
 }
 

@@ -31,6 +31,9 @@ my $backends = join '', map { my ($name, $p) = @$_; <<"EOF" } ['a', $port_a], ['
         listen 127.0.0.1:$p ssl;
         ssl_certificate $certs/leaf.crt;
         ssl_certificate_key $certs/leaf.key;
+        add_header X-Backend-Own secret;
+        add_header X-Keep yes;
+        add_header X-Twice first;
         location / { return 200 "backend=$name uri=\$uri\\n"; }
         location = /slow { access_log off; root html; }
     }
@@ -191,6 +194,23 @@ is(get('/', 'x.b.example')->{code}, 418, 'x.b.example: a wildcard is a suffix of
 is(backend_of(get('/', 'other.test')), 'b', 'other.test: "*", backend b');
 is(get('/nothing', 'other.test')->{code}, 404, 'no match of the hostname served: 404, no falling through');
 
+# ---- response header modifiers ---------------------------------------------------------
+($code, $reply) = api('PUT', routes_json('headers.example' => host_json(
+    '{"backends": [{"backend": "be_a"}], "response_headers": {"set": [{"name": "X-Twice", "value": "set"}, {"name": "X-Served", "value": "gw"}], '
+    . '"add": [{"name": "X-Added", "value": "1"}], "remove": ["x-backend-own"]}}, {"status": 404, "response_headers": {"add": [{"name": "X-Added", "value": "on answers too"}]}}',
+    '{"path": {"value": "/none"}, "action": 1}, {"action": 0}')));
+is($code, 200, 'a rule with a response header modifier is taken') or diag $reply;
+my ($hcode, $h) = request($port, 'GET', '/x', 'Host: headers.example');
+is($hcode, 200, 'served');
+ok(!exists $h->{'x-backend-own'}, 'remove: the backend\'s header is gone');
+is($h->{'x-twice'}, 'set', 'set: the backend\'s header replaced, not doubled');
+is($h->{'x-served'}, 'gw', 'set: a header the backend did not send');
+is($h->{'x-added'}, '1', 'add');
+is($h->{'x-keep'}, 'yes', 'other headers pass');
+($hcode, $h) = request($port, 'GET', '/none', 'Host: headers.example');
+is($hcode, 404, 'an answer of the gateway');
+is($h->{'x-added'}, 'on answers too', 'carries its rule\'s headers too');
+
 # ---- a change reaches every worker at once, with no reload -------------------------
 ($code, $reply) = api('PUT', routes_json('a.example' => host_json('{"backends": [{"backend": "be_b"}]}', '{"action": 0}')));
 is($code, 200, 'a.example replaced') or diag $reply;
@@ -211,6 +231,8 @@ my @refusals = (
     ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
     [routes_json('a.example' => host_json('{"status": 500, "rewrite": {"path": {"type": "ReplaceFullPath", "value": "/x"}}}', '{"action": 0}')),
      409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.rewrite: not acted on by this module yet/],
+    [routes_json('a.example' => host_json('{"status": 500, "request_headers": {"set": [{"name": "x", "value": "1"}]}}', '{"action": 0}')),
+     409, qr/actions\[0\]\.request_headers: not acted on by this module yet/],
     [routes_json('a.example' => host_json('{"status": 500}', '{"action": 0, "headers": [{"name": "x", "value": "a\u000ab"}]}')),
      400, qr/matches\[0\]\.headers\[0\]\.value: holds a control character/],
     [routes_json('B.example' => 'null', 'c.example' => 'null'), 400, qr/is not a hostname/],
