@@ -294,7 +294,7 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes)
         if (!a.request_headers.empty()) return at + "request_headers";
         if (a.rewrite) return at + "rewrite";
         if (!a.mirrors.empty()) return at + "mirrors";
-        if (a.request_timeout_ms >= 0 || a.backend_timeout_ms >= 0) return at + "timeouts";
+        if (a.backend_timeout_ms >= 0) return at + "timeouts.backend_ms";
         if (a.retry_attempts > 0 || !a.retry_codes.empty() || a.retry_backoff_ms >= 0) return at + "retry";
         for (size_t b = 0; b < a.backends.size(); b++) {
             if (!a.backends[b].request_headers.empty()) {

@@ -127,13 +127,23 @@ void ngx_http_gtls_request_deadline(ngx_event_t *ev)
     ngx_http_run_posted_requests(c);
 }
 
-// Arms gateway_tls_request_timeout once a request (its main request), when
+// Arms gateway_tls_request_timeout (or the request timeout of the rule a
+// route table gave the request) once a request (its main request), when
 // its first backend try starts: the request has been read, where an
 // HTTPRoute's request timeout may start.
 ngx_int_t ngx_http_gtls_arm_deadline(ngx_http_request_t *r)
 {
     auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
-    if (lcf->request_timeout == 0 || r != r->main) {
+    ngx_msec_t timeout = lcf->request_timeout;
+    if (lcf->routes != nullptr) {
+        // a routed request: its rule's request timeout, where it gives one (0: none)
+        const ngx_http_gtls_request_t *routed = ngx_http_gtls_get_request(r, false);
+        if (routed != nullptr && routed->route_match != nullptr) {
+            const int64_t ms = routed->route_entry->actions()[routed->route_match->action].request_timeout_ms;
+            if (ms >= 0) timeout = static_cast<ngx_msec_t>(ms);
+        }
+    }
+    if (timeout == 0 || r != r->main) {
         return NGX_OK;
     }
     ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, true);
@@ -143,12 +153,12 @@ ngx_int_t ngx_http_gtls_arm_deadline(ngx_http_request_t *r)
     if (state->deadline_ms != 0) {
         return NGX_OK;  // an internal redirect's try: the deadline stands
     }
-    state->deadline_ms = lcf->request_timeout;
+    state->deadline_ms = timeout;
     state->deadline.handler = ngx_http_gtls_request_deadline;
     state->deadline.data = state;
     state->deadline.log = r->connection->log;
-    ngx_add_timer(&state->deadline, lcf->request_timeout);
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls request timeout: %Mms", lcf->request_timeout);
+    ngx_add_timer(&state->deadline, timeout);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls request timeout: %Mms", timeout);
     return NGX_OK;
 }
 

@@ -19,7 +19,7 @@ setup();
 my $dir = servroot();
 my $certs = certs_dir();
 my $port = server_port();
-my ($port_a, $port_b) = ($port + 1, $port + 2);
+my ($port_a, $port_b, $port_slow) = ($port + 1, $port + 2, $port + 3);
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
 my $slow_bytes = 32 * 1024 * 1024;
 
@@ -81,6 +81,7 @@ http {
     $state_zone
 @{[upstream_block('be_a', $port_a)]}
 @{[upstream_block('be_b', $port_b)]}
+    upstream be_slow { zone be_slow 64k; server 127.0.0.1:$port_slow; }
     server {
         listen 127.0.0.1:$port;
         proxy_ssl_server_name on;
@@ -91,6 +92,10 @@ http {
             proxy_buffering off;
             add_header X-Route \$gateway_tls_route always;
             add_header X-Verify \$upstream_ssl_verify always;
+        }
+        location /slowplain {
+            gateway_tls_routes $table;
+            proxy_pass http://\$gateway_tls_route_backend;
         }
         location /api {
             gateway_tls_upstream_api;
@@ -211,6 +216,18 @@ is($h->{'x-keep'}, 'yes', 'other headers pass');
 is($hcode, 404, 'an answer of the gateway');
 is($h->{'x-added'}, 'on answers too', 'carries its rule\'s headers too');
 
+# ---- a rule's request timeout ----------------------------------------------------------
+start_slow_backend('127.0.0.1', $port_slow, "$dir/slow-accepted");
+($code, $reply) = api('PUT', routes_json('timeout.example' => host_json(
+    '{"backends": [{"backend": "be_slow"}], "timeouts": {"request_ms": 500}}, {"backends": [{"backend": "be_slow"}]}',
+    '{"path": {"value": "/slowplain/t"}, "action": 0}, {"path": {"value": "/slowplain/n"}, "action": 1}')));
+is($code, 200, 'a rule with a request timeout is taken') or diag $reply;
+is((request($port, 'GET', '/slowplain/t', 'Host: timeout.example'))[0], 504, 'its backend answers after 3 s: 504');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/no answer within the request timeout of 500ms/) > 0 }),
+   'and the log says the rule\'s timeout ran out');
+my (undef, undef, $slow_body) = request($port, 'GET', '/slowplain/n', 'Host: timeout.example');
+is($slow_body, 'slow', 'the same backend without the timeout: answered');
+
 # ---- a change reaches every worker at once, with no reload -------------------------
 ($code, $reply) = api('PUT', routes_json('a.example' => host_json('{"backends": [{"backend": "be_b"}]}', '{"action": 0}')));
 is($code, 200, 'a.example replaced') or diag $reply;
@@ -233,6 +250,8 @@ my @refusals = (
      409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.rewrite: not acted on by this module yet/],
     [routes_json('a.example' => host_json('{"status": 500, "request_headers": {"set": [{"name": "x", "value": "1"}]}}', '{"action": 0}')),
      409, qr/actions\[0\]\.request_headers: not acted on by this module yet/],
+    [routes_json('a.example' => host_json('{"status": 500, "timeouts": {"backend_ms": 100}}', '{"action": 0}')),
+     409, qr/actions\[0\]\.timeouts\.backend_ms: not acted on by this module yet/],
     [routes_json('a.example' => host_json('{"status": 500}', '{"action": 0, "headers": [{"name": "x", "value": "a\u000ab"}]}')),
      400, qr/matches\[0\]\.headers\[0\]\.value: holds a control character/],
     [routes_json('B.example' => 'null', 'c.example' => 'null'), 400, qr/is not a hostname/],

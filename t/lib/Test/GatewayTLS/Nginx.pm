@@ -384,9 +384,9 @@ sub api_request {
 }
 
 # A plain HTTP backend on ADDRESS:PORT, in a process of its own (its pid
-# returned): /slow answered "slow" after 3 s, having made the file
-# ACCEPTED (a test waits for it: the request is at the backend), anything
-# else "fast" at once.
+# returned; stopped when the test file ends, if not before): /slow
+# answered "slow" after 3 s, having made the file ACCEPTED (a test waits
+# for it: the request is at the backend), anything else "fast" at once.
 sub start_slow_backend {
     my ($address, $port, $accepted) = @_;
     my $listener = IO::Socket::INET->new(LocalAddr => $address, LocalPort => $port, Listen => 16, ReuseAddr => 1)
@@ -412,6 +412,7 @@ sub start_slow_backend {
         exit 0;
     }
     close $listener;
+    track_child($pid);
     return $pid;
 }
 
@@ -419,12 +420,16 @@ sub start_slow_backend {
 # pid returned): GET PATH with Host HOST from 127.0.0.1:PORT, 1 KiB every
 # 50 ms, so that the response stays open (its upstream connection with
 # it) until told it may end (SIGUSR1); then it reads the rest and exits 0
-# if every byte of a 200 arrived. OUT.head holds the head once it came,
-# OUT the number of body bytes read.
+# if every byte of a 200 arrived (stopped when the test file ends, if not
+# before). OUT.head holds the head once it came, OUT the number of body
+# bytes read.
 sub start_slow_reader {
     my ($port, $host, $path, $out) = @_;
     my $pid = fork // die "fork: $!";
-    return $pid if $pid;
+    if ($pid) {
+        track_child($pid);
+        return $pid;
+    }
     my $drain = 0;
     local $SIG{USR1} = sub { $drain = 1 };
     my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or POSIX::_exit(2);
