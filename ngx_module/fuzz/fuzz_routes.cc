@@ -2,7 +2,8 @@
 // must read back the same from what the module keeps of it, every match
 // must name an action that exists, and requests made from the rules' own
 // paths (and the fuzzed text) must match without crashing, each choice one
-// of the entry's own; nothing may throw anything but gtls::ApiError.
+// of the entry's own, a redirect's Location holding no byte a header line
+// may not; nothing may throw anything but gtls::ApiError.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,13 @@ void match_all(const gtls::HostRoutes &h, std::string_view text)
             gtls::RouteChoice c = h.match(r);
             if (c.match != nullptr && (c.match < h.matches().data() || c.match >= h.matches().data() + h.matches().size())) std::abort();
             if (c.match != nullptr && c.action != &h.actions()[c.match->action]) std::abort();
+            // a Location never carries what would end or split a header line
+            if (c.action != nullptr && c.action->redirect) {
+                const gtls::RequestTarget target{"http", "h.example", path, text, 8080};
+                for (unsigned char ch : gtls::redirect_location(*c.action->redirect, *c.match, target)) {
+                    if (ch <= 0x20 || ch >= 0x7f) std::abort();
+                }
+            }
         }
     }
 }
