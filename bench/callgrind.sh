@@ -45,25 +45,10 @@ $(proxy_server 127.0.0.1:29180 "$work/certs/ca.crt" "$spki")
 CONF
 
 # instructions (Ir) of one nginx run under callgrind serving `count`
-# requests to `path` on one client connection
+# requests to `path` on one client connection (the wake-up request is the
+# same in both runs of a case)
 instructions() {
-    local path=$1 count=$2 out="$work/callgrind.out.$RANDOM"
-    valgrind --tool=callgrind --callgrind-out-file="$out" \
-        /usr/sbin/nginx -p "$work/proxy/" -c nginx.conf 2> "$work/valgrind.log" &
-    local vg=$!
-    for _ in $(seq 600); do
-        curl -s -o /dev/null "http://127.0.0.1:29180/none" && break
-        sleep 0.1
-    done
-    # the wake-up request above is the same in both runs of a case
-    local urls=()
-    for _ in $(seq "$count"); do urls+=(-o /dev/null "http://127.0.0.1:29180$path"); done
-    local codes
-    codes=$(curl -s -w '%{http_code}\n' "${urls[@]}" | sort -u | tr '\n' ' ')
-    [ "$codes" = "200 " ] || { echo "$path answered: $codes" >&2; kill "$vg"; exit 1; }
-    kill -QUIT "$(cat "$work/proxy/logs/nginx.pid")"
-    wait "$vg" || true
-    awk '/^(summary|totals):/ {print $2; exit}' "$out"
+    callgrind_instructions "$work/proxy" "http://127.0.0.1:29180/none" "http://127.0.0.1:29180$1" "$2"
 }
 
 printf '%-10s %16s %16s %8s\n' case module_instr/req stock_instr/req ratio

@@ -187,3 +187,55 @@ CONF
     done
     echo "    }"
 }
+
+# callgrind_instructions PREFIX WAKE_URL URL COUNT [PREPARE...]: the
+# instructions (Ir) of one nginx run (PREFIX/nginx.conf, one process)
+# under callgrind: once WAKE_URL answers, PREPARE runs (if given), then
+# COUNT requests to URL on one client connection, each to answer 200.
+callgrind_instructions() {
+    local prefix=$1 wake=$2 url=$3 count=$4 out
+    shift 4
+    out="$prefix/callgrind.out.$RANDOM"
+    valgrind --tool=callgrind --callgrind-out-file="$out" \
+        /usr/sbin/nginx -p "$prefix/" -c nginx.conf 2> "$prefix/valgrind.log" &
+    local vg=$!
+    for _ in $(seq 1200); do
+        curl -s -o /dev/null "$wake" && break
+        sleep 0.1
+    done
+    if [ $# -gt 0 ] && ! "$@"; then kill "$vg"; return 1; fi
+    local urls=() codes
+    for _ in $(seq "$count"); do urls+=(-o /dev/null "$url"); done
+    codes=$(curl -s -w '%{http_code}\n' "${urls[@]}" | sort -u | tr '\n' ' ')
+    [ "$codes" = "200 " ] || { echo "$url answered: $codes" >&2; kill "$vg"; return 1; }
+    kill -QUIT "$(cat "$prefix/logs/nginx.pid")"
+    wait "$vg" || true
+    awk '/^(summary|totals):/ {print $2; exit}' "$out"
+}
+
+# api_token FILE: a fresh bearer token for the upstream API in FILE (0600), printed
+api_token() {
+    local token
+    token=$(head -c 64 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
+    (umask 077 && echo "$token" > "$1")
+    echo "$token"
+}
+
+# routes_server LISTEN TOKEN_FILE BODY_SIZE: a server{} routed by the table
+# "main" (proxy_pass http:// to the upstream{} a rule names) and the
+# upstream API at /api, for 127.0.0.1 with the token
+routes_server() {
+    cat <<CONF
+    server {
+        listen $1;
+        location / { gateway_tls_routes main; proxy_pass http://\$gateway_tls_route_backend; }
+        location = /api {
+            gateway_tls_upstream_api;
+            gateway_tls_upstream_api_allow 127.0.0.1;
+            gateway_tls_upstream_api_token_file $2;
+            client_body_buffer_size $3;
+            client_max_body_size $3;
+        }
+    }
+CONF
+}

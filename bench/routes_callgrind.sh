@@ -12,13 +12,13 @@
 # Usage: bench/routes_callgrind.sh [N] (default 200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n=${1:-200}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 work=$PWD/build/bench/routes_callgrind
 rm -rf "$work" && mkdir -p "$work/backend/logs" "$work/proxy/logs"
 trap 'kill -QUIT $(cat "$work/backend/logs/nginx.pid" 2>/dev/null) 2>/dev/null || true' EXIT
-token=$(head -c 64 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
-echo "$token" > "$work/token" && chmod 600 "$work/token"
+token=$(api_token "$work/token")
 
 cat > "$work/backend/nginx.conf" <<CONF
 worker_processes 1;
@@ -53,21 +53,9 @@ http {
         listen 127.0.0.1:29280;
 CONF
     for ((i = 0; i < routes; i++)); do echo "        location /r$i/ { proxy_pass http://be; }"; done
-    cat <<CONF
-    }
-    server {
-        listen 127.0.0.1:29281;
-        location / { gateway_tls_routes main; proxy_pass http://\$gateway_tls_route_backend; }
-        location = /api {
-            gateway_tls_upstream_api;
-            gateway_tls_upstream_api_allow 127.0.0.1;
-            gateway_tls_upstream_api_token_file $work/token;
-            client_body_buffer_size 16m;
-            client_max_body_size 16m;
-        }
-    }
-}
-CONF
+    echo "    }"
+    routes_server 127.0.0.1:29281 "$work/token" 16m
+    echo "}"
 }
 
 # routes_json ROUTES: the same routes for the table, on every hostname
@@ -81,29 +69,17 @@ routes_json() {
     }'
 }
 
-# instructions PORT PATH COUNT: instructions (Ir) of one nginx run under
-# callgrind that takes the routes and serves COUNT requests to PATH on
-# PORT over one client connection
-instructions() {
-    local port=$1 path=$2 count=$3 out="$work/callgrind.out.$RANDOM"
-    valgrind --tool=callgrind --callgrind-out-file="$out" \
-        /usr/sbin/nginx -p "$work/proxy/" -c nginx.conf 2> "$work/valgrind.log" &
-    local vg=$!
-    for _ in $(seq 1200); do
-        curl -s -o /dev/null "http://127.0.0.1:29281/none" && break
-        sleep 0.1
-    done
+push_routes() {
     local pushed
     pushed=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" \
         --data-binary @"$work/routes.json" http://127.0.0.1:29281/api)
-    [ "$pushed" = 200 ] || { echo "the push answered $pushed" >&2; kill "$vg"; exit 1; }
-    local urls=() codes
-    for _ in $(seq "$count"); do urls+=(-o /dev/null "http://127.0.0.1:$port$path"); done
-    codes=$(curl -s -w '%{http_code}\n' "${urls[@]}" | sort -u | tr '\n' ' ')
-    [ "$codes" = "200 " ] || { echo "$port$path answered: $codes" >&2; kill "$vg"; exit 1; }
-    kill -QUIT "$(cat "$work/proxy/logs/nginx.pid")"
-    wait "$vg" || true
-    awk '/^(summary|totals):/ {print $2; exit}' "$out"
+    [ "$pushed" = 200 ] || { echo "the push answered $pushed" >&2; return 1; }
+}
+
+# instructions PORT PATH COUNT: of one nginx run under callgrind that takes
+# the routes and serves COUNT requests to PATH on PORT
+instructions() {
+    callgrind_instructions "$work/proxy" "http://127.0.0.1:29281/none" "http://127.0.0.1:$1$2" "$3" push_routes
 }
 
 printf '%-8s %18s %18s %8s\n' routes table_instr/req location_instr/req ratio

@@ -14,8 +14,7 @@ module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 work=$PWD/build/bench/routes_replace
 rm -rf "$work" && mkdir -p "$work/logs"
 trap 'kill -QUIT $(cat "$work/logs/nginx.pid" 2>/dev/null) 2>/dev/null || true' EXIT
-token=$(head -c 64 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
-echo "$token" > "$work/token" && chmod 600 "$work/token"
+token=$(api_token "$work/token")
 hosts=1000 per_host=10 replaces=1000
 
 conf() {
@@ -29,17 +28,7 @@ http {
     access_log off;
     gateway_tls_upstream_state_zone $1;
     upstream be { zone be 64k; server 127.0.0.1:29743; }
-    server {
-        listen 127.0.0.1:29381;
-        location / { gateway_tls_routes main; proxy_pass http://\$gateway_tls_route_backend; }
-        location = /api {
-            gateway_tls_upstream_api;
-            gateway_tls_upstream_api_allow 127.0.0.1;
-            gateway_tls_upstream_api_token_file $work/token;
-            client_body_buffer_size 32m;
-            client_max_body_size 32m;
-        }
-    }
+$(routes_server 127.0.0.1:29381 "$work/token" 32m)
 }
 CONF
 }
