@@ -338,7 +338,9 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     std::vector<gtls::TableUpdate> routes;
     try {
         update = gtls::parse_api_update(body);
-        routes = gtls::parse_route_update(body);
+        if (update.has_routes) {
+            routes = gtls::parse_route_update(body);  // a tree: only for a body that has routes
+        }
     } catch (const gtls::ApiError &e) {
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
     }

@@ -396,7 +396,10 @@ private:
         case Kind::Body:
             body_key(f);
             expect(f.key, JsonType::Object, type);
-            if (f.key == "routes") return push(Kind::Skip, f.key);  // parse_route_update's
+            if (f.key == "routes") {
+                update.has_routes = true;  // parse_route_update's
+                return push(Kind::Skip, f.key);
+            }
             return push(f.key == "policies" ? Kind::Policies : Kind::Section, f.key);
         case Kind::Section: {
             expect(field, JsonType::Object, type);

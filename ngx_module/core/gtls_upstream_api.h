@@ -87,6 +87,7 @@ struct ApiUpdate {
     std::vector<UpstreamServers>  upstreams;
     std::vector<UpstreamServers>  stream_upstreams;
     std::vector<PolicyTrust>      policies;
+    bool                          has_routes = false;  // a "routes" section, for parse_route_update
 };
 
 // What a GET of the API lists: each replaceable upstream of http{} (and of

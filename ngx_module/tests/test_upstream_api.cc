@@ -341,6 +341,8 @@ BOOST_AUTO_TEST_CASE(route_tables_are_read_by_their_own_reader)
             "request_headers": {"set": [{"name": "x", "value": "1"}]}}]}], "matches": [{"action": 0}]}}}})";
     BOOST_TEST(refusal(body).empty());
     BOOST_TEST(parse_api_update(body).upstreams.size() == 1u);
+    BOOST_TEST(parse_api_update(body).has_routes);
+    BOOST_TEST(!parse_api_update(R"({"upstreams": {"web": {"servers": []}}})").has_routes);
     BOOST_TEST(gtls::parse_route_update(body).size() == 1u);
     BOOST_TEST(refusal(R"({"routes": {"main": )" + std::string(20, '[') + std::string(20, ']') + "}}")
                    .find("nested deeper than 16 levels") != std::string::npos);
