@@ -313,8 +313,7 @@ char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *, void *conf)
     }
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
     const std::string_view name = ngx_gtls_sv(static_cast<ngx_str_t *>(cf->args->elts)[1]);
-    if (name.empty() || name.size() > gtls::kMaxApiUpstreamName
-        || name.find_first_of(" \"\\{};") != std::string_view::npos) {
+    if (!gtls::is_api_name(name)) {  // the API names it in its JSON
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid table name \"%V\"",
                            &static_cast<ngx_str_t *>(cf->args->elts)[1]);
         return static_cast<char *>(NGX_CONF_ERROR);

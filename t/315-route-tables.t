@@ -116,6 +116,11 @@ my $refused = `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`;
 like($refused, qr/gateway_tls_routes needs "gateway_tls_upstream_state_zone" in the http block/,
      'nginx -t refuses a route table without the state zone');
 
+# a table's name is one the API can name in its JSON
+spit("$dir/gw/nginx.conf", gateway_conf('"main{x"'));
+like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_tls_routes: invalid table name "main\{x"/,
+     'nginx -t refuses a table name the API could not name');
+
 spit("$dir/gw/nginx.conf", gateway_conf('main'));
 start_nginx("$dir/gw", 'nginx.conf', $port);
 my $master = slurp("$dir/gw/logs/nginx.pid");

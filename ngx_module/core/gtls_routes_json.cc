@@ -165,14 +165,6 @@ bool is_hostname(std::string_view name, bool wildcard)
     return true;
 }
 
-bool is_table_name(std::string_view name)
-{
-    return !name.empty() && name.size() <= kMaxApiUpstreamName
-           && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-                  return c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '{' && c != '}' && c != ';';
-              });
-}
-
 std::shared_ptr<Regex> pattern(const std::string &field, const std::string &text)
 {
     std::string error;
@@ -302,7 +294,7 @@ PathRewrite path_rewrite(const Value &value, const std::string &field)
 std::string backend_name(const Fields &f, std::string_view key, bool empty_allowed)
 {
     std::string name = f.string(key, kMaxApiUpstreamName, true);
-    if (name.empty() ? !empty_allowed : !is_table_name(name)) {
+    if (name.empty() ? !empty_allowed : !is_api_name(name)) {
         refuse(f.at(key), json_string(name) + " is not a backend name");
     }
     return name;
@@ -448,7 +440,7 @@ std::vector<TableUpdate> parse_route_update(std::string_view body)
     for (auto t = routes->MemberBegin(); t != routes->MemberEnd(); ++t) {
         const std::string table(view(t->name));
         const std::string tfield = "routes[" + json_string(table) + "]";
-        if (!is_table_name(table)) refuse(tfield, "is not a table name");
+        if (!is_api_name(table)) refuse(tfield, "is not a table name");
         if (std::any_of(out.begin(), out.end(), [&](const TableUpdate &u) { return u.table == table; })) {
             refuse("routes", "the key " + json_string(table) + " appears twice");
         }

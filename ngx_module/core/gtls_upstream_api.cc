@@ -51,15 +51,6 @@ unsigned bounded(std::string_view number, const std::string &field, unsigned low
     return static_cast<unsigned>(n);
 }
 
-bool valid_upstream_name(const std::string &name)
-{
-    if (name.empty() || name.size() > kMaxApiUpstreamName) return false;
-    for (unsigned char c : name) {
-        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '{' || c == '}' || c == ';') return false;
-    }
-    return true;
-}
-
 bool valid_policy_name(const std::string &name)
 {
     if (name.empty() || name.size() > kMaxApiPolicyName) return false;
@@ -405,7 +396,7 @@ private:
             expect(field, JsonType::Object, type);
             const std::string section = f.field;
             if (f.seen.size() > kMaxApiUpstreams) refuse(section, "more than " + std::to_string(kMaxApiUpstreams) + " " + section);
-            if (!valid_upstream_name(f.key)) refuse(field, "is not an upstream name");
+            if (!is_api_name(f.key)) refuse(field, "is not an upstream name");
             std::vector<UpstreamServers> &to = section == "upstreams" ? update.upstreams : update.stream_upstreams;
             to.push_back({f.key, {}});
             return push(Kind::Upstream, field);
@@ -520,6 +511,15 @@ private:
 };
 
 }  // namespace
+
+bool is_api_name(std::string_view name)
+{
+    if (name.empty() || name.size() > kMaxApiUpstreamName) return false;
+    for (unsigned char c : name) {
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '{' || c == '}' || c == ';') return false;
+    }
+    return true;
+}
 
 UpstreamServer parse_server_address(std::string_view text, const std::string &field)
 {

@@ -177,6 +177,11 @@ std::string policy_trust_json(const PolicyTrust &trust);
 // keeps across reloads). Throws ApiError.
 std::vector<UpstreamServer> parse_server_list(std::string_view json);
 
+// A name the API takes for an upstream, a route table or a backend: 1 to
+// kMaxApiUpstreamName bytes of printable ASCII with no space, quote,
+// backslash, brace or semicolon (nothing nginx would read as syntax)
+bool is_api_name(std::string_view name);
+
 // "10.0.0.1:8443" or "[fd00::1]:8443" (IP literals only), canonical;
 // throws ApiError naming `field`.
 UpstreamServer parse_server_address(std::string_view text, const std::string &field);
