@@ -253,8 +253,10 @@ std::string redirect_location(const Redirect &redirect, const RouteMatch &match,
     unsigned port = redirect.port;
     if (port == 0) port = redirect.scheme.empty() ? request.port : scheme == "https" ? 443 : 80;
     const bool implied = (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
+    // the request's host as nginx let it through, escaped all the same
     std::string location = std::string(scheme) + "://"
-                           + std::string(redirect.hostname.empty() ? request.host : std::string_view(redirect.hostname));
+                           + (redirect.hostname.empty() ? percent_escaped(request.host, unsafe_in_query)
+                                                        : redirect.hostname);
     if (!implied && port != 0) location += ":" + std::to_string(port);
     location += rewritten_path(redirect.path, match, request.path, true);
     if (!request.args.empty()) location += "?" + percent_escaped(request.args, unsafe_in_query);

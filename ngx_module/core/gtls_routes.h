@@ -236,7 +236,8 @@ struct RequestTarget {
 // hostname and path where given, the request's otherwise; its port where
 // given, else the well-known port of a scheme it gives, else the
 // listener's; a port the scheme implies (http 80, https 443) left out.
-// The query is kept, escaped where it holds what a header may not.
+// The query is kept; what the request gave (host, path, query) is escaped
+// where it holds what a header may not.
 std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request);
 
 }  // namespace gtls

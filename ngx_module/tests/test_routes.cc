@@ -242,9 +242,9 @@ BOOST_AUTO_TEST_CASE(redirects_locate_as_gateway_api_says)
     r.path = {PathRewriteKind::ReplaceFullPath, "/a%20b"};
     BOOST_TEST(redirect_location(r, prefix, in) == "https://b.example/a%20b?q=1");  // values are already escaped
     Redirect plain;
-    RequestTarget on80{"http", "a.example", "/%\r\n\"<>", "a=\r\n\"", 80};
+    RequestTarget on80{"http", "a.example\r\nX: 1", "/%\r\n\"<>", "a=\r\n\"", 80};
     // what the decoded path and the query hold that a header may not is escaped
-    BOOST_TEST(redirect_location(plain, prefix, on80) == "http://a.example/%25%0D%0A%22%3C%3E?a=%0D%0A%22");
+    BOOST_TEST(redirect_location(plain, prefix, on80) == "http://a.example%0D%0AX:%201/%25%0D%0A%22%3C%3E?a=%0D%0A%22");
 }
 
 // The indexes give what a linear walk of the list in order gives, on
