@@ -193,7 +193,10 @@ ngx_int_t ngx_http_gtls_add_header(ngx_http_request_t *r, const gtls::HeaderValu
 // backend (or nginx) gave: as proxy_hide_header and add_header would
 ngx_int_t ngx_http_gtls_route_header_filter(ngx_http_request_t *r)
 {
-    ngx_http_gtls_request_t *state = r == r->main ? ngx_http_gtls_get_request(r, false) : nullptr;
+    // only where a table routes (a response of another location, an
+    // error_page's included, is that location's, as add_header's would be)
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    ngx_http_gtls_request_t *state = r == r->main && lcf->routes != nullptr ? ngx_http_gtls_get_request(r, false) : nullptr;
     if (state == nullptr || state->route_match == nullptr) {
         return ngx_http_gtls_next_header_filter(r);
     }
