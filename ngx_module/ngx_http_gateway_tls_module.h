@@ -66,6 +66,7 @@ typedef struct {
     uint64_t                                                     state_sequence;  // state entries up to it are applied
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
     ngx_http_gtls_route_tables_t                                *route_tables;    // gateway_tls_routes, by name
+    ngx_flag_t                                                   route_host_sent; // $gateway_tls_route_host is used
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the
@@ -79,10 +80,12 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     ngx_msec_t                              deadline_ms = 0;
     // gateway_tls_routes: the entry the request matched, held (a
     // replacement never changes it under the request), its match, the
-    // backend chosen
+    // backend chosen, the Host its filters send (when they edit headers)
     std::shared_ptr<const gtls::HostRoutes>  route_entry;
     const gtls::RouteMatch                 *route_match = nullptr;
     std::string_view                        route_backend;
+    bool                                    route_headers_edited = false;
+    ngx_str_t                               route_host{};
 
     ~ngx_http_gtls_request_t()
     {

@@ -6,6 +6,8 @@
 
 #include "ngx_http_gateway_tls_routes.h"
 
+#include <algorithm>
+
 #include "gtls_routes_json.h"
 #include "ngx_http_gateway_tls_module.h"
 
@@ -84,6 +86,98 @@ ngx_int_t ngx_http_gtls_redirect(ngx_http_request_t *r, const gtls::RouteChoice 
     return static_cast<ngx_int_t>(redirect.status);
 }
 
+// A copy of `text` in the request's pool
+u_char *ngx_http_gtls_pool_copy(ngx_http_request_t *r, std::string_view text)
+{
+    auto *data = static_cast<u_char *>(ngx_pnalloc(r->pool, text.size() + 1));
+    if (data != nullptr) {
+        ngx_memcpy(data, text.data(), text.size());
+        data[text.size()] = '\0';
+    }
+    return data;
+}
+
+bool ngx_http_gtls_is_host(const ngx_table_elt_t &h)
+{
+    return h.key.len == 4 && ngx_strncasecmp(h.key.data, const_cast<u_char *>(reinterpret_cast<const u_char *>("host")), 4) == 0;
+}
+
+// The header fields the rule's filters send: headers_in's list, which the
+// proxy sends from, rebuilt; the Host kept for $gateway_tls_route_host
+// (the proxy sends the list's own Host never). What nginx parsed
+// (headers_in.host, .cookie, ...) stays the client's, as the $http_
+// variables of those names do with proxy_set_header.
+ngx_int_t ngx_http_gtls_edit_request_headers(ngx_http_request_t *r, ngx_http_gtls_request_t *state,
+                                             const gtls::RouteAction &action, const gtls::WeightedBackend *backend)
+{
+    std::vector<gtls::HeaderField> fields;
+    std::vector<ngx_table_elt_t *> elts;
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            fields.push_back({ngx_gtls_sv(h[i].key), ngx_gtls_sv(h[i].value)});
+            elts.push_back(&h[i]);
+        }
+    }
+    const gtls::HeaderEdits edits = gtls::edit_request_headers(fields, action, backend);
+    ngx_list_t sent;
+    if (ngx_list_init(&sent, r->pool, fields.size() + edits.appended.size() + 1, sizeof(ngx_table_elt_t)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    state->route_headers_edited = true;
+    state->route_host = {0, nullptr};
+    for (size_t i = 0; i < elts.size(); i++) {
+        if (!edits.dropped[i]) {
+            auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&sent));
+            *h = *elts[i];
+        }
+    }
+    for (const gtls::HeaderValue &field : edits.appended) {
+        auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&sent));
+        u_char *name = ngx_http_gtls_pool_copy(r, field.name);
+        u_char *value = ngx_http_gtls_pool_copy(r, field.value);
+        auto *lowcase = static_cast<u_char *>(ngx_pnalloc(r->pool, field.name.size()));
+        if (name == nullptr || value == nullptr || lowcase == nullptr) {
+            return NGX_ERROR;
+        }
+        h->key = {field.name.size(), name};
+        h->value = {field.value.size(), value};
+        // the proxy skips a name it sets itself by this hash
+        h->hash = ngx_hash_strlow(lowcase, name, field.name.size());
+        h->lowcase_key = lowcase;
+#if (nginx_version >= 1023000)
+        h->next = nullptr;
+#endif
+    }
+    r->headers_in.headers = sent;
+    for (ngx_list_part_t *part = &sent.part; part && state->route_host.data == nullptr; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            if (ngx_http_gtls_is_host(h[i])) {
+                state->route_host = h[i].value;
+                break;
+            }
+        }
+    }
+    return NGX_OK;
+}
+
+// URLRewrite's path: $uri becomes it and the proxy sends it as a rewrite's
+// (escaped, with the request's $args)
+ngx_int_t ngx_http_gtls_rewrite_uri(ngx_http_request_t *r, const gtls::PathRewrite &rewrite,
+                                    const gtls::RouteMatch &match)
+{
+    const std::string path = gtls::rewritten_path(rewrite, match, ngx_gtls_sv(r->uri));
+    u_char *data = ngx_http_gtls_pool_copy(r, path);
+    if (data == nullptr) {
+        return NGX_ERROR;
+    }
+    r->uri = {path.size(), data};
+    r->valid_unparsed_uri = 0;
+    r->quoted_uri = 1;
+    return NGX_OK;
+}
+
 // The rewrite phase: where the location has a table, the request takes a
 // rule or is answered.
 ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
@@ -143,7 +237,16 @@ ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
                           t.name.c_str(), state->route_entry->host().c_str());
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        state->route_backend = action.backends[share].backend;
+        const gtls::WeightedBackend &backend = action.backends[share];
+        state->route_backend = backend.backend;
+        if (gtls::edits_request_headers(action, &backend)
+            && ngx_http_gtls_edit_request_headers(r, state, action, &backend) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (action.rewrite && action.rewrite->path.kind != gtls::PathRewriteKind::None
+            && ngx_http_gtls_rewrite_uri(r, action.rewrite->path, *choice.match) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
         return NGX_DECLINED;
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
@@ -218,7 +321,26 @@ ngx_int_t ngx_http_gtls_route_header_filter(ngx_http_request_t *r)
     return ngx_http_gtls_next_header_filter(r);
 }
 
-enum ngx_http_gtls_route_variable_e { NGX_HTTP_GTLS_ROUTE_BACKEND, NGX_HTTP_GTLS_ROUTE_MATCH };
+enum ngx_http_gtls_route_variable_e { NGX_HTTP_GTLS_ROUTE_BACKEND, NGX_HTTP_GTLS_ROUTE_MATCH, NGX_HTTP_GTLS_ROUTE_HOST };
+
+// $gateway_tls_route_host: the Host the rule's filters send, else the
+// client's ($http_host); not found (not sent) where they removed it
+ngx_int_t ngx_http_gtls_route_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+                                            ngx_http_gtls_request_t *state)
+{
+    const ngx_str_t *host = state != nullptr && state->route_headers_edited ? &state->route_host
+                            : r->headers_in.host != nullptr                ? &r->headers_in.host->value
+                                                                           : nullptr;
+    if (host == nullptr || host->data == nullptr) {
+        return NGX_OK;
+    }
+    v->data = host->data;
+    v->len = host->len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
 
 // $gateway_tls_route_backend: the backend the request's rule chose;
 // $gateway_tls_route: "HOST match N", the rule it took
@@ -226,6 +348,9 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
 {
     ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
     v->not_found = 1;
+    if (data == NGX_HTTP_GTLS_ROUTE_HOST) {
+        return ngx_http_gtls_route_host_variable(r, v, state);
+    }
     if (state == nullptr || state->route_match == nullptr) {
         return NGX_OK;
     }
@@ -289,19 +414,35 @@ bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string
     return true;
 }
 
-std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes)
+namespace {
+
+bool ngx_http_gtls_names_host(const gtls::HeaderModifier &m)
 {
+    auto host = [](std::string_view name) { return name.size() == 4 && ngx_strncasecmp(
+        reinterpret_cast<u_char *>(const_cast<char *>(name.data())), const_cast<u_char *>(reinterpret_cast<const u_char *>("host")), 4) == 0; };
+    return std::any_of(m.set.begin(), m.set.end(), [&](const gtls::HeaderValue &h) { return host(h.name); })
+           || std::any_of(m.add.begin(), m.add.end(), [&](const gtls::HeaderValue &h) { return host(h.name); })
+           || std::any_of(m.remove.begin(), m.remove.end(), host);
+}
+
+}  // namespace
+
+std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, bool host_sent)
+{
+    static const std::string kNotYet = ": not acted on by this module yet";
+    static const std::string kNoHost = ": no location sends $gateway_tls_route_host as the Host";
     for (size_t i = 0; i < routes.actions().size(); i++) {
         const gtls::RouteAction &a = routes.actions()[i];
         const std::string at = "actions[" + std::to_string(i) + "].";
-        if (!a.request_headers.empty()) return at + "request_headers";
-        if (a.rewrite) return at + "rewrite";
-        if (!a.mirrors.empty()) return at + "mirrors";
-        if (a.backend_timeout_ms >= 0) return at + "timeouts.backend_ms";
-        if (a.retry_attempts > 0 || !a.retry_codes.empty() || a.retry_backoff_ms >= 0) return at + "retry";
+        if (!a.mirrors.empty()) return at + "mirrors" + kNotYet;
+        if (a.backend_timeout_ms >= 0) return at + "timeouts.backend_ms" + kNotYet;
+        if (a.retry_attempts > 0 || !a.retry_codes.empty() || a.retry_backoff_ms >= 0) return at + "retry" + kNotYet;
+        if (host_sent) continue;
+        if (a.rewrite && !a.rewrite->hostname.empty()) return at + "rewrite.hostname" + kNoHost;
+        if (ngx_http_gtls_names_host(a.request_headers)) return at + "request_headers" + kNoHost;
         for (size_t b = 0; b < a.backends.size(); b++) {
-            if (!a.backends[b].request_headers.empty()) {
-                return at + "backends[" + std::to_string(b) + "].request_headers";
+            if (ngx_http_gtls_names_host(a.backends[b].request_headers)) {
+                return at + "backends[" + std::to_string(b) + "].request_headers" + kNoHost;
             }
         }
     }
@@ -353,6 +494,14 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    // a rule may edit the Host only where it is sent (an index is what a
+    // proxy_set_header's script took)
+    auto *vars = static_cast<ngx_http_variable_t *>(cmcf->variables.elts);
+    for (ngx_uint_t i = 0; i < cmcf->variables.nelts; i++) {
+        if (ngx_gtls_sv(vars[i].name) == "gateway_tls_route_host") {
+            mcf->route_host_sent = 1;
+        }
+    }
     auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers));
     if (h == nullptr) {
         return NGX_ERROR;
@@ -366,7 +515,9 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
 ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
 {
     static const std::pair<const char *, uintptr_t> kVariables[] = {
-        {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND}, {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH}};
+        {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND},
+        {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH},
+        {"gateway_tls_route_host", NGX_HTTP_GTLS_ROUTE_HOST}};
     for (const auto &[text, which] : kVariables) {
         ngx_str_t name{ngx_strlen(text), reinterpret_cast<u_char *>(const_cast<char *>(text))};
         ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);

@@ -39,9 +39,11 @@ bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string
                                std::shared_ptr<const gtls::HostRoutes> routes, uint64_t sequence);
 
 // What the module does not act on yet of an entry's actions: the first
-// such field ("actions[2].rewrite"), or empty. Such rules are refused
-// (409) rather than served without it.
-std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes);
+// such field and why ("actions[2].mirrors: not acted on ..."), or empty. Such rules are refused
+// (409) rather than served without it. `host_sent`: whether a location
+// sends $gateway_tls_route_host as the Host (without, a rule that
+// edits the Host could not).
+std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, bool host_sent);
 
 char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf);

@@ -144,9 +144,11 @@ void ngx_http_gtls_forget_servers(ngx_cycle_t *cycle, ngx_gtls_session_cache_t &
 
 // A hostname's rules from a state entry (empty: removed) put in place;
 // false when the table holds newer ones. Entries were checked when pushed:
-// one that does not read back is logged and left out.
-bool ngx_http_gtls_take_kept_routes(ngx_log_t *log, ngx_http_gtls_route_table_t *t, const std::string &host,
-                                    const std::string &json, uint64_t sequence)
+// one that does not read back is logged and left out; one this
+// configuration cannot serve as pushed (a reload took away what it
+// needs) answers every request 500 until pushed again.
+bool ngx_http_gtls_take_kept_routes(ngx_log_t *log, ngx_http_gtls_main_conf_t *mcf, ngx_http_gtls_route_table_t *t,
+                                    const std::string &host, const std::string &json, uint64_t sequence)
 {
     auto known = t->hosts.find(host);
     if (known != t->hosts.end() && known->second.sequence >= sequence) {
@@ -160,6 +162,16 @@ bool ngx_http_gtls_take_kept_routes(ngx_log_t *log, ngx_http_gtls_route_table_t 
             ngx_log_error(NGX_LOG_ALERT, log, 0, "gateway_tls: routes \"%s\" of %s: the state entry does not read: %s",
                           t->name.c_str(), gtls::json_string(host).c_str(), gtls::json_string(e.what()).c_str());
             return false;
+        }
+        const std::string unserved = ngx_http_gtls_unserved_route_field(*routes, mcf->route_host_sent);
+        if (!unserved.empty()) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "gateway_tls: routes \"%s\" of %s: %s; its requests are answered 500 until it is pushed again",
+                          t->name.c_str(), gtls::json_string(host).c_str(), unserved.c_str());
+            gtls::RouteAction refused;
+            refused.status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            routes = std::make_shared<const gtls::HostRoutes>(host, std::vector<gtls::RouteAction>{refused},
+                                                              std::vector<gtls::RouteMatch>{gtls::RouteMatch{}});
         }
     }
     return ngx_http_gtls_take_routes(t, host, std::move(routes), sequence);
@@ -218,7 +230,7 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
         if (e.kind == NGX_HTTP_GTLS_ENTRY_ROUTES) {
             std::string host;
             if (ngx_http_gtls_route_table_t *t = ngx_http_gtls_routes_of_entry(mcf, e.name, &host)) {
-                ngx_http_gtls_take_kept_routes(cycle->log, t, host, e.json, e.sequence);
+                ngx_http_gtls_take_kept_routes(cycle->log, mcf, t, host, e.json, e.sequence);
             }
         } else if (e.kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
             ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, e.name);
@@ -376,7 +388,7 @@ void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf
     for (const Kept &k : kept_routes) {
         std::string host;
         ngx_http_gtls_route_table_t *t = ngx_http_gtls_routes_of_entry(mcf, k.name, &host);
-        if (ngx_http_gtls_take_kept_routes(cycle->log, t, host, k.json, k.sequence)) {
+        if (ngx_http_gtls_take_kept_routes(cycle->log, mcf, t, host, k.json, k.sequence)) {
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "gateway_tls: routes \"%s\" of %s kept as last pushed through the API",
                           t->name.c_str(), gtls::json_string(host).c_str());
         }

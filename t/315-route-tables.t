@@ -2,10 +2,12 @@
 # routed by a table the upstream API replaces hostname by hostname, with no
 # reload. Hostnames (exact, wildcard, any), paths, methods, headers, query
 # parameters and the order given; answers, redirects, weighted backends
-# (TLS verified by the upstream{}'s policy); a pattern that backtracks
-# gives up; a change reaches every worker at once; refusals change
-# nothing; a response streaming through 200 replacements of its own
-# hostname's rules ends complete; a reload keeps what was pushed.
+# (TLS verified by the upstream{}'s policy), request header modifiers and
+# URL rewrites; a pattern that backtracks gives up; a change reaches every
+# worker at once; refusals change nothing; a response streaming through
+# 200 replacements of its own hostname's rules ends complete; a reload
+# keeps what was pushed, and a rule a reload can no longer serve is
+# answered 500.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -34,7 +36,9 @@ my $backends = join '', map { my ($name, $p) = @$_; <<"EOF" } ['a', $port_a], ['
         add_header X-Backend-Own secret;
         add_header X-Keep yes;
         add_header X-Twice first;
-        location / { return 200 "backend=$name uri=\$uri\\n"; }
+        location / {
+            return 200 "backend=$name uri=\$uri req=\$request_uri host=\$http_host set=\$http_x_set add=\$http_x_add gone=\$http_x_gone\\n";
+        }
         location = /slow { access_log off; root html; }
     }
 EOF
@@ -66,8 +70,10 @@ sub upstream_block {
 EOF
 }
 sub gateway_conf {
-    my ($table, $state_zone) = @_;
+    my ($table, $state_zone, $host_header) = @_;
     $state_zone //= 'gateway_tls_upstream_state_zone 1m;';
+    # the Host the rule's filters send
+    $host_header //= 'proxy_set_header Host $gateway_tls_route_host;';
     return <<"EOF";
 load_module $module;
 worker_processes 2;
@@ -89,6 +95,7 @@ http {
         location / {
             gateway_tls_routes $table;
             proxy_pass https://\$gateway_tls_route_backend;
+            $host_header
             proxy_buffering off;
             add_header X-Route \$gateway_tls_route always;
             add_header X-Verify \$upstream_ssl_verify always;
@@ -221,6 +228,30 @@ is($h->{'x-keep'}, 'yes', 'other headers pass');
 is($hcode, 404, 'an answer of the gateway');
 is($h->{'x-added'}, 'on answers too', 'carries its rule\'s headers too');
 
+# ---- request header modifiers and URL rewrites -------------------------------------------
+($code, $reply) = api('PUT', routes_json('edit.example' => host_json(
+    '{"backends": [{"backend": "be_a", "request_headers": {"set": [{"name": "X-Gone", "value": "the backend\'s"}]}}], '
+    . '"request_headers": {"set": [{"name": "X-Set", "value": "route"}], "add": [{"name": "x-add", "value": "more"}], "remove": ["X-Gone"]}, '
+    . '"rewrite": {"hostname": "rewritten.example", "path": {"type": "ReplacePrefixMatch", "value": "/new"}}}, '
+    . '{"backends": [{"backend": "be_b"}], "rewrite": {"path": {"type": "ReplaceFullPath", "value": "/full"}}}, '
+    . '{"backends": [{"backend": "be_b"}]}',
+    '{"path": {"value": "/old"}, "action": 0}, {"path": {"value": "/whole"}, "action": 1}, {"action": 2}')));
+is($code, 200, 'rules with request header modifiers and URL rewrites are taken') or diag $reply;
+my @client = ('X-Set: one', 'X-Set: two', 'X-Add: mine', 'X-Gone: bye');
+$r = get('/old/a%20b?q=1', 'edit.example', @client);
+is(backend_of($r), 'a', 'edited: served by backend a');
+like($r->{body}, qr{ uri=/new/a b req=/new/a%20b\?q=1 }, 'ReplacePrefixMatch: the prefix replaced, the rest escaped as sent, the query kept');
+like($r->{body}, qr{ host=rewritten\.example }, 'the rewrite\'s hostname is the Host');
+like($r->{body}, qr{ set=route }, 'set replaces both of the client\'s fields');
+like($r->{body}, qr{ add=mine,more }, 'add joins the client\'s value and its own');
+like($r->{body}, qr{ gone=the backend's\n}, 'remove dropped the client\'s; the backend\'s own set comes after');
+$r = get('/whole/x?y=1', 'edit.example', @client);
+like($r->{body}, qr{backend=b uri=/full req=/full\?y=1 host=edit\.example set=one add=mine gone=bye\n},
+     'ReplaceFullPath: the path replaced, the query and headers as the client sent them');
+$r = get('/other', 'edit.example', @client);
+like($r->{body}, qr{uri=/other req=/other host=edit\.example set=one add=mine gone=bye\n},
+     'a rule that edits nothing sends what the client sent');
+
 # ---- a rule's request timeout ----------------------------------------------------------
 start_slow_backend('127.0.0.1', $port_slow, "$dir/slow-accepted");
 ($code, $reply) = api('PUT', routes_json('timeout.example' => host_json(
@@ -251,10 +282,8 @@ is(get('/x', 'a.example')->{code}, 418, 'a.example is now served by *.example');
 (undef, my $before) = api('GET');
 my @refusals = (
     ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
-    [routes_json('a.example' => host_json('{"status": 500, "rewrite": {"path": {"type": "ReplaceFullPath", "value": "/x"}}}', '{"action": 0}')),
-     409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.rewrite: not acted on by this module yet/],
-    [routes_json('a.example' => host_json('{"status": 500, "request_headers": {"set": [{"name": "x", "value": "1"}]}}', '{"action": 0}')),
-     409, qr/actions\[0\]\.request_headers: not acted on by this module yet/],
+    [routes_json('a.example' => host_json('{"status": 500, "mirrors": [{"backend": "be_b"}]}', '{"action": 0}')),
+     409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.mirrors: not acted on by this module yet/],
     [routes_json('a.example' => host_json('{"status": 500, "timeouts": {"backend_ms": 100}}', '{"action": 0}')),
      409, qr/actions\[0\]\.timeouts\.backend_ms: not acted on by this module yet/],
     [routes_json('a.example' => host_json('{"status": 500}', '{"action": 0, "headers": [{"name": "x", "value": "a\u000ab"}]}')),
@@ -302,6 +331,26 @@ ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "long\.
    'the log says the table kept what was pushed');
 is(backend_of(get('/slow/x', 'long.example')), 'a', 'and the new workers serve it');
 is(get('/x', 'a.example')->{code}, 418, 'a removal is kept too');
+
+# ---- where no location sends $gateway_tls_route_host, a rule may not edit the Host --------
+spit("$dir/gw/nginx.conf", gateway_conf('main', undef, '# no Host of the routes'));
+my $before_reload = worker_pids($master);
+kill 'HUP', $master;
+ok(wait_for(sub { my $w = worker_pids($master); $w ne '' && $w ne $before_reload && scalar(split ' ', $w) == 2 }),
+   'reloaded with no location sending $gateway_tls_route_host');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "edit\.example": actions\[0\]\.rewrite\.hostname: no location sends \$gateway_tls_route_host as the Host; its requests are answered 500/) > 0 }),
+   'the kept rules that edit the Host are logged as no longer served');
+is(get('/old/x', 'edit.example')->{code}, 500, 'and their hostname is answered 500, not sent on with the client\'s Host');
+is(backend_of(get('/slow/x', 'long.example')), 'a', 'the other hostnames serve as before');
+($code, $reply) = api('PUT', routes_json('host.example' => host_json(
+    '{"backends": [{"backend": "be_a", "request_headers": {"add": [{"name": "HOST", "value": "x"}]}}]}', '{"action": 0}')));
+is($code, 409, 'a rule that edits the Host is refused here');
+like($reply, qr/actions\[0\]\.backends\[0\]\.request_headers: no location sends \$gateway_tls_route_host as the Host/,
+     'naming the field and why');
+($code, $reply) = api('PUT', routes_json('host.example' => host_json(
+    '{"backends": [{"backend": "be_a"}], "request_headers": {"set": [{"name": "X-Set", "value": "ok"}]}}', '{"action": 0}')));
+is($code, 200, 'other header edits are taken') or diag $reply;
+like(get('/', 'host.example')->{body}, qr/ set=ok /, 'and served');
 
 stop_nginx("$dir/gw");
 stop_nginx("$dir/backends");

@@ -1,5 +1,7 @@
 #include "gtls_routes.h"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -245,6 +247,83 @@ std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, 
     if (path.size() == match.path.size()) return rewrite.value;
     // the path is the prefix, then "/" and the rest
     return std::string(base) + from_request(path.substr(match.path.size()));
+}
+
+namespace {
+
+bool same_name(std::string_view a, std::string_view b)
+{
+    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// The fields a request sends while filters are applied in turn
+class HeaderEditor {
+public:
+    explicit HeaderEditor(const std::vector<HeaderField> &fields) : fields_(fields)
+    {
+        edits_.dropped.assign(fields.size(), false);
+    }
+
+    void apply(const HeaderModifier &m)
+    {
+        for (const HeaderValue &h : m.set) set(h.name, h.value);
+        for (const HeaderValue &h : m.add) add(h.name, h.value);
+        for (const std::string &name : m.remove) remove(name);
+    }
+
+    void set(std::string_view name, std::string_view value)
+    {
+        remove(name);
+        if (!value.empty()) edits_.appended.push_back({std::string(name), std::string(value)});
+    }
+
+    void add(std::string_view name, std::string_view value)
+    {
+        std::string joined;
+        for (size_t i = 0; i < fields_.size(); i++) {
+            if (!edits_.dropped[i] && same_name(fields_[i].name, name)) {
+                joined += (joined.empty() ? "" : ", ") + std::string(fields_[i].value);
+            }
+        }
+        for (const HeaderValue &h : edits_.appended) {
+            if (same_name(h.name, name)) joined += (joined.empty() ? "" : ", ") + h.value;
+        }
+        set(name, joined.empty() ? std::string(value) : joined + "," + std::string(value));
+    }
+
+    void remove(std::string_view name)
+    {
+        for (size_t i = 0; i < fields_.size(); i++) {
+            if (same_name(fields_[i].name, name)) edits_.dropped[i] = true;
+        }
+        auto &a = edits_.appended;
+        a.erase(std::remove_if(a.begin(), a.end(), [&](const HeaderValue &h) { return same_name(h.name, name); }),
+                a.end());
+    }
+
+    HeaderEdits take() { return std::move(edits_); }
+
+private:
+    const std::vector<HeaderField> &fields_;
+    HeaderEdits                     edits_;
+};
+
+}  // namespace
+
+bool edits_request_headers(const RouteAction &action, const WeightedBackend *backend)
+{
+    return !action.request_headers.empty() || (action.rewrite && !action.rewrite->hostname.empty())
+           || (backend != nullptr && !backend->request_headers.empty());
+}
+
+HeaderEdits edit_request_headers(const std::vector<HeaderField> &fields, const RouteAction &action,
+                                 const WeightedBackend *backend)
+{
+    HeaderEditor editor(fields);
+    if (action.rewrite && !action.rewrite->hostname.empty()) editor.set("Host", action.rewrite->hostname);
+    editor.apply(action.request_headers);
+    if (backend != nullptr) editor.apply(backend->request_headers);
+    return editor.take();
 }
 
 std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request)

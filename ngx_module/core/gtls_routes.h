@@ -225,6 +225,32 @@ uint64_t total_weight(const std::vector<WeightedBackend> &backends);
 std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, std::string_view path,
                            bool escape = false);
 
+// A header field of a request, as the glue hands it over
+struct HeaderField {
+    std::string_view name, value;
+};
+
+// What a rule's filters do to the header fields a request sends its
+// backend: which of the request's fields are dropped, and the fields that
+// follow the kept ones. Names are compared without case.
+struct HeaderEdits {
+    std::vector<bool>         dropped;   // one per field given
+    std::vector<HeaderValue>  appended;  // in order
+};
+
+// The header fields `action` sends toward `backend` (the share the
+// request fell to; null: none), applied in order: URLRewrite's hostname
+// as the Host, the rule's RequestHeaderModifier, the backend's. As the
+// rendered proxy_set_header does: set replaces every field of its name;
+// add replaces them with their values joined and its own appended
+// ("v1, v2,value", the map over $http_NAME); remove drops them; a field
+// left empty is not sent (as nginx sends none).
+HeaderEdits edit_request_headers(const std::vector<HeaderField> &fields, const RouteAction &action,
+                                 const WeightedBackend *backend);
+
+// Whether a request taking `action` has header fields edited at all
+bool edits_request_headers(const RouteAction &action, const WeightedBackend *backend);
+
 // What a request arrived with, for a redirect: its scheme ("http" or
 // "https"), $host, the listener's port, $uri and $args
 struct RequestTarget {

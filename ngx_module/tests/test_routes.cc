@@ -225,6 +225,47 @@ BOOST_AUTO_TEST_CASE(rewrites_replace_the_prefix_as_nginx_rewrite_does)
     BOOST_TEST(rewritten_path(PathRewrite{}, prefix, "/prefix/one/x") == "/prefix/one/x");
 }
 
+// The fields sent after edits, as "name: value" lines: the kept ones in
+// order, then the appended
+std::string sent(const std::vector<HeaderField> &fields, const HeaderEdits &e)
+{
+    std::string out;
+    for (size_t i = 0; i < fields.size(); i++) {
+        if (!e.dropped.at(i)) out += std::string(fields[i].name) + ": " + std::string(fields[i].value) + "\n";
+    }
+    for (const HeaderValue &h : e.appended) out += h.name + ": " + h.value + "\n";
+    return out;
+}
+
+BOOST_AUTO_TEST_CASE(request_headers_are_edited_as_proxy_set_header_does)
+{
+    const std::vector<HeaderField> in{{"Host", "a.example"}, {"X-Set", "client"}, {"x-add", "one"},
+                                      {"X-Add", "two"},      {"X-Gone", "bye"},   {"X-Keep", "k"}};
+    RouteAction a;
+    BOOST_TEST(!edits_request_headers(a, nullptr));
+    a.request_headers.set = {{"x-set", "route"}, {"X-New", "n"}, {"X-Keep", ""}};
+    a.request_headers.add = {{"X-Add", "three"}, {"X-Fresh", "f"}};
+    a.request_headers.remove = {{"X-GONE"}};
+    BOOST_TEST(edits_request_headers(a, nullptr));
+    // set replaces every field of its name, and an empty one is not sent;
+    // add joins what was sent with its own value
+    BOOST_TEST(sent(in, edit_request_headers(in, a, nullptr))
+               == "Host: a.example\nx-set: route\nX-New: n\nX-Add: one, two,three\nX-Fresh: f\n");
+
+    // URLRewrite's hostname is the Host, unless a modifier names it; the
+    // backend's own modifier comes last
+    RouteAction r;
+    r.rewrite = UrlRewrite{"b.example", {}};
+    BOOST_TEST(edits_request_headers(r, nullptr));
+    BOOST_TEST(sent(in, edit_request_headers(in, r, nullptr)).find("Host: b.example\n") != std::string::npos);
+    BOOST_TEST(sent(in, edit_request_headers(in, r, nullptr)).find("a.example") == std::string::npos);
+    WeightedBackend b{"be", 1, {}};
+    b.request_headers.add = {{"host", "c"}};
+    b.request_headers.remove = {"x-set", "X-ADD", "x-keep"};
+    BOOST_TEST(edits_request_headers(RouteAction{}, &b));
+    BOOST_TEST(sent(in, edit_request_headers(in, r, &b)) == "X-Gone: bye\nhost: b.example,c\n");
+}
+
 BOOST_AUTO_TEST_CASE(redirects_locate_as_gateway_api_says)
 {
     RouteMatch prefix;
