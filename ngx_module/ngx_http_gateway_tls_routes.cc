@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "gtls_http_fields.h"
 #include "gtls_routes_json.h"
 #include "ngx_http_gateway_tls_module.h"
 
@@ -254,6 +255,18 @@ ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
     }
 }
 
+// Where a rule retries: its backend answered none of its tries (nginx's
+// own 502) is 503, no backend available (GEP-1731), as the rendered
+// error_page 502 =503 gives it; a backend's own 502 passes
+ngx_int_t ngx_http_gtls_retries_exhausted(ngx_http_request_t *r, const gtls::RouteAction &action)
+{
+    if (action.retry_attempts == 0 || r->err_status != NGX_HTTP_BAD_GATEWAY || action.backends.empty()) {
+        return NGX_DECLINED;
+    }
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls routes: every try failed: 503");
+    return ngx_http_filter_finalize_request(r, &ngx_http_gateway_tls_module, NGX_HTTP_SERVICE_UNAVAILABLE);
+}
+
 ngx_http_output_header_filter_pt ngx_http_gtls_next_header_filter;
 
 // The response's headers named `name` (any case) removed, as nginx
@@ -303,7 +316,11 @@ ngx_int_t ngx_http_gtls_route_header_filter(ngx_http_request_t *r)
     if (state == nullptr || state->route_match == nullptr) {
         return ngx_http_gtls_next_header_filter(r);
     }
-    const gtls::HeaderModifier &m = state->route_entry->actions()[state->route_match->action].response_headers;
+    const gtls::RouteAction &action = state->route_entry->actions()[state->route_match->action];
+    if (ngx_int_t rc = ngx_http_gtls_retries_exhausted(r, action); rc != NGX_DECLINED) {
+        return rc;
+    }
+    const gtls::HeaderModifier &m = action.response_headers;
     for (const std::string &name : m.remove) {
         ngx_http_gtls_hide_headers(&r->headers_out.headers, name);
     }
@@ -380,6 +397,49 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
 
 }  // namespace
 
+ngx_int_t ngx_http_gtls_route_upstream_conf(ngx_http_request_t *r)
+{
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    const ngx_http_gtls_request_t *state = lcf->routes != nullptr ? ngx_http_gtls_get_request(r, false) : nullptr;
+    if (state == nullptr || state->route_match == nullptr || r->upstream == nullptr) {
+        return NGX_OK;
+    }
+    const gtls::RouteAction &action = state->route_entry->actions()[state->route_match->action];
+    const int64_t each = action.backend_timeout_ms >= 0 ? action.backend_timeout_ms : action.request_timeout_ms;
+    if (each < 0 && action.retry_attempts == 0) {
+        return NGX_OK;
+    }
+    auto *conf = static_cast<ngx_http_upstream_conf_t *>(ngx_palloc(r->pool, sizeof(ngx_http_upstream_conf_t)));
+    if (conf == nullptr) {
+        return NGX_ERROR;
+    }
+    *conf = *r->upstream->conf;
+    if (each >= 0) {
+        // each wait of a try, as the rendered proxy_*_timeout (0: a day)
+        const ngx_msec_t ms = each == 0 ? 86400000 : static_cast<ngx_msec_t>(each);
+        conf->connect_timeout = conf->send_timeout = conf->read_timeout = ms;
+    }
+    if (action.request_timeout_ms > 0) {
+        conf->next_upstream_timeout = static_cast<ngx_msec_t>(action.request_timeout_ms);
+    }
+    if (action.retry_attempts > 0) {
+        static const std::pair<unsigned, ngx_uint_t> kStatusCases[] = {
+            {403, NGX_HTTP_UPSTREAM_FT_HTTP_403}, {404, NGX_HTTP_UPSTREAM_FT_HTTP_404},
+            {429, NGX_HTTP_UPSTREAM_FT_HTTP_429}, {500, NGX_HTTP_UPSTREAM_FT_HTTP_500},
+            {502, NGX_HTTP_UPSTREAM_FT_HTTP_502}, {503, NGX_HTTP_UPSTREAM_FT_HTTP_503},
+            {504, NGX_HTTP_UPSTREAM_FT_HTTP_504}};
+        conf->next_upstream = NGX_HTTP_UPSTREAM_FT_ERROR | NGX_HTTP_UPSTREAM_FT_TIMEOUT;
+        for (unsigned code : action.retry_codes) {
+            for (const auto &[status, ft] : kStatusCases) {
+                if (code == status) conf->next_upstream |= ft;
+            }
+        }
+        conf->next_upstream_tries = action.retry_attempts + 1;
+    }
+    r->upstream->conf = conf;
+    return NGX_OK;
+}
+
 std::string ngx_http_gtls_routes_entry_name(std::string_view table, std::string_view host)
 {
     return std::string(table) + " " + std::string(host);
@@ -435,8 +495,13 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, b
         const gtls::RouteAction &a = routes.actions()[i];
         const std::string at = "actions[" + std::to_string(i) + "].";
         if (!a.mirrors.empty()) return at + "mirrors" + kNotYet;
-        if (a.backend_timeout_ms >= 0) return at + "timeouts.backend_ms" + kNotYet;
-        if (a.retry_attempts > 0 || !a.retry_codes.empty() || a.retry_backoff_ms >= 0) return at + "retry" + kNotYet;
+        for (size_t c = 0; c < a.retry_codes.size(); c++) {
+            if (!gtls::is_retryable_status(a.retry_codes[c])) {
+                return at + "retry.codes[" + std::to_string(c) + "]: " + std::to_string(a.retry_codes[c])
+                       + " is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504";
+            }
+        }
+        if (a.retry_backoff_ms > 0) return at + "retry.backoff_ms: nginx retries at once, without waiting between tries";
         if (host_sent) continue;
         if (a.rewrite && !a.rewrite->hostname.empty()) return at + "rewrite.hostname" + kNoHost;
         if (ngx_http_gtls_names_host(a.request_headers)) return at + "request_headers" + kNoHost;

@@ -45,6 +45,14 @@ bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string
 // edits the Host could not).
 std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, bool host_sent);
 
+// The tries of a routed request's backend as its rule says: the rule's
+// backend timeout (else its request timeout) bounds each wait of a try,
+// its retry sends error, timeout and its codes to the next server, up to
+// its attempts. nginx reads these from u->conf at each try, so the request
+// gets a copy of the location's in its pool. Called when its first try
+// starts.
+ngx_int_t ngx_http_gtls_route_upstream_conf(ngx_http_request_t *r);
+
 char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf);
 ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf);

@@ -208,7 +208,7 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
         dynamic = ups->dynamic;
     }
 
-    if (ngx_http_gtls_arm_deadline(r) != NGX_OK) {
+    if (ngx_http_gtls_arm_deadline(r) != NGX_OK || ngx_http_gtls_route_upstream_conf(r) != NGX_OK) {
         return NGX_ERROR;
     }
     // servers and trust pushed through another worker count from now here too

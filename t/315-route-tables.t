@@ -22,6 +22,7 @@ my $dir = servroot();
 my $certs = certs_dir();
 my $port = server_port();
 my ($port_a, $port_b, $port_slow) = ($port + 1, $port + 2, $port + 3);
+my @dead = ($port + 4, $port + 5);  # nothing listens
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
 my $slow_bytes = 32 * 1024 * 1024;
 
@@ -40,6 +41,7 @@ my $backends = join '', map { my ($name, $p) = @$_; <<"EOF" } ['a', $port_a], ['
             return 200 "backend=$name uri=\$uri req=\$request_uri host=\$http_host set=\$http_x_set add=\$http_x_add gone=\$http_x_gone\\n";
         }
         location = /slow { access_log off; root html; }
+        location /fails-on-a { return @{[$name eq 'a' ? 500 : 200]} "backend=$name\\n"; }
     }
 EOF
 spit("$dir/backends/nginx.conf", <<"EOF");
@@ -88,6 +90,16 @@ http {
 @{[upstream_block('be_a', $port_a)]}
 @{[upstream_block('be_b', $port_b)]}
     upstream be_slow { zone be_slow 64k; server 127.0.0.1:$port_slow; }
+    upstream be_ab {
+        zone be_ab 64k;
+        server 127.0.0.1:$port_a;
+        server 127.0.0.1:$port_b;
+        proxy_ssl_verify_mode strict;
+        proxy_ssl_verify_ca $certs/ca.crt;
+        proxy_ssl_policy_name ns/be_ab;
+        proxy_ssl_policy_hostname abc.example.com;
+    }
+    upstream be_dead { zone be_dead 64k; server 127.0.0.1:$dead[0]; server 127.0.0.1:$dead[1]; }
     server {
         listen 127.0.0.1:$port;
         proxy_ssl_server_name on;
@@ -264,6 +276,29 @@ ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/no answer within the req
 my (undef, undef, $slow_body) = request($port, 'GET', '/slowplain/n', 'Host: timeout.example');
 is($slow_body, 'slow', 'the same backend without the timeout: answered');
 
+# ---- a rule's backend timeout and retries ------------------------------------------------
+($code, $reply) = api('PUT', routes_json('tries.example' => host_json(
+    '{"backends": [{"backend": "be_slow"}], "timeouts": {"backend_ms": 500}}, '
+    . '{"backends": [{"backend": "be_ab"}], "retry": {"attempts": 1, "codes": [500]}}, '
+    . '{"backends": [{"backend": "be_ab"}]}, '
+    . '{"backends": [{"backend": "be_dead"}], "retry": {"attempts": 1}}, '
+    . '{"backends": [{"backend": "be_dead"}]}',
+    '{"path": {"value": "/slowplain/b"}, "action": 0}, {"path": {"value": "/fails-on-a/retry"}, "action": 1}, '
+    . '{"path": {"value": "/fails-on-a"}, "action": 2}, {"path": {"value": "/dead/retry"}, "action": 3}, '
+    . '{"path": {"value": "/dead"}, "action": 4}')));
+is($code, 200, 'rules with a backend timeout and retries are taken') or diag $reply;
+is((request($port, 'GET', '/slowplain/b', 'Host: tries.example'))[0], 504, 'a backend timeout of 500 ms: 504 from a backend that answers after 3 s');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/upstream timed out .*request: "GET \/slowplain\/b /) > 0 }),
+   'and the log says the backend timed out');
+my (%retried, %once);
+# (first: a retried 500 counts as the server's failure, which keeps it out for a while)
+$once{get('/fails-on-a', 'tries.example')->{code}}++ for 1 .. 20;
+ok($once{500}, "without the retry, the failing server's 500s pass (500: @{[$once{500} // 0]} of 20)");
+for (1 .. 20) { my $t = get('/fails-on-a/retry', 'tries.example'); $retried{"$t->{code} " . backend_of($t)}++ }
+is_deeply(\%retried, { '200 b' => 20 }, 'retry on 500: every request is answered by the server that does not fail');
+is(get('/dead/retry', 'tries.example')->{code}, 503, 'every try failed to connect: 503, no backend available');
+is(get('/dead', 'tries.example')->{code}, 502, 'without a retry, nginx\'s own 502');
+
 # ---- a change reaches every worker at once, with no reload -------------------------
 ($code, $reply) = api('PUT', routes_json('a.example' => host_json('{"backends": [{"backend": "be_b"}]}', '{"action": 0}')));
 is($code, 200, 'a.example replaced') or diag $reply;
@@ -284,8 +319,10 @@ my @refusals = (
     ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
     [routes_json('a.example' => host_json('{"status": 500, "mirrors": [{"backend": "be_b"}]}', '{"action": 0}')),
      409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.mirrors: not acted on by this module yet/],
-    [routes_json('a.example' => host_json('{"status": 500, "timeouts": {"backend_ms": 100}}', '{"action": 0}')),
-     409, qr/actions\[0\]\.timeouts\.backend_ms: not acted on by this module yet/],
+    [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "retry": {"attempts": 2, "codes": [500, 418]}}', '{"action": 0}')),
+     409, qr/actions\[0\]\.retry\.codes\[1\]: 418 is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504/],
+    [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "retry": {"attempts": 2, "backoff_ms": 100}}', '{"action": 0}')),
+     409, qr/actions\[0\]\.retry\.backoff_ms: nginx retries at once, without waiting between tries/],
     [routes_json('a.example' => host_json('{"status": 500}', '{"action": 0, "headers": [{"name": "x", "value": "a\u000ab"}]}')),
      400, qr/matches\[0\]\.headers\[0\]\.value: holds a control character/],
     [routes_json('B.example' => 'null', 'c.example' => 'null'), 400, qr/is not a hostname/],

@@ -40,6 +40,11 @@ bool is_connection_header(std::string_view name)
     return std::any_of(std::begin(kNames), std::end(kNames), [&](std::string_view known) { return named(name, known); });
 }
 
+bool is_retryable_status(unsigned status)
+{
+    return std::find(std::begin(kRetryableStatuses), std::end(kRetryableStatuses), status) != std::end(kRetryableStatuses);
+}
+
 bool is_gateway_request_header(std::string_view name) { return named(name, "via"); }
 
 }  // namespace gtls

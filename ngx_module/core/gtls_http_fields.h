@@ -24,6 +24,11 @@ bool is_header_value(std::string_view value);
 // smuggling) or reopen the Upgrade nginx keeps to WebSocket. Any case.
 bool is_connection_header(std::string_view name);
 
+// Backend answers a retry may be made on: nginx's proxy_next_upstream
+// names these alone (http_403 ... http_504)
+inline constexpr unsigned kRetryableStatuses[] = {403, 404, 429, 500, 502, 503, 504};
+bool is_retryable_status(unsigned status);
+
 // Request fields the gateway itself sets: Via, its loop marker (a route
 // that could drop it could loop). Any case.
 bool is_gateway_request_header(std::string_view name);

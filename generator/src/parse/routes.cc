@@ -312,9 +312,7 @@ void parse_http_route(const Document &doc, const YamlNode &root, Manifests *out)
             int c = 0;
             for (const YamlNode &code : doc.list(retry, rpath, "codes")) {
                 rr.retry_codes.push_back(doc.integer(code, rpath + ".codes[" + std::to_string(c++) + "]", 400, 599));
-                // nginx's proxy_next_upstream names these alone
-                static const int kRetryable[] = {403, 404, 429, 500, 502, 503, 504};
-                if (std::find(std::begin(kRetryable), std::end(kRetryable), rr.retry_codes.back()) == std::end(kRetryable)) {
+                if (!gtls::is_retryable_status(static_cast<unsigned>(rr.retry_codes.back()))) {
                     rr.unsupported = rpath + ".codes: " + std::to_string(rr.retry_codes.back())
                                      + " is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504";
                 }
