@@ -62,8 +62,17 @@ ngx_int_t ngx_gtls_status_init_zone(ngx_shm_zone_t *zone, void *data)
 
 namespace {
 
+// Counters of one route table, keyed "routes NAME" (no policy kind is
+// "routes").
+struct ngx_gtls_table_node_t {
+    ngx_str_node_t  sn;
+    ngx_atomic_t    count[NGX_GTLS_TABLE_COUNTERS];
+    u_char          data[1];
+};
+
 // Finds (create: or makes) the counters of a key; takes the zone's lock.
-ngx_gtls_status_node_t *ngx_gtls_status_node(ngx_shm_zone_t *zone, const std::string &key, bool create)
+template <typename Node = ngx_gtls_status_node_t>
+Node *ngx_gtls_status_node(ngx_shm_zone_t *zone, const std::string &key, bool create)
 {
     auto *shpool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
     auto *ctx = static_cast<ngx_gtls_status_shctx_t *>(zone->data);
@@ -71,10 +80,9 @@ ngx_gtls_status_node_t *ngx_gtls_status_node(ngx_shm_zone_t *zone, const std::st
     uint32_t hash = ngx_crc32_short(name.data, name.len);
 
     ngx_shmtx_lock(&shpool->mutex);
-    auto *node = reinterpret_cast<ngx_gtls_status_node_t *>(ngx_str_rbtree_lookup(&ctx->rbtree, &name, hash));
+    auto *node = reinterpret_cast<Node *>(ngx_str_rbtree_lookup(&ctx->rbtree, &name, hash));
     if (node == nullptr && create) {
-        node = static_cast<ngx_gtls_status_node_t *>(
-            ngx_slab_calloc_locked(shpool, sizeof(ngx_gtls_status_node_t) + name.len));
+        node = static_cast<Node *>(ngx_slab_calloc_locked(shpool, sizeof(Node) + name.len));
         if (node != nullptr) {
             ngx_memcpy(node->data, name.data, name.len);
             node->sn.str.len = name.len;
@@ -160,7 +168,8 @@ std::vector<Row> ngx_gtls_status_rows(const std::vector<ngx_gtls_status_t *> &st
 
 }  // namespace
 
-std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuses, ngx_shm_zone_t *zone)
+std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuses, ngx_shm_zone_t *zone,
+                                 const std::string &more)
 {
     std::string out = "{\"policies\":[";
     bool first = true;
@@ -190,7 +199,7 @@ std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuse
                + ",\"mode\":" + gtls::json_string(a.mode) + "}";
         first = false;
     }
-    return out + "]}\n";
+    return out + "]" + more + "}\n";
 }
 
 std::string ngx_gtls_status_prometheus(const std::vector<ngx_gtls_status_t *> &statuses, ngx_shm_zone_t *zone)
@@ -269,6 +278,31 @@ void ngx_gtls_count(ngx_gtls_status_t *status, const gtls::Policy *policy, const
         if (not_after == 0 || (seen != 0 && seen <= not_after)) break;
         if (ngx_atomic_cmp_set(&node->earliest_not_after, seen, not_after)) break;
     }
+}
+
+void ngx_gtls_count_table(ngx_shm_zone_t *zone, const std::string &table, ngx_gtls_table_counter_e which, ngx_log_t *log)
+{
+    if (zone == nullptr || zone->data == nullptr) {
+        return;
+    }
+    auto *node = ngx_gtls_status_node<ngx_gtls_table_node_t>(zone, "routes " + table, true);
+    if (node == nullptr) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "gateway_tls: \"%s\" zone is full", ngx_gtls_status_zone_name);
+        return;
+    }
+    ngx_atomic_fetch_add(&node->count[which], 1);
+}
+
+std::array<uint64_t, NGX_GTLS_TABLE_COUNTERS> ngx_gtls_table_counts(ngx_shm_zone_t *zone, const std::string &table)
+{
+    std::array<uint64_t, NGX_GTLS_TABLE_COUNTERS> counts{};
+    if (zone == nullptr || zone->data == nullptr) {
+        return counts;
+    }
+    if (const auto *node = ngx_gtls_status_node<ngx_gtls_table_node_t>(zone, "routes " + table, false)) {
+        for (int i = 0; i < NGX_GTLS_TABLE_COUNTERS; i++) counts[i] = node->count[i];
+    }
+    return counts;
 }
 
 ngx_shm_zone_t *ngx_gtls_status_find_zone(ngx_cycle_t *cycle)

@@ -3,6 +3,8 @@
 // http block declares, and the http endpoint shows the policies of both.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +49,21 @@ ngx_shm_zone_t *ngx_gtls_status_find_zone(ngx_cycle_t *cycle);
 void ngx_gtls_count(ngx_gtls_status_t *status, const gtls::Policy *policy, const gtls::Verdict &verdict,
                     ngx_log_t *log);
 
+// What a route table (gateway_tls_routes) counts, in the same zone: its
+// hostnames' rules replaced or removed through the API, and the PUTs
+// naming it that were refused.
+enum ngx_gtls_table_counter_e {
+    NGX_GTLS_TABLE_REPLACED,
+    NGX_GTLS_TABLE_REMOVED,
+    NGX_GTLS_TABLE_REFUSED,
+    NGX_GTLS_TABLE_COUNTERS
+};
+void ngx_gtls_count_table(ngx_shm_zone_t *zone, const std::string &table, ngx_gtls_table_counter_e which,
+                          ngx_log_t *log);
+std::array<uint64_t, NGX_GTLS_TABLE_COUNTERS> ngx_gtls_table_counts(ngx_shm_zone_t *zone, const std::string &table);
+
 // The policies, counters and audit entries of several modules (may throw).
-std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuses, ngx_shm_zone_t *zone);
+// `more`: members the http module adds to the JSON object (",\"route_tables\":[...]").
+std::string ngx_gtls_status_json(const std::vector<ngx_gtls_status_t *> &statuses, ngx_shm_zone_t *zone,
+                                 const std::string &more = {});
 std::string ngx_gtls_status_prometheus(const std::vector<ngx_gtls_status_t *> &statuses, ngx_shm_zone_t *zone);

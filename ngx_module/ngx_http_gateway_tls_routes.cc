@@ -7,9 +7,11 @@
 #include "ngx_http_gateway_tls_routes.h"
 
 #include <algorithm>
+#include <array>
 
 #include "gtls_http_fields.h"
 #include "gtls_routes_json.h"
+#include "ngx_gtls_status.h"
 #include "ngx_http_gateway_tls_module.h"
 
 namespace {
@@ -438,6 +440,82 @@ ngx_int_t ngx_http_gtls_route_upstream_conf(ngx_http_request_t *r)
     }
     r->upstream->conf = conf;
     return NGX_OK;
+}
+
+namespace {
+
+struct ngx_http_gtls_table_row_t {
+    const ngx_http_gtls_route_table_t             *table;
+    uint64_t                                       generation = 0;
+    std::array<uint64_t, NGX_GTLS_TABLE_COUNTERS>  counts{};
+};
+
+std::vector<ngx_http_gtls_table_row_t> ngx_http_gtls_table_rows(const ngx_http_gtls_route_tables_t *tables,
+                                                                ngx_shm_zone_t *status_zone)
+{
+    std::vector<ngx_http_gtls_table_row_t> rows;
+    if (tables == nullptr) {
+        return rows;
+    }
+    for (const auto &[name, table] : *tables) {
+        ngx_http_gtls_table_row_t &row = rows.emplace_back();
+        row.table = &table;
+        for (const auto &[host, h] : table.hosts) row.generation = std::max(row.generation, h.sequence);
+        row.counts = ngx_gtls_table_counts(status_zone, name);
+    }
+    return rows;
+}
+
+}  // namespace
+
+std::string ngx_http_gtls_route_tables_json(const ngx_http_gtls_route_tables_t *tables, ngx_shm_zone_t *status_zone)
+{
+    std::string out = ",\"route_tables\":[";
+    bool first = true;
+    for (const ngx_http_gtls_table_row_t &row : ngx_http_gtls_table_rows(tables, status_zone)) {
+        const gtls::RouteTable &t = row.table->table;
+        out += std::string(first ? "" : ",") + "{\"name\":" + gtls::json_string(row.table->name)
+               + ",\"generation\":" + std::to_string(row.generation) + ",\"hostnames\":" + std::to_string(t.hosts())
+               + ",\"matches\":" + std::to_string(t.matches())
+               + ",\"replaced\":" + std::to_string(row.counts[NGX_GTLS_TABLE_REPLACED])
+               + ",\"removed\":" + std::to_string(row.counts[NGX_GTLS_TABLE_REMOVED])
+               + ",\"refused\":" + std::to_string(row.counts[NGX_GTLS_TABLE_REFUSED]) + "}";
+        first = false;
+    }
+    return out + "]";
+}
+
+std::string ngx_http_gtls_route_tables_prometheus(const ngx_http_gtls_route_tables_t *tables,
+                                                  ngx_shm_zone_t *status_zone)
+{
+    const std::vector<ngx_http_gtls_table_row_t> rows = ngx_http_gtls_table_rows(tables, status_zone);
+    std::string out;
+    auto family = [&](const char *name, const char *type, const char *help, auto value) {
+        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+        for (const ngx_http_gtls_table_row_t &row : rows) {
+            value(name, "table=\"" + row.table->name + "\"", row);  // a table name is an API name: no escaping
+        }
+    };
+    auto line = [&](const char *name, const std::string &labels, uint64_t v) {
+        out += std::string(name) + "{" + labels + "} " + std::to_string(v) + "\n";
+    };
+    family("gateway_tls_route_table_generation", "gauge", "The newest state entry a route table holds.",
+           [&](const char *n, const std::string &l, const ngx_http_gtls_table_row_t &row) { line(n, l, row.generation); });
+    family("gateway_tls_route_table_hostnames", "gauge", "Hostnames a route table serves.",
+           [&](const char *n, const std::string &l, const ngx_http_gtls_table_row_t &row) { line(n, l, row.table->table.hosts()); });
+    family("gateway_tls_route_table_matches", "gauge", "Matches a route table holds.",
+           [&](const char *n, const std::string &l, const ngx_http_gtls_table_row_t &row) { line(n, l, row.table->table.matches()); });
+    family("gateway_tls_route_table_changes_total", "counter",
+           "Hostnames' rules replaced or removed in a route table through the API.",
+           [&](const char *n, const std::string &l, const ngx_http_gtls_table_row_t &row) {
+               line(n, l + ",change=\"replaced\"", row.counts[NGX_GTLS_TABLE_REPLACED]);
+               line(n, l + ",change=\"removed\"", row.counts[NGX_GTLS_TABLE_REMOVED]);
+           });
+    family("gateway_tls_route_table_refusals_total", "counter", "Upstream API PUTs naming a route table that were refused.",
+           [&](const char *n, const std::string &l, const ngx_http_gtls_table_row_t &row) {
+               line(n, l, row.counts[NGX_GTLS_TABLE_REFUSED]);
+           });
+    return out;
 }
 
 std::string ngx_http_gtls_routes_entry_name(std::string_view table, std::string_view host)

@@ -53,6 +53,15 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, b
 // starts.
 ngx_int_t ngx_http_gtls_route_upstream_conf(ngx_http_request_t *r);
 
+// What gateway_tls_status shows of the route tables (null: none): each
+// table's generation (its newest state entry), hostnames and matches as
+// this worker holds them (caught up by the caller), and the counters every
+// worker shares in the status zone (ngx_gtls_count_table). JSON: members
+// for the status object.
+std::string ngx_http_gtls_route_tables_json(const ngx_http_gtls_route_tables_t *tables, ngx_shm_zone_t *status_zone);
+std::string ngx_http_gtls_route_tables_prometheus(const ngx_http_gtls_route_tables_t *tables,
+                                                  ngx_shm_zone_t *status_zone);
+
 char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf);
 ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf);

@@ -10,6 +10,7 @@ extern "C" {
 
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_module.h"
+#include "ngx_http_gateway_tls_routes.h"
 
 namespace {
 
@@ -53,7 +54,12 @@ ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
     std::string body;
     try {
         ngx_shm_zone_t *zone = mcf->registry->status.zone;
-        body = prometheus ? ngx_gtls_status_prometheus(statuses, zone) : ngx_gtls_status_json(statuses, zone);
+        if (mcf->route_tables != nullptr) {
+            ngx_http_gtls_catch_up(mcf);  // what another worker took shows here too
+        }
+        body = prometheus ? ngx_gtls_status_prometheus(statuses, zone)
+                                + ngx_http_gtls_route_tables_prometheus(mcf->route_tables, zone)
+                          : ngx_gtls_status_json(statuses, zone, ngx_http_gtls_route_tables_json(mcf->route_tables, zone));
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -324,9 +324,21 @@ gtls::ApiUpdated ngx_http_gtls_put_in_place(ngx_log_t *log, ngx_http_gtls_main_c
             ngx_log_error(NGX_LOG_NOTICE, log, 0, "gateway_tls: routes \"%s\" of %s removed (from the API, entry %uL)",
                           p.table->name.c_str(), gtls::json_string(h.host).c_str(), p.entry->sequence);
         }
+        ngx_gtls_count_table(mcf->registry->status.zone, p.table->name,
+                             h.routes != nullptr ? NGX_GTLS_TABLE_REPLACED : NGX_GTLS_TABLE_REMOVED, log);
         updated.routes.push_back({p.table->name, h.host, p.entry->sequence, matches, h.routes == nullptr});
     }
     return updated;
+}
+
+// A refused PUT counted for each table of this configuration it named
+void ngx_http_gtls_count_refused(ngx_http_gtls_main_conf_t *mcf, const std::vector<std::string> &tables, ngx_log_t *log)
+{
+    for (const std::string &table : tables) {
+        if (mcf->route_tables != nullptr && mcf->route_tables->count(table) != 0) {
+            ngx_gtls_count_table(mcf->registry->status.zone, table, NGX_GTLS_TABLE_REFUSED, log);
+        }
+    }
 }
 
 // PUT: every upstream and policy named is checked, every new list and
@@ -342,6 +354,7 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
             routes = gtls::parse_route_update(body);  // a tree: only for a body that has routes
         }
     } catch (const gtls::ApiError &e) {
+        ngx_http_gtls_count_refused(mcf, {e.table()}, r->connection->log);
         return ngx_http_gtls_api_refuse(r, e.status(), e.what());
     }
     PendingChange change(mcf);
@@ -358,6 +371,9 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     if (refused) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls upstream api: PUT refused, %ui",
                        refused->status);
+        std::vector<std::string> tables;
+        for (const gtls::TableUpdate &u : routes) tables.push_back(u.table);
+        ngx_http_gtls_count_refused(mcf, tables, r->connection->log);
         return ngx_http_gtls_api_refuse(r, refused->status, refused->text);
     }
     const gtls::ApiUpdated updated = ngx_http_gtls_put_in_place(r->connection->log, mcf, update, &change);

@@ -13,6 +13,7 @@ use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
 use IO::Socket::INET;
+use JSON::PP ();
 use POSIX ();
 use Time::HiRes qw(sleep time);
 
@@ -87,6 +88,7 @@ http {
     client_body_temp_path tmp/client_body;
     proxy_temp_path tmp/proxy;
     $state_zone
+    gateway_tls_status_zone 256k;
 @{[upstream_block('be_a', $port_a)]}
 @{[upstream_block('be_b', $port_b)]}
     upstream be_slow { zone be_slow 64k; server 127.0.0.1:$port_slow; }
@@ -115,6 +117,11 @@ http {
         location /slowplain {
             gateway_tls_routes $table;
             proxy_pass http://\$gateway_tls_route_backend;
+        }
+        location /status {
+            gateway_tls_status;
+            gateway_tls_status_allow 127.0.0.1;
+            gateway_tls_status_token_file @{[operator_token_file()]};
         }
         location /api {
             gateway_tls_upstream_api;
@@ -148,6 +155,13 @@ my $workers = worker_pids($master);
 is(scalar(split ' ', $workers), 2, "two workers ($workers)");
 
 sub api { my ($method, $body) = @_; return api_request($port, '/api', $method, $body) }
+# the table's status: gateway_tls_status's JSON entry for "main"
+sub table_status {
+    my ($code, $body) = api_request($port, '/status', 'GET');
+    my ($main) = grep { $_->{name} eq 'main' } @{ (eval { JSON::PP::decode_json($body) } // {})->{route_tables} // [] };
+    return $main // {};
+}
+sub prometheus { return (api_request($port, '/status?format=prometheus', 'GET'))[1] }
 sub get {
     my ($path, $host, @headers) = @_;
     my ($code, $h, $body) = request($port, 'GET', $path, "Host: $host", @headers);
@@ -300,6 +314,7 @@ is(get('/dead/retry', 'tries.example')->{code}, 503, 'every try failed to connec
 is(get('/dead', 'tries.example')->{code}, 502, 'without a retry, nginx\'s own 502');
 
 # ---- a change reaches every worker at once, with no reload -------------------------
+my $counted = table_status();
 ($code, $reply) = api('PUT', routes_json('a.example' => host_json('{"backends": [{"backend": "be_b"}]}', '{"action": 0}')));
 is($code, 200, 'a.example replaced') or diag $reply;
 my %seen;
@@ -312,9 +327,15 @@ is(worker_pids($master), $workers, 'no reload: the same workers');
 is($code, 200, 'a.example removed') or diag $reply;
 like($reply, qr/"a\.example":\{"generation":\d+,"removed":true\}/, 'the reply says so');
 is(get('/x', 'a.example')->{code}, 418, 'a.example is now served by *.example');
+my $now = table_status();
+is($now->{replaced} - $counted->{replaced}, 1, 'the status counts the replacement');
+is($now->{removed} - $counted->{removed}, 1, 'and the removal');
+like($reply, qr/"generation":$now->{generation},"removed":true/, 'its generation is the newest entry the API gave');
+is($now->{hostnames}, $counted->{hostnames} - 1, 'one hostname fewer');
 
 # ---- refusals change nothing --------------------------------------------------------
 (undef, my $before) = api('GET');
+my $refused_before = table_status()->{refused};
 my @refusals = (
     ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
     [routes_json('a.example' => host_json('{"status": 500, "mirrors": [{"backend": "be_b"}]}', '{"action": 0}')),
@@ -336,6 +357,16 @@ for my $t (@refusals) {
 }
 (undef, my $after) = api('GET');
 is($after, $before, 'after the refusals the tables are as they were');
+# each of them named "main" but the first (a table this nginx has not)
+is(table_status()->{refused} - $refused_before, @refusals - 1, 'the status counts each refusal of the table');
+my $metrics = prometheus();
+my $status = table_status();
+like($metrics, qr/^gateway_tls_route_table_refusals_total\{table="main"\} $status->{refused}$/m, 'Prometheus: the refusals');
+like($metrics, qr/^gateway_tls_route_table_changes_total\{table="main",change="replaced"\} $status->{replaced}$/m,
+     'the replacements');
+like($metrics, qr/^gateway_tls_route_table_hostnames\{table="main"\} $status->{hostnames}$/m, 'the hostnames');
+like($metrics, qr/^gateway_tls_route_table_matches\{table="main"\} $status->{matches}$/m, 'the matches');
+like($metrics, qr/^gateway_tls_route_table_generation\{table="main"\} $status->{generation}$/m, 'the generation');
 
 # ---- a response streams through 200 replacements of its own hostname -------------------
 my $long_routes = host_json('{"backends": [{"backend": "be_a"}]}', '{"path": {"value": "/slow"}, "action": 0}');
@@ -368,6 +399,10 @@ ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "long\.
    'the log says the table kept what was pushed');
 is(backend_of(get('/slow/x', 'long.example')), 'a', 'and the new workers serve it');
 is(get('/x', 'a.example')->{code}, 418, 'a removal is kept too');
+my $after_reload = table_status();
+is($after_reload->{replaced}, table_status()->{replaced}, 'the counters read the same from either worker');
+ok($after_reload->{replaced} >= 200 && $after_reload->{refused} >= @refusals - 1,
+   "the counters go on across the reload (replaced $after_reload->{replaced}, refused $after_reload->{refused})");
 
 # ---- where no location sends $gateway_tls_route_host, a rule may not edit the Host --------
 spit("$dir/gw/nginx.conf", gateway_conf('main', undef, '# no Host of the routes'));

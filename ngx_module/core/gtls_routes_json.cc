@@ -444,16 +444,20 @@ std::vector<TableUpdate> parse_route_update(std::string_view body)
         if (std::any_of(out.begin(), out.end(), [&](const TableUpdate &u) { return u.table == table; })) {
             refuse("routes", "the key " + json_string(table) + " appears twice");
         }
-        if (!t->value.IsObject()) refuse(tfield, std::string("must be an object, not ") + type_name(t->value));
         TableUpdate update{table, {}};
-        std::set<std::string_view> seen;
-        for (auto h = t->value.MemberBegin(); h != t->value.MemberEnd(); ++h) {
-            const std::string host(view(h->name));
-            const std::string field = tfield + "[" + json_string(host) + "]";
-            if (host != "*" && !is_hostname(host, true)) refuse(field, "is not a hostname, \"*.\" and one, or \"*\"");
-            if (!seen.insert(view(h->name)).second) refuse(tfield, "the key " + json_string(host) + " appears twice");
-            if (++hosts > kMaxRouteHosts) refuse(field, "more than " + std::to_string(kMaxRouteHosts) + " hostnames");
-            update.hosts.push_back({host, h->value.IsNull() ? nullptr : host_routes(h->value, field, host)});
+        try {
+            if (!t->value.IsObject()) refuse(tfield, std::string("must be an object, not ") + type_name(t->value));
+            std::set<std::string_view> seen;
+            for (auto h = t->value.MemberBegin(); h != t->value.MemberEnd(); ++h) {
+                const std::string host(view(h->name));
+                const std::string field = tfield + "[" + json_string(host) + "]";
+                if (host != "*" && !is_hostname(host, true)) refuse(field, "is not a hostname, \"*.\" and one, or \"*\"");
+                if (!seen.insert(view(h->name)).second) refuse(tfield, "the key " + json_string(host) + " appears twice");
+                if (++hosts > kMaxRouteHosts) refuse(field, "more than " + std::to_string(kMaxRouteHosts) + " hostnames");
+                update.hosts.push_back({host, h->value.IsNull() ? nullptr : host_routes(h->value, field, host)});
+            }
+        } catch (const ApiError &e) {
+            throw ApiError(e.status(), e.what(), table);  // counted as the table's refusal
         }
         out.push_back(std::move(update));
     }

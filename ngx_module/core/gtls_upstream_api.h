@@ -143,11 +143,17 @@ struct ApiUpdated {
 // the JSON (line and column).
 class ApiError : public std::runtime_error {
 public:
-    ApiError(int status, const std::string &text) : std::runtime_error(text), status_(status) {}
+    ApiError(int status, const std::string &text, std::string table = {})
+        : std::runtime_error(text), status_(status), table_(std::move(table))
+    {
+    }
     int status() const { return status_; }
+    // the route table whose part of the body is at fault, where it is one
+    const std::string &table() const { return table_; }
 
 private:
-    int status_;
+    int          status_;
+    std::string  table_;
 };
 
 // A PUT body: every upstream's full list, in the order given. Throws

@@ -482,6 +482,26 @@ BOOST_AUTO_TEST_CASE(refusals_name_the_field_and_the_fault)
     BOOST_TEST(refusal(R"({})").empty());
 }
 
+// A refusal names the table whose part of the body is at fault (counted
+// as that table's refusal), none where the fault is outside every table
+BOOST_AUTO_TEST_CASE(refusals_name_their_table)
+{
+    auto table_of = [](const std::string &body) {
+        try {
+            parse_route_update(body);
+        } catch (const ApiError &e) {
+            return e.table();
+        }
+        return std::string("(taken)");
+    };
+    BOOST_TEST(table_of(R"({"routes": {"main": {"a.example": null}, "edge": {"B.example": null}}})") == "edge");
+    BOOST_TEST(table_of(R"({"routes": {"main": {"a.example": {"actions": [], "matches": [{"action": 0}]}}}})") == "main");
+    BOOST_TEST(table_of(R"({"routes": {"main": []}})") == "main");
+    BOOST_TEST(table_of(R"({"routes": {"ma{in": {}}})") == "");
+    BOOST_TEST(table_of(R"({"routes": []})") == "");
+    BOOST_TEST(table_of(R"({"routes": {"main": {"a.example": null}}})") == "(taken)");
+}
+
 BOOST_AUTO_TEST_CASE(counts_are_bounded_per_hostname)
 {
     std::string patterns;
