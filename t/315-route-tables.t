@@ -5,7 +5,8 @@
 # (TLS verified by the upstream{}'s policy), request header modifiers and
 # URL rewrites; a pattern that backtracks gives up; a change reaches every
 # worker at once; refusals change nothing; a response streaming through
-# 200 replacements of its own hostname's rules ends complete; a reload
+# 1,000 replacements of its own hostname's rules ends complete, and so
+# does a WebSocket through as many; a reload
 # keeps what was pushed, and a rule a reload can no longer serve is
 # answered 500.
 use lib 't/lib';
@@ -14,6 +15,7 @@ use Test::More;
 use File::Path qw(make_path);
 use IO::Socket::INET;
 use JSON::PP ();
+use Test::WebSocket qw(new_key accept_key read_frame write_frame);
 use POSIX ();
 use Time::HiRes qw(sleep time);
 
@@ -24,6 +26,7 @@ my $certs = certs_dir();
 my $port = server_port();
 my ($port_a, $port_b, $port_slow) = ($port + 1, $port + 2, $port + 3);
 my @dead = ($port + 4, $port + 5);  # nothing listens
+my ($port_ws, $port_echo) = ($port + 6, $port + 7);  # TLS in front of the WebSocket echo
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
 my $slow_bytes = 32 * 1024 * 1024;
 
@@ -54,9 +57,23 @@ http {
     client_body_temp_path tmp/client_body;
     proxy_temp_path tmp/proxy;
 $backends
+    server {
+        listen 127.0.0.1:$port_ws ssl;
+        ssl_certificate $certs/leaf.crt;
+        ssl_certificate_key $certs/leaf.key;
+        location /ws {
+            proxy_pass http://127.0.0.1:$port_echo;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade \$http_upgrade;
+            proxy_set_header Connection upgrade;
+            proxy_read_timeout 1h;
+        }
+    }
 }
 EOF
 start_nginx("$dir/backends", 'nginx.conf', $port_b);
+(my $echo_script = $INC{'Test/GatewayTLS.pm'}) =~ s{Test/GatewayTLS\.pm$}{echo-server.pl};
+start_ready_server($^X, $echo_script, "$port_echo=ns/ws");
 
 # ---- the gateway ------------------------------------------------------------
 sub upstream_block {
@@ -91,6 +108,7 @@ http {
     gateway_tls_status_zone 256k;
 @{[upstream_block('be_a', $port_a)]}
 @{[upstream_block('be_b', $port_b)]}
+@{[upstream_block('be_ws', $port_ws)]}
     upstream be_slow { zone be_slow 64k; server 127.0.0.1:$port_slow; }
     upstream be_ab {
         zone be_ab 64k;
@@ -113,6 +131,14 @@ http {
             proxy_buffering off;
             add_header X-Route \$gateway_tls_route always;
             add_header X-Verify \$upstream_ssl_verify always;
+        }
+        location /ws {
+            gateway_tls_routes $table;
+            proxy_pass https://\$gateway_tls_route_backend;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade \$http_upgrade;
+            proxy_set_header Connection upgrade;
+            proxy_read_timeout 1h;
         }
         location /slowplain {
             gateway_tls_routes $table;
@@ -368,28 +394,81 @@ like($metrics, qr/^gateway_tls_route_table_hostnames\{table="main"\} $status->{h
 like($metrics, qr/^gateway_tls_route_table_matches\{table="main"\} $status->{matches}$/m, 'the matches');
 like($metrics, qr/^gateway_tls_route_table_generation\{table="main"\} $status->{generation}$/m, 'the generation');
 
-# ---- a response streams through 200 replacements of its own hostname -------------------
+# ---- a WebSocket and a streaming response through 1,000 replacements ----------------------
+# PUTs on one kept-alive connection: the replacements, not a thousand
+# curls, are what is tested
+sub put_on {
+    my ($sock, $body) = @_;
+    print {$sock} "PUT /api HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer @{[operator_token()]}\r\n"
+        . "Content-Length: @{[length $body]}\r\n\r\n$body";
+    local $/ = "\r\n";
+    my ($code) = (<$sock> // '') =~ m{^HTTP/1\.1 (\d+)};
+    my $length = 0;
+    while (my $line = <$sock>) {
+        last if $line eq "\r\n";
+        $length = $1 if $line =~ /^Content-Length:\s*(\d+)/i;
+    }
+    read($sock, my $reply, $length) if $length;
+    return $code // 0;
+}
+# One message there and back on an open WebSocket, within a deadline
+sub ws_echo {
+    my ($ws, $text) = @_;
+    my @frame = eval {
+        local $SIG{ALRM} = sub { die "deadline\n" };
+        alarm 30;
+        write_frame($ws, 1, $text, 1);
+        my @f = read_frame($ws);
+        alarm 0;
+        @f;
+    };
+    alarm 0;
+    return @frame == 2 && $frame[0] == 1 ? $frame[1] : '(none)';
+}
+
 my $long_routes = host_json('{"backends": [{"backend": "be_a"}]}', '{"path": {"value": "/slow"}, "action": 0}');
-($code) = api('PUT', routes_json('long.example' => $long_routes));
-is($code, 200, 'long.example routes /slow to backend a');
+my $ws_routes = host_json('{"backends": [{"backend": "be_ws"}]}', '{"path": {"value": "/ws"}, "action": 0}');
+($code) = api('PUT', routes_json('long.example' => $long_routes, 'ws.example' => $ws_routes));
+is($code, 200, 'long.example routes /slow to backend a, ws.example /ws to the WebSocket backend');
 my $slow_out = "$dir/slow.out";
 my $slow = start_slow_reader($port, 'long.example', '/slow', $slow_out);
 ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
-my $replaced = 0;
-for my $i (1 .. 200) {
-    # each replacement moves the hostname's other rules; /slow stays
-    my $routes = host_json('{"backends": [{"backend": "be_a"}]}, {"status": 404}',
-                           qq({"path": {"value": "/slow"}, "action": 0}, {"path": {"value": "/v$i"}, "action": 1}));
-    my ($c) = api('PUT', routes_json('long.example' => $routes));
-    $replaced++ if $c == 200;
+my $ws = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or die "connect: $!";
+my $ws_key = new_key();
+print {$ws} "GET /ws HTTP/1.1\r\nHost: ws.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    . "Sec-WebSocket-Key: $ws_key\r\nSec-WebSocket-Version: 13\r\n\r\n";
+my $ws_head = '';
+{
+    local $/ = "\r\n";
+    while (my $line = <$ws>) { $ws_head .= $line; last if $line eq "\r\n" }
 }
-is($replaced, 200, 'its hostname was replaced 200 times');
+like($ws_head, qr{^HTTP/1\.1 101 }, 'the WebSocket is open through the table (101)');
+like($ws_head, qr/Sec-WebSocket-Accept: \Q@{[accept_key($ws_key)]}\E/i, 'answered by the echo behind the TLS backend');
+is(ws_echo($ws, 'before'), 'before', 'a message there and back');
+
+my $api = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or die "connect: $!";
+my ($replaced, @echoed) = (0);
+for my $i (1 .. 1000) {
+    # each replacement moves the hostnames' other rules; /slow and /ws stay
+    my $other = qq({"path": {"value": "/v$i"}, "action": 1});
+    my $body = routes_json(
+        'long.example' => host_json('{"backends": [{"backend": "be_a"}]}, {"status": 404}', qq({"path": {"value": "/slow"}, "action": 0}, $other)),
+        'ws.example' => host_json('{"backends": [{"backend": "be_ws"}]}, {"status": 404}', qq({"path": {"value": "/ws"}, "action": 0}, $other)));
+    $replaced++ if put_on($api, $body) == 200;
+    push @echoed, ws_echo($ws, "message $i") eq "message $i" ? 1 : 0 if $i % 100 == 0;
+}
+is($replaced, 1000, 'both hostnames were replaced 1,000 times');
+is_deeply(\@echoed, [(1) x 10], 'every hundredth replacement, a message there and back on the same WebSocket');
+is(ws_echo($ws, 'after'), 'after', 'the WebSocket is intact after the last');
 ok(kill(0, $slow) && waitpid($slow, POSIX::WNOHANG()) == 0, 'the response is still open after the last');
 kill 'USR1', $slow;
 ok(wait_for(sub { waitpid($slow, POSIX::WNOHANG()) == $slow }, 60), 'once told to, its reader takes the rest');
 is($? >> 8, 0, 'and it ends complete');
 is(slurp($slow_out), "$slow_bytes\n", "with all its $slow_bytes bytes");
 is(worker_pids($master), $workers, 'still the same workers');
+is(get('/v1000', 'ws.example')->{code}, 404, 'the last rules serve');
+close $ws;
+close $api;
 
 # ---- a reload keeps what was pushed ---------------------------------------------------
 kill 'HUP', $master;
@@ -401,7 +480,7 @@ is(backend_of(get('/slow/x', 'long.example')), 'a', 'and the new workers serve i
 is(get('/x', 'a.example')->{code}, 418, 'a removal is kept too');
 my $after_reload = table_status();
 is($after_reload->{replaced}, table_status()->{replaced}, 'the counters read the same from either worker');
-ok($after_reload->{replaced} >= 200 && $after_reload->{refused} >= @refusals - 1,
+ok($after_reload->{replaced} >= 2000 && $after_reload->{refused} >= @refusals - 1,
    "the counters go on across the reload (replaced $after_reload->{replaced}, refused $after_reload->{refused})");
 
 # ---- where no location sends $gateway_tls_route_host, a rule may not edit the Host --------
