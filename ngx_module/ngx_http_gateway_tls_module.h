@@ -41,6 +41,7 @@ typedef struct {
     ngx_http_gtls_access_t    status;           // gateway_tls_status_allow, _token_file
     ngx_msec_t                request_timeout;  // gateway_tls_request_timeout; 0: none
     ngx_http_gtls_route_table_t  *routes;       // gateway_tls_routes (this location's own)
+    ngx_uint_t                routes_port;      // its port=: what a redirect keeps; 0: the local port
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {

@@ -63,9 +63,14 @@ ngx_int_t ngx_http_gtls_redirect(ngx_http_request_t *r, const gtls::RouteChoice 
     target.scheme = "http";
 #endif
     target.host = ngx_gtls_sv(r->headers_in.server);
-    target.port = ngx_http_gtls_local_port(r);
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    target.port = lcf->routes_port != 0 ? static_cast<unsigned>(lcf->routes_port) : ngx_http_gtls_local_port(r);
     target.path = ngx_gtls_sv(r->uri);
     target.args = ngx_gtls_sv(r->args);
+    if (r->headers_in.host != nullptr) {
+        target.host_header = ngx_gtls_sv(r->headers_in.host->value);
+    }
+    target.request_uri = ngx_gtls_sv(r->unparsed_uri);
     const gtls::Redirect &redirect = *choice.action->redirect;
     const std::string location = gtls::redirect_location(redirect, *choice.match, target);
 
@@ -604,6 +609,18 @@ char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *, void *conf)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid table name \"%V\"",
                            &static_cast<ngx_str_t *>(cf->args->elts)[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (cf->args->nelts == 3) {
+        // the Gateway listener's port, which a redirect keeps (nginx may
+        // listen on another, behind a Service)
+        ngx_str_t &arg = static_cast<ngx_str_t *>(cf->args->elts)[2];
+        const ngx_int_t port = arg.len > 5 && ngx_strncmp(arg.data, "port=", 5) == 0 ? ngx_atoi(arg.data + 5, arg.len - 5)
+                                                                                   : NGX_ERROR;
+        if (port < 1 || port > 65535) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid parameter \"%V\" (port=1..65535)", &arg);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        lcf->routes_port = static_cast<ngx_uint_t>(port);
     }
     try {
         if (mcf->route_tables == nullptr) {

@@ -173,6 +173,11 @@ spit("$dir/gw/nginx.conf", gateway_conf('"main{x"'));
 like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_tls_routes: invalid table name "main\{x"/,
      'nginx -t refuses a table name the API could not name');
 
+# port= is the Gateway listener's port, which a redirect keeps
+spit("$dir/gw/nginx.conf", gateway_conf('main port=0'));
+like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_tls_routes: invalid parameter "port=0" \(port=1\.\.65535\)/,
+     'nginx -t refuses a port that is none');
+
 spit("$dir/gw/nginx.conf", gateway_conf('main'));
 start_nginx("$dir/gw", 'nginx.conf', $port);
 my $master = slurp("$dir/gw/logs/nginx.pid");

@@ -273,6 +273,16 @@ const std::vector<Flag<Args>> kFlags = {
      "changes there, without reloads); replaceable\n"
      "upstreams get a zone; default off. Callers need\n"
      "the bearer token in OUTDIR/upstream-api.token"},
+    {"--routes", "", "locations|table", Both,
+     [](Args &a, const std::string &v, Seen &) {
+         if (v != "locations" && v != "table") usage_error("--routes takes locations or table");
+         a.options.routes = v;
+     },
+     "how HTTPRoutes are served: nginx locations\n"
+     "(default), or the module's route table, which\n"
+     "OUTDIR/route-tables.json fills through the\n"
+     "upstream API (needs --upstream-api; what the\n"
+     "table cannot serve stays locations)"},
     {"--status-listen", "", "ADDR:PORT", Both,
      [](Args &a, const std::string &v, Seen &) { a.options.status_listen = v; },
      "where gateway_tls_status answers (/status: JSON,\n"
@@ -470,6 +480,9 @@ Args parse_args(int argc, char **argv, bool run)
     read_flags(kFlags, argc, argv, run, "", &a);
     if (a.inputs.empty() && !a.reads_api()) usage_error("no input: give -f PATH");
     if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
+    if (a.options.routes == "table" && a.options.upstream_api == "off") {
+        usage_error("--routes table needs --upstream-api ADDRESS:PORT: the table is filled through it");
+    }
     if (!a.reload_pidfile.empty()) a.check = true;
     if (run) {
         if (a.start_nginx && !a.reload_pidfile.empty()) {

@@ -48,6 +48,11 @@ struct Options {
     // where gateway_tls_upstream_api answers (a loopback ADDR:PORT);
     // "off": none, and upstreams get no zone
     std::string upstream_api = "off";
+    // "table": servers whose routes the module's route table can serve get
+    // one location that routes by it, and OUTDIR/route-tables.json is the
+    // upstream API's body that fills it (plan/route_tables.h); "locations":
+    // every route a location
+    std::string routes = "locations";
     // gateway2nginx run's probes, /healthz and /readyz (--health-listen),
     // and its /metrics (--metrics-listen; empty: beside the probes)
     std::string health_listen;
@@ -95,5 +100,6 @@ inline constexpr const char *kInstanceFile = "instance";
 
 inline constexpr const char *kUpstreamApiTokenFile = "upstream-api.token";
 inline constexpr const char *kStatusTokenFile = "status.token";
+inline constexpr const char *kRouteTablesFile = "route-tables.json";  // --routes table
 
 }  // namespace g2n

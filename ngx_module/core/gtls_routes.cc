@@ -329,14 +329,20 @@ HeaderEdits edit_request_headers(const std::vector<HeaderField> &fields, const R
 std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request)
 {
     const std::string_view scheme = redirect.scheme.empty() ? request.scheme : std::string_view(redirect.scheme);
-    unsigned port = redirect.port;
-    if (port == 0) port = redirect.scheme.empty() ? request.port : scheme == "https" ? 443 : 80;
-    const bool implied = (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
-    // the request's host as nginx let it through, escaped all the same
-    std::string location = std::string(scheme) + "://"
-                           + (redirect.hostname.empty() ? percent_escaped(request.host, unsafe_in_query)
-                                                        : redirect.hostname);
-    if (!implied && port != 0) location += ":" + std::to_string(port);
+    std::string location = std::string(scheme) + "://";
+    // what the request gave is escaped where it holds what a header may not
+    if (redirect.hostname.empty() && redirect.port == 0 && redirect.scheme.empty() && !request.host_header.empty()) {
+        location += percent_escaped(request.host_header, unsafe_in_query);  // as the client named the listener
+    } else {
+        unsigned port = redirect.port;
+        if (port == 0) port = redirect.scheme.empty() ? request.port : scheme == "https" ? 443 : 80;
+        const bool implied = (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
+        location += redirect.hostname.empty() ? percent_escaped(request.host, unsafe_in_query) : redirect.hostname;
+        if (!implied && port != 0) location += ":" + std::to_string(port);
+    }
+    if (redirect.path.kind == PathRewriteKind::None && !request.request_uri.empty()) {
+        return location + percent_escaped(request.request_uri, unsafe_in_query);  // as the client sent it
+    }
     location += rewritten_path(redirect.path, match, request.path, true);
     if (!request.args.empty()) location += "?" + percent_escaped(request.args, unsafe_in_query);
     return location;

@@ -252,18 +252,23 @@ HeaderEdits edit_request_headers(const std::vector<HeaderField> &fields, const R
 bool edits_request_headers(const RouteAction &action, const WeightedBackend *backend);
 
 // What a request arrived with, for a redirect: its scheme ("http" or
-// "https"), $host, the listener's port, $uri and $args
+// "https"), $host, the listener's port, $uri and $args; the Host header
+// ($http_host) and the request's target ($request_uri) as sent
 struct RequestTarget {
     std::string_view scheme, host, path, args;
     unsigned port = 0;
+    std::string_view host_header, request_uri;
 };
 
-// The Location a RequestRedirect answers with (Gateway API): its scheme,
-// hostname and path where given, the request's otherwise; its port where
-// given, else the well-known port of a scheme it gives, else the
-// listener's; a port the scheme implies (http 80, https 443) left out.
-// The query is kept; what the request gave (host, path, query) is escaped
-// where it holds what a header may not.
+// The Location a RequestRedirect answers with (Gateway API), as the
+// rendered return gives it: its scheme, hostname and path where given, the
+// request's otherwise; its port where given, else the well-known port of
+// a scheme it gives, else the listener's; a port the scheme implies (http
+// 80, https 443) left out. A redirect that gives no scheme, hostname or
+// port keeps the Host header as sent; one that gives no path keeps the
+// request's target as sent (query included), one that does keeps the
+// query. What the request gave is escaped where it holds what a header
+// may not.
 std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request);
 
 }  // namespace gtls

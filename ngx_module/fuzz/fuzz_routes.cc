@@ -37,7 +37,7 @@ void match_all(const gtls::HostRoutes &h, std::string_view text)
             if (c.match != nullptr && c.action != &h.actions()[c.match->action]) std::abort();
             // a Location never carries what would end or split a header line
             if (c.action != nullptr && c.action->redirect) {
-                const gtls::RequestTarget target{"http", text, path, text, 8080};
+                const gtls::RequestTarget target{"http", text, path, text, 8080, text, text};
                 for (unsigned char ch : gtls::redirect_location(*c.action->redirect, *c.match, target)) {
                     if (ch <= 0x20 || ch >= 0x7f) std::abort();
                 }

@@ -270,7 +270,7 @@ BOOST_AUTO_TEST_CASE(redirects_locate_as_gateway_api_says)
 {
     RouteMatch prefix;
     prefix.path = "/old";
-    RequestTarget in{"http", "a.example", "/old/x y", "q=1", 8080};
+    RequestTarget in{"http", "a.example", "/old/x y", "q=1", 8080, "", ""};
     Redirect r;
     BOOST_TEST(redirect_location(r, prefix, in) == "http://a.example:8080/old/x%20y?q=1");  // the listener's port
     r.scheme = "https";
@@ -283,9 +283,21 @@ BOOST_AUTO_TEST_CASE(redirects_locate_as_gateway_api_says)
     r.path = {PathRewriteKind::ReplaceFullPath, "/a%20b"};
     BOOST_TEST(redirect_location(r, prefix, in) == "https://b.example/a%20b?q=1");  // values are already escaped
     Redirect plain;
-    RequestTarget on80{"http", "a.example\r\nX: 1", "/%\r\n\"<>", "a=\r\n\"", 80};
+    RequestTarget on80{"http", "a.example\r\nX: 1", "/%\r\n\"<>", "a=\r\n\"", 80, "", ""};
     // what the decoded path and the query hold that a header may not is escaped
     BOOST_TEST(redirect_location(plain, prefix, on80) == "http://a.example%0D%0AX:%201/%25%0D%0A%22%3C%3E?a=%0D%0A%22");
+
+    // as the rendered return: the Host header and the target as sent
+    RequestTarget sent{"http", "a.example", "/old/x y", "q=1", 80, "a.example:8080", "/old/x%20y?q=1"};
+    BOOST_TEST(redirect_location(plain, prefix, sent) == "http://a.example:8080/old/x%20y?q=1");
+    Redirect to_https;
+    to_https.scheme = "https";
+    BOOST_TEST(redirect_location(to_https, prefix, sent) == "https://a.example/old/x%20y?q=1");
+    Redirect moved;
+    moved.path = {PathRewriteKind::ReplacePrefixMatch, "/new"};
+    BOOST_TEST(redirect_location(moved, prefix, sent) == "http://a.example:8080/new/x%20y?q=1");
+    RequestTarget raw{"http", "a.example", "/", "", 80, "a.example\r\n", "/a%2Fb\"\r\n"};
+    BOOST_TEST(redirect_location(plain, prefix, raw) == "http://a.example%0D%0A/a%2Fb%22%0D%0A");
 }
 
 // The indexes give what a linear walk of the list in order gives, on

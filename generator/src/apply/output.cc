@@ -106,6 +106,12 @@ void write_configuration(const Plan &plan, const Options &options, const fs::pat
     write_file(dir / "nginx.conf", render_nginx_conf(plan, options), 0644);
     write_file(dir / "http.conf", 0644, [&](std::ostream &out) { render_http_conf(out, plan, options); });
     write_file(dir / "stream.conf", render_stream_conf(plan, options), 0644);
+    if (options.routes == "table") {
+        write_file(dir / kRouteTablesFile, render_route_tables(plan, options), 0644);
+    } else {
+        std::error_code ignored;
+        fs::remove(dir / kRouteTablesFile, ignored);  // what nginx runs has no table to fill
+    }
     status.get();
     for (const OutputFile &f : plan.files) {
         // what only the owner reads (keys), the group reads too when nginx is of it

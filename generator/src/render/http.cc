@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "gtls_upstream_api.h"
+#include "plan/route_tables.h"
 
 namespace g2n {
 
@@ -155,6 +156,21 @@ void refuse_loops(nginx::Writer &w)
 // directive in each server does both; before, the listen parameter does
 // TLS, and the module's gateway_tls_h2c_preface cleartext (the listen
 // parameter would take HTTP/2 alone there).
+// --routes table: the one location of a server whose routes its
+// listener's route table serves; the backend chosen is an upstream{} of a
+// TLS policy, its Host the one the rule's filters send
+void render_table_location(nginx::Writer &w, const Server &s)
+{
+    w.comment("routes: the route table, filled through gateway_tls_upstream_api");
+    w.open("location", {"/"});
+    // a redirect keeps the Gateway listener's port, as a rendered one does
+    w.directive("gateway_tls_routes", {nginx::Token::value(route_table_name(s)), nginx::Script("port=").number(s.listener_port)});
+    w.directive("proxy_set_header", {"Host", nginx::Token::variable(nginx::Name("gateway_tls_route_host"))});
+    w.directive("proxy_set_header", {"Via", nginx::Token::variable(kVia)});
+    w.directive("proxy_pass", {nginx::Script("https://").variable(nginx::Name("gateway_tls_route_backend"))});
+    w.close();
+}
+
 void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const Options &o)
 {
     const bool http2_directive = o.nginx_version >= kNginxHttp2Directive;
@@ -186,6 +202,14 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         render_backend_client(w, s.backend_client, true);
         answer_misdirected(w, sni_listener, s.listen, s.listener_hostname);
         refuse_loops(w);
+        std::string why_rendered;
+        if (o.routes == "table" && !s.locations.empty() && table_entry(s, &why_rendered) != nullptr) {
+            render_table_location(w, s);
+            w.close();
+            w.blank();
+            continue;
+        }
+        if (!why_rendered.empty()) w.comment("its routes are locations: the route table cannot serve them");
         std::vector<const Mirror *> mirrors;
         for (const Location &l : s.locations) {
             render_location(w, splits, s, l, &mirrors);
@@ -283,7 +307,14 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
             upstream_count++;
             server_lines += upstream_server_line_count(u);
         }
-        const UpstreamApiRoom room = upstream_api_room(upstream_count, server_lines, trusts.size());
+        UpstreamApiRoom room = upstream_api_room(upstream_count, server_lines, trusts.size());
+        if (o.routes == "table") {
+            // every entry kept, twice while one replaces another; a body
+            // that fills every table at once
+            const size_t table_bytes = render_route_tables(plan, o).size();
+            room.state_zone_kilobytes += power_of_two_at_least(2 * table_bytes / 1024, 256);
+            room.body_kilobytes = std::max(room.body_kilobytes, power_of_two_at_least(2 * table_bytes / 1024, 1024));
+        }
         w.directive("gateway_tls_upstream_state_zone",
                     {nginx::Token::value(std::to_string(room.state_zone_kilobytes) + "k")});
         w.blank();

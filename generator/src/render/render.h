@@ -21,6 +21,9 @@ std::string render_nginx_conf(const Plan &plan, const Options &options);
 std::string render_http_conf(const Plan &plan, const Options &options = Options{});
 void render_http_conf(std::ostream &out, const Plan &plan, const Options &options);
 std::string render_stream_conf(const Plan &plan, const Options &options);
+// --routes table: the upstream API's body that fills the route tables of
+// the servers a table serves (plan/route_tables.h), one entry each
+std::string render_route_tables(const Plan &plan, const Options &options);
 
 // ---- shared by the files of render/ ----------------------------------------
 

@@ -1,0 +1,198 @@
+// A server's rendered locations as the entry of the module's route table
+// that serves the same requests the same way (route_tables.h).
+#include "plan/route_tables.h"
+
+#include <algorithm>
+
+#include "gtls_routes_json.h"
+#include "gtls_upstream_api.h"
+
+namespace g2n {
+
+namespace {
+
+gtls::HeaderModifier header_modifier(const HeaderModifier &h)
+{
+    gtls::HeaderModifier m;
+    for (const auto &[name, value] : h.set) m.set.push_back({name, value});
+    for (const auto &[name, value] : h.add) m.add.push_back({name, value});
+    m.remove = h.remove;
+    return m;
+}
+
+// On an exact location (a PathPrefix's own path), replacing the prefix is
+// replacing the whole path, as its rendered rewrite does
+gtls::PathRewrite path_rewrite(const PathModifier &p, bool exact)
+{
+    switch (p.type) {
+    case PathModifierType::None: return {};
+    case PathModifierType::ReplaceFullPath: return {gtls::PathRewriteKind::ReplaceFullPath, p.value};
+    case PathModifierType::ReplacePrefixMatch:
+        return {exact ? gtls::PathRewriteKind::ReplaceFullPath : gtls::PathRewriteKind::ReplacePrefixMatch, p.value};
+    }
+    return {};
+}
+
+// The table names upstream{} blocks for `proxy_pass https://`: TLS
+// backends of HTTP/1.1 alone
+bool table_backends(const std::vector<WeightedUpstream> &in, std::vector<gtls::WeightedBackend> *out, std::string *why)
+{
+    for (const WeightedUpstream &b : in) {
+        if (b.grpc) *why = "a gRPC or h2c backend";
+        if (b.websocket) *why = "a WebSocket backend";
+        if (!b.upstream.empty() && !b.tls) *why = "a plaintext backend";
+        if (!why->empty()) return false;
+        out->push_back({b.upstream, static_cast<unsigned>(b.weight), header_modifier(b.request_headers)});
+    }
+    return true;
+}
+
+bool location_action(const Location &l, gtls::RouteAction *a, std::string *why)
+{
+    if (l.grpc) *why = "a GRPCRoute";
+    if (!l.mirrors.empty()) *why = "a RequestMirror";
+    const bool exact = l.match.kind == LocationMatch::Kind::Exact;
+    for (const RouteFilter &f : l.filters) {
+        switch (f.type) {
+        case FilterType::RequestHeaderModifier: a->request_headers = header_modifier(f.headers); break;
+        case FilterType::ResponseHeaderModifier: a->response_headers = header_modifier(f.headers); break;
+        case FilterType::RequestRedirect:
+            a->redirect = gtls::Redirect{f.scheme, f.hostname, static_cast<unsigned>(f.port), path_rewrite(f.path, exact),
+                                         static_cast<unsigned>(f.status_code)};
+            break;
+        case FilterType::URLRewrite: a->rewrite = gtls::UrlRewrite{f.hostname, path_rewrite(f.path, exact)}; break;
+        default: *why = "a " + f.type_name + " filter"; break;
+        }
+    }
+    if (!why->empty()) return false;
+    a->request_timeout_ms = l.request_timeout_ms;
+    a->backend_timeout_ms = l.backend_timeout_ms;
+    a->retry_attempts = static_cast<unsigned>(std::max(l.retry_tries - 1, 0));
+    for (int code : l.retry_codes) a->retry_codes.push_back(static_cast<unsigned>(code));
+    if (a->redirect) return true;
+    if (l.return_code != 0) {
+        a->status = static_cast<unsigned>(l.return_code);
+        return true;
+    }
+    return table_backends(l.backends, &a->backends, why);
+}
+
+bool compiled(const std::string &pattern, std::shared_ptr<gtls::Regex> *to, std::string *why)
+{
+    std::string error;
+    *to = gtls::Regex::compile(pattern, &error, false);
+    if (*to == nullptr) *why = "a pattern the table does not compile (" + error + ")";
+    return *to != nullptr;
+}
+
+// What a location matches, as a table's match
+bool path_match(const Location &l, gtls::RouteMatch *m, std::string *why)
+{
+    switch (l.match.kind) {
+    case LocationMatch::Kind::Exact:
+        m->path_kind = gtls::PathMatchKind::Exact;
+        m->path = l.match.path;
+        return true;
+    case LocationMatch::Kind::Prefix:
+        // "/x/" and "= /x" come together: the prefix without its "/"
+        m->path_kind = gtls::PathMatchKind::PathPrefix;
+        m->path = l.match.path.size() > 1 ? l.match.path.substr(0, l.match.path.size() - 1) : l.match.path;
+        return true;
+    case LocationMatch::Kind::Regex: {
+        m->path_kind = gtls::PathMatchKind::RegularExpression;
+        // "^(?:P)$" (plan/match.cc): the table matches P against the whole path
+        const std::string &p = l.match.path;
+        const bool wrapped = p.size() >= 6 && p.compare(0, 4, "^(?:") == 0 && p.compare(p.size() - 2, 2, ")$") == 0;
+        m->path = wrapped ? p.substr(4, p.size() - 6) : p;
+        return compiled(m->path, &m->path_regex, why);
+    }
+    }
+    return false;
+}
+
+bool conditions(const std::vector<MatchCondition> &in, gtls::RouteMatch *m, std::string *why)
+{
+    for (const MatchCondition &c : in) {
+        if (c.subject == MatchCondition::Subject::Method) {
+            m->method = c.value;
+            continue;
+        }
+        gtls::ValueMatch v;
+        v.name = c.name;
+        v.value = c.value;
+        if (c.regex) {
+            v.kind = gtls::ValueMatchKind::RegularExpression;
+            if (!compiled(c.value, &v.regex, why)) return false;
+        }
+        (c.subject == MatchCondition::Subject::Header ? m->headers : m->query).push_back(std::move(v));
+    }
+    return true;
+}
+
+// nginx's choice among locations: exact, then regular expressions in
+// order, then the longest prefix
+std::vector<const Location *> nginx_order(const Server &s)
+{
+    std::vector<const Location *> out;
+    for (const Location &l : s.locations) out.push_back(&l);
+    auto group = [](const Location *l) {
+        return l->match.kind == LocationMatch::Kind::Exact ? 0 : l->match.kind == LocationMatch::Kind::Regex ? 1 : 2;
+    };
+    std::stable_sort(out.begin(), out.end(), [&](const Location *a, const Location *b) {
+        if (group(a) != group(b)) return group(a) < group(b);
+        return group(a) == 2 && a->match.path.size() > b->match.path.size();
+    });
+    return out;
+}
+
+}  // namespace
+
+std::string route_table_name(const Server &s)
+{
+    return "port_" + std::to_string(s.listener_port);
+}
+
+std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why)
+{
+    std::vector<gtls::RouteAction> actions;
+    std::vector<gtls::RouteMatch> matches;
+    auto add = [&](gtls::RouteMatch m, gtls::RouteAction a) {
+        m.action = static_cast<uint32_t>(actions.size());
+        actions.push_back(std::move(a));
+        matches.push_back(std::move(m));
+    };
+    why->clear();
+    for (const Location *l : nginx_order(s)) {
+        gtls::RouteMatch path;
+        if (!path_match(*l, &path, why)) return nullptr;
+        for (const ConditionalTarget &t : l->conditional) {
+            gtls::RouteMatch m = path;
+            gtls::RouteAction a;
+            if (!conditions(t.conditions, &m, why)) return nullptr;
+            if (t.return_code != 0) {
+                a.status = static_cast<unsigned>(t.return_code);
+            } else if (!table_backends(t.backends, &a.backends, why)) {
+                return nullptr;
+            }
+            add(std::move(m), std::move(a));
+        }
+        gtls::RouteAction a;
+        if (!l->unconditional) {
+            a.status = 404;  // a rendered location answers what its conditions do not take
+        } else if (!location_action(*l, &a, why)) {
+            return nullptr;
+        }
+        add(std::move(path), std::move(a));
+    }
+    const std::string host = s.server_name.empty() ? "*" : s.server_name;
+    try {
+        // read back as the module reads it: what it would refuse stays rendered
+        gtls::HostRoutes built(host, std::move(actions), std::move(matches));
+        return gtls::parse_host_routes(gtls::host_routes_json(built), host);
+    } catch (const std::exception &e) {
+        *why = std::string("the table refuses it: ") + e.what();
+        return nullptr;
+    }
+}
+
+}  // namespace g2n

@@ -1,0 +1,32 @@
+// Decisions about the module's route tables that follow from a Plan
+// (gateway2nginx --routes table), shared by render (the location that
+// routes by a table, and the table's JSON): which servers a table can
+// serve, and the rules of each as the module holds them (gtls_routes.h).
+//
+// A table serves what the server's rendered locations serve, request for
+// request: one table per Gateway listener port, one entry per server_name,
+// its matches in the order nginx chooses locations (exact, regular
+// expressions in order, then the longest prefix), each location's
+// conditional rules first and, where no unconditional rule claims its
+// path, a 404 after them (a rendered location does not fall through to a
+// shorter one). What the table cannot express keeps its server's locations
+// rendered.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gtls_routes.h"
+#include "plan.h"
+
+namespace g2n {
+
+// The table of a listener port ("port_80")
+std::string route_table_name(const Server &s);
+
+// A server's entry in its table: its rules, compiled; null, with `why`,
+// where the table cannot serve it (CORS, mirrors, gRPC, WebSocket or
+// plaintext backends)
+std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why);
+
+}  // namespace g2n
