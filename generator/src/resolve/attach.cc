@@ -348,9 +348,9 @@ void Resolver::add_rule(Server &server, const Route &r, const RouteRule &rule, s
                     l.unconditional = false;
                     server.locations.push_back(std::move(l));
                     it = server.locations.end() - 1;
-                } else if (it->unconditional && !it->filters.empty()) {
+                } else if (it->unconditional && location_has_settings(*it)) {
                     plan_->warnings.push_back(source + ": its header, query or method match on " + loc
-                                              + " is dropped: the path's other rule has filters");
+                                              + " is dropped: the path's other rule has filters, timeouts or retries");
                     continue;
                 }
                 ConditionalTarget t;

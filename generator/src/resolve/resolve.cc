@@ -184,6 +184,14 @@ bool has_location_settings(const RouteRule &rule)
                           [](const BackendRef &b) { return !b.filters.empty(); });
 }
 
+bool location_has_settings(const Location &l)
+{
+    return !l.filters.empty() || !l.mirrors.empty() || l.request_timeout_ms >= 0 || l.backend_timeout_ms >= 0
+           || l.retry_tries > 1
+           || std::any_of(l.backends.begin(), l.backends.end(),
+                          [](const WeightedUpstream &b) { return !b.request_headers.empty(); });
+}
+
 void Resolver::run()
 {
     select_gateways();

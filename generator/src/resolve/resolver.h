@@ -54,6 +54,10 @@ RuleFilters rule_filters_of(const RouteRule &rule);
 // Whether a rule sets anything on its location beyond where requests go:
 // filters (its own or its backendRefs') or timeouts.
 bool has_location_settings(const RouteRule &rule);
+// The same of a location an unconditional rule made: what its rule's
+// settings became (filters, a backend's own filter, timeouts, retries,
+// mirrors), which would act on a conditional rule sharing its path
+bool location_has_settings(const Location &l);
 
 // Why a route cannot be served as written (a rule, a filter or a match
 // this renders no way), else "".
