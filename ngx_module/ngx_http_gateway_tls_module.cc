@@ -318,7 +318,7 @@ ngx_command_t ngx_http_gtls_commands[] = {
      nullptr},
 
     {ngx_string("gateway_tls_routes"),
-     NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
+     NGX_HTTP_LOC_CONF | NGX_CONF_TAKE123,
      ngx_http_gtls_routes,
      NGX_HTTP_LOC_CONF_OFFSET,
      0,

@@ -42,6 +42,7 @@ typedef struct {
     ngx_msec_t                request_timeout;  // gateway_tls_request_timeout; 0: none
     ngx_http_gtls_route_table_t  *routes;       // gateway_tls_routes (this location's own)
     ngx_uint_t                routes_port;      // its port=: what a redirect keeps; 0: the local port
+    ngx_str_t                 routes_mirror;    // its mirror=: where mirror subrequests go
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
@@ -67,7 +68,7 @@ typedef struct {
     uint64_t                                                     state_sequence;  // state entries up to it are applied
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
     ngx_http_gtls_route_tables_t                                *route_tables;    // gateway_tls_routes, by name
-    ngx_flag_t                                                   route_host_sent; // $gateway_tls_route_host is used
+    ngx_http_gtls_route_support_t                                route_support;   // what its locations let rules do
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the
@@ -87,6 +88,9 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     std::string_view                        route_backend;
     bool                                    route_headers_edited = false;
     ngx_str_t                               route_host{};
+    // a rule's mirrors: NGX_AGAIN until sent; a mirror subrequest's backend
+    ngx_int_t                               route_mirror_status = NGX_AGAIN;
+    std::string_view                        route_mirror;
 
     ~ngx_http_gtls_request_t()
     {

@@ -274,6 +274,65 @@ ngx_int_t ngx_http_gtls_retries_exhausted(ngx_http_request_t *r, const gtls::Rou
     return ngx_http_filter_finalize_request(r, &ngx_http_gateway_tls_module, NGX_HTTP_SERVICE_UNAVAILABLE);
 }
 
+// A rule's mirrors: a background subrequest each, for its share of the
+// requests, to the location the table's location names (mirror=), which
+// proxies to $gateway_tls_route_mirror; the answer is discarded, as
+// ngx_http_mirror_module's
+ngx_int_t ngx_http_gtls_send_mirrors(ngx_http_request_t *r, const ngx_http_gtls_request_t *state)
+{
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    const gtls::RouteAction &action = state->route_entry->actions()[state->route_match->action];
+    for (const gtls::Mirror &m : action.mirrors) {
+        if (!gtls::mirror_takes(m, static_cast<uint64_t>(ngx_random()))) {
+            continue;
+        }
+        ngx_http_request_t *sr;
+        if (ngx_http_subrequest(r, &lcf->routes_mirror, &r->args, &sr, nullptr, NGX_HTTP_SUBREQUEST_BACKGROUND) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        sr->header_only = 1;
+        sr->method = r->method;
+        sr->method_name = r->method_name;
+        ngx_http_gtls_request_t *mirrored = ngx_http_gtls_get_request(sr, true);
+        if (mirrored == nullptr) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        mirrored->route_entry = state->route_entry;  // holds the name
+        mirrored->route_mirror = m.backend;
+    }
+    return NGX_DECLINED;
+}
+
+void ngx_http_gtls_mirror_body_read(ngx_http_request_t *r)
+{
+    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
+    state->route_mirror_status = ngx_http_gtls_send_mirrors(r, state);
+    r->preserve_body = 1;
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+// The precontent phase: the body read first, which the mirrors send too
+ngx_int_t ngx_http_gtls_route_mirror_handler(ngx_http_request_t *r)
+{
+    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_gateway_tls_module));
+    ngx_http_gtls_request_t *state = r == r->main && lcf->routes != nullptr ? ngx_http_gtls_get_request(r, false) : nullptr;
+    if (state == nullptr || state->route_match == nullptr
+        || state->route_entry->actions()[state->route_match->action].mirrors.empty()) {
+        return NGX_DECLINED;
+    }
+    if (state->route_mirror_status != NGX_AGAIN) {
+        return state->route_mirror_status;  // sent once the body was read
+    }
+    state->route_mirror_status = NGX_DONE;  // until the body is read
+    const ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_gtls_mirror_body_read);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+    ngx_http_finalize_request(r, NGX_DONE);
+    return NGX_DONE;
+}
+
 ngx_http_output_header_filter_pt ngx_http_gtls_next_header_filter;
 
 // The response's headers named `name` (any case) removed, as nginx
@@ -345,7 +404,12 @@ ngx_int_t ngx_http_gtls_route_header_filter(ngx_http_request_t *r)
     return ngx_http_gtls_next_header_filter(r);
 }
 
-enum ngx_http_gtls_route_variable_e { NGX_HTTP_GTLS_ROUTE_BACKEND, NGX_HTTP_GTLS_ROUTE_MATCH, NGX_HTTP_GTLS_ROUTE_HOST };
+enum ngx_http_gtls_route_variable_e {
+    NGX_HTTP_GTLS_ROUTE_BACKEND,
+    NGX_HTTP_GTLS_ROUTE_MATCH,
+    NGX_HTTP_GTLS_ROUTE_HOST,
+    NGX_HTTP_GTLS_ROUTE_MIRROR
+};
 
 // $gateway_tls_route_host: the Host the rule's filters send, else the
 // client's ($http_host); not found (not sent) where they removed it
@@ -374,6 +438,18 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
     v->not_found = 1;
     if (data == NGX_HTTP_GTLS_ROUTE_HOST) {
         return ngx_http_gtls_route_host_variable(r, v, state);
+    }
+    if (data == NGX_HTTP_GTLS_ROUTE_MIRROR) {
+        if (state == nullptr || state->route_mirror.empty()) {
+            return NGX_OK;
+        }
+        // the subrequest holds the entry the name lives in
+        v->data = reinterpret_cast<u_char *>(const_cast<char *>(state->route_mirror.data()));
+        v->len = state->route_mirror.size();
+        v->valid = 1;
+        v->no_cacheable = 1;
+        v->not_found = 0;
+        return NGX_OK;
     }
     if (state == nullptr || state->route_match == nullptr) {
         return NGX_OK;
@@ -570,14 +646,15 @@ bool ngx_http_gtls_names_host(const gtls::HeaderModifier &m)
 
 }  // namespace
 
-std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, bool host_sent)
+std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, ngx_http_gtls_route_support_t support)
 {
-    static const std::string kNotYet = ": not acted on by this module yet";
     static const std::string kNoHost = ": no location sends $gateway_tls_route_host as the Host";
     for (size_t i = 0; i < routes.actions().size(); i++) {
         const gtls::RouteAction &a = routes.actions()[i];
         const std::string at = "actions[" + std::to_string(i) + "].";
-        if (!a.mirrors.empty()) return at + "mirrors" + kNotYet;
+        if (!a.mirrors.empty() && !support.mirrors) {
+            return at + "mirrors: no location says where mirrors go (gateway_tls_routes ... mirror=/URI)";
+        }
         for (size_t c = 0; c < a.retry_codes.size(); c++) {
             if (!gtls::is_retryable_status(a.retry_codes[c])) {
                 return at + "retry.codes[" + std::to_string(c) + "]: " + std::to_string(a.retry_codes[c])
@@ -585,7 +662,7 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, b
             }
         }
         if (a.retry_backoff_ms > 0) return at + "retry.backoff_ms: nginx retries at once, without waiting between tries";
-        if (host_sent) continue;
+        if (support.host_sent) continue;
         if (a.rewrite && !a.rewrite->hostname.empty()) return at + "rewrite.hostname" + kNoHost;
         if (ngx_http_gtls_names_host(a.request_headers)) return at + "request_headers" + kNoHost;
         for (size_t b = 0; b < a.backends.size(); b++) {
@@ -610,17 +687,26 @@ char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *, void *conf)
                            &static_cast<ngx_str_t *>(cf->args->elts)[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (cf->args->nelts == 3) {
-        // the Gateway listener's port, which a redirect keeps (nginx may
-        // listen on another, behind a Service)
-        ngx_str_t &arg = static_cast<ngx_str_t *>(cf->args->elts)[2];
-        const ngx_int_t port = arg.len > 5 && ngx_strncmp(arg.data, "port=", 5) == 0 ? ngx_atoi(arg.data + 5, arg.len - 5)
-                                                                                   : NGX_ERROR;
-        if (port < 1 || port > 65535) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid parameter \"%V\" (port=1..65535)", &arg);
-            return static_cast<char *>(NGX_CONF_ERROR);
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        ngx_str_t &arg = static_cast<ngx_str_t *>(cf->args->elts)[i];
+        if (arg.len > 5 && ngx_strncmp(arg.data, "port=", 5) == 0 && lcf->routes_port == 0) {
+            // the Gateway listener's port, which a redirect keeps (nginx
+            // may listen on another, behind a Service)
+            const ngx_int_t port = ngx_atoi(arg.data + 5, arg.len - 5);
+            if (port >= 1 && port <= 65535) {
+                lcf->routes_port = static_cast<ngx_uint_t>(port);
+                continue;
+            }
+        } else if (arg.len > 8 && ngx_strncmp(arg.data, "mirror=/", 8) == 0 && lcf->routes_mirror.len == 0) {
+            // where a rule's mirror subrequests go: a location that
+            // proxies to $gateway_tls_route_mirror
+            lcf->routes_mirror = {arg.len - 7, arg.data + 7};
+            mcf->route_support.mirrors = true;
+            continue;
         }
-        lcf->routes_port = static_cast<ngx_uint_t>(port);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid parameter \"%V\" (port=1..65535, mirror=/URI)",
+                           &arg);
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
     try {
         if (mcf->route_tables == nullptr) {
@@ -659,7 +745,7 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
     auto *vars = static_cast<ngx_http_variable_t *>(cmcf->variables.elts);
     for (ngx_uint_t i = 0; i < cmcf->variables.nelts; i++) {
         if (ngx_gtls_sv(vars[i].name) == "gateway_tls_route_host") {
-            mcf->route_host_sent = 1;
+            mcf->route_support.host_sent = true;
         }
     }
     auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers));
@@ -667,6 +753,11 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     *h = ngx_http_gtls_route_handler;
+    h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
+    if (h == nullptr) {
+        return NGX_ERROR;
+    }
+    *h = ngx_http_gtls_route_mirror_handler;
     ngx_http_gtls_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_gtls_route_header_filter;
     return NGX_OK;
@@ -677,7 +768,8 @@ ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
     static const std::pair<const char *, uintptr_t> kVariables[] = {
         {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND},
         {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH},
-        {"gateway_tls_route_host", NGX_HTTP_GTLS_ROUTE_HOST}};
+        {"gateway_tls_route_host", NGX_HTTP_GTLS_ROUTE_HOST},
+        {"gateway_tls_route_mirror", NGX_HTTP_GTLS_ROUTE_MIRROR}};
     for (const auto &[text, which] : kVariables) {
         ngx_str_t name{ngx_strlen(text), reinterpret_cast<u_char *>(const_cast<char *>(text))};
         ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);

@@ -38,12 +38,18 @@ bool ngx_http_gtls_split_routes_entry_name(std::string_view name, std::string_vi
 bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string &host,
                                std::shared_ptr<const gtls::HostRoutes> routes, uint64_t sequence);
 
-// What the module does not act on yet of an entry's actions: the first
-// such field and why ("actions[2].mirrors: not acted on ..."), or empty. Such rules are refused
-// (409) rather than served without it. `host_sent`: whether a location
-// sends $gateway_tls_route_host as the Host (without, a rule that
-// edits the Host could not).
-std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, bool host_sent);
+// What the configuration lets a table's rules do beyond routing: edit
+// the Host (a location sends $gateway_tls_route_host as the Host), mirror
+// (a location says where mirrors go, mirror=)
+struct ngx_http_gtls_route_support_t {
+    bool host_sent = false;
+    bool mirrors = false;
+};
+
+// What this configuration cannot serve of an entry's actions: the first
+// such field and why ("actions[2].mirrors: no location says where ..."),
+// or empty. Such rules are refused (409) rather than served without it.
+std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, ngx_http_gtls_route_support_t support);
 
 // The tries of a routed request's backend as its rule says: the rule's
 // backend timeout (else its request timeout) bounds each wait of a try,

@@ -224,7 +224,7 @@ ngx_http_gtls_refused_t ngx_http_gtls_check_routes(ngx_http_gtls_main_conf_t *mc
         for (const gtls::HostUpdate &h : u.hosts) {
             const std::string field = "routes[" + gtls::json_string(u.table) + "][" + gtls::json_string(h.host) + "]";
             if (h.routes != nullptr) {
-                const std::string unserved = ngx_http_gtls_unserved_route_field(*h.routes, mcf->route_host_sent);
+                const std::string unserved = ngx_http_gtls_unserved_route_field(*h.routes, mcf->route_support);
                 if (!unserved.empty()) {
                     return ngx_http_gtls_refusal_t{NGX_HTTP_CONFLICT,
                                                    field + "." + unserved};

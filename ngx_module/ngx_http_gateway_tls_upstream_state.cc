@@ -163,7 +163,7 @@ bool ngx_http_gtls_take_kept_routes(ngx_log_t *log, ngx_http_gtls_main_conf_t *m
                           t->name.c_str(), gtls::json_string(host).c_str(), gtls::json_string(e.what()).c_str());
             return false;
         }
-        const std::string unserved = ngx_http_gtls_unserved_route_field(*routes, mcf->route_host_sent);
+        const std::string unserved = ngx_http_gtls_unserved_route_field(*routes, mcf->route_support);
         if (!unserved.empty()) {
             ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "gateway_tls: routes \"%s\" of %s: %s; its requests are answered 500 until it is pushed again",

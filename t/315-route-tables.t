@@ -38,6 +38,7 @@ my $backends = join '', map { my ($name, $p) = @$_; <<"EOF" } ['a', $port_a], ['
         listen 127.0.0.1:$p ssl;
         ssl_certificate $certs/leaf.crt;
         ssl_certificate_key $certs/leaf.key;
+        access_log logs/access_$name.log mirrored;
         add_header X-Backend-Own secret;
         add_header X-Keep yes;
         add_header X-Twice first;
@@ -56,6 +57,7 @@ events { worker_connections 1024; }
 http {
     client_body_temp_path tmp/client_body;
     proxy_temp_path tmp/proxy;
+    log_format mirrored '\$request_method \$request_uri \$request_length';
 $backends
     server {
         listen 127.0.0.1:$port_ws ssl;
@@ -125,12 +127,17 @@ http {
         proxy_ssl_server_name on;
         proxy_ssl_name \$upstream_ssl_policy_hostname;
         location / {
-            gateway_tls_routes $table;
+            gateway_tls_routes $table mirror=/mirror-route;
             proxy_pass https://\$gateway_tls_route_backend;
             $host_header
             proxy_buffering off;
             add_header X-Route \$gateway_tls_route always;
             add_header X-Verify \$upstream_ssl_verify always;
+        }
+        location = /mirror-route {
+            internal;
+            proxy_pass https://\$gateway_tls_route_mirror\$request_uri;
+            proxy_set_header Host \$http_host;
         }
         location /ws {
             gateway_tls_routes $table;
@@ -175,7 +182,7 @@ like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_
 
 # port= is the Gateway listener's port, which a redirect keeps
 spit("$dir/gw/nginx.conf", gateway_conf('main port=0'));
-like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_tls_routes: invalid parameter "port=0" \(port=1\.\.65535\)/,
+like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_tls_routes: invalid parameter "port=0" \(port=1\.\.65535, mirror=\/URI\)/,
      'nginx -t refuses a port that is none');
 
 spit("$dir/gw/nginx.conf", gateway_conf('main'));
@@ -321,6 +328,31 @@ ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/no answer within the req
 my (undef, undef, $slow_body) = request($port, 'GET', '/slowplain/n', 'Host: timeout.example');
 is($slow_body, 'slow', 'the same backend without the timeout: answered');
 
+# ---- mirrors ----------------------------------------------------------------------------
+($code, $reply) = api('PUT', routes_json('mirror.example' => host_json(
+    '{"backends": [{"backend": "be_a"}], "mirrors": [{"backend": "be_b"}]}, '
+    . '{"backends": [{"backend": "be_a"}], "mirrors": [{"backend": "be_b", "numerator": 1, "denominator": 2}]}',
+    '{"path": {"value": "/all"}, "action": 0}, {"path": {"value": "/half"}, "action": 1}')));
+is($code, 200, 'rules with mirrors are taken') or diag $reply;
+for my $i (1 .. 3) {
+    my $r = get("/all/$i?x=$i", 'mirror.example');
+    is(backend_of($r), 'a', "mirrored request $i: answered by its backend");
+}
+my $post = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or die "connect: $!";
+print {$post} "POST /all/post HTTP/1.1\r\nHost: mirror.example\r\nConnection: close\r\nContent-Length: 11\r\n\r\nhello world";
+my $post_answer = do { local $/; <$post> } // '';
+like($post_answer, qr{^HTTP/1\.1 200 .*backend=a}s, 'a POST with a body is answered');
+ok(wait_for(sub { count_in("$dir/backends/logs/access_b.log", qr{^GET /all/[123]\?x=[123] }m) == 3 }),
+   'each request reached the mirror backend too, its query kept');
+ok(wait_for(sub { count_in("$dir/backends/logs/access_b.log", qr{^POST /all/post \d+}m) == 1 }), 'so did the POST');
+my ($a_post) = slurp("$dir/backends/logs/access_a.log") =~ m{^POST /all/post (\d+)$}m;
+my ($b_post) = slurp("$dir/backends/logs/access_b.log") =~ m{^POST /all/post (\d+)$}m;
+is($b_post, $a_post, "with its body: the same request length ($a_post) at both");
+get("/half/$_", 'mirror.example') for 1 .. 40;
+ok(wait_for(sub { count_in("$dir/backends/logs/access_a.log", qr{^GET /half/}m) == 40 }), 'forty requests of a half share answered');
+my $halved = count_in("$dir/backends/logs/access_b.log", qr{^GET /half/}m);
+ok($halved > 0 && $halved < 40, "a share of them mirrored ($halved of 40)");
+
 # ---- a rule's backend timeout and retries ------------------------------------------------
 ($code, $reply) = api('PUT', routes_json('tries.example' => host_json(
     '{"backends": [{"backend": "be_slow"}], "timeouts": {"backend_ms": 500}}, '
@@ -369,8 +401,6 @@ is($now->{hostnames}, $counted->{hostnames} - 1, 'one hostname fewer');
 my $refused_before = table_status()->{refused};
 my @refusals = (
     ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
-    [routes_json('a.example' => host_json('{"status": 500, "mirrors": [{"backend": "be_b"}]}', '{"action": 0}')),
-     409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.mirrors: not acted on by this module yet/],
     [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "retry": {"attempts": 2, "codes": [500, 418]}}', '{"action": 0}')),
      409, qr/actions\[0\]\.retry\.codes\[1\]: 418 is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504/],
     [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "retry": {"attempts": 2, "backoff_ms": 100}}', '{"action": 0}')),
@@ -488,8 +518,10 @@ is($after_reload->{replaced}, table_status()->{replaced}, 'the counters read the
 ok($after_reload->{replaced} >= 2000 && $after_reload->{refused} >= @refusals - 1,
    "the counters go on across the reload (replaced $after_reload->{replaced}, refused $after_reload->{refused})");
 
-# ---- where no location sends $gateway_tls_route_host, a rule may not edit the Host --------
-spit("$dir/gw/nginx.conf", gateway_conf('main', undef, '# no Host of the routes'));
+# ---- where no location sends $gateway_tls_route_host or says where mirrors go, a rule may
+# not edit the Host or mirror ----------------------------------------------------------------
+(my $without = gateway_conf('main', undef, '# no Host of the routes')) =~ s/ mirror=\/mirror-route//;
+spit("$dir/gw/nginx.conf", $without);
 my $before_reload = worker_pids($master);
 kill 'HUP', $master;
 ok(wait_for(sub { my $w = worker_pids($master); $w ne '' && $w ne $before_reload && scalar(split ' ', $w) == 2 }),
@@ -497,6 +529,9 @@ ok(wait_for(sub { my $w = worker_pids($master); $w ne '' && $w ne $before_reload
 ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "edit\.example": actions\[0\]\.rewrite\.hostname: no location sends \$gateway_tls_route_host as the Host; its requests are answered 500/) > 0 }),
    'the kept rules that edit the Host are logged as no longer served');
 is(get('/old/x', 'edit.example')->{code}, 500, 'and their hostname is answered 500, not sent on with the client\'s Host');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "mirror\.example": actions\[0\]\.mirrors: no location says where mirrors go/) > 0 }),
+   'so are the kept rules that mirror, where no location says where mirrors go');
+is(get('/all/x', 'mirror.example')->{code}, 500, 'and their hostname is answered 500, not served unmirrored');
 is(backend_of(get('/slow/x', 'long.example')), 'a', 'the other hostnames serve as before');
 ($code, $reply) = api('PUT', routes_json('host.example' => host_json(
     '{"backends": [{"backend": "be_a", "request_headers": {"add": [{"name": "HOST", "value": "x"}]}}]}', '{"action": 0}')));

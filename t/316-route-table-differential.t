@@ -1,6 +1,6 @@
 # The route table's differential property (issue 54): for random HTTPRoute
 # sets (hostnames, paths of every type, methods, headers, query
-# parameters, weights, filters), gateway2nginx serves them once as nginx
+# parameters, weights, filters, mirrors), gateway2nginx serves them once as nginx
 # locations and once through the module's route table (--routes table,
 # filled through the upstream API), and the same requests through both
 # get the same status, body, backend and headers, backends verified by
@@ -45,6 +45,8 @@ sub filters_yaml {
              . 'add: [{name: x-add, value: more}], remove: [x-drop]}}' if chance(0.3);
     push @f, '{type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: x-resp, value: added}], '
              . 'remove: [x-echo-drop]}}' if chance(0.3);
+    push @f, '{type: RequestMirror, requestMirror: {backendRef: {name: s2, port: 443}'
+             . (chance(0.5) ? ', percent: 50' : '') . '}}' if chance(0.15);
     my $prefix = $type eq 'PathPrefix';
     if (chance(0.15)) {
         my @r = ('statusCode: ' . pick(301, 302));

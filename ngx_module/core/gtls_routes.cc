@@ -249,6 +249,11 @@ std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, 
     return std::string(base) + from_request(path.substr(match.path.size()));
 }
 
+bool mirror_takes(const Mirror &mirror, uint64_t random)
+{
+    return mirror.denominator != 0 && random % mirror.denominator < mirror.numerator;
+}
+
 namespace {
 
 bool same_name(std::string_view a, std::string_view b)

@@ -216,6 +216,10 @@ private:
 size_t choose_backend(const std::vector<WeightedBackend> &backends, uint64_t random);
 uint64_t total_weight(const std::vector<WeightedBackend> &backends);
 
+// Whether a request, `random` drawn uniformly, is in the share a mirror
+// copies (numerator in denominator)
+bool mirror_takes(const Mirror &mirror, uint64_t random);
+
 // The path a URLRewrite or RequestRedirect gives `path`, which `match`
 // matched: ReplaceFullPath's value; ReplacePrefixMatch's value in place of
 // the matched prefix (a prefix of "/" ahead of the whole path), keeping

@@ -199,6 +199,12 @@ BOOST_AUTO_TEST_CASE(weights_share_the_range_in_order)
     for (uint64_t r = 0; r < 4; r++) got.push_back(choose_backend(b, r));
     BOOST_TEST(got == (std::vector<size_t>{0, 2, 2, 2}), boost::test_tools::per_element());
     BOOST_TEST(choose_backend({{"z", 0, {}}}, 0) == 1u);
+    // a mirror copies numerator in denominator of uniformly drawn requests
+    const Mirror third{"m", 1, 3}, all{"m", 100, 100}, none{"m", 0, 100};
+    int copied = 0;
+    for (uint64_t r = 0; r < 300; r++) copied += mirror_takes(third, r);
+    BOOST_TEST(copied == 100);
+    BOOST_TEST((mirror_takes(all, 99) && mirror_takes(all, 12345) && !mirror_takes(none, 0)));
 }
 
 BOOST_AUTO_TEST_CASE(rewrites_replace_the_prefix_as_nginx_rewrite_does)

@@ -50,7 +50,10 @@ bool table_backends(const std::vector<WeightedUpstream> &in, std::vector<gtls::W
 bool location_action(const Location &l, gtls::RouteAction *a, std::string *why)
 {
     if (l.grpc) *why = "a GRPCRoute";
-    if (!l.mirrors.empty()) *why = "a RequestMirror";
+    for (const Mirror &m : l.mirrors) {
+        if (!m.backend.tls || m.backend.grpc) *why = "a RequestMirror to a plaintext or gRPC backend";
+        a->mirrors.push_back({m.backend.upstream, static_cast<unsigned>(m.numerator), static_cast<unsigned>(m.denominator)});
+    }
     const bool exact = l.match.kind == LocationMatch::Kind::Exact;
     for (const RouteFilter &f : l.filters) {
         switch (f.type) {
@@ -61,6 +64,7 @@ bool location_action(const Location &l, gtls::RouteAction *a, std::string *why)
                                          static_cast<unsigned>(f.status_code)};
             break;
         case FilterType::URLRewrite: a->rewrite = gtls::UrlRewrite{f.hostname, path_rewrite(f.path, exact)}; break;
+        case FilterType::RequestMirror: break;  // the location's mirrors, above
         default: *why = "a " + f.type_name + " filter"; break;
         }
     }

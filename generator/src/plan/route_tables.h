@@ -25,8 +25,8 @@ namespace g2n {
 std::string route_table_name(const Server &s);
 
 // A server's entry in its table: its rules, compiled; null, with `why`,
-// where the table cannot serve it (CORS, mirrors, gRPC, WebSocket or
-// plaintext backends)
+// where the table cannot serve it (CORS, gRPC, WebSocket or plaintext
+// backends)
 std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why);
 
 }  // namespace g2n

@@ -156,6 +156,8 @@ void refuse_loops(nginx::Writer &w)
 // directive in each server does both; before, the listen parameter does
 // TLS, and the module's gateway_tls_h2c_preface cleartext (the listen
 // parameter would take HTTP/2 alone there).
+const char kTableMirrorUri[] = "/gateway2nginx|route-mirror";
+
 // --routes table: the one location of a server whose routes its
 // listener's route table serves; the backend chosen is an upstream{} of a
 // TLS policy, its Host the one the rule's filters send
@@ -164,10 +166,17 @@ void render_table_location(nginx::Writer &w, const Server &s)
     w.comment("routes: the route table, filled through gateway_tls_upstream_api");
     w.open("location", {"/"});
     // a redirect keeps the Gateway listener's port, as a rendered one does
-    w.directive("gateway_tls_routes", {nginx::Token::value(route_table_name(s)), nginx::Script("port=").number(s.listener_port)});
+    w.directive("gateway_tls_routes", {nginx::Token::value(route_table_name(s)), nginx::Script("port=").number(s.listener_port),
+                                       nginx::Token::value(std::string("mirror=") + kTableMirrorUri)});
     w.directive("proxy_set_header", {"Host", nginx::Token::variable(nginx::Name("gateway_tls_route_host"))});
     w.directive("proxy_set_header", {"Via", nginx::Token::variable(kVia)});
     w.directive("proxy_pass", {nginx::Script("https://").variable(nginx::Name("gateway_tls_route_backend"))});
+    w.close();
+    // a rule's mirror subrequests, to the backend each names; '|' is
+    // outside what a route's path may hold
+    w.open("location", {"=", nginx::Token::value(kTableMirrorUri)});
+    w.directive("internal");
+    w.directive("proxy_pass", {nginx::Script("https://").variable(nginx::Name("gateway_tls_route_mirror")).word("$request_uri")});
     w.close();
 }
 
