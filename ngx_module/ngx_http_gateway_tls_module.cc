@@ -537,8 +537,21 @@ char *ngx_http_gtls_init_main_conf(ngx_conf_t *cf, void *conf)
     auto **uscfp = static_cast<ngx_http_upstream_srv_conf_t **>(umcf->upstreams.elts);
 
     try {
+        if (mcf->route_upstream != nullptr) {
+            mcf->route_upstreams = ngx_gtls_pool_new<std::unordered_map<std::string_view, ngx_http_upstream_srv_conf_t *>>(cf->pool);
+            if (mcf->route_upstreams == nullptr) {
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+            mcf->route_support.upstreams = mcf->route_upstreams;
+        }
         for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++) {
             ngx_http_upstream_srv_conf_t *uscf = uscfp[i];
+            if (uscf == mcf->route_upstream) {
+                continue;  // it hands each request on to another, whose own wrapper acts
+            }
+            if (mcf->route_upstreams != nullptr && uscf->srv_conf != nullptr) {
+                mcf->route_upstreams->emplace(ngx_gtls_sv(uscf->host), uscf);
+            }
 
             if (uscf->srv_conf == nullptr) {
                 // implicit upstreams (proxy_pass https://host:port) all use

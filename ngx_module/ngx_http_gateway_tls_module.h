@@ -69,6 +69,9 @@ typedef struct {
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
     ngx_http_gtls_route_tables_t                                *route_tables;    // gateway_tls_routes, by name
     ngx_http_gtls_route_support_t                                route_support;   // what its locations let rules do
+    ngx_http_upstream_srv_conf_t                                *route_upstream;  // kRouteUpstream, with the tables
+    // the upstream{} blocks by name, for route_upstream: per cycle
+    std::unordered_map<std::string_view, ngx_http_upstream_srv_conf_t *>  *route_upstreams;
 } ngx_http_gtls_main_conf_t;
 
 // What one request learnt about its backend connection; lives in the

@@ -599,6 +599,57 @@ std::string ngx_http_gtls_route_tables_prometheus(const ngx_http_gtls_route_tabl
     return out;
 }
 
+namespace {
+
+// `proxy_pass https://gateway_tls_routes`: the request goes on to the
+// upstream{} its rule chose, through that upstream's own balancer,
+// keepalive and TLS policy, as if proxy_pass had named it; no variable to
+// evaluate, no URL to parse, no upstream{} looked for by name in a list
+ngx_int_t ngx_http_gtls_route_peer_init(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *)
+{
+    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+    const ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
+    if (state == nullptr || state->route_backend.empty()) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gateway_tls: \"%s\" reached by a request no route table sent", kRouteUpstream);
+        return NGX_ERROR;
+    }
+    auto it = mcf->route_upstreams->find(state->route_backend);
+    if (it == mcf->route_upstreams->end()) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: a route chose backend %s, which is no upstream{}",
+                      gtls::json_string(state->route_backend).c_str());
+        return NGX_ERROR;
+    }
+    r->upstream->upstream = it->second;
+    return it->second->peer.init(r, it->second);
+}
+
+ngx_int_t ngx_http_gtls_route_upstream_init(ngx_conf_t *, ngx_http_upstream_srv_conf_t *uscf)
+{
+    uscf->peer.init = ngx_http_gtls_route_peer_init;
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_gtls_add_route_upstream(ngx_conf_t *cf, ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->route_upstream != nullptr) {
+        return NGX_OK;
+    }
+    ngx_url_t u{};
+    u.host = {ngx_strlen(kRouteUpstream), reinterpret_cast<u_char *>(const_cast<char *>(kRouteUpstream))};
+    u.no_resolve = 1;
+    u.no_port = 1;
+    // as an upstream{} block would: no DNS name, no servers of its own
+    mcf->route_upstream = ngx_http_upstream_add(cf, &u, NGX_HTTP_UPSTREAM_CREATE);
+    if (mcf->route_upstream == nullptr) {
+        return NGX_ERROR;
+    }
+    mcf->route_upstream->peer.init_upstream = ngx_http_gtls_route_upstream_init;
+    return NGX_OK;
+}
+
+}  // namespace
+
 std::string ngx_http_gtls_routes_entry_name(std::string_view table, std::string_view host)
 {
     return std::string(table) + " " + std::string(host);
@@ -654,6 +705,19 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, n
         const std::string at = "actions[" + std::to_string(i) + "].";
         if (!a.mirrors.empty() && !support.mirrors) {
             return at + "mirrors: no location says where mirrors go (gateway_tls_routes ... mirror=/URI)";
+        }
+        auto unknown = [&](const std::string &name) {
+            return support.upstreams != nullptr && !name.empty() && support.upstreams->count(name) == 0;
+        };
+        for (size_t b = 0; b < a.backends.size(); b++) {
+            if (unknown(a.backends[b].backend)) {
+                return at + "backends[" + std::to_string(b) + "].backend: no upstream{} " + gtls::json_string(a.backends[b].backend);
+            }
+        }
+        for (size_t m = 0; m < a.mirrors.size(); m++) {
+            if (unknown(a.mirrors[m].backend)) {
+                return at + "mirrors[" + std::to_string(m) + "].backend: no upstream{} " + gtls::json_string(a.mirrors[m].backend);
+            }
         }
         for (size_t c = 0; c < a.retry_codes.size(); c++) {
             if (!gtls::is_retryable_status(a.retry_codes[c])) {
@@ -721,6 +785,9 @@ char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *, void *conf)
             it->second.name = std::string(name);
         }
         lcf->routes = &it->second;
+        if (ngx_http_gtls_add_route_upstream(cf, mcf) != NGX_OK) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
     } catch (const std::exception &e) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls: %s", e.what());
         return static_cast<char *>(NGX_CONF_ERROR);

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "gtls_routes.h"
 #include "ngx_gtls_nginx.h"
@@ -38,12 +39,14 @@ bool ngx_http_gtls_split_routes_entry_name(std::string_view name, std::string_vi
 bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string &host,
                                std::shared_ptr<const gtls::HostRoutes> routes, uint64_t sequence);
 
-// What the configuration lets a table's rules do beyond routing: edit
-// the Host (a location sends $gateway_tls_route_host as the Host), mirror
-// (a location says where mirrors go, mirror=)
+// What the configuration lets a table's rules do: edit the Host (a
+// location sends $gateway_tls_route_host as the Host), mirror (a location
+// says where mirrors go, mirror=), and which backends they may name
 struct ngx_http_gtls_route_support_t {
     bool host_sent = false;
     bool mirrors = false;
+    // the upstream{} blocks a backend or mirror may name (null: any)
+    const std::unordered_map<std::string_view, ngx_http_upstream_srv_conf_t *> *upstreams = nullptr;
 };
 
 // What this configuration cannot serve of an entry's actions: the first
@@ -67,6 +70,11 @@ ngx_int_t ngx_http_gtls_route_upstream_conf(ngx_http_request_t *r);
 std::string ngx_http_gtls_route_tables_json(const ngx_http_gtls_route_tables_t *tables, ngx_shm_zone_t *status_zone);
 std::string ngx_http_gtls_route_tables_prometheus(const ngx_http_gtls_route_tables_t *tables,
                                                   ngx_shm_zone_t *status_zone);
+
+// The upstream `proxy_pass https://gateway_tls_routes` names, made with
+// the first gateway_tls_routes: each request goes on to the upstream{}
+// its rule chose (mcf->route_upstreams, by name)
+inline constexpr const char *kRouteUpstream = "gateway_tls_routes";
 
 char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf);

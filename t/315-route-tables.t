@@ -128,7 +128,7 @@ http {
         proxy_ssl_name \$upstream_ssl_policy_hostname;
         location / {
             gateway_tls_routes $table mirror=/mirror-route;
-            proxy_pass https://\$gateway_tls_route_backend;
+            proxy_pass https://gateway_tls_routes;
             $host_header
             proxy_buffering off;
             add_header X-Route \$gateway_tls_route always;
@@ -401,6 +401,10 @@ is($now->{hostnames}, $counted->{hostnames} - 1, 'one hostname fewer');
 my $refused_before = table_status()->{refused};
 my @refusals = (
     ['{"routes": {"other": {"a.example": null}}}', 404, qr/no route table \\"other\\"/],
+    [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}, {"backend": "nosuch"}]}', '{"action": 0}')),
+     409, qr/routes\[\\"main\\"\]\[\\"a\.example\\"\]\.actions\[0\]\.backends\[1\]\.backend: no upstream\{\} \\"nosuch\\"/],
+    [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "mirrors": [{"backend": "nosuch"}]}', '{"action": 0}')),
+     409, qr/actions\[0\]\.mirrors\[0\]\.backend: no upstream\{\} \\"nosuch\\"/],
     [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "retry": {"attempts": 2, "codes": [500, 418]}}', '{"action": 0}')),
      409, qr/actions\[0\]\.retry\.codes\[1\]: 418 is not retried: nginx retries on 403, 404, 429, 500, 502, 503 and 504/],
     [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a"}], "retry": {"attempts": 2, "backoff_ms": 100}}', '{"action": 0}')),
