@@ -388,14 +388,10 @@ ngx_int_t ngx_gtls_variable(ngx_pool_t *pool, ngx_variable_value_t *v, ngx_gtls_
 
 ngx_int_t ngx_gtls_variable_text(ngx_pool_t *pool, ngx_variable_value_t *v, const std::string &text)
 {
-    v->data = static_cast<u_char *>(ngx_pnalloc(pool, text.size() + 1));
-    if (v->data == nullptr) {
+    auto *data = static_cast<u_char *>(ngx_pnalloc(pool, text.size() + 1));
+    if (data == nullptr) {
         return NGX_ERROR;
     }
-    ngx_memcpy(v->data, text.data(), text.size());
-    v->len = text.size();
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    return NGX_OK;
+    ngx_memcpy(data, text.data(), text.size());
+    return ngx_gtls_variable_bytes(v, data, text.size());
 }

@@ -121,6 +121,18 @@ int ngx_gtls_reject(X509_STORE_CTX *x509_ctx, ngx_log_t *log, const gtls::Policy
 // may be replaced before the value is used).
 ngx_int_t ngx_gtls_variable_text(ngx_pool_t *pool, ngx_variable_value_t *v, const std::string &text);
 
+// A variable's value found: `len` bytes at `data`, which outlive the
+// request's use of it (a configuration's, or what the request holds)
+inline ngx_int_t ngx_gtls_variable_bytes(ngx_variable_value_t *v, const void *data, size_t len)
+{
+    v->data = static_cast<u_char *>(const_cast<void *>(data));
+    v->len = len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
 // The variables both modules have: one list, and one rule for a missing
 // value. A peer variable before any verdict is not found (either access
 // log writes "-"); $upstream_ssl_verify is then NONE, and the mode and

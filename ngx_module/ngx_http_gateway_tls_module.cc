@@ -619,12 +619,7 @@ ngx_int_t ngx_http_gtls_policy_hostname_variable(ngx_http_request_t *r,
         v->not_found = 1;
         return NGX_OK;
     }
-    v->data = host->data;
-    v->len = host->len;
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    return NGX_OK;
+    return ngx_gtls_variable_bytes(v, host->data, host->len);
 }
 
 ngx_int_t ngx_http_gtls_add_variables(ngx_conf_t *cf)

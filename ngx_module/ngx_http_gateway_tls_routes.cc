@@ -422,12 +422,7 @@ ngx_int_t ngx_http_gtls_route_host_variable(ngx_http_request_t *r, ngx_http_vari
     if (host == nullptr || host->data == nullptr) {
         return NGX_OK;
     }
-    v->data = host->data;
-    v->len = host->len;
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    return NGX_OK;
+    return ngx_gtls_variable_bytes(v, host->data, host->len);
 }
 
 // $gateway_tls_route_backend: the backend the request's rule chose;
@@ -444,12 +439,7 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
             return NGX_OK;
         }
         // the subrequest holds the entry the name lives in
-        v->data = reinterpret_cast<u_char *>(const_cast<char *>(state->route_mirror.data()));
-        v->len = state->route_mirror.size();
-        v->valid = 1;
-        v->no_cacheable = 1;
-        v->not_found = 0;
-        return NGX_OK;
+        return ngx_gtls_variable_bytes(v, state->route_mirror.data(), state->route_mirror.size());
     }
     if (state == nullptr || state->route_match == nullptr) {
         return NGX_OK;
@@ -459,23 +449,11 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
             return NGX_OK;
         }
         // the request holds the entry the name lives in
-        v->data = reinterpret_cast<u_char *>(const_cast<char *>(state->route_backend.data()));
-        v->len = state->route_backend.size();
-    } else {
-        const std::string text = state->route_entry->host() + " match "
-                                 + std::to_string(state->route_match - state->route_entry->matches().data());
-        auto *bytes = static_cast<u_char *>(ngx_pnalloc(r->pool, text.size()));
-        if (bytes == nullptr) {
-            return NGX_ERROR;
-        }
-        ngx_memcpy(bytes, text.data(), text.size());
-        v->data = bytes;
-        v->len = text.size();
+        return ngx_gtls_variable_bytes(v, state->route_backend.data(), state->route_backend.size());
     }
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    return NGX_OK;
+    return ngx_gtls_variable_text(r->pool, v,
+                                  state->route_entry->host() + " match "
+                                      + std::to_string(state->route_match - state->route_entry->matches().data()));
 }
 
 }  // namespace
