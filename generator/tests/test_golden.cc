@@ -1,6 +1,7 @@
 // Golden tests: each testdata/NAME.in.yaml, read after testdata/gateway.yaml,
 // rendered and compared byte for byte with NAME.http.conf, NAME.stream.conf
-// and NAME.status.yaml beside it, with the options its "# options:" line
+// and NAME.status.yaml beside it (and NAME.route-tables.json with --routes
+// table), with the options its "# options:" line
 // names; refusals in its status only where a "# refusals:" line says why. A change to the output shows as a diff of those files:
 // UPDATE_GOLDEN=1 (make golden) writes them afresh.
 #include <boost/test/unit_test.hpp>
@@ -39,6 +40,8 @@ const std::map<std::string, void (*)(g2n::Options *)> kCaseOptions = {
     {"upstream-api", [](g2n::Options *o) { o->upstream_api = "127.0.0.1:9114"; }},
     // for the nginx of Debian 13 (1.26): HTTP/2 by "http2 on", not the module
     {"nginx-1.26", [](g2n::Options *o) { o->nginx_version = 1026003; }},
+    // --routes table: and what route-tables.json fills the tables with
+    {"route-tables", [](g2n::Options *o) { o->routes = "table"; }},
 };
 
 // The rest of a case's header line (the comments its input begins with)
@@ -94,9 +97,11 @@ std::vector<std::pair<std::string, std::string>> rendered(const fs::path &input,
     o.listen_ipv6_too = dual_stack;
     apply_case_options(input, &o);
     const g2n::Plan plan = g2n::resolve(m, o);
-    return {{".http.conf", g2n::render_http_conf(plan, o)},
-            {".stream.conf", g2n::render_stream_conf(plan, o)},
-            {".status.yaml", g2n::render_status(plan, o)}};
+    std::vector<std::pair<std::string, std::string>> out = {{".http.conf", g2n::render_http_conf(plan, o)},
+                                                            {".stream.conf", g2n::render_stream_conf(plan, o)},
+                                                            {".status.yaml", g2n::render_status(plan, o)}};
+    if (o.routes == "table") out.emplace_back(".route-tables.json", g2n::render_route_tables(plan, o));
+    return out;
 }
 
 }  // namespace
