@@ -89,6 +89,7 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     std::shared_ptr<const gtls::HostRoutes>  route_entry;
     const gtls::RouteMatch                 *route_match = nullptr;
     std::string_view                        route_backend;
+    std::string_view                        route_upgrade;  // the Upgrade sent ("websocket" or none)
     bool                                    route_headers_edited = false;
     ngx_str_t                               route_host{};
     // a rule's mirrors: NGX_AGAIN until sent; a mirror subrequest's backend

@@ -247,6 +247,10 @@ ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
         }
         const gtls::WeightedBackend &backend = action.backends[share];
         state->route_backend = backend.backend;
+        if (backend.websocket) {
+            state->route_upgrade = gtls::upgrade_sent(
+                backend, r->headers_in.upgrade ? std::optional(ngx_gtls_sv(r->headers_in.upgrade->value)) : std::nullopt);
+        }
         if (gtls::edits_request_headers(action, &backend)
             && ngx_http_gtls_edit_request_headers(r, state, action, &backend) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -408,7 +412,9 @@ enum ngx_http_gtls_route_variable_e {
     NGX_HTTP_GTLS_ROUTE_BACKEND,
     NGX_HTTP_GTLS_ROUTE_MATCH,
     NGX_HTTP_GTLS_ROUTE_HOST,
-    NGX_HTTP_GTLS_ROUTE_MIRROR
+    NGX_HTTP_GTLS_ROUTE_MIRROR,
+    NGX_HTTP_GTLS_ROUTE_UPGRADE,
+    NGX_HTTP_GTLS_ROUTE_CONNECTION
 };
 
 // $gateway_tls_route_host: the Host the rule's filters send, else the
@@ -433,6 +439,15 @@ ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_
     v->not_found = 1;
     if (data == NGX_HTTP_GTLS_ROUTE_HOST) {
         return ngx_http_gtls_route_host_variable(r, v, state);
+    }
+    if (data == NGX_HTTP_GTLS_ROUTE_UPGRADE || data == NGX_HTTP_GTLS_ROUTE_CONNECTION) {
+        // as the rendered maps: Upgrade only to a WebSocket backend, and
+        // Connection "upgrade" with it, "close" otherwise
+        const std::string_view upgrade = state != nullptr ? state->route_upgrade : std::string_view();
+        const std::string_view value = data == NGX_HTTP_GTLS_ROUTE_UPGRADE ? upgrade
+                                       : upgrade.empty()                  ? std::string_view("close")
+                                                                          : std::string_view("upgrade");
+        return ngx_gtls_variable_bytes(v, value.data(), value.size());
     }
     if (data == NGX_HTTP_GTLS_ROUTE_MIRROR) {
         if (state == nullptr || state->route_mirror.empty()) {
@@ -814,7 +829,9 @@ ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
         {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND},
         {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH},
         {"gateway_tls_route_host", NGX_HTTP_GTLS_ROUTE_HOST},
-        {"gateway_tls_route_mirror", NGX_HTTP_GTLS_ROUTE_MIRROR}};
+        {"gateway_tls_route_mirror", NGX_HTTP_GTLS_ROUTE_MIRROR},
+        {"gateway_tls_route_upgrade", NGX_HTTP_GTLS_ROUTE_UPGRADE},
+        {"gateway_tls_route_connection", NGX_HTTP_GTLS_ROUTE_CONNECTION}};
     for (const auto &[text, which] : kVariables) {
         ngx_str_t name{ngx_strlen(text), reinterpret_cast<u_char *>(const_cast<char *>(text))};
         ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);

@@ -141,10 +141,10 @@ http {
         }
         location /ws {
             gateway_tls_routes $table;
-            proxy_pass https://\$gateway_tls_route_backend;
+            proxy_pass https://gateway_tls_routes;
             proxy_http_version 1.1;
-            proxy_set_header Upgrade \$http_upgrade;
-            proxy_set_header Connection upgrade;
+            proxy_set_header Upgrade \$gateway_tls_route_upgrade;
+            proxy_set_header Connection \$gateway_tls_route_connection;
             proxy_read_timeout 1h;
         }
         location /slowplain {
@@ -465,22 +465,28 @@ sub ws_echo {
     return @frame == 2 && $frame[0] == 1 ? $frame[1] : '(none)';
 }
 
+# a backend that is not marked WebSocket gets no Upgrade
+sub ws_handshake {
+    my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or die "connect: $!";
+    my $key = new_key();
+    print {$sock} "GET /ws HTTP/1.1\r\nHost: ws.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        . "Sec-WebSocket-Key: $key\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    my $head = '';
+    local $/ = "\r\n";
+    while (my $line = <$sock>) { $head .= $line; last if $line eq "\r\n" }
+    return ($sock, $head, $key);
+}
+($code) = api('PUT', routes_json('ws.example' => host_json('{"backends": [{"backend": "be_ws"}]}', '{"path": {"value": "/ws"}, "action": 0}')));
+my (undef, $refused_head) = ws_handshake();
+like($refused_head, qr{^HTTP/1\.1 200 }, 'a backend not marked WebSocket: the Upgrade is not passed, a plain answer');
 my $long_routes = host_json('{"backends": [{"backend": "be_a"}]}', '{"path": {"value": "/slow"}, "action": 0}');
-my $ws_routes = host_json('{"backends": [{"backend": "be_ws"}]}', '{"path": {"value": "/ws"}, "action": 0}');
+my $ws_routes = host_json('{"backends": [{"backend": "be_ws", "websocket": true}]}', '{"path": {"value": "/ws"}, "action": 0}');
 ($code) = api('PUT', routes_json('long.example' => $long_routes, 'ws.example' => $ws_routes));
 is($code, 200, 'long.example routes /slow to backend a, ws.example /ws to the WebSocket backend');
 my $slow_out = "$dir/slow.out";
 my $slow = start_slow_reader($port, 'long.example', '/slow', $slow_out);
 ok(wait_for(sub { -s "$slow_out.head" }), 'the long-lived response has begun');
-my $ws = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or die "connect: $!";
-my $ws_key = new_key();
-print {$ws} "GET /ws HTTP/1.1\r\nHost: ws.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-    . "Sec-WebSocket-Key: $ws_key\r\nSec-WebSocket-Version: 13\r\n\r\n";
-my $ws_head = '';
-{
-    local $/ = "\r\n";
-    while (my $line = <$ws>) { $ws_head .= $line; last if $line eq "\r\n" }
-}
+my ($ws, $ws_head, $ws_key) = ws_handshake();
 like($ws_head, qr{^HTTP/1\.1 101 }, 'the WebSocket is open through the table (101)');
 like($ws_head, qr/Sec-WebSocket-Accept: \Q@{[accept_key($ws_key)]}\E/i, 'answered by the echo behind the TLS backend');
 is(ws_echo($ws, 'before'), 'before', 'a message there and back');
@@ -492,7 +498,8 @@ for my $i (1 .. 1000) {
     my $other = qq({"path": {"value": "/v$i"}, "action": 1});
     my $body = routes_json(
         'long.example' => host_json('{"backends": [{"backend": "be_a"}]}, {"status": 404}', qq({"path": {"value": "/slow"}, "action": 0}, $other)),
-        'ws.example' => host_json('{"backends": [{"backend": "be_ws"}]}, {"status": 404}', qq({"path": {"value": "/ws"}, "action": 0}, $other)));
+        'ws.example' => host_json('{"backends": [{"backend": "be_ws", "websocket": true}]}, {"status": 404}',
+                                  qq({"path": {"value": "/ws"}, "action": 0}, $other)));
     $replaced++ if put_on($api, $body) == 200;
     push @echoed, ws_echo($ws, "message $i") eq "message $i" ? 1 : 0 if $i % 100 == 0;
 }

@@ -249,6 +249,13 @@ std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, 
     return std::string(base) + from_request(path.substr(match.path.size()));
 }
 
+std::string_view upgrade_sent(const WeightedBackend &backend, std::optional<std::string_view> client_upgrade)
+{
+    const bool websocket = client_upgrade && client_upgrade->size() == 9
+                           && strncasecmp(client_upgrade->data(), "websocket", 9) == 0;
+    return backend.websocket && websocket ? "websocket" : "";
+}
+
 bool mirror_takes(const Mirror &mirror, uint64_t random)
 {
     return mirror.denominator != 0 && random % mirror.denominator < mirror.numerator;

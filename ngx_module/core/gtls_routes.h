@@ -102,7 +102,13 @@ struct WeightedBackend {
     std::string     backend;
     unsigned        weight = 1;
     HeaderModifier  request_headers;  // its own backendRef's filter
+    bool            websocket = false;  // appProtocol kubernetes.io/ws: a client's WebSocket Upgrade passes
 };
+
+// The Upgrade a request sends `backend`: "websocket" where the backend
+// takes WebSocket (GEP-1911) and the client asked for it (any case), else
+// none: no other upgrade (h2c would tunnel past the routing) ever passes
+std::string_view upgrade_sent(const WeightedBackend &backend, std::optional<std::string_view> client_upgrade);
 
 // RequestMirror: a copy of NUMERATOR in DENOMINATOR requests
 struct Mirror {

@@ -95,6 +95,15 @@ public:
         return v->GetInt64();
     }
 
+    // absent: false
+    bool flag(std::string_view name) const
+    {
+        const Value *v = get(name);
+        if (v == nullptr) return false;
+        if (!v->IsBool()) refuse(at(name), std::string("must be true or false, not ") + type_name(*v));
+        return v->GetBool();
+    }
+
     const Value *array(std::string_view name, size_t max) const
     {
         const Value *v = get(name);
@@ -314,10 +323,11 @@ RouteAction route_action(const Value &value, const std::string &field)
     RouteAction a;
     if (const Value *list = f.array("backends", kMaxActionBackends)) {
         for (rapidjson::SizeType i = 0; i < list->Size(); i++) {
-            Fields b((*list)[i], item(f.at("backends"), i), {"backend", "weight", "request_headers"});
+            Fields b((*list)[i], item(f.at("backends"), i), {"backend", "weight", "request_headers", "websocket"});
             WeightedBackend wb;
             wb.backend = backend_name(b, "backend", true);
             wb.weight = static_cast<unsigned>(b.number("weight", 0, kMaxRouteWeight, 1));
+            wb.websocket = b.flag("websocket");
             if (const Value *mod = b.get("request_headers")) wb.request_headers = header_modifier(*mod, b.at("request_headers"), true);
             a.backends.push_back(std::move(wb));
         }
@@ -542,6 +552,10 @@ void write_action(JsonWriter &w, const RouteAction &a)
             w.Uint(b.weight);
             w.Key("request_headers");
             write_modifier(w, b.request_headers);
+            if (b.websocket) {
+                w.Key("websocket");
+                w.Bool(true);
+            }
             w.EndObject();
         }
         w.EndArray();

@@ -243,6 +243,24 @@ std::string sent(const std::vector<HeaderField> &fields, const HeaderEdits &e)
     return out;
 }
 
+// Only a WebSocket backend gets an Upgrade, and only a WebSocket one
+BOOST_AUTO_TEST_CASE(upgrades_pass_to_websocket_backends_alone)
+{
+    WeightedBackend ws{"ws", 1, {}, true}, plain{"plain", 1, {}, false};
+    BOOST_TEST(upgrade_sent(ws, std::string_view("WebSocket")) == "websocket");
+    BOOST_TEST(upgrade_sent(ws, std::string_view("h2c")) == "");
+    BOOST_TEST(upgrade_sent(ws, std::nullopt) == "");
+    BOOST_TEST(upgrade_sent(plain, std::string_view("websocket")) == "");
+    auto r = parse_host_routes(R"({"actions": [{"backends": [{"backend": "ws", "websocket": true}, {"backend": "p"}]}],
+                                   "matches": [{"action": 0}]})",
+                               "a.example");
+    BOOST_TEST(r->actions()[0].backends[0].websocket);
+    BOOST_TEST(!r->actions()[0].backends[1].websocket);
+    BOOST_TEST(host_routes_json(*parse_host_routes(host_routes_json(*r), "a.example")) == host_routes_json(*r));
+    BOOST_TEST(holds(host_refusal(R"({"actions": [{"backends": [{"backend": "ws", "websocket": 1}]}], "matches": [{"action": 0}]})"),
+                     "backends[0].websocket: must be true or false, not a number"));
+}
+
 BOOST_AUTO_TEST_CASE(request_headers_are_edited_as_proxy_set_header_does)
 {
     const std::vector<HeaderField> in{{"Host", "a.example"}, {"X-Set", "client"}, {"x-add", "one"},

@@ -34,15 +34,14 @@ gtls::PathRewrite path_rewrite(const PathModifier &p, bool exact)
 }
 
 // The table names upstream{} blocks for `proxy_pass https://`: TLS
-// backends of HTTP/1.1 alone
+// backends of HTTP/1.1 (WebSocket upgrades included) alone
 bool table_backends(const std::vector<WeightedUpstream> &in, std::vector<gtls::WeightedBackend> *out, std::string *why)
 {
     for (const WeightedUpstream &b : in) {
         if (b.grpc) *why = "a gRPC or h2c backend";
-        if (b.websocket) *why = "a WebSocket backend";
         if (!b.upstream.empty() && !b.tls) *why = "a plaintext backend";
         if (!why->empty()) return false;
-        out->push_back({b.upstream, static_cast<unsigned>(b.weight), header_modifier(b.request_headers)});
+        out->push_back({b.upstream, static_cast<unsigned>(b.weight), header_modifier(b.request_headers), b.websocket});
     }
     return true;
 }

@@ -25,7 +25,7 @@ namespace g2n {
 std::string route_table_name(const Server &s);
 
 // A server's entry in its table: its rules, compiled; null, with `why`,
-// where the table cannot serve it (CORS, gRPC, WebSocket or plaintext
+// where the table cannot serve it (CORS, gRPC, h2c or plaintext
 // backends)
 std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why);
 

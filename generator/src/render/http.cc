@@ -170,6 +170,9 @@ void render_table_location(nginx::Writer &w, const Server &s)
                                        nginx::Token::value(std::string("mirror=") + kTableMirrorUri)});
     w.directive("proxy_set_header", {"Host", nginx::Token::variable(nginx::Name("gateway_tls_route_host"))});
     w.directive("proxy_set_header", {"Via", nginx::Token::variable(kVia)});
+    // a client's WebSocket Upgrade, to a WebSocket backend alone
+    w.directive("proxy_set_header", {"Upgrade", nginx::Token::variable(nginx::Name("gateway_tls_route_upgrade"))});
+    w.directive("proxy_set_header", {"Connection", nginx::Token::variable(nginx::Name("gateway_tls_route_connection"))});
     w.directive("proxy_pass", {"https://gateway_tls_routes"});  // each request to the upstream{} its rule chose
     w.close();
     // a rule's mirror subrequests, to the backend each names; '|' is
