@@ -54,12 +54,16 @@ ngx_int_t ngx_http_gtls_status_handler(ngx_http_request_t *r)
     std::string body;
     try {
         ngx_shm_zone_t *zone = mcf->registry->status.zone;
+        // the route tables where the configuration has them, as caught up
+        // with what another worker took
+        std::string tables;
         if (mcf->route_tables != nullptr) {
-            ngx_http_gtls_catch_up(mcf);  // what another worker took shows here too
+            ngx_http_gtls_catch_up(mcf);
+            tables = prometheus ? ngx_http_gtls_route_tables_prometheus(mcf->route_tables, zone)
+                                : ngx_http_gtls_route_tables_json(mcf->route_tables, zone);
         }
-        body = prometheus ? ngx_gtls_status_prometheus(statuses, zone)
-                                + ngx_http_gtls_route_tables_prometheus(mcf->route_tables, zone)
-                          : ngx_gtls_status_json(statuses, zone, ngx_http_gtls_route_tables_json(mcf->route_tables, zone));
+        body = prometheus ? ngx_gtls_status_prometheus(statuses, zone) + tables
+                          : ngx_gtls_status_json(statuses, zone, tables);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: %s", e.what());
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
