@@ -345,11 +345,14 @@ like($post_answer, qr{^HTTP/1\.1 200 .*backend=a}s, 'a POST with a body is answe
 ok(wait_for(sub { count_in("$dir/backends/logs/access_b.log", qr{^GET /all/[123]\?x=[123] }m) == 3 }),
    'each request reached the mirror backend too, its query kept');
 ok(wait_for(sub { count_in("$dir/backends/logs/access_b.log", qr{^POST /all/post \d+}m) == 1 }), 'so did the POST');
+# a backend logs a request once it has answered it: waited for as well
+ok(wait_for(sub { count_in("$dir/backends/logs/access_a.log", qr{^POST /all/post \d+}m) == 1 }), 'its backend logged the POST');
 my ($a_post) = slurp("$dir/backends/logs/access_a.log") =~ m{^POST /all/post (\d+)$}m;
 my ($b_post) = slurp("$dir/backends/logs/access_b.log") =~ m{^POST /all/post (\d+)$}m;
 is($b_post, $a_post, "with its body: the same request length ($a_post) at both");
 get("/half/$_", 'mirror.example') for 1 .. 40;
 ok(wait_for(sub { count_in("$dir/backends/logs/access_a.log", qr{^GET /half/}m) == 40 }), 'forty requests of a half share answered');
+ok(wait_for(sub { count_in("$dir/backends/logs/access_b.log", qr{^GET /half/}m) > 0 }), 'the mirror backend logged some');
 my $halved = count_in("$dir/backends/logs/access_b.log", qr{^GET /half/}m);
 ok($halved > 0 && $halved < 40, "a share of them mirrored ($halved of 40)");
 
