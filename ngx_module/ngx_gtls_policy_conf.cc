@@ -204,6 +204,11 @@ char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *co
     return NGX_CONF_OK;
 }
 
+std::string_view ngx_gtls_policy_hostname(const ngx_gtls_policy_conf_t &pc)
+{
+    return pc.policy != nullptr ? std::string_view(pc.policy->hostname) : ngx_gtls_sv(pc.hostname);
+}
+
 void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc)
 {
     pc->mode = NGX_CONF_UNSET_UINT;

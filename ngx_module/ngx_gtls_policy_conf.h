@@ -49,6 +49,11 @@ struct ngx_gtls_registry_t {
 
 enum { NGX_GTLS_INSECURE_ALLOW = 0, NGX_GTLS_INSECURE_DENY = 1 };
 
+// The name an upstream{} policy sends and verifies: its policy's, which the
+// upstream API may replace, else proxy_ssl_policy_hostname as configured
+// (mode off); empty: none.
+std::string_view ngx_gtls_policy_hostname(const ngx_gtls_policy_conf_t &pc);
+
 char *ngx_gtls_invalid(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t *value, const std::string &why);
 void ngx_gtls_init_policy_conf(ngx_gtls_policy_conf_t *pc);
 

@@ -603,23 +603,23 @@ ngx_int_t ngx_http_gtls_policy_hostname_variable(ngx_http_request_t *r,
         ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
     ngx_http_upstream_srv_conf_t *uscf = u->upstream;
     ngx_str_t *host = uscf ? &uscf->host : u->resolved ? &u->resolved->host : nullptr;
+    if (host == nullptr) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    std::string_view name = ngx_gtls_sv(*host);
 
     if (uscf != nullptr && uscf->srv_conf != nullptr) {
         auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(
             ngx_http_conf_upstream_srv_conf(uscf, ngx_http_gateway_tls_module));
         for (ngx_uint_t kind : {NGX_HTTP_GTLS_PROXY, NGX_HTTP_GTLS_GRPC}) {
-            if (mcf->ctx_index[kind] >= 0 && u->conf == r->loc_conf[mcf->ctx_index[kind]]
-                && ups->policy[kind].hostname.len) {
-                host = &ups->policy[kind].hostname;
+            std::string_view configured = ngx_gtls_policy_hostname(ups->policy[kind]);
+            if (mcf->ctx_index[kind] >= 0 && u->conf == r->loc_conf[mcf->ctx_index[kind]] && !configured.empty()) {
+                name = configured;
             }
         }
     }
-
-    if (host == nullptr) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-    return ngx_gtls_variable_bytes(v, host->data, host->len);
+    return ngx_gtls_variable_bytes(v, name.data(), name.size());
 }
 
 ngx_int_t ngx_http_gtls_add_variables(ngx_conf_t *cf)

@@ -73,6 +73,8 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
         listed.pushed = t.pushed;
         listed.ca = p.trust_source;
         for (const gtls::Pin &pin : p.pins) listed.pins.push_back(pin.spec);
+        listed.hostname = p.hostname;
+        for (const gtls::SanMatcher &san : p.sans) listed.subject_alt_names.push_back(san.spec);
     }
     return gtls::api_list_json(list);
 }
@@ -147,6 +149,17 @@ struct ngx_http_gtls_refusal_t {
 
 using ngx_http_gtls_refused_t = std::optional<ngx_http_gtls_refusal_t>;
 
+// Whether every scope of a policy sends the name it verifies (an
+// upstream{} with proxy_ssl_policy_hostname): only there does a pushed
+// hostname change both, the name sent and the name verified.
+bool ngx_http_gtls_every_hostname_configured(const ngx_http_gtls_trusted_t *t)
+{
+    for (const gtls::Trust &configured : t->configured) {
+        if (!configured.hostname || configured.hostname->empty()) return false;
+    }
+    return true;
+}
+
 // Each policy named verifies here; its new trust built and kept aside.
 ngx_http_gtls_refused_t ngx_http_gtls_check_trusts(ngx_http_gtls_main_conf_t *mcf, const gtls::ApiUpdate &update,
                                                    PendingChange *change)
@@ -160,9 +173,17 @@ ngx_http_gtls_refused_t ngx_http_gtls_check_trusts(ngx_http_gtls_main_conf_t *mc
                                                + " that verifies (proxy_ssl_policy_name of an http or stream scope"
                                                  " whose mode is not skip)"};
         }
+        if (pushed.hostname && !ngx_http_gtls_every_hostname_configured(t.trusted)) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_CONFLICT,
+                                           "policies[" + gtls::json_string(pushed.policy)
+                                               + "].hostname: the policy is also set where the name sent is"
+                                                 " proxy_ssl_name's; only a policy whose every upstream{} sets"
+                                                 " proxy_ssl_policy_hostname takes one"};
+        }
         std::string error;
-        t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
-        if (!t.configured && !gtls::build_trust(pushed.ca, pushed.pins, &t.trust, &error)) {
+        t.configured = !pushed.names_peer()
+                       && ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
+        if (!t.configured && !gtls::build_policy_trust(pushed, &t.trust, &error)) {
             return ngx_http_gtls_refusal_t{NGX_HTTP_BAD_REQUEST,
                                            "policies[" + gtls::json_string(pushed.policy) + "]: " + error};
         }
@@ -304,11 +325,14 @@ gtls::ApiUpdated ngx_http_gtls_put_in_place(ngx_log_t *log, ngx_http_gtls_main_c
             }
         } else {
             ngx_http_gtls_replace_trust(t.trusted, &t.trust, t.entry->sequence);
+            std::string names;
+            if (t.trust.hostname) names += ", hostname " + gtls::json_string(*t.trust.hostname);
+            if (t.trust.sans) names += ", " + std::to_string(t.trust.sans->size()) + " subject alt names";
             ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                          "gateway_tls: policy %s now trusts %s and %uz pins (from the API, entry %uL)",
+                          "gateway_tls: policy %s now trusts %s and %uz pins%s (from the API, entry %uL)",
                           gtls::json_string(name).c_str(),
                           gtls::json_string(t.trust.source.empty() ? "no CA" : t.trust.source).c_str(), t.trust.pins.size(),
-                          t.entry->sequence);
+                          names.c_str(), t.entry->sequence);
         }
         updated.policies.emplace_back(name, t.entry->sequence);
     }

@@ -84,7 +84,7 @@ bool ngx_http_gtls_take_trust(ngx_log_t *log, ngx_http_gtls_trusted_t *t,
     gtls::PolicyTrust pushed = gtls::parse_policy_trust(json, name);
     gtls::Trust trust;
     std::string error;
-    if (!gtls::build_trust(pushed.ca, pushed.pins, &trust, &error)) {
+    if (!gtls::build_policy_trust(pushed, &trust, &error)) {
         // fail closed: neither the trust replaced nor none at all
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "gateway_tls: policy %s trusts nothing until the next push: the trust pushed cannot be read here: %s",
@@ -436,7 +436,7 @@ ngx_int_t ngx_http_gtls_collect_trusted(ngx_cycle_t *cycle, ngx_http_gtls_main_c
             ngx_http_gtls_trusted_t &t = (*mcf->trusted)[rec.policy->name];
             // built by ngx_gtls_build_policy in the configuration pool, not const there
             t.policies.push_back(const_cast<gtls::Policy *>(rec.policy));
-            t.configured.push_back({rec.policy->store, rec.policy->trust_source, rec.policy->pins});
+            t.configured.push_back(gtls::configured_trust(*rec.policy));
             t.configured_fingerprint = t.configured_fingerprint * 0x100000001b3ull ^ gtls::trust_fingerprint(*rec.policy, &ca_files);
             if (std::find(t.sessions.begin(), t.sessions.end(), sessions) == t.sessions.end()) {
                 t.sessions.push_back(sessions);
@@ -472,7 +472,7 @@ uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, cons
 void ngx_http_gtls_replace_trust(ngx_http_gtls_trusted_t *t, const gtls::Trust *trust, uint64_t sequence)
 {
     for (size_t i = 0; i < t->policies.size(); i++) {
-        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], sequence);
+        gtls::replace_trust(t->policies[i], trust != nullptr ? *trust : t->configured[i], t->configured[i], sequence);
     }
     t->sequence = sequence;
     t->pushed = trust != nullptr;

@@ -495,17 +495,18 @@ ngx_int_t ngx_stream_gtls_policy_hostname_variable(ngx_stream_session_t *s, ngx_
 {
     ngx_stream_upstream_t *u = s->upstream;
     ngx_stream_upstream_srv_conf_t *uscf = u ? u->upstream : nullptr;
-    ngx_str_t *host = uscf ? &uscf->host : nullptr;
-    if (uscf != nullptr && uscf->srv_conf != nullptr) {
-        auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
-            ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module));
-        if (ups->policy.hostname.len) host = &ups->policy.hostname;
-    }
-    if (host == nullptr) {
+    if (uscf == nullptr) {
         v->not_found = 1;
         return NGX_OK;
     }
-    return ngx_gtls_variable_bytes(v, host->data, host->len);
+    std::string_view host = ngx_gtls_sv(uscf->host);
+    if (uscf->srv_conf != nullptr) {
+        auto *ups = static_cast<ngx_stream_gtls_srv_conf_t *>(
+            ngx_stream_conf_upstream_srv_conf(uscf, ngx_stream_gateway_tls_module));
+        std::string_view configured = ngx_gtls_policy_hostname(ups->policy);
+        if (!configured.empty()) host = configured;
+    }
+    return ngx_gtls_variable_bytes(v, host.data(), host.size());
 }
 
 ngx_int_t ngx_stream_gtls_add_variables(ngx_conf_t *cf)

@@ -139,9 +139,9 @@ like(log_since($log_at), qr/policy "ns\/web-tls" now trusts "api:sha256:[0-9a-f]
      'the change is logged');
 
 my (undef, $listed) = api('GET');
-like($listed, qr/"ns\/web-tls":\{"generation":[1-9]\d*,"source":"api","ca":"api:sha256:[0-9a-f]{16}","pins":\[\]\}/,
+like($listed, qr/"ns\/web-tls":\{"generation":[1-9]\d*,"source":"api","ca":"api:sha256:[0-9a-f]{16}","pins":\[\],"hostname":"abc\.example\.com","subject_alt_names":\[\]\}/,
      'GET shows the pushed trust');
-like($listed, qr/"ns\/pinned":\{"generation":0,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\]\}/,
+like($listed, qr/"ns\/pinned":\{"generation":0,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\],"hostname":"abc\.example\.com","subject_alt_names":\[\]\}/,
      'and the other policy as configured');
 unlike($listed, qr/ns\/skipped/, 'a policy that verifies nothing has no trust to list');
 
@@ -156,7 +156,7 @@ is((answers('/pinned'))[0], '502 FAILED:pin', 'the old key no longer serves');
 ($code) = push_trust('ns/pinned' => {pins => [spki_pin('untrusted'), $pin_leaf]});
 is((answers('/pinned'))[0], '200 SUCCESS', 'a pin set holding it again serves');
 ($code) = push_trust('ns/pinned' => {pins => [$pin_leaf]});
-like((api('GET'))[1], qr/"ns\/pinned":\{"generation":[1-9]\d*,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\]\}/,
+like((api('GET'))[1], qr/"ns\/pinned":\{"generation":[1-9]\d*,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\],"hostname":"abc\.example\.com","subject_alt_names":\[\]\}/,
      'pushing what a policy is configured with takes it back to its configuration');
 is((answers('/pinned'))[0], '200 SUCCESS', 'which serves');
 push_trust('ns/pinned' => {pins => [spki_pin('untrusted'), $pin_leaf]});

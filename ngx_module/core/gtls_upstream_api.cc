@@ -173,7 +173,7 @@ public:
 
 private:
     enum class Kind {
-        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins,
+        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins, Sans,
         ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, Skip
     };
     struct Frame {
@@ -243,6 +243,11 @@ private:
                 refuse(f.field, std::to_string(f.count) + " pins, more than " + std::to_string(kMaxApiPins));
             }
             return f.field + "[" + std::to_string(f.count - 1) + "]";
+        case Kind::Sans:
+            if (++f.count > kMaxApiSans) {
+                refuse(f.field, std::to_string(f.count) + " names, more than " + std::to_string(kMaxApiSans));
+            }
+            return f.field + "[" + std::to_string(f.count - 1) + "]";
         case Kind::Section:
         case Kind::ListSection:
         case Kind::Policies:
@@ -304,14 +309,30 @@ private:
                 trust_of_policy().ca = std::string(text);
                 return;
             }
-            if (f.key == "pins") wrong_type(field, JsonType::Array, type);
-            refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins)");
+            if (f.key == "hostname") {
+                expect(field, JsonType::String, type);
+                std::string error;
+                if (text.empty() || !parse_san_spec("dns:" + std::string(text), &error)) {
+                    refuse(field, text.empty() ? "is empty" : error);
+                }
+                trust_of_policy().hostname = std::string(text);
+                return;
+            }
+            if (f.key == "pins" || f.key == "subject_alt_names") wrong_type(field, JsonType::Array, type);
+            unknown_policy_field(f);
         case Kind::Pins: {
             expect(field, JsonType::String, type);
             std::string error;
             std::optional<Pin> pin = parse_pin_spec(std::string(text), &error);
             if (!pin) refuse(field, error);
             trust_of_policy().pins.push_back(pin->spec);
+            return;
+        }
+        case Kind::Sans: {
+            expect(field, JsonType::String, type);
+            std::string error;
+            if (!parse_san_spec(text, &error)) refuse(field, error);
+            trust_of_policy().subject_alt_names->emplace_back(text);
             return;
         }
         case Kind::ListPolicy:
@@ -334,6 +355,11 @@ private:
     {
         refuse(f.field, "unknown field " + json_string(f.key)
                             + " (known: address, weight, max_conns, max_fails, fail_timeout, down)");
+    }
+
+    [[noreturn]] static void unknown_policy_field(const Frame &f)
+    {
+        refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins, hostname, subject_alt_names)");
     }
 
     PolicyTrust &trust_of_policy()
@@ -436,9 +462,15 @@ private:
                 expect(field, JsonType::Array, type);
                 return push(Kind::Pins, field);
             }
-            if (f.key == "ca") wrong_type(field, JsonType::String, type);
-            refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins)");
-        case Kind::Pins: wrong_type(field, JsonType::String, type);
+            if (f.key == "subject_alt_names") {
+                expect(field, JsonType::Array, type);
+                trust_of_policy().subject_alt_names.emplace();
+                return push(Kind::Sans, field);
+            }
+            if (f.key == "ca" || f.key == "hostname") wrong_type(field, JsonType::String, type);
+            unknown_policy_field(f);
+        case Kind::Pins:
+        case Kind::Sans: wrong_type(field, JsonType::String, type);
         case Kind::ListBody:
             if (f.key == name_ || f.key == "policies") {
                 expect(f.key, JsonType::Object, type);
@@ -594,9 +626,16 @@ std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_v
 
 std::string policy_trust_json(const PolicyTrust &trust)
 {
-    std::string out = trust.ca.empty() ? "{\"pins\":[" : "{\"ca\":" + json_string(trust.ca) + ",\"pins\":[";
-    for (size_t i = 0; i < trust.pins.size(); i++) out += (i ? "," : "") + json_string(trust.pins[i]);
-    return out + "]}";
+    auto list = [](const std::vector<std::string> &items) {
+        std::string out = "[";
+        for (size_t i = 0; i < items.size(); i++) out += (i ? "," : "") + json_string(items[i]);
+        return out + "]";
+    };
+    std::string out = trust.ca.empty() ? "{\"pins\":" : "{\"ca\":" + json_string(trust.ca) + ",\"pins\":";
+    out += list(trust.pins);
+    if (trust.hostname) out += ",\"hostname\":" + json_string(*trust.hostname);
+    if (trust.subject_alt_names) out += ",\"subject_alt_names\":" + list(*trust.subject_alt_names);
+    return out + "}";
 }
 
 std::vector<UpstreamServer> parse_server_list(std::string_view json)
@@ -673,11 +712,13 @@ std::string api_list_json(const ApiList &list)
     out += ",\"policies\":{";
     for (size_t i = 0; i < list.policies.size(); i++) {
         const ListedPolicy &p = list.policies[i];
-        std::string pins;
+        std::string pins, sans;
         for (const std::string &pin : p.pins) pins += (pins.empty() ? "" : ",") + json_string(pin);
+        for (const std::string &san : p.subject_alt_names) sans += (sans.empty() ? "" : ",") + json_string(san);
         out += (i ? "," : "") + json_string(p.name) + ":{\"generation\":" + std::to_string(p.generation)
                + ",\"source\":" + (p.pushed ? "\"api\"" : "\"configuration\"") + ",\"ca\":" + json_string(p.ca)
-               + ",\"pins\":[" + pins + "]}";
+               + ",\"pins\":[" + pins + "],\"hostname\":" + json_string(p.hostname) + ",\"subject_alt_names\":["
+               + sans + "]}";
     }
     out += "}";
     if (!list.routes.empty()) out += ",\"routes\":" + routes_json(list.routes);

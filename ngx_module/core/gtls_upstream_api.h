@@ -16,12 +16,16 @@
 //   {"policies": {"ns/web-tls": {"ca": "-----BEGIN CERTIFICATE-----...",
 //                                "pins": ["sha256-spki:BASE64", ...]}}}
 // "ca" is PEM certificates or "system"; a policy needs "ca", "pins" or both.
+// "hostname" (the name sent and verified where no SAN is listed) and
+// "subject_alt_names" (SAN SPECs) may come too, replacing what the policy
+// is configured with: a spare upstream{} becomes a backend new to nginx.
 #pragma once
 
 #include "gtls_json.h"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -43,6 +47,7 @@ inline constexpr size_t kMaxApiPolicies = 100000;    // per request (a policy pe
 inline constexpr size_t kMaxApiPolicyName = 253;     // namespace/name
 inline constexpr size_t kMaxApiCaBytes = 1 << 20;    // one policy's PEM bundle
 inline constexpr size_t kMaxApiPins = 64;            // per policy
+inline constexpr size_t kMaxApiSans = 64;            // per policy
 
 // One server as nginx's round robin takes it. `address` is canonical
 // ("10.0.0.1:8443", "[fd00::1]:8443": what nginx names a peer), `ip` its
@@ -71,14 +76,23 @@ struct UpstreamServers {
 };
 
 // The trust a policy verifies backends against, replacing its configured
-// proxy_ssl_verify_ca and pins. The PEM is checked to be text of PEM
-// blocks here; its certificates are read by trust_store_from_pem.
+// proxy_ssl_verify_ca and pins, and, when given, the name it sends and
+// verifies (proxy_ssl_policy_hostname, proxy_ssl_verify_san). The PEM is
+// checked to be text of PEM blocks here; its certificates are read by
+// trust_store_from_pem.
 struct PolicyTrust {
-    std::string               policy;
-    std::string               ca;    // PEM certificates, "system", or empty: pins alone
-    std::vector<std::string>  pins;  // normalised pin SPECs
+    std::string                              policy;
+    std::string                              ca;    // PEM certificates, "system", or empty: pins alone
+    std::vector<std::string>                 pins;  // normalised pin SPECs
+    std::optional<std::string>               hostname;           // absent: as configured
+    std::optional<std::vector<std::string>>  subject_alt_names;  // SAN SPECs; absent: as configured
 
-    bool operator==(const PolicyTrust &o) const { return policy == o.policy && ca == o.ca && pins == o.pins; }
+    bool names_peer() const { return hostname.has_value() || subject_alt_names.has_value(); }
+    bool operator==(const PolicyTrust &o) const
+    {
+        return policy == o.policy && ca == o.ca && pins == o.pins && hostname == o.hostname
+               && subject_alt_names == o.subject_alt_names;
+    }
 };
 
 // A PUT body: servers of upstreams (of http{}, of stream{}), trust of
@@ -107,6 +121,8 @@ struct ListedPolicy {
     bool                      pushed = false;
     std::string               ca;  // where its trust comes from: a file, "system", the API
     std::vector<std::string>  pins;
+    std::string               hostname;           // empty: none
+    std::vector<std::string>  subject_alt_names;
 };
 
 // One hostname of a route table (gateway_tls_routes): the state entry its
@@ -176,7 +192,8 @@ std::vector<std::string> pushed_policies(std::string_view list);
 // that is not such a list.
 std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_view section);
 
-// {"ca":"...","pins":[...]}, "ca" left out when empty
+// {"ca":"...","pins":[...],"hostname":"...","subject_alt_names":[...]},
+// "ca" left out when empty, the names when not given
 std::string policy_trust_json(const PolicyTrust &trust);
 
 // One server list as upstream_servers_json wrote it (what the module
@@ -197,7 +214,8 @@ std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
 
 // The body of a GET: {"upstreams":{NAME:{"generation":N,"source":...,
 // "servers":[...]}},"stream_upstreams":{...},"policies":{NAME:{
-// "generation":N,"source":...,"ca":...,"pins":[...]}},"routes":{TABLE:{
+// "generation":N,"source":...,"ca":...,"pins":[...],"hostname":...,
+// "subject_alt_names":[...]}},"routes":{TABLE:{
 // HOST:{"generation":N,"matches":M}}}}, which listed_servers and
 // pushed_policies read.
 std::string api_list_json(const ApiList &list);

@@ -1,5 +1,7 @@
 #include "gtls_verify.h"
 
+#include "gtls_upstream_api.h"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -668,12 +670,34 @@ bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs,
     return true;
 }
 
-void replace_trust(Policy *policy, const Trust &trust, uint64_t generation)
+bool build_policy_trust(const PolicyTrust &pushed, Trust *out, std::string *error)
+{
+    if (!build_trust(pushed.ca, pushed.pins, out, error)) return false;
+    out->hostname = pushed.hostname;
+    if (pushed.subject_alt_names) {
+        out->sans.emplace();
+        for (const std::string &spec : *pushed.subject_alt_names) {
+            std::optional<SanMatcher> san = parse_san_spec(spec, error);
+            if (!san) return false;
+            out->sans->push_back(std::move(*san));
+        }
+    }
+    return true;
+}
+
+void replace_trust(Policy *policy, const Trust &trust, const Trust &configured, uint64_t generation)
 {
     policy->store = trust.store;
     policy->trust_source = trust.source;
     policy->pins = trust.pins;
+    policy->hostname = trust.hostname ? *trust.hostname : configured.hostname.value_or(std::string());
+    policy->sans = trust.sans ? *trust.sans : configured.sans.value_or(std::vector<SanMatcher>());
     policy->trust_generation = generation;
+}
+
+Trust configured_trust(const Policy &policy)
+{
+    return {policy.store, policy.trust_source, policy.pins, policy.hostname, policy.sans};
 }
 
 uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs)

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 #include <memory>
+#include <optional>
 #include <array>
 #include <string>
 #include <string_view>
@@ -192,20 +193,32 @@ X509StoreShared load_trust_store(const std::string &source, std::string *error);
 // is unreadable.
 X509StoreShared trust_store_from_pem(std::string_view pem, std::string *error);
 
-// What a policy verifies against, replaced at run time (the upstream API).
+// What a policy verifies against, replaced at run time (the upstream API),
+// and the name it sends and verifies when a push gives one.
 struct Trust {
-    X509StoreShared    store;   // null: pins alone
-    std::string        source;  // "system", "api:sha256:HEX" (of the PEM), or empty
-    std::vector<Pin>   pins;
+    X509StoreShared                         store;   // null: pins alone
+    std::string                             source;  // "system", "api:sha256:HEX" (of the PEM), or empty
+    std::vector<Pin>                        pins;
+    std::optional<std::string>              hostname;  // absent: the configured one
+    std::optional<std::vector<SanMatcher>>  sans;      // likewise
 };
 
 // `ca` is PEM certificates, "system" or empty; pins are SPECs. False and
 // *error when something cannot be read, or nothing would be trusted.
 bool build_trust(std::string_view ca, const std::vector<std::string> &pin_specs, Trust *out, std::string *error);
 
-// Puts `trust` in place of the policy's store and pins; `generation`
-// (non-zero) keeps its sessions and connections apart from older trust.
-void replace_trust(Policy *policy, const Trust &trust, uint64_t generation);
+// The trust a push of the upstream API gives, built (build_trust, then the
+// names given); false and *error as build_trust.
+struct PolicyTrust;  // gtls_upstream_api.h
+bool build_policy_trust(const PolicyTrust &pushed, Trust *out, std::string *error);
+
+// Puts `trust` in place of the policy's store and pins, and its hostname
+// and SANs where it has them, else `configured`'s; `generation` (non-zero)
+// keeps its sessions and connections apart from older trust.
+void replace_trust(Policy *policy, const Trust &trust, const Trust &configured, uint64_t generation);
+// What a policy is configured with, every field set: what replace_trust
+// puts back.
+Trust configured_trust(const Policy &policy);
 
 // What a configured policy trusts (its CA file's bytes or "system", its
 // pins), FNV-1a: tells whether a reload changed it. Reads the file, once

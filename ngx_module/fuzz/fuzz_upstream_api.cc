@@ -40,12 +40,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (const gtls::PolicyTrust &t : update.policies) {
             no_control_byte(t.policy);
             for (const std::string &pin : t.pins) no_control_byte(pin);
+            if (t.hostname) no_control_byte(*t.hostname);
             if (!(gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t)) std::abort();
-            // what the module then builds of it: a store and pins, or a refusal
+            // what the module then builds of it: a store and pins, the
+            // names given, or a refusal
             if (t.ca != "system") {
                 gtls::Trust trust;
                 std::string error;
-                if (gtls::build_trust(t.ca, t.pins, &trust, &error) && !trust.store && trust.pins.empty()) std::abort();
+                if (gtls::build_policy_trust(t, &trust, &error)
+                    && ((!trust.store && trust.pins.empty()) || trust.hostname != t.hostname
+                        || trust.sans.has_value() != t.subject_alt_names.has_value()
+                        || (trust.sans && trust.sans->size() != t.subject_alt_names->size()))) {
+                    std::abort();
+                }
             }
         }
     } catch (const gtls::ApiError &) {

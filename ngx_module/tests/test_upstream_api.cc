@@ -202,6 +202,44 @@ BOOST_AUTO_TEST_CASE(policies_trust_a_ca_bundle_pins_or_both)
     }
 }
 
+// A spare upstream{} becomes a backend new to nginx: the push names the
+// peer as BackendTLSPolicy does (hostname, subjectAltNames), each checked
+// as its directive would be.
+BOOST_AUTO_TEST_CASE(policies_may_name_the_peer)
+{
+    auto update = parse_api_update(R"({"policies": {"gateway2nginx|spare-0": {"ca": "system",
+        "hostname": "api.shop.internal", "subject_alt_names": ["dns:api.shop.internal", "uri:spiffe://td/ns/shop/sa/api"]},
+        "ns/plain": {"ca": "system"}, "ns/none": {"ca": "system", "subject_alt_names": []}}})");
+    BOOST_TEST_REQUIRE(update.policies.size() == 3u);
+    BOOST_TEST(update.policies[0].hostname.value_or("") == "api.shop.internal");
+    BOOST_TEST(update.policies[0].subject_alt_names->size() == 2u);
+    BOOST_TEST(update.policies[0].names_peer());
+    BOOST_TEST(!update.policies[1].names_peer());
+    BOOST_TEST(update.policies[2].subject_alt_names->empty());
+    for (const gtls::PolicyTrust &t : update.policies) {
+        BOOST_TEST((gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t));
+    }
+
+    auto policy = [](const std::string &trust) { return R"({"policies": {"ns/p": )" + trust + "}}"; };
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "hostname": ""})")) == R"(policies["ns/p"].hostname: is empty)");
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "hostname": "a b"})")).rfind(R"(policies["ns/p"].hostname: )", 0) == 0u);
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "hostname": ["a"]})")) == R"(policies["ns/p"].hostname: must be a string, not an array)");
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "subject_alt_names": "dns:a"})"))
+               == R"(policies["ns/p"].subject_alt_names: must be an array, not a string)");
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "subject_alt_names": ["a.example"]})"))
+                   .rfind(R"(policies["ns/p"].subject_alt_names[0]: )", 0) == 0u);
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "subject_alt_names": ["dns~("]})"))
+                   .rfind(R"(policies["ns/p"].subject_alt_names[0]: )", 0) == 0u);
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "subject_alt_names": [{}]})"))
+               == R"(policies["ns/p"].subject_alt_names[0]: must be a string, not an object)");
+    // the names alone trust nothing
+    BOOST_TEST(refusal(policy(R"({"hostname": "a.example"})")).find("neither was given") != std::string::npos);
+    std::string sans = "[";
+    for (size_t i = 0; i <= gtls::kMaxApiSans; i++) sans += std::string(i ? "," : "") + R"("dns:a.example")";
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "subject_alt_names": )" + sans + "]}"))
+               == R"(policies["ns/p"].subject_alt_names: 65 names, more than 64)");
+}
+
 BOOST_AUTO_TEST_CASE(a_list_says_which_policies_hold_pushed_trust)
 {
     auto names = gtls::pushed_policies(R"({"upstreams":{"svc":{"generation":2,"source":"api","servers":[]}},)"
@@ -226,7 +264,8 @@ BOOST_AUTO_TEST_CASE(policy_trust_is_checked_and_named)
     BOOST_TEST(refusal(policy(R"({"ca": "-----BEGIN CERTIFICATE-----\nMIIB\n"})")) == R"(policies["ns/p"].ca: the last PEM block does not end)");
     BOOST_TEST(refusal(policy(R"({"pins": ["sha1/AAAA"]})")).rfind(R"(policies["ns/p"].pins[0]: )", 0) == 0u);
     BOOST_TEST(refusal(policy(R"({"pins": "sha256-spki:AAAA"})")) == R"(policies["ns/p"].pins: must be an array, not a string)");
-    BOOST_TEST(refusal(policy(R"({"ca": "system", "mode": "skip"})")) == R"(policies["ns/p"]: unknown field "mode" (known: ca, pins))");
+    BOOST_TEST(refusal(policy(R"({"ca": "system", "mode": "skip"})"))
+               == R"(policies["ns/p"]: unknown field "mode" (known: ca, pins, hostname, subject_alt_names))");
     BOOST_TEST(refusal(R"({"policies": {}})") == "policies: names no policy");
     BOOST_TEST(refusal(R"({"policies": {"": {"ca": "system"}}})") == R"(policies[""]: is not a policy name)");
     BOOST_TEST(refusal(R"({"policies": {"a\nb": {"ca": "system"}}})") == R"(policies["a\u000ab"]: is not a policy name)");
@@ -295,8 +334,8 @@ BOOST_AUTO_TEST_CASE(what_a_get_lists_reads_back)
     list.upstreams.push_back({"quote\"d \\ name", 1, false, {}});
     list.has_stream = true;
     list.stream_upstreams.push_back({"db", 2, false, {servers[0]}});
-    list.policies.push_back({"ns/pushed", 4, true, "api", {"sha256-spki:AAAA"}});
-    list.policies.push_back({"ns/configured", 1, false, "/etc/ca.pem", {}});
+    list.policies.push_back({"ns/pushed", 4, true, "api", {"sha256-spki:AAAA"}, "a.example", {"dns:a.example"}});
+    list.policies.push_back({"ns/configured", 1, false, "/etc/ca.pem", {}, "", {}});
     const std::string json = gtls::api_list_json(list);
 
     auto http = gtls::listed_servers(json, "upstreams");

@@ -12,6 +12,7 @@
 #include <openssl/pem.h>
 
 #include "gtls_verify.h"
+#include "gtls_upstream_api.h"
 
 using namespace gtls;
 
@@ -135,11 +136,12 @@ BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
     };
     Policy p = ca_policy();
     const uint64_t configured = trust_fingerprint(p);
+    const Trust as_configured = configured_trust(p);
     Trust trust;
     std::string error;
     BOOST_TEST_REQUIRE(build_trust(slurp(cert_path("unrelated-ca.crt")), {}, &trust, &error), error);
     BOOST_TEST(trust.source.rfind("api:sha256:", 0) == 0u);
-    replace_trust(&p, trust, 7);
+    replace_trust(&p, trust, as_configured, 7);
     BOOST_TEST(p.trust_generation == 7u);
     BOOST_TEST(run(p, "untrusted").text() == "SUCCESS");
     BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
@@ -150,22 +152,22 @@ BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
 
     // a bundle of both roots trusts both; pins alone trust their key alone
     BOOST_TEST_REQUIRE(build_trust(slurp(cert_path("ca.crt")) + slurp(cert_path("unrelated-ca.crt")), {}, &trust, &error), error);
-    replace_trust(&p, trust, 8);
+    replace_trust(&p, trust, as_configured, 8);
     BOOST_TEST(run(p, "untrusted").text() == "SUCCESS");
     BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
     Presented leaf("leaf");
     const std::string spki = "sha256-spki:" + describe_peer(leaf.leaf.get()).spki_sha256_base64();
     BOOST_TEST_REQUIRE(build_trust("", {spki}, &trust, &error), error);
-    replace_trust(&p, trust, 9);
+    replace_trust(&p, trust, as_configured, 9);
     BOOST_TEST(p.store.get() == nullptr);
     BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
     BOOST_TEST(run(p, "untrusted").text().rfind("FAILED:", 0) == 0u);
 
     // a policy left with nothing to trust verifies nothing: every backend fails
-    replace_trust(&p, Trust{}, 10);
+    replace_trust(&p, Trust{}, as_configured, 10);
     BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
     BOOST_TEST(run(p, "untrusted").text() == "FAILED:chain");
-    replace_trust(&p, trust, 11);
+    replace_trust(&p, trust, as_configured, 11);
 
     // nothing readable, nothing trusted: refused, the policy untouched
     Trust untouched = trust;
@@ -174,6 +176,52 @@ BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
     BOOST_TEST(!build_trust("", {}, &trust, &error));
     BOOST_TEST(!build_trust("", {"sha256-spki:short"}, &trust, &error));
     BOOST_TEST(trust.pins.size() == untouched.pins.size());
+}
+
+// A push may name the peer too (a spare upstream{} made a new backend):
+// its hostname and SANs replace the configured ones, and a push without
+// them, or the configured trust again, puts the configured ones back.
+BOOST_AUTO_TEST_CASE(pushed_names_replace_the_configured_ones_until_a_push_without_them)
+{
+    Policy p = ca_policy();
+    p.hostname = "spare-0.invalid";
+    add_san(p, "dns:wrong.example.com");
+    const Trust as_configured = configured_trust(p);
+    BOOST_TEST(run(p, "leaf").text() == "FAILED:san");
+
+    PolicyTrust pushed;
+    pushed.ca = "system";
+    pushed.hostname = "abc.example.com";
+    pushed.subject_alt_names = std::vector<std::string>{"uri:spiffe://abc.example.com/test-identity", "dns~^other\\."};
+    Trust trust;
+    std::string error;
+    BOOST_TEST_REQUIRE(build_policy_trust(pushed, &trust, &error), error);
+    trust.store = as_configured.store;  // the test CA, as if pushed as PEM
+    replace_trust(&p, trust, as_configured, 3);
+    BOOST_TEST(p.hostname == "abc.example.com");
+    BOOST_TEST_REQUIRE(p.sans.size() == 2u);
+    BOOST_TEST(p.sans[1].is_regex);
+    BOOST_TEST(run(p, "leaf").text() == "SUCCESS");
+    BOOST_TEST(run(p, "wrongsan").text() == "FAILED:san");
+
+    // names not given: the configured ones, whatever was pushed before
+    replace_trust(&p, Trust{as_configured.store, "", {}, std::nullopt, std::nullopt}, as_configured, 4);
+    BOOST_TEST(p.hostname == "spare-0.invalid");
+    BOOST_TEST(run(p, "leaf").text() == "FAILED:san");
+    // an empty list given: no SAN listed, the hostname is what is verified
+    pushed.subject_alt_names = std::vector<std::string>{};
+    BOOST_TEST_REQUIRE(build_policy_trust(pushed, &trust, &error), error);
+    trust.store = as_configured.store;
+    replace_trust(&p, trust, as_configured, 5);
+    BOOST_TEST(p.sans.empty());
+    BOOST_TEST(p.hostname == "abc.example.com");
+    replace_trust(&p, as_configured, as_configured, 6);
+    BOOST_TEST(p.sans.size() == 1u);
+    BOOST_TEST(p.hostname == "spare-0.invalid");
+
+    // a SAN SPEC that does not compile builds nothing
+    pushed.subject_alt_names = std::vector<std::string>{"dns~("};
+    BOOST_TEST(!build_policy_trust(pushed, &trust, &error));
 }
 
 BOOST_AUTO_TEST_CASE(system_store_loads_and_does_not_trust_the_test_ca)
