@@ -242,6 +242,13 @@ struct Server {
     ClientValidation client;  // GEP-91 / GEP-4078
     BackendClientCertificate backend_client;  // GEP-3155
     std::vector<Location> locations;
+    // --routes table (plan/route_tables.h): its rules as its listener
+    // port's route table holds them, in the module's JSON; empty where its
+    // locations are rendered, table_refusal saying why when it has any
+    std::string table_json;
+    std::string table_refusal;
+
+    bool in_table() const { return !table_json.empty(); }
 };
 
 // One SNI name of a TLS listener (exact, "*.suffix", or "" for any) and

@@ -1,5 +1,6 @@
 // http servers: the servers and locations resolve collected, ordered as
 // nginx must try them, handed to the Plan.
+#include "plan/route_tables.h"
 #include "resolve/resolver.h"
 
 #include <algorithm>
@@ -42,6 +43,7 @@ void Resolver::finish_servers()
     for (auto *entry : by_key) {
         answer_unmatched(&entry->second);
         order_locations(&entry->second);
+        if (o_.routes == "table") plan_table_entry(&entry->second);
         plan_->servers.push_back(std::move(entry->second));
     }
     servers_.clear();

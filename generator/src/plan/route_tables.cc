@@ -155,6 +155,11 @@ std::string route_table_name(const Server &s)
     return "port_" + std::to_string(s.listener_port);
 }
 
+std::string route_table_host(const Server &s)
+{
+    return s.server_name.empty() ? "*" : s.server_name;
+}
+
 std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why)
 {
     std::vector<gtls::RouteAction> actions;
@@ -187,7 +192,7 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
         }
         add(std::move(path), std::move(a));
     }
-    const std::string host = s.server_name.empty() ? "*" : s.server_name;
+    const std::string host = route_table_host(s);
     try {
         // read back as the module reads it: what it would refuse stays rendered
         gtls::HostRoutes built(host, std::move(actions), std::move(matches));
@@ -196,6 +201,15 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
         *why = std::string("the table refuses it: ") + e.what();
         return nullptr;
     }
+}
+
+void plan_table_entry(Server *s)
+{
+    s->table_json.clear();
+    s->table_refusal.clear();
+    if (s->locations.empty()) return;  // a hostname no route serves: 404, rendered
+    std::shared_ptr<const gtls::HostRoutes> entry = table_entry(*s, &s->table_refusal);
+    if (entry != nullptr) s->table_json = gtls::host_routes_json(*entry);
 }
 
 }  // namespace g2n

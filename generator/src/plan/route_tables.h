@@ -24,9 +24,16 @@ namespace g2n {
 // The table of a listener port ("port_80")
 std::string route_table_name(const Server &s);
 
+// The hostname a server's entry has in its table ("*": the port's others)
+std::string route_table_host(const Server &s);
+
 // A server's entry in its table: its rules, compiled; null, with `why`,
 // where the table cannot serve it (CORS, gRPC, h2c or plaintext
 // backends)
 std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why);
+
+// Sets a server's table_json, or its table_refusal, once its locations
+// are final (--routes table)
+void plan_table_entry(Server *s);
 
 }  // namespace g2n

@@ -214,14 +214,13 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         render_backend_client(w, s.backend_client, true);
         answer_misdirected(w, sni_listener, s.listen, s.listener_hostname);
         refuse_loops(w);
-        std::string why_rendered;
-        if (o.routes == "table" && !s.locations.empty() && table_entry(s, &why_rendered) != nullptr) {
+        if (s.in_table()) {
             render_table_location(w, s);
             w.close();
             w.blank();
             continue;
         }
-        if (!why_rendered.empty()) w.comment("its routes are locations: the route table cannot serve them");
+        if (!s.table_refusal.empty()) w.comment("its routes are locations: the route table cannot serve them");
         std::vector<const Mirror *> mirrors;
         for (const Location &l : s.locations) {
             render_location(w, splits, s, l, &mirrors);

@@ -3,7 +3,6 @@
 #include <map>
 
 #include "gtls_json.h"
-#include "gtls_routes_json.h"
 #include "plan/route_tables.h"
 #include "render/render.h"
 
@@ -13,9 +12,7 @@ std::string render_route_tables(const Plan &plan, const Options &)
 {
     std::map<std::string, std::map<std::string, std::string>> tables;  // sorted: the same plan, the same bytes
     for (const Server &s : plan.servers) {
-        std::string why;
-        std::shared_ptr<const gtls::HostRoutes> entry = table_entry(s, &why);
-        if (entry != nullptr) tables[route_table_name(s)][entry->host()] = gtls::host_routes_json(*entry);
+        if (s.in_table()) tables[route_table_name(s)][route_table_host(s)] = s.table_json;
     }
     std::string out = "{\"routes\":{";
     bool first_table = true;
