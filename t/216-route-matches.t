@@ -57,6 +57,12 @@ is(backend_of('DELETE', '/shop/x', 'Host: app.example.com', 'X-Version: v2', 'X-
    'a method match comes first (its backend does not exist: 500)');
 is(backend_of('GET', '/search?engine=v2', 'Host: app.example.com'), 'wildcard', 'a query parameter match');
 is(backend_of('GET', '/search?engine=v1', 'Host: app.example.com'), 404, 'no rule matches: 404');
+# Gateway API names query parameters with case, and reads the first of a name
+is(backend_of('GET', '/search?Engine=v2', 'Host: app.example.com'), 404, 'a query parameter name matches with case');
+is(backend_of('GET', '/search?ENGINE=v1&engine=v2', 'Host: app.example.com'), 'wildcard', 'another case is another name');
+is(backend_of('GET', '/search?engine=v1&engine=v2', 'Host: app.example.com'), 404, 'the first value of a name counts');
+is(backend_of('GET', '/search?xengine=v2&engine2=v2', 'Host: app.example.com'), 404, 'a longer name is another name');
+is(backend_of('GET', '/search?a=1&engine=v2&b', 'Host: app.example.com'), 'wildcard', 'among others');
 is(backend_of('GET', '/shopping', 'Host: app.example.com', 'X-Version: v2'), 404, 'whole path elements only');
 
 is(backend_of('GET', '/items/42', 'Host: app.example.com'), 'wildcard', 'a regular-expression path');

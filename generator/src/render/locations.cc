@@ -40,13 +40,32 @@ nginx::Script proxy_target(Splits &splits, const std::vector<WeightedUpstream> &
     return nginx::Script().variable(split);
 }
 
+// A query parameter as Gateway API reads it, as the route table's
+// gtls::query_value reads $args: its name with case (nginx's $arg_NAME has
+// none), its first occurrence, its value ("name" alone: empty). `present`
+// gives 1 where it is there, 0 where not; else its value, "" where not.
+nginx::Name query_parameter(Splits &splits, const std::string &name, bool present)
+{
+    const std::string first = "^(?:[^&]*&)*?" + nginx::regex_quote(name);
+    nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+        if (present) {
+            m.entry(nginx::Token::map_regex(first + "(?:=[^&]*)?(?:&|$)"), {"1"});
+            m.directive("default", {"0"});
+        } else {
+            m.entry(nginx::Token::map_regex(first + "(?:=([^&]*))?(?:&|$)"), {nginx::Script().variable(nginx::Name("1"))});
+            m.directive("default", {nginx::Token::value("")});
+        }
+    });
+    return splits.variable(present ? "query_present" : "query", "map", nginx::Token::variable(nginx::Name("args")), body);
+}
+
 // The nginx variable holding what a condition tests: $request_method,
-// $http_NAME (lower case, "-" as "_"), $arg_NAME.
-nginx::Name condition_variable(const MatchCondition &c)
+// $http_NAME (lower case, "-" as "_"), a query parameter's value.
+nginx::Name condition_variable(Splits &splits, const MatchCondition &c)
 {
     switch (c.subject) {
     case MatchCondition::Subject::Method: return nginx::Name("request_method");
-    case MatchCondition::Subject::QueryParam: return nginx::Name("arg_" + c.name);
+    case MatchCondition::Subject::QueryParam: return query_parameter(splits, c.name, false);
     case MatchCondition::Subject::Header: break;
     }
     std::string name = "http_";
@@ -63,18 +82,24 @@ nginx::Name conditional_target(Splits &splits, const Location &l)
     std::vector<std::pair<std::string, nginx::Token>> select;
     for (size_t i = 0; i < l.conditional.size(); i++) {
         const ConditionalTarget &t = l.conditional[i];
+        size_t tests = t.conditions.size();
         for (const MatchCondition &c : t.conditions) {
+            if (c.subject == MatchCondition::Subject::QueryParam) {
+                // a parameter that is not there matches no value
+                key.variable(query_parameter(splits, c.name, true));
+                tests++;
+            }
             const std::string regex = c.regex ? "^(?:" + c.value + ")$" : "^" + nginx::regex_quote(c.value) + "$";
             nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
                 m.entry(nginx::Token::map_regex(regex), {"1"});
                 m.directive("default", {"0"});
             });
-            key.variable(splits.variable("match", "map", nginx::Token::variable(condition_variable(c)), body));
+            key.variable(splits.variable("match", "map", nginx::Token::variable(condition_variable(splits, c)), body));
         }
         key.word(":");
         nginx::Token value = t.return_code ? nginx::Token::number(t.return_code)
                                            : nginx::Token(proxy_target(splits, t.backends));
-        select.emplace_back("^([01]*:){" + std::to_string(i) + "}1{" + std::to_string(t.conditions.size()) + "}:",
+        select.emplace_back("^([01]*:){" + std::to_string(i) + "}1{" + std::to_string(tests) + "}:",
                             value);
     }
     nginx::Token fallback = nginx::Token::number(404);
