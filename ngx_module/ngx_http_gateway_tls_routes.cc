@@ -823,8 +823,33 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
     return NGX_OK;
 }
 
+// $gateway_tls_has_http_NAME: "1" where the request has a field that
+// $http_NAME reads, else "0": a rendered header match tells a field that
+// is not there from an empty one, as the route table does
+constexpr std::string_view kHasHeaderPrefix = "gateway_tls_has_http_";
+
+ngx_int_t ngx_http_gtls_has_header_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    const std::string_view suffix = ngx_gtls_sv(*reinterpret_cast<ngx_str_t *>(data)).substr(kHasHeaderPrefix.size());
+    bool found = false;
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part != nullptr && !found; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts && !found; i++) {
+            found = gtls::variable_names_field(suffix, ngx_gtls_sv(h[i].key));
+        }
+    }
+    return ngx_gtls_variable_bytes(v, found ? "1" : "0", 1);
+}
+
 ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
 {
+    ngx_str_t has_header{kHasHeaderPrefix.size(), reinterpret_cast<u_char *>(const_cast<char *>(kHasHeaderPrefix.data()))};
+    ngx_http_variable_t *has = ngx_http_add_variable(cf, &has_header, NGX_HTTP_VAR_PREFIX | NGX_HTTP_VAR_NOCACHEABLE);
+    if (has == nullptr) {
+        return NGX_ERROR;
+    }
+    has->get_handler = ngx_http_gtls_has_header_variable;
+
     static const std::pair<const char *, uintptr_t> kVariables[] = {
         {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND},
         {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH},

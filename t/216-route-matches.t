@@ -37,6 +37,14 @@ spec:
       queryParams: [{name: engine, value: v2}]
     backendRefs: [{name: v2, port: 443}]
   - matches:
+    - path: {type: Exact, value: /find}
+      queryParams: [{name: q, type: RegularExpression, value: ".*"}]
+    backendRefs: [{name: v2, port: 443}]
+  - matches:
+    - path: {type: Exact, value: /traced}
+      headers: [{name: X-Trace-Id, type: RegularExpression, value: ".*"}]
+    backendRefs: [{name: v2, port: 443}]
+  - matches:
     - path: {type: RegularExpression, value: "/items/[0-9]+"}
     backendRefs: [{name: v2, port: 443}]
 YAML
@@ -64,6 +72,15 @@ is(backend_of('GET', '/search?engine=v1&engine=v2', 'Host: app.example.com'), 40
 is(backend_of('GET', '/search?xengine=v2&engine2=v2', 'Host: app.example.com'), 404, 'a longer name is another name');
 is(backend_of('GET', '/search?a=1&engine=v2&b', 'Host: app.example.com'), 'wildcard', 'among others');
 is(backend_of('GET', '/shopping', 'Host: app.example.com', 'X-Version: v2'), 404, 'whole path elements only');
+is(backend_of('GET', '/find', 'Host: app.example.com'), 404, 'a parameter that is not there matches no pattern');
+is(backend_of('GET', '/find?Q=1', 'Host: app.example.com'), 404, 'nor one of another case');
+is(backend_of('GET', '/find?q', 'Host: app.example.com'), 'wildcard', 'a bare name is an empty value');
+is(backend_of('GET', '/find?x=1&q=', 'Host: app.example.com'), 'wildcard', 'so is "q="');
+
+# a header field that is not there matches no value, even one a pattern takes empty
+is(backend_of('GET', '/traced', 'Host: app.example.com'), 404, 'a pattern that takes any value needs the field');
+is(backend_of('GET', '/traced', 'Host: app.example.com', 'x-trace-id: 7'), 'wildcard', 'and takes it, of any case');
+is(backend_of('GET', '/traced', 'Host: app.example.com', 'X-Trace-Id:'), 'wildcard', 'empty too');
 
 is(backend_of('GET', '/items/42', 'Host: app.example.com'), 'wildcard', 'a regular-expression path');
 is(backend_of('GET', '/items/42/x', 'Host: app.example.com'), 404, 'a regular-expression path matches the whole path');

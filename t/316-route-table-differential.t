@@ -86,9 +86,13 @@ sub route_yaml {
         my ($type, $value) = path_match();
         my @conditions;
         push @conditions, 'method: ' . pick(qw(GET POST)) if chance(0.2);
-        push @conditions, 'headers: [{name: x-h, ' . pick('value: v1', 'type: RegularExpression, value: "v[0-9]"') . '}]'
+        # patterns that take an empty value too: a field or parameter sent
+        # empty matches them, one not sent does not
+        push @conditions, 'headers: [{name: x-h, '
+            . pick('value: v1', 'type: RegularExpression, value: "v[0-9]"', 'type: RegularExpression, value: "v?[0-9]*"') . '}]'
             if chance(0.25);
-        push @conditions, 'queryParams: [{name: q, ' . pick('value: "1"', 'type: RegularExpression, value: "[0-9]+"') . '}]'
+        push @conditions, 'queryParams: [{name: q, '
+            . pick('value: "1"', 'type: RegularExpression, value: "[0-9]+"', 'type: RegularExpression, value: "[0-9]*"') . '}]'
             if chance(0.2);
         my @filters = @conditions ? () : filters_yaml($type);
         $yaml .= "  - matches: [{path: {type: $type, value: \"$value\"}"
@@ -103,7 +107,7 @@ sub route_yaml {
 # ---- the same requests through both ----------------------------------------------------
 my @paths = ('/', '/a', '/a/', '/a/b', '/a/bc', '/a/b/c', '/ab', '/b', '/b/c', '/old', '/old/x', '/r12', '/r1x',
              '/x/1', '/y', '/a/b?q=1', '/a?q=x', '/b?q=12&r=1', '/?q=1', '/a/%62', '/r%31%32', '/a//b', '/a/./b',
-             '/a?Q=1', '/b?Q=1&q=x', '/a/b?q=1&q=x', '/?r=1&q=12', '/a?q', '/a?xq=1&q1=1');
+             '/a?Q=1', '/b?Q=1&q=x', '/a/b?q=1&q=x', '/?r=1&q=12', '/a?q', '/a?xq=1&q1=1', '/b?q=', '/a/b?r&q');
 my @hosts = ('a.example.com', 'b.example.com', 'x.w.example.com', 'y.x.w.example.com', 'other.test');
 my @compared = qw(x-backend x-echo-host x-echo-set x-echo-add x-echo-drop x-resp location);
 
@@ -140,7 +144,7 @@ for my $seed (@seeds) {
     my ($same, @differ, %seen) = (0);
     for my $n (1 .. 200) {
         my @request = (pick(qw(GET GET GET POST)), pick(@paths), 'Host: ' . pick(@hosts));
-        push @request, 'X-H: ' . pick('v1', 'v2', 'w') if chance(0.4);
+        push @request, 'X-H: ' . pick('v1', 'v2', 'w', '') if chance(0.4);
         push @request, 'X-Set: client', 'X-Add: mine', 'X-Drop: gone' if chance(0.5);
         my ($a, $b) = map { answer($port{$_}, @request) } qw(locations table);
         if ($a eq $b) { $same++ } else { push @differ, "@request\n--- locations:\n$a\n--- table:\n$b" }

@@ -45,6 +45,16 @@ bool is_retryable_status(unsigned status)
     return std::find(std::begin(kRetryableStatuses), std::end(kRetryableStatuses), status) != std::end(kRetryableStatuses);
 }
 
+bool variable_names_field(std::string_view suffix, std::string_view field)
+{
+    if (suffix.size() != field.size()) return false;
+    for (size_t i = 0; i < field.size(); i++) {
+        const char ch = field[i] == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(field[i])));
+        if (ch != suffix[i]) return false;
+    }
+    return true;
+}
+
 bool is_gateway_request_header(std::string_view name) { return named(name, "via"); }
 
 }  // namespace gtls

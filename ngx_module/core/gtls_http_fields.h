@@ -29,6 +29,10 @@ bool is_connection_header(std::string_view name);
 inline constexpr unsigned kRetryableStatuses[] = {403, 404, 429, 500, 502, 503, 504};
 bool is_retryable_status(unsigned status);
 
+// Whether a field of name `field` is what nginx's $http_SUFFIX names:
+// without case, "-" written "_" (as ngx_http_variable_unknown_header)
+bool variable_names_field(std::string_view suffix, std::string_view field);
+
 // Request fields the gateway itself sets: Via, its loop marker (a route
 // that could drop it could loop). Any case.
 bool is_gateway_request_header(std::string_view name);

@@ -6,7 +6,10 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
+
+#include "gtls_match.h"
 
 namespace g2n {
 
@@ -59,6 +62,14 @@ nginx::Name query_parameter(Splits &splits, const std::string &name, bool presen
     return splits.variable(present ? "query_present" : "query", "map", nginx::Token::variable(nginx::Name("args")), body);
 }
 
+// A header field's name as $http_NAME writes it: lower case, "-" as "_"
+std::string header_variable_suffix(const std::string &field)
+{
+    std::string suffix;
+    for (char ch : field) suffix += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return suffix;
+}
+
 // The nginx variable holding what a condition tests: $request_method,
 // $http_NAME (lower case, "-" as "_"), a query parameter's value.
 nginx::Name condition_variable(Splits &splits, const MatchCondition &c)
@@ -68,9 +79,35 @@ nginx::Name condition_variable(Splits &splits, const MatchCondition &c)
     case MatchCondition::Subject::QueryParam: return query_parameter(splits, c.name, false);
     case MatchCondition::Subject::Header: break;
     }
-    std::string name = "http_";
-    for (char ch : c.name) name += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return nginx::Name(name);
+    return nginx::Name("http_" + header_variable_suffix(c.name));
+}
+
+// One condition's tests appended to `key`, each a 1 or a 0; how many.
+// nginx's map tries no pattern on an empty value: where the condition's
+// pattern takes one, the empty value is a key of its own, and whether the
+// field or parameter is there at all a test of its own (the route table's
+// gtls::HostRoutes tells an empty value from none).
+size_t add_condition(Splits &splits, const MatchCondition &c, nginx::Script *key)
+{
+    std::string error;
+    std::shared_ptr<gtls::Regex> compiled = c.regex ? gtls::Regex::compile(c.value, &error, false) : nullptr;
+    const bool takes_empty = compiled != nullptr && compiled->matches("");
+    size_t tests = 1;
+    if (takes_empty && c.subject == MatchCondition::Subject::QueryParam) {
+        key->variable(query_parameter(splits, c.name, true));
+        tests++;
+    } else if (takes_empty && c.subject == MatchCondition::Subject::Header) {
+        key->variable(nginx::Name("gateway_tls_has_http_" + header_variable_suffix(c.name)));
+        tests++;
+    }
+    const std::string regex = c.regex ? "^(?:" + c.value + ")$" : "^" + nginx::regex_quote(c.value) + "$";
+    nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
+        if (takes_empty) m.entry(nginx::Token::map_key(""), {"1"});
+        m.entry(nginx::Token::map_regex(regex), {"1"});
+        m.directive("default", {"0"});
+    });
+    key->variable(splits.variable("match", "map", nginx::Token::variable(condition_variable(splits, c)), body));
+    return tests;
 }
 
 // Header, query and method matches: one map per condition gives 1 or 0,
@@ -82,20 +119,8 @@ nginx::Name conditional_target(Splits &splits, const Location &l)
     std::vector<std::pair<std::string, nginx::Token>> select;
     for (size_t i = 0; i < l.conditional.size(); i++) {
         const ConditionalTarget &t = l.conditional[i];
-        size_t tests = t.conditions.size();
-        for (const MatchCondition &c : t.conditions) {
-            if (c.subject == MatchCondition::Subject::QueryParam) {
-                // a parameter that is not there matches no value
-                key.variable(query_parameter(splits, c.name, true));
-                tests++;
-            }
-            const std::string regex = c.regex ? "^(?:" + c.value + ")$" : "^" + nginx::regex_quote(c.value) + "$";
-            nginx::Fragment body = nginx::Writer::capture(1, [&](nginx::Writer &m) {
-                m.entry(nginx::Token::map_regex(regex), {"1"});
-                m.directive("default", {"0"});
-            });
-            key.variable(splits.variable("match", "map", nginx::Token::variable(condition_variable(splits, c)), body));
-        }
+        size_t tests = 0;
+        for (const MatchCondition &c : t.conditions) tests += add_condition(splits, c, &key);
         key.word(":");
         nginx::Token value = t.return_code ? nginx::Token::number(t.return_code)
                                            : nginx::Token(proxy_target(splits, t.backends));
