@@ -414,7 +414,8 @@ enum ngx_http_gtls_route_variable_e {
     NGX_HTTP_GTLS_ROUTE_HOST,
     NGX_HTTP_GTLS_ROUTE_MIRROR,
     NGX_HTTP_GTLS_ROUTE_UPGRADE,
-    NGX_HTTP_GTLS_ROUTE_CONNECTION
+    NGX_HTTP_GTLS_ROUTE_CONNECTION,
+    NGX_HTTP_GTLS_REDIRECT_PATH
 };
 
 // $gateway_tls_route_host: the Host the rule's filters send, else the
@@ -432,9 +433,13 @@ ngx_int_t ngx_http_gtls_route_host_variable(ngx_http_request_t *r, ngx_http_vari
 }
 
 // $gateway_tls_route_backend: the backend the request's rule chose;
-// $gateway_tls_route: "HOST match N", the rule it took
+// $gateway_tls_route: "HOST match N", the rule it took;
+// $gateway_tls_redirect_path: $uri$is_args$args as a Location holds them
 ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
 {
+    if (data == NGX_HTTP_GTLS_REDIRECT_PATH) {
+        return ngx_gtls_variable_text(r->pool, v, gtls::location_path(ngx_gtls_sv(r->uri), ngx_gtls_sv(r->args)));
+    }
     ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
     v->not_found = 1;
     if (data == NGX_HTTP_GTLS_ROUTE_HOST) {
@@ -856,7 +861,8 @@ ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
         {"gateway_tls_route_host", NGX_HTTP_GTLS_ROUTE_HOST},
         {"gateway_tls_route_mirror", NGX_HTTP_GTLS_ROUTE_MIRROR},
         {"gateway_tls_route_upgrade", NGX_HTTP_GTLS_ROUTE_UPGRADE},
-        {"gateway_tls_route_connection", NGX_HTTP_GTLS_ROUTE_CONNECTION}};
+        {"gateway_tls_route_connection", NGX_HTTP_GTLS_ROUTE_CONNECTION},
+        {"gateway_tls_redirect_path", NGX_HTTP_GTLS_REDIRECT_PATH}};
     for (const auto &[text, which] : kVariables) {
         ngx_str_t name{ngx_strlen(text), reinterpret_cast<u_char *>(const_cast<char *>(text))};
         ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);

@@ -93,6 +93,13 @@ like($body, qr{path=/replaced$}m, 'ReplaceFullPath');
 ($status, $hdrs) = get('/old/page?x=1');
 is($status, 301, 'RequestRedirect statusCode');
 is($hdrs->{location}, 'https://new.example.com/new/page?x=1', 'RequestRedirect scheme, hostname and prefix');
+# $uri is decoded: a line break in the path must not end Location and
+# start a field of the client's choosing (response splitting)
+($status, $hdrs) = get('/old/a%0D%0ASet-Cookie:%20stolen=1%0D%0A?x=%22');
+is($status, 301, 'a redirect of a path holding an encoded line break');
+is($hdrs->{location}, 'https://new.example.com/new/a%0D%0ASet-Cookie:%20stolen=1%0D%0A?x=%22',
+   'its Location holds the path escaped, rewritten as any other');
+ok(!exists $hdrs->{'set-cookie'}, 'and no field of the client\'s choosing');
 ($status, $hdrs) = get('/moved');
 is($status, 302, 'RequestRedirect default status');
 is($hdrs->{location}, 'http://app.example.com:8443/moved', 'RequestRedirect port');

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -141,6 +142,27 @@ BOOST_AUTO_TEST_CASE(every_case_renders_as_its_golden_files)
         }
     }
     BOOST_TEST(cases >= 16u);
+}
+
+// nginx decodes $uri ("%0D%0A" becomes a line break): written into a
+// response field (return's Location, add_header) it would end the field
+// and start one of the client's choosing. No case writes it there.
+BOOST_AUTO_TEST_CASE(no_response_field_holds_what_nginx_decoded)
+{
+    const std::regex writes_field(R"(^\s*(return|add_header)\s)");
+    const std::regex decoded(R"(\$\{?(uri|document_uri|request_filename)\b)");
+    size_t lines = 0;
+    for (const fs::directory_entry &entry : fs::directory_iterator(kTestdata)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() < 10 || name.compare(name.size() - 10, 10, ".http.conf") != 0) continue;
+        std::istringstream text(read_file(entry.path()));
+        for (std::string line; std::getline(text, line);) {
+            if (!std::regex_search(line, writes_field)) continue;
+            lines++;
+            BOOST_TEST(!std::regex_search(line, decoded), name << ": " << line);
+        }
+    }
+    BOOST_TEST(lines > 100u);
 }
 
 // --listen-address 0.0.0.0 --listen-address ::: every listen directive of

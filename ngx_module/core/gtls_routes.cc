@@ -232,6 +232,11 @@ bool unsafe_in_path(unsigned char c)
 
 std::string escaped_path(std::string_view text) { return percent_escaped(text, unsafe_in_path); }
 
+std::string location_query(std::string_view args)
+{
+    return args.empty() ? std::string() : "?" + percent_escaped(args, unsafe_in_query);
+}
+
 }  // namespace
 
 std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, std::string_view path, bool escape)
@@ -356,8 +361,12 @@ std::string redirect_location(const Redirect &redirect, const RouteMatch &match,
         return location + percent_escaped(request.request_uri, unsafe_in_query);  // as the client sent it
     }
     location += rewritten_path(redirect.path, match, request.path, true);
-    if (!request.args.empty()) location += "?" + percent_escaped(request.args, unsafe_in_query);
-    return location;
+    return location + location_query(request.args);
+}
+
+std::string location_path(std::string_view path, std::string_view args)
+{
+    return escaped_path(path) + location_query(args);
 }
 
 }  // namespace gtls

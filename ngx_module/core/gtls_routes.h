@@ -281,4 +281,10 @@ struct RequestTarget {
 // may not.
 std::string redirect_location(const Redirect &redirect, const RouteMatch &match, const RequestTarget &request);
 
+// A request's path (as a rewrite left it) and its query, as a Location
+// holds them: escaped where they hold what a header may not (a decoded
+// "%0D%0A" would end the field and start one of the client's choosing).
+// What the rendered redirects send as $gateway_tls_redirect_path.
+std::string location_path(std::string_view path, std::string_view args);
+
 }  // namespace gtls

@@ -322,6 +322,11 @@ BOOST_AUTO_TEST_CASE(redirects_locate_as_gateway_api_says)
     BOOST_TEST(redirect_location(moved, prefix, sent) == "http://a.example:8080/new/x%20y?q=1");
     RequestTarget raw{"http", "a.example", "/", "", 80, "a.example\r\n", "/a%2Fb\"\r\n"};
     BOOST_TEST(redirect_location(plain, prefix, raw) == "http://a.example%0D%0A/a%2Fb%22%0D%0A");
+
+    // the rendered redirect's $gateway_tls_redirect_path: the same escapes
+    BOOST_TEST(location_path("/new/a\r\nSet-Cookie: x", "q=\"1\"") == "/new/a%0D%0ASet-Cookie:%20x?q=%221%22");
+    BOOST_TEST(location_path("/a?b#c%", "") == "/a%3Fb%23c%25");
+    BOOST_TEST(location_path("/", "x") == "/?x");
 }
 
 // The indexes give what a linear walk of the list in order gives, on

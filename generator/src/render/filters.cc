@@ -45,13 +45,14 @@ void render_path_rewrite(nginx::Writer &w, const Location &l, const PathModifier
     }
     std::string base = p.value;
     while (!base.empty() && base.back() == '/') base.pop_back();
+    // (?s): the rest of the path is whatever it holds, a decoded line break too
     if (l.path_prefix == "/") {
-        rewrite("^/(.*)$", nginx::Script().input(base).word("/$1"));
+        rewrite("(?s)^/(.*)$", nginx::Script().input(base).word("/$1"));
         return;
     }
     std::string prefix = nginx::regex_quote(l.path_prefix);
     rewrite("^" + prefix + "$", nginx::Script().input(p.value));
-    rewrite("^" + prefix + "(/.*)$", nginx::Script().input(base).word("$1"));
+    rewrite("(?s)^" + prefix + "(/.*)$", nginx::Script().input(base).word("$1"));
 }
 
 // $http_NAME for a header name (the name was checked to be variable-safe)
@@ -410,8 +411,10 @@ void render_redirect(nginx::Writer &w, const Server &s, const Location &l, const
     if (r.path.type == PathModifierType::None) {
         target.word("$request_uri");
     } else {
+        // $uri is decoded: written as it is, a "%0D%0A" in the path would
+        // end Location and start a field of the client's choosing
         render_path_rewrite(w, l, r.path, false);
-        target.word("$uri$is_args$args");
+        target.word("$gateway_tls_redirect_path");
     }
     w.directive("return", {nginx::Token::number(r.status_code), target});
 }
