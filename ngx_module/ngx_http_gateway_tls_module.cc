@@ -451,6 +451,16 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout, 0);
 
+    // an "if" (or limit_except) block of a routed location is that location:
+    // the rule its request took is served there (its response headers,
+    // mirrors, timeouts), whichever scheme the block passes by
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
+    if (conf->routes == nullptr && clcf->noname) {
+        conf->routes = prev->routes;
+        conf->routes_port = prev->routes_port;
+        conf->routes_mirror = prev->routes_mirror;
+    }
+
     if (ngx_http_gtls_merge_access(cf, &conf->api, &prev->api, "gateway_tls_upstream_api",
                                    "gateway_tls_upstream_api_token_file") != NGX_CONF_OK
         || ngx_http_gtls_merge_access(cf, &conf->status, &prev->status, "gateway_tls_status",

@@ -90,6 +90,7 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     const gtls::RouteMatch                 *route_match = nullptr;
     std::string_view                        route_backend;
     std::string_view                        route_upgrade;  // the Upgrade sent ("websocket" or none)
+    std::string_view                        route_scheme;   // how the backend is spoken to ("https", ...)
     bool                                    route_headers_edited = false;
     ngx_str_t                               route_host{};
     // a rule's mirrors: NGX_AGAIN until sent; a mirror subrequest's backend

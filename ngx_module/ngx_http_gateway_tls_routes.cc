@@ -2,7 +2,7 @@
 // matches a request against its location's table and acts on the rule it
 // takes (answers, redirects, or names the backend for proxy_pass through
 // $gateway_tls_route_backend), the header filter of its response header
-// modifier, and the variables.
+// modifier (the variables: ngx_http_gateway_tls_route_variables.cc).
 
 #include "ngx_http_gateway_tls_routes.h"
 
@@ -247,6 +247,7 @@ ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
         }
         const gtls::WeightedBackend &backend = action.backends[share];
         state->route_backend = backend.backend;
+        state->route_scheme = gtls::scheme_name(backend.scheme);
         if (backend.websocket) {
             state->route_upgrade = gtls::upgrade_sent(
                 backend, r->headers_in.upgrade ? std::optional(ngx_gtls_sv(r->headers_in.upgrade->value)) : std::nullopt);
@@ -406,74 +407,6 @@ ngx_int_t ngx_http_gtls_route_header_filter(ngx_http_request_t *r)
         }
     }
     return ngx_http_gtls_next_header_filter(r);
-}
-
-enum ngx_http_gtls_route_variable_e {
-    NGX_HTTP_GTLS_ROUTE_BACKEND,
-    NGX_HTTP_GTLS_ROUTE_MATCH,
-    NGX_HTTP_GTLS_ROUTE_HOST,
-    NGX_HTTP_GTLS_ROUTE_MIRROR,
-    NGX_HTTP_GTLS_ROUTE_UPGRADE,
-    NGX_HTTP_GTLS_ROUTE_CONNECTION,
-    NGX_HTTP_GTLS_REDIRECT_PATH
-};
-
-// $gateway_tls_route_host: the Host the rule's filters send, else the
-// client's ($http_host); not found (not sent) where they removed it
-ngx_int_t ngx_http_gtls_route_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
-                                            ngx_http_gtls_request_t *state)
-{
-    const ngx_str_t *host = state != nullptr && state->route_headers_edited ? &state->route_host
-                            : r->headers_in.host != nullptr                ? &r->headers_in.host->value
-                                                                           : nullptr;
-    if (host == nullptr || host->data == nullptr) {
-        return NGX_OK;
-    }
-    return ngx_gtls_variable_bytes(v, host->data, host->len);
-}
-
-// $gateway_tls_route_backend: the backend the request's rule chose;
-// $gateway_tls_route: "HOST match N", the rule it took;
-// $gateway_tls_redirect_path: $uri$is_args$args as a Location holds them
-ngx_int_t ngx_http_gtls_route_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
-{
-    if (data == NGX_HTTP_GTLS_REDIRECT_PATH) {
-        return ngx_gtls_variable_text(r->pool, v, gtls::location_path(ngx_gtls_sv(r->uri), ngx_gtls_sv(r->args)));
-    }
-    ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
-    v->not_found = 1;
-    if (data == NGX_HTTP_GTLS_ROUTE_HOST) {
-        return ngx_http_gtls_route_host_variable(r, v, state);
-    }
-    if (data == NGX_HTTP_GTLS_ROUTE_UPGRADE || data == NGX_HTTP_GTLS_ROUTE_CONNECTION) {
-        // as the rendered maps: Upgrade only to a WebSocket backend, and
-        // Connection "upgrade" with it, "close" otherwise
-        const std::string_view upgrade = state != nullptr ? state->route_upgrade : std::string_view();
-        const std::string_view value = data == NGX_HTTP_GTLS_ROUTE_UPGRADE ? upgrade
-                                       : upgrade.empty()                  ? std::string_view("close")
-                                                                          : std::string_view("upgrade");
-        return ngx_gtls_variable_bytes(v, value.data(), value.size());
-    }
-    if (data == NGX_HTTP_GTLS_ROUTE_MIRROR) {
-        if (state == nullptr || state->route_mirror.empty()) {
-            return NGX_OK;
-        }
-        // the subrequest holds the entry the name lives in
-        return ngx_gtls_variable_bytes(v, state->route_mirror.data(), state->route_mirror.size());
-    }
-    if (state == nullptr || state->route_match == nullptr) {
-        return NGX_OK;
-    }
-    if (data == NGX_HTTP_GTLS_ROUTE_BACKEND) {
-        if (state->route_backend.empty()) {
-            return NGX_OK;
-        }
-        // the request holds the entry the name lives in
-        return ngx_gtls_variable_bytes(v, state->route_backend.data(), state->route_backend.size());
-    }
-    return ngx_gtls_variable_text(r->pool, v,
-                                  state->route_entry->host() + " match "
-                                      + std::to_string(state->route_match - state->route_entry->matches().data()));
 }
 
 }  // namespace
@@ -693,6 +626,24 @@ bool ngx_http_gtls_names_host(const gtls::HeaderModifier &m)
            || std::any_of(m.remove.begin(), m.remove.end(), host);
 }
 
+// Why a backend cannot be spoken to as it says (empty: it can): no
+// location passes by its scheme, or plaintext to an upstream{} whose
+// policy verifies TLS (never plaintext where TLS is asked)
+std::string ngx_http_gtls_unserved_scheme(const gtls::WeightedBackend &b, ngx_http_gtls_route_support_t support)
+{
+    if (b.scheme == gtls::BackendScheme::Https) return {};
+    if (!support.schemes) return "no location passes by $gateway_tls_route_scheme";
+    if (!gtls::scheme_is_plaintext(b.scheme) || support.upstreams == nullptr || b.backend.empty()) return {};
+    auto it = support.upstreams->find(b.backend);
+    if (it == support.upstreams->end() || it->second->srv_conf == nullptr) return {};
+    auto *ups = static_cast<ngx_http_gtls_srv_conf_t *>(
+        ngx_http_conf_upstream_srv_conf(it->second, ngx_http_gateway_tls_module));
+    const ngx_uint_t kind = b.scheme == gtls::BackendScheme::Grpc ? NGX_HTTP_GTLS_GRPC : NGX_HTTP_GTLS_PROXY;
+    if (ups->policy[kind].policy == nullptr) return {};
+    return std::string(gtls::scheme_name(b.scheme)) + " is plaintext, and upstream{} " + gtls::json_string(b.backend)
+           + " verifies its backends' TLS";
+}
+
 }  // namespace
 
 std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, ngx_http_gtls_route_support_t support)
@@ -708,9 +659,12 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, n
             return support.upstreams != nullptr && !name.empty() && support.upstreams->count(name) == 0;
         };
         for (size_t b = 0; b < a.backends.size(); b++) {
+            const std::string field = at + "backends[" + std::to_string(b) + "].";
             if (unknown(a.backends[b].backend)) {
-                return at + "backends[" + std::to_string(b) + "].backend: no upstream{} " + gtls::json_string(a.backends[b].backend);
+                return field + "backend: no upstream{} " + gtls::json_string(a.backends[b].backend);
             }
+            const std::string scheme = ngx_http_gtls_unserved_scheme(a.backends[b], support);
+            if (!scheme.empty()) return field + "scheme: " + scheme;
         }
         for (size_t m = 0; m < a.mirrors.size(); m++) {
             if (unknown(a.mirrors[m].backend)) {
@@ -812,6 +766,9 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
         if (ngx_gtls_sv(vars[i].name) == "gateway_tls_route_host") {
             mcf->route_support.host_sent = true;
         }
+        if (ngx_gtls_sv(vars[i].name) == "gateway_tls_route_scheme") {
+            mcf->route_support.schemes = true;
+        }
     }
     auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers));
     if (h == nullptr) {
@@ -825,52 +782,5 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
     *h = ngx_http_gtls_route_mirror_handler;
     ngx_http_gtls_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_gtls_route_header_filter;
-    return NGX_OK;
-}
-
-// $gateway_tls_has_http_NAME: "1" where the request has a field that
-// $http_NAME reads, else "0": a rendered header match tells a field that
-// is not there from an empty one, as the route table does
-constexpr std::string_view kHasHeaderPrefix = "gateway_tls_has_http_";
-
-ngx_int_t ngx_http_gtls_has_header_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
-{
-    const std::string_view suffix = ngx_gtls_sv(*reinterpret_cast<ngx_str_t *>(data)).substr(kHasHeaderPrefix.size());
-    bool found = false;
-    for (ngx_list_part_t *part = &r->headers_in.headers.part; part != nullptr && !found; part = part->next) {
-        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
-        for (ngx_uint_t i = 0; i < part->nelts && !found; i++) {
-            found = gtls::variable_names_field(suffix, ngx_gtls_sv(h[i].key));
-        }
-    }
-    return ngx_gtls_variable_bytes(v, found ? "1" : "0", 1);
-}
-
-ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf)
-{
-    ngx_str_t has_header{kHasHeaderPrefix.size(), reinterpret_cast<u_char *>(const_cast<char *>(kHasHeaderPrefix.data()))};
-    ngx_http_variable_t *has = ngx_http_add_variable(cf, &has_header, NGX_HTTP_VAR_PREFIX | NGX_HTTP_VAR_NOCACHEABLE);
-    if (has == nullptr) {
-        return NGX_ERROR;
-    }
-    has->get_handler = ngx_http_gtls_has_header_variable;
-
-    static const std::pair<const char *, uintptr_t> kVariables[] = {
-        {"gateway_tls_route_backend", NGX_HTTP_GTLS_ROUTE_BACKEND},
-        {"gateway_tls_route", NGX_HTTP_GTLS_ROUTE_MATCH},
-        {"gateway_tls_route_host", NGX_HTTP_GTLS_ROUTE_HOST},
-        {"gateway_tls_route_mirror", NGX_HTTP_GTLS_ROUTE_MIRROR},
-        {"gateway_tls_route_upgrade", NGX_HTTP_GTLS_ROUTE_UPGRADE},
-        {"gateway_tls_route_connection", NGX_HTTP_GTLS_ROUTE_CONNECTION},
-        {"gateway_tls_redirect_path", NGX_HTTP_GTLS_REDIRECT_PATH}};
-    for (const auto &[text, which] : kVariables) {
-        ngx_str_t name{ngx_strlen(text), reinterpret_cast<u_char *>(const_cast<char *>(text))};
-        ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
-        if (var == nullptr) {
-            return NGX_ERROR;
-        }
-        var->get_handler = ngx_http_gtls_route_variable;
-        var->data = which;
-    }
     return NGX_OK;
 }

@@ -41,10 +41,12 @@ bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string
 
 // What the configuration lets a table's rules do: edit the Host (a
 // location sends $gateway_tls_route_host as the Host), mirror (a location
-// says where mirrors go, mirror=), and which backends they may name
+// says where mirrors go, mirror=), speak to a backend otherwise than
+// HTTP/1.1 over TLS, and which backends they may name
 struct ngx_http_gtls_route_support_t {
     bool host_sent = false;
     bool mirrors = false;
+    bool schemes = false;  // a location passes by $gateway_tls_route_scheme (http, grpcs, grpc)
     // the upstream{} blocks a backend or mirror may name (null: any)
     const std::unordered_map<std::string_view, ngx_http_upstream_srv_conf_t *> *upstreams = nullptr;
 };

@@ -27,6 +27,7 @@ my $port = server_port();
 my ($port_a, $port_b, $port_slow) = ($port + 1, $port + 2, $port + 3);
 my @dead = ($port + 4, $port + 5);  # nothing listens
 my ($port_ws, $port_echo) = ($port + 6, $port + 7);  # TLS in front of the WebSocket echo
+my $port_plain = $port + 8;  # a backend in plaintext
 my $module = $ENV{GTLS_MODULE} || 'build/nginx/objs/ngx_http_gateway_tls_module.so';
 my $slow_bytes = 32 * 1024 * 1024;
 
@@ -59,6 +60,10 @@ http {
     proxy_temp_path tmp/proxy;
     log_format mirrored '\$request_method \$request_uri \$request_length';
 $backends
+    server {
+        listen 127.0.0.1:$port_plain;
+        location / { return 200 "backend=p uri=\$uri tls=\$https\\n"; }
+    }
     server {
         listen 127.0.0.1:$port_ws ssl;
         ssl_certificate $certs/leaf.crt;
@@ -112,6 +117,7 @@ http {
 @{[upstream_block('be_b', $port_b)]}
 @{[upstream_block('be_ws', $port_ws)]}
     upstream be_slow { zone be_slow 64k; server 127.0.0.1:$port_slow; }
+    upstream be_plain { zone be_plain 64k; server 127.0.0.1:$port_plain; }
     upstream be_ab {
         zone be_ab 64k;
         server 127.0.0.1:$port_a;
@@ -128,6 +134,10 @@ http {
         proxy_ssl_name \$upstream_ssl_policy_hostname;
         location / {
             gateway_tls_routes $table mirror=/mirror-route;
+            # a backend the rule says is plaintext
+            if (\$gateway_tls_route_scheme = http) {
+                proxy_pass http://gateway_tls_routes;
+            }
             proxy_pass https://gateway_tls_routes;
             $host_header
             proxy_buffering off;
@@ -399,6 +409,19 @@ is($now->{removed} - $counted->{removed}, 1, 'and the removal');
 like($reply, qr/"generation":$now->{generation},"removed":true/, 'its generation is the newest entry the API gave');
 is($now->{hostnames}, $counted->{hostnames} - 1, 'one hostname fewer');
 
+# ---- a plaintext backend: its rule says so, and its upstream{} asks no TLS -------------
+($code, $reply) = api('PUT', routes_json('plain.example' => host_json(
+    '{"backends": [{"backend": "be_plain", "scheme": "http"}], "response_headers": {"set": [{"name": "X-Resp", "value": "plain"}]}}, '
+    . '{"backends": [{"backend": "be_plain"}]}',
+    '{"path": {"value": "/tls"}, "action": 1}, {"action": 0}')));
+is($code, 200, 'a rule to a plaintext backend is taken') or diag $reply;
+$r = get('/p', 'plain.example');
+is(backend_of($r), 'p', 'and served in plaintext (proxy_pass http:// where $gateway_tls_route_scheme says http)');
+like($r->{body}, qr/tls= *$/m, 'the backend saw no TLS');
+is((request($port, 'GET', '/p', 'Host: plain.example'))[1]{'x-resp'}, 'plain',
+   'the rule is served whole in the block that passes it (its response headers)');
+is(get('/tls', 'plain.example')->{code}, 502, 'the same backend named without its scheme is spoken TLS to: it fails');
+
 # ---- refusals change nothing --------------------------------------------------------
 (undef, my $before) = api('GET');
 my $refused_before = table_status()->{refused};
@@ -416,6 +439,11 @@ my @refusals = (
      400, qr/matches\[0\]\.headers\[0\]\.value: holds a control character/],
     [routes_json('B.example' => 'null', 'c.example' => 'null'), 400, qr/is not a hostname/],
     ['{"routes": {"main": {"c.example": null}}, "upstreams": {"nosuch": {"servers": []}}}', 404, qr/no upstream \\"nosuch\\"/],
+    # never plaintext where the upstream{}'s policy asks TLS
+    [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a", "scheme": "http"}]}', '{"action": 0}')),
+     409, qr/actions\[0\]\.backends\[0\]\.scheme: http is plaintext, and upstream\{\} \\"be_a\\" verifies its backends' TLS/],
+    [routes_json('a.example' => host_json('{"backends": [{"backend": "be_a", "scheme": "h2c"}]}', '{"action": 0}')),
+     400, qr/backends\[0\]\.scheme: \\"h2c\\" is not one of https, http, grpcs, grpc/],
 );
 for my $t (@refusals) {
     my ($body, $want, $text) = @$t;
@@ -535,6 +563,7 @@ ok($after_reload->{replaced} >= 2000 && $after_reload->{refused} >= @refusals - 
 # ---- where no location sends $gateway_tls_route_host or says where mirrors go, a rule may
 # not edit the Host or mirror ----------------------------------------------------------------
 (my $without = gateway_conf('main', undef, '# no Host of the routes')) =~ s/ mirror=\/mirror-route//;
+$without =~ s/ *if \(\$gateway_tls_route_scheme = http\) \{.*?\}\n//s or die 'no scheme if';
 spit("$dir/gw/nginx.conf", $without);
 my $before_reload = worker_pids($master);
 kill 'HUP', $master;
@@ -546,6 +575,9 @@ is(get('/old/x', 'edit.example')->{code}, 500, 'and their hostname is answered 5
 ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "mirror\.example": actions\[0\]\.mirrors: no location says where mirrors go/) > 0 }),
    'so are the kept rules that mirror, where no location says where mirrors go');
 is(get('/all/x', 'mirror.example')->{code}, 500, 'and their hostname is answered 500, not served unmirrored');
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "plain\.example": actions\[0\]\.backends\[0\]\.scheme: no location passes by \$gateway_tls_route_scheme; its requests are answered 500/) > 0 }),
+   'so are the kept rules to a plaintext backend, where no location passes by the scheme');
+is(get('/p', 'plain.example')->{code}, 500, 'and their hostname is answered 500, not spoken TLS to');
 is(backend_of(get('/slow/x', 'long.example')), 'a', 'the other hostnames serve as before');
 ($code, $reply) = api('PUT', routes_json('host.example' => host_json(
     '{"backends": [{"backend": "be_a", "request_headers": {"add": [{"name": "HOST", "value": "x"}]}}]}', '{"action": 0}')));

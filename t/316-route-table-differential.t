@@ -4,8 +4,8 @@
 # locations and once through the module's route table (--routes table,
 # filled through the upstream API), and the same requests through both
 # get the same status, body, backend and headers, backends verified by
-# their BackendTLSPolicy in both.
-#
+# their BackendTLSPolicy in both, or spoken to in plaintext where none
+# applies.
 #
 # GTLS_DIFF_SEEDS="1 2 3" chooses the route sets (default: four fixed).
 use lib 't/lib';
@@ -64,8 +64,10 @@ sub filters_yaml {
 
 sub backends_yaml {
     my $n = rand();
-    return '[{name: s1, port: 443}]' if $n < 0.4;
-    return '[{name: s2, port: 443}]' if $n < 0.7;
+    return '[{name: s1, port: 443}]' if $n < 0.35;
+    return '[{name: s2, port: 443}]' if $n < 0.55;
+    return '[{name: p1, port: 80}]' if $n < 0.65;  # no BackendTLSPolicy: plaintext
+    return '[{name: p1, port: 80, weight: 2}, {name: s1, port: 443, weight: 0}]' if $n < 0.7;  # shares decide nothing random
     return '[{name: s1, port: 443, weight: 0}, {name: s2, port: 443, weight: 3, filters: '
          . '[{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-set, value: backend}]}}]}]' if $n < 0.85;
     return '[{name: missing, port: 443}]';  # an invalid backendRef: 500
@@ -101,6 +103,25 @@ sub route_yaml {
     return $yaml;
 }
 
+my $plaintext_port = backend_port('plain');
+my $plaintext_service = <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: p1, namespace: ns}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: p1-local
+  namespace: ns
+  labels: {kubernetes.io/service-name: p1}
+ports: [{name: http, port: $plaintext_port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+YAML
+
 # ---- the same requests through both ----------------------------------------------------
 my @paths = ('/', '/a', '/a/', '/a/b', '/a/bc', '/a/b/c', '/ab', '/b', '/b/c', '/old', '/old/x', '/r12', '/r1x',
              '/x/1', '/y', '/a/b?q=1', '/a?q=x', '/b?q=12&r=1', '/?q=1', '/a/%62', '/r%31%32', '/a//b', '/a/./b',
@@ -120,7 +141,7 @@ my %seen_all;
 my $api_token_of = sub { my $t = slurp(shift); chomp $t; $t };
 for my $seed (@seeds) {
     srand($seed);
-    my $yaml = gateway_manifests(s1 => 'leaf', s2 => 'wildcard') . join('', map { route_yaml($_) } 1 .. 16);
+    my $yaml = gateway_manifests(s1 => 'leaf', s2 => 'wildcard') . $plaintext_service . join('', map { route_yaml($_) } 1 .. 16);
     my $set = "$dir/set-$seed";
     make_path($set);
     spit("$set/manifests.yaml", $yaml);
@@ -151,6 +172,7 @@ for my $seed (@seeds) {
         $seen{$status == 200 ? "200 $backend" : $status}++;
         $seen_all{$status == 200 ? "200 $backend" : $status}++;
         $seen_all{rewritten}++ if $a =~ /^x-echo-host: rw\.example\.com$/m;
+        $seen_all{'200 plaintext'}++ if $a =~ /^body: backend=plain /m;
         $seen_all{'request headers set'}++ if $a =~ /^x-echo-set: (route|backend)$/m;
         $seen_all{'response headers'}++ if $a =~ /^x-resp: added$/m;
     }
@@ -160,7 +182,7 @@ for my $seed (@seeds) {
     stop_nginx("$set/$_") for qw(locations table);
 }
 # the requests reached what the routes do, over all the sets
-for my $kind ('200 leaf', '200 wildcard', 404, 500, 'rewritten', 'request headers set', 'response headers') {
+for my $kind ('200 leaf', '200 wildcard', '200 plaintext', 404, 500, 'rewritten', 'request headers set', 'response headers') {
     ok($seen_all{$kind}, "the sets were answered with $kind (@{[$seen_all{$kind} // 0]} times)");
 }
 ok(($seen_all{301} // 0) + ($seen_all{302} // 0), 'and with redirects');

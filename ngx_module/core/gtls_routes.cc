@@ -254,6 +254,17 @@ std::string rewritten_path(const PathRewrite &rewrite, const RouteMatch &match, 
     return std::string(base) + from_request(path.substr(match.path.size()));
 }
 
+const char *scheme_name(BackendScheme scheme)
+{
+    switch (scheme) {
+    case BackendScheme::Https: return "https";
+    case BackendScheme::Http: return "http";
+    case BackendScheme::Grpcs: return "grpcs";
+    case BackendScheme::Grpc: return "grpc";
+    }
+    return "https";
+}
+
 std::string_view upgrade_sent(const WeightedBackend &backend, std::optional<std::string_view> client_upgrade)
 {
     const bool websocket = client_upgrade && client_upgrade->size() == 9

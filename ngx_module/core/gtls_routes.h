@@ -98,11 +98,20 @@ struct UrlRewrite {
 // A backend by the name the module knows it by; an empty name is a share
 // of the traffic that cannot be served (an invalid backendRef), answered
 // 500.
+// How a backend is spoken to: HTTP/1.1 over TLS or in plaintext, HTTP/2
+// by prior knowledge (gRPC, appProtocol kubernetes.io/h2c) over TLS or in
+// plaintext: proxy_pass https://, http://, grpc_pass grpcs://, grpc://
+enum class BackendScheme { Https, Http, Grpcs, Grpc };
+const char *scheme_name(BackendScheme scheme);
+// plaintext: what an upstream{} whose policy verifies TLS never takes
+inline bool scheme_is_plaintext(BackendScheme scheme) { return scheme == BackendScheme::Http || scheme == BackendScheme::Grpc; }
+
 struct WeightedBackend {
     std::string     backend;
     unsigned        weight = 1;
     HeaderModifier  request_headers;  // its own backendRef's filter
     bool            websocket = false;  // appProtocol kubernetes.io/ws: a client's WebSocket Upgrade passes
+    BackendScheme   scheme = BackendScheme::Https;
 };
 
 // The Upgrade a request sends `backend`: "websocket" where the backend

@@ -323,11 +323,16 @@ RouteAction route_action(const Value &value, const std::string &field)
     RouteAction a;
     if (const Value *list = f.array("backends", kMaxActionBackends)) {
         for (rapidjson::SizeType i = 0; i < list->Size(); i++) {
-            Fields b((*list)[i], item(f.at("backends"), i), {"backend", "weight", "request_headers", "websocket"});
+            Fields b((*list)[i], item(f.at("backends"), i), {"backend", "weight", "request_headers", "websocket", "scheme"});
             WeightedBackend wb;
             wb.backend = backend_name(b, "backend", true);
             wb.weight = static_cast<unsigned>(b.number("weight", 0, kMaxRouteWeight, 1));
             wb.websocket = b.flag("websocket");
+            if (b.get("scheme")) {
+                wb.scheme = one_of<BackendScheme>(b.at("scheme"), b.string("scheme", 8),
+                                                  {{"https", BackendScheme::Https}, {"http", BackendScheme::Http},
+                                                   {"grpcs", BackendScheme::Grpcs}, {"grpc", BackendScheme::Grpc}});
+            }
             if (const Value *mod = b.get("request_headers")) wb.request_headers = header_modifier(*mod, b.at("request_headers"), true);
             a.backends.push_back(std::move(wb));
         }
@@ -555,6 +560,10 @@ void write_action(JsonWriter &w, const RouteAction &a)
             if (b.websocket) {
                 w.Key("websocket");
                 w.Bool(true);
+            }
+            if (b.scheme != BackendScheme::Https) {
+                w.Key("scheme");
+                write_string(w, scheme_name(b.scheme));
             }
             w.EndObject();
         }

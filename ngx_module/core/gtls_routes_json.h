@@ -21,7 +21,8 @@
 //    "action": 0}
 // An ACTION forwards ("backends"), redirects ("redirect") or answers
 // ("status"), exactly one of them:
-//   {"backends": [{"backend": "NAME", "weight": 1, "request_headers": MOD}],
+//   {"backends": [{"backend": "NAME", "weight": 1, "request_headers": MOD,
+//                  "websocket": false, "scheme": "https" | "http" | "grpcs" | "grpc"}],
 //    "status": 500,
 //    "request_headers": MOD, "response_headers": MOD,
 //    "redirect": {"scheme": "https", "hostname": "h", "port": 443,

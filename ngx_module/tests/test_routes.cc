@@ -246,7 +246,7 @@ std::string sent(const std::vector<HeaderField> &fields, const HeaderEdits &e)
 // Only a WebSocket backend gets an Upgrade, and only a WebSocket one
 BOOST_AUTO_TEST_CASE(upgrades_pass_to_websocket_backends_alone)
 {
-    WeightedBackend ws{"ws", 1, {}, true}, plain{"plain", 1, {}, false};
+    WeightedBackend ws{"ws", 1, {}, true, BackendScheme::Https}, plain{"plain", 1, {}, false, BackendScheme::Http};
     BOOST_TEST(upgrade_sent(ws, std::string_view("WebSocket")) == "websocket");
     BOOST_TEST(upgrade_sent(ws, std::string_view("h2c")) == "");
     BOOST_TEST(upgrade_sent(ws, std::nullopt) == "");
@@ -259,6 +259,29 @@ BOOST_AUTO_TEST_CASE(upgrades_pass_to_websocket_backends_alone)
     BOOST_TEST(host_routes_json(*parse_host_routes(host_routes_json(*r), "a.example")) == host_routes_json(*r));
     BOOST_TEST(holds(host_refusal(R"({"actions": [{"backends": [{"backend": "ws", "websocket": 1}]}], "matches": [{"action": 0}]})"),
                      "backends[0].websocket: must be true or false, not a number"));
+}
+
+// Each backend says how it is spoken to; https unless it says otherwise
+BOOST_AUTO_TEST_CASE(backends_say_their_scheme)
+{
+    auto r = parse_host_routes(R"({"actions": [{"backends": [{"backend": "a"}, {"backend": "b", "scheme": "http"},
+                                   {"backend": "c", "scheme": "grpcs"}, {"backend": "d", "scheme": "grpc"}]}],
+                                   "matches": [{"action": 0}]})",
+                               "a.example");
+    const std::vector<WeightedBackend> &b = r->actions()[0].backends;
+    BOOST_TEST_REQUIRE(b.size() == 4u);
+    BOOST_TEST(std::string(scheme_name(b[0].scheme)) + scheme_name(b[1].scheme) + scheme_name(b[2].scheme)
+                   + scheme_name(b[3].scheme)
+               == "httpshttpgrpcsgrpc");
+    BOOST_TEST(!scheme_is_plaintext(b[0].scheme));
+    BOOST_TEST(scheme_is_plaintext(b[1].scheme));
+    BOOST_TEST(!scheme_is_plaintext(b[2].scheme));
+    BOOST_TEST(scheme_is_plaintext(b[3].scheme));
+    const std::string json = host_routes_json(*r);
+    BOOST_TEST(json.find("\"scheme\":\"https\"") == std::string::npos);  // the default is left out
+    BOOST_TEST(host_routes_json(*parse_host_routes(json, "a.example")) == json);
+    BOOST_TEST(holds(host_refusal(R"({"actions": [{"backends": [{"backend": "a", "scheme": "h2c"}]}], "matches": [{"action": 0}]})"),
+                     "backends[0].scheme: \"h2c\" is not one of https, http, grpcs, grpc"));
 }
 
 BOOST_AUTO_TEST_CASE(request_headers_are_edited_as_proxy_set_header_does)

@@ -33,22 +33,23 @@ gtls::PathRewrite path_rewrite(const PathModifier &p, bool exact)
     return {};
 }
 
-// The table names upstream{} blocks for `proxy_pass https://`: TLS
-// backends of HTTP/1.1 (WebSocket upgrades included) alone
-bool table_backends(const std::vector<WeightedUpstream> &in, std::vector<gtls::WeightedBackend> *out, std::string *why)
+// The table names upstream{} blocks, each with the scheme the rendered
+// location would pass it by: HTTP/1.1 (WebSocket upgrades included) or
+// HTTP/2 (gRPC, h2c), over TLS where a policy applies
+void table_backends(const std::vector<WeightedUpstream> &in, std::vector<gtls::WeightedBackend> *out)
 {
     for (const WeightedUpstream &b : in) {
-        if (b.grpc) *why = "a gRPC or h2c backend";
-        if (!b.upstream.empty() && !b.tls) *why = "a plaintext backend";
-        if (!why->empty()) return false;
-        out->push_back({b.upstream, static_cast<unsigned>(b.weight), header_modifier(b.request_headers), b.websocket});
+        gtls::BackendScheme scheme = gtls::BackendScheme::Https;
+        if (!b.upstream.empty()) {
+            scheme = b.grpc ? (b.tls ? gtls::BackendScheme::Grpcs : gtls::BackendScheme::Grpc)
+                            : (b.tls ? gtls::BackendScheme::Https : gtls::BackendScheme::Http);
+        }
+        out->push_back({b.upstream, static_cast<unsigned>(b.weight), header_modifier(b.request_headers), b.websocket, scheme});
     }
-    return true;
 }
 
 bool location_action(const Location &l, gtls::RouteAction *a, std::string *why)
 {
-    if (l.grpc) *why = "a GRPCRoute";
     for (const Mirror &m : l.mirrors) {
         if (!m.backend.tls || m.backend.grpc) *why = "a RequestMirror to a plaintext or gRPC backend";
         a->mirrors.push_back({m.backend.upstream, static_cast<unsigned>(m.numerator), static_cast<unsigned>(m.denominator)});
@@ -77,7 +78,8 @@ bool location_action(const Location &l, gtls::RouteAction *a, std::string *why)
         a->status = static_cast<unsigned>(l.return_code);
         return true;
     }
-    return table_backends(l.backends, &a->backends, why);
+    table_backends(l.backends, &a->backends);
+    return true;
 }
 
 bool compiled(const std::string &pattern, std::shared_ptr<gtls::Regex> *to, std::string *why)
@@ -179,8 +181,8 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
             if (!conditions(t.conditions, &m, why)) return nullptr;
             if (t.return_code != 0) {
                 a.status = static_cast<unsigned>(t.return_code);
-            } else if (!table_backends(t.backends, &a.backends, why)) {
-                return nullptr;
+            } else {
+                table_backends(t.backends, &a.backends);
             }
             add(std::move(m), std::move(a));
         }

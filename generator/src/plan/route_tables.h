@@ -28,8 +28,8 @@ std::string route_table_name(const Server &s);
 std::string route_table_host(const Server &s);
 
 // A server's entry in its table: its rules, compiled; null, with `why`,
-// where the table cannot serve it (CORS, gRPC, h2c or plaintext
-// backends)
+// where the table cannot serve it (CORS, a mirror to a plaintext or gRPC
+// backend)
 std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why);
 
 // Sets a server's table_json, or its table_refusal, once its locations

@@ -173,7 +173,20 @@ void render_table_location(nginx::Writer &w, const Server &s)
     // a client's WebSocket Upgrade, to a WebSocket backend alone
     w.directive("proxy_set_header", {"Upgrade", nginx::Token::variable(nginx::Name("gateway_tls_route_upgrade"))});
     w.directive("proxy_set_header", {"Connection", nginx::Token::variable(nginx::Name("gateway_tls_route_connection"))});
-    w.directive("proxy_pass", {"https://gateway_tls_routes"});  // each request to the upstream{} its rule chose
+    w.directive("grpc_set_header", {"Host", nginx::Token::variable(nginx::Name("gateway_tls_route_host"))});
+    w.directive("grpc_set_header", {"Via", nginx::Token::variable(kVia)});
+    // each request to the upstream{} its rule chose, by the scheme the
+    // rule gives it: HTTP/1.1 or HTTP/2 (gRPC, h2c), TLS or plaintext
+    struct Pass {
+        const char *scheme;
+        nginx::Word directive;
+    };
+    for (const Pass &p : {Pass{"http", "proxy_pass"}, Pass{"grpcs", "grpc_pass"}, Pass{"grpc", "grpc_pass"}}) {
+        w.open_if_equals(nginx::Name("gateway_tls_route_scheme"), nginx::Token::value(p.scheme));
+        w.directive(p.directive, {nginx::Token::value(std::string(p.scheme) + "://gateway_tls_routes")});
+        w.close();
+    }
+    w.directive("proxy_pass", {"https://gateway_tls_routes"});
     w.close();
     // a rule's mirror subrequests, to the backend each names; '|' is
     // outside what a route's path may hold

@@ -222,8 +222,10 @@ YAML
 # --check), starts the backends and the generated nginx; returns the port
 # of the Gateway's port-80 listener (in list context, and the generator's
 # output). stop_served() stops both.
+# routes => 'table': the routes are served by the module's route table
+# (--routes table), filled through the upstream API before this returns.
 sub serve_manifests {
-    my $yaml = shift;
+    my ($yaml, %opts) = @_;
     my $dir = servroot();
     open my $fh, '>', "$dir/manifests.yaml" or die "$!";
     print $fh $yaml;
@@ -231,13 +233,22 @@ sub serve_manifests {
     my $offset = server_port() + 20 - 80;
     my $module = $ENV{GTLS_MODULE} || $Module;
     (my $module_dir = $module) =~ s{/[^/]+$}{};
+    my $routes = $opts{routes} // 'locations';
+    my $api = server_port() + 18;
+    my @table = $routes eq 'table' ? ('--routes', 'table', '--upstream-api', "127.0.0.1:$api") : ();
     my ($rc, $out) = run_generator('-f', "$dir/manifests.yaml", '-o', "$dir/out", '--port-offset', $offset,
                                    '--listen-address', '127.0.0.1', '--module-dir', $module_dir, '--check',
-                                   '--status-listen', '127.0.0.1:' . status_port());
-    Test::More::is($rc, 0, 'gateway2nginx writes a configuration that passes nginx -t')
+                                   '--status-listen', '127.0.0.1:' . status_port(), @table);
+    Test::More::is($rc, 0, "gateway2nginx writes a configuration that passes nginx -t (routes: $routes)")
         or Test::More::diag($out);
     start_backends();
     start_nginx("$dir/out", 'nginx.conf', 80 + $offset);
+    if (@table) {
+        my $token = slurp("$dir/out/upstream-api.token");
+        chomp $token;
+        my ($code, $reply) = api_request($api, '/upstreams', 'PUT', slurp("$dir/out/route-tables.json"), $token);
+        Test::More::is($code, 200, 'the route tables are filled through the upstream API') or Test::More::diag($reply);
+    }
     return wantarray ? (80 + $offset, $out) : 80 + $offset;
 }
 
