@@ -222,13 +222,21 @@ api_token() {
 }
 
 # routes_server LISTEN TOKEN_FILE BODY_SIZE: a server{} routed by the table
-# "main" (proxy_pass http://gateway_tls_routes: on to the upstream{} a rule
-# names) and the upstream API at /api, for 127.0.0.1 with the token
+# "main" as gateway2nginx renders one (each rule's backend passed by its
+# scheme, "http" here: proxy_pass http://gateway_tls_routes, on to the
+# upstream{} the rule names) and the upstream API at /api, for 127.0.0.1
+# with the token
 routes_server() {
     cat <<CONF
     server {
         listen $1;
-        location / { gateway_tls_routes main; proxy_pass http://gateway_tls_routes; }
+        location / {
+            gateway_tls_routes main;
+            proxy_pass https://gateway_tls_routes;
+            gateway_tls_routes_pass http { proxy_pass http://gateway_tls_routes; }
+            gateway_tls_routes_pass grpcs { grpc_pass grpcs://gateway_tls_routes; }
+            gateway_tls_routes_pass grpc { grpc_pass grpc://gateway_tls_routes; }
+        }
         location = /api {
             gateway_tls_upstream_api;
             gateway_tls_upstream_api_allow 127.0.0.1;

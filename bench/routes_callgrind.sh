@@ -62,7 +62,7 @@ CONF
 routes_json() {
     awk -v n="$1" 'BEGIN {
         printf "{\"routes\":{\"main\":{\"*\":{\"actions\":["
-        for (i = 0; i < n; i++) printf "%s{\"backends\":[{\"backend\":\"be\"}]}", (i ? "," : "")
+        for (i = 0; i < n; i++) printf "%s{\"backends\":[{\"backend\":\"be\",\"scheme\":\"http\"}]}", (i ? "," : "")
         printf "],\"matches\":["
         for (i = 0; i < n; i++) printf "%s{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/r%d\"},\"action\":%d}", (i ? "," : ""), i, i
         printf "]}}}}"

@@ -36,7 +36,7 @@ CONF
 # host_json I VERSION: hostname I's rules, its paths named for VERSION
 host_json() {
     awk -v i="$1" -v v="$2" -v n="$per_host" 'BEGIN {
-        printf "\"h%d.example\":{\"actions\":[{\"backends\":[{\"backend\":\"be\"}]}],\"matches\":[", i
+        printf "\"h%d.example\":{\"actions\":[{\"backends\":[{\"backend\":\"be\",\"scheme\":\"http\"}]}],\"matches\":[", i
         for (j = 0; j < n; j++) printf "%s{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/v%d/p%d\"},\"action\":0}", (j ? "," : ""), v, j
         printf "]}"
     }'

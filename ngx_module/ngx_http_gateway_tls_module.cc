@@ -3,11 +3,13 @@
 // the connection hooks are in ngx_http_gateway_tls_upstream.cc.
 
 #include "ngx_http_gateway_tls_module.h"
+
 #include "ngx_gtls_nginx_layout.h"
 #include "ngx_http_gateway_tls_h2c.h"
 #include "ngx_http_gateway_tls_ssl_share.h"
 #include "gtls_share.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <new>
 
@@ -324,6 +326,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      0,
      nullptr},
 
+    {ngx_string("gateway_tls_routes_pass"),
+     NGX_HTTP_LOC_CONF | NGX_CONF_BLOCK | NGX_CONF_TAKE1,
+     ngx_http_gtls_routes_pass,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     0,
+     nullptr},
+
     {ngx_string("gateway_tls_share"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2,
      ngx_http_gtls_share,
@@ -459,6 +468,12 @@ char *ngx_http_gtls_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->routes = prev->routes;
         conf->routes_port = prev->routes_port;
         conf->routes_mirror = prev->routes_mirror;
+    }
+    if (!clcf->noname && conf->routes == nullptr
+        && std::any_of(std::begin(conf->routes_pass), std::end(conf->routes_pass), [](void **p) { return p != nullptr; })) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "gateway_tls_routes_pass in a location without gateway_tls_routes: nothing would choose it");
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
 
     if (ngx_http_gtls_merge_access(cf, &conf->api, &prev->api, "gateway_tls_upstream_api",

@@ -43,6 +43,8 @@ typedef struct {
     ngx_http_gtls_route_table_t  *routes;       // gateway_tls_routes (this location's own)
     ngx_uint_t                routes_port;      // its port=: what a redirect keeps; 0: the local port
     ngx_str_t                 routes_mirror;    // its mirror=: where mirror subrequests go
+    // its gateway_tls_routes_pass blocks' loc_conf, by NGX_HTTP_GTLS_PASS_*
+    void                    **routes_pass[NGX_HTTP_GTLS_PASSES];
 } ngx_http_gtls_loc_conf_t;
 
 typedef struct {
@@ -89,6 +91,7 @@ struct ngx_http_gtls_request_t : ngx_gtls_backend_t {
     std::shared_ptr<const gtls::HostRoutes>  route_entry;
     const gtls::RouteMatch                 *route_match = nullptr;
     std::string_view                        route_backend;
+    ngx_http_upstream_srv_conf_t           *route_upstream = nullptr;  // the upstream{} route_backend names
     std::string_view                        route_upgrade;  // the Upgrade sent ("websocket" or none)
     std::string_view                        route_scheme;   // how the backend is spoken to ("https", ...)
     bool                                    route_headers_edited = false;

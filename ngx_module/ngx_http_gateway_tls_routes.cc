@@ -1,8 +1,10 @@
-// gateway_tls_routes: the directive, the rewrite-phase handler that
-// matches a request against its location's table and acts on the rule it
-// takes (answers, redirects, or names the backend for proxy_pass through
-// $gateway_tls_route_backend), the header filter of its response header
-// modifier (the variables: ngx_http_gateway_tls_route_variables.cc).
+// gateway_tls_routes at run time: the rewrite-phase handler that matches a
+// request against its location's table and acts on the rule it takes
+// (answers, redirects, or names the backend and passes it by its scheme),
+// its mirrors, the header filter of its response header modifier, and
+// what the API and a reload check of a table's rules (the directives:
+// ngx_http_gateway_tls_routes_conf.cc; the variables:
+// ngx_http_gateway_tls_route_variables.cc).
 
 #include "ngx_http_gateway_tls_routes.h"
 
@@ -186,6 +188,48 @@ ngx_int_t ngx_http_gtls_rewrite_uri(ngx_http_request_t *r, const gtls::PathRewri
     return NGX_OK;
 }
 
+// The upstream{} a rule's backend names, looked up at the first request
+// that takes it in this worker and kept beside it; null: none
+ngx_http_upstream_srv_conf_t *ngx_http_gtls_backend_upstream(ngx_http_request_t *r, const gtls::WeightedBackend &backend)
+{
+    if (backend.resolved == nullptr) {
+        auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
+        if (mcf->route_upstreams == nullptr) {
+            return nullptr;
+        }
+        auto it = mcf->route_upstreams->find(backend.backend);
+        if (it == mcf->route_upstreams->end()) {
+            return nullptr;
+        }
+        backend.resolved = it->second;
+    }
+    return static_cast<ngx_http_upstream_srv_conf_t *>(const_cast<void *>(backend.resolved));
+}
+
+// A backend of another scheme than https is passed by the location's
+// gateway_tls_routes_pass block for it, as an "if" block takes a request
+// over: the block is the location from here on
+ngx_int_t ngx_http_gtls_pass_by_scheme(ngx_http_request_t *r, const ngx_http_gtls_loc_conf_t *lcf,
+                                       gtls::BackendScheme scheme)
+{
+    const int pass = ngx_http_gtls_pass_index(scheme);
+    if (pass < 0) {
+        return NGX_DECLINED;
+    }
+    if (lcf->routes_pass[pass] == nullptr) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gateway_tls: the rule's backend is spoken to by %s, and this location has no "
+                      "\"gateway_tls_routes_pass %s\" block",
+                      gtls::scheme_name(scheme), gtls::scheme_name(scheme));
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "gateway_tls: passed by its %s block",
+                   gtls::scheme_name(scheme));
+    r->loc_conf = lcf->routes_pass[pass];
+    ngx_http_update_location_config(r);
+    return NGX_DECLINED;
+}
+
 // The rewrite phase: where the location has a table, the request takes a
 // rule or is answered.
 ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
@@ -247,7 +291,11 @@ ngx_int_t ngx_http_gtls_route_handler(ngx_http_request_t *r)
         }
         const gtls::WeightedBackend &backend = action.backends[share];
         state->route_backend = backend.backend;
+        state->route_upstream = ngx_http_gtls_backend_upstream(r, backend);
         state->route_scheme = gtls::scheme_name(backend.scheme);
+        if (ngx_int_t rc = ngx_http_gtls_pass_by_scheme(r, lcf, backend.scheme); rc != NGX_DECLINED) {
+            return rc;
+        }
         if (backend.websocket) {
             state->route_upgrade = gtls::upgrade_sent(
                 backend, r->headers_in.upgrade ? std::optional(ngx_gtls_sv(r->headers_in.upgrade->value)) : std::nullopt);
@@ -530,57 +578,6 @@ std::string ngx_http_gtls_route_tables_prometheus(const ngx_http_gtls_route_tabl
     return out;
 }
 
-namespace {
-
-// `proxy_pass https://gateway_tls_routes`: the request goes on to the
-// upstream{} its rule chose, through that upstream's own balancer,
-// keepalive and TLS policy, as if proxy_pass had named it; no variable to
-// evaluate, no URL to parse, no upstream{} looked for by name in a list
-ngx_int_t ngx_http_gtls_route_peer_init(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *)
-{
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_get_module_main_conf(r, ngx_http_gateway_tls_module));
-    const ngx_http_gtls_request_t *state = ngx_http_gtls_get_request(r, false);
-    if (state == nullptr || state->route_backend.empty()) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gateway_tls: \"%s\" reached by a request no route table sent", kRouteUpstream);
-        return NGX_ERROR;
-    }
-    auto it = mcf->route_upstreams->find(state->route_backend);
-    if (it == mcf->route_upstreams->end()) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "gateway_tls: a route chose backend %s, which is no upstream{}",
-                      gtls::json_string(state->route_backend).c_str());
-        return NGX_ERROR;
-    }
-    r->upstream->upstream = it->second;
-    return it->second->peer.init(r, it->second);
-}
-
-ngx_int_t ngx_http_gtls_route_upstream_init(ngx_conf_t *, ngx_http_upstream_srv_conf_t *uscf)
-{
-    uscf->peer.init = ngx_http_gtls_route_peer_init;
-    return NGX_OK;
-}
-
-ngx_int_t ngx_http_gtls_add_route_upstream(ngx_conf_t *cf, ngx_http_gtls_main_conf_t *mcf)
-{
-    if (mcf->route_upstream != nullptr) {
-        return NGX_OK;
-    }
-    ngx_url_t u{};
-    u.host = {ngx_strlen(kRouteUpstream), reinterpret_cast<u_char *>(const_cast<char *>(kRouteUpstream))};
-    u.no_resolve = 1;
-    u.no_port = 1;
-    // as an upstream{} block would: no DNS name, no servers of its own
-    mcf->route_upstream = ngx_http_upstream_add(cf, &u, NGX_HTTP_UPSTREAM_CREATE);
-    if (mcf->route_upstream == nullptr) {
-        return NGX_ERROR;
-    }
-    mcf->route_upstream->peer.init_upstream = ngx_http_gtls_route_upstream_init;
-    return NGX_OK;
-}
-
-}  // namespace
-
 std::string ngx_http_gtls_routes_entry_name(std::string_view table, std::string_view host)
 {
     return std::string(table) + " " + std::string(host);
@@ -631,8 +628,11 @@ bool ngx_http_gtls_names_host(const gtls::HeaderModifier &m)
 // policy verifies TLS (never plaintext where TLS is asked)
 std::string ngx_http_gtls_unserved_scheme(const gtls::WeightedBackend &b, ngx_http_gtls_route_support_t support)
 {
-    if (b.scheme == gtls::BackendScheme::Https) return {};
-    if (!support.schemes) return "no location passes by $gateway_tls_route_scheme";
+    const int pass = ngx_http_gtls_pass_index(b.scheme);
+    if (pass < 0) return {};
+    if ((support.passes & (1u << pass)) == 0) {
+        return std::string("no location passes it (gateway_tls_routes_pass ") + gtls::scheme_name(b.scheme) + ")";
+    }
     if (!gtls::scheme_is_plaintext(b.scheme) || support.upstreams == nullptr || b.backend.empty()) return {};
     auto it = support.upstreams->find(b.backend);
     if (it == support.upstreams->end() || it->second->srv_conf == nullptr) return {};
@@ -690,63 +690,6 @@ std::string ngx_http_gtls_unserved_route_field(const gtls::HostRoutes &routes, n
     return {};
 }
 
-char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *, void *conf)
-{
-    auto *lcf = static_cast<ngx_http_gtls_loc_conf_t *>(conf);
-    if (lcf->routes != nullptr) {
-        return const_cast<char *>("is duplicate");
-    }
-    auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
-    const std::string_view name = ngx_gtls_sv(static_cast<ngx_str_t *>(cf->args->elts)[1]);
-    if (!gtls::is_api_name(name)) {  // the API names it in its JSON
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid table name \"%V\"",
-                           &static_cast<ngx_str_t *>(cf->args->elts)[1]);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
-        ngx_str_t &arg = static_cast<ngx_str_t *>(cf->args->elts)[i];
-        if (arg.len > 5 && ngx_strncmp(arg.data, "port=", 5) == 0 && lcf->routes_port == 0) {
-            // the Gateway listener's port, which a redirect keeps (nginx
-            // may listen on another, behind a Service)
-            const ngx_int_t port = ngx_atoi(arg.data + 5, arg.len - 5);
-            if (port >= 1 && port <= 65535) {
-                lcf->routes_port = static_cast<ngx_uint_t>(port);
-                continue;
-            }
-        } else if (arg.len > 8 && ngx_strncmp(arg.data, "mirror=/", 8) == 0 && lcf->routes_mirror.len == 0) {
-            // where a rule's mirror subrequests go: a location that
-            // proxies to $gateway_tls_route_mirror
-            lcf->routes_mirror = {arg.len - 7, arg.data + 7};
-            mcf->route_support.mirrors = true;
-            continue;
-        }
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls_routes: invalid parameter \"%V\" (port=1..65535, mirror=/URI)",
-                           &arg);
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    try {
-        if (mcf->route_tables == nullptr) {
-            mcf->route_tables = ngx_gtls_pool_new<ngx_http_gtls_route_tables_t>(cf->pool);
-            if (mcf->route_tables == nullptr) {
-                return static_cast<char *>(NGX_CONF_ERROR);
-            }
-        }
-        auto it = mcf->route_tables->find(name);
-        if (it == mcf->route_tables->end()) {
-            it = mcf->route_tables->emplace(std::string(name), ngx_http_gtls_route_table_t{}).first;
-            it->second.name = std::string(name);
-        }
-        lcf->routes = &it->second;
-        if (ngx_http_gtls_add_route_upstream(cf, mcf) != NGX_OK) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-    } catch (const std::exception &e) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "gateway_tls: %s", e.what());
-        return static_cast<char *>(NGX_CONF_ERROR);
-    }
-    return NGX_CONF_OK;
-}
-
 ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
 {
     auto *mcf = static_cast<ngx_http_gtls_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
@@ -765,9 +708,6 @@ ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf)
     for (ngx_uint_t i = 0; i < cmcf->variables.nelts; i++) {
         if (ngx_gtls_sv(vars[i].name) == "gateway_tls_route_host") {
             mcf->route_support.host_sent = true;
-        }
-        if (ngx_gtls_sv(vars[i].name) == "gateway_tls_route_scheme") {
-            mcf->route_support.schemes = true;
         }
     }
     auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers));

@@ -42,11 +42,18 @@ bool ngx_http_gtls_take_routes(ngx_http_gtls_route_table_t *t, const std::string
 // What the configuration lets a table's rules do: edit the Host (a
 // location sends $gateway_tls_route_host as the Host), mirror (a location
 // says where mirrors go, mirror=), speak to a backend otherwise than
-// HTTP/1.1 over TLS, and which backends they may name
+// HTTP/1.1 over TLS (a location passes that scheme), and which backends
+// they may name
+// gateway_tls_routes_pass SCHEME { ... }: the block of a routed location
+// that a backend of that scheme is passed by (https: the location itself)
+enum { NGX_HTTP_GTLS_PASS_HTTP, NGX_HTTP_GTLS_PASS_GRPCS, NGX_HTTP_GTLS_PASS_GRPC, NGX_HTTP_GTLS_PASSES };
+// its index, or -1 for https
+int ngx_http_gtls_pass_index(gtls::BackendScheme scheme);
+
 struct ngx_http_gtls_route_support_t {
     bool host_sent = false;
     bool mirrors = false;
-    bool schemes = false;  // a location passes by $gateway_tls_route_scheme (http, grpcs, grpc)
+    unsigned passes = 0;  // the schemes a location has a gateway_tls_routes_pass block for (1 << index)
     // the upstream{} blocks a backend or mirror may name (null: any)
     const std::unordered_map<std::string_view, ngx_http_upstream_srv_conf_t *> *upstreams = nullptr;
 };
@@ -79,5 +86,8 @@ std::string ngx_http_gtls_route_tables_prometheus(const ngx_http_gtls_route_tabl
 inline constexpr const char *kRouteUpstream = "gateway_tls_routes";
 
 char *ngx_http_gtls_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+// gateway_tls_routes_pass SCHEME { ... }: a block of the location, made
+// as limit_except makes its own (what "if" takes may stand in it)
+char *ngx_http_gtls_routes_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_gtls_init_routes(ngx_conf_t *cf);
 ngx_int_t ngx_http_gtls_add_route_variables(ngx_conf_t *cf);

@@ -135,7 +135,7 @@ http {
         location / {
             gateway_tls_routes $table mirror=/mirror-route;
             # a backend the rule says is plaintext
-            if (\$gateway_tls_route_scheme = http) {
+            gateway_tls_routes_pass http {
                 proxy_pass http://gateway_tls_routes;
             }
             proxy_pass https://gateway_tls_routes;
@@ -194,6 +194,21 @@ like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_
 spit("$dir/gw/nginx.conf", gateway_conf('main port=0'));
 like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, qr/gateway_tls_routes: invalid parameter "port=0" \(port=1\.\.65535, mirror=\/URI\)/,
      'nginx -t refuses a port that is none');
+
+# gateway_tls_routes_pass: a scheme the table names, once, where a table routes
+for my $t (['gateway_tls_routes_pass https {', qr/gateway_tls_routes_pass: invalid scheme "https" \(http, grpcs or grpc; https is the location's own\)/],
+           ['gateway_tls_routes_pass http { proxy_pass http://gateway_tls_routes; } gateway_tls_routes_pass http {',
+            qr/"gateway_tls_routes_pass" directive is duplicate/]) {
+    (my $conf = gateway_conf('main')) =~ s/gateway_tls_routes_pass http \{/$t->[0]/ or die 'no pass block';
+    spit("$dir/gw/nginx.conf", $conf);
+    like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`, $t->[1], "nginx -t refuses: $t->[0]");
+}
+my $unrouted_location = 'location /unrouted { gateway_tls_routes_pass grpc { grpc_pass grpc://gateway_tls_routes; } }';
+(my $unrouted = gateway_conf('main')) =~ s#(location /slowplain )#$unrouted_location\n        $1# or die 'no /slowplain';
+spit("$dir/gw/nginx.conf", $unrouted);
+like(scalar `@{[nginx_binary()]} -t -p $dir/gw/ -c nginx.conf 2>&1`,
+     qr/gateway_tls_routes_pass in a location without gateway_tls_routes: nothing would choose it/,
+     'nginx -t refuses a pass block where no table routes');
 
 spit("$dir/gw/nginx.conf", gateway_conf('main'));
 start_nginx("$dir/gw", 'nginx.conf', $port);
@@ -416,7 +431,7 @@ is($now->{hostnames}, $counted->{hostnames} - 1, 'one hostname fewer');
     '{"path": {"value": "/tls"}, "action": 1}, {"action": 0}')));
 is($code, 200, 'a rule to a plaintext backend is taken') or diag $reply;
 $r = get('/p', 'plain.example');
-is(backend_of($r), 'p', 'and served in plaintext (proxy_pass http:// where $gateway_tls_route_scheme says http)');
+is(backend_of($r), 'p', 'and served in plaintext (by the location\'s gateway_tls_routes_pass http block)');
 like($r->{body}, qr/tls= *$/m, 'the backend saw no TLS');
 is((request($port, 'GET', '/p', 'Host: plain.example'))[1]{'x-resp'}, 'plain',
    'the rule is served whole in the block that passes it (its response headers)');
@@ -563,7 +578,7 @@ ok($after_reload->{replaced} >= 2000 && $after_reload->{refused} >= @refusals - 
 # ---- where no location sends $gateway_tls_route_host or says where mirrors go, a rule may
 # not edit the Host or mirror ----------------------------------------------------------------
 (my $without = gateway_conf('main', undef, '# no Host of the routes')) =~ s/ mirror=\/mirror-route//;
-$without =~ s/ *if \(\$gateway_tls_route_scheme = http\) \{.*?\}\n//s or die 'no scheme if';
+$without =~ s/ *gateway_tls_routes_pass http \{.*?\}\n//s or die 'no pass block';
 spit("$dir/gw/nginx.conf", $without);
 my $before_reload = worker_pids($master);
 kill 'HUP', $master;
@@ -575,7 +590,7 @@ is(get('/old/x', 'edit.example')->{code}, 500, 'and their hostname is answered 5
 ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "mirror\.example": actions\[0\]\.mirrors: no location says where mirrors go/) > 0 }),
    'so are the kept rules that mirror, where no location says where mirrors go');
 is(get('/all/x', 'mirror.example')->{code}, 500, 'and their hostname is answered 500, not served unmirrored');
-ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "plain\.example": actions\[0\]\.backends\[0\]\.scheme: no location passes by \$gateway_tls_route_scheme; its requests are answered 500/) > 0 }),
+ok(wait_for(sub { count_in("$dir/gw/logs/error.log", qr/routes "main" of "plain\.example": actions\[0\]\.backends\[0\]\.scheme: no location passes it \(gateway_tls_routes_pass http\); its requests are answered 500/) > 0 }),
    'so are the kept rules to a plaintext backend, where no location passes by the scheme');
 is(get('/p', 'plain.example')->{code}, 500, 'and their hostname is answered 500, not spoken TLS to');
 is(backend_of(get('/slow/x', 'long.example')), 'a', 'the other hostnames serve as before');

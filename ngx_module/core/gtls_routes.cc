@@ -67,6 +67,9 @@ HostRoutes::HostRoutes(std::string host, std::vector<RouteAction> actions, std::
             break;
         }
     }
+    // found once: every request's path has it (elements of the map stay put)
+    auto root = by_path_.find(std::string_view("/", 1));
+    if (root != by_path_.end() && !root->second.prefix.empty()) root_prefix_ = &root->second.prefix;
 }
 
 bool HostRoutes::conditions_hold(const RouteMatch &m, const RouteRequest &request, bool *limit) const
@@ -100,8 +103,7 @@ RouteChoice HostRoutes::match(const RouteRequest &request) const
             auto it = end == path.size() ? whole : by_path_.find(path.substr(0, end));
             if (it != by_path_.end()) found.insert(found.end(), it->second.prefix.begin(), it->second.prefix.end());
         }
-        auto root = by_path_.find(std::string_view("/", 1));
-        if (root != by_path_.end()) found.insert(found.end(), root->second.prefix.begin(), root->second.prefix.end());
+        if (root_prefix_ != nullptr) found.insert(found.end(), root_prefix_->begin(), root_prefix_->end());
         if (found.size() > 1) std::sort(found.begin(), found.end());
     }
 

@@ -112,6 +112,9 @@ struct WeightedBackend {
     HeaderModifier  request_headers;  // its own backendRef's filter
     bool            websocket = false;  // appProtocol kubernetes.io/ws: a client's WebSocket Upgrade passes
     BackendScheme   scheme = BackendScheme::Https;
+    // the glue's own: what `backend` names in this process (nginx: its
+    // upstream{}), found at the first request that takes it
+    mutable const void *resolved = nullptr;
 };
 
 // The Upgrade a request sends `backend`: "websocket" where the backend
@@ -198,6 +201,7 @@ private:
     std::vector<RouteMatch>                           matches_;
     // keys point into matches_' paths, which never change once built
     std::unordered_map<std::string_view, PathRanks>  by_path_;
+    const std::vector<uint32_t>                      *root_prefix_ = nullptr;  // PathPrefix "/": every path's
     std::vector<uint32_t>                             regex_ranks_;
 };
 

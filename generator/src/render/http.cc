@@ -177,16 +177,16 @@ void render_table_location(nginx::Writer &w, const Server &s)
     w.directive("grpc_set_header", {"Via", nginx::Token::variable(kVia)});
     // each request to the upstream{} its rule chose, by the scheme the
     // rule gives it: HTTP/1.1 or HTTP/2 (gRPC, h2c), TLS or plaintext
+    w.directive("proxy_pass", {"https://gateway_tls_routes"});
     struct Pass {
         const char *scheme;
         nginx::Word directive;
     };
     for (const Pass &p : {Pass{"http", "proxy_pass"}, Pass{"grpcs", "grpc_pass"}, Pass{"grpc", "grpc_pass"}}) {
-        w.open_if_equals(nginx::Name("gateway_tls_route_scheme"), nginx::Token::value(p.scheme));
+        w.open("gateway_tls_routes_pass", {nginx::Token::value(p.scheme)});
         w.directive(p.directive, {nginx::Token::value(std::string(p.scheme) + "://gateway_tls_routes")});
         w.close();
     }
-    w.directive("proxy_pass", {"https://gateway_tls_routes"});
     w.close();
     // a rule's mirror subrequests, to the backend each names; '|' is
     // outside what a route's path may hold
