@@ -188,7 +188,7 @@ spec:
                          "        proxy_pass $backend_split_1;\n") != std::string::npos, http);
     // the only backendRef's filter is the rule's own
     BOOST_TEST(http.find("    location /single/ {\n        rewrite \"^/single$\" /new break;\n"
-                         "        rewrite \"^/single(/.*)$\" /new$1 break;\n") != std::string::npos, http);
+                         "        rewrite \"(?s)^/single(/.*)$\" /new$1 break;\n") != std::string::npos, http);
 
     // what cannot be rendered makes the route not Accepted, with the reason
     check_not_accepted(route, "HTTPRoute", "split", {
