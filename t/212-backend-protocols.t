@@ -39,23 +39,8 @@ sub with_protocol {
 
 my $manifests = (gateway_manifests(svc => 'wildcard')
     . with_protocol('ws', 'leaf', 'kubernetes.io/ws') . with_protocol('h2tls', 'leaf_h2', 'kubernetes.io/h2c')
-    . with_protocol('h2wrongsan', 'wrongsan', 'kubernetes.io/h2c') . <<"YAML" . <<'YAML');
----
-apiVersion: v1
-kind: Service
-metadata: {name: h2c, namespace: ns}
-spec:
-  ports: [{name: h2c, port: 81, appProtocol: kubernetes.io/h2c}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: h2c-local
-  namespace: ns
-  labels: {kubernetes.io/service-name: h2c}
-ports: [{name: h2c, port: $h2c_port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
-YAML
+    . with_protocol('h2wrongsan', 'wrongsan', 'kubernetes.io/h2c')
+    . plaintext_service_manifests('h2c', 'h2c', 81, $h2c_port, 'kubernetes.io/h2c') . <<'YAML');
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

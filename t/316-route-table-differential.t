@@ -103,24 +103,7 @@ sub route_yaml {
     return $yaml;
 }
 
-my $plaintext_port = backend_port('plain');
-my $plaintext_service = <<"YAML";
----
-apiVersion: v1
-kind: Service
-metadata: {name: p1, namespace: ns}
-spec:
-  ports: [{name: http, port: 80}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: p1-local
-  namespace: ns
-  labels: {kubernetes.io/service-name: p1}
-ports: [{name: http, port: $plaintext_port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
-YAML
+my $plaintext_service = plaintext_service_manifests('p1', 'http', 80, backend_port('plain'));
 
 # ---- the same requests through both ----------------------------------------------------
 my @paths = ('/', '/a', '/a/', '/a/b', '/a/bc', '/a/b/c', '/ab', '/b', '/b/c', '/old', '/old/x', '/r12', '/r1x',

@@ -17,7 +17,7 @@ use Test::GatewayTLS::Nginx;
 
 our @EXPORT = qw(churn_lists endpoint_membership gateway_manifests kustomize_deploy
                 listener_set_yaml listener_sets_from_all_namespaces read_status
-                routes_from_all_namespaces run_generator serve_manifests service_manifests
+                plaintext_service_manifests routes_from_all_namespaces run_generator serve_manifests service_manifests
                 slow_app_manifests start_gateway2nginx start_run status_port stop_served
                 web_route_yaml);
 our @EXPORT_OK = qw(@TestEndpoints);
@@ -215,6 +215,31 @@ spec:
   validation:
     hostname: abc.example.com
 $validation
+YAML
+}
+
+# A Service ns/NAME of port PORT (named PORT_NAME, with APP_PROTOCOL when
+# given) whose endpoint is 127.0.0.1:ENDPOINT_PORT, and no BackendTLSPolicy:
+# a backend spoken to in plaintext.
+sub plaintext_service_manifests {
+    my ($name, $port_name, $port, $endpoint_port, $app_protocol) = @_;
+    my $protocol = defined $app_protocol ? ", appProtocol: $app_protocol" : '';
+    return <<"YAML";
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $name, namespace: ns}
+spec:
+  ports: [{name: $port_name, port: $port$protocol}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $name-local
+  namespace: ns
+  labels: {kubernetes.io/service-name: $name}
+ports: [{name: $port_name, port: $endpoint_port}]
+endpoints: [{addresses: ["127.0.0.1"]}]
 YAML
 }
 
