@@ -189,23 +189,7 @@ YAML
 # (more YAML lines of spec.validation, indented by four).
 sub service_manifests {
     my ($name, $backend, $validation) = @_;
-    my $port = backend_port($backend);
-    return <<"YAML";
----
-apiVersion: v1
-kind: Service
-metadata: {name: $name, namespace: ns}
-spec:
-  ports: [{name: https, port: 443}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: $name-local
-  namespace: ns
-  labels: {kubernetes.io/service-name: $name}
-ports: [{name: https, port: $port}]
-endpoints: [{addresses: ["127.0.0.1"]}]
+    return plaintext_service_manifests($name, 'https', 443, backend_port($backend)) . <<"YAML";
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
