@@ -283,6 +283,11 @@ const std::vector<Flag<Args>> kFlags = {
      "OUTDIR/route-tables.json fills through the\n"
      "upstream API (needs --upstream-api; what the\n"
      "table cannot serve stays locations)"},
+    {"--spare-backends", "", "N", Both,
+     [](Args &a, const std::string &v, Seen &) { a.options.spare_backends = int_in("--spare-backends", v, 0, 4096); },
+     "with --routes table: N spare upstreams that take\n"
+     "TLS and N plaintext ones, which the upstream API\n"
+     "makes backends with no reload; default 0"},
     {"--status-listen", "", "ADDR:PORT", Both,
      [](Args &a, const std::string &v, Seen &) { a.options.status_listen = v; },
      "where gateway_tls_status answers (/status: JSON,\n"
@@ -482,6 +487,9 @@ Args parse_args(int argc, char **argv, bool run)
     if (a.outdir.empty()) usage_error("no output: give -o OUTDIR");
     if (a.options.routes == "table" && a.options.upstream_api == "off") {
         usage_error("--routes table needs --upstream-api ADDRESS:PORT: the table is filled through it");
+    }
+    if (a.options.spare_backends > 0 && a.options.routes != "table") {
+        usage_error("--spare-backends needs --routes table: only a table rule sends to a spare");
     }
     if (!a.reload_pidfile.empty()) a.check = true;
     if (run) {

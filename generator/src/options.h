@@ -53,6 +53,10 @@ struct Options {
     // upstream API's body that fills it (plan/route_tables.h); "locations":
     // every route a location
     std::string routes = "locations";
+    // --routes table: spare upstreams rendered ahead of need, N that take
+    // TLS and N plaintext, that the upstream API makes backends (servers,
+    // trust, a table rule) with no reload (plan/upstreams.h)
+    int spare_backends = 0;
     // gateway2nginx run's probes, /healthz and /readyz (--health-listen),
     // and its /metrics (--metrics-listen; empty: beside the probes)
     std::string health_listen;

@@ -43,6 +43,8 @@ const std::map<std::string, void (*)(g2n::Options *)> kCaseOptions = {
     {"nginx-1.26", [](g2n::Options *o) { o->nginx_version = 1026003; }},
     // --routes table: and what route-tables.json fills the tables with
     {"route-tables", [](g2n::Options *o) { o->routes = "table"; }},
+    // --spare-backends 2: spare upstreams, two that take TLS, two plaintext
+    {"spare-backends", [](g2n::Options *o) { o->spare_backends = 2; }},
 };
 
 // The rest of a case's header line (the comments its input begins with)

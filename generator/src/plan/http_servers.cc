@@ -1,6 +1,7 @@
 // http servers: the servers and locations resolve collected, ordered as
 // nginx must try them, handed to the Plan.
 #include "plan/route_tables.h"
+#include "plan/upstreams.h"
 #include "resolve/resolver.h"
 
 #include <algorithm>
@@ -48,6 +49,9 @@ void Resolver::finish_servers()
     }
     servers_.clear();
     plan_->upstreams = upstreams_.take_sorted();
+    if (o_.routes == "table") {
+        for (Upstream &spare : spare_upstreams(o_.spare_backends)) plan_->upstreams.push_back(std::move(spare));
+    }
     finish_stream_servers();
 }
 

@@ -41,6 +41,40 @@ size_t upstream_server_line_count(const Upstream &u)
     return copies * u.servers.size();
 }
 
+size_t zone_server_lines(const Upstream &u)
+{
+    return u.tenant == kSpareTenant ? kSpareServerLines : upstream_server_line_count(u);
+}
+
+std::vector<Upstream> spare_upstreams(int count)
+{
+    std::vector<Upstream> spares;
+    for (const bool tls : {true, false}) {
+        for (int i = 0; i < count; i++) {
+            Upstream u;
+            const std::string n = std::to_string(i);
+            u.name = std::string("gateway2nginx_spare_") + (tls ? "tls_" : "plain_") + n;
+            u.comment = std::string("a spare that takes ") + (tls ? "TLS" : "plaintext")
+                        + ": the upstream API makes it a backend";
+            u.tenant = kSpareTenant;
+            u.for_http = u.for_grpc = true;
+            if (tls) {
+                auto policy = std::make_shared<UpstreamPolicy>();
+                // '|' is in no BackendTLSPolicy's namespace/name
+                policy->name = "spare|" + n;
+                policy->mode = gtls::Mode::Strict;
+                // a pin no key hashes to: until the API gives it trust, a
+                // spare accepts no backend (it has no server either)
+                policy->pins = {"sha256-spki:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="};
+                policy->hostname = "spare-" + n + ".invalid";
+                u.policy = std::move(policy);
+            }
+            spares.push_back(std::move(u));
+        }
+    }
+    return spares;
+}
+
 namespace {
 
 // An upstream that can be reached, its servers IP literals

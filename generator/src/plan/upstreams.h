@@ -22,12 +22,26 @@ struct ServerLine {
 std::vector<ServerLine> upstream_server_lines(const Upstream &u);
 // How many they are.
 size_t upstream_server_line_count(const Upstream &u);
+// The server lines an upstream's zone keeps room for: its own, or a
+// spare's future ones.
+size_t zone_server_lines(const Upstream &u);
 // Whether gateway_tls_upstream_api can replace the upstream's servers: an
 // http upstream that can be reached, its servers IP literals (names are
 // resolved only when nginx loads its configuration).
 bool api_replaceable(const Upstream &u);
 // The same for an upstream of plan.stream_upstreams (a TLSRoute's).
 bool stream_api_replaceable(const Upstream &u);
+// Spare upstreams (--spare-backends, with --routes table): COUNT that take
+// TLS (a policy of their own that trusts no key) and COUNT plaintext, with
+// no server that is ever sent to, in a zone of their own. The upstream API
+// makes one a backend with no reload: its servers, its policy's trust
+// (CA or pins, hostname, subject alt names) and a route table rule that
+// sends to it (docs/gateway_tls_upstream_api.md, "Backends new to nginx").
+std::vector<Upstream> spare_upstreams(int count);
+// Their tenant: no namespace is named so (a DNS label has no '_').
+inline constexpr const char *kSpareTenant = "_spares";
+// The server lines a spare keeps room for in its zone.
+inline constexpr size_t kSpareServerLines = 16;
 // The proxy modules a location's requests go out by: grpc_pass for gRPC
 // (GRPCRoute) and kubernetes.io/h2c backends, proxy_pass for the rest;
 // both where one location reaches both kinds.

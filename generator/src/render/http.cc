@@ -325,11 +325,11 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         // endpoint changes without reloads (gateway2nginx run): the last
         // servers and trust pushed stay across reloads
         size_t upstream_count = replaceable.size(), server_lines = 0;
-        for (const Upstream *u : replaceable) server_lines += upstream_server_line_count(*u);
+        for (const Upstream *u : replaceable) server_lines += zone_server_lines(*u);
         for (const Upstream &u : plan.stream_upstreams) {
             if (!stream_api_replaceable(u)) continue;
             upstream_count++;
-            server_lines += upstream_server_line_count(u);
+            server_lines += zone_server_lines(u);
         }
         UpstreamApiRoom room = upstream_api_room(upstream_count, server_lines, trusts.size());
         if (o.routes == "table") {

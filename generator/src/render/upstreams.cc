@@ -78,13 +78,17 @@ std::map<std::string, std::string> render_servers_zones(nginx::Writer &w, const 
                                                         const std::vector<const Upstream *> &replaceable)
 {
     std::map<std::string, size_t> lines_by_tenant;
-    for (const Upstream *u : replaceable) lines_by_tenant[u->tenant] += upstream_server_line_count(*u);
+    for (const Upstream *u : replaceable) lines_by_tenant[u->tenant] += zone_server_lines(*u);
     std::map<std::string, std::string> zone_by_upstream;
     for (const Upstream *u : replaceable) zone_by_upstream[u->name] = prefix + "_" + u->tenant;
     for (const auto &[tenant, lines] : lines_by_tenant) {
         const std::string zone = prefix + "_" + tenant;
         w.open("upstream", {nginx::Name(zone)});
-        w.comment("the zone of the replaceable upstreams of namespace", {nginx::Token::value(tenant)});
+        if (tenant == kSpareTenant) {
+            w.comment("the zone of the spare upstreams");
+        } else {
+            w.comment("the zone of the replaceable upstreams of namespace", {nginx::Token::value(tenant)});
+        }
         w.directive("zone", {nginx::Name(zone), nginx::Token::value(std::to_string(servers_zone_kilobytes(lines)) + "k")});
         w.directive("server", {"127.0.0.1:1", "down"});
         w.close();
@@ -136,7 +140,11 @@ void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, Skel
         // nginx wants a server in every upstream{}; the API is given none
         // (502 until endpoints are pushed), and the skeleton is the same
         // as with endpoints, so scaling to and from zero reloads nothing
-        w.comment(kNoEndpoints);
+        if (u.tenant == kSpareTenant) {
+            w.comment("no server until the upstream API gives it some");
+        } else {
+            w.comment(kNoEndpoints);
+        }
         w.directive("server", {"127.0.0.1:1", "down"});
     } else {
         for (const ServerLine &line : upstream_server_lines(u)) {

@@ -108,7 +108,7 @@ bool ServiceEndpoints::replaceable(const Upstream &u, bool stream) const
 
 void ServiceEndpoints::Room::add(const Upstream &u, bool stream)
 {
-    const size_t lines = upstream_server_line_count(u);
+    const size_t lines = zone_server_lines(u);
     (stream ? stream_lines : http_lines)[u.tenant] += lines;
     upstreams++;
     server_lines += lines;
@@ -116,7 +116,7 @@ void ServiceEndpoints::Room::add(const Upstream &u, bool stream)
 
 void ServiceEndpoints::Room::remove(const Upstream &u, bool stream)
 {
-    const size_t lines = upstream_server_line_count(u);
+    const size_t lines = zone_server_lines(u);
     (stream ? stream_lines : http_lines)[u.tenant] -= lines;
     upstreams--;
     server_lines -= lines;

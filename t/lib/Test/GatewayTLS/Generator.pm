@@ -232,7 +232,8 @@ YAML
 # of the Gateway's port-80 listener (in list context, and the generator's
 # output). stop_served() stops both.
 # routes => 'table': the routes are served by the module's route table
-# (--routes table), filled through the upstream API before this returns.
+# (--routes table), filled through the upstream API before this returns;
+# spares => N, and N spare upstreams of each kind (--spare-backends).
 sub serve_manifests {
     my ($yaml, %opts) = @_;
     my $dir = servroot();
@@ -245,6 +246,7 @@ sub serve_manifests {
     my $routes = $opts{routes} // 'locations';
     my $api = server_port() + 18;
     my @table = $routes eq 'table' ? ('--routes', 'table', '--upstream-api', "127.0.0.1:$api") : ();
+    push @table, '--spare-backends', $opts{spares} if $opts{spares};
     my ($rc, $out) = run_generator('-f', "$dir/manifests.yaml", '-o', "$dir/out", '--port-offset', $offset,
                                    '--listen-address', '127.0.0.1', '--module-dir', $module_dir, '--check',
                                    '--status-listen', '127.0.0.1:' . status_port(), @table);
