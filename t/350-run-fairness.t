@@ -153,9 +153,9 @@ spec:
   parentRefs: [{name: gw}]
   rules: [{matches: [{path: {type: PathPrefix, value: /shop}}], backendRefs: [{name: web, port: 443}]}]
 YAML
-ok(wait_for(sub { count_in_log(qr/after the reload, \d+ upstream\(s\) and policy\(ies\) pushed/) >= 1 }, 30),
+ok(wait_for(sub { count_in_log(qr/after the reload, \d+ upstream\(s\), policy\(ies\) and hostname\(s\) pushed/) >= 1 }, 30),
    'a new route reloads nginx, and what it holds is compared with what was rendered') or diag slurp($log);
-like(slurp($log), qr/after the reload, 0 upstream\(s\) and policy\(ies\) pushed; nginx holds the rest as rendered/,
+like(slurp($log), qr/after the reload, 0 upstream\(s\), policy\(ies\) and hostname\(s\) pushed; nginx holds the rest/,
      'nginx holds the servers and trust as rendered: nothing is pushed again');
 my $after = () = slurp($error_log) =~ /now has \d+ servers \(from the API/g;
 is($after, $notices, 'and no upstream is logged as changed');

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
                 std::cerr << "gateway2nginx: " << failed << "\n";
                 return 2;
             }
-            if (std::string failed = sync_after_reload(plan, args.options); !failed.empty()) {
+            if (std::string failed = sync_after_reload(plan, args.options, nullptr); !failed.empty()) {
                 std::cerr << "gateway2nginx: pushing servers and trust after the reload failed: " << printable(failed) << "\n";
                 return 2;
             }

@@ -309,6 +309,51 @@ BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
     BOOST_TEST(trust_replaceable_policies(before, Options{}).empty());
 }
 
+// --routes table: the API holds each hostname's rules; a change costs the
+// hostnames it touches, a hostname the plan lost is removed, and part of a
+// plan (what an EndpointSlice changes) removes nothing.
+BOOST_AUTO_TEST_CASE(route_table_entries_are_pushed_hostname_by_hostname)
+{
+    Options table = with_api();
+    table.routes = "table";
+    auto route = [](const std::string &name, const std::string &host, const std::string &path) {
+        return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
+               + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + host
+               + "]\n  rules: [{matches: [{path: {value: " + path + "}}], backendRefs: [{name: web, port: 80}]}]\n";
+    };
+    const std::string base = kManifests + slice(R"("10.0.0.1")");
+    const Plan before = resolve(parse(base + route("a", "a.example", "/a") + route("b", "b.example", "/b")), table);
+    const ApiContent content = api_content(before, table);
+    BOOST_TEST_REQUIRE(content.routes.count(route_entry_key("port_80", "a.example")) == 1u);
+    BOOST_TEST(content.routes.count(route_entry_key("port_80", "b.example")) == 1u);
+    BOOST_TEST(content.routes.count(route_entry_key("port_80", "*")) == 1u);  // route r has no hostname
+    BOOST_TEST(api_content(resolve(parse(base + route("a", "a.example", "/a")), with_api()), with_api()).routes.empty(),
+               "rendered locations hold their routes");
+    // the body the module takes: a table's hostnames together
+    const std::string body = api_body(content);
+    BOOST_TEST(body.find("\"routes\":{\"port_80\":{\"*\":{") != std::string::npos, body);
+    BOOST_TEST(gtls::parse_api_update(body).has_routes);
+
+    const ApiHeld held = ApiHeld::of(content);
+    ApiHeld now;
+    // b.example's path changes, a.example's route goes, c.example's comes
+    const Plan after = resolve(parse(base + route("b", "b.example", "/b2") + route("c", "c.example", "/c")), table);
+    const ApiContent changed = api_changes(after, table, held, &now);
+    std::vector<std::string> keys;
+    for (const auto &[key, json] : changed.routes) keys.push_back(key + (json == "null" ? " removed" : ""));
+    BOOST_TEST(keys == (std::vector<std::string>{"port_80 a.example removed", "port_80 b.example", "port_80 c.example"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(changed.servers.empty());
+    BOOST_TEST(api_body(changed).find("\"a.example\":null") != std::string::npos);
+    ApiHeld pushed = held;
+    pushed.hold(changed);
+    BOOST_TEST(pushed.routes == now.routes, "what is held after the push is what the plan has");
+    // part of a plan removes nothing
+    ApiContent servers_only;
+    servers_only.servers = content.servers;
+    BOOST_TEST(servers_only.changed_since(held).routes.empty());
+}
+
 BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)
 {
     Options skeleton = with_api();

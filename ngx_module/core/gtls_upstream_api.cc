@@ -140,6 +140,7 @@ public:
     PolicyTrust trust;                    // Root::Trust
     std::vector<UpstreamServers> listed;  // Root::List: the section's
     std::vector<std::string> pushed;      // Root::List: policies whose source is "api"
+    std::vector<ListedRoutes> hosts;      // Root::List read for "routes": each table's hostnames
 
     // RapidJSON's handler
     bool Null() { return guard([&] { scalar(JsonType::Null, {}); }); }
@@ -174,7 +175,7 @@ public:
 private:
     enum class Kind {
         Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins, Sans,
-        ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, Skip
+        ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, ListTables, ListTable, Skip
     };
     struct Frame {
         Kind kind = Kind::Skip;
@@ -251,7 +252,9 @@ private:
         case Kind::Section:
         case Kind::ListSection:
         case Kind::Policies:
-        case Kind::ListPolicies: return f.field + "[" + json_string(f.key) + "]";
+        case Kind::ListPolicies:
+        case Kind::ListTables:
+        case Kind::ListTable: return f.field + "[" + json_string(f.key) + "]";
         case Kind::Root:
         case Kind::Skip: return f.field;
         default: return f.field + "." + f.key;
@@ -474,8 +477,14 @@ private:
         case Kind::ListBody:
             if (f.key == name_ || f.key == "policies") {
                 expect(f.key, JsonType::Object, type);
-                return push(f.key == "policies" ? Kind::ListPolicies : Kind::ListSection, f.key);
+                if (f.key == "policies") return push(Kind::ListPolicies, f.key);
+                return push(name_ == "routes" ? Kind::ListTables : Kind::ListSection, f.key);
             }
+            return push(Kind::Skip, field);
+        case Kind::ListTables: expect(field, JsonType::Object, type); return push(Kind::ListTable, field);
+        case Kind::ListTable:
+            expect(field, JsonType::Object, type);
+            hosts.push_back({frames_[frames_.size() - 2].key, f.key});
             return push(Kind::Skip, field);
         case Kind::ListSection:
             expect(field, JsonType::Object, type);
@@ -608,6 +617,13 @@ PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy)
     ApiReader reader(ApiReader::Root::Trust, "policies[" + json_string(policy) + "]", policy);
     reader.read(json);
     return std::move(reader.trust);
+}
+
+std::vector<ListedRoutes> listed_route_hosts(std::string_view list)
+{
+    ApiReader reader(ApiReader::Root::List, "the list", "routes");
+    reader.read(list);
+    return std::move(reader.hosts);
 }
 
 std::vector<std::string> pushed_policies(std::string_view list)

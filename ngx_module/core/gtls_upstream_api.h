@@ -180,6 +180,11 @@ private:
 // that is not PEM blocks.
 ApiUpdate parse_api_update(std::string_view body);
 
+// The hostnames each route table holds, as a GET of the API lists them
+// (table and host; generation and matches left out). Throws ApiError on a
+// body that is not such a list.
+std::vector<ListedRoutes> listed_route_hosts(std::string_view list);
+
 // One policy's trust as policy_trust_json wrote it (kept across reloads).
 PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy);
 

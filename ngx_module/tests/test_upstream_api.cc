@@ -400,6 +400,18 @@ BOOST_AUTO_TEST_CASE(route_tables_are_listed_and_answered)
     BOOST_TEST(answered.find(R"("routes":{"main":{"b.example":{"generation":5,"removed":true}}})") != std::string::npos,
                answered);
     BOOST_TEST(gtls::api_updated_json(gtls::ApiUpdated{}).find("routes") == std::string::npos);
+
+    // what gateway2nginx reads back: each table's hostnames, nothing of a
+    // table that holds none, whatever else the list holds
+    list.upstreams.push_back({"web", 1, false, {}});
+    const std::vector<gtls::ListedRoutes> hosts = gtls::listed_route_hosts(gtls::api_list_json(list));
+    BOOST_TEST_REQUIRE(hosts.size() == 2u);
+    BOOST_TEST(hosts[0].table + " " + hosts[0].host == "main *");
+    BOOST_TEST(hosts[1].table + " " + hosts[1].host == "main a.example");
+    BOOST_TEST(gtls::listed_route_hosts(R"({"upstreams":{}})").empty());
+    BOOST_CHECK_THROW(gtls::listed_route_hosts(R"({"routes":{"main":[]}})"), ApiError);
+    BOOST_CHECK_THROW(gtls::listed_route_hosts(R"({"routes":{"main":{"a.example":1}}})"), ApiError);
+    BOOST_CHECK_THROW(gtls::listed_route_hosts(R"({"routes":[]})"), ApiError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

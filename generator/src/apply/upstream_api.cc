@@ -16,11 +16,15 @@
 
 #include "digest.h"
 #include "gtls_upstream_api.h"
+#include "plan/route_tables.h"
 #include "plan/upstreams.h"
 
 namespace g2n {
 
 namespace {
+
+// A route table hostname removed, in ApiContent::routes
+constexpr char kRemoved[] = "null";
 
 // libcurl's write callback: the body, into room its Content-Length makes
 // once (a list names every upstream's servers and every policy's CA
@@ -181,7 +185,13 @@ ApiContent ApiContent::changed_since(const ApiHeld &held, ApiHeld *digests) cons
     diff(servers, held.servers, &changed.servers, digests ? &digests->servers : nullptr);
     diff(stream_servers, held.stream_servers, &changed.stream_servers, digests ? &digests->stream_servers : nullptr);
     diff(trust, held.trust, &changed.trust, digests ? &digests->trust : nullptr);
+    diff(routes, held.routes, &changed.routes, digests ? &digests->routes : nullptr);
     return changed;
+}
+
+std::string route_entry_key(const std::string &table, const std::string &host)
+{
+    return table + " " + host;
 }
 
 ApiHeld ApiHeld::of(const ApiContent &content)
@@ -193,22 +203,28 @@ ApiHeld ApiHeld::of(const ApiContent &content)
 
 void ApiHeld::hold(const ApiContent &pushed)
 {
-    auto digests = [](const std::map<std::string, std::string> &from, std::map<std::string, std::string> *to) {
-        for (const auto &[name, json] : from) (*to)[name] = sha256(json);
-    };
-    digests(pushed.servers, &servers);
-    digests(pushed.stream_servers, &stream_servers);
-    digests(pushed.trust, &trust);
+    for (int i = 0; i < ApiContent::kLists; i++) {
+        for (const auto &[name, json] : const_cast<ApiContent &>(pushed).list(i)) {
+            if (i == 3 && json == kRemoved) {
+                list(i).erase(name);
+            } else {
+                list(i)[name] = sha256(json);
+            }
+        }
+    }
 }
 
 namespace {
 
 // Each entry of the content, one at a time, as (list: 0 servers, 1
-// stream_servers, 2 trust; name; JSON)
+// stream_servers, 2 trust, 3 routes; name; JSON)
 void each_api_entry(const Plan &plan, const Options &options,
                     const std::function<void(int list, const std::string &name, std::string json)> &entry)
 {
     if (options.upstream_api == "off") return;
+    for (const Server &s : plan.servers) {
+        if (s.in_table()) entry(3, route_entry_key(route_table_name(s), route_table_host(s)), s.table_json);
+    }
     for (const Upstream &u : plan.upstreams) {
         if (api_replaceable(u)) entry(0, u.name, upstream_servers_api_json(u));
     }
@@ -257,10 +273,13 @@ ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &
         if (it == then.end() || it->second != digest) changed.list(list)[name] = std::move(json);
         now->list(list)[name] = std::move(digest);
     });
+    for (const auto &[key, digest] : held.routes) {
+        if (!now->routes.count(key)) changed.routes[key] = kRemoved;
+    }
     return changed;
 }
 
-std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed_count)
+std::string sync_after_reload(const Plan &plan, const Options &options, const ApiHeld *before, size_t *pushed_count)
 {
     if (options.upstream_api == "off") return "";
     std::string list;
@@ -274,8 +293,10 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
         return sha256(gtls::upstream_servers_json(servers));
     };
     std::unordered_map<std::string, std::string> held[2];
+    std::set<std::string> hosts;  // route table hostnames nginx holds
     try {
         for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
+        for (const gtls::ListedRoutes &r : gtls::listed_route_hosts(list)) hosts.insert(route_entry_key(r.table, r.host));
         for (int section : {0, 1}) {
             for (gtls::UpstreamServers &u : gtls::listed_servers(list, section == 0 ? "upstreams" : "stream_upstreams")) {
                 held[section][u.upstream] = digest_of(std::move(u.servers));
@@ -300,6 +321,17 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
                 if (pushed.count(name)) content.trust[name] = std::move(json);
                 return;
             }
+            if (which == 3) {
+                // nginx keeps each table as last pushed: what it holds as
+                // `before` says is left alone
+                const bool listed = hosts.erase(name) > 0;
+                if (listed && before != nullptr) {
+                    auto then = before->routes.find(name);
+                    if (then != before->routes.end() && then->second == sha256(json)) return;
+                }
+                content.routes[name] = std::move(json);
+                return;
+            }
             auto it = held[which].find(name);
             if (it != held[which].end() && it->second == digest_of(gtls::parse_server_list(json))) return;
             content.list(which)[name] = std::move(json);
@@ -316,8 +348,10 @@ std::string sync_after_reload(const Plan &plan, const Options &options, size_t *
             }
         }
     }
+    for (const std::string &gone : hosts) content.routes[gone] = kRemoved;  // the plan has it no more
     if (pushed_count != nullptr) {
-        *pushed_count = content.servers.size() + content.stream_servers.size() + content.trust.size();
+        *pushed_count = content.servers.size() + content.stream_servers.size() + content.trust.size()
+                        + content.routes.size();
     }
     return content.empty() ? "" : api_request_retried(options, "PUT", api_body(content), nullptr, true);
 }
@@ -338,6 +372,22 @@ std::string api_body(const ApiContent &content)
         body += (body.empty() ? "" : ",") + section("stream_upstreams", "servers", content.stream_servers);
     }
     if (!content.trust.empty()) body += (body.empty() ? "" : ",") + section("policies", nullptr, content.trust);
+    if (!content.routes.empty()) {
+        // keys in order: a table's hostnames are next to each other
+        std::string tables, table;
+        for (const auto &[key, json] : content.routes) {
+            const size_t space = key.find(' ');
+            const std::string this_table = key.substr(0, space), host = key.substr(space + 1);
+            if (tables.empty() || this_table != table) {
+                tables += std::string(tables.empty() ? "" : "},") + gtls::json_string(this_table) + ":{";
+                table = this_table;
+            } else {
+                tables += ",";
+            }
+            tables += gtls::json_string(host) + ":" + json;
+        }
+        body += (body.empty() ? "" : ",") + std::string("\"routes\":{") + tables + "}}";
+    }
     return "{" + body + "}";
 }
 

@@ -17,52 +17,75 @@ std::string push_to_api(const Options &options, const std::string &body);
 
 // What the upstream API holds of a plan, by name as the API takes it: the
 // servers of every upstream it can replace, the trust of every policy it
-// can (none when the API is off).
+// can, the route table entry of every hostname a table serves (none when
+// the API is off).
 struct ApiHeld;
 struct ApiContent {
     std::map<std::string, std::string> servers;         // upstream -> [servers]
     std::map<std::string, std::string> stream_servers;  // stream upstream -> [servers]
     std::map<std::string, std::string> trust;           // policy -> {"ca":...,"pins":[...]}
+    // route_entry_key(table, hostname) -> {"actions":...,"matches":...},
+    // or "null": the hostname removed
+    std::map<std::string, std::string> routes;
 
-    bool empty() const { return servers.empty() && stream_servers.empty() && trust.empty(); }
-    // servers, stream_servers, trust
-    std::map<std::string, std::string> &list(int i) { return i == 0 ? servers : i == 1 ? stream_servers : trust; }
-    // the entries new or different from what `held` says the API holds;
+    static constexpr int kLists = 4;
+    bool empty() const { return servers.empty() && stream_servers.empty() && trust.empty() && routes.empty(); }
+    // servers, stream_servers, trust, routes
+    std::map<std::string, std::string> &list(int i)
+    {
+        return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
+    }
+    // the entries new or different from what `held` says the API holds
+    // (this may be part of a plan's: nothing is removed);
     // *digests, when given, holds this content's (as ApiHeld::of would)
     ApiContent changed_since(const ApiHeld &held, ApiHeld *digests = nullptr) const;
 };
+
+// The key of a hostname's entry in ApiContent::routes: "TABLE HOSTNAME"
+// (a table is named with no space, and a hostname has none)
+std::string route_entry_key(const std::string &table, const std::string &host);
 
 // What the upstream API holds, each entry as the SHA-256 of its JSON: what
 // would be pushed is compared with it, never kept whole (every upstream's
 // servers and every policy's CA bundle would be held a second time).
 struct ApiHeld {
-    std::map<std::string, std::string> servers, stream_servers, trust;
+    std::map<std::string, std::string> servers, stream_servers, trust, routes;
 
     static ApiHeld of(const ApiContent &content);
     // of api_content(plan, options), made one entry at a time
     static ApiHeld of(const Plan &plan, const Options &options);
-    std::map<std::string, std::string> &list(int i) { return i == 0 ? servers : i == 1 ? stream_servers : trust; }
+    std::map<std::string, std::string> &list(int i)
+    {
+        return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
+    }
     const std::map<std::string, std::string> &list(int i) const
     {
-        return i == 0 ? servers : i == 1 ? stream_servers : trust;
+        return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
     }
-    // `pushed`'s entries are held now, beside the others
+    // `pushed`'s entries are held now, beside the others (a hostname
+    // removed is held no more)
     void hold(const ApiContent &pushed);
 };
 ApiContent api_content(const Plan &plan, const Options &options);
 // api_content(plan, options).changed_since(held, now), made one entry at a
 // time: what is unchanged is never held whole (at 10,000 routes, every
-// policy's CA bundle again)
+// policy's CA bundle again); and the route table hostnames `held` has that
+// the plan has not, removed
 ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &held, ApiHeld *now);
-// After a confirmed reload: the servers rendered pushed (nginx keeps the
-// ones pushed before where the configured ones look unchanged to it), and
-// the trust rendered for each policy the API says holds pushed trust. ""
-// when done, else why not.
+// After a confirmed reload, or once an nginx runs that may not hold what
+// was pushed: the servers rendered pushed (nginx keeps the ones pushed
+// before where the configured ones look unchanged to it), the trust
+// rendered for each policy the API says holds pushed trust, and the route
+// table entries nginx does not hold as `before` says they were pushed
+// (null: it holds none, a fresh nginx), with the hostnames the plan has
+// not removed. "" when done, else why not.
 // Only what differs from what nginx holds is pushed: *pushed says how many
-// upstreams and policies that was.
-std::string sync_after_reload(const Plan &plan, const Options &options, size_t *pushed = nullptr);
+// upstreams, policies and hostnames that was.
+std::string sync_after_reload(const Plan &plan, const Options &options, const ApiHeld *before,
+                              size_t *pushed = nullptr);
 // A PUT body of `content`: {"upstreams":{...},"stream_upstreams":{...},
-// "policies":{...}}, each section only when it has entries.
+// "policies":{...},"routes":{TABLE:{HOST:...}}}, each section only when it
+// has entries.
 std::string api_body(const ApiContent &content);
 
 // Its servers as the API takes them (gtls::upstream_servers_json).

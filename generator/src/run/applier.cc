@@ -199,6 +199,10 @@ bool Applier::push(const ApiContent &changed)
         what += (what.empty() ? "" : " and ") + std::string("trust of ") + std::to_string(changed.trust.size())
                 + " policy(ies)";
     }
+    if (!changed.routes.empty()) {
+        what += (what.empty() ? "" : " and ") + std::string("routes of ") + std::to_string(changed.routes.size())
+                + " hostname(s)";
+    }
     say(what + " pushed to nginx, no reload");
     return true;
 }
@@ -208,6 +212,7 @@ bool Applier::push(const ApiContent &changed)
 void Applier::serving(bool nginx_runs)
 {
     if (!nginx_runs || nginx_runs_) return;
+    if (args_.options.routes == "table") sync_nginx(*plan_, "nginx started", false);
     nginx_runs_ = metrics_->ready = true;
     input_.offer_status(*plan_, args_.options, true);
 }
@@ -339,6 +344,7 @@ void Applier::apply_configuration(const Manifests &manifests, Plan plan, const s
 void Applier::applied(Plan plan, bool nginx_runs)
 {
     if (nginx_runs) metrics_->ready = true;
+    if (nginx_runs && !nginx_runs_ && args_.options.routes == "table") sync_nginx(plan, "nginx started", false);
     nginx_runs_ = nginx_runs;
     if (resolved_from_ != nullptr) {
         auto endpoints = std::make_unique<ServiceEndpoints>(*resolved_from_, plan, args_.options);

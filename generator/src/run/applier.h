@@ -89,6 +89,7 @@ private:
     void reload_without_refused(const Manifests &manifests, const std::string &refusal,
                                 const std::vector<Exclusion> &recalled);
     std::string reload_nginx(std::string *done, std::string *refusal);
+    void sync_nginx(const Plan &plan, const std::string &after, bool held_known);
     bool starts_nginx() const;
     bool start_nginx();
     bool nginx_runs_now() const;

@@ -43,17 +43,30 @@ std::string Applier::reload_onto(const Plan &plan, const std::string &skeleton, 
     metrics_->reloads[static_cast<size_t>(reason)]++;
     say(reloaded + " (" + kReloadReasons[static_cast<size_t>(reason)] + ")");
     skeleton_ = skeleton;
-    pushed_ = ApiHeld::of(plan, args_.options);
-    // servers pushed before stay across a reload where the configured
-    // ones look unchanged to nginx: what was rendered is made current
-    size_t pushed = 0;
-    if (std::string failed = sync_after_reload(plan, args_.options, &pushed); !failed.empty()) {
-        say("pushing servers and trust after the reload failed: " + failed);
-    } else {
-        say("after the reload, " + std::to_string(pushed)
-            + " upstream(s) and policy(ies) pushed; nginx holds the rest as rendered");
-    }
+    sync_nginx(plan, "the reload", true);
     return "";
+}
+
+// What nginx holds made `plan`'s, after `after` (a reload, a start): servers
+// pushed before stay across a reload where the configured ones look
+// unchanged to nginx, and route tables as last pushed. What was pushed
+// before (`held_known`: as pushed_ says) and nginx still lists is not
+// pushed again; an nginx that did not run the plan before may hold
+// tables of another time, and gets every entry.
+void Applier::sync_nginx(const Plan &plan, const std::string &after, bool held_known)
+{
+    const ApiHeld before = held_known ? std::move(pushed_) : ApiHeld();
+    pushed_ = ApiHeld::of(plan, args_.options);
+    size_t pushed = 0;
+    if (std::string failed = sync_after_reload(plan, args_.options, &before, &pushed); !failed.empty()) {
+        say("pushing servers, trust and routes after " + after + " failed: " + failed);
+        // what nginx holds is not known: the next change reloads, and
+        // pushes again
+        applied_ = false;
+    } else {
+        say("after " + after + ", " + std::to_string(pushed)
+            + " upstream(s), policy(ies) and hostname(s) pushed; nginx holds the rest");
+    }
 }
 
 Applier::TakenObjects Applier::taken_objects(const Manifests &manifests, const std::vector<Exclusion> &recalled,

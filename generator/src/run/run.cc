@@ -101,7 +101,9 @@ int serve(const Args &args, Input &input, Applier &applier, RunMetrics &metrics,
             if (!how.empty()) say("nginx ended (" + how + "); so does gateway2nginx");
             return 1;
         }
-        if (!args.nginx_control.empty()) applier.notice_nginx();
+        // an nginx started on OUTDIR by another (supervise, or whoever
+        // runs it beside --reload) is noticed: its route tables need filling
+        if (!args.nginx_control.empty() || args.options.routes == "table") applier.notice_nginx();
         if (input.wants_status()) applier.tell_again();
         if (!synced && (synced = input.synced())) debounce.changed_long_ago(clock::now());
         pollfd fd{input.fd(), POLLIN, 0};

@@ -1,0 +1,94 @@
+# gateway2nginx run --routes table (issue 55): the nginx run starts gets
+# every hostname's rules through the upstream API; a route changed within
+# its hostnames is pushed, that hostname alone, with no reload (the same
+# workers, no reload said); a hostname new to the listener reloads, and a
+# hostname no route has any more is removed from the table after it, so
+# that a wildcard's server does not go on serving its old rules.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use File::Path qw(make_path);
+use Time::HiRes qw(time);
+
+plan 'no_plan';
+setup();
+start_backends();
+my $dir = servroot();
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+
+sub route_yaml {
+    my ($name, $host, @paths) = @_;
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @paths;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [\"$host\"]\n  rules:\n$rules";
+}
+my $in = "$dir/in";
+my $out = "$dir/out";
+make_path($in);
+put_file($in, 'base.yaml', gateway_manifests(web => 'leaf'));
+put_file($in, 'a.yaml', route_yaml('a', 'a.example', '/one'));
+put_file($in, 'b.yaml', route_yaml('b', 'b.example', '/b'));
+put_file($in, 'w.yaml', route_yaml('w', '*.example', '/w'));
+
+my $log = "$dir/run.log";
+sub count_in_log { count_in($log, shift) }
+my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
+                    '--upstream-api', "127.0.0.1:$api_port", '--routes', 'table', '--port-offset', $offset,
+                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                    '--debounce', '100');
+sub get {
+    my ($host, $path) = @_;
+    my ($code, $h, $body) = http_request($port, $path, $host);
+    my ($backend) = ($body // '') =~ /backend=(\S+)/;
+    return "$code " . ($backend // '-');
+}
+ok(wait_for(sub { get('a.example', '/one') eq '200 leaf' }, 30), 'the nginx run starts serves the routes through its table')
+    or diag slurp($log);
+like(slurp("$out/http.conf"), qr/gateway_tls_routes port_80/, 'by the module\'s route table');
+ok(wait_for(sub { count_in_log(qr/after nginx started, \d+ upstream\(s\), policy\(ies\) and hostname\(s\) pushed/) }, 10),
+   'every hostname was pushed once nginx ran') or diag slurp($log);
+is(get('b.example', '/b'), '200 leaf', 'each hostname');
+is(get('x.example', '/w'), '200 leaf', 'the wildcard too');
+my $master = slurp("$out/nginx.pid") =~ s/\s+//r;
+my $workers = worker_pids($master);
+
+# ---- changes within a hostname: pushed, no reload ------------------------------------
+my ($served, $slowest) = (0, 0);
+for my $i (1 .. 20) {
+    my $pushed = count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/);
+    my $start = time;
+    put_file($in, 'a.yaml', route_yaml('a', 'a.example', "/v$i"));
+    if (wait_for(sub { get('a.example', "/v$i") eq '200 leaf' && get('a.example', '/v' . ($i - 1)) =~ /^404/ }, 10)) {
+        $served++;
+        $slowest = time - $start if time - $start > $slowest;
+    } else {
+        diag "change $i: /v$i " . get('a.example', "/v$i") . ', /v' . ($i - 1) . ' ' . get('a.example', '/v' . ($i - 1));
+    }
+    wait_for(sub { count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/) > $pushed }, 5);
+}
+diag sprintf('the slowest route change served in %.0f ms (debounce 100 ms)', $slowest * 1000);
+is($served, 20, 'every route change reached the traffic, its old path gone');
+is(count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/), 20, 'each pushed, its hostname alone');
+is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+is(get('b.example', '/b'), '200 leaf', 'the other hostnames serve as before');
+
+# ---- a hostname gone: removed from the table, not left to a wildcard -------------------
+unlink "$in/b.yaml" or die;
+ok(wait_for(sub { count_in_log(qr/nginx reloaded/) >= 1 }, 30), 'a hostname gone from the listener reloads (its server goes)')
+    or diag slurp($log);
+ok(wait_for(sub { get('b.example', '/w') eq '200 leaf' }, 10), 'b.example is the wildcard\'s now')
+    or diag get('b.example', '/w');
+is(get('b.example', '/b'), '404 -', 'and its old rules are gone from the table');
+like(slurp($log), qr/after the reload, [1-9]\d* upstream\(s\), policy\(ies\) and hostname\(s\) pushed/,
+     'the removal pushed after the reload');
+
+# ---- a hostname new to the listener: reloaded, and its rules pushed ---------------------
+put_file($in, 'c.yaml', route_yaml('c', 'c.example', '/c'));
+ok(wait_for(sub { get('c.example', '/c') eq '200 leaf' }, 30), 'a new hostname serves after its reload') or diag slurp($log);
+is(get('a.example', '/v20'), '200 leaf', 'and the last change of another stays');
+
+kill 'TERM', $run;
+waitpid($run, 0);
