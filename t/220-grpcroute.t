@@ -55,11 +55,12 @@ for my $routes (qw(locations table)) {
     is($code, 500, 'a header match wins over the plain rule (its backend does not exist: 500)');
 
     my $conf = do { local (@ARGV, $/) = (servroot() . '/out/http.conf'); <> };
+    # (through the table, the one server is the listener's own: the default)
     if (nginx_version() >= 1025001) {  # the http2 directive replaces the listen parameter
-        like($conf, qr/listen 127\.0\.0\.1:\d+;\n\s*http2 on;/, 'the listener speaks HTTP/2 (the http2 directive)');
+        like($conf, qr/listen 127\.0\.0\.1:\d+(?: default_server)?;\n\s*http2 on;/, 'the listener speaks HTTP/2 (the http2 directive)');
         unlike($conf, qr/listen [^;]* http2/, 'no deprecated listen parameter');
     } else {  # beside HTTP/1.x: the module tells them apart (a listen parameter would take HTTP/2 alone)
-        like($conf, qr/listen 127\.0\.0\.1:\d+;\n\s*gateway_tls_h2c_preface on;/, 'the listener speaks HTTP/2 (gateway_tls_h2c_preface)');
+        like($conf, qr/listen 127\.0\.0\.1:\d+(?: default_server)?;\n\s*gateway_tls_h2c_preface on;/, 'the listener speaks HTTP/2 (gateway_tls_h2c_preface)');
         unlike($conf, qr/listen [^;]* http2/, 'not HTTP/2 alone');
     }
     like($conf, qr/grpc_ssl_verify_mode strict;/, 'the upstream carries grpc_ssl_* directives');

@@ -1,9 +1,12 @@
 # gateway2nginx run --routes table (issue 55): the nginx run starts gets
 # every hostname's rules through the upstream API; a route changed within
 # its hostnames is pushed, that hostname alone, with no reload (the same
-# workers, no reload said); a hostname new to the listener reloads, and a
-# hostname no route has any more is removed from the table after it, so
-# that a wildcard's server does not go on serving its old rules.
+# workers, no reload said); a hostname new to a listener, or gone from it,
+# is pushed too, with no reload, where its listener's own server takes its
+# requests; one that keeps a server{} of its own (a wildcard route's
+# server would take it) reloads when it goes, and is removed from the
+# table after it, so that the wildcard's server does not go on serving
+# its old rules.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -28,7 +31,7 @@ my $in = "$dir/in";
 my $out = "$dir/out";
 make_path($in);
 put_file($in, 'base.yaml', gateway_manifests(web => 'leaf'));
-put_file($in, 'a.yaml', route_yaml('a', 'a.example', '/one'));
+put_file($in, 'a.yaml', route_yaml('a', 'a.test', '/one'));
 put_file($in, 'b.yaml', route_yaml('b', 'b.example', '/b'));
 put_file($in, 'w.yaml', route_yaml('w', '*.example', '/w'));
 
@@ -44,7 +47,7 @@ sub get {
     my ($backend) = ($body // '') =~ /backend=(\S+)/;
     return "$code " . ($backend // '-');
 }
-ok(wait_for(sub { get('a.example', '/one') eq '200 leaf' }, 30), 'the nginx run starts serves the routes through its table')
+ok(wait_for(sub { get('a.test', '/one') eq '200 leaf' }, 30), 'the nginx run starts serves the routes through its table')
     or diag slurp($log);
 like(slurp("$out/http.conf"), qr/gateway_tls_routes port_80/, 'by the module\'s route table');
 ok(wait_for(sub { count_in_log(qr/after nginx started, \d+ upstream\(s\), policy\(ies\) and hostname\(s\) pushed/) }, 10),
@@ -59,12 +62,12 @@ my ($served, $slowest) = (0, 0);
 for my $i (1 .. 20) {
     my $pushed = count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/);
     my $start = time;
-    put_file($in, 'a.yaml', route_yaml('a', 'a.example', "/v$i"));
-    if (wait_for(sub { get('a.example', "/v$i") eq '200 leaf' && get('a.example', '/v' . ($i - 1)) =~ /^404/ }, 10)) {
+    put_file($in, 'a.yaml', route_yaml('a', 'a.test', "/v$i"));
+    if (wait_for(sub { get('a.test', "/v$i") eq '200 leaf' && get('a.test', '/v' . ($i - 1)) =~ /^404/ }, 10)) {
         $served++;
         $slowest = time - $start if time - $start > $slowest;
     } else {
-        diag "change $i: /v$i " . get('a.example', "/v$i") . ', /v' . ($i - 1) . ' ' . get('a.example', '/v' . ($i - 1));
+        diag "change $i: /v$i " . get('a.test', "/v$i") . ', /v' . ($i - 1) . ' ' . get('a.test', '/v' . ($i - 1));
     }
     wait_for(sub { count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/) > $pushed }, 5);
 }
@@ -75,20 +78,28 @@ is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers')
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 is(get('b.example', '/b'), '200 leaf', 'the other hostnames serve as before');
 
-# ---- a hostname gone: removed from the table, not left to a wildcard -------------------
-unlink "$in/b.yaml" or die;
-ok(wait_for(sub { count_in_log(qr/nginx reloaded/) >= 1 }, 30), 'a hostname gone from the listener reloads (its server goes)')
+# ---- hostnames new to the listener, and gone: pushed, no reload ------------------------
+unlike(slurp("$out/http.conf"), qr/server_name a\.test;/, 'a.test has no server{} of its own: its listener\'s takes it');
+is(get('c.test', '/c'), '404 -', 'c.test: no route yet');
+put_file($in, 'c.yaml', route_yaml('c', 'c.test', '/c'));
+ok(wait_for(sub { get('c.test', '/c') eq '200 leaf' }, 10), 'a route with a hostname new to the listener serves')
     or diag slurp($log);
+unlink "$in/c.yaml" or die;
+ok(wait_for(sub { get('c.test', '/c') eq '404 -' }, 10), 'and its route gone, it is gone') or diag slurp($log);
+is(count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/), 22, 'each pushed');
+is(worker_pids($master), $workers, 'still the same workers');
+is(count_in_log(qr/nginx reloaded/), 0, 'no reload');
+
+# ---- a hostname with a server{} of its own, gone: removed from the table ---------------
+like(slurp("$out/http.conf"), qr/server_name b\.example;/, 'b.example, which the wildcard\'s server would take, has its own');
+unlink "$in/b.yaml" or die;
+ok(wait_for(sub { count_in_log(qr/nginx reloaded/) >= 1 }, 30), 'its server gone: a reload') or diag slurp($log);
 ok(wait_for(sub { get('b.example', '/w') eq '200 leaf' }, 10), 'b.example is the wildcard\'s now')
     or diag get('b.example', '/w');
 is(get('b.example', '/b'), '404 -', 'and its old rules are gone from the table');
 like(slurp($log), qr/after the reload, [1-9]\d* upstream\(s\), policy\(ies\) and hostname\(s\) pushed/,
      'the removal pushed after the reload');
-
-# ---- a hostname new to the listener: reloaded, and its rules pushed ---------------------
-put_file($in, 'c.yaml', route_yaml('c', 'c.example', '/c'));
-ok(wait_for(sub { get('c.example', '/c') eq '200 leaf' }, 30), 'a new hostname serves after its reload') or diag slurp($log);
-is(get('a.example', '/v20'), '200 leaf', 'and the last change of another stays');
+is(get('a.test', '/v20'), '200 leaf', 'and the last change of another stays');
 
 kill 'TERM', $run;
 waitpid($run, 0);

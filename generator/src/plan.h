@@ -247,6 +247,10 @@ struct Server {
     // locations are rendered, table_refusal saying why when it has any
     std::string table_json;
     std::string table_refusal;
+    // --routes table: its hostname's requests reach its listener's own
+    // server, which routes by the same table, so it has no server{} of its
+    // own and a route hostname coming or going changes no server{}
+    bool served_by_listener = false;
 
     bool in_table() const { return !table_json.empty(); }
 };

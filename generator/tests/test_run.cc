@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "apply/upstream_api.h"
 #include "render/render.h"
 #include "run/debounce.h"
+#include "run/digests.h"
 #include "run/run.h"
 #include "run/watch_events.h"
 #include "test_support.h"
@@ -352,6 +354,51 @@ BOOST_AUTO_TEST_CASE(route_table_entries_are_pushed_hostname_by_hostname)
     ApiContent servers_only;
     servers_only.servers = content.servers;
     BOOST_TEST(servers_only.changed_since(held).routes.empty());
+}
+
+// --routes table: a route hostname its listener's own server would be
+// given by nginx anyway has no server{} of its own, so that a hostname
+// coming or going leaves the skeleton (and nginx) as it is; one that
+// server cannot serve for it (CORS keeps locations) keeps its own.
+BOOST_AUTO_TEST_CASE(route_hostnames_new_to_a_listener_need_no_server_of_their_own)
+{
+    Options table = with_api();
+    table.routes = "table";
+    std::string gateway = g2n_test::http_gateway();
+    const std::string one = "  - {name: http, port: 80, protocol: HTTP}\n";
+    BOOST_TEST_REQUIRE(gateway.find(one) != std::string::npos);
+    gateway.replace(gateway.find(one), one.size(),
+                    one + "  - {name: wild, port: 80, protocol: HTTP, hostname: \"*.example.com\"}\n");
+    auto route = [](const std::string &name, const std::string &host, const std::string &filter) {
+        return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
+               + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + host
+               + "]\n  rules: [{" + filter + "backendRefs: [{name: web, port: 80}]}]\n";
+    };
+    const std::string cors = "filters: [{type: CORS, cors: {allowOrigins: [\"https://app.example\"]}}], ";
+    const std::string base = gateway + kManifests.substr(g2n_test::http_gateway().size()) + slice(R"("10.0.0.1")")
+                             + route("a", "a.example.com", "") + route("x", "x.other.org", "")
+                             + route("c", "c.example.com", cors);
+    const Plan before = resolve(parse(base), table);
+    std::set<std::string> servers;
+    for (const Server &s : before.servers) servers.insert(s.server_name + (s.served_by_listener ? " by listener" : ""));
+    const std::set<std::string> wanted{"",  // the hostname-less listener's: routes r and x.other.org
+                                       "*.example.com",  // listener wild's: a.example.com
+                                       "a.example.com by listener", "x.other.org by listener",
+                                       "c.example.com"};  // CORS: rendered locations
+    BOOST_TEST(servers == wanted, boost::test_tools::per_element());
+    const std::string http = render_http_conf(before, table);
+    BOOST_TEST(http.find("server_name a.example.com;") == std::string::npos);
+    BOOST_TEST(http.find("server_name c.example.com;") != std::string::npos);
+    BOOST_TEST(api_content(before, table).routes.count(route_entry_key("port_80", "a.example.com")) == 1u);
+    // a hostname new to either listener, and one gone: the same skeleton
+    const Plan after = resolve(parse(base + route("d", "d.example.com", "") + route("y", "y.other.org", "")), table);
+    BOOST_TEST(skeleton_digest(after, table) == skeleton_digest(before, table));
+    const Plan fewer = resolve(parse(gateway + kManifests.substr(g2n_test::http_gateway().size())
+                                     + slice(R"("10.0.0.1")") + route("c", "c.example.com", cors)), table);
+    BOOST_TEST(skeleton_digest(fewer, table) == skeleton_digest(before, table));
+    // with locations, every hostname is a server{}: a new one reloads
+    BOOST_TEST(skeleton_digest(resolve(parse(base), with_api()), with_api())
+               != skeleton_digest(resolve(parse(base + route("d", "d.example.com", "")), with_api()), with_api()));
 }
 
 BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)

@@ -34,6 +34,24 @@ void answer_unmatched(Server *server)
 
 void Resolver::finish_servers()
 {
+    if (o_.routes == "table") {
+        // every HTTP listener's own server, which routes by the table:
+        // what a route hostname new to it needs is a table entry alone
+        auto http = [](const ListenerState &ls) { return ls.usable && (ls.category == "HTTP" || ls.category == "HTTPS"); };
+        for (const ListenerState &ls : listeners_) {
+            if (!http(ls)) continue;
+            const std::string &name = ls.listener->hostname;
+            // a wildcard or no hostname is no claim: where Gateways share
+            // the address with the same one, neither's server is made
+            const bool owned = !name.empty() && name[0] != '*'
+                                   ? host_owner(ls, name) == ls.gateway
+                                   : std::none_of(listeners_.begin(), listeners_.end(), [&](const ListenerState &other) {
+                                         return http(other) && other.gateway != ls.gateway && other.listen == ls.listen
+                                                && other.listener->hostname == name;
+                                     });
+            if (owned) server_for(ls, name);
+        }
+    }
     // the plan takes them over in key order: no second copy, no
     // doubling at the peak
     std::vector<std::pair<const std::string, Server> *> by_key;
@@ -48,6 +66,7 @@ void Resolver::finish_servers()
         plan_->servers.push_back(std::move(entry->second));
     }
     servers_.clear();
+    if (o_.routes == "table") plan_listener_routing(&plan_->servers);
     plan_->upstreams = upstreams_.take_sorted();
     if (o_.routes == "table") {
         for (Upstream &spare : spare_upstreams(o_.spare_backends)) plan_->upstreams.push_back(std::move(spare));

@@ -3,6 +3,7 @@
 #include "plan/route_tables.h"
 
 #include <algorithm>
+#include <map>
 
 #include "gtls_routes_json.h"
 #include "gtls_upstream_api.h"
@@ -209,9 +210,59 @@ void plan_table_entry(Server *s)
 {
     s->table_json.clear();
     s->table_refusal.clear();
-    if (s->locations.empty()) return;  // a hostname no route serves: 404, rendered
     std::shared_ptr<const gtls::HostRoutes> entry = table_entry(*s, &s->table_refusal);
     if (entry != nullptr) s->table_json = gtls::host_routes_json(*entry);
+}
+
+namespace {
+
+bool same_listener(const Server &a, const Server &b)
+{
+    return a.listen == b.listen && a.listener_port == b.listener_port && a.ssl == b.ssl
+           && a.insecure_allowed == b.insecure_allowed && a.listener_hostname == b.listener_hostname
+           && a.certificate == b.certificate && a.certificate_key == b.certificate_key
+           && a.client.verify == b.client.verify && a.client.ca == b.client.ca && a.client.pins == b.client.pins
+           && a.backend_client.certificate == b.backend_client.certificate
+           && a.backend_client.key == b.backend_client.key;
+}
+
+bool is_wildcard(const std::string &name) { return name.size() > 2 && name.compare(0, 2, "*.") == 0; }
+
+}  // namespace
+
+void plan_listener_routing(std::vector<Server> *servers)
+{
+    std::map<std::string, std::vector<Server *>> by_listen;
+    for (Server &s : *servers) by_listen[s.listen].push_back(&s);
+    for (auto &[listen, on_listen] : by_listen) {
+        // what stays rendered whatever is decided here: every name but
+        // exact route hostnames, which decide nothing for one another
+        const Server *catch_all = nullptr;
+        std::vector<const Server *> wildcards;
+        for (const Server *s : on_listen) {
+            if (s->server_name.empty()) catch_all = s;
+            if (is_wildcard(s->server_name)) wildcards.push_back(s);
+        }
+        for (Server *s : on_listen) {
+            if (!s->in_table() || s->server_name.empty() || is_wildcard(s->server_name)
+                || s->server_name == s->listener_hostname) {
+                continue;
+            }
+            // nginx's choice without it: the longest wildcard that matches
+            const Server *taker = catch_all;
+            size_t longest = 0;
+            for (const Server *w : wildcards) {
+                const std::string suffix = w->server_name.substr(1);  // ".example.com"
+                if (s->server_name.size() > suffix.size() && suffix.size() > longest
+                    && s->server_name.compare(s->server_name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+                    taker = w;
+                    longest = suffix.size();
+                }
+            }
+            s->served_by_listener = taker != nullptr && taker->in_table()
+                                    && taker->server_name == s->listener_hostname && same_listener(*taker, *s);
+        }
+    }
 }
 
 }  // namespace g2n

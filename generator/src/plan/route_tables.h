@@ -33,7 +33,17 @@ std::string route_table_host(const Server &s);
 std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why);
 
 // Sets a server's table_json, or its table_refusal, once its locations
-// are final (--routes table)
+// are final (--routes table); a server with no route gets an entry with
+// no rules (404), so that its table never serves it another's
 void plan_table_entry(Server *s);
+
+// Marks served_by_listener the servers of an exact route hostname whose
+// requests nginx would give to their own listener's server (the longest
+// wildcard server_name of their listen that matches, else its default
+// server) were they not rendered, where that server routes by the table
+// and is the listener's: the same listen, certificate, client validation
+// and Gateway. A hostname that another listener's server would take keeps
+// its own server{}.
+void plan_listener_routing(std::vector<Server> *servers);
 
 }  // namespace g2n

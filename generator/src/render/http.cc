@@ -104,7 +104,7 @@ std::map<std::string, nginx::Name> sni_listener_variables(Splits &splits, const 
 {
     std::map<std::string, std::vector<const Server *>> servers_on_listen;
     for (const Server &s : plan.servers) {
-        if (s.ssl) servers_on_listen[s.listen].push_back(&s);
+        if (s.ssl && !s.served_by_listener) servers_on_listen[s.listen].push_back(&s);
     }
     std::map<std::string, nginx::Name> out;
     for (const auto &[listen, listen_servers] : servers_on_listen) {
@@ -211,6 +211,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
     };
     const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
     for (const Server &s : plan.servers) {
+        if (s.served_by_listener) continue;  // its listener's server routes it by the table
         first_on_listen.emplace(s.listen, &s);
         if (s.server_name.empty()) listens_with_catch_all.insert(s.listen);
 
