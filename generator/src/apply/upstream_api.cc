@@ -150,14 +150,15 @@ namespace {
 
 // api_request, retried for 5 s while a worker of the configuration a
 // reload replaced refuses (503) or nothing listens yet; `after_reload`,
-// while one not yet told to leave has none of what the new one added (404)
+// while one not yet told to leave has none of what the new one added (404:
+// an upstream, a table; 409: a route's backend)
 std::string api_request_retried(const Options &options, const char *method, const std::string &body,
                                 std::string *answer, bool after_reload = false)
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
         ApiOutcome r = api_request(options.upstream_api, options.upstream_api_token, method, body, answer);
-        const bool again = r.unreachable || r.status == 503 || (after_reload && r.status == 404);
+        const bool again = r.unreachable || r.status == 503 || (after_reload && (r.status == 404 || r.status == 409));
         if (r.failed.empty() || !again || std::chrono::steady_clock::now() > deadline) return r.failed;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

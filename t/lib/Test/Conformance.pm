@@ -33,6 +33,9 @@ our @EXPORT = qw(replay);
 my $Infra = 'gateway-conformance-infra';
 
 my ($Shared, $Dir, $Offset, %Echo, %H2cEcho, %GrpcEcho, %GrpcEchoTls, @Running);
+# 'table': HTTPRoutes and GRPCRoutes served by the module's route table
+# (gateway2nginx --routes table), filled through the upstream API
+my $Routes = 'locations';
 my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
@@ -274,9 +277,13 @@ sub _serve_gateway {
     # an nginx already serving this Gateway (an earlier generation) is
     # reloaded with the new configuration, as a running Gateway would be
     my $running = grep { $_ eq $out } @Running;
+    # through the table, a reload is followed by the entries nginx lacks,
+    # pushed by gateway2nginx itself
+    my $api = "$address:" . (server_port() + 18);
+    my @table = $Routes eq 'table' ? ('--routes', 'table', '--upstream-api', $api) : ();
     my ($rc, $output) = run_generator('-f', $Dir, '-o', $out, '--gateway', "$Infra/$name",
                                       '--port-offset', $Offset, '--listen-address', $address,
-                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check',
+                                      '--module-dir', $module_dir, '--status-listen', 'off', '--check', @table,
                                       ($running ? ('--reload', "$out/nginx.pid") : ()));
     if ($rc != 0) {
         diag("$test->{name}: gateway2nginx for $name: $output");
@@ -294,6 +301,14 @@ sub _serve_gateway {
     # wait for the listeners the Gateway declares
     for my $port (_listener_ports($name)) {
         _wait_port($address, $port + $Offset);
+    }
+    if (@table) {
+        my $token = slurp("$out/upstream-api.token") =~ s/\s+//r;
+        my $code = `curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $token' -X PUT --data-binary \@$out/route-tables.json http://$api/upstreams`;
+        if ($code ne '200') {
+            diag("$test->{name}: the route tables of $name were not filled: $code");
+            return undef;
+        }
     }
     return $status;
 }
@@ -754,8 +769,12 @@ sub _run_test {
 }
 
 # Replays TESTS (the data of t/conformance/*.pl).
+# Replays TESTS; routes => 'table' serves their routes through the module's
+# route table, its results not recorded (the report is of what t/400 runs).
 sub replay {
-    my ($tests) = @_;
+    my ($tests, %opts) = @_;
+    $Routes = $opts{routes} // 'locations';
+    my $record = $Routes eq 'locations';
     ($Shared, $Dir) = conformance_begin();
     $Offset = server_port() + 30 - 443;  # 80 -> base-333, 443 -> base+30, 8080 -> base+7667
     my $setup = conformance_setup();
@@ -779,7 +798,7 @@ sub replay {
             my $out = _out_dir($test, $test->{gateways}[0]);
             my $st = -f "$out/status.yaml" ? read_status("$out/status.yaml") : {};
             $supported = [map { /^supportedFeature=(\S+)/ ? $1 : () } @{$st->{'GatewayClass gateway2nginx'} || []}];
-            record_supported_features($supported);
+            record_supported_features($supported) if $record;
         }
         my %have = map { $_ => 1 } @$supported;
         my @missing = grep { !$have{$_} } @{$test->{features}};
@@ -790,7 +809,7 @@ sub replay {
             ok(!@why, "$test->{name}") or diag(join "\n", map { "  $_" } @why);
             $results{$test->{name}} = [@why ? 'failed' : 'passed', join('; ', @why)];
         }
-        record_result($test->{name}, $test->{features}, $test->{manifests}, @{$results{$test->{name}}});
+        record_result($test->{name}, $test->{features}, $test->{manifests}, @{$results{$test->{name}}}) if $record;
     }
     _stop_gateways();
     return \%results;
