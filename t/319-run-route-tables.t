@@ -6,7 +6,10 @@
 # requests; one that keeps a server{} of its own (a wildcard route's
 # server would take it) reloads when it goes, and is removed from the
 # table after it, so that the wildcard's server does not go on serving
-# its old rules.
+# its old rules. A route to a Service new to nginx (--spare-backends 1):
+# served by a spare of its kind, TLS or plaintext, with no reload, its
+# policy's hostname changed there too; with no spare left of its kind, a
+# reload, after which every backend has its own upstream{} again.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -40,7 +43,7 @@ sub count_in_log { count_in($log, shift) }
 my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
                     '--upstream-api', "127.0.0.1:$api_port", '--routes', 'table', '--port-offset', $offset,
                     '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '100');
+                    '--debounce', '100', '--spare-backends', 1);
 sub get {
     my ($host, $path) = @_;
     my ($code, $h, $body) = http_request($port, $path, $host);
@@ -100,6 +103,50 @@ is(get('b.example', '/b'), '404 -', 'and its old rules are gone from the table')
 like(slurp($log), qr/after the reload, [1-9]\d* upstream\(s\), policy\(ies\) and hostname\(s\) pushed/,
      'the removal pushed after the reload');
 is(get('a.test', '/v20'), '200 leaf', 'and the last change of another stays');
+
+# ---- backends new to nginx: held by spares, no reload -------------------------------
+my $reloads = count_in_log(qr/nginx reloaded/);
+$master = slurp("$out/nginx.pid") =~ s/\s+//r;
+$workers = worker_pids($master);
+sub route_to {
+    my ($name, $host, $service, $port) = @_;
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [\"$host\"]\n"
+         . "  rules: [{backendRefs: [{name: $service, port: $port}]}]\n";
+}
+my $ca_ref = "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n";
+put_file($in, 'api.yaml', service_manifests('api', 'leaf_h2', $ca_ref) . route_to('api', 'api.test', 'api', 443));
+ok(wait_for(sub { get('api.test', '/x') eq '200 leaf_h2' }, 10), 'a route to a TLS Service new to nginx serves')
+    or diag slurp($log);
+like(slurp($log), qr/backend backend_ns_api_443 new to nginx: held by spare gateway2nginx_spare_tls_0/, 'held by a spare');
+put_file($in, 'plain.yaml', plaintext_service_manifests('plain', 'http', 80, backend_port('plain'))
+                            . route_to('plain', 'plain.test', 'plain', 80));
+ok(wait_for(sub { get('plain.test', '/x') eq '200 plain' }, 10), 'and one to a plaintext Service') or diag slurp($log);
+is(count_in_log(qr/nginx reloaded/), $reloads, 'with no reload');
+is(worker_pids($master), $workers, 'the same workers');
+
+# the spare holds the policy's names: a hostname the backend does not have fails closed, no reload
+(my $wrong = service_manifests('api', 'leaf_h2', $ca_ref)) =~ s/hostname: abc\.example\.com/hostname: absent.example.com/ or die;
+put_file($in, 'api.yaml', $wrong . route_to('api', 'api.test', 'api', 443));
+ok(wait_for(sub { get('api.test', '/x') eq '502 -' }, 10), 'its policy\'s hostname changed: verified by it, 502')
+    or diag slurp($log);
+put_file($in, 'api.yaml', service_manifests('api', 'leaf_h2', $ca_ref) . route_to('api', 'api.test', 'api', 443));
+ok(wait_for(sub { get('api.test', '/x') eq '200 leaf_h2' }, 10), 'and back') or diag slurp($log);
+is(count_in_log(qr/nginx reloaded/), $reloads, 'still no reload');
+# its endpoints move: pushed to the spare
+put_file($in, 'api.yaml', service_manifests('api', 'leaf', $ca_ref) . route_to('api', 'api.test', 'api', 443));
+ok(wait_for(sub { get('api.test', '/x') eq '200 leaf' }, 10), 'its endpoints changed: the spare sends to the new one')
+    or diag slurp($log);
+is(count_in_log(qr/nginx reloaded/), $reloads, 'no reload');
+is(worker_pids($master), $workers, 'the same workers throughout');
+
+# no spare left of its kind: a reload, which gives the spares back
+put_file($in, 'more.yaml', service_manifests('more', 'leaf', $ca_ref) . route_to('more', 'more.test', 'more', 443));
+ok(wait_for(sub { get('more.test', '/x') eq '200 leaf' }, 30), 'a second new TLS Service: served') or diag slurp($log);
+is(count_in_log(qr/nginx reloaded/), $reloads + 1, 'by a reload: no TLS spare was left');
+like(slurp("$out/http.conf"), qr/upstream backend_ns_api_443 \{/, 'after which every backend has its own upstream{}');
+is(get('api.test', '/x'), '200 leaf', 'and serves from it');
+is(get('plain.test', '/x'), '200 plain', 'both');
 
 kill 'TERM', $run;
 waitpid($run, 0);

@@ -100,6 +100,9 @@ struct UpstreamPolicy {
     std::vector<std::string> sans;  // module SPECs
     std::vector<std::string> pins;  // module SPECs
     std::string hostname;
+    // a spare's policy holding a Service's (gateway2nginx run): its
+    // hostname and SANs pushed with its trust, over the spare's own
+    bool names_pushed = false;
 };
 
 struct Upstream {

@@ -15,6 +15,8 @@
 #include "gtls_upstream_api.h"
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
+#include "plan/spare_assignment.h"
+#include "plan/upstreams.h"
 #include "render/render.h"
 #include "run/debounce.h"
 #include "run/digests.h"
@@ -399,6 +401,50 @@ BOOST_AUTO_TEST_CASE(route_hostnames_new_to_a_listener_need_no_server_of_their_o
     // with locations, every hostname is a server{}: a new one reloads
     BOOST_TEST(skeleton_digest(resolve(parse(base), with_api()), with_api())
                != skeleton_digest(resolve(parse(base + route("d", "d.example.com", "")), with_api()), with_api()));
+}
+
+// --spare-backends: a Service new to the nginx that runs takes a spare's
+// place, the skeleton as it was; its servers, policy and names go to the
+// spare's, and the table names the spare.
+BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
+{
+    Options table = with_api();
+    table.routes = "table";
+    table.spare_backends = 1;
+    Options skeleton = table;
+    skeleton.endpoint_skeleton = true;
+    const std::string base = with_policy("ca.crt") + slice(R"("10.0.0.1")");
+    auto service = [](const std::string &name, const std::string &address) {
+        return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: ns}\n"
+               "spec:\n  ports: [{name: http, port: 80}]\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+               "metadata:\n  name: " + name + "-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: " + name
+               + "}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"" + address + "\"]}]\n"
+               "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
+               + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + name
+               + ".example]\n  rules: [{backendRefs: [{name: " + name + ", port: 80}]}]\n";
+    };
+    const Plan running = resolve(parse(base), table);
+    std::set<std::string> names;
+    for (const Upstream &u : running.upstreams) {
+        if (u.tenant != kSpareTenant) names.insert(u.name);
+    }
+    Plan plan = resolve(parse(base + service("fresh", "10.0.0.9")), table);
+    BOOST_TEST(skeleton_digest(plan, table) != skeleton_digest(running, table));
+    const SpareAssignment assigned = assign_spares(&plan, names, {});
+    BOOST_TEST_REQUIRE(assigned.size() == 1u);
+    BOOST_TEST(assigned.begin()->first == "backend_ns_fresh_80");
+    BOOST_TEST(assigned.begin()->second == "gateway2nginx_spare_plain_0");
+    BOOST_TEST(render_http_conf(plan, skeleton) == render_http_conf(running, skeleton));
+    const ApiContent content = api_content(plan, table);
+    BOOST_TEST(content.servers.at("gateway2nginx_spare_plain_0").find("10.0.0.9:8080") != std::string::npos);
+    BOOST_TEST(content.routes.at(route_entry_key("port_80", "fresh.example")).find("gateway2nginx_spare_plain_0")
+               != std::string::npos);
+    BOOST_TEST(content.servers.count("backend_ns_fresh_80") == 0u);
+    // kept where it is; and gone with its route, the spare is free again
+    Plan again = resolve(parse(base + service("fresh", "10.0.0.10")), table);
+    BOOST_TEST(assign_spares(&again, names, assigned) == assigned);
+    Plan without = resolve(parse(base), table);
+    BOOST_TEST(assign_spares(&without, names, assigned).empty());
 }
 
 BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)

@@ -114,6 +114,10 @@ std::string trust_api_json(const UpstreamPolicy &p, const std::function<const st
     gtls::PolicyTrust trust;
     trust.policy = p.name;
     trust.pins = p.pins;
+    if (p.names_pushed) {
+        trust.hostname = p.hostname;
+        trust.subject_alt_names = p.sans;
+    }
     if (p.ca == "system") {
         trust.ca = "system";
     } else if (!p.ca.empty()) {

@@ -53,6 +53,7 @@ std::map<std::string, std::string> render_servers_zones(nginx::Writer &w, const 
 struct Skeleton {
     bool servers = false;
     bool trust = false;
+    bool names = false;  // a spare's hostname and SANs (pushed when it holds a backend)
 };
 // The upstream{} blocks of `upstreams` (the plan's http or stream ones):
 // with the upstream API, those `replaceable` says the API may replace keep

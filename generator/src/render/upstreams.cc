@@ -58,18 +58,22 @@ const PolicyDirectives kProxyPolicy{"proxy_ssl_verify_mode", "proxy_ssl_verify_c
 const PolicyDirectives kGrpcPolicy{"grpc_ssl_verify_mode", "grpc_ssl_verify_ca", "grpc_ssl_verify_san",
                                    "grpc_ssl_verify_pin", "grpc_ssl_policy_name", "grpc_ssl_policy_hostname"};
 
-void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p, bool trust_skeleton)
+void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p, Skeleton skeleton)
 {
     w.directive(d.mode, {nginx::Token::value(gtls::mode_name(p.mode))});
-    if (trust_skeleton) {
+    if (skeleton.trust) {
         w.comment("trust replaceable at run time");
     } else if (!p.ca.empty()) {
         w.directive(d.ca, {nginx::Token::value(p.ca)});
     }
-    if (!p.sans.empty()) w.directive(d.san, values(p.sans));
-    if (!trust_skeleton && !p.pins.empty()) w.directive(d.pin, values(p.pins));
+    if (!skeleton.names && !p.sans.empty()) w.directive(d.san, values(p.sans));
+    if (!skeleton.trust && !p.pins.empty()) w.directive(d.pin, values(p.pins));
     w.directive(d.name, {nginx::Token::value(p.name)});
-    w.directive(d.hostname, {nginx::Token::value(p.hostname)});
+    if (skeleton.names) {
+        w.comment("names replaceable at run time");
+    } else {
+        w.directive(d.hostname, {nginx::Token::value(p.hostname)});
+    }
 }
 
 }  // namespace
@@ -114,6 +118,8 @@ std::vector<const Upstream *> render_upstreams(nginx::Writer &w, const std::vect
         Skeleton skeleton;
         skeleton.servers = dynamic && o.endpoint_skeleton;
         skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
+        // a spare is the same skeleton whichever backend it holds
+        skeleton.names = skeleton.trust && u.tenant == kSpareTenant;
         render_upstream(w, u, dynamic ? zone->second.c_str() : nullptr, skeleton);
     }
     return zoned;
@@ -156,8 +162,8 @@ void render_upstream(nginx::Writer &w, const Upstream &u, const char *zone, Skel
         }
     }
     // the same policy for proxy_pass and for grpc_pass, as the upstream is used
-    if (u.tls() && u.for_http) render_policy(w, kProxyPolicy, *u.policy, skeleton.trust);
-    if (u.tls() && u.for_grpc) render_policy(w, kGrpcPolicy, *u.policy, skeleton.trust);
+    if (u.tls() && u.for_http) render_policy(w, kProxyPolicy, *u.policy, skeleton);
+    if (u.tls() && u.for_grpc) render_policy(w, kGrpcPolicy, *u.policy, skeleton);
     w.close();
     w.blank();
 }

@@ -8,6 +8,7 @@
 
 #include "apply/nginx_check.h"
 #include "apply/output.h"
+#include "plan/upstreams.h"
 #include "render/render.h"
 #include "resolve/resolve.h"
 #include "run/digests.h"
@@ -116,7 +117,8 @@ void Applier::apply_read(Manifests &manifests)
             resolved_from_ = nullptr;
             return;
         }
-        const std::string skeleton = skeleton_digest(plan, args_.options);
+        std::string skeleton = skeleton_digest(plan, args_.options);
+        if (applied_ && skeleton != skeleton_) skeleton = hold_in_spares(&plan, skeleton);
         if (!applied_ && first_ && outdir_holds(outdir_, plan, args_.options)) {
             // started beside an nginx that runs what OUTDIR holds
             applied_ = true;
@@ -129,6 +131,7 @@ void Applier::apply_read(Manifests &manifests)
         } else if (applied_ && skeleton == skeleton_) {
             apply_through_api(std::move(plan));
         } else {
+            spares_.clear();  // a reload renders every backend in its own upstream{}
             apply_configuration(manifests, std::move(plan), recalled, ReloadReason::Change);
         }
         first_ = false;
@@ -139,6 +142,29 @@ void Applier::apply_read(Manifests &manifests)
     }
     resolved_from_ = nullptr;
     isolated_input_.reset();
+}
+
+// --spare-backends: what nginx lacks of `plan` (whose skeleton is
+// `skeleton`), backends new to it, put in spares' places (kept where they
+// are); when a reload is needed all the same, resolved again with none, so
+// that the reload gives the spares back. The skeleton of the plan now.
+std::string Applier::hold_in_spares(Plan *plan, const std::string &skeleton)
+{
+    if (args_.options.routes != "table" || args_.options.spare_backends == 0) return skeleton;
+    SpareAssignment assigned = assign_spares(plan, running_upstreams_, spares_);
+    if (assigned.empty()) return skeleton;
+    std::string held = skeleton_digest(*plan, args_.options);
+    if (held == skeleton_) {
+        for (const auto &[upstream, spare] : assigned) {
+            if (!spares_.count(upstream)) say("backend " + upstream + " new to nginx: held by spare " + spare);
+        }
+        spares_ = std::move(assigned);
+        return held;
+    }
+    reads_.emplace();
+    *plan = resolve(*resolved_from_, args_.options, &*reads_);
+    spares_.clear();
+    return skeleton;
 }
 
 // When OUTDIR, behind the servers pushed since it was written, is to
@@ -370,6 +396,10 @@ void Applier::applied(Plan plan, bool nginx_runs)
     if (follows && endpoints_ && !endpoints_->follow(moved)) endpoints_.reset();
     if (follows && trust_ && !trust_->follow(moved)) trust_.reset();
     plan_ = std::move(plan);
+    running_upstreams_.clear();
+    for (const Upstream &u : plan_->upstreams) {
+        if (u.tenant != kSpareTenant) running_upstreams_.insert(u.name);
+    }
     input_.offer_status(*plan_, args_.options, nginx_runs);
 }
 

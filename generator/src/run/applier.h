@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "kind_table.h"
 #include "parse/parse.h"
+#include "plan/spare_assignment.h"
 #include "resolve/policy_trust.h"
 #include "resolve/service_endpoints.h"
 #include "run/health.h"
@@ -73,6 +74,7 @@ private:
     void give_back(MovedObjects *moved);
     void apply_read(Manifests &manifests);
     void apply_through_api(Plan plan);
+    std::string hold_in_spares(Plan *plan, const std::string &skeleton);
     void apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
                              ReloadReason reason, bool can_isolate = true);
     void applied(Plan plan, bool nginx_runs);
@@ -109,6 +111,8 @@ private:
     bool first_ = true;
     std::string skeleton_, status_;
     ApiHeld pushed_;      // what the upstream API holds
+    SpareAssignment spares_;  // backends new to nginx in spares' places (--spare-backends)
+    std::set<std::string> running_upstreams_;  // of the plan applied, spares left out
     TakenObjects taken_;  // the tenant objects of the configuration nginx took last
     bool nginx_runs_ = false;  // serving plan_
     RefusalMemory refusals_;

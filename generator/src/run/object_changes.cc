@@ -35,6 +35,8 @@ bool Applier::apply_object_changes(const ChangeSet &changes)
     for (const kube::ObjectChange &c : changes.objects) {
         const KindChange how = change_of(c);
         if (how == KindChange::Whole || (how == KindChange::Trust && trust_ == nullptr)) return false;
+        // a spare's policy holds a copy of a BackendTLSPolicy's: resolved again
+        if (how == KindChange::Trust && !spares_.empty()) return false;
     }
     // what each object is now, parsed alone (none: gone)
     std::vector<std::optional<Manifests>> now(changes.objects.size());

@@ -1,0 +1,113 @@
+#include "plan/spare_assignment.h"
+
+#include <algorithm>
+
+#include "plan/upstreams.h"
+
+namespace g2n {
+
+namespace {
+
+// The upstreams rendered locations name: they would need a reload anyway
+std::set<std::string> named_by_locations(const Plan &plan)
+{
+    std::set<std::string> names;
+    auto add = [&](const std::vector<WeightedUpstream> &backends) {
+        for (const WeightedUpstream &b : backends) names.insert(b.upstream);
+    };
+    for (const Server &s : plan.servers) {
+        if (s.in_table()) continue;
+        for (const Location &l : s.locations) {
+            add(l.backends);
+            for (const ConditionalTarget &t : l.conditional) add(t.backends);
+            for (const Mirror &m : l.mirrors) names.insert(m.backend.upstream);
+        }
+    }
+    return names;
+}
+
+bool spare_can_hold(const Upstream &u, const Upstream &spare)
+{
+    if (u.tls() != spare.tls() || !api_replaceable(u)) return false;
+    if (!u.tls()) return true;
+    // the mode is the spare's (strict): the API sets trust and names, never a mode
+    return u.policy->mode == spare.policy->mode && trust_replaceable(*u.policy);
+}
+
+// `spare` holding `u`: u's servers, Service and policy under the spare's
+// name, its zone and policy name
+Upstream holding(const Upstream &u, const Upstream &spare)
+{
+    Upstream held = u;
+    held.name = spare.name;
+    held.comment = spare.comment;
+    held.tenant = spare.tenant;
+    held.for_http = spare.for_http;
+    held.for_grpc = spare.for_grpc;
+    if (u.tls()) {
+        auto policy = std::make_shared<UpstreamPolicy>(*u.policy);
+        policy->name = spare.policy->name;
+        policy->names_pushed = true;
+        held.policy = std::move(policy);
+    }
+    return held;
+}
+
+void rename_in_tables(Plan *plan, const std::string &from, const std::string &to)
+{
+    const std::string was = "\"backend\":\"" + from + "\"", now = "\"backend\":\"" + to + "\"";
+    for (Server &s : plan->servers) {
+        if (!s.in_table()) continue;
+        for (size_t at = s.table_json.find(was); at != std::string::npos; at = s.table_json.find(was, at + now.size())) {
+            s.table_json.replace(at, was.size(), now);
+        }
+    }
+}
+
+}  // namespace
+
+SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept)
+{
+    std::vector<Upstream> &upstreams = plan->upstreams;
+    std::map<std::string, size_t> free_spares;  // name -> index
+    for (size_t i = 0; i < upstreams.size(); i++) {
+        if (upstreams[i].tenant == kSpareTenant) free_spares.emplace(upstreams[i].name, i);
+    }
+    if (free_spares.empty()) return {};
+    const std::set<std::string> rendered = named_by_locations(*plan);
+    // those kept first, in their spares; then the new ones, in name order
+    std::vector<std::pair<size_t, std::string>> wanted;  // upstream index, its spare ("": any)
+    for (size_t i = 0; i < upstreams.size(); i++) {
+        const Upstream &u = upstreams[i];
+        if (u.tenant == kSpareTenant || rendered.count(u.name)) continue;
+        auto k = kept.find(u.name);
+        if (k != kept.end()) {
+            wanted.emplace(wanted.begin(), i, k->second);
+        } else if (!running.count(u.name)) {
+            wanted.emplace_back(i, "");
+        }
+    }
+    SpareAssignment assigned;
+    std::vector<size_t> taken;  // upstreams now held by spares
+    for (const auto &[index, spare_name] : wanted) {
+        const Upstream &u = upstreams[index];
+        auto spare = free_spares.end();
+        if (!spare_name.empty()) {
+            spare = free_spares.find(spare_name);
+        } else {
+            spare = std::find_if(free_spares.begin(), free_spares.end(),
+                                 [&](const auto &s) { return spare_can_hold(u, upstreams[s.second]); });
+        }
+        if (spare == free_spares.end() || !spare_can_hold(u, upstreams[spare->second])) continue;
+        assigned.emplace(u.name, spare->first);
+        rename_in_tables(plan, u.name, spare->first);
+        upstreams[spare->second] = holding(u, upstreams[spare->second]);
+        taken.push_back(index);
+        free_spares.erase(spare);
+    }
+    std::sort(taken.begin(), taken.end());
+    for (auto it = taken.rbegin(); it != taken.rend(); ++it) upstreams.erase(upstreams.begin() + static_cast<long>(*it));
+    return assigned;
+}
+
+}  // namespace g2n

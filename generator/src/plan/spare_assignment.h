@@ -1,0 +1,30 @@
+// gateway2nginx run --spare-backends: a backend new to the nginx that runs
+// is put in a spare upstream's place (plan/upstreams.h), so that what it
+// needs (its servers, its policy's trust and names, the table rules that
+// name it) is pushed through the upstream API with no reload.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "plan.h"
+
+namespace g2n {
+
+// Upstream name -> the spare upstream that holds it.
+using SpareAssignment = std::map<std::string, std::string>;
+
+// In `plan`, as resolve made it (--routes table, spares rendered): each
+// upstream `running` (the upstream names of the configuration nginx runs)
+// has not, or that `kept` gives a spare already, put in a free spare's
+// place of its kind (TLS or plaintext): the spare takes its servers, its
+// Service (for EndpointSlice changes), its policy (under the spare's
+// policy name, its hostname and SANs pushed), and every table entry that
+// names it names the spare. Only an upstream no rendered location names,
+// whose servers the API can replace and whose policy the API can set
+// (strict, with a CA or pins). Returns what is assigned now; what cannot
+// be is left as it is (its own upstream{}: a reload).
+SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept);
+
+}  // namespace g2n
