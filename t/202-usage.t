@@ -40,6 +40,15 @@ for my $option (grep { !$foreign{$_} } sort keys %named) {
     ok($taken{$option}, "$option, named in docs/gateway2nginx.md, is an option");
 }
 
+# numbers out of range are usage errors, said (status 1)
+for my $bad (['--kube-api-qps', '0', 'takes 0.1 to 1000'], ['--kube-api-qps', '5x', 'takes 0.1 to 1000'],
+             ['--kube-api-burst', '0', 'takes 1 to 10000']) {
+    my $bin = $ENV{GATEWAY2NGINX} || "$root/build/gateway2nginx";
+    my $said = `'$bin' run -f /dev/null -o /nonexistent $bad->[0] $bad->[1] 2>&1`;
+    is($? >> 8, 1, "run $bad->[0] $bad->[1]: a usage error");
+    like($said, qr/\Q$bad->[0] $bad->[2]\E/, 'said so');
+}
+
 SKIP: {
     skip 'help2man is not installed (make deps installs it)', 1 unless -x '/usr/bin/help2man';
     my $bin = $ENV{GATEWAY2NGINX} || "$root/build/gateway2nginx";

@@ -377,6 +377,18 @@ const std::vector<Flag<Args>> kFlags = {
      "policies, Services, Secrets... elsewhere are not\n"
      "seen), and the --status-address-service's\n"
      "Service; RBAC may then grant them per namespace"},
+    {"--kube-api-qps", "", "QPS", Run,
+     [](Args &a, const std::string &v, Seen &) {
+         char *end = nullptr;
+         const double qps = std::strtod(v.c_str(), &end);
+         if (v.empty() || *end != '\0' || !(qps >= 0.1 && qps <= 1000)) usage_error("--kube-api-qps takes 0.1 to 1000");
+         a.kube_api_qps = qps;
+     },
+     "status writes a second to the API server\n"
+     "(default 20); new and changed statuses go first"},
+    {"--kube-api-burst", "", "N", Run,
+     [](Args &a, const std::string &v, Seen &) { a.kube_api_burst = int_in("--kube-api-burst", v, 1, 10000); },
+     "status writes at once beyond that (default 40)"},
     {"--leader-elect-resource-namespace", "", "NS", Run,
      [](Args &a, const std::string &v, Seen &) { a.lease_namespace = v; },
      "the namespace of the Lease that elects the one\n"

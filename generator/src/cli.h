@@ -34,6 +34,9 @@ struct Args {
     std::string lease_namespace;  // default: the pod's namespace, else "default"
     std::string lease_name = "gateway2nginx";
     long lease_duration_ms = 15000, renew_deadline_ms = 10000, retry_period_ms = 2000;
+    // status writes to the API server: a second, and at once (client-go's names)
+    double kube_api_qps = 20;
+    int kube_api_burst = 40;
     int debounce_ms = 250;
     bool start_nginx = false;   // run starts nginx on OUTDIR and stops it (apply/nginx_process.h)
     std::string nginx_control;  // ... or asks gateway2nginx supervise there (apply/nginx_control.h)

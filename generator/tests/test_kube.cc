@@ -537,6 +537,33 @@ BOOST_AUTO_TEST_CASE(a_queued_status_is_found_again_in_the_next_offer)
     BOOST_TEST(!w.tried_since("b", later));
 }
 
+// A status new or changed goes before the backlog (those still queued):
+// a new route's status is not held back behind thousands re-written.
+BOOST_AUTO_TEST_CASE(a_new_status_goes_before_those_still_queued)
+{
+    std::vector<std::string> names;
+    for (int i = 0; i < 40; i++) names.push_back("old" + std::to_string(i));
+    FailingWriter w(names);
+    const std::string ours = our_status_json(route_status("True"), w.controller, {});
+    std::vector<Update> updates;
+    for (const std::string &name : names) updates.push_back({&kRoutes, "ns", name, ours});
+    w.writer.offer(offer_of(updates));
+    BOOST_TEST_REQUIRE(eventually([&] { return w.tried_since("old0", 0); }));
+    updates.push_back({&kRoutes, "ns", "new", ours});
+    w.store.put(kRoutes, "ns/new", route_object("new"));
+    const size_t mark = w.logged_now();
+    w.writer.offer(offer_of(updates));
+    BOOST_TEST_REQUIRE(eventually([&] { return w.tried_since("new", mark); }));
+    // of the backlog, at most the write under way when it came, and the
+    // next the rate allowed, went first
+    size_t before = 0;
+    {
+        std::lock_guard<std::mutex> lock(w.logged_mutex);
+        for (size_t i = mark; i < w.logged.size() && w.logged[i].find("HTTPRoute ns/new:") == std::string::npos; i++) before++;
+    }
+    BOOST_TEST(before <= 2u);
+}
+
 // While a configuration is made from the start, the last one's statuses
 // are let go once every one is written; while some are still queued they
 // are kept and written all the same

@@ -54,6 +54,10 @@ void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
         // updated in place, not built beside the last (20,000 entries at
         // 10,000 routes)
         offer_generation_++;
+        // new and changed statuses first, then those still queued and,
+        // come to lead, every other: a new route's status is not held back
+        // behind thousands re-written
+        std::vector<uint32_t> backlog;
         for (size_t i = 0; i < offer->size(); i++) {
             const StatusOffer::Object object = offer->object(i);
             if (object.kind == nullptr) continue;
@@ -62,12 +66,18 @@ void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
             auto [it, added] = offered_.try_emplace(key);
             // a replica that does not lead keeps no status whole: come to
             // lead, it is offered every one again
-            if (leading_ && (everything || added || it->second.digest != digest || it->second.queued)) {
-                queue_.push_back(static_cast<uint32_t>(i));
+            const bool changed = added || it->second.digest != digest;
+            if (leading_ && (changed || everything || it->second.queued)) {
+                if (changed) {
+                    queue_.push_back(static_cast<uint32_t>(i));
+                } else {
+                    backlog.push_back(static_cast<uint32_t>(i));
+                }
                 queued_[i] = true;
             }
             it->second = Offered{std::move(digest), static_cast<uint32_t>(i), offer_generation_, false};
         }
+        queue_.insert(queue_.end(), backlog.begin(), backlog.end());
         // an object no longer offered (deleted, or no longer ours to speak
         // of) is forgotten, and not written
         for (auto it = offered_.begin(); it != offered_.end();) {

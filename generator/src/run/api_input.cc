@@ -62,7 +62,8 @@ std::unique_ptr<ApiInput> ApiInput::start(const Args &args, const volatile sig_a
     input->elector_ = std::make_unique<kube::LeaderElector>(server, lease, log);
     kube::LeaderElector *elector = input->elector_.get();
     input->writer_ = std::make_unique<kube::StatusWriter>(server, &input->objects_, args.options.controller_name,
-                                                          [elector] { return elector->is_leader(); }, log);
+                                                          [elector] { return elector->is_leader(); }, log,
+                                                          args.kube_api_qps, args.kube_api_burst);
     if (!args.gateway_service_external_name.empty()) {
         auto services = std::find_if(input->kinds_.begin(), input->kinds_.end(),
                                      [](const kube::ApiKind &k) { return k.group.empty() && k.kind == "Service"; });
