@@ -97,6 +97,7 @@ is(count_in_log(qr/nginx reloaded/), 0, 'no reload');
 like(slurp("$out/http.conf"), qr/server_name b\.example;/, 'b.example, which the wildcard\'s server would take, has its own');
 unlink "$in/b.yaml" or die;
 ok(wait_for(sub { count_in_log(qr/nginx reloaded/) >= 1 }, 30), 'its server gone: a reload') or diag slurp($log);
+like(slurp($log), qr/nginx reloaded: workers [\d ]+ -> [\d ]+ \(listeners\)/, 'for the listeners\' servers, it says');
 ok(wait_for(sub { get('b.example', '/w') eq '200 leaf' }, 10), 'b.example is the wildcard\'s now')
     or diag get('b.example', '/w');
 is(get('b.example', '/b'), '404 -', 'and its old rules are gone from the table');
@@ -144,6 +145,7 @@ is(worker_pids($master), $workers, 'the same workers throughout');
 put_file($in, 'more.yaml', service_manifests('more', 'leaf', $ca_ref) . route_to('more', 'more.test', 'more', 443));
 ok(wait_for(sub { get('more.test', '/x') eq '200 leaf' }, 30), 'a second new TLS Service: served') or diag slurp($log);
 is(count_in_log(qr/nginx reloaded/), $reloads + 1, 'by a reload: no TLS spare was left');
+is(count_in_log(qr/nginx reloaded: workers [\d ]+ -> [\d ]+ \(backends\)/), 1, 'for a backend, it says');
 like(slurp("$out/http.conf"), qr/upstream backend_ns_api_443 \{/, 'after which every backend has its own upstream{}');
 is(get('api.test', '/x'), '200 leaf', 'and serves from it');
 is(get('plain.test', '/x'), '200 plain', 'both');

@@ -96,7 +96,7 @@ ok(wait_for(sub { get('/more') eq '200 fast' }, 30), 'a route change is served')
 is(master(), $first, 'by a reload: the same master');
 # a new worker may serve the change before the reload is confirmed (and
 # before every old worker has stopped taking connections)
-ok(wait_for(sub { slurp($run_log) =~ /nginx reloaded: workers [\d ]+ -> [\d ]+ \(change\)/ }, 30),
+ok(wait_for(sub { slurp($run_log) =~ /nginx reloaded: workers [\d ]+ -> [\d ]+ \(routes\)/ }, 30),
    'which run asked for and was told of') or diag slurp($run_log);
 ok(wait_for(sub { slurp($sup_log) =~ /nginx reloaded: workers/ }, 30), 'and supervise did') or diag slurp($sup_log);
 

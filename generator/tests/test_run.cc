@@ -447,6 +447,34 @@ BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
     BOOST_TEST(assign_spares(&without, names, assigned).empty());
 }
 
+// A reload says what it is for: the first part of the skeleton that
+// changed, listeners before backends before routes.
+BOOST_AUTO_TEST_CASE(a_reload_is_counted_by_what_it_changes)
+{
+    const std::string base = kManifests + slice(R"("10.0.0.1")");
+    const SkeletonParts before = skeleton_parts(resolve(parse(base), with_api()), with_api());
+    auto reason = [&](const std::string &manifests) {
+        return kReloadReasons[static_cast<size_t>(
+            reload_reason(before, skeleton_parts(resolve(parse(manifests), with_api()), with_api())))];
+    };
+    std::string moved = base;
+    const std::string path = "{value: /web}";
+    moved.replace(moved.find(path), path.size(), "{value: /moved}");
+    BOOST_TEST(reason(moved) == "routes");
+    const std::string other = "---\napiVersion: v1\nkind: Service\nmetadata: {name: other, namespace: ns}\n"
+                              "spec: {type: ExternalName, externalName: other.example.com, ports: [{name: http, port: 80}]}\n"
+                              "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+                              "metadata: {name: o, namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+                              "  rules: [{matches: [{path: {value: /other}}], backendRefs: [{name: other, port: 80}]}]\n";
+    BOOST_TEST(reason(base + other) == "backends");
+    std::string listener = base;
+    const std::string one = "  - {name: http, port: 80, protocol: HTTP}\n";
+    listener.replace(listener.find(one), one.size(), one + "  - {name: more, port: 8080, protocol: HTTP}\n");
+    BOOST_TEST(reason(listener) == "listeners");
+    BOOST_TEST(reason(listener + other) == "listeners", "the most telling part");
+    BOOST_TEST(reason(base) == "routes", "nothing differs: what is left");
+}
+
 BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)
 {
     Options skeleton = with_api();

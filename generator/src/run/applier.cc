@@ -122,7 +122,7 @@ void Applier::apply_read(Manifests &manifests)
         if (!applied_ && first_ && outdir_holds(outdir_, plan, args_.options)) {
             // started beside an nginx that runs what OUTDIR holds
             applied_ = true;
-            skeleton_ = skeleton;
+            hold_skeleton(plan, skeleton);
             pushed_ = ApiHeld::of(plan, args_.options);
             status_ = status_digest(plan, args_.options);
             say("OUTDIR already holds this configuration: nothing to apply");
@@ -132,7 +132,7 @@ void Applier::apply_read(Manifests &manifests)
             apply_through_api(std::move(plan));
         } else {
             spares_.clear();  // a reload renders every backend in its own upstream{}
-            apply_configuration(manifests, std::move(plan), recalled, ReloadReason::Change);
+            apply_configuration(manifests, std::move(plan), recalled, std::nullopt);
         }
         first_ = false;
     } catch (const std::exception &e) {
@@ -142,6 +142,13 @@ void Applier::apply_read(Manifests &manifests)
     }
     resolved_from_ = nullptr;
     isolated_input_.reset();
+}
+
+// The skeleton nginx runs now, and its parts: what the next reload is for
+void Applier::hold_skeleton(const Plan &plan, const std::string &skeleton)
+{
+    skeleton_ = skeleton;
+    skeleton_parts_ = skeleton_parts(plan, args_.options);
 }
 
 // --spare-backends: what nginx lacks of `plan` (whose skeleton is
@@ -282,7 +289,7 @@ void Applier::apply_through_api(Plan plan)
 // `plan`: of `manifests` without `recalled`, objects nginx -t refused
 // before
 void Applier::apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
-                         ReloadReason reason, bool can_isolate)
+                                  std::optional<ReloadReason> reason, bool can_isolate)
 {
     metrics_->renders++;
     write_configuration(plan, args_.options, staged_, false);
@@ -348,7 +355,8 @@ void Applier::apply_configuration(const Manifests &manifests, Plan plan, const s
     } else {
         nginx_runs = true;
         std::string refusal;
-        if (std::string failed = reload_onto(plan, skeleton, reason, &refusal); !failed.empty()) {
+        const ReloadReason why = reason ? *reason : reload_reason(skeleton_parts_, skeleton_parts(plan, args_.options));
+        if (std::string failed = reload_onto(plan, skeleton, why, &refusal); !failed.empty()) {
             status_.clear();
             if (refusal.empty()) {
                 applied_ = false;  // what nginx runs is not known: the next change reloads
@@ -359,7 +367,7 @@ void Applier::apply_configuration(const Manifests &manifests, Plan plan, const s
         }
     }
     applied_ = true;
-    skeleton_ = skeleton;
+    hold_skeleton(plan, skeleton);
     pushed_ = ApiHeld::of(plan, args_.options);
     taken_ = taken_objects(manifests, recalled, found);
     applied(std::move(plan), nginx_runs);

@@ -26,6 +26,7 @@
 #include "resolve/policy_trust.h"
 #include "resolve/service_endpoints.h"
 #include "run/health.h"
+#include "run/digests.h"
 #include "run/input.h"
 
 namespace g2n {
@@ -75,8 +76,10 @@ private:
     void apply_read(Manifests &manifests);
     void apply_through_api(Plan plan);
     std::string hold_in_spares(Plan *plan, const std::string &skeleton);
+    // `reason`: none, what changed says (reload_reason)
     void apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
-                             ReloadReason reason, bool can_isolate = true);
+                             std::optional<ReloadReason> reason, bool can_isolate = true);
+    void hold_skeleton(const Plan &plan, const std::string &skeleton);
     void applied(Plan plan, bool nginx_runs);
     void serving(bool nginx_runs);
     void say_new_warnings(const Plan &plan);
@@ -110,6 +113,7 @@ private:
     bool applied_ = false;
     bool first_ = true;
     std::string skeleton_, status_;
+    SkeletonParts skeleton_parts_;  // of skeleton_: what a reload is for
     ApiHeld pushed_;      // what the upstream API holds
     SpareAssignment spares_;  // backends new to nginx in spares' places (--spare-backends)
     std::set<std::string> running_upstreams_;  // of the plan applied, spares left out

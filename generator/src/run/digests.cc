@@ -5,6 +5,8 @@
 #include <set>
 
 #include "digest.h"
+#include "plan/upstreams.h"
+#include "render/nginx_text.h"
 #include "render/render.h"
 #include "resolve/resolve.h"
 
@@ -32,6 +34,61 @@ std::string skeleton_digest(const Plan &plan, const Options &options)
         text << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
     }
     return text.digest();
+}
+
+SkeletonParts skeleton_parts(const Plan &plan, const Options &options)
+{
+    Options skeleton = options;
+    skeleton.endpoint_skeleton = true;
+    SkeletonParts parts;
+    Sha256Stream listeners, certificates, backends;
+    listeners << render_nginx_conf(plan, skeleton);
+    std::set<std::string> presented;  // what the listeners read
+    auto listener = [&](const std::string &listen, bool ssl, const std::string &certificate, const std::string &key,
+                        const ClientValidation &client) {
+        listeners << "\n\x01" << listen << " " << ssl << " " << certificate << " " << key << " "
+                  << static_cast<int>(client.verify) << " " << client.ca;
+        for (const std::string &pin : client.pins) listeners << " " << pin;
+        for (const std::string *f : {&certificate, &key, &client.ca}) {
+            if (!f->empty()) presented.insert(*f);
+        }
+    };
+    for (const Server &s : plan.servers) {
+        if (s.served_by_listener) continue;
+        listener(s.listen, s.ssl, s.certificate, s.certificate_key, s.client);
+        listeners << " " << s.server_name << " " << s.listener_hostname << " " << s.insecure_allowed << " "
+                  << s.backend_client.certificate << " " << s.backend_client.key;
+        for (const std::string *f : {&s.backend_client.certificate, &s.backend_client.key}) {
+            if (!f->empty()) presented.insert(*f);
+        }
+    }
+    for (const StreamServer &s : plan.stream_servers) {
+        listener(s.listen, s.terminate, s.certificate, s.certificate_key, s.client);
+        for (const StreamRoute &r : s.routes) {
+            for (const std::string *f : {&r.certificate, &r.certificate_key}) {
+                if (!f->empty()) presented.insert(*f);
+            }
+        }
+    }
+    for (const OutputFile &f : plan.files) {
+        if (presented.count(f.path)) certificates << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
+    }
+    nginx::Writer w(backends);
+    render_upstreams(w, plan.upstreams, api_replaceable, "z", trust_replaceable_policies(plan, options), skeleton);
+    parts.listeners = listeners.digest();
+    parts.certificates = certificates.digest();
+    parts.stream = sha256(render_stream_conf(plan, skeleton));
+    parts.backends = backends.digest();
+    return parts;
+}
+
+ReloadReason reload_reason(const SkeletonParts &before, const SkeletonParts &after)
+{
+    if (before.listeners != after.listeners) return ReloadReason::Listeners;
+    if (before.certificates != after.certificates) return ReloadReason::Certificates;
+    if (before.stream != after.stream) return ReloadReason::StreamRoutes;
+    if (before.backends != after.backends) return ReloadReason::Backends;
+    return ReloadReason::Routes;
 }
 
 // digested as it is rendered

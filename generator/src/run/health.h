@@ -26,12 +26,16 @@ inline int64_t steady_ms()
         .count();
 }
 
-// Why gateway2nginx run reloads nginx: what changed needs one (routes,
-// listeners, policies: the skeleton), a push the upstream API refused
-// falls back to one, or the search for what a refused reload was refused
-// for tries one. kReloadReasons names each in /metrics.
-enum class ReloadReason { Change, PushFailed, RefusalSearch };
-inline constexpr const char *kReloadReasons[] = {"change", "push_failed", "refusal_search"};
+// Why gateway2nginx run reloads nginx: what changed needs one, by the
+// part of the skeleton it changed, most telling first (run/digests.h:
+// listeners, their certificates, TLSRoute/TCPRoute/UDPRoute servers,
+// upstream{} blocks, or else what is left: routes served as locations,
+// policies), a push the upstream API refused falls back to one, or the
+// search for what a refused reload was refused for tries one.
+// kReloadReasons names each in /metrics, in this order.
+enum class ReloadReason { Listeners, Certificates, StreamRoutes, Backends, Routes, PushFailed, RefusalSearch };
+inline constexpr const char *kReloadReasons[] = {"listeners", "certificates", "stream_routes", "backends",
+                                                 "routes",    "push_failed",  "refusal_search"};
 
 struct RunMetrics {
     std::atomic<uint64_t> applies{0}, renders{0}, pushes{0}, push_failures{0}, refused{0}, bad_inputs{0},

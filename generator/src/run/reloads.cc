@@ -42,7 +42,7 @@ std::string Applier::reload_onto(const Plan &plan, const std::string &skeleton, 
     fs::remove_all(previous, ec);
     metrics_->reloads[static_cast<size_t>(reason)]++;
     say(reloaded + " (" + kReloadReasons[static_cast<size_t>(reason)] + ")");
-    skeleton_ = skeleton;
+    hold_skeleton(plan, skeleton);
     sync_nginx(plan, "the reload", true);
     return "";
 }
