@@ -180,7 +180,7 @@ std::string Applier::hold_in_spares(Plan *plan, const std::string &skeleton)
 std::optional<std::chrono::steady_clock::time_point> Applier::catch_up_due() const
 {
     if (!behind_since_) return std::nullopt;
-    return std::min(last_endpoint_update_ + kCatchUpQuiet, *behind_since_ + kCatchUpLongest);
+    return std::min(last_push_ + kCatchUpQuiet, *behind_since_ + kCatchUpLongest);
 }
 
 // OUTDIR as the plan nginx runs renders it, with the servers pushed
@@ -261,8 +261,9 @@ void Applier::say_new_warnings(const Plan &plan)
     warned_ = std::move(now);
 }
 
-// Same configuration but for servers and trust: push what changed,
-// then OUTDIR (and status.yaml) catches up, with no reload.
+// Same configuration but for servers, trust and route table entries: push
+// what changed, with no reload; OUTDIR (and status.yaml) catches up after
+// a quiet spell (catch_up), not rendered whole again for each change.
 void Applier::apply_through_api(Plan plan)
 {
     say_new_warnings(plan);
@@ -274,15 +275,14 @@ void Applier::apply_through_api(Plan plan)
         return;
     }
     const std::string status = status_digest(plan, args_.options);
-    if (!pushed && status == status_ && !behind_since_) {
+    if (!pushed && status == status_) {
         say("no change to the configuration or the status");
         applied(std::move(plan), nginx_runs_now());
         return;
     }
-    write_configuration(plan, args_.options, staged_, false);
-    replace_dir(staged_, outdir_);
     status_ = status;
-    behind_since_.reset();
+    last_push_ = std::chrono::steady_clock::now();
+    if (!behind_since_) behind_since_ = last_push_;
     applied(std::move(plan), nginx_runs_now());
 }
 

@@ -45,7 +45,7 @@ public:
     // changes only the trust of the policies reading them.
     void apply(std::optional<ChangeSet> changes);
 
-    // When OUTDIR, behind the servers pushed since it was written, is to
+    // When OUTDIR, behind what was pushed since it was written, is to
     // be written again: after a quiet spell, or at the latest a while after
     // it fell behind.
     std::optional<std::chrono::steady_clock::time_point> catch_up_due() const;
@@ -138,8 +138,8 @@ private:
     std::unique_ptr<PolicyTrust> trust_;
 
     static constexpr std::chrono::seconds kCatchUpQuiet{2}, kCatchUpLongest{30};
-    std::chrono::steady_clock::time_point last_endpoint_update_{};
-    std::optional<std::chrono::steady_clock::time_point> behind_since_;  // OUTDIR's servers
+    std::chrono::steady_clock::time_point last_push_{};
+    std::optional<std::chrono::steady_clock::time_point> behind_since_;  // OUTDIR, behind what was pushed
 };
 
 }  // namespace g2n

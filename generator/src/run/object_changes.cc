@@ -91,8 +91,8 @@ bool Applier::apply_object_changes(const ChangeSet &changes)
         applied_ = false;  // the whole way reloads
         return false;
     }
-    last_endpoint_update_ = std::chrono::steady_clock::now();
-    if (!behind_since_) behind_since_ = last_endpoint_update_;
+    last_push_ = std::chrono::steady_clock::now();
+    if (!behind_since_) behind_since_ = last_push_;
     serving(true);  // the push was answered
     return true;
 }
