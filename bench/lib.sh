@@ -99,13 +99,15 @@ endpoints: [{addresses: ["$1"]}]
 YAML
 }
 
-# until_answers START PATH WANT [WHAT]: milliseconds from START (date +%s%N)
-# until shop.example.com PATH on 127.0.0.1:29080 answers WANT (at most 120
-# s): its body, or what curl's -w WHAT says (e.g. '%{http_code}').
+# until_answers START PATH WANT [WHAT [HOST]]: milliseconds from START (date
+# +%s%N) until HOST (default shop.example.com) PATH on 127.0.0.1:29080
+# answers WANT (at most 120 s): its body, or what curl's -w WHAT says (e.g.
+# '%{http_code}').
 until_answers() {
-    local start=$1 path=$2 want=$3 what=${4:-} deadline=$(( $(date +%s%N) + 120000000000 ))
+    local start=$1 path=$2 want=$3 what=${4:-} host=${5:-shop.example.com}
+    local deadline=$(( $(date +%s%N) + 120000000000 ))
     while [ "$(date +%s%N)" -lt "$deadline" ]; do
-        [ "$(curl -s ${what:+-o /dev/null -w "$what"} -H 'Host: shop.example.com' "http://127.0.0.1:29080$path")" = "$want" ] \
+        [ "$(curl -s ${what:+-o /dev/null -w "$what"} -H "Host: $host" "http://127.0.0.1:29080$path")" = "$want" ] \
             && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
         sleep 0.005
     done

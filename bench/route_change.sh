@@ -39,17 +39,6 @@ spec:
   rules: [{backendRefs: [{name: measured, port: 443}]}]
 YAML
 }
-# ms from START until HOST answers "A"
-until_host_answers() {
-    local start=$1 host=$2 deadline=$(( $(date +%s%N) + 120000000000 ))
-    while [ "$(date +%s%N)" -lt "$deadline" ]; do
-        [ "$(curl -s -H "Host: $host" http://127.0.0.1:29080/)" = A ] \
-            && { echo $(( ($(date +%s%N) - start) / 1000000 )); return; }
-        sleep 0.002
-    done
-    echo "never answered on $host" >&2
-    return 1
-}
 cpu_us() {
     curl -s http://127.0.0.1:29116/metrics \
         | awk '$1 ~ /^gateway2nginx_apply_cpu_seconds_total/ {sum += $2} END {printf "%d", sum * 1e6}'
@@ -90,7 +79,7 @@ for mode in locations table; do
         cpu_before=$(cpu_us)
         start=$(date +%s%N)
         mv "$dir/new.tmp" "$dir/in/new-$i.yaml"
-        latency[$mode]+="$(until_host_answers "$start" "new-$i.example.com") "
+        latency[$mode]+="$(until_answers "$start" / A '' "new-$i.example.com") "
         sleep 0.3  # its apply done, before the next
         cpu[$mode]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
     done
