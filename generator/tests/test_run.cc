@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "gtls_routes_json.h"
 #include "gtls_upstream_api.h"
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
@@ -445,6 +446,38 @@ BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
     BOOST_TEST(assign_spares(&again, names, assigned) == assigned);
     Plan without = resolve(parse(base), table);
     BOOST_TEST(assign_spares(&without, names, assigned).empty());
+
+    // what a tenant writes that holds the backend's name as the table's
+    // JSON names it (a header value, a path) is text, and stays as it was:
+    // only the rules' backends name the spare
+    const std::string quoted = "'\"backend\":\"backend_ns_fresh_80\"'";
+    std::string tricky = base + service("fresh", "10.0.0.9");
+    const std::string rules = "  rules: [{backendRefs: [{name: fresh, port: 80}]}]\n";
+    BOOST_TEST_REQUIRE(tricky.find(rules) != std::string::npos);
+    tricky.replace(tricky.find(rules), rules.size(),
+                   "  rules:\n  - matches: [{path: {value: /backend_ns_fresh_80}}]\n"
+                   "    filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-note, value: "
+                       + quoted + "}]}}]\n    backendRefs: [{name: fresh, port: 80}]\n");
+    Plan named = resolve(parse(tricky), table);
+    BOOST_TEST_REQUIRE(assign_spares(&named, names, {}).size() == 1u);
+    const std::string host = route_entry_key("port_80", "fresh.example");
+    const auto entry = gtls::parse_host_routes(api_content(named, table).routes.at(host), "fresh.example");
+    size_t backends = 0, notes = 0;
+    for (const gtls::RouteAction &a : entry->actions()) {
+        for (const gtls::WeightedBackend &b : a.backends) {
+            BOOST_TEST(b.backend == "gateway2nginx_spare_plain_0");
+            backends++;
+        }
+        for (const gtls::HeaderValue &h : a.request_headers.set) {
+            BOOST_TEST(h.value == "\"backend\":\"backend_ns_fresh_80\"");
+            notes++;
+        }
+    }
+    BOOST_TEST(backends >= 1u);
+    BOOST_TEST(notes >= 1u);  // (a prefix is two locations, each an action)
+    bool path_kept = false;
+    for (const gtls::RouteMatch &m : entry->matches()) path_kept |= m.path == "/backend_ns_fresh_80";
+    BOOST_TEST(path_kept);
 }
 
 // A reload says what it is for: the first part of the skeleton that
