@@ -3,7 +3,8 @@
 // server lists and policy trust kept across reloads), a policy's trust as
 // the module builds it never trusts nothing, no name or address holds a
 // control byte (which C would read as the end of a shorter string), and
-// nothing may crash or throw anything but gtls::ApiError.
+// nothing may crash or throw anything but gtls::ApiError; read as a GET's
+// list (what gateway2nginx reads back), likewise.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -55,6 +56,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
             }
         }
+    } catch (const gtls::ApiError &) {
+    }
+    // the same bytes as a GET's list, as gateway2nginx reads it back
+    try {
+        for (const gtls::ListedRoutes &r : gtls::listed_route_hosts(body)) {
+            no_control_byte(r.table);
+            no_control_byte(r.host);
+        }
+        gtls::listed_servers(body, "upstreams");
+        gtls::pushed_policies(body);
     } catch (const gtls::ApiError &) {
     }
     return 0;
