@@ -14,6 +14,7 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
+use IO::Socket::INET;
 use Time::HiRes qw(time);
 
 plan 'no_plan';
@@ -61,6 +62,22 @@ my $master = slurp("$out/nginx.pid") =~ s/\s+//r;
 my $workers = worker_pids($master);
 
 # ---- changes within a hostname: pushed, no reload ------------------------------------
+# a client's kept-alive connection, opened before them: a reload would
+# close it once idle; pushes leave it be
+sub ask_on {
+    my ($socket, $host, $path) = @_;
+    print $socket "GET $path HTTP/1.1\r\nHost: $host\r\n\r\n" or return 'write failed';
+    my ($head, $line) = ('');
+    while (defined($line = <$socket>)) { $head .= $line; last if $line eq "\r\n" }
+    return 'closed' unless $head =~ m{^HTTP/1\.1 (\d+)};
+    my $code = $1;
+    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
+    my $body = '';
+    read($socket, $body, $length // 0);
+    return "$code " . (($body =~ /backend=(\S+)/)[0] // '-');
+}
+my $kept = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 10) or die "connect: $!";
+is(ask_on($kept, 'b.example', '/b'), '200 leaf', 'a kept-alive connection, asked before the changes');
 my ($served, $slowest) = (0, 0);
 for my $i (1 .. 20) {
     my $pushed = count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/);
@@ -78,6 +95,8 @@ diag sprintf('the slowest route change served in %.0f ms (debounce 100 ms)', $sl
 is($served, 20, 'every route change reached the traffic, its old path gone');
 is(count_in_log(qr/routes of 1 hostname\(s\) pushed to nginx, no reload/), 20, 'each pushed, its hostname alone');
 is(worker_pids($master), $workers, 'and nginx never reloaded: the same workers');
+is(ask_on($kept, 'b.example', '/b'), '200 leaf', 'the connection kept alive through them answers on');
+close $kept;
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 is(get('b.example', '/b'), '200 leaf', 'the other hostnames serve as before');
 
