@@ -209,7 +209,7 @@ ApiHeld ApiHeld::of(const ApiContent &content)
 void ApiHeld::hold(const ApiContent &pushed)
 {
     for (int i = 0; i < ApiContent::kLists; i++) {
-        for (const auto &[name, json] : const_cast<ApiContent &>(pushed).list(i)) {
+        for (const auto &[name, json] : pushed.list(i)) {
             if (i == 3 && json == kRemoved) {
                 list(i).erase(name);
             } else {

@@ -35,6 +35,7 @@ struct ApiContent {
     {
         return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
     }
+    const std::map<std::string, std::string> &list(int i) const { return const_cast<ApiContent *>(this)->list(i); }
     // the entries new or different from what `held` says the API holds
     // (this may be part of a plan's: nothing is removed);
     // *digests, when given, holds this content's (as ApiHeld::of would)

@@ -122,7 +122,7 @@ void Applier::apply_read(Manifests &manifests)
         if (!applied_ && first_ && outdir_holds(outdir_, plan, args_.options)) {
             // started beside an nginx that runs what OUTDIR holds
             applied_ = true;
-            hold_skeleton(plan, skeleton);
+            hold_skeleton(skeleton, skeleton_parts(plan, args_.options));
             pushed_ = ApiHeld::of(plan, args_.options);
             status_ = status_digest(plan, args_.options);
             say("OUTDIR already holds this configuration: nothing to apply");
@@ -145,10 +145,10 @@ void Applier::apply_read(Manifests &manifests)
 }
 
 // The skeleton nginx runs now, and its parts: what the next reload is for
-void Applier::hold_skeleton(const Plan &plan, const std::string &skeleton)
+void Applier::hold_skeleton(const std::string &skeleton, SkeletonParts parts)
 {
     skeleton_ = skeleton;
-    skeleton_parts_ = skeleton_parts(plan, args_.options);
+    skeleton_parts_ = std::move(parts);
 }
 
 // --spare-backends: what nginx lacks of `plan` (whose skeleton is
@@ -343,7 +343,8 @@ void Applier::apply_configuration(const Manifests &manifests, Plan plan, const s
     }
     behind_since_.reset();
     status_ = status_digest(plan, args_.options);
-    bool nginx_runs = false;
+    SkeletonParts parts = skeleton_parts(plan, args_.options);
+    bool nginx_runs = false, reloaded = false;
     if (!nginx_runs_now()) {
         replace_dir(staged_, outdir_);
         if (starts_nginx()) {
@@ -355,8 +356,8 @@ void Applier::apply_configuration(const Manifests &manifests, Plan plan, const s
     } else {
         nginx_runs = true;
         std::string refusal;
-        const ReloadReason why = reason ? *reason : reload_reason(skeleton_parts_, skeleton_parts(plan, args_.options));
-        if (std::string failed = reload_onto(plan, skeleton, why, &refusal); !failed.empty()) {
+        const ReloadReason why = reason ? *reason : reload_reason(skeleton_parts_, parts);
+        if (std::string failed = reload_onto(plan, skeleton, parts, why, &refusal); !failed.empty()) {
             status_.clear();
             if (refusal.empty()) {
                 applied_ = false;  // what nginx runs is not known: the next change reloads
@@ -365,10 +366,15 @@ void Applier::apply_configuration(const Manifests &manifests, Plan plan, const s
             }
             return;
         }
+        reloaded = true;
     }
-    applied_ = true;
-    hold_skeleton(plan, skeleton);
-    pushed_ = ApiHeld::of(plan, args_.options);
+    if (!reloaded) {
+        // (reload_onto holds what it reloaded onto, and whether nginx took
+        // what was pushed after it)
+        applied_ = true;
+        hold_skeleton(skeleton, std::move(parts));
+        pushed_ = ApiHeld::of(plan, args_.options);
+    }
     taken_ = taken_objects(manifests, recalled, found);
     applied(std::move(plan), nginx_runs);
 }

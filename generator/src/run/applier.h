@@ -79,7 +79,7 @@ private:
     // `reason`: none, what changed says (reload_reason)
     void apply_configuration(const Manifests &manifests, Plan plan, const std::vector<Exclusion> &recalled,
                              std::optional<ReloadReason> reason, bool can_isolate = true);
-    void hold_skeleton(const Plan &plan, const std::string &skeleton);
+    void hold_skeleton(const std::string &skeleton, SkeletonParts parts);
     void applied(Plan plan, bool nginx_runs);
     void serving(bool nginx_runs);
     void say_new_warnings(const Plan &plan);
@@ -90,7 +90,8 @@ private:
     bool apply_object_changes(const ChangeSet &changes);
 
     // reloads.cc
-    std::string reload_onto(const Plan &plan, const std::string &skeleton, ReloadReason reason, std::string *refusal);
+    std::string reload_onto(const Plan &plan, const std::string &skeleton, const SkeletonParts &parts,
+                            ReloadReason reason, std::string *refusal);
     void reload_without_refused(const Manifests &manifests, const std::string &refusal,
                                 const std::vector<Exclusion> &recalled);
     std::string reload_nginx(std::string *done, std::string *refusal);

@@ -74,6 +74,7 @@ SkeletonParts skeleton_parts(const Plan &plan, const Options &options)
         if (presented.count(f.path)) certificates << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
     }
     nginx::Writer w(backends);
+    // (zones named alike on both sides of a comparison: any prefix does)
     render_upstreams(w, plan.upstreams, api_replaceable, "z", trust_replaceable_policies(plan, options), skeleton);
     parts.listeners = listeners.digest();
     parts.certificates = certificates.digest();

@@ -25,7 +25,8 @@ size_t version_digest(const ObjectVersion &v)
 // the servers pushed before are made what was rendered), else why not,
 // said and counted, nginx's own words in *refusal, and OUTDIR holding
 // what nginx runs again (a fresh nginx starts on it).
-std::string Applier::reload_onto(const Plan &plan, const std::string &skeleton, ReloadReason reason, std::string *refusal)
+std::string Applier::reload_onto(const Plan &plan, const std::string &skeleton, const SkeletonParts &parts,
+                                 ReloadReason reason, std::string *refusal)
 {
     // what nginx runs is kept aside until it takes the new one
     const fs::path previous = staged_.string() + ".previous";
@@ -42,7 +43,8 @@ std::string Applier::reload_onto(const Plan &plan, const std::string &skeleton, 
     fs::remove_all(previous, ec);
     metrics_->reloads[static_cast<size_t>(reason)]++;
     say(reloaded + " (" + kReloadReasons[static_cast<size_t>(reason)] + ")");
-    hold_skeleton(plan, skeleton);
+    applied_ = true;  // unless what was pushed after it did not reach nginx
+    hold_skeleton(skeleton, parts);
     sync_nginx(plan, "the reload", true);
     return "";
 }
@@ -63,10 +65,10 @@ void Applier::sync_nginx(const Plan &plan, const std::string &after, bool held_k
         // what nginx holds is not known: the next change reloads, and
         // pushes again
         applied_ = false;
-    } else {
-        say("after " + after + ", " + std::to_string(pushed)
-            + " upstream(s), policy(ies) and hostname(s) pushed; nginx holds the rest");
+        return;
     }
+    say("after " + after + ", " + std::to_string(pushed)
+        + " upstream(s), policy(ies) and hostname(s) pushed; nginx holds the rest");
 }
 
 Applier::TakenObjects Applier::taken_objects(const Manifests &manifests, const std::vector<Exclusion> &recalled,
@@ -114,10 +116,11 @@ void Applier::reload_without_refused(const Manifests &manifests, const std::stri
         const std::string skeleton = skeleton_digest(trial, args_.options);
         if (applied_ && skeleton == skeleton_) return std::nullopt;  // what nginx runs
         std::string words;
-        if (std::string failed = reload_onto(trial, skeleton, ReloadReason::RefusalSearch, &words); !failed.empty()) {
+        if (std::string failed = reload_onto(trial, skeleton, skeleton_parts(trial, args_.options),
+                                             ReloadReason::RefusalSearch, &words);
+            !failed.empty()) {
             return words.empty() ? failed : words;
         }
-        applied_ = true;
         return std::nullopt;
     };
     std::vector<Exclusion> found;
