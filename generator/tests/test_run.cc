@@ -505,6 +505,21 @@ BOOST_AUTO_TEST_CASE(a_reload_is_counted_by_what_it_changes)
     listener.replace(listener.find(one), one.size(), one + "  - {name: more, port: 8080, protocol: HTTP}\n");
     BOOST_TEST(reason(listener) == "listeners");
     BOOST_TEST(reason(listener + other) == "listeners", "the most telling part");
+    // a second Gateway on the same port, and an HTTPS listener of its own
+    const std::string second = "---\n" + g2n_test::tls_secret_yaml("second-tls", "ns")
+                               + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+                                 "metadata: {name: second, namespace: ns}\nspec:\n  gatewayClassName: ours\n"
+                                 "  listeners:\n  - {name: http, port: 80, protocol: HTTP}\n"
+                                 "  - {name: https, port: 443, protocol: HTTPS, hostname: abc.example.com,\n"
+                                 "     tls: {certificateRefs: [{name: second-tls}]}}\n";
+    // (no route: no server presents its certificate yet, which is written)
+    BOOST_TEST(reason(base + second) == "certificates");
+    std::string routed = second;
+    routed += "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+              "metadata: {name: s, namespace: ns}\nspec:\n  parentRefs: [{name: second, sectionName: https}]\n"
+              "  rules: [{backendRefs: [{name: web, port: 80}]}]\n";
+    BOOST_TEST(reason(base + routed) == "listeners");
+    BOOST_TEST(reason(base + second + other) == "certificates", "before backends");
     BOOST_TEST(reason(base) == "routes", "nothing differs: what is left");
 }
 

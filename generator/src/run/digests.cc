@@ -19,20 +19,31 @@ namespace g2n {
 // only they name). A cryptographic digest: tenants write what goes into
 // it. A bundle named elsewhere too is in that other text by its name,
 // which is its content's digest.
+namespace {
+
+// The files of the skeleton: all but the CA bundles only replaceable
+// policies name
+void digest_skeleton_files(Sha256Stream &out, const Plan &plan, const Options &options)
+{
+    std::set<std::string> replaceable_bundles;
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable_bundles.insert(policy->ca);
+    for (const OutputFile &f : plan.files) {
+        if (replaceable_bundles.count(f.path)) continue;
+        out << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
+    }
+}
+
+}  // namespace
+
 std::string skeleton_digest(const Plan &plan, const Options &options)
 {
     Options skeleton = options;
     skeleton.endpoint_skeleton = true;
-    std::set<std::string> replaceable_bundles;
-    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable_bundles.insert(policy->ca);
     Sha256Stream text;
     text << render_nginx_conf(plan, skeleton) << "\n\x01http\n";
     render_http_conf(text, plan, skeleton);
     text << "\n\x01stream\n" << render_stream_conf(plan, skeleton);
-    for (const OutputFile &f : plan.files) {
-        if (replaceable_bundles.count(f.path)) continue;
-        text << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
-    }
+    digest_skeleton_files(text, plan, options);
     return text.digest();
 }
 
@@ -43,36 +54,22 @@ SkeletonParts skeleton_parts(const Plan &plan, const Options &options)
     SkeletonParts parts;
     Sha256Stream listeners, certificates, backends;
     listeners << render_nginx_conf(plan, skeleton);
-    std::set<std::string> presented;  // what the listeners read
     auto listener = [&](const std::string &listen, bool ssl, const std::string &certificate, const std::string &key,
                         const ClientValidation &client) {
         listeners << "\n\x01" << listen << " " << ssl << " " << certificate << " " << key << " "
                   << static_cast<int>(client.verify) << " " << client.ca;
         for (const std::string &pin : client.pins) listeners << " " << pin;
-        for (const std::string *f : {&certificate, &key, &client.ca}) {
-            if (!f->empty()) presented.insert(*f);
-        }
     };
     for (const Server &s : plan.servers) {
         if (s.served_by_listener) continue;
         listener(s.listen, s.ssl, s.certificate, s.certificate_key, s.client);
         listeners << " " << s.server_name << " " << s.listener_hostname << " " << s.insecure_allowed << " "
                   << s.backend_client.certificate << " " << s.backend_client.key;
-        for (const std::string *f : {&s.backend_client.certificate, &s.backend_client.key}) {
-            if (!f->empty()) presented.insert(*f);
-        }
     }
     for (const StreamServer &s : plan.stream_servers) {
         listener(s.listen, s.terminate, s.certificate, s.certificate_key, s.client);
-        for (const StreamRoute &r : s.routes) {
-            for (const std::string *f : {&r.certificate, &r.certificate_key}) {
-                if (!f->empty()) presented.insert(*f);
-            }
-        }
     }
-    for (const OutputFile &f : plan.files) {
-        if (presented.count(f.path)) certificates << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
-    }
+    digest_skeleton_files(certificates, plan, options);
     nginx::Writer w(backends);
     // (zones named alike on both sides of a comparison: any prefix does)
     render_upstreams(w, plan.upstreams, api_replaceable, "z", trust_replaceable_policies(plan, options), skeleton);

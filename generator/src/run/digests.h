@@ -17,9 +17,10 @@ namespace g2n {
 std::string skeleton_digest(const Plan &plan, const Options &options);
 // The parts of the skeleton a reload is told apart by, each a digest:
 // the listeners (sockets, server names, TLS and client validation, and
-// nginx.conf), the certificates and keys they present, stream{} (TLSRoute,
-// TCPRoute, UDPRoute servers), the upstream{} blocks. What differs
-// elsewhere is routes served as locations.
+// nginx.conf), the files written (certificates, keys, the CA bundles the
+// trust API does not replace), stream{} (TLSRoute, TCPRoute, UDPRoute
+// servers), the upstream{} blocks. What differs elsewhere is routes
+// served as locations.
 struct SkeletonParts {
     std::string listeners, certificates, stream, backends;
 };
