@@ -181,8 +181,7 @@ ngx_http_gtls_refused_t ngx_http_gtls_check_trusts(ngx_http_gtls_main_conf_t *mc
                                                  " proxy_ssl_policy_hostname takes one"};
         }
         std::string error;
-        t.configured = !pushed.names_peer()
-                       && ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
+        t.configured = ngx_http_gtls_pushed_fingerprint(t.trusted, pushed) == t.trusted->configured_fingerprint;
         if (!t.configured && !gtls::build_policy_trust(pushed, &t.trust, &error)) {
             return ngx_http_gtls_refusal_t{NGX_HTTP_BAD_REQUEST,
                                            "policies[" + gtls::json_string(pushed.policy) + "]: " + error};

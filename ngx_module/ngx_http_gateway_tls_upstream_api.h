@@ -23,7 +23,7 @@ struct ngx_http_gtls_trusted_t {
     std::vector<gtls::Policy *>  policies;
     std::vector<ngx_gtls_session_cache_t *> sessions;         // their modules' TLS sessions
     std::vector<gtls::Trust>     configured;                  // each policy's, to go back to
-    uint64_t                     configured_fingerprint = 0;  // of their configured trust
+    uint64_t                     configured_fingerprint = 0;  // of their configured trust and names
     uint64_t                     sequence = 0;                // of the state entry applied last
     bool                         pushed = false;              // trusts what the API gave
 };

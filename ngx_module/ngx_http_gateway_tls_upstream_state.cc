@@ -456,12 +456,22 @@ ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *m
     return it != mcf->trusted->end() ? &it->second : nullptr;
 }
 
-// The configured trust of a group, as pushed trust would fingerprint it:
-// pushing what is configured takes the group back to its configuration.
+// The configured trust of a group, as pushed trust would fingerprint it
+// (names not pushed: each policy's configured ones): pushing what is
+// configured takes the group back to its configuration.
 uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, const gtls::PolicyTrust &pushed)
 {
-    uint64_t one = gtls::trust_fingerprint(pushed.ca, pushed.pins), all = 0;
-    for (size_t i = 0; i < t->policies.size(); i++) all = all * 0x100000001b3ull ^ one;
+    uint64_t all = 0;
+    for (const gtls::Trust &configured : t->configured) {
+        std::vector<std::string> sans;
+        if (pushed.subject_alt_names) {
+            sans = *pushed.subject_alt_names;
+        } else {
+            for (const gtls::SanMatcher &san : *configured.sans) sans.push_back(san.spec);
+        }
+        const std::string &hostname = pushed.hostname ? *pushed.hostname : *configured.hostname;
+        all = all * 0x100000001b3ull ^ gtls::trust_fingerprint(pushed.ca, pushed.pins, hostname, sans);
+    }
     return all;
 }
 

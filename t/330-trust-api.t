@@ -208,6 +208,31 @@ ok(wait_for(sub { (api('GET'))[1] =~ /"ns\/web-tls":\{"generation":0,"source":"c
    'a reload whose configured CA changed verifies against that');
 is((answers('/leaf'))[0] . ' / ' . (answers('/untrusted'))[0], '200 SUCCESS / 502 FAILED:chain', 'and it verifies');
 
+# ---- names -------------------------------------------------------------------
+# pushed with the trust; the configured ones pushed take the policy back to
+# its configuration; kept by a reload that left the configured names as
+# they were, given up to one that changed them
+push_trust('ns/pinned' => {pins => [$pin_leaf], hostname => 'nowhere.example.com'});
+like((api('GET'))[1], qr/"ns\/pinned":\{"generation":[1-9]\d*,"source":"api","ca":"","pins":\["\Q$pin_leaf\E"\],"hostname":"nowhere\.example\.com"/,
+     'a hostname pushed');
+is((answers('/pinned'))[0], '502 FAILED:name', 'a name the certificate does not have: refused');
+push_trust('ns/pinned' => {pins => [$pin_leaf], hostname => 'abc.example.com', subject_alt_names => []});
+like((api('GET'))[1], qr/"ns\/pinned":\{"generation":[1-9]\d*,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\],"hostname":"abc\.example\.com","subject_alt_names":\[\]\}/,
+     'the names it is configured with: its configuration again');
+is((answers('/pinned'))[0], '200 SUCCESS', 'which serves');
+push_trust('ns/pinned' => {pins => [$pin_leaf], subject_alt_names => ['dns:nowhere.example.com']});
+is((answers('/pinned'))[0], '502 FAILED:san', 'SANs pushed alone: the hostname stays, the SANs are checked');
+my $configured = slurp("$dir/gw/nginx.conf");
+(my $renamed = $configured) =~ s/(proxy_ssl_policy_name ns\/pinned;\n\s+proxy_ssl_policy_hostname) abc\.example\.com;/$1 other.example.com;/
+    or die 'no ns/pinned hostname';
+spit("$dir/gw/nginx.conf", $renamed);
+$before_change = worker_pids($master);
+system("nginx -p $dir/gw/ -c nginx.conf -s reload 2>/dev/null");
+ok(wait_for(sub { replaced($before_change) }), 'reloaded with the configured hostname changed');
+ok(wait_for(sub { (api('GET'))[1] =~ /"ns\/pinned":\{"generation":0,"source":"configuration","ca":"","pins":\["\Q$pin_leaf\E"\],"hostname":"other\.example\.com","subject_alt_names":\[\]\}/ }),
+   'the configuration wins: the SANs pushed before are gone');
+is((answers('/pinned'))[0], '200 SUCCESS', 'and it serves');
+
 # nginx logs a backend its verification refused at crit ("certificate verify failed"): not a fault
 # ---- a push that a worker of the replaced configuration takes --------------
 # Its body arrives after the reload: the old worker (still serving the

@@ -700,7 +700,8 @@ Trust configured_trust(const Policy &policy)
     return {policy.store, policy.trust_source, policy.pins, policy.hostname, policy.sans};
 }
 
-uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs)
+uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs, std::string_view hostname,
+                           const std::vector<std::string> &san_specs)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     auto mix = [&h](std::string_view bytes) {
@@ -713,15 +714,19 @@ uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &
     };
     mix(ca);
     for (const std::string &pin : pin_specs) mix(pin);
+    mix("\x01names");  // (where the pins end)
+    mix(hostname);
+    for (const std::string &san : san_specs) mix(san);
     return h;
 }
 
 uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::string> *files)
 {
-    std::vector<std::string> pins;
+    std::vector<std::string> pins, sans;
     for (const Pin &pin : policy.pins) pins.push_back(pin.spec);
+    for (const SanMatcher &san : policy.sans) sans.push_back(san.spec);
     if (policy.trust_source.empty() || policy.trust_source == "system") {
-        return trust_fingerprint(policy.trust_source, pins);
+        return trust_fingerprint(policy.trust_source, pins, policy.hostname, sans);
     }
     std::map<std::string, std::string> own;
     if (files == nullptr) files = &own;
@@ -732,7 +737,7 @@ uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::stri
         bytes << file.rdbuf();
         it->second = file ? bytes.str() : "unreadable:" + policy.trust_source;
     }
-    return trust_fingerprint(it->second, pins);
+    return trust_fingerprint(it->second, pins, policy.hostname, sans);
 }
 
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error)

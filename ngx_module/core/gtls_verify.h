@@ -221,12 +221,15 @@ void replace_trust(Policy *policy, const Trust &trust, const Trust &configured, 
 Trust configured_trust(const Policy &policy);
 
 // What a configured policy trusts (its CA file's bytes or "system", its
-// pins), FNV-1a: tells whether a reload changed it. Reads the file, once
-// per path for all the calls that share `files`.
+// pins) and the names it verifies (hostname, SAN SPECs), FNV-1a: tells
+// whether a reload changed them. Reads the file, once per path for all
+// the calls that share `files`.
 uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::string> *files = nullptr);
-// The same of trust given as text: `ca` PEM bytes, "system" or empty, and
-// normalised pin SPECs. Equal to the configured one's for the same bytes.
-uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs);
+// The same of trust given as text: `ca` PEM bytes, "system" or empty,
+// normalised pin SPECs, the hostname and SAN SPECs. Equal to the
+// configured one's for the same bytes.
+uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs, std::string_view hostname,
+                           const std::vector<std::string> &san_specs);
 
 // Reads every certificate of a PEM file and makes each a sha256-cert pin.
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error);

@@ -146,9 +146,18 @@ BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
     BOOST_TEST(run(p, "untrusted").text() == "SUCCESS");
     BOOST_TEST(run(p, "leaf").text() == "FAILED:chain");
     BOOST_TEST(trust_fingerprint(p) != configured);
-    // the configured trust given as text is the same trust
-    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {}) == configured);
-    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {"sha256-spki:x"}) != configured);
+    // the configured trust given as text is the same trust, with the same names
+    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {}, "", {}) == configured);
+    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {"sha256-spki:x"}, "", {}) != configured);
+    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {}, "abc.example.com", {}) != configured);
+    BOOST_TEST(trust_fingerprint(slurp(cert_path("ca.crt")), {}, "", {"dns:abc.example.com"}) != configured);
+    // (a pin is not a name)
+    BOOST_TEST(trust_fingerprint("", {"dns:a"}, "", {}) != trust_fingerprint("", {}, "", {"dns:a"}));
+    Policy named = ca_policy();
+    named.hostname = "abc.example.com";
+    add_san(named, "dns:abc.example.com");
+    BOOST_TEST(trust_fingerprint(named)
+               == trust_fingerprint(slurp(cert_path("ca.crt")), {}, "abc.example.com", {"dns:abc.example.com"}));
 
     // a bundle of both roots trusts both; pins alone trust their key alone
     BOOST_TEST_REQUIRE(build_trust(slurp(cert_path("ca.crt")) + slurp(cert_path("unrelated-ca.crt")), {}, &trust, &error), error);
