@@ -142,6 +142,24 @@ is(count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), $trust
 is(worker_pids($master), $workers, 'and nginx never reloaded for them');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 
+# the policy's hostname and SANs: pushed with its trust, no reload either
+sub names { my ($names) = @_; (my $b = $base) =~ s/^    hostname: abc\.example\.com\n/$names/m or die 'no hostname';
+            put('base.yaml', $b) }
+my @names = (["    hostname: nowhere.example.com\n", '(502)', 'a hostname the certificate does not name: 502 at once'],
+             ["    hostname: other.example.com\n", '127.0.0.7', 'one it names: served again'],
+             ["    hostname: abc.example.com\n    subjectAltNames: [{type: Hostname, hostname: nowhere.example.com}]\n",
+              '(502)', 'a SAN the certificate does not have: 502'],
+             ["    hostname: abc.example.com\n", '127.0.0.7', 'the policy as it was: served']);
+for my $change (@names) {
+    my ($yaml, $want, $what) = @$change;
+    my $pushed = count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/);
+    names($yaml);
+    ok(wait_for(sub { count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/) > $pushed }, 5)
+       && wait_for(sub { endpoints_seen() eq $want }, 5), $what) or diag endpoints_seen(), slurp($log);
+}
+is(worker_pids($master), $workers, 'and nginx never reloaded for the names');
+is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
+
 put('slice.yaml', slice_yaml(7));
 ok(wait_for(sub { count_in_log(qr/no change to the configuration or the status/) >= 1 }, 3),
    'rewriting a file with the same objects: no change, said so');

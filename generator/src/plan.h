@@ -100,8 +100,9 @@ struct UpstreamPolicy {
     std::vector<std::string> sans;  // module SPECs
     std::vector<std::string> pins;  // module SPECs
     std::string hostname;
-    // a spare's policy holding a Service's (gateway2nginx run): its
-    // hostname and SANs pushed with its trust, over the spare's own
+    // gateway2nginx run pushes its hostname and SANs with its trust
+    // (plan_pushed_names; a spare's policy holding a Service's, over the
+    // spare's own)
     bool names_pushed = false;
 };
 

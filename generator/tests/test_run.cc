@@ -314,6 +314,60 @@ BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
     BOOST_TEST(trust_replaceable_policies(before, Options{}).empty());
 }
 
+// A policy's hostname and SANs change with no reload where the module
+// takes them pushed (every scope an upstream{} of http{}); where a
+// stream{} server sends the name too, they stay the reload's.
+BOOST_AUTO_TEST_CASE(a_hostname_or_san_change_is_pushed_with_the_trust)
+{
+    Options skeleton = with_api();
+    skeleton.endpoint_skeleton = true;
+    const std::string hostname = "    hostname: web.example.com\n";
+    auto named = [&](const std::string &names) {
+        std::string yaml = with_policy("ca.crt");
+        yaml.replace(yaml.find(hostname), hostname.size(), names);
+        return yaml;
+    };
+    Plan before = resolve(parse(with_policy("ca.crt")), with_api());
+    Plan renamed = resolve(parse(named("    hostname: other.example.com\n")), with_api());
+    Plan with_sans = resolve(parse(named(hostname + "    subjectAltNames: [{type: Hostname, hostname: "
+                                                    "san.example.com}]\n")),
+                             with_api());
+    BOOST_TEST(render_http_conf(before, skeleton) == render_http_conf(renamed, skeleton));
+    BOOST_TEST(render_http_conf(before, skeleton) == render_http_conf(with_sans, skeleton));
+    BOOST_TEST(render_http_conf(before, skeleton).find("# names replaceable at run time") != std::string::npos);
+    BOOST_TEST(render_http_conf(before, with_api()) != render_http_conf(renamed, with_api()));
+    // the API is given the names, each change a push of that policy
+    const gtls::PolicyTrust trust =
+        gtls::parse_policy_trust(api_content(renamed, with_api()).trust.at("ns/web-tls"), "ns/web-tls");
+    BOOST_TEST((trust.hostname && *trust.hostname == "other.example.com"));
+    const gtls::PolicyTrust sans =
+        gtls::parse_policy_trust(api_content(with_sans, with_api()).trust.at("ns/web-tls"), "ns/web-tls");
+    BOOST_TEST_REQUIRE(sans.subject_alt_names.has_value());
+    BOOST_TEST(sans.subject_alt_names->size() == 1u);
+    ApiHeld digests;
+    BOOST_TEST(api_content(renamed, with_api())
+                   .changed_since(ApiHeld::of(api_content(before, with_api())), &digests)
+                   .trust.size()
+               == 1u);
+    // without the API, the names are rendered as ever
+    BOOST_TEST(render_http_conf(before, Options{}).find("proxy_ssl_policy_hostname web.example.com;")
+               != std::string::npos);
+    // also in stream{}: the names stay the skeleton's, and are not pushed
+    Plan streamed = resolve(parse(with_policy("ca.crt")), with_api());
+    for (Upstream &u : streamed.upstreams) {
+        if (!u.tls()) continue;
+        auto unmarked = std::make_shared<UpstreamPolicy>(*u.policy);
+        unmarked->names_pushed = false;
+        u.policy = std::move(unmarked);
+        streamed.stream_upstreams.push_back(u);
+    }
+    plan_pushed_names(&streamed, with_api());
+    BOOST_TEST(render_http_conf(streamed, skeleton).find("proxy_ssl_policy_hostname web.example.com;")
+               != std::string::npos);
+    BOOST_TEST(!gtls::parse_policy_trust(api_content(streamed, with_api()).trust.at("ns/web-tls"), "ns/web-tls")
+                    .hostname.has_value());
+}
+
 // --routes table: the API holds each hostname's rules; a change costs the
 // hostnames it touches, a hostname the plan lost is removed, and part of a
 // plan (what an EndpointSlice changes) removes nothing.

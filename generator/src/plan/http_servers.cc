@@ -72,6 +72,7 @@ void Resolver::finish_servers()
         for (Upstream &spare : spare_upstreams(o_.spare_backends)) plan_->upstreams.push_back(std::move(spare));
     }
     finish_stream_servers();
+    plan_pushed_names(plan_, o_);
 }
 
 }  // namespace g2n

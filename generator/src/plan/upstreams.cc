@@ -130,6 +130,29 @@ std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const P
     return policies;
 }
 
+void plan_pushed_names(Plan *plan, const Options &o)
+{
+    std::set<std::string> pushed;
+    for (const auto &[name, policy] : trust_replaceable_policies(*plan, o)) {
+        if (!policy->hostname.empty()) pushed.insert(name);
+    }
+    // (a stream{} server sends the name proxy_ssl_name gives it)
+    for (const Upstream &u : plan->stream_upstreams) {
+        if (u.tls()) pushed.erase(u.policy->name);
+    }
+    std::map<const UpstreamPolicy *, std::shared_ptr<const UpstreamPolicy>> marked;
+    for (Upstream &u : plan->upstreams) {
+        if (!u.tls() || !pushed.count(u.policy->name)) continue;
+        std::shared_ptr<const UpstreamPolicy> &copy = marked[u.policy.get()];
+        if (copy == nullptr) {
+            auto policy = std::make_shared<UpstreamPolicy>(*u.policy);
+            policy->names_pushed = true;
+            copy = std::move(policy);
+        }
+        u.policy = copy;
+    }
+}
+
 size_t power_of_two_at_least(size_t n, size_t least)
 {
     size_t p = least;

@@ -75,5 +75,10 @@ size_t servers_zone_kilobytes(size_t server_lines);
 std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o);
 // What of that the policy decides itself: it verifies, with a CA or pins.
 bool trust_replaceable(const UpstreamPolicy &p);
+// Marks names_pushed the trust-replaceable policies whose every scope is
+// an upstream{} of http{} (which sets proxy_ssl_policy_hostname, the one
+// place the module takes a pushed hostname): their hostname and SANs go
+// with their trust, out of the skeleton.
+void plan_pushed_names(Plan *plan, const Options &o);
 
 }  // namespace g2n

@@ -118,8 +118,8 @@ std::vector<const Upstream *> render_upstreams(nginx::Writer &w, const std::vect
         Skeleton skeleton;
         skeleton.servers = dynamic && o.endpoint_skeleton;
         skeleton.trust = o.endpoint_skeleton && u.tls() && trusts.count(u.policy->name) > 0;
-        // a spare is the same skeleton whichever backend it holds
-        skeleton.names = skeleton.trust && u.tenant == kSpareTenant;
+        // (a spare is the same skeleton whichever backend it holds)
+        skeleton.names = skeleton.trust && u.policy->names_pushed;
         render_upstream(w, u, dynamic ? zone->second.c_str() : nullptr, skeleton);
     }
     return zoned;
