@@ -161,6 +161,7 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
         const std::shared_ptr<const UpstreamPolicy> &was = found->second;
         UpstreamPolicy now = upstream_policy(p, ca, trusted, plan);
         if (now.ca == was->ca && now.pins == was->pins) continue;
+        now.names_pushed = was->names_pushed;  // its upstreams are as they were
         // what else made it replaceable (its upstreams) is as it was
         if (!trust_replaceable(now)) {
             update.needs_resolve = true;
