@@ -16,6 +16,7 @@
 #include "gtls_upstream_api.h"
 #include "apply/reload.h"
 #include "apply/upstream_api.h"
+#include "plan/route_tables.h"
 #include "plan/spare_assignment.h"
 #include "plan/upstreams.h"
 #include "render/render.h"
@@ -366,6 +367,38 @@ BOOST_AUTO_TEST_CASE(a_hostname_or_san_change_is_pushed_with_the_trust)
                != std::string::npos);
     BOOST_TEST(!gtls::parse_policy_trust(api_content(streamed, with_api()).trust.at("ns/web-tls"), "ns/web-tls")
                     .hostname.has_value());
+}
+
+// What is kept from plans before (trust digests by what the JSON is made
+// of, table entries read back by their rules) gives what computing afresh
+// gives, whatever came before: plans that differ in one thing, in turns.
+BOOST_AUTO_TEST_CASE(what_earlier_plans_left_gives_what_computing_afresh_gives)
+{
+    Options table = with_api();
+    table.routes = "table";
+    const std::string hostname = "    hostname: web.example.com\n";
+    auto variant = [&](int i) {
+        std::string yaml = with_policy(i % 2 == 0 ? "ca.crt" : "unrelated-ca.crt");
+        if (i % 3 == 1) yaml.replace(yaml.find(hostname), hostname.size(), "    hostname: other.example.com\n");
+        const std::string path = "{value: /web}";
+        if (i % 4 == 2) yaml.replace(yaml.find(path), path.size(), "{value: /moved}");
+        return yaml;
+    };
+    for (int round = 0; round < 12; round++) {
+        const Plan plan = resolve(parse(variant(round * 5 % 7)), table);
+        const ApiHeld held = ApiHeld::of(plan, table);
+        const ApiHeld afresh = ApiHeld::of(api_content(plan, table));
+        BOOST_TEST((held.trust == afresh.trust && held.servers == afresh.servers && held.routes == afresh.routes),
+                   "round " << round);
+        BOOST_TEST_REQUIRE(!plan.servers.empty());
+        for (const Server &s : plan.servers) {
+            if (!s.in_table()) continue;
+            std::string why;
+            const auto entry = table_entry(s, &why);
+            BOOST_TEST_REQUIRE(entry != nullptr, why);
+            BOOST_TEST(s.table_json == gtls::host_routes_json(*entry), "round " << round);
+        }
+    }
 }
 
 // --routes table: the API holds each hostname's rules; a change costs the

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -221,30 +222,100 @@ void ApiHeld::hold(const ApiContent &pushed)
 
 namespace {
 
+// What a policy's trust JSON is made of, on a line: its CA bundle by its
+// file's name, which is its content's id
+std::string trust_inputs(const UpstreamPolicy &p)
+{
+    std::string line = p.name + '\0' + p.ca;
+    for (const std::string &pin : p.pins) line += '\0' + pin;
+    if (p.names_pushed) {
+        line += "\0\x01" + p.hostname;
+        for (const std::string &san : p.sans) line += '\0' + san;
+    }
+    return sha256(line);
+}
+
+// The digests of trust JSONs built before, by what they were made of: a
+// policy that did not change is not written out (its CA bundle a copy)
+// and hashed again at every change. What the last two contents used is
+// kept, no more.
+class TrustDigests {
+public:
+    void next_content()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        generation_++;
+        for (auto it = digests_.begin(); it != digests_.end();) {
+            it = it->second.second + 1 < generation_ ? digests_.erase(it) : std::next(it);
+        }
+    }
+
+    const std::string *find(const std::string &inputs)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = digests_.find(inputs);
+        if (it == digests_.end()) return nullptr;
+        it->second.second = generation_;
+        return &it->second.first;
+    }
+
+    const std::string *keep(const std::string &inputs, std::string digest)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto &entry = digests_[inputs] = {std::move(digest), generation_};
+        return &entry.first;
+    }
+
+private:
+    std::mutex mutex_;
+    uint64_t generation_ = 0;
+    // (entries are never moved while the map holds them: pointers stay)
+    std::unordered_map<std::string, std::pair<std::string, uint64_t>> digests_;
+};
+
+TrustDigests &trust_digests()
+{
+    static TrustDigests digests;
+    return digests;
+}
+
 // Each entry of the content, one at a time, as (list: 0 servers, 1
-// stream_servers, 2 trust, 3 routes; name; JSON)
-void each_api_entry(const Plan &plan, const Options &options,
-                    const std::function<void(int list, const std::string &name, std::string json)> &entry)
+// stream_servers, 2 trust, 3 routes; name; the SHA-256 of its JSON; its
+// JSON, built when asked)
+using ApiEntry = std::function<void(int list, const std::string &name, const std::string &digest,
+                                    const std::function<std::string()> &json)>;
+void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &entry)
 {
     if (options.upstream_api == "off") return;
+    auto at_hand = [&](int list, const std::string &name, const std::string &json) {
+        entry(list, name, sha256(json), [&] { return json; });
+    };
     for (const Server &s : plan.servers) {
-        if (s.in_table()) entry(3, route_entry_key(route_table_name(s), route_table_host(s)), s.table_json);
+        if (s.in_table()) at_hand(3, route_entry_key(route_table_name(s), route_table_host(s)), s.table_json);
     }
     for (const Upstream &u : plan.upstreams) {
-        if (api_replaceable(u)) entry(0, u.name, upstream_servers_api_json(u));
+        if (api_replaceable(u)) at_hand(0, u.name, upstream_servers_api_json(u));
     }
     for (const Upstream &u : plan.stream_upstreams) {
-        if (stream_api_replaceable(u)) entry(1, u.name, upstream_servers_api_json(u));
+        if (stream_api_replaceable(u)) at_hand(1, u.name, upstream_servers_api_json(u));
     }
     const auto policies = trust_replaceable_policies(plan, options);
     if (policies.empty()) return;
     std::unordered_map<std::string_view, const std::string *> files;  // bundles by path, not searched for each policy
     for (const OutputFile &f : plan.files) files.emplace(f.path, &f.content);
+    TrustDigests &digests = trust_digests();
+    digests.next_content();
     for (const auto &[name, p] : policies) {
-        entry(2, name, trust_api_json(*p, [&](const std::string &path) {
-                  auto file = files.find(path);
-                  return file == files.end() ? nullptr : file->second;
-              }));
+        auto json = [&, p = p] {
+            return trust_api_json(*p, [&](const std::string &path) {
+                auto file = files.find(path);
+                return file == files.end() ? nullptr : file->second;
+            });
+        };
+        const std::string inputs = trust_inputs(*p);
+        const std::string *digest = digests.find(inputs);
+        if (digest == nullptr) digest = digests.keep(inputs, sha256(json()));
+        entry(2, name, *digest, json);
     }
 }
 
@@ -253,8 +324,8 @@ void each_api_entry(const Plan &plan, const Options &options,
 ApiContent api_content(const Plan &plan, const Options &options)
 {
     ApiContent content;
-    each_api_entry(plan, options, [&](int list, const std::string &name, std::string json) {
-        content.list(list)[name] = std::move(json);
+    each_api_entry(plan, options, [&](int list, const std::string &name, const std::string &, const auto &json) {
+        content.list(list)[name] = json();
     });
     return content;
 }
@@ -262,8 +333,8 @@ ApiContent api_content(const Plan &plan, const Options &options)
 ApiHeld ApiHeld::of(const Plan &plan, const Options &options)
 {
     ApiHeld held;
-    each_api_entry(plan, options, [&](int list, const std::string &name, std::string json) {
-        held.list(list)[name] = sha256(json);
+    each_api_entry(plan, options, [&](int list, const std::string &name, const std::string &digest, const auto &) {
+        held.list(list)[name] = digest;
     });
     return held;
 }
@@ -271,12 +342,11 @@ ApiHeld ApiHeld::of(const Plan &plan, const Options &options)
 ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &held, ApiHeld *now)
 {
     ApiContent changed;
-    each_api_entry(plan, options, [&](int list, const std::string &name, std::string json) {
-        std::string digest = sha256(json);
+    each_api_entry(plan, options, [&](int list, const std::string &name, const std::string &digest, const auto &json) {
         const auto &then = held.list(list);
         auto it = then.find(name);
-        if (it == then.end() || it->second != digest) changed.list(list)[name] = std::move(json);
-        now->list(list)[name] = std::move(digest);
+        if (it == then.end() || it->second != digest) changed.list(list)[name] = json();
+        now->list(list)[name] = digest;
     });
     for (const auto &[key, digest] : held.routes) {
         if (!now->routes.count(key)) changed.routes[key] = kRemoved;
@@ -321,9 +391,10 @@ std::string sync_after_reload(const Plan &plan, const Options &options, const Ap
     // with, which takes them back to it)
     ApiContent content;
     try {
-        each_api_entry(plan, options, [&](int which, const std::string &name, std::string json) {
+        each_api_entry(plan, options, [&](int which, const std::string &name, const std::string &digest,
+                                          const auto &json) {
             if (which == 2) {
-                if (pushed.count(name)) content.trust[name] = std::move(json);
+                if (pushed.count(name)) content.trust[name] = json();
                 return;
             }
             if (which == 3) {
@@ -332,14 +403,15 @@ std::string sync_after_reload(const Plan &plan, const Options &options, const Ap
                 const bool listed = hosts.erase(name) > 0;
                 if (listed && before != nullptr) {
                     auto then = before->routes.find(name);
-                    if (then != before->routes.end() && then->second == sha256(json)) return;
+                    if (then != before->routes.end() && then->second == digest) return;
                 }
-                content.routes[name] = std::move(json);
+                content.routes[name] = json();
                 return;
             }
+            std::string servers = json();
             auto it = held[which].find(name);
-            if (it != held[which].end() && it->second == digest_of(gtls::parse_server_list(json))) return;
-            content.list(which)[name] = std::move(json);
+            if (it != held[which].end() && it->second == digest_of(gtls::parse_server_list(servers))) return;
+            content.list(which)[name] = std::move(servers);
         });
     } catch (const gtls::ApiError &e) {
         return std::string("a rendered server list does not read: ") + e.what();

@@ -59,6 +59,7 @@ void Resolver::finish_servers()
     for (auto &entry : servers_) by_key.push_back(&entry);
     std::sort(by_key.begin(), by_key.end(), [](const auto *a, const auto *b) { return a->first < b->first; });
     plan_->servers.reserve(plan_->servers.size() + servers_.size());
+    if (o_.routes == "table") plan_table_entries_begin();
     for (auto *entry : by_key) {
         answer_unmatched(&entry->second);
         order_locations(&entry->second);

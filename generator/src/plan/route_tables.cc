@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <unordered_map>
 
+#include "digest.h"
 #include "gtls_routes_json.h"
 #include "gtls_upstream_api.h"
 
@@ -163,7 +166,11 @@ std::string route_table_host(const Server &s)
     return s.server_name.empty() ? "*" : s.server_name;
 }
 
-std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why)
+namespace {
+
+// A server's rules as the table's JSON, before the module reads it
+// back; "" and *why where the table cannot serve them
+std::string entry_rules_json(const Server &s, std::string *why)
 {
     std::vector<gtls::RouteAction> actions;
     std::vector<gtls::RouteMatch> matches;
@@ -175,11 +182,11 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
     why->clear();
     for (const Location *l : nginx_order(s)) {
         gtls::RouteMatch path;
-        if (!path_match(*l, &path, why)) return nullptr;
+        if (!path_match(*l, &path, why)) return "";
         for (const ConditionalTarget &t : l->conditional) {
             gtls::RouteMatch m = path;
             gtls::RouteAction a;
-            if (!conditions(t.conditions, &m, why)) return nullptr;
+            if (!conditions(t.conditions, &m, why)) return "";
             if (t.return_code != 0) {
                 a.status = static_cast<unsigned>(t.return_code);
             } else {
@@ -191,27 +198,99 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
         if (!l->unconditional) {
             a.status = 404;  // a rendered location answers what its conditions do not take
         } else if (!location_action(*l, &a, why)) {
-            return nullptr;
+            return "";
         }
         add(std::move(path), std::move(a));
     }
-    const std::string host = route_table_host(s);
     try {
-        // read back as the module reads it: what it would refuse stays rendered
-        gtls::HostRoutes built(host, std::move(actions), std::move(matches));
-        return gtls::parse_host_routes(gtls::host_routes_json(built), host);
+        return gtls::host_routes_json(gtls::HostRoutes(route_table_host(s), std::move(actions), std::move(matches)));
+    } catch (const std::exception &e) {
+        *why = std::string("the table refuses it: ") + e.what();
+        return "";
+    }
+}
+
+// Read back as the module reads it: what it would refuse stays rendered
+std::shared_ptr<const gtls::HostRoutes> read_back(const std::string &rules, const std::string &host, std::string *why)
+{
+    try {
+        return gtls::parse_host_routes(rules, host);
     } catch (const std::exception &e) {
         *why = std::string("the table refuses it: ") + e.what();
         return nullptr;
     }
 }
 
+// Entries read back before, by the digest of the rules they were read
+// from: a hostname whose rules are unchanged is not read back again at
+// each route change (at 10,000 rules, most of its CPU). What the last two
+// plans used is kept, no more.
+class ReadBackEntries {
+public:
+    struct Entry {
+        std::string table_json, refusal;
+        uint64_t used = 0;
+    };
+
+    // A new plan's servers are about to be read back
+    void next_plan()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        generation_++;
+        for (auto it = entries_.begin(); it != entries_.end();) {
+            it = it->second.used + 1 < generation_ ? entries_.erase(it) : std::next(it);
+        }
+    }
+
+    bool find(const std::string &digest, Server *s)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(digest);
+        if (it == entries_.end()) return false;
+        it->second.used = generation_;
+        s->table_json = it->second.table_json;
+        s->table_refusal = it->second.refusal;
+        return true;
+    }
+
+    void keep(const std::string &digest, const Server &s)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        entries_[digest] = Entry{s.table_json, s.table_refusal, generation_};
+    }
+
+private:
+    std::mutex mutex_;
+    uint64_t generation_ = 0;
+    std::unordered_map<std::string, Entry> entries_;
+};
+
+ReadBackEntries &read_back_entries()
+{
+    static ReadBackEntries entries;
+    return entries;
+}
+
+}  // namespace
+
+std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string *why)
+{
+    const std::string rules = entry_rules_json(s, why);
+    return rules.empty() ? nullptr : read_back(rules, route_table_host(s), why);
+}
+
+void plan_table_entries_begin() { read_back_entries().next_plan(); }
+
 void plan_table_entry(Server *s)
 {
     s->table_json.clear();
-    s->table_refusal.clear();
-    std::shared_ptr<const gtls::HostRoutes> entry = table_entry(*s, &s->table_refusal);
+    const std::string rules = entry_rules_json(*s, &s->table_refusal);
+    if (rules.empty()) return;
+    const std::string digest = sha256(rules);
+    if (read_back_entries().find(digest, s)) return;
+    std::shared_ptr<const gtls::HostRoutes> entry = read_back(rules, route_table_host(*s), &s->table_refusal);
     if (entry != nullptr) s->table_json = gtls::host_routes_json(*entry);
+    read_back_entries().keep(digest, *s);
 }
 
 namespace {

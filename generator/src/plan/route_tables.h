@@ -36,6 +36,9 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
 // are final (--routes table); a server with no route gets an entry with
 // no rules (404), so that its table never serves it another's
 void plan_table_entry(Server *s);
+// Before a plan's plan_table_entry calls: what the plan before the last
+// read back and the last did not is let go
+void plan_table_entries_begin();
 
 // Marks served_by_listener the servers of an exact route hostname whose
 // requests nginx would give to their own listener's server (the longest
