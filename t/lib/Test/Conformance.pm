@@ -18,6 +18,7 @@ use warnings;
 
 use Cwd qw(abs_path);
 use Exporter 'import';
+use File::Path ();
 use IO::Socket::INET;
 use JSON::PP;
 use POSIX ();
@@ -36,6 +37,11 @@ my ($Shared, $Dir, $Offset, %Echo, %H2cEcho, %GrpcEcho, %GrpcEchoTls, @Running);
 # 'table': HTTPRoutes and GRPCRoutes served by the module's route table
 # (gateway2nginx --routes table), filled through the upstream API
 my $Routes = 'locations';
+# replay(run => 1): each test's Gateways served by gateway2nginx run
+# (--start-nginx) watching the manifests, its later generations applied
+# by run itself (pid and log of each OUTDIR's run)
+my ($Run, %RunPid);
+my $Edited = 0;  # the files a test's step changed
 my $EchoPorts = 0;
 
 # ---- backends --------------------------------------------------------------
@@ -245,7 +251,17 @@ sub _log_offsets {
 # ---- gateways --------------------------------------------------------------
 
 sub _stop_gateways {
-    stop_nginx($_) for @Running;
+    for my $out (@Running) {
+        my $run = delete $RunPid{$out};
+        if ($run) {
+            # run stops its nginx (what is in flight completes), and ends
+            kill 'TERM', $run;
+            my $deadline = time + 10;
+            sleep 0.02 while waitpid($run, POSIX::WNOHANG()) == 0 && time < $deadline;
+            kill('KILL', $run), waitpid($run, 0) if kill 0, $run;
+        }
+        stop_nginx($out);
+    }
     @Running = ();
 }
 
@@ -281,6 +297,7 @@ sub _serve_gateway {
     # pushed by gateway2nginx itself
     my $api = "$address:" . (server_port() + 18);
     my @table = $Routes eq 'table' ? ('--routes', 'table', '--upstream-api', $api) : ();
+    return _serve_gateway_run($test, $name, $address, $module_dir, @table) if $Run;
     my ($rc, $output) = run_generator('-f', $Dir, '-o', $out, '--gateway', "$Infra/$name",
                                       '--port-offset', $Offset, '--listen-address', $address,
                                       '--module-dir', $module_dir, '--status-listen', 'off', '--check', @table,
@@ -311,6 +328,62 @@ sub _serve_gateway {
         }
     }
     return $status;
+}
+
+# What gateway2nginx run logs once OUTDIR (status.yaml) holds what it
+# applied last, and nginx serves it (route tables filled after a start or
+# a reload); and what it logs where OUTDIR is to catch up still.
+my $RunSettled = qr/OUTDIR written with the servers pushed since|after (?:the reload|nginx started), \d+ upstream|after (?:the reload|nginx started) failed|no change to the configuration or the status|the configuration nginx runs is unchanged|refuses the configuration|bad input, nothing changed/;
+my $RunBehind = qr/pushed to nginx, no reload/;
+my %RunSeen;  # OUTDIR -> how much of its run's log was read
+
+# Gateway NAME served by gateway2nginx run, started for TEST's first
+# generation; a later one (the manifests edited) is waited for: what run
+# applied, in OUTDIR and nginx. Returns its status, or undef.
+sub _serve_gateway_run {
+    my ($test, $name, $address, $module_dir, @table) = @_;
+    my $out = _out_dir($test, $name);
+    my $log = "$out.run.log";
+    if (!grep { $_ eq $out } @Running) {
+        File::Path::remove_tree($out);
+        unlink $log;
+        my $bin = $ENV{GATEWAY2NGINX} || abs_path('build/gateway2nginx');
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            open STDERR, '>', $log or die "$log: $!";
+            open STDOUT, '>', '/dev/null';
+            exec($bin, 'run', '-f', $Dir, '-o', $out, '--gateway', "$Infra/$name", '--port-offset', $Offset,
+                 '--listen-address', $address, '--module-dir', $module_dir, '--status-listen', 'off',
+                 '--nginx', nginx_binary(), '--start-nginx', '--shutdown-delay', '1ms', '--debounce', '50', '--spare-backends', '2',
+                 @Test::GatewayTLS::TestEndpoints, @table) or die "exec $bin: $!";
+        }
+        $RunPid{$out} = $pid;
+        push @Running, $out;
+        $RunSeen{$out} = 0;
+        my $started = qr/after nginx started, \d+ upstream|after nginx started failed/;
+        my $serves = sub { -f $log && slurp($log) =~ (@table ? $started : qr/nginx started/) };
+        wait_for(sub { $serves->() || waitpid($pid, POSIX::WNOHANG()) != 0 }, 15);
+        if (!$serves->()) {
+            diag("$test->{name}: gateway2nginx run for $name serves nothing:\n" . (-f $log ? slurp($log) : ''));
+            return undef;
+        }
+        _wait_port($address, $_ + $Offset) for _listener_ports($name);
+    } else {
+        my $settled = sub {
+            my $text = substr(-f $log ? slurp($log) : '', $RunSeen{$out});
+            my ($settled, $behind) = (-1, -1);
+            while ($text =~ /($RunSettled)|$RunBehind/g) {
+                if (defined $1) { $settled = pos($text) } else { $behind = pos($text) }
+            }
+            return $settled > $behind;
+        };
+        if ($Edited && !wait_for($settled, 15)) {
+            diag("$test->{name}: gateway2nginx run for $name did not apply the change:\n" . (slurp($log) // ''));
+            return undef;
+        }
+    }
+    $RunSeen{$out} = length(slurp($log) // '');
+    return read_status("$out/status.yaml");
 }
 
 # Listener ports of Gateway NAME in the manifests.
@@ -731,6 +804,7 @@ sub _serve {
 # 5 s until they pass, as the suite waits for a consistent answer.
 sub _run_test {
     my ($test) = @_;
+    _stop_gateways() if $Run;  # a run still watching would apply the next test's manifests
     unlink glob("$Dir/1*.yaml");
     my $i = 0;
     for my $m (@{$test->{manifests}}) {
@@ -750,10 +824,14 @@ sub _run_test {
     my $step = 0;
     for my $s (@{$test->{steps} || []}) {
         $step++;
+        $Edited = 0;
         for my $file (glob("$Dir/1*.yaml")) {
             my $text = slurp($file);
             my $edited = $s->{edit}->($text);
-            spit($file, $edited) if $edited ne $text;
+            next if $edited eq $text;
+            # written aside and renamed: a run watching never reads half of it
+            put_file($Dir, $file =~ s{.*/}{}r, $edited);
+            $Edited++;
         }
         ($status, $address) = _serve({%$test, requests => $s->{requests}}, 1);
         return (@why, "step $step: $status") unless ref $status;
@@ -774,7 +852,8 @@ sub _run_test {
 sub replay {
     my ($tests, %opts) = @_;
     $Routes = $opts{routes} // 'locations';
-    my $record = $Routes eq 'locations';
+    $Run = $opts{run};
+    my $record = $Routes eq 'locations' && !$Run;
     ($Shared, $Dir) = conformance_begin();
     $Offset = server_port() + 30 - 443;  # 80 -> base-333, 443 -> base+30, 8080 -> base+7667
     my $setup = conformance_setup();
