@@ -567,6 +567,53 @@ BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
     BOOST_TEST(path_kept);
 }
 
+// --routes table: a backend no route names any more stays in the
+// configuration nginx runs until a reload; one route's backend replaced
+// by a Service new to nginx (a spare takes it) changes nothing nginx was
+// configured with.
+BOOST_AUTO_TEST_CASE(a_backend_no_route_names_stays_until_a_reload)
+{
+    Options table = with_api();
+    table.routes = "table";
+    table.spare_backends = 1;
+    Options skeleton = table;
+    skeleton.endpoint_skeleton = true;
+    const std::string base = with_policy("ca.crt") + slice(R"("10.0.0.1")");
+    auto service = [](const std::string &name, const std::string &address, const std::string &route_to) {
+        return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: ns}\n"
+               "spec:\n  ports: [{name: http, port: 80}]\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+               "metadata:\n  name: " + name + "-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: " + name
+               + "}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"" + address + "\"]}]\n"
+               "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: app, namespace: ns}\n"
+               "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [app.example]\n"
+               "  rules: [{backendRefs: [{name: " + route_to + ", port: 80}]}]\n";
+    };
+    const Plan running = resolve(parse(base + service("old", "10.0.0.8", "old")), table);
+    std::set<std::string> names;
+    for (const Upstream &u : running.upstreams) {
+        if (u.tenant != kSpareTenant) names.insert(u.name);
+    }
+    BOOST_TEST_REQUIRE(names.count("backend_ns_old_80") == 1u);
+    const std::string replaced = base + service("fresh", "10.0.0.9", "fresh");
+    Plan spared = resolve(parse(replaced), table);
+    BOOST_TEST(assign_spares(&spared, names, {}).size() == 1u);
+    BOOST_TEST(render_http_conf(spared, skeleton) != render_http_conf(running, skeleton), "the old one's upstream{} gone");
+    Plan plan = resolve(parse(replaced), table);
+    BOOST_TEST(retain_upstreams(&plan, running.upstreams) == 1u);
+    BOOST_TEST(assign_spares(&plan, names, {}).size() == 1u);
+    BOOST_TEST(render_http_conf(plan, skeleton) == render_http_conf(running, skeleton));
+    // its servers as nginx holds them: nothing pushed for it; the route to the spare
+    const ApiContent content = api_content(plan, table);
+    BOOST_TEST(content.servers.at("backend_ns_old_80") == api_content(running, table).servers.at("backend_ns_old_80"));
+    BOOST_TEST(content.routes.at(route_entry_key("port_80", "app.example")).find("gateway2nginx_spare_plain_0")
+               != std::string::npos);
+    // kept again from a plan that kept it; nothing when nothing was dropped
+    Plan again = resolve(parse(replaced), table);
+    BOOST_TEST(retain_upstreams(&again, plan.upstreams) == 1u);
+    Plan same = resolve(parse(base + service("old", "10.0.0.8", "old")), table);
+    BOOST_TEST(retain_upstreams(&same, running.upstreams) == 0u);
+}
+
 // A reload says what it is for: the first part of the skeleton that
 // changed, listeners before backends before routes.
 BOOST_AUTO_TEST_CASE(a_reload_is_counted_by_what_it_changes)

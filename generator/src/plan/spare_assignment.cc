@@ -1,6 +1,7 @@
 #include "plan/spare_assignment.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "plan/upstreams.h"
 
@@ -108,6 +109,30 @@ SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, 
     std::sort(taken.begin(), taken.end());
     for (auto it = taken.rbegin(); it != taken.rend(); ++it) upstreams.erase(upstreams.begin() + static_cast<long>(*it));
     return assigned;
+}
+
+size_t retain_upstreams(Plan *plan, const std::vector<Upstream> &running)
+{
+    std::vector<Upstream> &upstreams = plan->upstreams;
+    // resolve's upstreams in name order, the spares after them
+    const auto own_end = std::find_if(upstreams.begin(), upstreams.end(),
+                                      [](const Upstream &u) { return u.tenant == kSpareTenant; });
+    std::set<std::string> names;
+    for (auto it = upstreams.begin(); it != own_end; ++it) names.insert(it->name);
+    std::vector<Upstream> dropped;
+    for (const Upstream &u : running) {
+        if (u.tenant != kSpareTenant && !names.count(u.name)) dropped.push_back(u);
+    }
+    if (dropped.empty()) return 0;
+    std::vector<Upstream> merged;
+    merged.reserve(upstreams.size() + dropped.size());
+    std::merge(std::make_move_iterator(upstreams.begin()), std::make_move_iterator(own_end),
+               std::make_move_iterator(dropped.begin()), std::make_move_iterator(dropped.end()),
+               std::back_inserter(merged), [](const Upstream &a, const Upstream &b) { return a.name < b.name; });
+    const size_t kept = dropped.size();
+    for (auto it = own_end; it != upstreams.end(); ++it) merged.push_back(std::move(*it));
+    upstreams = std::move(merged);
+    return kept;
 }
 
 }  // namespace g2n

@@ -73,6 +73,8 @@ void Applier::apply_whole()
 {
     endpoints_.reset();
     trust_.reset();
+    // (what nginx runs of it: the backends a change may keep)
+    running_upstreams_list_ = plan_ ? std::move(plan_->upstreams) : std::vector<Upstream>();
     plan_.reset();
     input_.withdraw_status();
     Manifests manifests;
@@ -87,6 +89,7 @@ void Applier::apply_whole()
         say(std::string("bad input, nothing changed: ") + e.what());
     }
     give_back(nullptr);
+    running_upstreams_list_ = std::vector<Upstream>();
 }
 
 // What apply_whole read, given back to the document cache it came from
@@ -151,15 +154,19 @@ void Applier::hold_skeleton(const std::string &skeleton, SkeletonParts parts)
     skeleton_parts_ = std::move(parts);
 }
 
-// --spare-backends: what nginx lacks of `plan` (whose skeleton is
+// --routes table: what nginx lacks of `plan` (whose skeleton is
 // `skeleton`), backends new to it, put in spares' places (kept where they
-// are); when a reload is needed all the same, resolved again with none, so
-// that the reload gives the spares back. The skeleton of the plan now.
+// are; --spare-backends), and the backends it runs that the plan dropped
+// kept (retain_upstreams); when a reload is needed all the same, resolved
+// again with neither, so that the reload gives the spares back and lets
+// go of what no route names. The skeleton of the plan now.
 std::string Applier::hold_in_spares(Plan *plan, const std::string &skeleton)
 {
-    if (args_.options.routes != "table" || args_.options.spare_backends == 0) return skeleton;
-    SpareAssignment assigned = assign_spares(plan, running_upstreams_, spares_);
-    if (assigned.empty()) return skeleton;
+    if (args_.options.routes != "table") return skeleton;
+    const size_t retained = retain_upstreams(plan, running_upstreams_list_);
+    SpareAssignment assigned;
+    if (args_.options.spare_backends > 0) assigned = assign_spares(plan, running_upstreams_, spares_);
+    if (assigned.empty() && retained == 0) return skeleton;
     std::string held = skeleton_digest(*plan, args_.options);
     if (held == skeleton_) {
         for (const auto &[upstream, spare] : assigned) {

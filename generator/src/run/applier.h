@@ -118,6 +118,7 @@ private:
     ApiHeld pushed_;      // what the upstream API holds
     SpareAssignment spares_;  // backends new to nginx in spares' places (--spare-backends)
     std::set<std::string> running_upstreams_;  // of the plan applied, spares left out
+    std::vector<Upstream> running_upstreams_list_;  // its upstreams, while a change is applied whole
     TakenObjects taken_;  // the tenant objects of the configuration nginx took last
     bool nginx_runs_ = false;  // serving plan_
     RefusalMemory refusals_;
