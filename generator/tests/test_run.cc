@@ -280,6 +280,29 @@ std::string with_policy(const std::string &ca_file, const std::string &mode = ""
            + (mode.empty() ? "" : "    mode: " + mode + "\n");
 }
 
+// --routes table --spare-backends 1
+Options with_spares()
+{
+    Options o = with_api();
+    o.routes = "table";
+    o.spare_backends = 1;
+    return o;
+}
+
+// A Service ns/NAME (port 80 to ADDRESS:8080) and an HTTPRoute ns/ROUTE on
+// hostname ROUTE.example sending everything to Service ns/TO
+std::string service_and_route(const std::string &name, const std::string &address, const std::string &route,
+                              const std::string &to)
+{
+    return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: ns}\n"
+           "spec:\n  ports: [{name: http, port: 80}]\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+           "metadata:\n  name: " + name + "-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: " + name
+           + "}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"" + address + "\"]}]\n"
+           "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + route
+           + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + route
+           + ".example]\n  rules: [{backendRefs: [{name: " + to + ", port: 80}]}]\n";
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_ca_change_is_trust_the_api_replaces)
@@ -496,20 +519,12 @@ BOOST_AUTO_TEST_CASE(route_hostnames_new_to_a_listener_need_no_server_of_their_o
 // spare's, and the table names the spare.
 BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
 {
-    Options table = with_api();
-    table.routes = "table";
-    table.spare_backends = 1;
+    const Options table = with_spares();
     Options skeleton = table;
     skeleton.endpoint_skeleton = true;
     const std::string base = with_policy("ca.crt") + slice(R"("10.0.0.1")");
     auto service = [](const std::string &name, const std::string &address) {
-        return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: ns}\n"
-               "spec:\n  ports: [{name: http, port: 80}]\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-               "metadata:\n  name: " + name + "-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: " + name
-               + "}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"" + address + "\"]}]\n"
-               "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
-               + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + name
-               + ".example]\n  rules: [{backendRefs: [{name: " + name + ", port: 80}]}]\n";
+        return service_and_route(name, address, name, name);
     };
     const Plan running = resolve(parse(base), table);
     std::set<std::string> names;
@@ -573,20 +588,12 @@ BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
 // configured with.
 BOOST_AUTO_TEST_CASE(a_backend_no_route_names_stays_until_a_reload)
 {
-    Options table = with_api();
-    table.routes = "table";
-    table.spare_backends = 1;
+    const Options table = with_spares();
     Options skeleton = table;
     skeleton.endpoint_skeleton = true;
     const std::string base = with_policy("ca.crt") + slice(R"("10.0.0.1")");
     auto service = [](const std::string &name, const std::string &address, const std::string &route_to) {
-        return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: ns}\n"
-               "spec:\n  ports: [{name: http, port: 80}]\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-               "metadata:\n  name: " + name + "-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: " + name
-               + "}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"" + address + "\"]}]\n"
-               "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: app, namespace: ns}\n"
-               "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [app.example]\n"
-               "  rules: [{backendRefs: [{name: " + route_to + ", port: 80}]}]\n";
+        return service_and_route(name, address, "app", route_to);
     };
     const Plan running = resolve(parse(base + service("old", "10.0.0.8", "old")), table);
     std::set<std::string> names;
