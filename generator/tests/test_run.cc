@@ -619,6 +619,17 @@ BOOST_AUTO_TEST_CASE(a_backend_no_route_names_stays_until_a_reload)
     BOOST_TEST(retain_upstreams(&again, plan.upstreams) == 1u);
     Plan same = resolve(parse(base + service("old", "10.0.0.8", "old")), table);
     BOOST_TEST(retain_upstreams(&same, running.upstreams) == 0u);
+    // not one whose policy's CA bundle went with it: OUTDIR would name a file it lacks
+    const std::string own_policy =
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: old-ca, namespace: ns}\ndata:\n  ca.crt: |\n"
+        + g2n_test::yaml_block(g2n_test::test_cert_file("unrelated-ca.crt"), 4)
+        + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: old-tls, namespace: ns}\n"
+          "spec:\n  targetRefs: [{group: \"\", kind: Service, name: old}]\n  validation:\n"
+          "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: old-ca}]\n    hostname: old.example.com\n";
+    const Plan verified = resolve(parse(base + service("old", "10.0.0.8", "old") + own_policy), table);
+    Plan without = resolve(parse(replaced), table);
+    BOOST_TEST(retain_upstreams(&without, verified.upstreams) == 0u);
+    for (const Upstream &u : without.upstreams) BOOST_TEST(u.name != "backend_ns_old_80");
 }
 
 // A reload says what it is for: the first part of the skeleton that

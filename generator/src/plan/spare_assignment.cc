@@ -119,9 +119,16 @@ size_t retain_upstreams(Plan *plan, const std::vector<Upstream> &running)
                                       [](const Upstream &u) { return u.tenant == kSpareTenant; });
     std::set<std::string> names;
     for (auto it = upstreams.begin(); it != own_end; ++it) names.insert(it->name);
+    // one whose CA bundle the plan no longer writes cannot stay: OUTDIR
+    // would name a file it lacks
+    std::set<std::string> files;
+    for (const OutputFile &f : plan->files) files.insert(f.path);
+    auto files_written = [&](const Upstream &u) {
+        return !u.tls() || u.policy->ca.empty() || u.policy->ca == "system" || files.count(u.policy->ca) > 0;
+    };
     std::vector<Upstream> dropped;
     for (const Upstream &u : running) {
-        if (u.tenant != kSpareTenant && !names.count(u.name)) dropped.push_back(u);
+        if (u.tenant != kSpareTenant && !names.count(u.name) && files_written(u)) dropped.push_back(u);
     }
     if (dropped.empty()) return 0;
     std::vector<Upstream> merged;

@@ -30,8 +30,9 @@ SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, 
 // In `plan`, as resolve made it (--routes table): the upstreams of
 // `running` (those of the plan nginx runs) that it dropped, kept where they were
 // (no route names them: they serve nothing, and leaving them spares a
-// reload) until a reload renders what the plan has alone. Spares, and
-// what a spare holds, are assign_spares'. Returns how many were kept.
+// reload) until a reload renders what the plan has alone; not one whose
+// policy's CA bundle the plan no longer writes. Spares, and what a spare
+// holds, are assign_spares'. Returns how many were kept.
 size_t retain_upstreams(Plan *plan, const std::vector<Upstream> &running);
 
 }  // namespace g2n
