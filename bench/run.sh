@@ -93,6 +93,15 @@ out=bench/results.md
     CHANGES=${ROUTE_CHANGES:-10} bash bench/route_change.sh "${BENCH_ROUTES:-10000}"
     echo '```'
     echo
+    echo "## gateway2nginx run: 1,000 route changes in a row through the table"
+    echo
+    echo "Targets: no reload, no failed request, nginx RSS within 5% of its start, a WebSocket and a gRPC channel"
+    echo "opened before the first change still open after the last:"
+    echo
+    echo '```'
+    bash bench/route_churn.sh "${CHURN_CHANGES:-1000}"
+    echo '```'
+    echo
     echo "## gateway2nginx run --kubeconfig: 100 MB of ConfigMaps nobody refers to / none / each a policy's CA"
     echo
     echo "RSS once settled, and peak; what an unreferenced ConfigMap costs per byte of its JSON (target <= 0.2):"

@@ -11,6 +11,11 @@ Debian's python3-grpcio and python3-protobuf.
         assertions carry the method, the request's metadata and the
         namespace and pod that answered. Prints "ready", runs until killed.
 
+    grpc-echo.py hold ADDRESS AUTHORITY
+        One channel (one HTTP/2 connection, kept open), a call of Echo on it
+        for each line read on stdin, its code printed ("OK" or the status
+        code's name), a line each, until stdin ends.
+
     grpc-echo.py call
         Reads a JSON list of calls from stdin, each {"address": "IP:PORT",
         "method": "Echo", "authority": ..., "metadata": {...}}, makes them
@@ -141,9 +146,24 @@ def call(calls):
     json.dump(results, sys.stdout)
 
 
+def hold(address, authority):
+    channel = grpc.insecure_channel(address, options=[("grpc.default_authority", authority)])
+    rpc = channel.unary_unary("/" + SERVICE + "/Echo", request_serializer=EchoRequest.SerializeToString,
+                              response_deserializer=EchoResponse.FromString)
+    for _ in sys.stdin:
+        try:
+            rpc(EchoRequest(), timeout=10)
+            print("OK", flush=True)
+        except grpc.RpcError as e:
+            print(e.code().name, flush=True)
+    channel.close()
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "serve":
         serve(sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "hold":
+        hold(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 2 and sys.argv[1] == "call":
         call(json.load(sys.stdin))
     else:
