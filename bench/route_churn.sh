@@ -7,8 +7,10 @@
 # connection, t/lib/grpc-echo.py hold) and a client asking a steady route
 # without pause. Prints the reloads, the steady client's failed requests,
 # nginx's RSS after / before, whether the WebSocket still echoes and the
-# gRPC channel still answers on the connection it opened, and the time a
-# change takes to serve.
+# gRPC channel still answers on the connection it opened (a reload, a
+# listener added, makes it "no": the old workers close HTTP/2 connections;
+# a WebSocket outlives a reload in an old worker), and the time a change
+# takes to serve.
 # Usage: bench/route_churn.sh [CHANGES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +49,18 @@ ports: [{name: p, port: $2}]
 endpoints: [{addresses: [127.0.0.1]}]
 YAML
 }
+route_yaml() {  # KIND NAME HOSTNAME RULE: a route of Gateway demo/gw
+    cat <<YAML
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: $1
+metadata: {name: $2, namespace: demo}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [$3]
+  rules: [$4]
+YAML
+}
 {
     cat <<YAML
 apiVersion: gateway.networking.k8s.io/v1
@@ -63,35 +77,12 @@ spec:
 YAML
     service_yaml web "$echo_port" kubernetes.io/ws
     service_yaml grpc "$grpc_port" kubernetes.io/h2c
-    cat <<YAML
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: steady, namespace: demo}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [steady.test]
-  rules: [{backendRefs: [{name: web, port: $echo_port}]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
-metadata: {name: grpc, namespace: demo}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [grpc.test]
-  rules: [{backendRefs: [{name: grpc, port: $grpc_port}]}]
-YAML
+    route_yaml HTTPRoute steady steady.test "{backendRefs: [{name: web, port: $echo_port}]}"
+    route_yaml GRPCRoute grpc grpc.test "{backendRefs: [{name: grpc, port: $grpc_port}]}"
 } > "$work/in/base.yaml"
 churn_yaml() {  # I: the churned route's path is /vI
-    cat <<YAML
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: churn, namespace: demo}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [churn.test]
-  rules: [{matches: [{path: {type: PathPrefix, value: /v$1}}], backendRefs: [{name: web, port: $echo_port}]}]
-YAML
+    route_yaml HTTPRoute churn churn.test \
+        "{matches: [{path: {type: PathPrefix, value: /v$1}}], backendRefs: [{name: web, port: $echo_port}]}"
 }
 put() { cat > "$work/in/.$1.tmp"; mv "$work/in/.$1.tmp" "$work/in/$1"; }
 churn_yaml 0 | put churn.yaml
