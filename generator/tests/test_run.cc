@@ -424,6 +424,39 @@ BOOST_AUTO_TEST_CASE(what_earlier_plans_left_gives_what_computing_afresh_gives)
     }
 }
 
+// A hostname with more rules than the module's table takes per hostname
+// stays rendered locations, every route served; one rule fewer is the
+// table's.
+BOOST_AUTO_TEST_CASE(a_hostname_past_the_table_s_bound_stays_locations)
+{
+    Options table = with_api();
+    table.routes = "table";
+    auto routes = [](size_t n) {
+        std::string yaml = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+                           "metadata: {name: many, namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+                           "  hostnames: [many.example]\n  rules:\n";
+        for (size_t i = 0; i < n; i++) {
+            yaml += "  - matches: [{path: {type: Exact, value: /p" + std::to_string(i)
+                    + "}}]\n    backendRefs: [{name: web, port: 80}]\n";
+        }
+        return yaml;
+    };
+    const std::string base = kManifests + slice(R"("10.0.0.1")");
+    // (an Exact path is one rule; the route's rules past 16 are its own routes' business)
+    auto server_of = [](const Plan &plan) {
+        auto s = std::find_if(plan.servers.begin(), plan.servers.end(),
+                              [](const Server &sv) { return sv.server_name == "many.example"; });
+        BOOST_TEST_REQUIRE((s != plan.servers.end()));
+        return *s;
+    };
+    const Server within = server_of(resolve(parse(base + routes(gtls::kMaxHostMatches - 1)), table));
+    BOOST_TEST(within.in_table());
+    const Server past = server_of(resolve(parse(base + routes(gtls::kMaxHostMatches + 1)), table));
+    BOOST_TEST(!past.in_table());
+    BOOST_TEST(past.table_refusal.find("the table refuses it") == 0u, past.table_refusal);
+    BOOST_TEST(past.locations.size() >= gtls::kMaxHostMatches + 1);
+}
+
 // --routes table: the API holds each hostname's rules; a change costs the
 // hostnames it touches, a hostname the plan lost is removed, and part of a
 // plan (what an EndpointSlice changes) removes nothing.

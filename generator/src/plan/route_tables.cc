@@ -201,6 +201,12 @@ std::string entry_rules_json(const Server &s, std::string *why)
             return "";
         }
         add(std::move(path), std::move(a));
+        // more than the module takes: not written out and read back to learn it
+        if (matches.size() > gtls::kMaxHostMatches || actions.size() > gtls::kMaxHostActions) {
+            *why = "the table refuses it: more than " + std::to_string(gtls::kMaxHostMatches) + " rules for "
+                   + route_table_host(s);
+            return "";
+        }
     }
     try {
         return gtls::host_routes_json(gtls::HostRoutes(route_table_host(s), std::move(actions), std::move(matches)));
