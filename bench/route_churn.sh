@@ -25,8 +25,8 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 echo_port=29601 grpc_port=29602 gateway=29080
-perl t/lib/echo-server.pl "$echo_port=demo/web" > "$work/echo.log" 2>&1 & pids+=($!)
-/usr/bin/python3 t/lib/grpc-echo.py serve "$grpc_port=demo/grpc" > "$work/grpc.log" 2>&1 & pids+=($!)
+perl t/lib/echo-server.pl "$echo_port=ns/web" > "$work/echo.log" 2>&1 & pids+=($!)
+/usr/bin/python3 t/lib/grpc-echo.py serve "$grpc_port=ns/grpc" > "$work/grpc.log" 2>&1 & pids+=($!)
 until grep -q ready "$work/grpc.log" 2>/dev/null && curl -s -o /dev/null "http://127.0.0.1:$echo_port/"; do sleep 0.05; done
 
 service_yaml() {  # NAME PORT APP_PROTOCOL
@@ -34,7 +34,7 @@ service_yaml() {  # NAME PORT APP_PROTOCOL
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: $1, namespace: demo}
+metadata: {name: $1, namespace: ns}
 spec:
   ports: [{name: p, port: $2, appProtocol: $3}]
 ---
@@ -42,19 +42,19 @@ apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
   name: $1-1
-  namespace: demo
+  namespace: ns
   labels: {kubernetes.io/service-name: $1}
 addressType: IPv4
 ports: [{name: p, port: $2}]
 endpoints: [{addresses: [127.0.0.1]}]
 YAML
 }
-route_yaml() {  # KIND NAME HOSTNAME RULE: a route of Gateway demo/gw
+route_yaml() {  # KIND NAME HOSTNAME RULE: a route of Gateway ns/gw
     cat <<YAML
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: $1
-metadata: {name: $2, namespace: demo}
+metadata: {name: $2, namespace: ns}
 spec:
   parentRefs: [{name: gw}]
   hostnames: [$3]
@@ -62,19 +62,8 @@ spec:
 YAML
 }
 {
-    cat <<YAML
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours}
-spec: {controllerName: gateway2nginx.io/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: demo}
-spec:
-  gatewayClassName: ours
-  listeners: [{name: http, port: 80, protocol: HTTP}]
-YAML
+    # GatewayClass ours, Gateway ns/gw with one HTTP listener on 80: the tests' own
+    cat generator/tests/testdata/http-gateway.yaml
     service_yaml web "$echo_port" kubernetes.io/ws
     service_yaml grpc "$grpc_port" kubernetes.io/h2c
     route_yaml HTTPRoute steady steady.test "{backendRefs: [{name: web, port: $echo_port}]}"
