@@ -249,6 +249,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      offsetof(ngx_http_gtls_srv_conf_t, client_pins.handshake),
      ngx_gtls_client_handshakes},
 
+    {ngx_string("gateway_tls_certificate"),
+     NGX_HTTP_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_HTTP_SRV_CONF_OFFSET,
+     offsetof(ngx_http_gtls_srv_conf_t, certificate),
+     nullptr},
+
     {ngx_string("gateway_tls_upstream_state_zone"),
      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_upstream_state_zone,
@@ -408,6 +415,12 @@ char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_http_conf_get_module_main_conf(cf, ngx_http_gateway_tls_module));
     if (ngx_gtls_install_client_pins(cf, &conf->client_pins, sscf ? &sscf->ssl : nullptr, sscf ? sscf->verify : 0,
                                      &mcf->registry->status) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (conf->certificate.len != 0
+        && ngx_http_gtls_name_certificate(cf, mcf, conf->certificate, sscf ? &sscf->ssl : nullptr,
+                                          sscf != nullptr && sscf->certificate_values != nullptr)
+               != NGX_CONF_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 #ifdef SSL_CTRL_SET_TLSEXT_HOSTNAME

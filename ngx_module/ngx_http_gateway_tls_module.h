@@ -17,6 +17,7 @@
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_access.h"
+#include "ngx_http_gateway_tls_certificates.h"
 #include "ngx_http_gateway_tls_routes.h"
 #include "ngx_http_gateway_tls_status.h"
 #include "ngx_http_gateway_tls_upstream_api.h"
@@ -54,12 +55,13 @@ typedef struct {
     ngx_http_upstream_init_peer_pt  original_init_peer;
     ngx_http_gtls_dynamic_t        *dynamic;      // servers the upstream API may replace
     ngx_flag_t                      h2c_preface;  // gateway_tls_h2c_preface
+    ngx_str_t                       certificate;  // gateway_tls_certificate
 } ngx_http_gtls_srv_conf_t;
 
 // Per-cycle state that is not configuration: trust stores shared by path,
 // and the TLS sessions of module-verified connections.
 
-typedef struct {
+struct ngx_http_gtls_main_conf_t {
     ngx_int_t                        ctx_index[NGX_HTTP_GTLS_KINDS];  // -1 where nginx has no such module
     ngx_http_upstream_init_peer_pt   implicit_init_peer;
     ngx_gtls_registry_t                                         *registry;
@@ -69,12 +71,13 @@ typedef struct {
     ngx_gtls_upstream_set_t                                     *stream_upstreams; // the stream module's, when loaded
     uint64_t                                                     state_sequence;  // state entries up to it are applied
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
+    ngx_http_gtls_certificates_t                                *certificates;    // gateway_tls_certificate, by name
     ngx_http_gtls_route_tables_t                                *route_tables;    // gateway_tls_routes, by name
     ngx_http_gtls_route_support_t                                route_support;   // what its locations let rules do
     ngx_http_upstream_srv_conf_t                                *route_upstream;  // kRouteUpstream, with the tables
     // the upstream{} blocks by name, for route_upstream: per cycle
     std::unordered_map<std::string_view, ngx_http_upstream_srv_conf_t *>  *route_upstreams;
-} ngx_http_gtls_main_conf_t;
+};
 
 // What one request learnt about its backend connection; lives in the
 // request pool so that it survives the upstream and internal redirects.

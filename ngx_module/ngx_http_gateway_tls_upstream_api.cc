@@ -65,6 +65,12 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
             if (list.routes.size() == before) list.routes.push_back({name, "", 0, 0, false});
         }
     }
+    if (mcf->certificates != nullptr) {
+        for (const auto &[name, c] : *mcf->certificates) {
+            list.certificates.push_back({name, c.sequence, c.pushed != nullptr,
+                                         c.pushed != nullptr ? c.pushed->sha256 : c.configured_sha256});
+        }
+    }
     for (const auto &[name, t] : *mcf->trusted) {
         const gtls::Policy &p = *t.policies.front();
         gtls::ListedPolicy &listed = list.policies.emplace_back();
@@ -96,6 +102,13 @@ struct ngx_http_gtls_pending_trust_t {
     ngx_http_gtls_state_entry_t   *entry = nullptr;
 };
 
+// A listener's new certificate, read and kept, not yet in place.
+struct ngx_http_gtls_pending_certificate_t {
+    ngx_http_gtls_certificate_t            *certificate = nullptr;
+    std::shared_ptr<const gtls::KeyPair>    pair;
+    ngx_http_gtls_state_entry_t            *entry = nullptr;
+};
+
 // A hostname's new rules (null: removed), checked and kept, not yet in
 // place.
 struct ngx_http_gtls_pending_routes_t {
@@ -125,6 +138,9 @@ public:
         for (ngx_http_gtls_pending_routes_t &p : routes) {
             if (p.entry != nullptr) ngx_http_gtls_drop_entry(mcf_->upstream_state, p.entry);
         }
+        for (ngx_http_gtls_pending_certificate_t &p : certificates) {
+            if (p.entry != nullptr) ngx_http_gtls_drop_entry(mcf_->upstream_state, p.entry);
+        }
     }
     PendingChange(const PendingChange &) = delete;
     PendingChange &operator=(const PendingChange &) = delete;
@@ -135,6 +151,7 @@ public:
     std::vector<ngx_http_gtls_pending_trust_t>  trusts;
     std::vector<ngx_http_gtls_pending_t>        upstreams;
     std::vector<ngx_http_gtls_pending_routes_t> routes;
+    std::vector<ngx_http_gtls_pending_certificate_t> certificates;
 
 private:
     ngx_http_gtls_main_conf_t  *mcf_;
@@ -194,6 +211,36 @@ ngx_http_gtls_refused_t ngx_http_gtls_check_trusts(ngx_http_gtls_main_conf_t *mc
             return ngx_http_gtls_refusal_t{NGX_HTTP_INSUFFICIENT_STORAGE,
                                            "gateway_tls_upstream_state_zone has no room to keep the trust of policy "
                                                + gtls::json_string(pushed.policy) + "; nothing was changed"};
+        }
+    }
+    return std::nullopt;
+}
+
+// Each certificate named is a server's (gateway_tls_certificate), and
+// its chain and key are read and belong together; kept aside.
+ngx_http_gtls_refused_t ngx_http_gtls_check_certificates(ngx_http_gtls_main_conf_t *mcf, const gtls::ApiUpdate &update,
+                                                         PendingChange *change)
+{
+    for (const gtls::ListenerCertificate &pushed : update.certificates) {
+        const std::string field = "certificates[" + gtls::json_string(pushed.name) + "]";
+        ngx_http_gtls_pending_certificate_t &p = change->certificates.emplace_back();
+        p.certificate = ngx_http_gtls_find_certificate(mcf, pushed.name);
+        if (p.certificate == nullptr) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_NOT_FOUND, "no certificate " + gtls::json_string(pushed.name)
+                                                                   + " (gateway_tls_certificate of a server)"};
+        }
+        auto pair = std::make_shared<gtls::KeyPair>();
+        std::string error;
+        if (!gtls::key_pair_from_pem(pushed.certificate, pushed.key, pair.get(), &error)) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_BAD_REQUEST, field + "." + error};
+        }
+        p.pair = std::move(pair);
+        p.entry = ngx_http_gtls_new_entry(mcf->upstream_state, NGX_HTTP_GTLS_ENTRY_CERTIFICATE, pushed.name,
+                                          p.certificate->configured_fingerprint, gtls::listener_certificate_json(pushed));
+        if (p.entry == nullptr) {
+            return ngx_http_gtls_refusal_t{NGX_HTTP_INSUFFICIENT_STORAGE,
+                                           "gateway_tls_upstream_state_zone has no room to keep " + field
+                                               + "; nothing was changed"};
         }
     }
     return std::nullopt;
@@ -335,6 +382,15 @@ gtls::ApiUpdated ngx_http_gtls_put_in_place(ngx_log_t *log, ngx_http_gtls_main_c
         }
         updated.policies.emplace_back(name, t.entry->sequence);
     }
+    for (ngx_http_gtls_pending_certificate_t &p : change->certificates) {
+        ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
+        p.certificate->pushed = std::move(p.pair);
+        p.certificate->sequence = p.entry->sequence;
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "gateway_tls: certificate \"%s\" now presents %s to new handshakes (from the API, entry %uL)",
+                      p.certificate->name.c_str(), p.certificate->pushed->sha256.c_str(), p.entry->sequence);
+        updated.certificates.emplace_back(p.certificate->name, p.entry->sequence);
+    }
     for (ngx_http_gtls_pending_routes_t &p : change->routes) {
         ngx_http_gtls_keep_entry(mcf->upstream_state, p.entry);
         const gtls::HostUpdate &h = *p.update;
@@ -382,6 +438,9 @@ ngx_int_t ngx_http_gtls_api_update(ngx_http_request_t *r, ngx_http_gtls_main_con
     }
     PendingChange change(mcf);
     ngx_http_gtls_refused_t refused = ngx_http_gtls_check_trusts(mcf, update, &change);
+    if (!refused) {
+        refused = ngx_http_gtls_check_certificates(mcf, update, &change);
+    }
     if (!refused) {
         refused = ngx_http_gtls_check_routes(mcf, routes, &change);
     }

@@ -232,6 +232,13 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
             if (ngx_http_gtls_route_table_t *t = ngx_http_gtls_routes_of_entry(mcf, e.name, &host)) {
                 ngx_http_gtls_take_kept_routes(cycle->log, mcf, t, host, e.json, e.sequence);
             }
+        } else if (e.kind == NGX_HTTP_GTLS_ENTRY_CERTIFICATE) {
+            ngx_http_gtls_certificate_t *c = ngx_http_gtls_find_certificate(mcf, e.name);
+            if (c != nullptr && e.sequence > c->sequence && ngx_http_gtls_take_certificate(cycle->log, c, e.json, e.sequence)) {
+                ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                               "gateway_tls: certificate \"%s\" taken as pushed through another worker (entry %uL)",
+                               e.name.c_str(), e.sequence);
+            }
         } else if (e.kind == NGX_HTTP_GTLS_ENTRY_TRUST) {
             ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, e.name);
             if (t != nullptr && e.sequence > t->sequence
@@ -344,6 +351,10 @@ bool ngx_http_gtls_entry_applies(ngx_http_gtls_main_conf_t *mcf, const ngx_http_
         ngx_http_gtls_trusted_t *t = ngx_http_gtls_find_trusted(mcf, name);
         return t != nullptr && t->configured_fingerprint == e->fingerprint && e->json_len != 0;
     }
+    if (e->kind == NGX_HTTP_GTLS_ENTRY_CERTIFICATE) {
+        ngx_http_gtls_certificate_t *c = ngx_http_gtls_find_certificate(mcf, name);
+        return c != nullptr && c->configured_fingerprint == e->fingerprint && e->json_len != 0;
+    }
     gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
     return dyn != nullptr && dyn->configured_fingerprint == e->fingerprint;
 }
@@ -364,7 +375,7 @@ void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf
         uint64_t sequence;
         ngx_uint_t kind;
     };
-    std::vector<Kept> kept, kept_trust, kept_routes;
+    std::vector<Kept> kept, kept_trust, kept_routes, kept_certificates;
     {
         MutexLock locked(&state_pool->mutex);
         for (ngx_http_gtls_state_entry_t **link = &state->entries; *link;) {
@@ -375,9 +386,10 @@ void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf
                 ngx_slab_free_locked(state_pool, e);
                 continue;
             }
-            std::vector<Kept> &to = e->kind == NGX_HTTP_GTLS_ENTRY_ROUTES  ? kept_routes
-                                    : e->kind == NGX_HTTP_GTLS_ENTRY_TRUST ? kept_trust
-                                                                           : kept;
+            std::vector<Kept> &to = e->kind == NGX_HTTP_GTLS_ENTRY_ROUTES        ? kept_routes
+                                    : e->kind == NGX_HTTP_GTLS_ENTRY_TRUST       ? kept_trust
+                                    : e->kind == NGX_HTTP_GTLS_ENTRY_CERTIFICATE ? kept_certificates
+                                                                                 : kept;
             to.push_back({name, ngx_http_gtls_entry_json(e), e->sequence, e->kind});
             link = &e->next;
         }
@@ -398,6 +410,12 @@ void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                           "gateway_tls: policy %s keeps the trust last pushed through the API",
                           gtls::json_string(k.name).c_str());
+        }
+    }
+    for (const Kept &k : kept_certificates) {
+        if (ngx_http_gtls_take_certificate(cycle->log, ngx_http_gtls_find_certificate(mcf, k.name), k.json, k.sequence)) {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "gateway_tls: certificate \"%s\" keeps the one last pushed through the API", k.name.c_str());
         }
     }
     for (const Kept &k : kept) {

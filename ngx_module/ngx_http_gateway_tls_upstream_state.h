@@ -19,12 +19,14 @@
 // handled (a reload's race) reaches the workers of the new one, whose
 // timers look for entries newer than what they run.
 // A hostname of a route table is an entry too ("TABLE HOST"): its rules'
-// JSON, empty once removed.
+// JSON, empty once removed. So is a listener's certificate
+// (gateway_tls_certificate), its chain and key.
 enum ngx_http_gtls_entry_kind_e {
     NGX_HTTP_GTLS_ENTRY_SERVERS,
     NGX_HTTP_GTLS_ENTRY_TRUST,
     NGX_HTTP_GTLS_ENTRY_STREAM_SERVERS,
-    NGX_HTTP_GTLS_ENTRY_ROUTES
+    NGX_HTTP_GTLS_ENTRY_ROUTES,
+    NGX_HTTP_GTLS_ENTRY_CERTIFICATE
 };
 
 struct ngx_http_gtls_state_entry_t {

@@ -60,13 +60,24 @@ bool valid_policy_name(const std::string &name)
     return true;
 }
 
-// PEM text: BEGIN/END lines of one label each, base64 between, nothing
-// else but blank lines (no headers, no private key: a CA bundle only)
-void check_pem_certificates(const std::string &pem, const std::string &field)
+// PEM text: BEGIN/END lines of one of `labels` each, base64 between,
+// nothing else but blank lines (no headers: no encrypted key either);
+// `what`: what a block is called in messages. The number of blocks.
+size_t check_pem_blocks(const std::string &pem, const std::string &field, std::initializer_list<std::string_view> labels,
+                        const char *what, size_t max_bytes)
 {
-    if (pem.size() > kMaxApiCaBytes) {
-        refuse(field, "more than " + std::to_string(kMaxApiCaBytes) + " bytes");
+    if (pem.size() > max_bytes) {
+        refuse(field, "more than " + std::to_string(max_bytes) + " bytes");
     }
+    auto labelled = [&](std::string_view line, std::string_view edge) {
+        for (std::string_view label : labels) {
+            if (line.size() == edge.size() + label.size() + 5 && line.substr(0, edge.size()) == edge
+                && line.substr(edge.size(), label.size()) == label && line.substr(edge.size() + label.size()) == "-----") {
+                return true;
+            }
+        }
+        return false;
+    };
     size_t blocks = 0, line_no = 0;
     bool inside = false;
     for (size_t at = 0; at < pem.size();) {
@@ -77,24 +88,40 @@ void check_pem_certificates(const std::string &pem, const std::string &field)
         at = end + 1;
         line_no++;
         const std::string where = " (line " + std::to_string(line_no) + ")";
-        if (line == "-----BEGIN CERTIFICATE-----") {
+        if (labelled(line, "-----BEGIN ")) {
             if (inside) refuse(field, "a PEM block begins inside another" + where);
             inside = true;
-        } else if (line == "-----END CERTIFICATE-----") {
+        } else if (labelled(line, "-----END ")) {
             if (!inside) refuse(field, "a PEM block ends that did not begin" + where);
             inside = false;
             blocks++;
         } else if (inside) {
             if (line.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string_view::npos
                 || line.empty()) {
-                refuse(field, "a PEM certificate holds something that is not base64" + where);
+                refuse(field, std::string("a PEM ") + what + " holds something that is not base64" + where);
             }
         } else if (line.find_first_not_of(" \t") != std::string_view::npos) {
-            refuse(field, "only CERTIFICATE PEM blocks may be given" + where);
+            std::string names;
+            for (std::string_view label : labels) names += (names.empty() ? "" : " or ") + std::string(label);
+            refuse(field, "only " + names + " PEM blocks may be given" + where);
         }
     }
     if (inside) refuse(field, "the last PEM block does not end");
-    if (blocks == 0) refuse(field, "holds no certificate");
+    if (blocks == 0) refuse(field, std::string("holds no ") + what);
+    return blocks;
+}
+
+void check_pem_certificates(const std::string &pem, const std::string &field, size_t max_bytes = kMaxApiCaBytes)
+{
+    check_pem_blocks(pem, field, {"CERTIFICATE"}, "certificate", max_bytes);
+}
+
+void check_pem_key(const std::string &pem, const std::string &field)
+{
+    if (check_pem_blocks(pem, field, {"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"}, "private key",
+                         kMaxApiCertificateBytes) != 1) {
+        refuse(field, "holds more than one private key");
+    }
 }
 
 // The API's JSON, read as RapidJSON's SAX reader meets it: each token is
@@ -107,9 +134,10 @@ public:
     // What the text is: a PUT body; one server list or one policy's trust
     // (kept across reloads); a GET list (read for a section and policies,
     // its other fields skipped)
-    enum class Root { Update, Servers, Trust, List };
+    enum class Root { Update, Servers, Trust, Certificate, List };
 
-    // `name`: the section a list is read for, or the policy a trust is
+    // `name`: the section a list is read for, the policy a trust is, or
+    // the listener certificate
     ApiReader(Root root, std::string field, std::string name = "") : name_(std::move(name))
     {
         Frame f;
@@ -138,6 +166,7 @@ public:
     ApiUpdate update;
     std::vector<UpstreamServer> servers;  // Root::Servers
     PolicyTrust trust;                    // Root::Trust
+    ListenerCertificate certificate;      // Root::Certificate
     std::vector<UpstreamServers> listed;  // Root::List: the section's
     std::vector<std::string> pushed;      // Root::List: policies whose source is "api"
     std::vector<ListedRoutes> hosts;      // Root::List read for "routes": each table's hostnames
@@ -174,7 +203,7 @@ public:
 
 private:
     enum class Kind {
-        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins, Sans,
+        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins, Sans, Certificates, Certificate,
         ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, ListTables, ListTable, Skip
     };
     struct Frame {
@@ -252,6 +281,7 @@ private:
         case Kind::Section:
         case Kind::ListSection:
         case Kind::Policies:
+        case Kind::Certificates:
         case Kind::ListPolicies:
         case Kind::ListTables:
         case Kind::ListTable: return f.field + "[" + json_string(f.key) + "]";
@@ -338,6 +368,20 @@ private:
             trust_of_policy().subject_alt_names->emplace_back(text);
             return;
         }
+        case Kind::Certificate:
+            if (f.key == "certificate") {
+                expect(field, JsonType::String, type);
+                check_pem_certificates(std::string(text), field, kMaxApiCertificateBytes);
+                certificate_of_listener().certificate = std::string(text);
+                return;
+            }
+            if (f.key == "key") {
+                expect(field, JsonType::String, type);
+                check_pem_key(std::string(text), field);
+                certificate_of_listener().key = std::string(text);
+                return;
+            }
+            unknown_certificate_field(f);
         case Kind::ListPolicy:
             if (f.key == "source" && type == JsonType::String && text == "api") {
                 pushed.push_back(frames_[frames_.size() - 2].key);
@@ -365,6 +409,16 @@ private:
         refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins, hostname, subject_alt_names)");
     }
 
+    [[noreturn]] static void unknown_certificate_field(const Frame &f)
+    {
+        refuse(f.field, "unknown field " + json_string(f.key) + " (known: certificate, key)");
+    }
+
+    ListenerCertificate &certificate_of_listener()
+    {
+        return frames_[0].root == Root::Certificate ? certificate : update.certificates.back();
+    }
+
     PolicyTrust &trust_of_policy()
     {
         return frames_[0].root == Root::Trust ? trust : update.policies.back();
@@ -388,8 +442,10 @@ private:
 
     static void body_key(const Frame &f)
     {
-        if (f.key != "upstreams" && f.key != "stream_upstreams" && f.key != "policies" && f.key != "routes") {
-            refuse(f.field, "unknown field " + json_string(f.key) + " (known: upstreams, stream_upstreams, policies, routes)");
+        if (f.key != "upstreams" && f.key != "stream_upstreams" && f.key != "policies" && f.key != "routes"
+            && f.key != "certificates") {
+            refuse(f.field, "unknown field " + json_string(f.key)
+                                + " (known: upstreams, stream_upstreams, policies, routes, certificates)");
         }
     }
 
@@ -410,6 +466,10 @@ private:
                 expect(field, JsonType::Object, type);
                 trust.policy = name_;
                 return push(Kind::Policy, field);
+            case Root::Certificate:
+                expect(field, JsonType::Object, type);
+                certificate.name = name_;
+                return push(Kind::Certificate, field);
             case Root::List: expect(field, JsonType::Object, type); return push(Kind::ListBody, field);
             }
             return;
@@ -420,7 +480,19 @@ private:
                 update.has_routes = true;  // parse_route_update's
                 return push(Kind::Skip, f.key);
             }
+            if (f.key == "certificates") return push(Kind::Certificates, f.key);
             return push(f.key == "policies" ? Kind::Policies : Kind::Section, f.key);
+        case Kind::Certificates:
+            expect(field, JsonType::Object, type);
+            if (f.seen.size() > kMaxApiCertificates) {
+                refuse("certificates", "more than " + std::to_string(kMaxApiCertificates) + " certificates");
+            }
+            if (!is_api_name(f.key)) refuse(field, "is not a certificate name");
+            update.certificates.push_back({f.key, {}, {}});
+            return push(Kind::Certificate, field);
+        case Kind::Certificate:
+            if (f.key == "certificate" || f.key == "key") wrong_type(field, JsonType::String, type);
+            unknown_certificate_field(f);
         case Kind::Section: {
             expect(field, JsonType::Object, type);
             const std::string section = f.field;
@@ -511,7 +583,17 @@ private:
         frames_.pop_back();
         switch (f.kind) {
         case Kind::Body:
-            if (f.seen.empty()) refuse("the body", "\"upstreams\", \"stream_upstreams\" or \"policies\" is required");
+            if (f.seen.empty()) {
+                refuse("the body", "\"upstreams\", \"stream_upstreams\", \"policies\", \"routes\" or \"certificates\" is required");
+            }
+            return;
+        case Kind::Certificates:
+            if (f.seen.empty()) refuse(f.field, "names no certificate");
+            return;
+        case Kind::Certificate:
+            if (!f.seen.count("certificate") || !f.seen.count("key")) {
+                refuse(f.field, "\"certificate\" and \"key\" are both required");
+            }
             return;
         case Kind::Section:
             if (f.seen.empty()) refuse(f.field, "names no upstream");
@@ -640,6 +722,18 @@ std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_v
     return std::move(reader.listed);
 }
 
+ListenerCertificate parse_listener_certificate(std::string_view json, const std::string &name)
+{
+    ApiReader reader(ApiReader::Root::Certificate, "certificates[" + json_string(name) + "]", name);
+    reader.read(json);
+    return std::move(reader.certificate);
+}
+
+std::string listener_certificate_json(const ListenerCertificate &certificate)
+{
+    return "{\"certificate\":" + json_string(certificate.certificate) + ",\"key\":" + json_string(certificate.key) + "}";
+}
+
 std::string policy_trust_json(const PolicyTrust &trust)
 {
     auto list = [](const std::vector<std::string> &items) {
@@ -738,6 +832,16 @@ std::string api_list_json(const ApiList &list)
     }
     out += "}";
     if (!list.routes.empty()) out += ",\"routes\":" + routes_json(list.routes);
+    if (!list.certificates.empty()) {
+        out += ",\"certificates\":{";
+        for (size_t i = 0; i < list.certificates.size(); i++) {
+            const ListedCertificate &c = list.certificates[i];
+            out += (i ? "," : "") + json_string(c.name) + ":{\"generation\":" + std::to_string(c.generation)
+                   + ",\"source\":" + (c.pushed ? "\"api\"" : "\"configuration\"") + ",\"sha256\":"
+                   + json_string(c.sha256) + "}";
+        }
+        out += "}";
+    }
     return out + "}\n";
 }
 
@@ -749,6 +853,7 @@ std::string api_updated_json(const ApiUpdated &updated)
     }
     out += ",\"policies\":" + counts_json(updated.policies, "generation");
     if (!updated.routes.empty()) out += ",\"routes\":" + routes_json(updated.routes);
+    if (!updated.certificates.empty()) out += ",\"certificates\":" + counts_json(updated.certificates, "generation");
     return out + "}\n";
 }
 

@@ -19,6 +19,12 @@
 // "hostname" (the name sent and verified where no SAN is listed) and
 // "subject_alt_names" (SAN SPECs) may come too, replacing what the policy
 // is configured with: a spare upstream{} becomes a backend new to nginx.
+// A listener's certificate (gateway_tls_certificate NAME of a server{})
+// is replaced for new handshakes, its chain (the leaf first) and key PEM:
+//   {"certificates": {"NAME": {"certificate": "-----BEGIN CERTIFICATE-----...",
+//                              "key": "-----BEGIN PRIVATE KEY-----..."}}}
+// A GET lists each certificate's name, generation, source and the SHA-256
+// of its leaf, never its key.
 #pragma once
 
 #include "gtls_json.h"
@@ -48,6 +54,8 @@ inline constexpr size_t kMaxApiPolicyName = 253;     // namespace/name
 inline constexpr size_t kMaxApiCaBytes = 1 << 20;    // one policy's PEM bundle
 inline constexpr size_t kMaxApiPins = 64;            // per policy
 inline constexpr size_t kMaxApiSans = 64;            // per policy
+inline constexpr size_t kMaxApiCertificates = 10000; // per request (a listener each)
+inline constexpr size_t kMaxApiCertificateBytes = 1 << 20;  // one chain, or one key
 
 // One server as nginx's round robin takes it. `address` is canonical
 // ("10.0.0.1:8443", "[fd00::1]:8443": what nginx names a peer), `ip` its
@@ -95,12 +103,28 @@ struct PolicyTrust {
     }
 };
 
+// A listener's certificate chain and key, replacing what its servers are
+// configured with (ssl_certificate, ssl_certificate_key) for new
+// handshakes. The PEM is checked to be text of PEM blocks of the right
+// labels here; key_pair_from_pem (gtls_certificate.h) reads it.
+struct ListenerCertificate {
+    std::string  name;
+    std::string  certificate;  // PEM certificates, the leaf first
+    std::string  key;          // one PEM private key, unencrypted
+
+    bool operator==(const ListenerCertificate &o) const
+    {
+        return name == o.name && certificate == o.certificate && key == o.key;
+    }
+};
+
 // A PUT body: servers of upstreams (of http{}, of stream{}), trust of
-// policies, or any of them together.
+// policies, listeners' certificates, or any of them together.
 struct ApiUpdate {
     std::vector<UpstreamServers>  upstreams;
     std::vector<UpstreamServers>  stream_upstreams;
     std::vector<PolicyTrust>      policies;
+    std::vector<ListenerCertificate>  certificates;
     bool                          has_routes = false;  // a "routes" section, for parse_route_update
 };
 
@@ -125,6 +149,13 @@ struct ListedPolicy {
     std::vector<std::string>  subject_alt_names;
 };
 
+struct ListedCertificate {
+    std::string  name;
+    uint64_t     generation = 0;
+    bool         pushed = false;
+    std::string  sha256;  // of the leaf served to new handshakes
+};
+
 // One hostname of a route table (gateway_tls_routes): the state entry its
 // rules came from, and how many matches they hold; `removed` when a PUT
 // removed it.
@@ -142,6 +173,7 @@ struct ApiList {
     std::vector<ListedUpstream>  stream_upstreams;
     std::vector<ListedPolicy>    policies;
     std::vector<ListedRoutes>    routes;  // by table, then host; none: not listed
+    std::vector<ListedCertificate>  certificates;  // none: not listed
 };
 
 // What a PUT that took effect answers: how many servers each upstream
@@ -152,6 +184,7 @@ struct ApiUpdated {
     std::vector<std::pair<std::string, size_t>>    stream_upstreams;
     std::vector<std::pair<std::string, uint64_t>>  policies;
     std::vector<ListedRoutes>                      routes;  // given by the PUT
+    std::vector<std::pair<std::string, uint64_t>>  certificates;  // none: not listed
 };
 
 // A refused request: the HTTP status to answer, and what was wrong, naming
@@ -197,6 +230,13 @@ std::vector<std::string> pushed_policies(std::string_view list);
 // that is not such a list.
 std::vector<UpstreamServers> listed_servers(std::string_view list, std::string_view section);
 
+// One listener's certificate as listener_certificate_json wrote it (kept
+// across reloads).
+ListenerCertificate parse_listener_certificate(std::string_view json, const std::string &name);
+
+// {"certificate":"...","key":"..."}
+std::string listener_certificate_json(const ListenerCertificate &certificate);
+
 // {"ca":"...","pins":[...],"hostname":"...","subject_alt_names":[...]},
 // "ca" left out when empty, the names when not given
 std::string policy_trust_json(const PolicyTrust &trust);
@@ -221,14 +261,16 @@ std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
 // "servers":[...]}},"stream_upstreams":{...},"policies":{NAME:{
 // "generation":N,"source":...,"ca":...,"pins":[...],"hostname":...,
 // "subject_alt_names":[...]}},"routes":{TABLE:{
-// HOST:{"generation":N,"matches":M}}}}, which listed_servers and
+// HOST:{"generation":N,"matches":M}}},"certificates":{NAME:{
+// "generation":N,"source":...,"sha256":"..."}}}, which listed_servers and
 // pushed_policies read.
 std::string api_list_json(const ApiList &list);
 
 // The body of a PUT's 200: {"upstreams":{NAME:{"servers":N}},
 // "stream_upstreams":{...},"policies":{NAME:{"generation":N}},
-// "routes":{TABLE:{HOST:{"generation":N,"matches":M}}}} (a removed
-// hostname: "removed":true instead of its matches).
+// "routes":{TABLE:{HOST:{"generation":N,"matches":M}}},
+// "certificates":{NAME:{"generation":N}}} (a removed hostname:
+// "removed":true instead of its matches).
 std::string api_updated_json(const ApiUpdated &updated);
 
 // {"error":{"status":N,"text":"..."}}

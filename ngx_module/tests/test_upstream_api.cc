@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(stream_upstreams_parse_apart_from_http_upstreams)
                    .rfind(R"(stream_upstreams["db"].servers[0].address: )", 0)
                == 0);
     BOOST_TEST(refusal(R"({"stream_upstreams": {"a b": {"servers": []}}})") == R"(stream_upstreams["a b"]: is not an upstream name)");
-    BOOST_TEST(refusal(R"({"streams": {}})").find("(known: upstreams, stream_upstreams, policies, routes)") != std::string::npos);
+    BOOST_TEST(refusal(R"({"streams": {}})").find("(known: upstreams, stream_upstreams, policies, routes, certificates)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(what_the_api_writes_it_reads_back)
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(malformed_json_is_refused_with_its_line_and_column)
 BOOST_AUTO_TEST_CASE(every_field_is_checked_and_named)
 {
     BOOST_TEST(refusal("[]") == "the body: must be an object, not an array");
-    BOOST_TEST(refusal("{}") == "the body: \"upstreams\", \"stream_upstreams\" or \"policies\" is required");
+    BOOST_TEST(refusal("{}") == "the body: \"upstreams\", \"stream_upstreams\", \"policies\", \"routes\" or \"certificates\" is required");
     BOOST_TEST(refusal(R"({"upstreams": {"a": {"servers": []}}, "x": 1})").find("unknown field \"x\"") != std::string::npos);
     BOOST_TEST(refusal(R"({"upstreams": {}})") == "upstreams: names no upstream");
     BOOST_TEST(refusal(R"({"upstreams": {"a": {"servers": []}, "a": {"servers": []}}})").find("the key \"a\" appears twice")

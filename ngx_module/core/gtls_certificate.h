@@ -1,0 +1,39 @@
+// A listener's certificate as the upstream API replaces it
+// (gateway_tls_certificate): its chain and private key read from PEM and
+// checked to belong together, ready for new handshakes. Pure C++, no
+// nginx types.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <openssl/evp.h>
+
+#include "gtls_openssl.h"
+
+namespace gtls {
+
+struct EvpPkeyFree {
+    void operator()(EVP_PKEY *p) const { EVP_PKEY_free(p); }
+};
+using EvpPkeyPtr = std::unique_ptr<EVP_PKEY, EvpPkeyFree>;
+
+struct KeyPair {
+    X509Ptr               leaf;
+    std::vector<X509Ptr>  chain;   // the certificates after the leaf, as given
+    EvpPkeyPtr            key;
+    std::string           sha256;  // of the leaf's DER, lowercase hex
+};
+
+// `certificate`: PEM certificates, the leaf first; `key`: one unencrypted
+// PEM private key, the leaf's. False, with *error saying which, when
+// either does not parse or the key is not the leaf's.
+bool key_pair_from_pem(std::string_view certificate, std::string_view key, KeyPair *out, std::string *error);
+
+// SHA-256 of a certificate's DER, lowercase hex ("" when it cannot be
+// encoded)
+std::string certificate_sha256(X509 *certificate);
+
+}  // namespace gtls
