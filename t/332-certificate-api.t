@@ -74,28 +74,14 @@ my $master = slurp("$dir/gw/logs/nginx.pid");
 chomp $master;
 my $workers = worker_pids($master);
 
-sub sha256_of {
-    my $file = shift;
-    my $out = `openssl x509 -in '$file' -noout -fingerprint -sha256`;
-    $out =~ /=([0-9A-F:]+)/ or die "no fingerprint of $file";
-    (my $hex = lc $1) =~ s/://g;
-    return $hex;
-}
-my %sha = map { $_ => sha256_of("$certs/$_.crt") } qw(leaf wildcard spiffe untrusted);
-my %name_of = reverse %sha;
+my %name_of = map { certificate_sha256("$certs/$_.crt") => $_ } qw(leaf wildcard spiffe untrusted);
+my %sha = reverse %name_of;
 
 # One handshake with SNI and a request on it: the presented leaf (by its
 # name among the test's) and the worker that answered
 sub handshake {
-    my $sni = shift;
-    my $in = "$dir/tmp-request";
-    spit($in, "GET / HTTP/1.0\r\nHost: $sni\r\n\r\n");
-    my $out = `timeout 10 openssl s_client -connect 127.0.0.1:$port -servername $sni < $in 2>/dev/null`;
-    my ($pem) = $out =~ /(-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n)/s;
-    return ('none', '') unless $pem;
-    spit("$dir/tmp-presented.pem", $pem);
-    my ($worker) = $out =~ /^\w (\d+)$/m;
-    return ($name_of{sha256_of("$dir/tmp-presented.pem")} // 'another', $worker // '');
+    my ($sha256, $body) = presented_certificate($port, shift);
+    return ($sha256 eq '' ? 'none' : $name_of{$sha256} // 'another', ($body =~ /^\w (\d+)$/m)[0] // '');
 }
 # 20 handshakes: the certificates presented, joined where they differ, and
 # how many workers answered

@@ -708,6 +708,67 @@ BOOST_AUTO_TEST_CASE(a_reload_is_counted_by_what_it_changes)
     BOOST_TEST(reason(base) == "routes", "nothing differs: what is left");
 }
 
+// A listener's Secret renewed (cert-manager): with the upstream API, its
+// key pair is pushed and the configuration nginx runs is the same; not
+// where a stream{} server presents it too (the module's certificate step
+// is http's), which reloads for it.
+BOOST_AUTO_TEST_CASE(a_listener_certificate_renewed_is_pushed_not_reloaded)
+{
+    auto secret = [](const std::string &cert) {
+        return "apiVersion: v1\nkind: Secret\nmetadata: {name: cert, namespace: ns}\ntype: kubernetes.io/tls\n"
+               "stringData:\n  tls.crt: |\n" + g2n_test::yaml_block(g2n_test::test_cert_file(cert + ".crt"), 4)
+               + "  tls.key: |\n" + g2n_test::yaml_block(g2n_test::test_cert_file(cert + ".key"), 4) + "---\n";
+    };
+    auto manifests = [&](const std::string &cert, const std::string &more_listeners, const std::string &more) {
+        return "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: ours}\n"
+               "spec: {controllerName: gateway2nginx.io/controller}\n---\n" + secret(cert)
+               + "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n"
+                 "spec:\n  gatewayClassName: ours\n  listeners:\n"
+                 "  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n"
+               + more_listeners
+               + "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                 "spec:\n  ports: [{name: http, port: 80}]\n"
+                 "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
+                 "spec:\n  parentRefs: [{name: gw, sectionName: https}]\n  rules: [{backendRefs: [{name: web, port: 80}]}]\n"
+               + more;
+    };
+    const Options api = with_api();
+    const Plan before = resolve(parse(manifests("leaf", "", "")), api);
+    const Plan renewed = resolve(parse(manifests("wildcard", "", "")), api);
+    const auto certificates = replaceable_certificates(renewed, api);
+    BOOST_TEST_REQUIRE(certificates.size() == 1u);
+    const std::string name = certificates.begin()->first;
+    BOOST_TEST(render_http_conf(renewed, api).find("gateway_tls_certificate " + name + ";") != std::string::npos);
+    BOOST_TEST(skeleton_digest(renewed, api) == skeleton_digest(before, api), "no reload");
+    ApiHeld now;
+    const ApiContent changed = api_changes(renewed, api, ApiHeld::of(before, api), &now);
+    BOOST_TEST(changed.certificates.size() == 1u);
+    BOOST_TEST(changed.servers.empty());
+    const gtls::ListenerCertificate pushed = gtls::parse_listener_certificate(changed.certificates.at(name), name);
+    BOOST_TEST(pushed.certificate.find("BEGIN CERTIFICATE") != std::string::npos);
+    BOOST_TEST(pushed.key.find("PRIVATE KEY") != std::string::npos);
+    BOOST_TEST(api_body(changed).find(R"("certificates":{")" + name + "\":{\"certificate\":") != std::string::npos);
+    ApiHeld again;
+    BOOST_TEST(api_changes(renewed, api, now, &again).empty(), "pushed once");
+    // the API off: the files are nginx's alone, a reload's
+    BOOST_TEST(replaceable_certificates(renewed, Options()).empty());
+    BOOST_TEST(render_http_conf(renewed, Options()).find("gateway_tls_certificate") == std::string::npos);
+    // the same Secret behind a TLS Terminate listener too
+    const std::string terminate =
+        "  - {name: term, port: 8443, protocol: TLS, tls: {mode: Terminate, certificateRefs: [{name: cert}]}}\n";
+    const std::string route = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\n"
+                              "metadata: {name: t, namespace: ns}\nspec:\n  parentRefs: [{name: gw, sectionName: term}]\n"
+                              "  hostnames: [db.example.com]\n  rules:\n  - backendRefs: [{name: web, port: 80}]\n";
+    const Plan streamed = resolve(parse(manifests("leaf", terminate, route)), api);
+    BOOST_TEST_REQUIRE(!streamed.stream_servers.empty());
+    BOOST_TEST(replaceable_certificates(streamed, api).empty());
+    const Plan streamed_renewed = resolve(parse(manifests("wildcard", terminate, route)), api);
+    BOOST_TEST(skeleton_digest(streamed_renewed, api) != skeleton_digest(streamed, api));
+    BOOST_TEST(kReloadReasons[static_cast<size_t>(reload_reason(skeleton_parts(streamed, api),
+                                                                skeleton_parts(streamed_renewed, api)))]
+               == "certificates");
+}
+
 BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)
 {
     Options skeleton = with_api();

@@ -45,7 +45,11 @@ std::string_view view(const Value &v) { return {v.GetString(), v.GetStringLength
 class Fields {
 public:
     Fields(const Value &object, const std::string &field, std::initializer_list<const char *> known)
-        : field_(field), known_(known), values_(known.size(), nullptr)
+        : Fields(object, field, std::vector<const char *>(known))
+    {
+    }
+    Fields(const Value &object, const std::string &field, std::vector<const char *> known)
+        : field_(field), known_(std::move(known)), values_(known_.size(), nullptr)
     {
         if (!object.IsObject()) refuse(field, std::string("must be an object, not ") + type_name(object));
         for (auto m = object.MemberBegin(); m != object.MemberEnd(); ++m) {
@@ -445,7 +449,7 @@ std::vector<TableUpdate> parse_route_update(std::string_view body)
 {
     rapidjson::Document doc = read_json(body);
     // the other sections are parse_api_update's
-    Fields root(doc, "the body", {"routes", "upstreams", "stream_upstreams", "policies"});
+    Fields root(doc, "the body", std::vector<const char *>(std::begin(kApiBodySections), std::end(kApiBodySections)));
     std::vector<TableUpdate> out;
     const Value *routes = root.get("routes");
     if (routes == nullptr) return out;

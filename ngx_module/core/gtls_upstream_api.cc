@@ -168,7 +168,7 @@ public:
     PolicyTrust trust;                    // Root::Trust
     ListenerCertificate certificate;      // Root::Certificate
     std::vector<UpstreamServers> listed;  // Root::List: the section's
-    std::vector<std::string> pushed;      // Root::List: policies whose source is "api"
+    std::vector<std::string> pushed;      // Root::List: policies (or certificates) whose source is "api"
     std::vector<ListedRoutes> hosts;      // Root::List read for "routes": each table's hostnames
 
     // RapidJSON's handler
@@ -388,7 +388,7 @@ private:
             }
             return;
         case Kind::ListBody:
-            if (f.key == name_ || f.key == "policies") wrong_type(f.key, JsonType::Object, type);
+            if (f.key == name_ || f.key == pushed_section()) wrong_type(f.key, JsonType::Object, type);
             return;
         case Kind::ListUpstream:
         case Kind::Skip: return;
@@ -419,6 +419,13 @@ private:
         return frames_[0].root == Root::Certificate ? certificate : update.certificates.back();
     }
 
+    // where a list's entries of source "api" are read: its policies, or
+    // (read for "certificates") its certificates
+    std::string_view pushed_section() const
+    {
+        return name_ == "certificates" ? std::string_view(name_) : std::string_view("policies");
+    }
+
     PolicyTrust &trust_of_policy()
     {
         return frames_[0].root == Root::Trust ? trust : update.policies.back();
@@ -442,11 +449,12 @@ private:
 
     static void body_key(const Frame &f)
     {
-        if (f.key != "upstreams" && f.key != "stream_upstreams" && f.key != "policies" && f.key != "routes"
-            && f.key != "certificates") {
-            refuse(f.field, "unknown field " + json_string(f.key)
-                                + " (known: upstreams, stream_upstreams, policies, routes, certificates)");
+        std::string known;
+        for (const char *section : kApiBodySections) {
+            if (f.key == section) return;
+            known += (known.empty() ? "" : ", ") + std::string(section);
         }
+        refuse(f.field, "unknown field " + json_string(f.key) + " (known: " + known + ")");
     }
 
     void open(JsonType type)
@@ -547,9 +555,9 @@ private:
         case Kind::Pins:
         case Kind::Sans: wrong_type(field, JsonType::String, type);
         case Kind::ListBody:
-            if (f.key == name_ || f.key == "policies") {
+            if (f.key == name_ || f.key == pushed_section()) {
                 expect(f.key, JsonType::Object, type);
-                if (f.key == "policies") return push(Kind::ListPolicies, f.key);
+                if (f.key == pushed_section()) return push(Kind::ListPolicies, f.key);
                 return push(name_ == "routes" ? Kind::ListTables : Kind::ListSection, f.key);
             }
             return push(Kind::Skip, field);
@@ -584,7 +592,12 @@ private:
         switch (f.kind) {
         case Kind::Body:
             if (f.seen.empty()) {
-                refuse("the body", "\"upstreams\", \"stream_upstreams\", \"policies\", \"routes\" or \"certificates\" is required");
+                std::string sections;
+                const size_t n = std::size(kApiBodySections);
+                for (size_t i = 0; i < n; i++) {
+                    sections += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + json_string(kApiBodySections[i]);
+                }
+                refuse("the body", sections + " is required");
             }
             return;
         case Kind::Certificates:
@@ -711,6 +724,13 @@ std::vector<ListedRoutes> listed_route_hosts(std::string_view list)
 std::vector<std::string> pushed_policies(std::string_view list)
 {
     ApiReader reader(ApiReader::Root::List, "the list");
+    reader.read(list);
+    return std::move(reader.pushed);
+}
+
+std::vector<std::string> pushed_certificates(std::string_view list)
+{
+    ApiReader reader(ApiReader::Root::List, "the list", "certificates");
     reader.read(list);
     return std::move(reader.pushed);
 }

@@ -57,6 +57,12 @@ inline constexpr size_t kMaxApiSans = 64;            // per policy
 inline constexpr size_t kMaxApiCertificates = 10000; // per request (a listener each)
 inline constexpr size_t kMaxApiCertificateBytes = 1 << 20;  // one chain, or one key
 
+// The sections a PUT body may have, in the order refusals list them: all
+// read by parse_api_update but "routes", read by parse_route_update
+// (gtls_routes_json.h); each reader skips the other's.
+inline constexpr const char *kApiBodySections[] = {"upstreams", "stream_upstreams", "policies", "routes",
+                                                   "certificates"};
+
 // One server as nginx's round robin takes it. `address` is canonical
 // ("10.0.0.1:8443", "[fd00::1]:8443": what nginx names a peer), `ip` its
 // bytes (4 for IPv4, 16 for IPv6) in network order.
@@ -224,6 +230,10 @@ PolicyTrust parse_policy_trust(std::string_view json, const std::string &policy)
 // The policies a GET of the API lists as pushed ("source":"api"), by name.
 // Throws ApiError on a body that is not such a list.
 std::vector<std::string> pushed_policies(std::string_view list);
+
+// The listener certificates a GET of the API lists as pushed, by name.
+// Throws ApiError on a body that is not such a list.
+std::vector<std::string> pushed_certificates(std::string_view list);
 
 // The servers a GET of the API lists for each upstream of `section`
 // ("upstreams" or "stream_upstreams"), by name. Throws ApiError on a body

@@ -124,6 +124,11 @@ BOOST_AUTO_TEST_CASE(a_list_and_an_answer_name_certificates_never_keys)
     BOOST_TEST(json.find(R"("certificates":{"gw-https":{"generation":7,"source":"api","sha256":"ab12"}})") != std::string::npos,
                json);
     BOOST_TEST(gtls::api_list_json(gtls::ApiList()).find("certificates") == std::string::npos);
+    list.certificates.push_back({"gw-other", 0, false, "cd34"});
+    list.policies.push_back({"ns/p", 3, true, "system", {}, "", {}});
+    const std::string both = gtls::api_list_json(list);
+    BOOST_TEST((gtls::pushed_certificates(both) == std::vector<std::string>{"gw-https"}));
+    BOOST_TEST((gtls::pushed_policies(both) == std::vector<std::string>{"ns/p"}));
     gtls::ApiUpdated updated;
     updated.certificates.emplace_back("gw-https", 8);
     BOOST_TEST(gtls::api_updated_json(updated).find(R"("certificates":{"gw-https":{"generation":8}})") != std::string::npos);

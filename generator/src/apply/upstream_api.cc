@@ -192,6 +192,7 @@ ApiContent ApiContent::changed_since(const ApiHeld &held, ApiHeld *digests) cons
     diff(stream_servers, held.stream_servers, &changed.stream_servers, digests ? &digests->stream_servers : nullptr);
     diff(trust, held.trust, &changed.trust, digests ? &digests->trust : nullptr);
     diff(routes, held.routes, &changed.routes, digests ? &digests->routes : nullptr);
+    diff(certificates, held.certificates, &changed.certificates, digests ? &digests->certificates : nullptr);
     return changed;
 }
 
@@ -209,9 +210,9 @@ ApiHeld ApiHeld::of(const ApiContent &content)
 
 void ApiHeld::hold(const ApiContent &pushed)
 {
-    for (int i = 0; i < ApiContent::kLists; i++) {
+    for (int i = 0; i < kApiSections; i++) {
         for (const auto &[name, json] : pushed.list(i)) {
-            if (i == 3 && json == kRemoved) {
+            if (i == kApiRoutes && json == kRemoved) {
                 list(i).erase(name);
             } else {
                 list(i)[name] = sha256(json);
@@ -279,9 +280,8 @@ TrustDigests &trust_digests()
     return digests;
 }
 
-// Each entry of the content, one at a time, as (list: 0 servers, 1
-// stream_servers, 2 trust, 3 routes; name; the SHA-256 of its JSON; its
-// JSON, built when asked)
+// Each entry of the content, one at a time, as (its ApiSection; name; the
+// SHA-256 of its JSON; its JSON, built when asked)
 using ApiEntry = std::function<void(int list, const std::string &name, const std::string &digest,
                                     const std::function<std::string()> &json)>;
 void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &entry)
@@ -291,18 +291,28 @@ void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &en
         entry(list, name, sha256(json), [&] { return json; });
     };
     for (const Server &s : plan.servers) {
-        if (s.in_table()) at_hand(3, route_entry_key(route_table_name(s), route_table_host(s)), s.table_json);
+        if (s.in_table()) at_hand(kApiRoutes, route_entry_key(route_table_name(s), route_table_host(s)), s.table_json);
     }
     for (const Upstream &u : plan.upstreams) {
-        if (api_replaceable(u)) at_hand(0, u.name, upstream_servers_api_json(u));
+        if (api_replaceable(u)) at_hand(kApiServers, u.name, upstream_servers_api_json(u));
     }
     for (const Upstream &u : plan.stream_upstreams) {
-        if (stream_api_replaceable(u)) at_hand(1, u.name, upstream_servers_api_json(u));
+        if (stream_api_replaceable(u)) at_hand(kApiStreamServers, u.name, upstream_servers_api_json(u));
     }
+    const auto certificates = replaceable_certificates(plan, options);
     const auto policies = trust_replaceable_policies(plan, options);
-    if (policies.empty()) return;
-    std::unordered_map<std::string_view, const std::string *> files;  // bundles by path, not searched for each policy
+    if (policies.empty() && certificates.empty()) return;
+    // (by path, not searched for each policy)
+    std::unordered_map<std::string_view, const std::string *> files;
     for (const OutputFile &f : plan.files) files.emplace(f.path, &f.content);
+    for (const auto &[name, c] : certificates) {
+        auto crt = files.find(c.certificate), key = files.find(c.key);
+        if (crt == files.end() || key == files.end()) {
+            throw std::logic_error("the certificate " + c.certificate + " is not among the files written");
+        }
+        at_hand(kApiCertificates, name, gtls::listener_certificate_json({name, *crt->second, *key->second}));
+    }
+    if (policies.empty()) return;
     TrustDigests &digests = trust_digests();
     digests.next_content();
     for (const auto &[name, p] : policies) {
@@ -315,7 +325,7 @@ void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &en
         const std::string inputs = trust_inputs(*p);
         const std::string *digest = digests.find(inputs);
         if (digest == nullptr) digest = digests.keep(inputs, sha256(json()));
-        entry(2, name, *digest, json);
+        entry(kApiTrust, name, *digest, json);
     }
 }
 
@@ -359,7 +369,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options, const Ap
     if (options.upstream_api == "off") return "";
     std::string list;
     if (std::string failed = api_request_retried(options, "GET", "", &list, true); !failed.empty()) return failed;
-    std::set<std::string> pushed;
+    std::set<std::string> pushed, pushed_certificates;
     // what nginx holds of each upstream, by section: the SHA-256 of its
     // servers sorted by address, as upstream_servers_json writes them
     auto digest_of = [](std::vector<gtls::UpstreamServer> servers) {
@@ -371,6 +381,7 @@ std::string sync_after_reload(const Plan &plan, const Options &options, const Ap
     std::set<std::string> hosts;  // route table hostnames nginx holds
     try {
         for (const std::string &name : gtls::pushed_policies(list)) pushed.insert(name);
+        for (const std::string &name : gtls::pushed_certificates(list)) pushed_certificates.insert(name);
         for (const gtls::ListedRoutes &r : gtls::listed_route_hosts(list)) hosts.insert(route_entry_key(r.table, r.host));
         for (int section : {0, 1}) {
             for (gtls::UpstreamServers &u : gtls::listed_servers(list, section == 0 ? "upstreams" : "stream_upstreams")) {
@@ -388,16 +399,20 @@ std::string sync_after_reload(const Plan &plan, const Options &options, const Ap
     // once per upstream, at every reload); trust pushed before survives a
     // reload that left the configured trust as it was, so the policies the
     // API says were pushed get what is rendered (what they are configured
-    // with, which takes them back to it)
+    // with, which takes them back to it); so do listener certificates
     ApiContent content;
     try {
         each_api_entry(plan, options, [&](int which, const std::string &name, const std::string &digest,
                                           const auto &json) {
-            if (which == 2) {
+            if (which == kApiTrust) {
                 if (pushed.count(name)) content.trust[name] = json();
                 return;
             }
-            if (which == 3) {
+            if (which == kApiCertificates) {
+                if (pushed_certificates.count(name)) content.certificates[name] = json();
+                return;
+            }
+            if (which == kApiRoutes) {
                 // nginx keeps each table as last pushed: what it holds as
                 // `before` says is left alone
                 const bool listed = hosts.erase(name) > 0;
@@ -427,8 +442,8 @@ std::string sync_after_reload(const Plan &plan, const Options &options, const Ap
     }
     for (const std::string &gone : hosts) content.routes[gone] = kRemoved;  // the plan has it no more
     if (pushed_count != nullptr) {
-        *pushed_count = content.servers.size() + content.stream_servers.size() + content.trust.size()
-                        + content.routes.size();
+        *pushed_count = 0;
+        for (int i = 0; i < kApiSections; i++) *pushed_count += content.list(i).size();
     }
     return content.empty() ? "" : api_request_retried(options, "PUT", api_body(content), nullptr, true);
 }
@@ -464,6 +479,9 @@ std::string api_body(const ApiContent &content)
             tables += gtls::json_string(host) + ":" + json;
         }
         body += (body.empty() ? "" : ",") + std::string("\"routes\":{") + tables + "}}";
+    }
+    if (!content.certificates.empty()) {
+        body += (body.empty() ? "" : ",") + section("certificates", nullptr, content.certificates);
     }
     return "{" + body + "}";
 }

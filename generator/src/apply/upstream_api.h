@@ -15,27 +15,37 @@ namespace g2n {
 // refuses it; "" on 200, else why not.
 std::string push_to_api(const Options &options, const std::string &body);
 
+// The upstream API's sections, as ApiContent and ApiHeld index them
+enum ApiSection : int { kApiServers, kApiStreamServers, kApiTrust, kApiRoutes, kApiCertificates, kApiSections };
+
 // What the upstream API holds of a plan, by name as the API takes it: the
 // servers of every upstream it can replace, the trust of every policy it
-// can, the route table entry of every hostname a table serves (none when
-// the API is off).
+// can, the route table entry of every hostname a table serves, the key
+// pair of every listener certificate it can replace (none when the API is
+// off).
 struct ApiHeld;
 struct ApiContent {
-    std::map<std::string, std::string> servers;         // upstream -> [servers]
-    std::map<std::string, std::string> stream_servers;  // stream upstream -> [servers]
-    std::map<std::string, std::string> trust;           // policy -> {"ca":...,"pins":[...]}
+    using Entries = std::map<std::string, std::string>;
+    Entries servers;         // upstream -> [servers]
+    Entries stream_servers;  // stream upstream -> [servers]
+    Entries trust;           // policy -> {"ca":...,"pins":[...]}
     // route_entry_key(table, hostname) -> {"actions":...,"matches":...},
     // or "null": the hostname removed
-    std::map<std::string, std::string> routes;
+    Entries routes;
+    Entries certificates;    // certificate -> {"certificate":...,"key":...}
 
-    static constexpr int kLists = 4;
-    bool empty() const { return servers.empty() && stream_servers.empty() && trust.empty() && routes.empty(); }
-    // servers, stream_servers, trust, routes
-    std::map<std::string, std::string> &list(int i)
+    bool empty() const
     {
-        return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
+        for (int i = 0; i < kApiSections; i++) {
+            if (!list(i).empty()) return false;
+        }
+        return true;
     }
-    const std::map<std::string, std::string> &list(int i) const { return const_cast<ApiContent *>(this)->list(i); }
+    Entries &list(int section) { return this->*kSections[section]; }
+    const Entries &list(int section) const { return this->*kSections[section]; }
+    static constexpr Entries ApiContent::*kSections[kApiSections] = {
+        &ApiContent::servers, &ApiContent::stream_servers, &ApiContent::trust, &ApiContent::routes,
+        &ApiContent::certificates};
     // the entries new or different from what `held` says the API holds
     // (this may be part of a plan's: nothing is removed);
     // *digests, when given, holds this content's (as ApiHeld::of would)
@@ -50,19 +60,16 @@ std::string route_entry_key(const std::string &table, const std::string &host);
 // would be pushed is compared with it, never kept whole (every upstream's
 // servers and every policy's CA bundle would be held a second time).
 struct ApiHeld {
-    std::map<std::string, std::string> servers, stream_servers, trust, routes;
+    using Entries = std::map<std::string, std::string>;
+    Entries servers, stream_servers, trust, routes, certificates;
 
     static ApiHeld of(const ApiContent &content);
     // of api_content(plan, options), made one entry at a time
     static ApiHeld of(const Plan &plan, const Options &options);
-    std::map<std::string, std::string> &list(int i)
-    {
-        return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
-    }
-    const std::map<std::string, std::string> &list(int i) const
-    {
-        return i == 0 ? servers : i == 1 ? stream_servers : i == 2 ? trust : routes;
-    }
+    Entries &list(int section) { return this->*kSections[section]; }
+    const Entries &list(int section) const { return this->*kSections[section]; }
+    static constexpr Entries ApiHeld::*kSections[kApiSections] = {
+        &ApiHeld::servers, &ApiHeld::stream_servers, &ApiHeld::trust, &ApiHeld::routes, &ApiHeld::certificates};
     // `pushed`'s entries are held now, beside the others (a hostname
     // removed is held no more)
     void hold(const ApiContent &pushed);
@@ -79,14 +86,15 @@ ApiContent api_changes(const Plan &plan, const Options &options, const ApiHeld &
 // rendered for each policy the API says holds pushed trust, and the route
 // table entries nginx does not hold as `before` says they were pushed
 // (null: it holds none, a fresh nginx), with the hostnames the plan has
-// not removed. "" when done, else why not.
+// not removed, and the key pair rendered for each listener certificate
+// the API says holds a pushed one. "" when done, else why not.
 // Only what differs from what nginx holds is pushed: *pushed says how many
-// upstreams, policies and hostnames that was.
+// upstreams, policies, hostnames and certificates that was.
 std::string sync_after_reload(const Plan &plan, const Options &options, const ApiHeld *before,
                               size_t *pushed = nullptr);
 // A PUT body of `content`: {"upstreams":{...},"stream_upstreams":{...},
-// "policies":{...},"routes":{TABLE:{HOST:...}}}, each section only when it
-// has entries.
+// "policies":{...},"routes":{TABLE:{HOST:...}},"certificates":{...}}, each
+// section only when it has entries.
 std::string api_body(const ApiContent &content);
 
 // Its servers as the API takes them (gtls::upstream_servers_json).

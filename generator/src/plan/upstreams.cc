@@ -1,6 +1,7 @@
 #include "plan/upstreams.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "gtls_upstream_api.h"
@@ -130,6 +131,25 @@ std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const P
     return policies;
 }
 
+std::map<std::string, ReplaceableCertificate> replaceable_certificates(const Plan &plan, const Options &o)
+{
+    std::map<std::string, ReplaceableCertificate> certificates;
+    if (o.upstream_api == "off") return certificates;
+    std::set<std::string> elsewhere;
+    for (const StreamServer &s : plan.stream_servers) {
+        elsewhere.insert(s.certificate);
+        elsewhere.insert(s.backend_client.certificate);
+        for (const StreamRoute &r : s.routes) elsewhere.insert(r.certificate);
+    }
+    for (const Server &s : plan.servers) elsewhere.insert(s.backend_client.certificate);
+    for (const Server &s : plan.servers) {
+        if (!s.ssl || s.certificate.empty() || elsewhere.count(s.certificate)) continue;
+        std::string name = std::filesystem::path(s.certificate).stem().string();
+        certificates.emplace(std::move(name), ReplaceableCertificate{s.certificate, s.certificate_key});
+    }
+    return certificates;
+}
+
 void plan_pushed_names(Plan *plan, const Options &o)
 {
     std::set<std::string> pushed;
@@ -170,13 +190,14 @@ size_t servers_zone_kilobytes(size_t server_lines)
     return power_of_two_at_least(64 + 2 * server_lines, 128);
 }
 
-UpstreamApiRoom upstream_api_room(size_t upstream_count, size_t server_lines, size_t trusts)
+UpstreamApiRoom upstream_api_room(size_t upstream_count, size_t server_lines, size_t trusts, size_t certificates)
 {
     // the last list pushed per upstream, and room for the trust of up to
     // 256 policies pushed at once (not their bundles' sizes: a changed
-    // bundle must not change the skeleton); a zone full of trust answers
-    // 507, and gateway2nginx reloads instead
-    const size_t trust_room = 16 * std::min<size_t>(trusts, 256);
+    // bundle must not change the skeleton), and for as many listener key
+    // pairs; a zone full of them answers 507, and gateway2nginx reloads
+    // instead
+    const size_t trust_room = 16 * std::min<size_t>(trusts, 256) + 16 * std::min<size_t>(certificates, 256);
     UpstreamApiRoom room;
     // and the lists themselves, about 120 bytes a server, twice while one
     // replaces another, rounded as the servers zones are
@@ -187,8 +208,10 @@ UpstreamApiRoom upstream_api_room(size_t upstream_count, size_t server_lines, si
     // a policy): larger ones are refused (413) before the worker reads
     // them. Rounded as the zones are; a trust push over its allowance is
     // refused, and gateway2nginx reloads instead
-    room.body_kilobytes = power_of_two_at_least(
-        64 + (2 * 128 * (server_lines + upstream_count)) / 1024 + 64 * std::min<size_t>(trusts, 256), 1024);
+    room.body_kilobytes = power_of_two_at_least(64 + (2 * 128 * (server_lines + upstream_count)) / 1024
+                                                    + 64 * std::min<size_t>(trusts, 256)
+                                                    + 16 * std::min<size_t>(certificates, 256),
+                                                1024);
     return room;
 }
 

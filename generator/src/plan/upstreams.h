@@ -52,8 +52,8 @@ struct PassModules {
 PassModules pass_modules(const Location &l);
 // What the upstream API needs room for (with the API on): `upstreams`
 // replaceable upstreams (of http{} and stream{}) with `server_lines`
-// servers between them, and the number of policies whose trust it may
-// replace.
+// servers between them, the number of policies whose trust it may
+// replace, and of listener certificates.
 struct UpstreamApiRoom {
     size_t state_zone_kilobytes = 0;  // gateway_tls_upstream_state_zone
     size_t body_kilobytes = 0;        // client_max_body_size of its location
@@ -63,7 +63,7 @@ struct UpstreamApiRoom {
         return state_zone_kilobytes == o.state_zone_kilobytes && body_kilobytes == o.body_kilobytes;
     }
 };
-UpstreamApiRoom upstream_api_room(size_t upstreams, size_t server_lines, size_t trusts);
+UpstreamApiRoom upstream_api_room(size_t upstreams, size_t server_lines, size_t trusts, size_t certificates);
 // The least power of two times `least` that is at least n: sizes that
 // change only when what they hold doubles or halves.
 size_t power_of_two_at_least(size_t n, size_t least);
@@ -73,6 +73,15 @@ size_t servers_zone_kilobytes(size_t server_lines);
 // replace, by name: with the API on, verifying (not skip), in upstreams
 // (of http{} or stream{}) that can be reached, one trust per name.
 std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const Plan &plan, const Options &o);
+// A listener certificate gateway_tls_upstream_api can replace
+// (gateway_tls_certificate NAME): its files under OUTDIR.
+struct ReplaceableCertificate {
+    std::string certificate, key;
+};
+// By name (the files' stem): with the API on, the certificates of http{}
+// servers that no stream{} server and no backend connection uses too (the
+// module's certificate step is http's alone).
+std::map<std::string, ReplaceableCertificate> replaceable_certificates(const Plan &plan, const Options &o);
 // What of that the policy decides itself: it verifies, with a CA or pins.
 bool trust_replaceable(const UpstreamPolicy &p);
 // Marks names_pushed the trust-replaceable policies whose every scope is

@@ -210,6 +210,16 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         }
     };
     const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
+    // the certificates the upstream API replaces, by file
+    std::map<std::string, std::string> replaceable;
+    for (const auto &[name, c] : replaceable_certificates(plan, o)) replaceable.emplace(c.certificate, name);
+    auto render_certificate = [&](const Server &s) {
+        w.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
+        w.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
+        if (auto it = replaceable.find(s.certificate); it != replaceable.end()) {
+            w.directive("gateway_tls_certificate", {nginx::Token::value(it->second)});
+        }
+    };
     for (const Server &s : plan.servers) {
         if (s.served_by_listener) continue;  // its listener's server routes it by the table
         first_on_listen.emplace(s.listen, &s);
@@ -220,10 +230,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         offer_http2(s.ssl);
         w.directive("server_name", {nginx::Token::value(s.server_name)});
         w.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
-        if (s.ssl) {
-            w.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
-            w.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
-        }
+        if (s.ssl) render_certificate(s);
         render_client_validation(w, s.client);
         render_backend_client(w, s.backend_client, true);
         answer_misdirected(w, sni_listener, s.listen, s.listener_hostname);
@@ -257,10 +264,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         render_listen(w, listen, listen_parameters(first->ssl, first->ssl && !http2_directive, true), o);
         offer_http2(first->ssl);
         w.directive("server_name", {nginx::Token::value("")});
-        if (first->ssl) {
-            w.directive("ssl_certificate", {nginx::Token::value(first->certificate)});
-            w.directive("ssl_certificate_key", {nginx::Token::value(first->certificate_key)});
-        }
+        if (first->ssl) render_certificate(*first);
         answer_misdirected(w, sni_listener, listen, "");
         refuse_loops(w);
         w.directive("return", {"404"});
@@ -332,7 +336,8 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
             upstream_count++;
             server_lines += zone_server_lines(u);
         }
-        UpstreamApiRoom room = upstream_api_room(upstream_count, server_lines, trusts.size());
+        UpstreamApiRoom room =
+            upstream_api_room(upstream_count, server_lines, trusts.size(), replaceable_certificates(plan, o).size());
         if (o.routes == "table") {
             // every entry kept, twice while one replaces another; a body
             // that fills every table at once

@@ -8,7 +8,8 @@ namespace g2n {
 
 ServiceEndpoints::ServiceEndpoints(const Manifests &manifests, const Plan &plan, const Options &options)
     : api_(options.upstream_api != "off"), options_(options), rules_(manifests, options),
-      trusts_(trust_replaceable_policies(plan, options).size())
+      trusts_(trust_replaceable_policies(plan, options).size()),
+      certificates_(replaceable_certificates(plan, options).size())
 {
     std::unordered_map<std::string, const Service *> by_key;
     for (const Service &s : manifests.services) by_key.emplace(s.meta.key(), &s);  // the first wins, as in resolve
@@ -131,8 +132,8 @@ bool ServiceEndpoints::same_sizes(const Room &a, const Room &b) const
         });
     };
     return same_zones(a.http_lines, b.http_lines) && same_zones(a.stream_lines, b.stream_lines)
-           && upstream_api_room(a.upstreams, a.server_lines, trusts_)
-                  == upstream_api_room(b.upstreams, b.server_lines, trusts_);
+           && upstream_api_room(a.upstreams, a.server_lines, trusts_, certificates_)
+                  == upstream_api_room(b.upstreams, b.server_lines, trusts_, certificates_);
 }
 
 }  // namespace g2n

@@ -81,7 +81,7 @@ private:
     bool api_;
     Options options_;
     EndpointRules rules_;
-    size_t trusts_ = 0;
+    size_t trusts_ = 0, certificates_ = 0;  // that the API replaces
     std::unordered_map<std::string, ServiceEntry> services_;  // those the plan's upstreams use
     KeptObjects<Service> services_kept_;                      // the same, by key
     KeptObjects<EndpointSlice> slices_;                       // theirs, by key

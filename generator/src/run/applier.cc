@@ -243,6 +243,10 @@ bool Applier::push(const ApiContent &changed)
         what += (what.empty() ? "" : " and ") + std::string("routes of ") + std::to_string(changed.routes.size())
                 + " hostname(s)";
     }
+    if (!changed.certificates.empty()) {
+        what += (what.empty() ? "" : " and ") + std::to_string(changed.certificates.size())
+                + " listener certificate(s)";
+    }
     say(what + " pushed to nginx, no reload");
     return true;
 }

@@ -14,21 +14,22 @@ namespace fs = std::filesystem;
 
 namespace g2n {
 
-// Left out of the skeleton: the servers of replaceable upstreams and the
+// Left out of the skeleton: the servers of replaceable upstreams, the
 // trust of replaceable policies (their CA and pins, and the CA bundles
-// only they name). A cryptographic digest: tenants write what goes into
+// only they name), and the key pairs of replaceable listener certificates. A cryptographic digest: tenants write what goes into
 // it. A bundle named elsewhere too is in that other text by its name,
 // which is its content's digest.
 namespace {
 
 // The files of the skeleton: all but the CA bundles only replaceable
-// policies name
+// policies name, and the replaceable listener certificates' files
 void digest_skeleton_files(Sha256Stream &out, const Plan &plan, const Options &options)
 {
-    std::set<std::string> replaceable_bundles;
-    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable_bundles.insert(policy->ca);
+    std::set<std::string> replaceable;
+    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable.insert(policy->ca);
+    for (const auto &[name, c] : replaceable_certificates(plan, options)) replaceable.insert({c.certificate, c.key});
     for (const OutputFile &f : plan.files) {
-        if (replaceable_bundles.count(f.path)) continue;
+        if (replaceable.count(f.path)) continue;
         out << "\n\x01" << f.path << " " << f.mode << "\n" << f.content;
     }
 }

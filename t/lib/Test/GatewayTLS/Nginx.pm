@@ -16,7 +16,7 @@ use Time::HiRes qw(sleep time);
 
 use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backends _check_listen_ports);
 
-our @EXPORT = qw(api_request connections_to http_request parent_pid request start_backends
+our @EXPORT = qw(api_request certificate_sha256 connections_to http_request parent_pid presented_certificate request start_backends
                 start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
                 tls_exchange track_child unread_by_server worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
@@ -104,6 +104,37 @@ sub tls_exchange {
     close $fh;
     my $out = `timeout 10 openssl s_client -connect 127.0.0.1:$port -servername $sni $verify -quiet < $in 2>/dev/null`;
     return $? == 0 ? $out : '';
+}
+
+# The SHA-256 of the (first) certificate of a PEM file, lowercase hex, from
+# the openssl CLI
+sub certificate_sha256 {
+    my $file = shift;
+    my $out = `openssl x509 -in '$file' -noout -fingerprint -sha256 2>/dev/null`;
+    return '' unless $out =~ /=([0-9A-F:]+)/;
+    (my $hex = lc $1) =~ s/://g;
+    return $hex;
+}
+
+# One handshake with 127.0.0.1:PORT sending SNI, and GET / with it as Host
+# on it: (the SHA-256 of the leaf presented, '' for none; what s_client
+# printed after it, the response among it)
+sub presented_certificate {
+    my ($port, $sni) = @_;
+    my $in = "$ServRoot/tmp/presented.in";
+    make_path("$ServRoot/tmp");
+    open my $fh, '>', $in or die "$in: $!";
+    print $fh "GET / HTTP/1.0\r\nHost: $sni\r\n\r\n";
+    close $fh;
+    # (-ign_eof: until nginx closes, the response read; not at the request's end)
+    my $out = `timeout 10 openssl s_client -ign_eof -connect 127.0.0.1:$port -servername $sni < $in 2>/dev/null`;
+    my ($pem) = $out =~ /(-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n)/s;
+    return ('', '') unless $pem;
+    my $file = "$ServRoot/tmp/presented.pem";
+    open $fh, '>', $file or die "$file: $!";
+    print $fh $pem;
+    close $fh;
+    return (certificate_sha256($file), substr($out, index($out, $pem) + length $pem));
 }
 
 # Temporary files inside the server root, not Debian's /var/lib/nginx.
