@@ -8,7 +8,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -16,6 +15,7 @@
 #include <unordered_map>
 
 #include "digest.h"
+#include "recent_memo.h"
 #include "gtls_upstream_api.h"
 #include "plan/route_tables.h"
 #include "plan/upstreams.h"
@@ -238,45 +238,10 @@ std::string trust_inputs(const UpstreamPolicy &p)
 
 // The digests of trust JSONs built before, by what they were made of: a
 // policy that did not change is not written out (its CA bundle a copy)
-// and hashed again at every change. What the last two contents used is
-// kept, no more.
-class TrustDigests {
-public:
-    void next_content()
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        generation_++;
-        for (auto it = digests_.begin(); it != digests_.end();) {
-            it = it->second.second + 1 < generation_ ? digests_.erase(it) : std::next(it);
-        }
-    }
-
-    const std::string *find(const std::string &inputs)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = digests_.find(inputs);
-        if (it == digests_.end()) return nullptr;
-        it->second.second = generation_;
-        return &it->second.first;
-    }
-
-    const std::string *keep(const std::string &inputs, std::string digest)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto &entry = digests_[inputs] = {std::move(digest), generation_};
-        return &entry.first;
-    }
-
-private:
-    std::mutex mutex_;
-    uint64_t generation_ = 0;
-    // (entries are never moved while the map holds them: pointers stay)
-    std::unordered_map<std::string, std::pair<std::string, uint64_t>> digests_;
-};
-
-TrustDigests &trust_digests()
+// and hashed again at every change.
+RecentMemo<std::string> &trust_digests()
 {
-    static TrustDigests digests;
+    static RecentMemo<std::string> digests;
     return digests;
 }
 
@@ -313,8 +278,8 @@ void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &en
         at_hand(kApiCertificates, name, gtls::listener_certificate_json({name, *crt->second, *key->second}));
     }
     if (policies.empty()) return;
-    TrustDigests &digests = trust_digests();
-    digests.next_content();
+    RecentMemo<std::string> &digests = trust_digests();
+    digests.next_round();
     for (const auto &[name, p] : policies) {
         auto json = [&, p = p] {
             return trust_api_json(*p, [&](const std::string &path) {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 
 #include "digest.h"
+#include "recent_memo.h"
 #include "gtls_routes_json.h"
 #include "gtls_upstream_api.h"
 
@@ -231,49 +231,13 @@ std::shared_ptr<const gtls::HostRoutes> read_back(const std::string &rules, cons
 // from: a hostname whose rules are unchanged is not read back again at
 // each route change (at 10,000 rules, most of its CPU). What the last two
 // plans used is kept, no more.
-class ReadBackEntries {
-public:
-    struct Entry {
-        std::string table_json, refusal;
-        uint64_t used = 0;
-    };
-
-    // A new plan's servers are about to be read back
-    void next_plan()
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        generation_++;
-        for (auto it = entries_.begin(); it != entries_.end();) {
-            it = it->second.used + 1 < generation_ ? entries_.erase(it) : std::next(it);
-        }
-    }
-
-    bool find(const std::string &digest, Server *s)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = entries_.find(digest);
-        if (it == entries_.end()) return false;
-        it->second.used = generation_;
-        s->table_json = it->second.table_json;
-        s->table_refusal = it->second.refusal;
-        return true;
-    }
-
-    void keep(const std::string &digest, const Server &s)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        entries_[digest] = Entry{s.table_json, s.table_refusal, generation_};
-    }
-
-private:
-    std::mutex mutex_;
-    uint64_t generation_ = 0;
-    std::unordered_map<std::string, Entry> entries_;
+struct ReadBack {
+    std::string table_json, refusal;
 };
 
-ReadBackEntries &read_back_entries()
+RecentMemo<ReadBack> &read_back_entries()
 {
-    static ReadBackEntries entries;
+    static RecentMemo<ReadBack> entries;
     return entries;
 }
 
@@ -285,7 +249,7 @@ std::shared_ptr<const gtls::HostRoutes> table_entry(const Server &s, std::string
     return rules.empty() ? nullptr : read_back(rules, route_table_host(s), why);
 }
 
-void plan_table_entries_begin() { read_back_entries().next_plan(); }
+void plan_table_entries_begin() { read_back_entries().next_round(); }
 
 void plan_table_entry(Server *s)
 {
@@ -293,10 +257,14 @@ void plan_table_entry(Server *s)
     const std::string rules = entry_rules_json(*s, &s->table_refusal);
     if (rules.empty()) return;
     const std::string digest = sha256(rules);
-    if (read_back_entries().find(digest, s)) return;
+    if (const ReadBack *kept = read_back_entries().find(digest)) {
+        s->table_json = kept->table_json;
+        s->table_refusal = kept->refusal;
+        return;
+    }
     std::shared_ptr<const gtls::HostRoutes> entry = read_back(rules, route_table_host(*s), &s->table_refusal);
     if (entry != nullptr) s->table_json = gtls::host_routes_json(*entry);
-    read_back_entries().keep(digest, *s);
+    read_back_entries().keep(digest, {s->table_json, s->table_refusal});
 }
 
 namespace {
