@@ -615,6 +615,23 @@ BOOST_AUTO_TEST_CASE(a_backend_new_to_nginx_takes_a_spare_s_place)
     BOOST_TEST(path_kept);
 }
 
+// The state zone is sized from the route tables' text, measured with no
+// copy of it made: the same walk as the text itself
+BOOST_AUTO_TEST_CASE(the_route_tables_are_measured_as_they_are_written)
+{
+    const Options table = with_spares();
+    std::string routes = kManifests + slice(R"("10.0.0.1")");
+    for (const std::string route : {"a", "b", "c"}) {
+        routes += service_and_route("svc-" + route, "10.0.0.9", route, "svc-" + route);
+    }
+    const Plan plan = resolve(parse(routes), table);
+    size_t in_table = 0;
+    for (const Server &s : plan.servers) in_table += s.in_table();
+    BOOST_TEST_REQUIRE(in_table >= 3u);
+    BOOST_TEST(route_tables_size(plan) == render_route_tables(plan, table).size());
+    BOOST_TEST(route_tables_size(Plan()) == render_route_tables(Plan(), table).size());
+}
+
 // --routes table: a backend no route names any more stays in the
 // configuration nginx runs until a reload; one route's backend replaced
 // by a Service new to nginx (a spare takes it) changes nothing nginx was

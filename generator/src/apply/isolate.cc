@@ -250,15 +250,15 @@ void RefusalMemory::remember(const Manifests &m, const std::vector<Exclusion> &r
 
 void FirstSeen::stamp(Manifests *m)
 {
-    std::map<std::string, uint64_t> now;
     for (const TenantObject &o : tenant_objects(*m)) {
-        ObjectMeta &meta = meta_of(*m, o);
-        const std::string identity = identity_of(*m, o);
-        auto before = seen_.find(identity);
-        meta.seen = before != seen_.end() ? before->second : configurations_;
-        now.emplace(identity, meta.seen);
+        auto [it, added] = seen_.try_emplace(identity_of(*m, o), Seen{configurations_, configurations_});
+        it->second.last = configurations_;
+        meta_of(*m, o).seen = it->second.first;
     }
-    seen_ = std::move(now);  // one deleted and made again is met anew
+    // one deleted and made again is met anew
+    for (auto it = seen_.begin(); it != seen_.end();) {
+        it = it->second.last != configurations_ ? seen_.erase(it) : std::next(it);
+    }
     configurations_++;
 }
 

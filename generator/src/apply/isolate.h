@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model.h"
@@ -71,7 +72,12 @@ public:
     void stamp(Manifests *m);
 
 private:
-    std::map<std::string, uint64_t> seen_;
+    struct Seen {
+        uint64_t first = 0, last = 0;  // the configurations it was in first and last
+    };
+    // kept from one configuration to the next, not made again: the
+    // objects of one that are not in the next go
+    std::unordered_map<std::string, Seen> seen_;
     uint64_t configurations_ = 0;
 };
 

@@ -341,7 +341,7 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         if (o.routes == "table") {
             // every entry kept, twice while one replaces another; a body
             // that fills every table at once
-            const size_t table_bytes = render_route_tables(plan, o).size();
+            const size_t table_bytes = route_tables_size(plan);
             room.state_zone_kilobytes += power_of_two_at_least(2 * table_bytes / 1024, 256);
             room.body_kilobytes = std::max(room.body_kilobytes, power_of_two_at_least(2 * table_bytes / 1024, 1024));
         }

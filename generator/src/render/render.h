@@ -24,6 +24,8 @@ std::string render_stream_conf(const Plan &plan, const Options &options);
 // --routes table: the upstream API's body that fills the route tables of
 // the servers a table serves (plan/route_tables.h), one entry each
 std::string render_route_tables(const Plan &plan, const Options &options);
+// Its size, the text not made
+size_t route_tables_size(const Plan &plan);
 
 // ---- shared by the files of render/ ----------------------------------------
 

@@ -1,6 +1,7 @@
 // --routes table: the body of the upstream API's PUT that fills the route
 // tables, in the module's own JSON (gtls_routes_json.h).
 #include <map>
+#include <string_view>
 
 #include "gtls_json.h"
 #include "plan/route_tables.h"
@@ -8,25 +9,52 @@
 
 namespace g2n {
 
-std::string render_route_tables(const Plan &plan, const Options &)
+namespace {
+
+// The tables' text, piece by piece to `piece`, in order: what is written
+// and what is measured come from one walk
+template <typename Piece>
+void route_tables_text(const Plan &plan, Piece piece)
 {
-    std::map<std::string, std::map<std::string, std::string>> tables;  // sorted: the same plan, the same bytes
+    // sorted: the same plan, the same bytes
+    std::map<std::string, std::map<std::string, const std::string *>> tables;
     for (const Server &s : plan.servers) {
-        if (s.in_table()) tables[route_table_name(s)][route_table_host(s)] = s.table_json;
+        if (s.in_table()) tables[route_table_name(s)][route_table_host(s)] = &s.table_json;
     }
-    std::string out = "{\"routes\":{";
+    piece("{\"routes\":{");
     bool first_table = true;
     for (const auto &[table, hosts] : tables) {
-        out += (first_table ? "" : ",") + gtls::json_string(table) + ":{";
+        if (!first_table) piece(",");
         first_table = false;
+        piece(gtls::json_string(table));
+        piece(":{");
         bool first_host = true;
         for (const auto &[host, json] : hosts) {
-            out += (first_host ? "" : ",") + gtls::json_string(host) + ":" + json;
+            if (!first_host) piece(",");
             first_host = false;
+            piece(gtls::json_string(host));
+            piece(":");
+            piece(*json);
         }
-        out += "}";
+        piece("}");
     }
-    return out + "}}\n";
+    piece("}}\n");
+}
+
+}  // namespace
+
+std::string render_route_tables(const Plan &plan, const Options &)
+{
+    std::string out;
+    route_tables_text(plan, [&](std::string_view text) { out += text; });
+    return out;
+}
+
+size_t route_tables_size(const Plan &plan)
+{
+    size_t size = 0;
+    route_tables_text(plan, [&](std::string_view text) { size += text.size(); });
+    return size;
 }
 
 }  // namespace g2n
