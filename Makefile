@@ -52,6 +52,7 @@ UNIT_SRCS  := $(wildcard ngx_module/tests/*.cc)
 MODULE_SRCS := $(wildcard ngx_module/*.cc ngx_module/*.h) $(CORE_SRCS) $(CORE_HDRS) config
 GEN_SRCS    := $(filter-out generator/src/main.cc,$(wildcard generator/src/*.cc generator/src/*/*.cc)) \
                ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc ngx_module/core/gtls_upstream_api.cc \
+               ngx_module/core/gtls_upstream_api_json.cc \
                ngx_module/core/gtls_access.cc ngx_module/core/gtls_json.cc ngx_module/core/gtls_http_fields.cc \
                ngx_module/core/gtls_routes.cc ngx_module/core/gtls_routes_json.cc
 GEN_TESTS   := $(wildcard generator/tests/*.cc)

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 build=$PWD/build/bench/api_body_memory
 mkdir -p "$build"
 g++ -O2 -std=c++17 -Ingx_module/core -o "$build/api_body_memory" bench/api_body_memory.cc \
-    ngx_module/core/gtls_upstream_api.cc ngx_module/core/gtls_json.cc ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc \
+    ngx_module/core/gtls_upstream_api.cc ngx_module/core/gtls_upstream_api_json.cc ngx_module/core/gtls_json.cc \
+    ngx_module/core/gtls_spec.cc ngx_module/core/gtls_match.cc \
     -lssl -lcrypto -lpcre2-8
 server='{"address":"10.1.2.3:8443","weight":1,"max_conns":0,"max_fails":1,"fail_timeout":10,"down":false}'
 perl -e '
