@@ -878,6 +878,50 @@ BOOST_AUTO_TEST_CASE(documents_read_again_from_the_cache_give_the_same_objects)
     BOOST_CHECK_THROW(read(kManifests + "---\nkind: [\n", &cache), InputError);
 }
 
+// The API objects' texts, shared with the store that holds them: one read
+// before whole, and still held, is lent by the key kept for it, neither
+// split nor hashed again; a text replaced (a new object version) or one
+// the cache dropped is read afresh.
+BOOST_AUTO_TEST_CASE(shared_texts_read_again_are_known_by_identity)
+{
+    auto text = [](const std::string &yaml) { return std::make_shared<const std::string>(yaml); };
+    std::vector<std::pair<std::string, SharedText>> texts = {
+        {"Service ns/web", text("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                                "spec:\n  ports: [{name: http, port: 80}]\n")},
+        {"Namespace listed", text("{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"listed\"}}")},
+        // two documents: never kept by identity
+        {"List", text("apiVersion: v1\nkind: Namespace\nmetadata: {name: first}\n---\n"
+                      "apiVersion: v1\nkind: Namespace\nmetadata: {name: second}\n")}};
+    DocumentCache cache;
+    auto read = [&]() {
+        Manifests m;
+        parse_texts(texts, &m, 2, &cache);
+        cache.forget_unused();
+        std::string seen;
+        for (const Service &svc : m.services) seen += "service " + svc.meta.name + " " + std::to_string(svc.ports.size()) + ";";
+        for (const Namespace &n : m.namespaces) seen += "namespace " + n.meta.name + ";";
+        cache.give_back(std::move(m));
+        return seen;
+    };
+    const std::string first = read();
+    BOOST_TEST(first == "service web 1;namespace listed;namespace first;namespace second;");
+    BOOST_TEST(cache.shared_key(texts[0].second) != nullptr);
+    BOOST_TEST(cache.shared_key(texts[1].second) != nullptr);
+    BOOST_TEST(cache.shared_key(texts[2].second) == nullptr, "a text of two documents");
+    BOOST_TEST(read() == first, "lent by identity");
+    // a new version of the Service: another text
+    texts[0].second = text("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                           "spec:\n  ports: [{name: http, port: 80}, {name: https, port: 443}]\n");
+    BOOST_TEST(read() == "service web 2;namespace listed;namespace first;namespace second;");
+    // the cache dropped a text's document (a read without it), its key kept:
+    // read afresh when it comes back
+    const auto namespace_text = texts[1];
+    texts.erase(texts.begin() + 1);
+    BOOST_TEST(read() == "service web 2;namespace first;namespace second;");
+    texts.insert(texts.begin() + 1, namespace_text);
+    BOOST_TEST(read() == "service web 2;namespace listed;namespace first;namespace second;");
+}
+
 BOOST_AUTO_TEST_CASE(a_read_given_back_says_where_each_object_went)
 {
     // one-object documents and a List (a document of two objects)

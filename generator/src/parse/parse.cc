@@ -464,7 +464,21 @@ void DocumentCache::forget_unused()
             ++it;
         }
     }
+    for (auto it = shared_keys_.begin(); it != shared_keys_.end();) {
+        it = it->second.text.expired() ? shared_keys_.erase(it) : std::next(it);
+    }
     read_done_ = true;
+}
+
+const std::string *DocumentCache::shared_key(const SharedText &text) const
+{
+    auto it = shared_keys_.find(text.get());
+    return it != shared_keys_.end() && !it->second.text.expired() ? &it->second.key : nullptr;
+}
+
+void DocumentCache::keep_shared_key(const SharedText &text, std::string key)
+{
+    shared_keys_[text.get()] = SharedKey{text, std::move(key)};
 }
 
 void append_manifests(Manifests *out, Manifests &&more)
@@ -513,6 +527,27 @@ public:
         submit();  // a batch holds one file's documents
     }
 
+    // A text shared with its holder, as read() reads it; but one the cache
+    // took before as one whole document, and holds yet, is lent by the key
+    // kept for the text, neither split nor hashed again
+    void read_shared(const SharedText &text, const std::string &file)
+    {
+        if (cache_ != nullptr) {
+            if (const std::string *key = cache_->shared_key(text); key != nullptr && cache_->knows(*key)) {
+                file_ = file;
+                keys_.push_back(*key);
+                YamlDocument doc;
+                doc.known = true;
+                batch_.push_back(std::move(doc));
+                submit();
+                return;
+            }
+        }
+        std::istringstream in(*text);
+        read(in, file);
+        if (cache_ != nullptr && read_keys_.size() == 1) cache_->keep_shared_key(text, std::move(read_keys_.front()));
+    }
+
     // Types what is still being scanned. Throws InputError: the first
     // error in input order.
     void finish()
@@ -539,6 +574,8 @@ private:
             // a digest: the cache holds no second copy of every input
             const std::string key = sha256(file_ + '\0' + std::to_string(first_line) + '\0' + doc.text);
             doc.known = cache_->knows(key);
+            if (first_line == 0) read_keys_.clear();  // a text's documents, for read_shared
+            read_keys_.push_back(key);
             keys_.push_back(std::move(key));
         }
         batch_.push_back(std::move(doc));
@@ -585,6 +622,7 @@ private:
     const size_t in_flight_;
     std::deque<Scanned> scanned_;
     std::deque<std::string> keys_;  // of the documents submitted, with a cache
+    std::vector<std::string> read_keys_;  // of the text read last
     YamlScanPool::Batch batch_;
     size_t batch_bytes_ = 0;
     std::string file_;  // being read
@@ -638,10 +676,7 @@ void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, M
                  DocumentCache *cache)
 {
     DocumentReader reader(out, jobs, cache);
-    for (const auto &[name, text] : texts) {
-        std::istringstream in(*text);
-        reader.read(in, name);
-    }
+    for (const auto &[name, text] : texts) reader.read_shared(text, name);
     reader.finish();
 }
 

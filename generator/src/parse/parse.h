@@ -38,6 +38,10 @@ std::string printable(const std::string &text);
 // read, not copied: once done with it, give_back() returns them (a read
 // never given back only costs the next read its scanning). Not
 // thread-safe.
+// A text shared with whoever holds it (an API object's JSON): never
+// copied whole.
+using SharedText = std::shared_ptr<const std::string>;
+
 class DocumentCache {
 public:
     // Whether it holds that document's objects (a hit counts as used)
@@ -58,6 +62,12 @@ public:
     void reserve_as_last(Manifests *out);
     // After a whole read: drops the documents it did not meet
     void forget_unused();
+    // The key a shared text was read under as one document, found by the
+    // text's identity while its holder keeps it (an API object's text is
+    // the same string while the object is unchanged): null when none. Such
+    // a text is not split and hashed again at each read.
+    const std::string *shared_key(const SharedText &text) const;
+    void keep_shared_key(const SharedText &text, std::string key);
     size_t size() const { return entries_.size(); }
 
 private:
@@ -86,6 +96,11 @@ private:
         std::array<uint32_t, kManifestLists> sizes;  // of each of Manifests' lists
     };
     std::unordered_map<std::string, Entry> entries_;
+    struct SharedKey {
+        std::weak_ptr<const std::string> text;  // expired: another text may have its address now
+        std::string key;
+    };
+    std::unordered_map<const std::string *, SharedKey> shared_keys_;
     std::vector<Lent> lent_;  // in the order lent
     std::array<size_t, kManifestLists> last_read_{};  // the sizes of the lists the last read gave back
     size_t last_lent_ = 0;
@@ -109,7 +124,6 @@ void parse_texts(const std::vector<std::pair<std::string, std::string>> &texts, 
                  DocumentCache *cache = nullptr);
 // The same of texts shared with whoever holds them (the API objects' JSON):
 // never copied whole.
-using SharedText = std::shared_ptr<const std::string>;
 void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, Manifests *out, unsigned jobs = 1,
                  DocumentCache *cache = nullptr);
 
