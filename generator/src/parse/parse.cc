@@ -534,12 +534,12 @@ public:
     {
         if (cache_ != nullptr) {
             if (const std::string *key = cache_->shared_key(text); key != nullptr && cache_->knows(*key)) {
-                file_ = file;
+                // nothing to scan: it waits in the batch the next text
+                // submits (a batch of its own costs the scanners a task)
                 keys_.push_back(*key);
                 YamlDocument doc;
                 doc.known = true;
                 batch_.push_back(std::move(doc));
-                submit();
                 return;
             }
         }
@@ -552,6 +552,7 @@ public:
     // error in input order.
     void finish()
     {
+        if (!batch_.empty()) submit();  // known documents read_shared left
         while (!scanned_.empty()) {
             type_next();
         }
