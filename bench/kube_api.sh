@@ -8,17 +8,20 @@
 #   - a trust change to traffic: the measured policy's own CA ConfigMap set
 #     to a CA that did not sign the backend (502) and back, pushed with no
 #     reload;
-#   - a route change to traffic (rendered, checked, reloaded);
+#   - a route change to traffic (rendered, checked, reloaded; with
+#     ROUTES_MODE=table, --routes table: pushed to the route table, no
+#     reload), and its CPU time;
 #   - the run process's peak memory (VmHWM), beside the one-shot generator's;
 #   - the one-shot generator on the same objects as YAML and as JSON (the
 #     text the API path hands to the parse stage is JSON).
-# Usage: bench/kube_api.sh [ROUTES]
+# Usage: [ROUTES_MODE=table] bench/kube_api.sh [ROUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 routes=${1:-10000}
 rounds=${ROUNDS:-3}
 endpoints=${ENDPOINTS:-5}
+routes_mode=${ROUTES_MODE:-locations}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
 work=$PWD/build/bench/kube_api
@@ -65,7 +68,7 @@ api_patch() {  # PATH JSON: a merge patch, as a controller writes
 }
 
 flags=(-o "$work/out" --port-offset 29000 --listen-address 127.0.0.1 --module-dir "$(dirname "$module")"
-       --status-listen off --allow-endpoints 127.0.0.0/8 --upstream-api 127.0.0.1:29114)
+       --status-listen off --allow-endpoints 127.0.0.0/8 --upstream-api 127.0.0.1:29114 --routes "$routes_mode")
 # the CPU time the run spent applying, by the way it applied (its /metrics)
 cpu_us() {
     curl -s http://127.0.0.1:29116/metrics \
@@ -78,7 +81,7 @@ sleep 1
 hwm_mb() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 
 letter=A address=127.0.0.1 path=/m0 n=0
-declare -A endpoint endpoint_cpu trust trust_cpu route memory
+declare -A endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory
 # the measured CA ConfigMap's ca.crt as a merge patch
 ca_patch() { python3 -c 'import json, sys; print(json.dumps({"data": {"ca.crt": open(sys.argv[1]).read()}}))' "$1"; }
 for round in $(seq "$rounds"); do
@@ -145,6 +148,7 @@ for round in $(seq "$rounds"); do
             api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes/measured \
                 "{\"spec\":{\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"$path\"}}],\"backendRefs\":[{\"name\":\"measured\",\"port\":443}]}]}}"
         }
+        cpu_before=$(cpu_us)
         start=$(date +%s%N)
         if [ $source = files ]; then
             measured_route_yaml $path | put route.yaml
@@ -154,7 +158,10 @@ for round in $(seq "$rounds"); do
             measured_route_yaml $path | put route.yaml
         fi
         route[$source]+="$(until_answers "$start" $path $letter) "
-        sleep 2
+        sleep 0.5
+        route_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+        reloads[$source]+="$(grep -c 'nginx reloaded' "$work/run.log" || true) "
+        sleep 1.5
         memory[$source]+="$(hwm_mb "$run_pid") "
         kill "$run_pid"; wait "$run_pid" || true; run_pid=
     done
@@ -163,8 +170,9 @@ read -r one_shot_mb _ < <(timed '%M' "$generator" -f "$work/in" -o "$work/one-sh
     --module-dir "$(dirname "$module")" --status-listen off --allow-endpoints 127.0.0.0/8)
 one_shot_mb=$((one_shot_mb / 1024))
 
-printf '%-40s %10s %10s %8s\n' "$routes routes, $((routes * endpoints)) endpoints, median of $rounds" files api api/files
-for what in endpoint endpoint_cpu trust trust_cpu route memory; do
+printf '%-40s %10s %10s %8s\n' "$routes routes ($routes_mode), $((routes * endpoints)) endpoints, median of $rounds" \
+    files api api/files
+for what in endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory; do
     declare -n figures=$what
     f=$(printf '%s\n' ${figures[files]} | median)
     a=$(printf '%s\n' ${figures[api]} | median)
@@ -174,12 +182,14 @@ for what in endpoint endpoint_cpu trust trust_cpu route memory; do
         trust) label="CA ConfigMap change to traffic (ms)" ;;
         trust_cpu) label="its CPU time in run (ms)" ;;
         route) label="route change to traffic (ms)" ;;
+        route_cpu) label="its CPU time in run (ms)" ;;
+        reloads) label="reloads in a round" ;;
         memory) label="run process peak RSS (MB)" ;;
     esac
-    echo "$f $a" | awk -v l="$label" '{printf "%-40s %10.1f %10.1f %8.2f\n", l, $1, $2, $2 / $1}'
+    echo "$f $a" | awk -v l="$label" '{printf "%-40s %10.1f %10.1f %8.2f\n", l, $1, $2, ($1 > 0 ? $2 / $1 : 0)}'
 done
 echo "one-shot gateway2nginx on the same files: $one_shot_mb MB peak RSS"
-echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}"
+echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}; its CPU: files ${route_cpu[files]}| api ${route_cpu[api]}"
 
 # the parse stage on the same objects as YAML and as JSON (one List)
 python3 -c 'import json, sys, yaml
