@@ -245,6 +245,26 @@ RecentMemo<std::string> &trust_digests()
     return digests;
 }
 
+// What an upstream's servers JSON is made of, on a line: its tries and
+// its servers (upstream_server_lines)
+std::string servers_inputs(const Upstream &u)
+{
+    std::string line = std::to_string(u.tries);
+    for (const std::string &server : u.servers) {
+        line += '\0';
+        line += server;
+    }
+    return line;
+}
+
+// The digests of server lists' JSON built before, likewise: at 1,000
+// routes, 5,000 addresses parsed, written and hashed again at each change
+RecentMemo<std::string> &servers_digests()
+{
+    static RecentMemo<std::string> digests;
+    return digests;
+}
+
 // Each entry of the content, one at a time, as (its ApiSection; name; the
 // SHA-256 of its JSON; its JSON, built when asked)
 using ApiEntry = std::function<void(int list, const std::string &name, const std::string &digest,
@@ -258,11 +278,20 @@ void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &en
     for (const Server &s : plan.servers) {
         if (s.in_table()) at_hand(kApiRoutes, route_entry_key(route_table_name(s), route_table_host(s)), s.table_json);
     }
+    RecentMemo<std::string> &servers = servers_digests();
+    servers.next_round();
+    auto servers_entry = [&](int list, const Upstream &u) {
+        auto json = [&u] { return upstream_servers_api_json(u); };
+        const std::string inputs = servers_inputs(u);
+        const std::string *digest = servers.find(inputs);
+        if (digest == nullptr) digest = servers.keep(inputs, sha256(json()));
+        entry(list, u.name, *digest, json);
+    };
     for (const Upstream &u : plan.upstreams) {
-        if (api_replaceable(u)) at_hand(kApiServers, u.name, upstream_servers_api_json(u));
+        if (api_replaceable(u)) servers_entry(kApiServers, u);
     }
     for (const Upstream &u : plan.stream_upstreams) {
-        if (stream_api_replaceable(u)) at_hand(kApiStreamServers, u.name, upstream_servers_api_json(u));
+        if (stream_api_replaceable(u)) servers_entry(kApiStreamServers, u);
     }
     const auto certificates = replaceable_certificates(plan, options);
     const auto policies = trust_replaceable_policies(plan, options);
