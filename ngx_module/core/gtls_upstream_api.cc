@@ -657,46 +657,78 @@ bool is_api_name(std::string_view name)
     return true;
 }
 
-UpstreamServer parse_server_address(std::string_view text, const std::string &field)
+namespace {
+
+// What is wrong with an address (IP literals only), if anything; its
+// family, bytes and port into *s. No allocation: upstreams are checked
+// for the API at every change (bool is_server_address).
+enum class AddressFault { None, Byte, Ipv6Form, Ipv6, NoPort, Ipv4, Port };
+
+AddressFault read_server_address(std::string_view text, UpstreamServer *s, std::string_view *host)
 {
     for (unsigned char c : text) {
-        if (c <= 0x20 || c >= 0x7f) refuse(field, json_string(text) + " holds a byte no address has");
+        if (c <= 0x20 || c >= 0x7f) return AddressFault::Byte;
     }
-    UpstreamServer s;
-    std::string host;
     std::string_view port;
     if (!text.empty() && text[0] == '[') {
         const size_t close = text.find(']');
         if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-            refuse(field, json_string(text) + " is not \"[IPv6]:PORT\"");
+            return AddressFault::Ipv6Form;
         }
-        host = std::string(text.substr(1, close - 1));
+        *host = text.substr(1, close - 1);
         port = text.substr(close + 2);
-        s.family = 6;
-        if (inet_pton(AF_INET6, host.c_str(), s.ip.data()) != 1) {
-            refuse(field, json_string(text) + ": " + json_string(host) + " is not an IPv6 address");
-        }
+        s->family = 6;
     } else {
         const size_t colon = text.rfind(':');
-        if (colon == std::string_view::npos) refuse(field, json_string(text) + " has no port (ADDRESS:PORT)");
-        host = std::string(text.substr(0, colon));
+        if (colon == std::string_view::npos) return AddressFault::NoPort;
+        *host = text.substr(0, colon);
         port = text.substr(colon + 1);
-        s.family = 4;
-        if (inet_pton(AF_INET, host.c_str(), s.ip.data()) != 1) {
-            refuse(field, json_string(text) + ": " + json_string(host)
-                              + " is not an IPv4 address (IP literals only: nothing is resolved at run time;"
-                                " IPv6 goes in brackets)");
-        }
+        s->family = 4;
+    }
+    char literal[INET6_ADDRSTRLEN + 1] = {};
+    if (host->size() >= sizeof literal
+        || (host->copy(literal, host->size()), inet_pton(s->family == 6 ? AF_INET6 : AF_INET, literal, s->ip.data()) != 1)) {
+        return s->family == 6 ? AddressFault::Ipv6 : AddressFault::Ipv4;
+    }
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
+        return AddressFault::Port;
     }
     unsigned long p = 0;
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos
-        || (p = std::stoul(std::string(port))) < 1 || p > 65535) {
-        refuse(field, json_string(text) + ": the port must be 1 to 65535");
+    for (char c : port) p = p * 10 + static_cast<unsigned long>(c - '0');
+    if (p < 1 || p > 65535) return AddressFault::Port;
+    s->port = static_cast<uint16_t>(p);
+    return AddressFault::None;
+}
+
+}  // namespace
+
+bool is_server_address(std::string_view text)
+{
+    UpstreamServer s;
+    std::string_view host;
+    return read_server_address(text, &s, &host) == AddressFault::None;
+}
+
+UpstreamServer parse_server_address(std::string_view text, const std::string &field)
+{
+    UpstreamServer s;
+    std::string_view host;
+    switch (read_server_address(text, &s, &host)) {
+    case AddressFault::None: break;
+    case AddressFault::Byte: refuse(field, json_string(text) + " holds a byte no address has");
+    case AddressFault::Ipv6Form: refuse(field, json_string(text) + " is not \"[IPv6]:PORT\"");
+    case AddressFault::Ipv6: refuse(field, json_string(text) + ": " + json_string(host) + " is not an IPv6 address");
+    case AddressFault::NoPort: refuse(field, json_string(text) + " has no port (ADDRESS:PORT)");
+    case AddressFault::Ipv4:
+        refuse(field, json_string(text) + ": " + json_string(host)
+                          + " is not an IPv4 address (IP literals only: nothing is resolved at run time;"
+                            " IPv6 goes in brackets)");
+    case AddressFault::Port: refuse(field, json_string(text) + ": the port must be 1 to 65535");
     }
-    s.port = static_cast<uint16_t>(p);
     char buf[INET6_ADDRSTRLEN] = {};
     inet_ntop(s.family == 6 ? AF_INET6 : AF_INET, s.ip.data(), buf, sizeof buf);
-    s.address = s.family == 6 ? "[" + std::string(buf) + "]:" + std::to_string(p) : std::string(buf) + ":" + std::to_string(p);
+    const std::string port = std::to_string(s.port);
+    s.address = s.family == 6 ? "[" + std::string(buf) + "]:" + port : std::string(buf) + ":" + port;
     return s;
 }
 

@@ -263,6 +263,8 @@ bool is_api_name(std::string_view name);
 // "10.0.0.1:8443" or "[fd00::1]:8443" (IP literals only), canonical;
 // throws ApiError naming `field`.
 UpstreamServer parse_server_address(std::string_view text, const std::string &field);
+// Whether parse_server_address takes it (no error text made)
+bool is_server_address(std::string_view text);
 
 // [{"address":...,"weight":...,...}, ...], every field written.
 std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);

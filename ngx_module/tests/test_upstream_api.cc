@@ -168,12 +168,15 @@ BOOST_AUTO_TEST_CASE(addresses_are_ip_literals_with_a_port)
 {
     for (const char *good : {"0.0.0.0:1", "255.255.255.255:65535", "[::]:1", "[::ffff:10.0.0.1]:443"}) {
         BOOST_TEST(gtls::parse_server_address(good, "a").port > 0, good);
+        BOOST_TEST(gtls::is_server_address(good), good);
     }
+    const std::string long_literal = "[" + std::string(60, '1') + "]:80";
     for (const char *bad : {"10.0.0.1", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "10.0.0.1:+80", "10.0.0.1:80 ",
                             " 10.0.0.1:80", "10.0.0.01:80", "10.0.0:80", "::1:80", "[::1]80", "[::1]:", "[::1",
                             "[10.0.0.1]:80", "localhost:80", "10.0.0.1:80;", "10.0.0.1:8080:80", "unix:/tmp/s",
-                            "10.0.0.1:123456", ""}) {
+                            "10.0.0.1:123456", "10.0.0.1:99999", "", long_literal.c_str()}) {
         BOOST_CHECK_THROW(gtls::parse_server_address(bad, "a"), ApiError);
+        BOOST_TEST(!gtls::is_server_address(bad), bad);  // the same verdict, with no text made
     }
 }
 

@@ -82,14 +82,9 @@ namespace {
 bool api_can_replace(const Upstream &u)
 {
     if (!u.unusable.empty()) return false;
-    for (const std::string &server : u.servers) {
-        try {
-            gtls::parse_server_address(server, "server");
-        } catch (const gtls::ApiError &) {
-            return false;
-        }
-    }
-    return true;
+    return std::all_of(u.servers.begin(), u.servers.end(), [](const std::string &server) {
+        return gtls::is_server_address(server);
+    });
 }
 
 }  // namespace
