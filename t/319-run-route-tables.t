@@ -64,18 +64,7 @@ my $workers = worker_pids($master);
 # ---- changes within a hostname: pushed, no reload ------------------------------------
 # a client's kept-alive connection, opened before them: a reload would
 # close it once idle; pushes leave it be
-sub ask_on {
-    my ($socket, $host, $path) = @_;
-    print $socket "GET $path HTTP/1.1\r\nHost: $host\r\n\r\n" or return 'write failed';
-    my ($head, $line) = ('');
-    while (defined($line = <$socket>)) { $head .= $line; last if $line eq "\r\n" }
-    return 'closed' unless $head =~ m{^HTTP/1\.1 (\d+)};
-    my $code = $1;
-    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
-    my $body = '';
-    read($socket, $body, $length // 0);
-    return "$code " . (($body =~ /backend=(\S+)/)[0] // '-');
-}
+sub ask_on { my ($socket, $host, $path) = @_; return ask_kept_alive($socket, $socket, $host, $path) }
 my $kept = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 10) or die "connect: $!";
 is(ask_on($kept, 'b.example', '/b'), '200 leaf', 'a kept-alive connection, asked before the changes');
 my ($served, $slowest) = (0, 0);

@@ -62,18 +62,7 @@ my $workers = worker_pids($master);
 # a connection opened before the renewal, kept open across it
 my $kept = open2(my $from_kept, my $to_kept,
                  "timeout 60 openssl s_client -connect 127.0.0.1:$port -servername web.example -quiet 2>/dev/null");
-sub ask_kept {
-    print $to_kept "GET / HTTP/1.1\r\nHost: web.example\r\n\r\n";
-    $to_kept->flush;
-    my ($head, $line) = ('');
-    while (defined($line = <$from_kept>)) { $head .= $line; last if $line eq "\r\n" }
-    return 'closed' unless $head =~ m{^HTTP/1\.1 (\d+)};
-    my $code = $1;
-    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
-    my $body = '';
-    read($from_kept, $body, $length // 0);
-    return "$code " . (($body =~ /backend=(\S+)/)[0] // '-');
-}
+sub ask_kept { return ask_kept_alive($to_kept, $from_kept, 'web.example', '/') }
 is(ask_kept(), '200 leaf', 'a connection opened before the renewal');
 
 # ---- the Secret renewed: pushed, no reload ----------------------------------------

@@ -16,7 +16,7 @@ use Time::HiRes qw(sleep time);
 
 use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backends _check_listen_ports);
 
-our @EXPORT = qw(api_request certificate_sha256 connections_to http_request parent_pid presented_certificate request start_backends
+our @EXPORT = qw(api_request ask_kept_alive certificate_sha256 connections_to http_request parent_pid presented_certificate request start_backends
                 start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
                 tls_exchange track_child unread_by_server worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
@@ -104,6 +104,23 @@ sub tls_exchange {
     close $fh;
     my $out = `timeout 10 openssl s_client -connect 127.0.0.1:$port -servername $sni $verify -quiet < $in 2>/dev/null`;
     return $? == 0 ? $out : '';
+}
+
+# GET PATH with Host HOST on a kept-alive HTTP/1.1 connection, written to
+# TO and read from FROM (a socket is both): "CODE BACKEND" (BACKEND "-"
+# when the body names none), "closed" when no answer came.
+sub ask_kept_alive {
+    my ($to, $from, $host, $path) = @_;
+    print $to "GET $path HTTP/1.1\r\nHost: $host\r\n\r\n" or return 'write failed';
+    $to->flush;
+    my ($head, $line) = ('');
+    while (defined($line = <$from>)) { $head .= $line; last if $line eq "\r\n" }
+    return 'closed' unless $head =~ m{^HTTP/1\.1 (\d+)};
+    my $code = $1;
+    my ($length) = $head =~ /^Content-Length: (\d+)/mi;
+    my $body = '';
+    read($from, $body, $length // 0);
+    return "$code " . (($body =~ /backend=(\S+)/)[0] // '-');
 }
 
 # The SHA-256 of the (first) certificate of a PEM file, lowercase hex, from
