@@ -25,19 +25,9 @@ int ngx_http_gtls_certificate_handshake(ngx_ssl_conn_t *ssl_conn, void *arg)
                        c->name.c_str());
         return 1;
     }
-    STACK_OF(X509) *chain = sk_X509_new_null();
-    bool built = chain != nullptr;
-    for (const gtls::X509Ptr &x : pair->chain) {
-        built = built && sk_X509_push(chain, x.get()) > 0;
-    }
-    bool used = false;
-    if (built) {
-        SSL_certs_clear(ssl_conn);
-        // (it takes references of its own to all three)
-        used = SSL_use_cert_and_key(ssl_conn, pair->leaf.get(), pair->key.get(), chain, 1) == 1;
-    }
-    sk_X509_free(chain);
-    if (!used) {
+    SSL_certs_clear(ssl_conn);
+    // (it takes references of its own to all three)
+    if (SSL_use_cert_and_key(ssl_conn, pair->leaf.get(), pair->key.get(), pair->chain.get(), 1) != 1) {
         // fail closed: no handshake with a certificate other than the one pushed
         ngx_ssl_error(NGX_LOG_ERR, conn->log, 0, const_cast<char *>("gateway_tls: certificate \"%s\" pushed cannot be used"),
                       c->name.c_str());
@@ -105,13 +95,14 @@ bool ngx_http_gtls_take_certificate(ngx_log_t *log, ngx_http_gtls_certificate_t 
     std::string error;
     try {
         const gtls::ListenerCertificate pushed = gtls::parse_listener_certificate(json, c->name);
-        if (!gtls::key_pair_from_pem(pushed.certificate, pushed.key, pair.get(), &error)) {
-            throw gtls::ApiError(400, error);
-        }
+        gtls::key_pair_from_pem(pushed.certificate, pushed.key, pair.get(), &error);
     } catch (const gtls::ApiError &e) {
+        error = e.what();
+    }
+    if (!error.empty()) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "gateway_tls: certificate \"%s\" serves its configured certificate: the one pushed cannot be read here: %s",
-                      c->name.c_str(), e.what());
+                      c->name.c_str(), error.c_str());
         return false;
     }
     c->pushed = std::move(pair);

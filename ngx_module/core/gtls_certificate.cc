@@ -40,11 +40,22 @@ std::string certificate_sha256(X509 *certificate)
 bool key_pair_from_pem(std::string_view certificate, std::string_view key, KeyPair *out, std::string *error)
 {
     KeyPair pair;
+    if (!pair.chain) {
+        *error = "certificate: out of memory";
+        return false;
+    }
     BioPtr in = memory_bio(certificate);
     while (in) {
         X509Ptr x(PEM_read_bio_X509(in.get(), nullptr, no_password, nullptr));
         if (!x) break;
-        (pair.leaf ? pair.chain.emplace_back() : pair.leaf) = std::move(x);
+        if (!pair.leaf) {
+            pair.leaf = std::move(x);
+        } else if (sk_X509_push(pair.chain.get(), x.get()) > 0) {
+            x.release();  // the stack owns it
+        } else {
+            *error = "certificate: out of memory";
+            return false;
+        }
     }
     const unsigned long last = ERR_peek_last_error();
     ERR_clear_error();

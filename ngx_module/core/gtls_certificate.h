@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <openssl/evp.h>
 
@@ -19,12 +18,18 @@ struct EvpPkeyFree {
     void operator()(EVP_PKEY *p) const { EVP_PKEY_free(p); }
 };
 using EvpPkeyPtr = std::unique_ptr<EVP_PKEY, EvpPkeyFree>;
+struct X509StackFree {
+    void operator()(STACK_OF(X509) *p) const { sk_X509_pop_free(p, X509_free); }
+};
+using X509StackPtr = std::unique_ptr<STACK_OF(X509), X509StackFree>;
 
 struct KeyPair {
-    X509Ptr               leaf;
-    std::vector<X509Ptr>  chain;   // the certificates after the leaf, as given
-    EvpPkeyPtr            key;
-    std::string           sha256;  // of the leaf's DER, lowercase hex
+    X509Ptr       leaf;
+    // the certificates after the leaf, as given: the stack a handshake
+    // takes (SSL_use_cert_and_key), made once, not at each handshake
+    X509StackPtr  chain{sk_X509_new_null()};
+    EvpPkeyPtr    key;
+    std::string   sha256;  // of the leaf's DER, lowercase hex
 };
 
 // `certificate`: PEM certificates, the leaf first; `key`: one unencrypted
