@@ -31,6 +31,10 @@ public:
 // control sequences. Control bytes and DEL become \xNN.
 std::string printable(const std::string &text);
 
+// A text shared with whoever holds it (an API object's JSON): never
+// copied whole.
+using SharedText = std::shared_ptr<const std::string>;
+
 // The typed objects of documents read before, by file, first line and
 // text (the whole text is the key: no two documents can share an entry):
 // gateway2nginx run, rereading its inputs after a change, scans and types
@@ -38,10 +42,6 @@ std::string printable(const std::string &text);
 // read, not copied: once done with it, give_back() returns them (a read
 // never given back only costs the next read its scanning). Not
 // thread-safe.
-// A text shared with whoever holds it (an API object's JSON): never
-// copied whole.
-using SharedText = std::shared_ptr<const std::string>;
-
 class DocumentCache {
 public:
     // Whether it holds that document's objects (a hit counts as used)
