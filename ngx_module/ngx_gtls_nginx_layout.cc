@@ -177,7 +177,8 @@ ngx_gtls_stream_export_t *ngx_gtls_stream_export(ngx_cycle_t *cycle, ngx_log_t *
         || exported->version != ngx_gtls_stream_export_t::kVersion
         || exported->status_size != sizeof(ngx_gtls_status_t) || exported->policy_size != sizeof(gtls::Policy)
         || exported->upstream_set_size != sizeof(ngx_gtls_upstream_set_t)
-        || exported->sessions_size != sizeof(ngx_gtls_session_cache_t)) {
+        || exported->sessions_size != sizeof(ngx_gtls_session_cache_t)
+        || exported->certificate_size != sizeof(ngx_gtls_certificate_t)) {
         ngx_log_error(NGX_LOG_EMERG, log, 0,
                       "gateway_tls: ngx_stream_gateway_tls_module.so is of another build than "
                       "ngx_http_gateway_tls_module.so (export version %uD, this one reads %uD): "

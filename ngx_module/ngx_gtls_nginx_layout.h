@@ -18,6 +18,7 @@
 #define NGX_GTLS_LAYOUT_FAULT 0
 #endif
 
+#include "ngx_gtls_certificates.h"
 #include "ngx_gtls_dynamic_upstream.h"
 #include "ngx_gtls_nginx.h"
 #include "ngx_gtls_status.h"
@@ -97,14 +98,16 @@ ngx_int_t ngx_gtls_stream_proxy_ssl(ngx_conf_t *cf, const ngx_gtls_stream_proxy_
 // the counters; its upstream API replaces the servers of the stream
 // upstreams (`init_upstreams` fills the set at init_module, before the
 // workers start) and the trust of the stream policies (`status` lists
-// them, `sessions` holds their TLS sessions), and gives the stream module
-// `catch_up`, which each stream session calls before its balancer starts
-// so that it sees what another worker took. A new field, or a change to
-// ngx_gtls_status_t, gtls::Policy or ngx_gtls_dynamic_upstream.h, takes a
-// new version.
+// them, `sessions` holds their TLS sessions) and the certificates of its
+// servers (`certificates`: gateway_tls_certificate, by name), and gives
+// the stream module `catch_up`, which each stream session calls before its
+// balancer starts, and each handshake of a named certificate, so that it
+// sees what another worker took. A new field, or a change to
+// ngx_gtls_status_t, gtls::Policy, ngx_gtls_certificate_t or
+// ngx_gtls_dynamic_upstream.h, takes a new version.
 struct ngx_gtls_stream_export_t {
     static constexpr uint32_t kMagic = 0x67746c73;  // "gtls"
-    static constexpr uint32_t kVersion = NGX_GTLS_LAYOUT_FAULT ? 1000 : 2;
+    static constexpr uint32_t kVersion = NGX_GTLS_LAYOUT_FAULT ? 1000 : 3;
     uint32_t                   magic = kMagic;
     uint32_t                   version = kVersion;
     size_t                     status_size = sizeof(ngx_gtls_status_t);
@@ -113,11 +116,12 @@ struct ngx_gtls_stream_export_t {
     size_t                     policy_size = sizeof(gtls::Policy);
     size_t                     upstream_set_size = sizeof(ngx_gtls_upstream_set_t);
     size_t                     sessions_size = sizeof(ngx_gtls_session_cache_t);
+    size_t                     certificate_size = sizeof(ngx_gtls_certificate_t);
     ngx_gtls_status_t         *status = nullptr;
     ngx_int_t                (*init_upstreams)(ngx_cycle_t *cycle, ngx_gtls_upstream_set_t *set) = nullptr;
     ngx_gtls_session_cache_t  *sessions = nullptr;
-    void                     (*catch_up)(void *data) = nullptr;
-    void                      *catch_up_data = nullptr;
+    ngx_gtls_catch_up_t        catch_up;
+    ngx_gtls_certificates_t   *certificates = nullptr;
 };
 // The stream module's export in `cycle` when that module is loaded and
 // configured; null without it. `*mismatch` (and a log line at `log`): it

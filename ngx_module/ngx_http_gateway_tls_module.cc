@@ -363,6 +363,7 @@ void *ngx_http_gtls_create_main_conf(ngx_conf_t *cf)
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
+    mcf->catch_up = {ngx_http_gtls_catch_up_hook, mcf};
     return mcf->registry ? mcf : nullptr;
 }
 
@@ -418,8 +419,9 @@ char *ngx_http_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     if (conf->certificate.len != 0
-        && ngx_http_gtls_name_certificate(cf, mcf, conf->certificate, sscf ? &sscf->ssl : nullptr,
-                                          sscf != nullptr && sscf->certificate_values != nullptr)
+        && ngx_gtls_name_certificate(cf, &mcf->certificates, &mcf->catch_up, conf->certificate,
+                                     sscf ? &sscf->ssl : nullptr,
+                                     sscf != nullptr && sscf->certificate_values != nullptr)
                != NGX_CONF_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }

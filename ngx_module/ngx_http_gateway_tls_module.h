@@ -17,7 +17,7 @@
 #include "ngx_gtls_connection.h"
 #include "ngx_gtls_policy_conf.h"
 #include "ngx_http_gateway_tls_access.h"
-#include "ngx_http_gateway_tls_certificates.h"
+#include "ngx_gtls_certificates.h"
 #include "ngx_http_gateway_tls_routes.h"
 #include "ngx_http_gateway_tls_status.h"
 #include "ngx_http_gateway_tls_upstream_api.h"
@@ -71,7 +71,9 @@ struct ngx_http_gtls_main_conf_t {
     ngx_gtls_upstream_set_t                                     *stream_upstreams; // the stream module's, when loaded
     uint64_t                                                     state_sequence;  // state entries up to it are applied
     std::map<std::string, ngx_http_gtls_trusted_t>              *trusted;         // named policies, per cycle
-    ngx_http_gtls_certificates_t                                *certificates;    // gateway_tls_certificate, by name
+    ngx_gtls_certificates_t                                     *certificates;    // gateway_tls_certificate, by name
+    ngx_gtls_certificates_t                                     *stream_certificates;  // the stream module's, per cycle
+    ngx_gtls_catch_up_t                                          catch_up;        // ngx_http_gtls_catch_up_hook
     ngx_http_gtls_route_tables_t                                *route_tables;    // gateway_tls_routes, by name
     ngx_http_gtls_route_support_t                                route_support;   // what its locations let rules do
     ngx_http_upstream_srv_conf_t                                *route_upstream;  // kRouteUpstream, with the tables
@@ -117,6 +119,11 @@ extern "C" ngx_module_t  ngx_http_gateway_tls_module;
 // the API since this one last looked (servers, trust), taken here too; one
 // atomic read when nothing changed.
 void ngx_http_gtls_catch_up(ngx_http_gtls_main_conf_t *mcf);
+// The same as an ngx_gtls_catch_up_t's `run` (`mcf` its data): what the
+// stream module and every named certificate's handshake call.
+void ngx_http_gtls_catch_up_hook(void *mcf);
+// The certificate NAME of an http or a stream server (gateway_tls_certificate).
+ngx_gtls_certificate_t *ngx_http_gtls_find_certificate(ngx_http_gtls_main_conf_t *mcf, const std::string &name);
 
 // ngx_http_gateway_tls_upstream.cc
 ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);

@@ -65,8 +65,11 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
             if (list.routes.size() == before) list.routes.push_back({name, "", 0, 0, false});
         }
     }
-    if (mcf->certificates != nullptr) {
-        for (const auto &[name, c] : *mcf->certificates) {
+    for (const ngx_gtls_certificates_t *certificates : {mcf->certificates, mcf->stream_certificates}) {
+        if (certificates == nullptr) {
+            continue;
+        }
+        for (const auto &[name, c] : *certificates) {
             list.certificates.push_back({name, c.sequence, c.pushed != nullptr,
                                          c.pushed != nullptr ? c.pushed->sha256 : c.configured_sha256});
         }
@@ -104,7 +107,7 @@ struct ngx_http_gtls_pending_trust_t {
 
 // A listener's new certificate, read and kept, not yet in place.
 struct ngx_http_gtls_pending_certificate_t {
-    ngx_http_gtls_certificate_t            *certificate = nullptr;
+    ngx_gtls_certificate_t            *certificate = nullptr;
     std::shared_ptr<const gtls::KeyPair>    pair;
     ngx_http_gtls_state_entry_t            *entry = nullptr;
 };
@@ -566,7 +569,12 @@ char *ngx_http_gtls_upstream_state_zone(ngx_conf_t *cf, ngx_command_t *cmd, void
     return mcf->upstream_state != nullptr ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
 }
 
-// ngx_gtls_stream_export_t's catch_up
+ngx_gtls_certificate_t *ngx_http_gtls_find_certificate(ngx_http_gtls_main_conf_t *mcf, const std::string &name)
+{
+    ngx_gtls_certificate_t *c = ngx_gtls_find_certificate(mcf->certificates, name);
+    return c != nullptr ? c : ngx_gtls_find_certificate(mcf->stream_certificates, name);
+}
+
 void ngx_http_gtls_catch_up_hook(void *mcf)
 {
     try {
@@ -612,8 +620,19 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
             if (mcf->stream_upstreams == nullptr || stream->init_upstreams(cycle, mcf->stream_upstreams) != NGX_OK) {
                 return NGX_ERROR;
             }
-            stream->catch_up = ngx_http_gtls_catch_up_hook;
-            stream->catch_up_data = mcf;
+            stream->catch_up = mcf->catch_up;
+            // one name, one certificate: a push names what it replaces
+            if (stream->certificates != nullptr && mcf->certificates != nullptr) {
+                for (const auto &[name, c] : *stream->certificates) {
+                    if (mcf->certificates->count(name) != 0) {
+                        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                                      "gateway_tls_certificate \"%s\" names both an http and a stream server",
+                                      name.c_str());
+                        return NGX_ERROR;
+                    }
+                }
+            }
+            mcf->stream_certificates = stream->certificates;
         }
 
         ngx_http_gtls_take_kept_entries(cycle, mcf);

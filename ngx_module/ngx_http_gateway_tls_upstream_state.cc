@@ -233,8 +233,8 @@ void ngx_http_gtls_apply_newer_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_co
                 ngx_http_gtls_take_kept_routes(cycle->log, mcf, t, host, e.json, e.sequence);
             }
         } else if (e.kind == NGX_HTTP_GTLS_ENTRY_CERTIFICATE) {
-            ngx_http_gtls_certificate_t *c = ngx_http_gtls_find_certificate(mcf, e.name);
-            if (c != nullptr && e.sequence > c->sequence && ngx_http_gtls_take_certificate(cycle->log, c, e.json, e.sequence)) {
+            ngx_gtls_certificate_t *c = ngx_http_gtls_find_certificate(mcf, e.name);
+            if (c != nullptr && e.sequence > c->sequence && ngx_gtls_take_certificate(cycle->log, c, e.json, e.sequence)) {
                 ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                                "gateway_tls: certificate \"%s\" taken as pushed through another worker (entry %uL)",
                                e.name.c_str(), e.sequence);
@@ -352,7 +352,7 @@ bool ngx_http_gtls_entry_applies(ngx_http_gtls_main_conf_t *mcf, const ngx_http_
         return t != nullptr && t->configured_fingerprint == e->fingerprint && e->json_len != 0;
     }
     if (e->kind == NGX_HTTP_GTLS_ENTRY_CERTIFICATE) {
-        ngx_http_gtls_certificate_t *c = ngx_http_gtls_find_certificate(mcf, name);
+        ngx_gtls_certificate_t *c = ngx_http_gtls_find_certificate(mcf, name);
         return c != nullptr && c->configured_fingerprint == e->fingerprint && e->json_len != 0;
     }
     gtls_glue::DynamicUpstream *dyn = ngx_http_gtls_find_dynamic(mcf, e->kind, name);
@@ -413,7 +413,7 @@ void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf
         }
     }
     for (const Kept &k : kept_certificates) {
-        if (ngx_http_gtls_take_certificate(cycle->log, ngx_http_gtls_find_certificate(mcf, k.name), k.json, k.sequence)) {
+        if (ngx_gtls_take_certificate(cycle->log, ngx_http_gtls_find_certificate(mcf, k.name), k.json, k.sequence)) {
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                           "gateway_tls: certificate \"%s\" keeps the one last pushed through the API", k.name.c_str());
         }

@@ -42,6 +42,7 @@ typedef struct {
     ngx_uint_t                        insecure;
     ngx_stream_upstream_init_peer_pt  original_init_peer;
     ngx_stream_gtls_dynamic_t        *dynamic;      // servers the upstream API may replace
+    ngx_str_t                         certificate;  // gateway_tls_certificate
 } ngx_stream_gtls_srv_conf_t;
 
 // What one stream session learnt about its backend connection.
@@ -165,8 +166,8 @@ ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream
         dynamic = ups->dynamic;
     }
     // servers and trust pushed through another worker count from now here too
-    if (mcf->exported.catch_up != nullptr) {
-        mcf->exported.catch_up(mcf->exported.catch_up_data);
+    if (mcf->exported.catch_up.run != nullptr) {
+        mcf->exported.catch_up.run(mcf->exported.catch_up.data);
     }
     // the balancer starts on the servers current now, and the session keeps them
     if (gtls_glue::init_on_current_servers(dynamic, s->connection->pool, s->connection->log,
@@ -299,6 +300,13 @@ ngx_command_t ngx_stream_gtls_commands[] = {
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, client_pins.handshake),
      ngx_gtls_client_handshakes},
+
+    {ngx_string("gateway_tls_certificate"),
+     NGX_STREAM_SRV_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, certificate),
+     nullptr},
 
     ngx_null_command};
 
@@ -437,6 +445,14 @@ char *ngx_stream_gtls_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
                       : nullptr;
     if (ngx_gtls_install_client_pins(cf, &conf->client_pins, sslcf ? &sslcf->ssl : nullptr,
                                      sslcf ? sslcf->verify : 0, &mcf->registry->status) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    // replaced through the http module's upstream API, which finds it in the export
+    if (conf->certificate.len != 0
+        && ngx_gtls_name_certificate(cf, &mcf->exported.certificates, &mcf->exported.catch_up, conf->certificate,
+                                     sslcf ? &sslcf->ssl : nullptr,
+                                     sslcf != nullptr && sslcf->certificate_values != nullptr)
+               != NGX_CONF_OK) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
 #if (nginx_version >= 1025005)

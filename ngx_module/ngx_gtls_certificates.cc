@@ -1,27 +1,28 @@
 // gateway_tls_certificate: the server side of a listener's certificate
 // replaced through the upstream API (ngx_http_gateway_tls_upstream_api.cc
-// takes the PUT and keeps it in the state zone).
+// takes the PUT and keeps it in the state zone), in both modules.
 
-#include "ngx_http_gateway_tls_certificates.h"
+#include "ngx_gtls_certificates.h"
 
 #include <cstdlib>
 
 #include "gtls_upstream_api.h"
-#include "ngx_http_gateway_tls_module.h"
 
 namespace {
 
 // OpenSSL's certificate step, after the SNI step has switched to the
 // server's context: the key pair pushed last, in place of every
 // certificate the context holds; the handshake holds its own references.
-int ngx_http_gtls_certificate_handshake(ngx_ssl_conn_t *ssl_conn, void *arg)
+int ngx_gtls_certificate_handshake(ngx_ssl_conn_t *ssl_conn, void *arg)
 {
-    auto *c = static_cast<ngx_http_gtls_certificate_t *>(arg);
-    ngx_http_gtls_catch_up(c->mcf);
+    auto *c = static_cast<ngx_gtls_certificate_t *>(arg);
+    if (c->catch_up->run != nullptr) {
+        c->catch_up->run(c->catch_up->data);
+    }
     const std::shared_ptr<const gtls::KeyPair> pair = c->pushed;
     auto *conn = static_cast<ngx_connection_t *>(SSL_get_ex_data(ssl_conn, ngx_ssl_connection_index));
     if (pair == nullptr) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, conn->log, 0, "gateway_tls: certificate \"%s\" as configured",
+        ngx_log_debug1(NGX_LOG_DEBUG_EVENT, conn->log, 0, "gateway_tls: certificate \"%s\" as configured",
                        c->name.c_str());
         return 1;
     }
@@ -33,15 +34,16 @@ int ngx_http_gtls_certificate_handshake(ngx_ssl_conn_t *ssl_conn, void *arg)
                       c->name.c_str());
         return 0;
     }
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, conn->log, 0, "gateway_tls: certificate \"%s\" from the API (entry %uL)",
+    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, conn->log, 0, "gateway_tls: certificate \"%s\" from the API (entry %uL)",
                    c->name.c_str(), c->sequence);
     return 1;
 }
 
 }  // namespace
 
-char *ngx_http_gtls_name_certificate(ngx_conf_t *cf, ngx_http_gtls_main_conf_t *mcf, const ngx_str_t &name,
-                                     ngx_ssl_t *ssl, bool variables)
+char *ngx_gtls_name_certificate(ngx_conf_t *cf, ngx_gtls_certificates_t **certificates,
+                                const ngx_gtls_catch_up_t *catch_up, const ngx_str_t &name, ngx_ssl_t *ssl,
+                                bool variables)
 {
     const std::string text(reinterpret_cast<const char *>(name.data), name.len);
     if (!gtls::is_api_name(text)) {
@@ -57,16 +59,16 @@ char *ngx_http_gtls_name_certificate(ngx_conf_t *cf, ngx_http_gtls_main_conf_t *
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     try {
-        if (mcf->certificates == nullptr) {
-            mcf->certificates = ngx_gtls_pool_new<ngx_http_gtls_certificates_t>(cf->pool);
-            if (mcf->certificates == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+        if (*certificates == nullptr) {
+            *certificates = ngx_gtls_pool_new<ngx_gtls_certificates_t>(cf->pool);
+            if (*certificates == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
         }
         const std::string sha256 = gtls::certificate_sha256(leaf);
-        auto [it, added] = mcf->certificates->try_emplace(text);
-        ngx_http_gtls_certificate_t &c = it->second;
+        auto [it, added] = (*certificates)->try_emplace(text);
+        ngx_gtls_certificate_t &c = it->second;
         if (added) {
             c.name = text;
-            c.mcf = mcf;
+            c.catch_up = catch_up;
             c.configured_sha256 = sha256;
             c.configured_fingerprint = std::strtoull(sha256.substr(0, 16).c_str(), nullptr, 16);
         } else if (c.configured_sha256 != sha256) {
@@ -74,22 +76,22 @@ char *ngx_http_gtls_name_certificate(ngx_conf_t *cf, ngx_http_gtls_main_conf_t *
                                "gateway_tls_certificate \"%V\" names servers whose ssl_certificate differ", &name);
             return static_cast<char *>(NGX_CONF_ERROR);
         }
-        SSL_CTX_set_cert_cb(ssl->ctx, ngx_http_gtls_certificate_handshake, &c);
+        SSL_CTX_set_cert_cb(ssl->ctx, ngx_gtls_certificate_handshake, &c);
     } catch (const std::bad_alloc &) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     return NGX_CONF_OK;
 }
 
-ngx_http_gtls_certificate_t *ngx_http_gtls_find_certificate(ngx_http_gtls_main_conf_t *mcf, const std::string &name)
+ngx_gtls_certificate_t *ngx_gtls_find_certificate(ngx_gtls_certificates_t *certificates, const std::string &name)
 {
-    if (mcf->certificates == nullptr) return nullptr;
-    auto it = mcf->certificates->find(name);
-    return it != mcf->certificates->end() ? &it->second : nullptr;
+    if (certificates == nullptr) return nullptr;
+    auto it = certificates->find(name);
+    return it != certificates->end() ? &it->second : nullptr;
 }
 
-bool ngx_http_gtls_take_certificate(ngx_log_t *log, ngx_http_gtls_certificate_t *c, const std::string &json,
-                                    uint64_t sequence)
+bool ngx_gtls_take_certificate(ngx_log_t *log, ngx_gtls_certificate_t *c, const std::string &json,
+                               uint64_t sequence)
 {
     auto pair = std::make_shared<gtls::KeyPair>();
     std::string error;
