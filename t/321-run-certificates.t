@@ -6,7 +6,6 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
-use IPC::Open2;
 
 plan 'no_plan';
 setup();
@@ -60,8 +59,7 @@ my $master = slurp("$out/nginx.pid") =~ s/\s+//r;
 my $workers = worker_pids($master);
 
 # a connection opened before the renewal, kept open across it
-my $kept = open2(my $from_kept, my $to_kept,
-                 "timeout 60 openssl s_client -connect 127.0.0.1:$port -servername web.example -quiet 2>/dev/null");
+my ($kept, $from_kept, $to_kept) = open_kept_tls($port, 'web.example');
 sub ask_kept { return ask_kept_alive($to_kept, $from_kept, 'web.example', '/') }
 is(ask_kept(), '200 leaf', 'a connection opened before the renewal');
 
@@ -77,9 +75,7 @@ for my $renewal (['wildcard', 'renewed'], ['untrusted', 'renewed again'], ['leaf
 is(worker_pids($master), $workers, 'nginx never reloaded: the same workers');
 is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 is(ask_kept(), '200 leaf', 'the connection opened before is served on');
-close $to_kept;
-kill 'TERM', $kept;  # (-quiet waits out its stdin's end)
-waitpid $kept, 0;
+close_kept_tls($kept, $to_kept);
 
 put_file($in, 'secret.yaml', secret_yaml('wildcard'));
 ok(wait_for(sub { presented() eq 'wildcard leaf' }, 10), 'renewed once more') or diag presented();

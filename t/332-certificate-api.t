@@ -8,7 +8,6 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
-use IPC::Open2;
 use JSON::PP;
 
 plan 'no_plan';
@@ -112,8 +111,7 @@ like((api('GET'))[1], qr/"certificates":\{"gw-a":\{"generation":0,"source":"conf
      'GET lists the certificate as configured');
 
 # a connection made before the push, kept open across it
-my $in_flight = open2(my $from_kept, my $to_kept,
-                      "timeout 60 openssl s_client -connect 127.0.0.1:$port -servername a.example.com -quiet 2>/dev/null");
+my ($in_flight, $from_kept, $to_kept) = open_kept_tls($port, 'a.example.com');
 sub ask_kept {
     print $to_kept "GET / HTTP/1.1\r\nHost: a.example.com\r\n\r\n";
     $to_kept->flush;
@@ -146,9 +144,7 @@ my (undef, $listed) = api('GET');
 like($listed, qr/"gw-a":\{"generation":[1-9]\d*,"source":"api","sha256":"$sha{wildcard}"\}/, 'GET lists the pushed certificate');
 unlike($listed, qr/PRIVATE|BEGIN/, 'and never its key or PEM');
 unlike(slurp("$dir/gw/logs/error.log"), qr/BEGIN/, 'nor does the log');
-close $to_kept;
-kill 'TERM', $in_flight;  # (-quiet waits out its stdin's end)
-waitpid $in_flight, 0;
+close_kept_tls($in_flight, $to_kept);
 
 # ---- bad input changes nothing -----------------------------------------------
 my $encrypted = `openssl pkey -in $certs/untrusted.key -aes128 -passout pass:secret 2>/dev/null`;

@@ -9,7 +9,6 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use File::Path qw(make_path);
-use IPC::Open2;
 use JSON::PP;
 
 plan 'no_plan';
@@ -120,8 +119,7 @@ like((api('GET'))[1], qr/"certificates":\{"gw-s":\{"generation":0,"source":"conf
      'GET lists the stream certificate as configured');
 
 # a connection made before the push, kept open across it
-my $in_flight = open2(my $from_kept, my $to_kept,
-                      "timeout 60 openssl s_client -connect 127.0.0.1:$proxied -servername tcp.example.com -quiet 2>/dev/null");
+my ($in_flight, $from_kept, $to_kept) = open_kept_tls($proxied, 'tcp.example.com');
 sub ask_kept { return ask_kept_alive($to_kept, $from_kept, 'tcp.example.com', '/') }
 is(ask_kept(), '200 plain', 'a connection opened before the push is proxied');
 
@@ -140,9 +138,7 @@ like(log_since($log_at), qr/certificate "gw-s" now presents $sha{wildcard} to ne
      'the change is logged');
 like((api('GET'))[1], qr/"gw-s":\{"generation":[1-9]\d*,"source":"api","sha256":"$sha{wildcard}"\}/,
      'GET lists the pushed certificate');
-close $to_kept;
-kill 'TERM', $in_flight;
-waitpid $in_flight, 0;
+close_kept_tls($in_flight, $to_kept);
 
 my ($bad) = push_certificate('gw-s', slurp("$certs/untrusted.crt"), slurp("$certs/leaf.key"));
 is($bad, 400, 'a key of another certificate is refused');

@@ -796,6 +796,53 @@ BOOST_AUTO_TEST_CASE(a_listener_certificate_renewed_is_pushed_not_reloaded)
                == "certificates");
 }
 
+BOOST_AUTO_TEST_CASE(a_terminate_listener_certificate_renewed_is_pushed_not_reloaded)
+{
+    auto secret = [](const std::string &name, const std::string &cert) {
+        return "apiVersion: v1\nkind: Secret\nmetadata: {name: " + name + ", namespace: ns}\ntype: kubernetes.io/tls\n"
+               "stringData:\n  tls.crt: |\n" + g2n_test::yaml_block(g2n_test::test_cert_file(cert + ".crt"), 4)
+               + "  tls.key: |\n" + g2n_test::yaml_block(g2n_test::test_cert_file(cert + ".key"), 4) + "---\n";
+    };
+    // an HTTPS listener with Secret `web`, a Terminate one with Secret `db`
+    auto manifests = [&](const std::string &db_cert) {
+        return "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: ours}\n"
+               "spec: {controllerName: gateway2nginx.io/controller}\n---\n" + secret("web", "leaf") + secret("db", db_cert)
+               + "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n"
+                 "spec:\n  gatewayClassName: ours\n  listeners:\n"
+                 "  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: web}]}}\n"
+                 "  - {name: term, port: 8443, protocol: TLS, tls: {mode: Terminate, certificateRefs: [{name: db}]}}\n"
+                 "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: ns}\n"
+                 "spec:\n  ports: [{name: http, port: 80}]\n"
+                 "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
+                 "spec:\n  parentRefs: [{name: gw, sectionName: https}]\n  rules: [{backendRefs: [{name: svc, port: 80}]}]\n"
+                 "---\napiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\n"
+                 "metadata: {name: t, namespace: ns}\nspec:\n  parentRefs: [{name: gw, sectionName: term}]\n"
+                 "  hostnames: [db.example.com]\n  rules:\n  - backendRefs: [{name: svc, port: 80}]\n";
+    };
+    const Options api = with_api();
+    for (const int nginx_version : {1022001, 1025005}) {  // one server per port; one per hostname
+        Options o = api;
+        o.nginx_version = nginx_version;
+        const Plan before = resolve(parse(manifests("leaf")), o);
+        const Plan renewed = resolve(parse(manifests("wildcard")), o);
+        BOOST_TEST_REQUIRE(!renewed.stream_servers.empty());
+        const auto certificates = replaceable_certificates(renewed, o);
+        BOOST_TEST_REQUIRE(certificates.size() == 2u, "the HTTPS listener's and the Terminate listener's");
+        std::string db;
+        for (const auto &[name, c] : certificates) {
+            if (render_http_conf(renewed, o).find("gateway_tls_certificate " + name + ";") == std::string::npos) db = name;
+        }
+        BOOST_TEST_REQUIRE(!db.empty(), "one of them is not http's");
+        const std::string stream = render_stream_conf(renewed, o);
+        BOOST_TEST(stream.find("gateway_tls_certificate " + db + ";") != std::string::npos, stream);
+        BOOST_TEST(skeleton_digest(renewed, o) == skeleton_digest(before, o), "no reload");
+        ApiHeld now;
+        const ApiContent changed = api_changes(renewed, o, ApiHeld::of(before, o), &now);
+        BOOST_TEST(changed.certificates.size() == 1u);
+        BOOST_TEST(changed.certificates.count(db) == 1u, "the Terminate listener's pushed");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(trust_that_verifies_nothing_or_differs_by_name_is_not_replaceable)
 {
     Options skeleton = with_api();

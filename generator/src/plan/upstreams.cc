@@ -130,17 +130,30 @@ std::map<std::string, ReplaceableCertificate> replaceable_certificates(const Pla
 {
     std::map<std::string, ReplaceableCertificate> certificates;
     if (o.upstream_api == "off") return certificates;
-    std::set<std::string> elsewhere;
+    // what servers present, by file, and on which side
+    std::map<std::string, std::pair<std::string, std::set<bool>>> presented;  // certificate -> key, stream?
+    std::set<std::string> backend_clients;
+    auto present = [&](const std::string &certificate, const std::string &key, bool stream) {
+        if (certificate.empty()) return;
+        auto &[known_key, sides] = presented[certificate];
+        known_key = key;
+        sides.insert(stream);
+    };
     for (const StreamServer &s : plan.stream_servers) {
-        elsewhere.insert(s.certificate);
-        elsewhere.insert(s.backend_client.certificate);
-        for (const StreamRoute &r : s.routes) elsewhere.insert(r.certificate);
+        backend_clients.insert(s.backend_client.certificate);
+        if (s.protocol != StreamProtocol::TLS || !s.terminate) continue;
+        present(s.certificate, s.certificate_key, true);
+        for (const StreamRoute &r : s.routes) present(r.certificate, r.certificate_key, true);
     }
-    for (const Server &s : plan.servers) elsewhere.insert(s.backend_client.certificate);
     for (const Server &s : plan.servers) {
-        if (!s.ssl || s.certificate.empty() || elsewhere.count(s.certificate)) continue;
-        std::string name = std::filesystem::path(s.certificate).stem().string();
-        certificates.emplace(std::move(name), ReplaceableCertificate{s.certificate, s.certificate_key});
+        backend_clients.insert(s.backend_client.certificate);
+        if (s.ssl) present(s.certificate, s.certificate_key, false);
+    }
+    for (const auto &[certificate, use] : presented) {
+        // a name is the http module's or the stream module's, never both
+        if (use.second.size() != 1 || backend_clients.count(certificate)) continue;
+        std::string name = std::filesystem::path(certificate).stem().string();
+        certificates.emplace(std::move(name), ReplaceableCertificate{certificate, use.first});
     }
     return certificates;
 }

@@ -78,9 +78,10 @@ std::map<std::string, const UpstreamPolicy *> trust_replaceable_policies(const P
 struct ReplaceableCertificate {
     std::string certificate, key;
 };
-// By name (the files' stem): with the API on, the certificates of http{}
-// servers that no stream{} server and no backend connection uses too (the
-// module's certificate step is http's alone).
+// By name (the files' stem): with the API on, the certificates that
+// HTTPS servers or TLS Terminate servers present, each on one side only
+// (a name is the http module's or the stream module's), no backend
+// connection presenting it too.
 std::map<std::string, ReplaceableCertificate> replaceable_certificates(const Plan &plan, const Options &o);
 // What of that the policy decides itself: it verifies, with a CA or pins.
 bool trust_replaceable(const UpstreamPolicy &p);

@@ -60,6 +60,23 @@ void render_client_validation(nginx::Writer &w, const ClientValidation &client)
     if (!client.pins.empty()) w.directive("ssl_verify_client_pin", values(client.pins));
 }
 
+CertificateNames certificate_names(const Plan &plan, const Options &o)
+{
+    CertificateNames names;
+    for (const auto &[name, c] : replaceable_certificates(plan, o)) names.emplace(c.certificate, name);
+    return names;
+}
+
+void render_certificate(nginx::Writer &w, const std::string &certificate, const std::string &key,
+                        const CertificateNames &names)
+{
+    w.directive("ssl_certificate", {nginx::Token::value(certificate)});
+    w.directive("ssl_certificate_key", {nginx::Token::value(key)});
+    if (auto it = names.find(certificate); it != names.end()) {
+        w.directive("gateway_tls_certificate", {nginx::Token::value(it->second)});
+    }
+}
+
 void render_backend_client(nginx::Writer &w, const BackendClientCertificate &client, bool grpc_too)
 {
     if (client.certificate.empty()) return;
@@ -210,16 +227,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         }
     };
     const std::map<std::string, nginx::Name> sni_listener = sni_listener_variables(splits, plan);
-    // the certificates the upstream API replaces, by file
-    std::map<std::string, std::string> replaceable;
-    for (const auto &[name, c] : replaceable_certificates(plan, o)) replaceable.emplace(c.certificate, name);
-    auto render_certificate = [&](const Server &s) {
-        w.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
-        w.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
-        if (auto it = replaceable.find(s.certificate); it != replaceable.end()) {
-            w.directive("gateway_tls_certificate", {nginx::Token::value(it->second)});
-        }
-    };
+    const CertificateNames certificates = certificate_names(plan, o);
     for (const Server &s : plan.servers) {
         if (s.served_by_listener) continue;  // its listener's server routes it by the table
         first_on_listen.emplace(s.listen, &s);
@@ -230,7 +238,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         offer_http2(s.ssl);
         w.directive("server_name", {nginx::Token::value(s.server_name)});
         w.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
-        if (s.ssl) render_certificate(s);
+        if (s.ssl) render_certificate(w, s.certificate, s.certificate_key, certificates);
         render_client_validation(w, s.client);
         render_backend_client(w, s.backend_client, true);
         answer_misdirected(w, sni_listener, s.listen, s.listener_hostname);
@@ -264,7 +272,7 @@ void render_servers(std::ostream &out, Splits &splits, const Plan &plan, const O
         render_listen(w, listen, listen_parameters(first->ssl, first->ssl && !http2_directive, true), o);
         offer_http2(first->ssl);
         w.directive("server_name", {nginx::Token::value("")});
-        if (first->ssl) render_certificate(*first);
+        if (first->ssl) render_certificate(w, first->certificate, first->certificate_key, certificates);
         answer_misdirected(w, sni_listener, listen, "");
         refuse_loops(w);
         w.directive("return", {"404"});

@@ -44,6 +44,13 @@ std::vector<nginx::Token> values(const std::vector<std::string> &items);
 // (GEP-3155).
 void render_client_validation(nginx::Writer &w, const ClientValidation &client);
 void render_backend_client(nginx::Writer &w, const BackendClientCertificate &client, bool grpc_too);
+// The names of the certificates the upstream API replaces, by file
+// (replaceable_certificates), and a server's ssl_certificate and
+// ssl_certificate_key, with gateway_tls_certificate when it is one.
+using CertificateNames = std::map<std::string, std::string>;
+CertificateNames certificate_names(const Plan &plan, const Options &o);
+void render_certificate(nginx::Writer &w, const std::string &certificate, const std::string &key,
+                        const CertificateNames &names);
 // The zones of replaceable upstreams, one per tenant (namespace), each
 // sized from the servers in it: the upstream{} blocks that declare them
 // are rendered, and the zone of each upstream is returned by name.

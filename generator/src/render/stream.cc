@@ -59,7 +59,8 @@ void render_proxy_ssl(nginx::Writer &sv, const StreamServer &s)
 // nginx picks by SNI, with its listener's certificate and its own
 // proxy_ssl; an SNI no route has meets the port's default server, which
 // closes the connection.
-void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s, const Options &o)
+void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const StreamServer &s, const Options &o,
+                                const CertificateNames &certificates)
 {
     bool catch_all = false;
     auto open_server = [&](const std::string &hostname, const std::string &certificate, const std::string &key) {
@@ -70,8 +71,7 @@ void render_server_per_hostname(nginx::Writer &sv, StreamSplits &splits, const S
             render_listen(sv, s.listen, {"ssl"}, o);
         }
         sv.directive("server_name", {nginx::Token::value(hostname)});
-        sv.directive("ssl_certificate", {nginx::Token::value(certificate)});
-        sv.directive("ssl_certificate_key", {nginx::Token::value(key)});
+        render_certificate(sv, certificate, key, certificates);
         render_client_validation(sv, s.client);
         sv.directive("proxy_ssl_verify_insecure", {s.insecure_allowed ? nginx::Word("allow") : nginx::Word("deny")});
     };
@@ -139,6 +139,7 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
     w.close();
     w.blank();
 
+    const CertificateNames certificates = certificate_names(plan, o);
     StreamSplits splits;
     std::ostringstream maps, servers;
     nginx::Writer m(maps), sv(servers);
@@ -149,7 +150,7 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
             continue;
         }
         if (s.server_per_hostname) {
-            render_server_per_hostname(sv, splits, s, o);
+            render_server_per_hostname(sv, splits, s, o, certificates);
             continue;
         }
         nginx::Name variable("tls_route_" + std::to_string(++index));
@@ -177,8 +178,7 @@ std::string render_stream_conf(const Plan &plan, const Options &o)
         sv.open("server");
         if (s.terminate) {
             render_listen(sv, s.listen, {"ssl"}, o);
-            sv.directive("ssl_certificate", {nginx::Token::value(s.certificate)});
-            sv.directive("ssl_certificate_key", {nginx::Token::value(s.certificate_key)});
+            render_certificate(sv, s.certificate, s.certificate_key, certificates);
             render_client_validation(sv, s.client);
         } else {
             render_listen(sv, s.listen, {}, o);

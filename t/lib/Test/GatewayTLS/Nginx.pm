@@ -11,12 +11,13 @@ use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Path qw(make_path);
 use IO::Socket::INET;
+use IPC::Open2 ();
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backends _check_listen_ports);
 
-our @EXPORT = qw(api_request ask_kept_alive certificate_sha256 connections_to http_request parent_pid presented_certificate request start_backends
+our @EXPORT = qw(api_request ask_kept_alive certificate_sha256 close_kept_tls open_kept_tls connections_to http_request parent_pid presented_certificate request start_backends
                 start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
                 tls_exchange track_child unread_by_server worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
@@ -104,6 +105,25 @@ sub tls_exchange {
     close $fh;
     my $out = `timeout 10 openssl s_client -connect 127.0.0.1:$port -servername $sni $verify -quiet < $in 2>/dev/null`;
     return $? == 0 ? $out : '';
+}
+
+# A TLS connection to 127.0.0.1:PORT with SNI SNI kept open (an openssl
+# s_client, at most 60 s): (PID, FROM, TO) for ask_kept_alive and
+# close_kept_tls. The process is s_client's own (through timeout, no
+# shell left between), so that closing ends the connection at once: an
+# nginx stopping gracefully waits for a stream session's client.
+sub open_kept_tls {
+    my ($port, $sni) = @_;
+    my $pid = IPC::Open2::open2(my $from, my $to,
+        "exec timeout 60 openssl s_client -connect 127.0.0.1:$port -servername $sni -quiet 2>/dev/null");
+    return ($pid, $from, $to);
+}
+
+sub close_kept_tls {
+    my ($pid, $to) = @_;
+    close $to;
+    kill 'TERM', $pid;  # (-quiet waits out its stdin's end)
+    waitpid $pid, 0;
 }
 
 # GET PATH with Host HOST on a kept-alive HTTP/1.1 connection, written to
