@@ -14,10 +14,11 @@
 #   - the run process's peak memory (VmHWM), beside the one-shot generator's;
 #   - the one-shot generator on the same objects as YAML and as JSON (the
 #     text the API path hands to the parse stage is JSON).
-# make-manifests.pl puts every route on one hostname: past 5,000 of them
-# it is more than the route table takes for a hostname, and served as
-# locations (a route change reloads) whatever ROUTES_MODE says.
-# Usage: [ROUTES_MODE=table] bench/kube_api.sh [ROUTES]
+# The routes share HOSTS hostnames: by default one with rendered locations,
+# and with ROUTES_MODE=table one per 100 routes (one hostname past 5,000
+# routes is more than the route table takes for it, and is served as
+# locations: a route change would reload whatever ROUTES_MODE says).
+# Usage: [ROUTES_MODE=table] [HOSTS=N] bench/kube_api.sh [ROUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -25,6 +26,11 @@ routes=${1:-10000}
 rounds=${ROUNDS:-3}
 endpoints=${ENDPOINTS:-5}
 routes_mode=${ROUTES_MODE:-locations}
+if [ "$routes_mode" = table ]; then
+    hosts=${HOSTS:-$(( routes / 100 > 1 ? routes / 100 : 1 ))}
+else
+    hosts=${HOSTS:-1}
+fi
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
 work=$PWD/build/bench/kube_api
@@ -42,7 +48,7 @@ trap cleanup EXIT
 
 ab_backends "$work/backends" "$work/certs"
 
-perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" "$endpoints" > "$work/in/routes.yaml"
+perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" "$endpoints" "$hosts" > "$work/in/routes.yaml"
 measured_service_yaml "$work/certs/ca.crt" > "$work/in/measured.yaml"
 measured_route_yaml /m0 > "$work/in/route.yaml"
 measured_slice_yaml 127.0.0.1 > "$work/in/slice.yaml"

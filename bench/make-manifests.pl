@@ -1,13 +1,16 @@
 #!/usr/bin/perl
-# make-manifests.pl N CA_FILE [ENDPOINTS]: a Gateway and N (Service,
-# EndpointSlice of ENDPOINTS addresses (default 1), BackendTLSPolicy,
-# HTTPRoute) sets on stdout, about 0.9 KB per set.
+# make-manifests.pl N CA_FILE [ENDPOINTS] [HOSTS]: a Gateway and N
+# (Service, EndpointSlice of ENDPOINTS addresses (default 1),
+# BackendTLSPolicy, HTTPRoute) sets on stdout, about 0.9 KB per set. The
+# routes share one hostname, shop.example.com, or are spread over HOSTS
+# (shop-K.example.com, route I on K = I mod HOSTS).
 use strict;
 use warnings;
 
-my ($n, $ca_file, $endpoints) = @ARGV;
-die "usage: make-manifests.pl N CA_FILE [ENDPOINTS]\n" unless $n && $ca_file;
+my ($n, $ca_file, $endpoints, $hosts) = @ARGV;
+die "usage: make-manifests.pl N CA_FILE [ENDPOINTS] [HOSTS]\n" unless $n && $ca_file;
 $endpoints //= 1;
+$hosts //= 1;
 open my $fh, '<', $ca_file or die "$ca_file: $!\n";
 my $ca = do { local $/; <$fh> };
 $ca =~ s/^/    /mg;
@@ -33,6 +36,7 @@ data:
 $ca
 YAML
 for my $i (0 .. $n - 1) {
+    my $host = $hosts == 1 ? 'shop.example.com' : 'shop-' . ($i % $hosts) . '.example.com';
     my $ip = join ', ', map { my $k = $i * $endpoints + $_;
                                '"' . join('.', 10, int($k / 65536) % 256, int($k / 256) % 256, $k % 256) . '"' }
                          0 .. $endpoints - 1;
@@ -67,7 +71,7 @@ kind: HTTPRoute
 metadata: {name: r-$i, namespace: demo}
 spec:
   parentRefs: [{name: shop}]
-  hostnames: [shop.example.com]
+  hostnames: [$host]
   rules:
   - matches: [{path: {type: PathPrefix, value: /svc-$i}}]
     backendRefs: [{name: svc-$i, port: 443}]

@@ -6,13 +6,16 @@
 # (default 20) new routes one after another, each with a hostname of its
 # own to the measured Service, from the file written to its first 200;
 # the CPU time run spent applying each (its /metrics); reloads counted;
-# nginx's RSS before and after.
-# Usage: bench/route_change.sh [ROUTES]
+# nginx's RSS before and after. The routes share HOSTS hostnames (default
+# one per 100 routes: one hostname past 5,000 routes is more than the
+# route table takes for it).
+# Usage: [HOSTS=N] bench/route_change.sh [ROUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 routes=${1:-1000}
 changes=${CHANGES:-20}
+hosts=${HOSTS:-$(( routes / 100 > 1 ? routes / 100 : 1 ))}
 module=${GTLS_MODULE:-$PWD/build/nginx/objs/ngx_http_gateway_tls_module.so}
 generator=${GATEWAY2NGINX:-$PWD/build/gateway2nginx}
 work=$PWD/build/bench/route_change
@@ -53,7 +56,7 @@ declare -A latency cpu reloads rss_before rss_after
 for mode in locations table; do
     dir=$work/$mode
     mkdir -p "$dir/in"
-    perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" > "$dir/in/routes.yaml"
+    perl bench/make-manifests.pl "$routes" "$work/certs/ca.crt" 1 "$hosts" > "$dir/in/routes.yaml"
     measured_service_yaml > "$dir/in/measured.yaml"
     measured_slice_yaml 127.0.0.1 > "$dir/in/slice.yaml"
     measured_route_yaml /m0 > "$dir/in/route.yaml"
