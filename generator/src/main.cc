@@ -59,6 +59,7 @@ int main(int argc, char **argv)
         for (const std::string &input : args.inputs) {
             parse_path(input, &manifests, args.jobs);
         }
+        shrink_manifests(&manifests);  // they last through resolve, the peak
     } catch (const InputError &e) {
         std::cerr << printable(e.what()) << "\n";
         return 1;

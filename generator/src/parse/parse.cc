@@ -489,6 +489,11 @@ void append_manifests(Manifests *out, Manifests &&more)
               *out, more);
 }
 
+void shrink_manifests(Manifests *m)
+{
+    each_list([](auto &list) { list.shrink_to_fit(); }, *m);
+}
+
 namespace {
 
 // The documents of one or more files, in input order. Batches of texts go

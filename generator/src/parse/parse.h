@@ -109,6 +109,9 @@ private:
 
 // `more`'s objects after *out's.
 void append_manifests(Manifests *out, Manifests &&more);
+// Each list's spare room, left by its growth, given back: a read's lists
+// are each up to twice their objects' size, and last as long as they do.
+void shrink_manifests(Manifests *m);
 
 // Reads every document of the stream into *out, scanning the YAML on
 // `jobs` threads when jobs > 1 (the result does not depend on it, nor on

@@ -229,9 +229,10 @@ Condition resolve_backend_client_certificate(const Manifests &m, const ObjectInd
 // Stable-sorts `items` by `less`: positions are sorted, then each item is
 // moved once, in place along the permutation's cycles. Items may be large
 // and number 100,000: no second vector, no swapping of whole items in the sort.
-template <typename T, typename Less>
-void sort_by_position(std::vector<T> &items, Less less)
+template <typename Items, typename Less>
+void sort_by_position(Items &items, Less less)
 {
+    using T = typename Items::value_type;
     std::vector<size_t> order(items.size());
     for (size_t i = 0; i < order.size(); i++) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return less(items[x], items[y]); });
