@@ -57,10 +57,11 @@ kube_apply('route', route_yaml('/web'));
 # ---- gateway2nginx run reads the API -----------------------------------------
 my $log = "$dir/run.log";
 my $out = "$dir/out";
-my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--reload', "$out/nginx.pid",
-                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
-                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '100', '--health-listen', "127.0.0.1:$health_port");
+my @run_flags = ('--kubeconfig', kubeconfig(), '-o', $out, '--reload', "$out/nginx.pid",
+                 '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
+                 '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                 '--debounce', '100', '--health-listen', "127.0.0.1:$health_port");
+my $run = start_run($log, @run_flags);
 sub count_in_log { count_in($log, shift) }
 sub endpoint { my ($code, $h, $body) = http_request($port, shift // '/web', 'localhost'); return $body =~ /endpoint=(\S+)/ ? $1 : "($code)" }
 sub endpoints_seen { my %seen; $seen{endpoint(@_)}++ for 1 .. 12; return join ' ', sort keys %seen }
@@ -213,6 +214,9 @@ ok(wait_for(sub { endpoint('/again') =~ /^127/ }, 15), 'made again, it serves');
 ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15),
    'and gets its status again, though it is what it was before');
 
+sub metric { my $name = shift; my (undef, $m) = fetch('/metrics'); return $m =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
+ok(wait_for(sub { metric('gateway2nginx_status_queued') == 0 }, 15), 'every status written: none queued')
+    or diag metric('gateway2nginx_status_queued');
 kill 'TERM', $run;
 waitpid($run, 0);
 is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
@@ -220,6 +224,18 @@ is($? >> 8, 0, 'gateway2nginx run ends on SIGTERM');
 # for the configuration they served: retried, never a failure
 cmp_ok(count_in($log, qr/nginx reloaded/), '>', 2, 'reloaded along the way');
 unlike(slurp($log), qr/after the reload failed/, 'every push after a reload reached the new workers');
+
+# ---- a restart over a cluster whose status is right writes none -----------------
+$writes = status_writes();
+$run = start_run("$dir/run-again.log", @run_flags);
+ok(wait_for(sub { metric('gateway2nginx_status_writes_total{result="unchanged"}') > 0
+                  && metric('gateway2nginx_status_queued') == 0 }, 20),
+   'restarted, run compares every status with the one the API holds')
+    or diag slurp("$dir/run-again.log");
+is(metric('gateway2nginx_status_writes_total{result="written"}'), 0, 'and writes none');
+is(status_writes(), $writes, 'the API server saw no status write');
+kill 'TERM', $run;
+waitpid($run, 0);
 stop_nginx($out);
 stop_nginx("$dir/backends");
 kill 'TERM', $sim;

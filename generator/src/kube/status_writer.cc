@@ -105,7 +105,9 @@ bool StatusWriter::wants_everything() const
 StatusWriter::Counts StatusWriter::counts() const
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    return counts_;
+    Counts counts = counts_;
+    counts.queued = queue_.size() + (writing_ ? 1 : 0);
+    return counts;
 }
 
 bool StatusWriter::idle() const

@@ -61,6 +61,7 @@ public:
 
     struct Counts {
         uint64_t written = 0, unchanged = 0, conflicts = 0, failed = 0;
+        size_t queued = 0;  // statuses still to be looked at, and written where they differ
     };
     Counts counts() const;
     // Nothing is queued (for tests and logs).
