@@ -180,8 +180,9 @@ BOOST_AUTO_TEST_CASE(tls_route_endpoints_are_replaceable_through_the_api)
     BOOST_TEST(zoned == 2u);
     BOOST_TEST(conf.find("server 10.0.0.2:15432;") != std::string::npos, conf);
     // the state zone keeps a list per upstream, http's and stream's, and
-    // room for the trust of the policy
-    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1112k;") != std::string::npos);
+    // room for the trust of the policy and the Terminate listener's certificate
+    BOOST_TEST(render_http_conf(plan, api).find("gateway_tls_upstream_state_zone 1128k;") != std::string::npos,
+               render_http_conf(plan, api).substr(0, 2000));
 
     // other endpoints, none at all: the same skeleton
     auto stream_skeleton = [&](const std::string &addresses) {
