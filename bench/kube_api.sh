@@ -189,10 +189,13 @@ done
 # writes every status (at 1,000 writes a second), the next starts over
 # the same objects and compares each with what the API holds
 metric() { curl -s http://127.0.0.1:29116/metrics | awk -v m="$1" '$1 == m {print $2}'; }
-writes_settled() {  # after the first offer, none queued
-    [ "$(metric 'gateway2nginx_status_queued')" = 0 ] \
-        && [ "$(( $(metric 'gateway2nginx_status_writes_total{result="written"}') \
-                + $(metric 'gateway2nginx_status_writes_total{result="unchanged"}') ))" -gt 0 ]
+compared() {
+    echo $(( $(metric 'gateway2nginx_status_writes_total{result="written"}') \
+             + $(metric 'gateway2nginx_status_writes_total{result="unchanged"}') ))
+}
+writes_settled() {  # every status offered compared (and written where it differed), none queued
+    local offered; offered=$(metric gateway2nginx_status_offered)
+    [ "$offered" -gt 0 ] && [ "$(metric gateway2nginx_status_queued)" = 0 ] && [ "$(compared)" -ge "$offered" ]
 }
 for start in write_all again; do
     qps=()
@@ -201,13 +204,13 @@ for start in write_all again; do
         --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-$start.log" &
     run_pid=$!
     started=$(date +%s%N)
-    until [ -n "$(metric gateway2nginx_status_queued 2>/dev/null)" ] && writes_settled; do
+    until [ -n "$(metric gateway2nginx_status_offered 2>/dev/null)" ] && writes_settled; do
         kill -0 "$run_pid" || { cat "$work/run-$start.log" >&2; exit 1; }
         sleep 0.2
     done
     settled_s=$(( ($(date +%s%N) - started) / 1000000 ))
     written=$(metric 'gateway2nginx_status_writes_total{result="written"}')
-    compared=$(( written + $(metric 'gateway2nginx_status_writes_total{result="unchanged"}') ))
+    compared=$(compared)
     kill "$run_pid"; wait "$run_pid" || true; run_pid=
 done
 

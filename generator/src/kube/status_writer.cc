@@ -58,9 +58,11 @@ void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
         // come to lead, every other: a new route's status is not held back
         // behind thousands re-written
         std::vector<uint32_t> backlog;
+        offered_count_ = 0;
         for (size_t i = 0; i < offer->size(); i++) {
             const StatusOffer::Object object = offer->object(i);
             if (object.kind == nullptr) continue;
+            offered_count_++;
             std::string key = key_of(object);
             std::string digest = sha256(offer->ours(i));
             auto [it, added] = offered_.try_emplace(key);
@@ -107,6 +109,7 @@ StatusWriter::Counts StatusWriter::counts() const
     std::lock_guard<std::mutex> lock(mutex_);
     Counts counts = counts_;
     counts.queued = queue_.size() + (writing_ ? 1 : 0);
+    counts.offered = offered_count_;
     return counts;
 }
 

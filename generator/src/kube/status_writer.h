@@ -61,7 +61,8 @@ public:
 
     struct Counts {
         uint64_t written = 0, unchanged = 0, conflicts = 0, failed = 0;
-        size_t queued = 0;  // statuses still to be looked at, and written where they differ
+        size_t queued = 0;   // statuses still to be looked at, and written where they differ
+        size_t offered = 0;  // the statuses of the last offer
     };
     Counts counts() const;
     // Nothing is queued (for tests and logs).
@@ -91,6 +92,7 @@ private:
         bool queued;          // still to be written when the next offer came
     };
     uint64_t offer_generation_ = 0;
+    size_t offered_count_ = 0;  // objects of the last offer whose status is written
     std::unordered_map<std::string, Offered> offered_;  // by object
     // to be written, first come first served (one that failed goes to the
     // back, behind those that may not): indexes in offer_

@@ -236,7 +236,10 @@ std::string ApiInput::metrics() const
         << "gateway2nginx_status_writes_total{result=\"failed\"} " << w.failed << "\n"
         << "# HELP gateway2nginx_status_queued Statuses still to be compared with the API's, and written where they differ.\n"
            "# TYPE gateway2nginx_status_queued gauge\n"
-        << "gateway2nginx_status_queued " << w.queued << "\n";
+        << "gateway2nginx_status_queued " << w.queued << "\n"
+        << "# HELP gateway2nginx_status_offered Statuses of the configuration applied last, whose status is written.\n"
+           "# TYPE gateway2nginx_status_offered gauge\n"
+        << "gateway2nginx_status_offered " << w.offered << "\n";
     if (gateway_services_) {
         const kube::GatewayServiceWriter::Counts g = gateway_services_->counts();
         out << "# HELP gateway2nginx_gateway_service_writes_total Writes of Gateways' own Services, by result.\n"
