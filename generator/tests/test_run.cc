@@ -2,6 +2,7 @@
 // how the watch-event stream is cut into events.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -977,6 +978,81 @@ BOOST_AUTO_TEST_CASE(shared_texts_read_again_are_known_by_identity)
     BOOST_TEST(read() == "service web 2;namespace first;namespace second;");
     texts.insert(texts.begin() + 1, namespace_text);
     BOOST_TEST(read() == "service web 2;namespace listed;namespace first;namespace second;");
+}
+
+// A file whose stamp (device, inode, size, mtime, ctime) is unchanged is
+// not read again: its documents are lent by the keys kept for it. One
+// changed in place, renamed over, removed, or written too recently for its
+// stamp to tell a change in the same tick is read again.
+BOOST_AUTO_TEST_CASE(files_unchanged_since_their_read_are_not_read_again)
+{
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("g2n-file-stamps-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto write = [&](const std::string &name, const std::string &text) {
+        std::ofstream(dir / name) << text;
+    };
+    auto ctime_of = [&](const std::string &name) {
+        struct stat st {};
+        ::stat((dir / name).c_str(), &st);
+        return std::make_pair(st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+    };
+    // in place, and written again until its ctime moved: the file system's
+    // clock ticks every few milliseconds, and a change within the tick of
+    // the read is what `settled` is for
+    auto rewrite = [&](const std::string &name, const std::string &text) {
+        const auto before = ctime_of(name);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        do write(name, text);
+        while (ctime_of(name) == before && std::chrono::steady_clock::now() < deadline);
+    };
+    auto service = [](const std::string &name, int port) {
+        return "apiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: ns}\n"
+               "spec:\n  ports: [{name: p, port: " + std::to_string(port) + "}]\n";
+    };
+    auto read = [&](DocumentCache *cache) {
+        Manifests m;
+        parse_path(dir.string(), &m, 2, cache);
+        cache->forget_unused();
+        std::string seen;
+        for (const Service &svc : m.services) seen += svc.meta.name + ":" + std::to_string(svc.ports.at(0).port) + " ";
+        cache->give_back(std::move(m));
+        return seen;
+    };
+    write("a.yaml", service("a", 80) + "---\n" + service("a2", 81));
+    write("b.yaml", service("b", 80));
+
+    DocumentCache settled(0);  // any stamp tells a change
+    BOOST_TEST(read(&settled) == "a:80 a2:81 b:80 ");
+    BOOST_TEST(settled.files_read() == 2u);
+    BOOST_TEST(read(&settled) == "a:80 a2:81 b:80 ");
+    BOOST_TEST(settled.files_read() == 2u, "unchanged: neither read again");
+    rewrite("b.yaml", service("b", 90));  // in place: another ctime (and mtime)
+    BOOST_TEST(read(&settled) == "a:80 a2:81 b:90 ");
+    BOOST_TEST(settled.files_read() == 3u, "b alone read again");
+    write("c.tmp", service("b", 91));
+    fs::rename(dir / "c.tmp", dir / "b.yaml");  // renamed over: another inode
+    BOOST_TEST(read(&settled) == "a:80 a2:81 b:91 ");
+    BOOST_TEST(settled.files_read() == 4u);
+    fs::remove(dir / "a.yaml");
+    BOOST_TEST(read(&settled) == "b:91 ");
+    write("a.yaml", service("a", 80) + "---\n" + service("a2", 81));
+    BOOST_TEST(read(&settled) == "a:80 a2:81 b:91 ", "back, read again");
+
+    // by default a file written within 2 s of its read is read again: the
+    // same size in the same clock tick leaves mtime and ctime as they were
+    DocumentCache cache;
+    const auto written = std::chrono::steady_clock::now();
+    write("a.yaml", service("a", 80) + "---\n" + service("a2", 81));
+    write("b.yaml", service("b", 91));
+    BOOST_TEST(read(&cache) == "a:80 a2:81 b:91 ");
+    write("b.yaml", service("b", 92));  // the same size, maybe the same tick
+    BOOST_TEST(read(&cache) == "a:80 a2:81 b:92 ");
+    if (std::chrono::steady_clock::now() - written < std::chrono::seconds(1)) {
+        BOOST_TEST(cache.files_read() == 4u, "every file just written: read each time");
+    }
+    fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(a_read_given_back_says_where_each_object_went)

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sys/stat.h>
+#include <ctime>
 #include <numeric>
 #include <fstream>
 #include <deque>
@@ -467,7 +469,38 @@ void DocumentCache::forget_unused()
     for (auto it = shared_keys_.begin(); it != shared_keys_.end();) {
         it = it->second.text.expired() ? shared_keys_.erase(it) : std::next(it);
     }
+    for (auto it = files_.begin(); it != files_.end();) {
+        if (!it->second.used) {
+            it = files_.erase(it);
+        } else {
+            it->second.used = false;
+            ++it;
+        }
+    }
     read_done_ = true;
+}
+
+const std::vector<std::string> *DocumentCache::file_documents(const std::string &file, const FileStamp &stamp)
+{
+    auto it = files_.find(file);
+    if (it == files_.end() || !(it->second.stamp == stamp)) return nullptr;
+    for (const std::string &key : it->second.keys) {
+        auto entry = entries_.find(key);
+        if (entry == entries_.end() || entry->second.lent) return nullptr;
+    }
+    for (const std::string &key : it->second.keys) entries_.find(key)->second.used = true;
+    it->second.used = true;
+    return &it->second.keys;
+}
+
+void DocumentCache::keep_file_documents(const std::string &file, const FileStamp &stamp, int64_t now_ns,
+                                        std::vector<std::string> keys)
+{
+    if (static_cast<int64_t>(stamp.ctime_ns) > now_ns - settled_ns_) {
+        files_.erase(file);  // changed just before the read: its stamp may not tell the next change
+        return;
+    }
+    files_[file] = FileDocuments{stamp, std::move(keys), true};
 }
 
 const std::string *DocumentCache::shared_key(const SharedText &text) const
@@ -553,6 +586,43 @@ public:
         if (cache_ != nullptr && read_keys_.size() == 1) cache_->keep_shared_key(text, std::move(read_keys_.front()));
     }
 
+    // A file's documents: lent by the keys the cache kept for it while it
+    // is unchanged (neither read, split nor hashed again), else read. False
+    // when it cannot be opened (errno says why).
+    bool read_file(const std::string &file)
+    {
+        DocumentCache::FileStamp stamp;
+        struct stat st {};
+        const bool stamped = cache_ != nullptr && ::stat(file.c_str(), &st) == 0;
+        if (stamped) {
+            stamp = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                     static_cast<uint64_t>(st.st_size),
+                     static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_mtim.tv_nsec),
+                     static_cast<uint64_t>(st.st_ctim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_ctim.tv_nsec)};
+            if (const std::vector<std::string> *keys = cache_->file_documents(file, stamp)) {
+                for (const std::string &key : *keys) {
+                    keys_.push_back(key);
+                    YamlDocument doc;
+                    doc.known = true;
+                    batch_.push_back(std::move(doc));
+                }
+                return true;
+            }
+        }
+        std::ifstream in(file);
+        if (!in) return false;
+        timespec now{};
+        ::clock_gettime(CLOCK_REALTIME, &now);
+        if (cache_ != nullptr) cache_->count_file_read();
+        file_keys_.clear();
+        read(in, file);
+        if (stamped) {
+            cache_->keep_file_documents(file, stamp, static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec,
+                                        std::move(file_keys_));
+        }
+        return true;
+    }
+
     // Types what is still being scanned. Throws InputError: the first
     // error in input order.
     void finish()
@@ -582,6 +652,7 @@ private:
             doc.known = cache_->knows(key);
             if (first_line == 0) read_keys_.clear();  // a text's documents, for read_shared
             read_keys_.push_back(key);
+            file_keys_.push_back(key);
             keys_.push_back(std::move(key));
         }
         batch_.push_back(std::move(doc));
@@ -629,6 +700,7 @@ private:
     std::deque<Scanned> scanned_;
     std::deque<std::string> keys_;  // of the documents submitted, with a cache
     std::vector<std::string> read_keys_;  // of the text read last
+    std::vector<std::string> file_keys_;  // of the file being read
     YamlScanPool::Batch batch_;
     size_t batch_bytes_ = 0;
     std::string file_;  // being read
@@ -694,13 +766,11 @@ void parse_path(const std::string &path, Manifests *out, unsigned jobs, Document
             reader.read(std::cin, "<stdin>");
             continue;
         }
-        std::ifstream in(file);
-        if (!in) {
+        if (!reader.read_file(file)) {
             const int error = errno;
             reader.finish();  // an error of the files before comes first
             throw InputError(file + ":0:0: cannot open: " + std::strerror(error));
         }
-        reader.read(in, file);
     }
     reader.finish();
 }

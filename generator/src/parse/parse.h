@@ -44,6 +44,21 @@ using SharedText = std::shared_ptr<const std::string>;
 // thread-safe.
 class DocumentCache {
 public:
+    // A file as stat(2) saw it: while it is the same file, unchanged, its
+    // documents are those read from it last, and it is not read again
+    struct FileStamp {
+        uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0, ctime_ns = 0;
+        bool operator==(const FileStamp &o) const
+        {
+            return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns
+                   && ctime_ns == o.ctime_ns;
+        }
+    };
+    // `settled`: a file changed (its ctime) less than that before it was
+    // read is read again next time, whatever its stamp says: a change in
+    // the same tick of the file system's clock leaves the stamp as it was
+    explicit DocumentCache(int64_t settled_ns = 2'000'000'000) : settled_ns_(settled_ns) {}
+
     // Whether it holds that document's objects (a hit counts as used)
     bool knows(const std::string &key);
     // That known document's objects moved to the end of *out's lists
@@ -68,6 +83,16 @@ public:
     // a text is not split and hashed again at each read.
     const std::string *shared_key(const SharedText &text) const;
     void keep_shared_key(const SharedText &text, std::string key);
+    // The keys of the documents `file` held when it was read last, if it
+    // has `stamp` still and the cache holds every one; else null
+    const std::vector<std::string> *file_documents(const std::string &file, const FileStamp &stamp);
+    // `file`, read with `stamp` (taken before the read), held the documents
+    // of `keys`; `now_ns`: the time of the read (CLOCK_REALTIME)
+    void keep_file_documents(const std::string &file, const FileStamp &stamp, int64_t now_ns,
+                             std::vector<std::string> keys);
+    // files read whole since the cache was made (not lent by their stamp)
+    size_t files_read() const { return files_read_; }
+    void count_file_read() { files_read_++; }
     size_t size() const { return entries_.size(); }
 
 private:
@@ -101,6 +126,14 @@ private:
         std::string key;
     };
     std::unordered_map<const std::string *, SharedKey> shared_keys_;
+    struct FileDocuments {
+        FileStamp stamp;
+        std::vector<std::string> keys;
+        bool used = true;
+    };
+    std::unordered_map<std::string, FileDocuments> files_;
+    const int64_t settled_ns_;
+    size_t files_read_ = 0;
     std::vector<Lent> lent_;  // in the order lent
     std::array<size_t, kManifestLists> last_read_{};  // the sizes of the lists the last read gave back
     size_t last_lent_ = 0;
