@@ -108,7 +108,7 @@ private:
     NginxProcess *nginx_;
     bool nginx_failed_ = false;  // run's own nginx did not start
     std::filesystem::path outdir_, staged_;
-    DocumentCache documents_;  // a change rereads every input, but scans only what changed
+    DocumentCache documents_;  // a change reads only files whose stamp changed, and scans only what changed
 
     // what nginx runs
     bool applied_ = false;

@@ -1,5 +1,6 @@
-// run -f FILE|DIR...: the manifests in files and directories, read whole
-// after any of them changes (inotify).
+// run -f FILE|DIR...: the manifests in files and directories, read again
+// after any of them changes (inotify): the files whose stamp changed
+// (DocumentCache::FileStamp), the others lent from the document cache.
 #pragma once
 
 #include <memory>
