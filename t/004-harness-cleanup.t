@@ -1,7 +1,9 @@
 # The harness leaves nothing behind: a test file that dies half-way has
 # its nginx stopped and the processes it started ended (else they hold
 # the next file's ports), and start_nginx names a port another process
-# holds instead of leaving nginx's bind() error to be read.
+# holds instead of leaving nginx's bind() error to be read. A kept
+# connection that closed under the test fails the test's question, not
+# the test file (SIGPIPE would end it without its END block).
 use strict;
 use warnings;
 use lib 't/lib';
@@ -64,5 +66,15 @@ exit 0;
 PERL
 like($out, qr/^refused: .*listens on 127\.0\.0\.1:\d+, which another process holds/m,
      'start_nginx names a port another process holds');
+
+($rc, $out) = child_file('closed', <<'PERL');
+my ($pid, $from, $to) = open_kept_tls(server_port() + 2, 'nowhere.example');  # nothing listens there
+waitpid $pid, 0;  # s_client gone: its stdin has no reader
+print "asked: ", ask_kept_alive($to, $from, 'nowhere.example', '/'), "\n";
+print "went on\n";
+exit 0;
+PERL
+like($out, qr/^asked: (closed|write failed)\nwent on$/m, 'a question on a closed kept connection fails, the test goes on')
+    or diag "exit $rc: $out";
 
 done_testing();

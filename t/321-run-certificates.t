@@ -11,21 +11,15 @@ plan 'no_plan';
 setup();
 start_backends();
 my $dir = servroot();
-my $certs = certs_dir();
 my $port = server_port() + 20;  # the HTTPS listener's 443
 my $offset = $port - 443;
 my $api_port = server_port() + 18;
-my %name_of = map { certificate_sha256("$certs/$_.crt") => $_ } qw(leaf wildcard untrusted);
+my $name_of = certificate_names(qw(leaf wildcard untrusted));
 
 my $https = "  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: gw-cert}]}}\n";
 (my $base = gateway_manifests(web => 'leaf')) =~ s/  - \{name: http, port: 80, protocol: HTTP\}\n/$https/
     or die 'no HTTP listener to replace';
-sub secret_yaml {
-    my $name = shift;
-    my ($crt, $key) = map { (my $pem = slurp("$certs/$name.$_")) =~ s/^/    /mg; $pem } qw(crt key);
-    return "apiVersion: v1\nkind: Secret\nmetadata: {name: gw-cert, namespace: ns}\ntype: kubernetes.io/tls\n"
-         . "stringData:\n  tls.crt: |\n$crt  tls.key: |\n$key";
-}
+sub secret_yaml { tls_secret_yaml('gw-cert', shift, 'ns') }
 my $route = "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
           . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [web.example]\n  rules: [{backendRefs: [{name: web, port: 443}]}]\n";
 my $in = "$dir/in";
@@ -44,13 +38,8 @@ my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', ngi
 # 10 handshakes: the certificates presented (by name), joined where they
 # differ, and what the backend answered
 sub presented {
-    my (%seen, %answers);
-    for (1 .. 10) {
-        my ($sha256, $said) = presented_certificate($port, 'web.example');
-        $seen{$sha256 eq '' ? 'none' : $name_of{$sha256} // 'another'}++;
-        $answers{$said =~ /backend=(\S+)/ ? $1 : '-'}++;
-    }
-    return join(' | ', sort keys %seen) . ' ' . join(' | ', sort keys %answers);
+    my ($certificates, $answers) = presented_certificates($port, 'web.example', $name_of, 10, qr/backend=(\S+)/);
+    return "$certificates " . join(' | ', @$answers);
 }
 ok(wait_for(sub { presented() eq 'leaf leaf' }, 30), 'the listener presents its Secret\'s certificate, and routes')
     or diag presented(), slurp($log);
@@ -80,8 +69,8 @@ close_kept_tls($kept, $to_kept);
 put_file($in, 'secret.yaml', secret_yaml('wildcard'));
 ok(wait_for(sub { presented() eq 'wildcard leaf' }, 10), 'renewed once more') or diag presented();
 my $file = "$out/certs/listener_ns_gw-cert.crt";
-ok(wait_for(sub { $name_of{certificate_sha256($file)} eq 'wildcard' }, 15), 'OUTDIR catches up: its file holds it')
-    or diag $name_of{certificate_sha256($file)};
+ok(wait_for(sub { $name_of->{certificate_sha256($file)} eq 'wildcard' }, 15), 'OUTDIR catches up: its file holds it')
+    or diag $name_of->{certificate_sha256($file)};
 
 # ---- a reload for something else presents it too --------------------------------------
 (my $more = $base) =~ s/\Q$https\E/$https  - {name: https2, port: 444, protocol: HTTPS, hostname: other.example,\n     tls: {certificateRefs: [{name: gw-cert}]}}\n/

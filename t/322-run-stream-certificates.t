@@ -11,21 +11,15 @@ plan 'no_plan';
 setup();
 start_backends();
 my $dir = servroot();
-my $certs = certs_dir();
 my $port = server_port() + 21;  # the Terminate listener's 444
 my $offset = $port - 444;
 my $api_port = server_port() + 18;
-my %name_of = map { certificate_sha256("$certs/$_.crt") => $_ } qw(leaf wildcard untrusted);
+my $name_of = certificate_names(qw(leaf wildcard untrusted));
 
 my $term = "  - {name: term, port: 444, protocol: TLS, hostname: db.example, tls: {mode: Terminate, certificateRefs: [{name: db-cert}]}}\n";
 (my $base = gateway_manifests(web => 'leaf')) =~ s/(  - \{name: http, port: 80, protocol: HTTP\}\n)/$1$term/
     or die 'no HTTP listener to add to';
-sub secret_yaml {
-    my $name = shift;
-    my ($crt, $key) = map { (my $pem = slurp("$certs/$name.$_")) =~ s/^/    /mg; $pem } qw(crt key);
-    return "apiVersion: v1\nkind: Secret\nmetadata: {name: db-cert, namespace: ns}\ntype: kubernetes.io/tls\n"
-         . "stringData:\n  tls.crt: |\n$crt  tls.key: |\n$key";
-}
+sub secret_yaml { tls_secret_yaml('db-cert', shift, 'ns') }
 my $route = "apiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\nmetadata: {name: db, namespace: ns}\n"
           . "spec:\n  parentRefs: [{name: gw, sectionName: term}]\n  hostnames: [db.example]\n"
           . "  rules: [{backendRefs: [{name: web, port: 443}]}]\n";
@@ -45,13 +39,8 @@ my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', ngi
 # 10 handshakes: the certificates presented (by name), joined where they
 # differ, and what the backend answered through the stream
 sub presented {
-    my (%seen, %answers);
-    for (1 .. 10) {
-        my ($sha256, $said) = presented_certificate($port, 'db.example');
-        $seen{$sha256 eq '' ? 'none' : $name_of{$sha256} // 'another'}++;
-        $answers{$said =~ /backend=(\S+)/ ? $1 : '-'}++;
-    }
-    return join(' | ', sort keys %seen) . ' ' . join(' | ', sort keys %answers);
+    my ($certificates, $answers) = presented_certificates($port, 'db.example', $name_of, 10, qr/backend=(\S+)/);
+    return "$certificates " . join(' | ', @$answers);
 }
 ok(wait_for(sub { presented() eq 'leaf leaf' }, 30), 'the Terminate listener presents its Secret\'s certificate, and proxies')
     or diag presented(), slurp($log);
@@ -76,7 +65,7 @@ is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 is(ask_kept(), '200 leaf', 'the connection opened before is served on');
 close_kept_tls($kept, $to_kept);
 my $file = "$out/certs/listener_ns_db-cert.crt";
-ok(wait_for(sub { ($name_of{certificate_sha256($file)} // '') eq 'untrusted' }, 15), 'OUTDIR catches up: its file holds it');
+ok(wait_for(sub { ($name_of->{certificate_sha256($file)} // '') eq 'untrusted' }, 15), 'OUTDIR catches up: its file holds it');
 
 kill 'TERM', $run;
 waitpid $run, 0;

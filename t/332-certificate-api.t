@@ -73,26 +73,14 @@ my $master = slurp("$dir/gw/logs/nginx.pid");
 chomp $master;
 my $workers = worker_pids($master);
 
-my %name_of = map { certificate_sha256("$certs/$_.crt") => $_ } qw(leaf wildcard spiffe untrusted);
-my %sha = reverse %name_of;
+my $name_of = certificate_names(qw(leaf wildcard spiffe untrusted));
+my %sha = reverse %$name_of;
 
-# One handshake with SNI and a request on it: the presented leaf (by its
-# name among the test's) and the worker that answered
-sub handshake {
-    my ($sha256, $body) = presented_certificate($port, shift);
-    return ($sha256 eq '' ? 'none' : $name_of{$sha256} // 'another', ($body =~ /^\w (\d+)$/m)[0] // '');
-}
 # 20 handshakes: the certificates presented, joined where they differ, and
 # how many workers answered
 sub presented {
-    my $sni = shift;
-    my (%seen, %by);
-    for (1 .. 20) {
-        my ($cert, $worker) = handshake($sni);
-        $seen{$cert}++;
-        $by{$worker}++ if $worker;
-    }
-    return (join(' | ', sort keys %seen), scalar keys %by);
+    my ($certificates, $workers) = presented_certificates($port, shift, $name_of, 20, qr/^\w (\d+)$/m);
+    return ($certificates, scalar grep { $_ ne '-' } @$workers);
 }
 my $json = JSON::PP->new->canonical;
 sub api { my ($method, $body) = @_; return api_request($port + 1, '/api', $method, $body) }

@@ -87,21 +87,14 @@ my $master = slurp("$dir/gw/logs/nginx.pid");
 chomp $master;
 my $workers = worker_pids($master);
 
-my %name_of = map { certificate_sha256("$certs/$_.crt") => $_ } qw(leaf wildcard spiffe untrusted);
-my %sha = reverse %name_of;
+my $name_of = certificate_names(qw(leaf wildcard spiffe untrusted));
+my %sha = reverse %$name_of;
 
 # 20 handshakes: the certificates presented, joined where they differ, and
 # how many workers answered
 sub presented {
-    my $at = shift // $port;
-    my (%seen, %by);
-    for (1 .. 20) {
-        my ($sha256, $body) = presented_certificate($at, 'tcp.example.com');
-        $seen{$sha256 eq '' ? 'none' : $name_of{$sha256} // 'another'}++;
-        my ($worker) = $body =~ /^s (\d+)$/m;
-        $by{$worker}++ if $worker;
-    }
-    return (join(' | ', sort keys %seen), scalar keys %by);
+    my ($certificates, $workers) = presented_certificates(shift // $port, 'tcp.example.com', $name_of, 20, qr/^s (\d+)$/m);
+    return ($certificates, scalar grep { $_ ne '-' } @$workers);
 }
 my $json = JSON::PP->new->canonical;
 sub api { my ($method, $body) = @_; return api_request($api_port, '/api', $method, $body) }

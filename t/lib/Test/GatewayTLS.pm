@@ -43,7 +43,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml rbac_check audit_requests start_slow_backend start_slow_reader track_child
-                 certificate_sha256 presented_certificate ask_kept_alive open_kept_tls close_kept_tls
+                 certificate_sha256 presented_certificate ask_kept_alive open_kept_tls close_kept_tls certificate_names presented_certificates
                  unread_by_server connections_to conformance_has start_ready_server conformance_newer_route
                  conformance_drop_kind weighted_shares);
 

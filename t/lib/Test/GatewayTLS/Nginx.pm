@@ -17,7 +17,7 @@ use Time::HiRes qw(sleep time);
 
 use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backends _check_listen_ports);
 
-our @EXPORT = qw(api_request ask_kept_alive certificate_sha256 close_kept_tls open_kept_tls connections_to http_request parent_pid presented_certificate request start_backends
+our @EXPORT = qw(api_request ask_kept_alive certificate_names certificate_sha256 close_kept_tls open_kept_tls presented_certificates connections_to http_request parent_pid presented_certificate request start_backends
                 start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
                 tls_exchange track_child unread_by_server worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
@@ -131,6 +131,10 @@ sub close_kept_tls {
 # when the body names none), "closed" when no answer came.
 sub ask_kept_alive {
     my ($to, $from, $host, $path) = @_;
+    # a connection closed under the test (s_client gone) fails the write:
+    # SIGPIPE would end the test without its END block, its children left
+    # holding prove's pipe
+    local $SIG{PIPE} = 'IGNORE';
     print $to "GET $path HTTP/1.1\r\nHost: $host\r\n\r\n" or return 'write failed';
     $to->flush;
     my ($head, $line) = ('');
@@ -172,6 +176,27 @@ sub presented_certificate {
     print $fh $pem;
     close $fh;
     return (certificate_sha256($file), substr($out, index($out, $pem) + length $pem));
+}
+
+# The test certificates NAMES (of certs_dir()) by the SHA-256 of each:
+# what presented_certificates tells them by
+sub certificate_names {
+    return { map { certificate_sha256(certs_dir() . "/$_.crt") => $_ } @_ };
+}
+
+# ROUNDS handshakes with SNI SNI, each with a request: the certificates
+# presented, by name (NAMES from certificate_names; "none", "another"),
+# joined where they differ, and the values ANSWER (a regex, one group)
+# took in the answers, sorted ("-" where it did not match)
+sub presented_certificates {
+    my ($port, $sni, $names, $rounds, $answer) = @_;
+    my (%seen, %answers);
+    for (1 .. $rounds) {
+        my ($sha256, $said) = presented_certificate($port, $sni);
+        $seen{$sha256 eq '' ? 'none' : $names->{$sha256} // 'another'}++;
+        $answers{$said =~ $answer ? $1 : '-'}++;
+    }
+    return (join(' | ', sort keys %seen), [sort keys %answers]);
 }
 
 # Temporary files inside the server root, not Debian's /var/lib/nginx.
