@@ -455,28 +455,33 @@ void DocumentCache::begin_read()
     }
 }
 
+namespace {
+
+// The values of `map` the last read did not use go; the others are
+// unused again, for the next read to mark
+template <typename Map>
+void drop_unused(Map &map)
+{
+    for (auto it = map.begin(); it != map.end();) {
+        if (!it->second.used) {
+            it = map.erase(it);
+        } else {
+            it->second.used = false;
+            ++it;
+        }
+    }
+}
+
+}  // namespace
+
 void DocumentCache::forget_unused()
 {
     if (read_done_) lent_.clear();  // an earlier read's, never given back: it points at what may go now
-    for (auto it = entries_.begin(); it != entries_.end();) {
-        if (!it->second.used) {
-            it = entries_.erase(it);
-        } else {
-            it->second.used = false;
-            ++it;
-        }
-    }
+    drop_unused(entries_);
     for (auto it = shared_keys_.begin(); it != shared_keys_.end();) {
         it = it->second.text.expired() ? shared_keys_.erase(it) : std::next(it);
     }
-    for (auto it = files_.begin(); it != files_.end();) {
-        if (!it->second.used) {
-            it = files_.erase(it);
-        } else {
-            it->second.used = false;
-            ++it;
-        }
-    }
+    drop_unused(files_);
     read_done_ = true;
 }
 
@@ -496,6 +501,7 @@ const std::vector<std::string> *DocumentCache::file_documents(const std::string 
 void DocumentCache::keep_file_documents(const std::string &file, const FileStamp &stamp, int64_t now_ns,
                                         std::vector<std::string> keys)
 {
+    files_read_++;
     if (static_cast<int64_t>(stamp.ctime_ns) > now_ns - settled_ns_) {
         files_.erase(file);  // changed just before the read: its stamp may not tell the next change
         return;
@@ -613,7 +619,6 @@ public:
         if (!in) return false;
         timespec now{};
         ::clock_gettime(CLOCK_REALTIME, &now);
-        if (cache_ != nullptr) cache_->count_file_read();
         file_keys_.clear();
         read(in, file);
         if (stamped) {

@@ -90,9 +90,8 @@ public:
     // of `keys`; `now_ns`: the time of the read (CLOCK_REALTIME)
     void keep_file_documents(const std::string &file, const FileStamp &stamp, int64_t now_ns,
                              std::vector<std::string> keys);
-    // files read whole since the cache was made (not lent by their stamp)
+    // files read whole (kept or not by their stamp) since the cache was made
     size_t files_read() const { return files_read_; }
-    void count_file_read() { files_read_++; }
     size_t size() const { return entries_.size(); }
 
 private:
