@@ -131,13 +131,17 @@ std::map<std::string, ReplaceableCertificate> replaceable_certificates(const Pla
     std::map<std::string, ReplaceableCertificate> certificates;
     if (o.upstream_api == "off") return certificates;
     // what servers present, by file, and on which side
-    std::map<std::string, std::pair<std::string, std::set<bool>>> presented;  // certificate -> key, stream?
+    struct Presented {
+        std::string key;
+        bool http = false, stream = false;
+    };
+    std::map<std::string, Presented> presented;
     std::set<std::string> backend_clients;
     auto present = [&](const std::string &certificate, const std::string &key, bool stream) {
         if (certificate.empty()) return;
-        auto &[known_key, sides] = presented[certificate];
-        known_key = key;
-        sides.insert(stream);
+        Presented &p = presented[certificate];
+        p.key = key;
+        (stream ? p.stream : p.http) = true;
     };
     for (const StreamServer &s : plan.stream_servers) {
         backend_clients.insert(s.backend_client.certificate);
@@ -149,11 +153,11 @@ std::map<std::string, ReplaceableCertificate> replaceable_certificates(const Pla
         backend_clients.insert(s.backend_client.certificate);
         if (s.ssl) present(s.certificate, s.certificate_key, false);
     }
-    for (const auto &[certificate, use] : presented) {
+    for (const auto &[certificate, p] : presented) {
         // a name is the http module's or the stream module's, never both
-        if (use.second.size() != 1 || backend_clients.count(certificate)) continue;
+        if ((p.http && p.stream) || backend_clients.count(certificate)) continue;
         std::string name = std::filesystem::path(certificate).stem().string();
-        certificates.emplace(std::move(name), ReplaceableCertificate{certificate, use.first});
+        certificates.emplace(std::move(name), ReplaceableCertificate{certificate, p.key});
     }
     return certificates;
 }
