@@ -512,7 +512,7 @@ ngx_int_t ngx_http_gtls_api_handler(ngx_http_request_t *r)
     }
 
     try {
-        if (ngx_exiting || ngx_quit || ngx_terminate) {
+        if (ngx_exiting || ngx_quit || ngx_terminate || ngx_http_gtls_state_replaced(mcf)) {
             // a push here would not reach the configuration that replaces
             // this one, nor would a list say what that one holds
             if (ngx_http_discard_request_body(r) != NGX_OK) {
@@ -635,6 +635,7 @@ ngx_int_t ngx_http_gtls_init_dynamic_upstreams(ngx_cycle_t *cycle, ngx_gtls_stre
             mcf->stream_certificates = stream->certificates;
         }
 
+        ngx_http_gtls_carry_resized_zone(cycle, mcf);
         ngx_http_gtls_take_kept_entries(cycle, mcf);
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "gateway_tls: %s", e.what());

@@ -35,6 +35,7 @@ private:
 struct ngx_http_gtls_state_t {
     ngx_http_gtls_state_entry_t  *entries;
     uint64_t                      sequence;  // of the last entry written
+    ngx_uint_t                    replaced;  // a reload made a zone of another size
 };
 
 ngx_slab_pool_t *ngx_http_gtls_state_pool(ngx_shm_zone_t *zone)
@@ -360,6 +361,63 @@ bool ngx_http_gtls_entry_applies(ngx_http_gtls_main_conf_t *mcf, const ngx_http_
 }
 
 }  // namespace
+
+void ngx_http_gtls_carry_resized_zone(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
+{
+    ngx_shm_zone_t *zone = mcf->upstream_state;
+    if (zone == nullptr || cycle->old_cycle == nullptr) {
+        return;
+    }
+    ngx_list_part_t *part = &cycle->old_cycle->shared_memory.part;
+    auto *old = static_cast<ngx_shm_zone_t *>(part->elts);
+    for (ngx_uint_t i = 0; /* void */; i++) {
+        if (i >= part->nelts) {
+            if (part->next == nullptr) {
+                return;
+            }
+            part = part->next;
+            old = static_cast<ngx_shm_zone_t *>(part->elts);
+            i = 0;
+        }
+        if (old[i].tag != zone->tag || old[i].shm.name.len != zone->shm.name.len
+            || ngx_strncmp(old[i].shm.name.data, zone->shm.name.data, zone->shm.name.len) != 0) {
+            continue;
+        }
+        if (old[i].shm.addr == zone->shm.addr || old[i].data == nullptr) {
+            return;  // the same zone, kept
+        }
+        ngx_slab_pool_t *old_pool = ngx_http_gtls_state_pool(&old[i]);
+        auto *old_state = static_cast<ngx_http_gtls_state_t *>(old[i].data);
+        MutexLock locked(&old_pool->mutex);
+        old_state->replaced = 1;
+        // oldest first, so that they keep their order
+        std::vector<const ngx_http_gtls_state_entry_t *> entries;
+        for (const ngx_http_gtls_state_entry_t *e = old_state->entries; e; e = e->next) entries.push_back(e);
+        for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+            const ngx_http_gtls_state_entry_t *e = *it;
+            ngx_http_gtls_state_entry_t *copy =
+                ngx_http_gtls_new_entry(zone, static_cast<ngx_http_gtls_entry_kind_e>(e->kind), ngx_http_gtls_entry_name(e),
+                                        e->fingerprint, ngx_http_gtls_entry_json(e));
+            if (copy == nullptr) {
+                ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                              "gateway_tls: the resized gateway_tls_upstream_state_zone has no room for what was "
+                              "pushed before; the configured servers, trust and routes apply until pushed again");
+                return;
+            }
+            ngx_http_gtls_keep_entry(zone, copy);
+        }
+        return;
+    }
+}
+
+bool ngx_http_gtls_state_replaced(ngx_http_gtls_main_conf_t *mcf)
+{
+    if (mcf->upstream_state == nullptr || mcf->upstream_state->data == nullptr) {
+        return false;
+    }
+    auto *state = static_cast<ngx_http_gtls_state_t *>(mcf->upstream_state->data);
+    return __atomic_load_n(&state->replaced, __ATOMIC_ACQUIRE) != 0;
+}
 
 void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf)
 {

@@ -50,6 +50,13 @@ void ngx_http_gtls_drop_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t 
 // Replaces (or adds) the zone's entry for the entry's upstream or policy,
 // numbered next
 void ngx_http_gtls_keep_entry(ngx_shm_zone_t *zone, ngx_http_gtls_state_entry_t *entry);
+// init_module, after a reload that sized the zone anew (nginx made a new
+// one): what the zone it replaces holds copied into it, and that zone
+// marked replaced, so that the workers still running on it (nginx tells
+// them to leave only after starting the new ones) refuse the API
+void ngx_http_gtls_carry_resized_zone(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf);
+// Whether this worker's zone was replaced so
+bool ngx_http_gtls_state_replaced(ngx_http_gtls_main_conf_t *mcf);
 // init_module: the entries still valid for this configuration made
 // current (its workers inherit them), the others freed
 void ngx_http_gtls_take_kept_entries(ngx_cycle_t *cycle, ngx_http_gtls_main_conf_t *mcf);

@@ -575,6 +575,18 @@ is($after_reload->{replaced}, table_status()->{replaced}, 'the counters read the
 ok($after_reload->{replaced} >= 2000 && $after_reload->{refused} >= @refusals - 1,
    "the counters go on across the reload (replaced $after_reload->{replaced}, refused $after_reload->{refused})");
 
+# ---- a reload onto a state zone of another size: what was pushed is carried into it ---
+spit("$dir/gw/nginx.conf", gateway_conf('main', 'gateway_tls_upstream_state_zone 2m;'));
+my $before_resize = worker_pids($master);
+kill 'HUP', $master;
+ok(wait_for(sub { my $w = worker_pids($master); $w ne '' && $w ne $before_resize && scalar(split ' ', $w) == 2 }),
+   'reloaded onto a state zone of twice the size (nginx makes it anew)');
+is(backend_of(get('/slow/x', 'long.example')), 'a', 'the rules pushed before serve from it');
+is(get('/x', 'a.example')->{code}, 418, 'a removal is carried too');
+($code, $reply) = api('PUT', routes_json('resized.example' => host_json('{"backends": [{"backend": "be_b"}]}', '{"action": 0}')));
+is($code, 200, 'a push after it is taken') or diag $reply;
+is(join(' ', map { backend_of(get('/', 'resized.example')) } 1 .. 4), 'b b b b', 'and served by every worker');
+
 # ---- where no location sends $gateway_tls_route_host or says where mirrors go, a rule may
 # not edit the Host or mirror ----------------------------------------------------------------
 (my $without = gateway_conf('main', undef, '# no Host of the routes')) =~ s/ mirror=\/mirror-route//;
