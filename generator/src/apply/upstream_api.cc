@@ -334,6 +334,14 @@ ApiContent api_content(const Plan &plan, const Options &options)
     return content;
 }
 
+ApiContent route_entries(const std::vector<const Server *> &servers, const std::vector<Server> &before)
+{
+    ApiContent content;
+    for (const Server &s : before) content.routes[route_entry_key(route_table_name(s), route_table_host(s))] = kRemoved;
+    for (const Server *s : servers) content.routes[route_entry_key(route_table_name(*s), route_table_host(*s))] = s->table_json;
+    return content;
+}
+
 ApiHeld ApiHeld::of(const Plan &plan, const Options &options)
 {
     ApiHeld held;

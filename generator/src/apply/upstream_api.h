@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "plan.h"
 
@@ -75,6 +76,9 @@ struct ApiHeld {
     void hold(const ApiContent &pushed);
 };
 ApiContent api_content(const Plan &plan, const Options &options);
+// The route table entries of `servers`, and those of `before` that none of
+// them has, removed
+ApiContent route_entries(const std::vector<const Server *> &servers, const std::vector<Server> &before);
 // api_content(plan, options).changed_since(held, now), made one entry at a
 // time: what is unchanged is never held whole (at 10,000 routes, every
 // policy's CA bundle again); and the route table hostnames `held` has that

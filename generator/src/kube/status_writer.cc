@@ -39,8 +39,13 @@ StatusWriter::~StatusWriter()
     thread_.join();
 }
 
-void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
+void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer, const std::vector<size_t> *changed)
 {
+    std::vector<bool> may_differ;
+    if (changed != nullptr) {
+        may_differ.assign(offer->size(), false);
+        for (size_t i : *changed) may_differ.at(i) = true;
+    }
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const bool everything = wants_everything_;
@@ -64,8 +69,8 @@ void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer)
             if (object.kind == nullptr) continue;
             offered_count_++;
             std::string key = key_of(object);
-            std::string digest = sha256(offer->ours(i));
             auto [it, added] = offered_.try_emplace(key);
+            std::string digest = !added && changed != nullptr && !may_differ[i] ? it->second.digest : sha256(offer->ours(i));
             // a replica that does not lead keeps no status whole: come to
             // lead, it is offered every one again
             const bool changed = added || it->second.digest != digest;

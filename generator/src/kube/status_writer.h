@@ -47,7 +47,9 @@ public:
     // The statuses of a configuration nginx runs, all of them. Those that
     // differ from the ones offered before are queued (a newer one replaces a
     // queued one); all of them after wants_everything().
-    void offer(std::shared_ptr<const StatusOffer> offer);
+    // `changed`, when given: the positions of the only statuses that may
+    // differ from the last offer's (by key), the others not digested again.
+    void offer(std::shared_ptr<const StatusOffer> offer, const std::vector<size_t> *changed = nullptr);
     // A configuration is being made (at 10,000 routes the last one's
     // statuses are 11 MB beside it): those offered last are let go until
     // the next offer when every one is written. Ones still queued are kept

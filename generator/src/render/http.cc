@@ -347,11 +347,9 @@ void render_http_conf(std::ostream &out, const Plan &plan, const Options &o)
         UpstreamApiRoom room =
             upstream_api_room(upstream_count, server_lines, trusts.size(), replaceable_certificates(plan, o).size());
         if (o.routes == "table") {
-            // every entry kept, twice while one replaces another; a body
-            // that fills every table at once
-            const size_t table_bytes = route_tables_size(plan);
-            room.state_zone_kilobytes += power_of_two_at_least(2 * table_bytes / 1024, 256);
-            room.body_kilobytes = std::max(room.body_kilobytes, power_of_two_at_least(2 * table_bytes / 1024, 1024));
+            const RouteTablesRoom tables = route_tables_room(route_tables_size(plan));
+            room.state_zone_kilobytes += tables.state_zone_kilobytes;
+            room.body_kilobytes = std::max(room.body_kilobytes, tables.body_kilobytes);
         }
         w.directive("gateway_tls_upstream_state_zone",
                     {nginx::Token::value(std::to_string(room.state_zone_kilobytes) + "k")});

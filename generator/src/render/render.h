@@ -26,6 +26,18 @@ std::string render_stream_conf(const Plan &plan, const Options &options);
 std::string render_route_tables(const Plan &plan, const Options &options);
 // Its size, the text not made
 size_t route_tables_size(const Plan &plan);
+// What one server's entry adds to it, in a table that has others
+size_t route_table_entry_bytes(const Server &s);
+// The room the upstream API keeps for tables of `table_bytes` (part of
+// the configuration: a change of it is a reload)
+struct RouteTablesRoom {
+    size_t state_zone_kilobytes = 0, body_kilobytes = 0;
+    bool operator!=(const RouteTablesRoom &o) const
+    {
+        return state_zone_kilobytes != o.state_zone_kilobytes || body_kilobytes != o.body_kilobytes;
+    }
+};
+RouteTablesRoom route_tables_room(size_t table_bytes);
 
 // ---- shared by the files of render/ ----------------------------------------
 

@@ -50,6 +50,19 @@ std::string render_route_tables(const Plan &plan, const Options &)
     return out;
 }
 
+size_t route_table_entry_bytes(const Server &s)
+{
+    // ",HOST:JSON" (the first of a table has no comma; its others, one)
+    return 1 + gtls::json_string(route_table_host(s)).size() + 1 + s.table_json.size();
+}
+
+RouteTablesRoom route_tables_room(size_t table_bytes)
+{
+    // every entry kept, twice while one replaces another; a body that
+    // fills every table at once
+    return {power_of_two_at_least(2 * table_bytes / 1024, 256), power_of_two_at_least(2 * table_bytes / 1024, 1024)};
+}
+
 size_t route_tables_size(const Plan &plan)
 {
     size_t size = 0;

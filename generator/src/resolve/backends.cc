@@ -50,6 +50,7 @@ bool Resolver::resolve_backend(const Route &r, const BackendRef &b, const Gatewa
     if (target != BackendTarget::StreamPassthrough) {
         policy = policies_.find(objects_.position(*svc), port->name);
         policies_.reached(objects_.position(*svc), port->name, gw.meta.key());
+        if (ResolveReads *reads = objects_.reads()) reads->reached[svc->meta.key() + ":" + port->name + " " + gw.meta.key()]++;
     }
     out->grpc = target == BackendTarget::Grpc;
     // GEP-1911: the port's appProtocol says what the backend speaks;

@@ -33,6 +33,8 @@ public:
         owned_.erase(key);
     }
 
+    size_t size() const { return at_.size(); }
+
     const T *find(const std::string &key) const
     {
         auto it = at_.find(key);

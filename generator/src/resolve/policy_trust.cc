@@ -16,7 +16,9 @@ std::string object_key(const std::string &ns, const LocalObjectRef &ref)
     return read_key(ref.kind, ns, ref.name);
 }
 
-std::vector<std::string> object_keys(const BackendTLSPolicy &p)
+}  // namespace
+
+std::vector<std::string> policy_read_keys(const BackendTLSPolicy &p)
 {
     std::vector<std::string> keys;
     for (const auto *refs : {&p.ca_certificate_refs, &p.trusted_certificates}) {
@@ -27,6 +29,8 @@ std::vector<std::string> object_keys(const BackendTLSPolicy &p)
     }
     return keys;
 }
+
+namespace {
 
 std::set<std::string> replaceable_names(const Plan &plan, const Options &options)
 {
@@ -46,7 +50,7 @@ PolicyTrust::PolicyTrust(const Manifests &manifests, const Plan &plan, const Opt
     for (const BackendTLSPolicy &p : manifests.backend_tls_policies) {
         const std::string key = p.meta.key();
         if (!policy_keys.insert(key).second) usable_ = false;
-        const std::vector<std::string> objects = object_keys(p);
+        const std::vector<std::string> objects = policy_read_keys(p);
         if (objects.empty()) continue;
         const bool tracked = replaceable.count(key) > 0;
         if (tracked) policies_.view(key, p);
@@ -139,7 +143,7 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
     for (const std::string &key : affected) {
         const BackendTLSPolicy &p = *policies_.find(key);
         Manifests held;  // what it reads now
-        for (const std::string &object : object_keys(p)) {
+        for (const std::string &object : policy_read_keys(p)) {
             if (const ConfigMap *cm = config_maps_.find(object)) held.config_maps.push_back(*cm);
             if (const Secret *s = secrets_.find(object)) held.secrets.push_back(*s);
         }

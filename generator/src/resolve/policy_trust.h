@@ -20,6 +20,9 @@
 
 namespace g2n {
 
+// The ResolveReads keys of the ConfigMaps and Secrets a policy refers to
+std::vector<std::string> policy_read_keys(const BackendTLSPolicy &p);
+
 class PolicyTrust {
 public:
     // `plan` is what resolve made of `manifests` with `options`, having

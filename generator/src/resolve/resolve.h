@@ -25,6 +25,11 @@ namespace g2n {
 enum class Reader : unsigned { BackendTLSPolicy = 1, Gateway = 2 };
 struct ResolveReads {
     std::unordered_map<std::string, unsigned> readers;  // key -> Reader bits
+    // "ns/name:port gwns/gw" -> the backendRefs that reach that Service
+    // port through that Gateway's listeners: what makes the Gateway an
+    // ancestor of the port's policies, and the port an upstream whose
+    // policy's CA bundle is written
+    std::unordered_map<std::string, unsigned> reached;
 };
 // The key of ConfigMap or Secret (`kind`) ns/name in ResolveReads: every
 // reader and follower of the reads makes it here, or a change would be
@@ -72,6 +77,8 @@ struct ObjectIndex {
     const ConfigMap *config_map(const std::string &ns, const std::string &name, Reader reader) const;
     const Secret *secret(const std::string &ns, const std::string &name, Reader reader) const;
 
+    // what resolve records its reads in, or null
+    ResolveReads *reads() const { return reads_; }
     // where a Service found here sits in Manifests::services
     size_t position(const Service &s) const { return static_cast<size_t>(&s - services_base_); }
 

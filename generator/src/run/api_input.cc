@@ -199,9 +199,14 @@ private:
 
 }  // namespace
 
-void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs)
+void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs,
+                            const std::vector<size_t> *changed)
 {
-    writer_->offer(std::make_shared<PlanStatuses>(plan, kinds_, options, nginx_runs, gateway_services_ != nullptr));
+    // (a Gateway's Programmed follows nginx_runs: every status may differ)
+    if (offered_runs_ != nginx_runs) changed = nullptr;
+    offered_runs_ = nginx_runs;
+    writer_->offer(std::make_shared<PlanStatuses>(plan, kinds_, options, nginx_runs, gateway_services_ != nullptr),
+                   changed);
     if (gateway_services_) gateway_services_->offer(plan.gateway_services);
 }
 

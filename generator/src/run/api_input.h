@@ -41,7 +41,8 @@ public:
 
     // What `plan` says of each object, offered to the status writer; a
     // Gateway is not Programmed before a running nginx serves it.
-    void offer_status(const Plan &plan, const Options &options, bool nginx_runs) override;
+    void offer_status(const Plan &plan, const Options &options, bool nginx_runs,
+                      const std::vector<size_t> *changed = nullptr) override;
     // The last statuses are not held beside the configuration made from
     // the start (their writes wait for its offer).
     void withdraw_status() override { writer_->withdraw(); }
@@ -65,6 +66,7 @@ private:
     std::unique_ptr<kube::StatusWriter> writer_;
     std::unique_ptr<kube::GatewayServiceWriter> gateway_services_;  // --gateway-service-external-name
     bool synced_ = false;
+    bool offered_runs_ = false;  // the nginx_runs of the last offer
     std::chrono::steady_clock::time_point say_waiting_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
 };
 

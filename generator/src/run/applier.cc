@@ -42,10 +42,14 @@ void Applier::apply(std::optional<ChangeSet> changes)
     metrics_->applies++;
     const uint64_t cpu_before = thread_cpu_ns();
     if (changes && object_changes_applied(*changes)) {
-        const bool trust = std::any_of(changes->objects.begin(), changes->objects.end(), [](const kube::ObjectChange &c) {
-            return change_of(c) != KindChange::Endpoints;
-        });
-        (trust ? metrics_->trust_cpu_ns : metrics_->endpoint_cpu_ns) += thread_cpu_ns() - cpu_before;
+        // applied alone: EndpointSlices alone, routes alone, or ConfigMaps and Secrets (with slices)
+        KindChange how = KindChange::Endpoints;
+        for (const kube::ObjectChange &c : changes->objects) {
+            if (change_of(c) != KindChange::Endpoints) how = change_of(c);
+        }
+        (how == KindChange::Routes  ? metrics_->route_cpu_ns
+         : how == KindChange::Trust ? metrics_->trust_cpu_ns
+                                    : metrics_->endpoint_cpu_ns) += thread_cpu_ns() - cpu_before;
         return;
     }
     changes.reset();  // a first sync's or a relist's names every object: not held through the whole way
@@ -64,7 +68,10 @@ bool Applier::object_changes_applied(const ChangeSet &changes)
         serving(nginx_runs_now());
         return true;
     }
-    return apply_object_changes(changes);
+    const bool routes = std::all_of(changes.objects.begin(), changes.objects.end(), [](const kube::ObjectChange &c) {
+        return change_of(c) == KindChange::Routes;
+    });
+    return routes ? apply_route_changes(changes) : apply_object_changes(changes);
 }
 
 // Read, resolved, rendered and applied from the start: by a push when
@@ -73,6 +80,7 @@ void Applier::apply_whole()
 {
     endpoints_.reset();
     trust_.reset();
+    routes_.reset();
     // (what nginx runs of it: the backends a change may keep)
     running_upstreams_list_ = plan_ ? std::move(plan_->upstreams) : std::vector<Upstream>();
     plan_.reset();
@@ -404,6 +412,8 @@ void Applier::applied(Plan plan, bool nginx_runs)
     if (resolved_from_ != nullptr && reads_) {
         auto trust = std::make_unique<PolicyTrust>(*resolved_from_, plan, args_.options, *reads_);
         if (trust->usable()) trust_ = std::move(trust);
+        auto routes = std::make_unique<RouteChanges>(*resolved_from_, plan, args_.options, *reads_);
+        if (routes->usable()) routes_ = std::move(routes);
     }
     reads_.reset();
     // They view what was resolved: the read, followed into the document
@@ -413,6 +423,7 @@ void Applier::applied(Plan plan, bool nginx_runs)
     if (!follows) {
         if (endpoints_) endpoints_->copy_objects();
         if (trust_) trust_->copy_objects();
+        if (routes_) routes_->copy_objects();
     }
     // what was read, given back before the status is made: the two
     // are not held at once
@@ -420,7 +431,9 @@ void Applier::applied(Plan plan, bool nginx_runs)
     give_back(&moved);
     if (follows && endpoints_ && !endpoints_->follow(moved)) endpoints_.reset();
     if (follows && trust_ && !trust_->follow(moved)) trust_.reset();
+    if (follows && routes_ && !routes_->follow(moved)) routes_.reset();
     plan_ = std::move(plan);
+    if (routes_) route_table_bytes_ = route_tables_size(*plan_);
     running_upstreams_.clear();
     for (const Upstream &u : plan_->upstreams) {
         if (u.tenant != kSpareTenant) running_upstreams_.insert(u.name);

@@ -24,6 +24,7 @@
 #include "parse/parse.h"
 #include "plan/spare_assignment.h"
 #include "resolve/policy_trust.h"
+#include "resolve/route_changes.h"
 #include "resolve/service_endpoints.h"
 #include "run/health.h"
 #include "run/digests.h"
@@ -86,8 +87,11 @@ private:
     bool push_changed(const Plan &plan, bool *pushed = nullptr);
     bool push(const ApiContent &changed);
 
-    // object_changes.cc: EndpointSlices, ConfigMaps and Secrets alone
+    // object_changes.cc: EndpointSlices, ConfigMaps and Secrets alone;
+    // HTTPRoutes and GRPCRoutes alone
     bool apply_object_changes(const ChangeSet &changes);
+    bool apply_route_changes(const ChangeSet &changes);
+    void pushed_alone();
 
     // reloads.cc
     std::string reload_onto(const Plan &plan, const std::string &skeleton, const SkeletonParts &parts,
@@ -133,11 +137,13 @@ private:
     std::optional<Manifests> isolated_input_;
     std::optional<ResolveReads> reads_;  // what resolve looked up for the plan being applied
 
-    // the plan nginx runs, and the views EndpointSlice, ConfigMap and
-    // Secret changes follow it by
+    // the plan nginx runs, and the views EndpointSlice, ConfigMap,
+    // Secret and route changes follow it by
     std::optional<Plan> plan_;
     std::unique_ptr<ServiceEndpoints> endpoints_;
     std::unique_ptr<PolicyTrust> trust_;
+    std::unique_ptr<RouteChanges> routes_;
+    size_t route_table_bytes_ = 0;  // route_tables_size() of plan_
 
     static constexpr std::chrono::seconds kCatchUpQuiet{2}, kCatchUpLongest{30};
     std::chrono::steady_clock::time_point last_push_{};

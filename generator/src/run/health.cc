@@ -166,6 +166,9 @@ std::string RunMetrics::prometheus() const
     counter("gateway2nginx_trust_updates_total",
             "ConfigMap and Secret changes applied by recomputing only the trust of the policies reading them.",
             trust_updates);
+    counter("gateway2nginx_route_updates_total",
+            "HTTPRoute and GRPCRoute changes applied by resolving only the routes of the hostnames they touch.",
+            route_updates);
     counter("gateway2nginx_pushes_total", "Changes pushed to the upstream API.", pushes);
     counter("gateway2nginx_push_failures_total", "Pushes that failed (a reload followed).", push_failures);
     counter("gateway2nginx_refused_total", "Configurations nginx -t refused.", refused);
@@ -174,6 +177,7 @@ std::string RunMetrics::prometheus() const
            "# TYPE gateway2nginx_apply_cpu_seconds_total counter\n"
         << "gateway2nginx_apply_cpu_seconds_total{way=\"endpoints\"} " << endpoint_cpu_ns / 1e9 << "\n"
         << "gateway2nginx_apply_cpu_seconds_total{way=\"trust\"} " << trust_cpu_ns / 1e9 << "\n"
+        << "gateway2nginx_apply_cpu_seconds_total{way=\"routes\"} " << route_cpu_ns / 1e9 << "\n"
         << "gateway2nginx_apply_cpu_seconds_total{way=\"whole\"} " << whole_cpu_ns / 1e9 << "\n";
     out << "# HELP gateway2nginx_ready Whether nginx serves a complete configuration.\n"
            "# TYPE gateway2nginx_ready gauge\ngateway2nginx_ready "

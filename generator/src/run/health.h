@@ -39,13 +39,14 @@ inline constexpr const char *kReloadReasons[] = {"listeners", "certificates", "s
 
 struct RunMetrics {
     std::atomic<uint64_t> applies{0}, renders{0}, pushes{0}, push_failures{0}, refused{0}, bad_inputs{0},
-        endpoint_updates{0}, trust_updates{0};
+        endpoint_updates{0}, trust_updates{0}, route_updates{0};
     // reloads confirmed, and those nginx refused, by ReloadReason
     std::atomic<uint64_t> reloads[std::size(kReloadReasons)] = {}, reload_failures[std::size(kReloadReasons)] = {};
     // the CPU time applying took (the loop's thread), by the way applied:
     // EndpointSlice changes alone (endpoint_updates), with ConfigMaps and
-    // Secrets (trust_updates), or the whole pipeline
-    std::atomic<uint64_t> endpoint_cpu_ns{0}, trust_cpu_ns{0}, whole_cpu_ns{0};
+    // Secrets (trust_updates), HTTPRoute and GRPCRoute changes alone
+    // (route_updates), or the whole pipeline
+    std::atomic<uint64_t> endpoint_cpu_ns{0}, trust_cpu_ns{0}, route_cpu_ns{0}, whole_cpu_ns{0};
     std::atomic<int64_t> heartbeat_ms{0};  // steady clock, the loop's last turn
     std::atomic<bool> ready{false};
     // seconds from a change's first event to nginx serving it

@@ -50,8 +50,12 @@ public:
     // The status of what was applied, for an input that writes it back:
     // what `plan` says of each object, and whether a running nginx serves
     // it; withdrawn while a configuration is made from the start; asked
-    // for again by a writer come to lead.
-    virtual void offer_status(const Plan &, const Options &, bool /*nginx_runs*/) {}
+    // for again by a writer come to lead. `changed`, when given: the
+    // positions of the only statuses that may differ from the last offer.
+    virtual void offer_status(const Plan &, const Options &, bool /*nginx_runs*/,
+                              const std::vector<size_t> * /*changed*/ = nullptr)
+    {
+    }
     virtual void withdraw_status() {}
     virtual bool wants_status() const { return false; }
     // What a resolve looked up; true when that changed the input (the

@@ -1,5 +1,6 @@
 #include "run/applier.h"
 
+#include "render/render.h"
 #include "run/process.h"
 
 namespace g2n {
@@ -14,7 +15,28 @@ bool holds_only(const Manifests &one, const kube::ObjectChange &change)
     for (const EndpointSlice &o : one.endpoint_slices) held.emplace_back("EndpointSlice", &o.meta);
     for (const ConfigMap &o : one.config_maps) held.emplace_back("ConfigMap", &o.meta);
     for (const Secret &o : one.secrets) held.emplace_back("Secret", &o.meta);
+    for (const Route &o : one.http_routes) held.emplace_back(route_kind_name(o.kind), &o.meta);
     return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
+}
+
+// What each object of `changes` is now, parsed alone into (*now)[i] (none:
+// gone); false when one is not that object alone, of its kind, valid
+bool parse_alone(const ChangeSet &changes, std::vector<std::optional<Manifests>> *now)
+{
+    now->assign(changes.objects.size(), std::nullopt);
+    for (size_t i = 0; i < changes.objects.size(); i++) {
+        const kube::ObjectChange &c = changes.objects[i];
+        const std::optional<std::string> json = changes.json_of(c);
+        if (!json) continue;
+        Manifests &one = (*now)[i].emplace();
+        try {
+            parse_texts({{c.name, *json}}, &one);
+        } catch (const InputError &) {
+            return false;  // said by the whole pipeline
+        }
+        if (!one.rejected.empty() || !one.ignored.empty() || !holds_only(one, c)) return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -34,33 +56,29 @@ bool Applier::apply_object_changes(const ChangeSet &changes)
 {
     for (const kube::ObjectChange &c : changes.objects) {
         const KindChange how = change_of(c);
-        if (how == KindChange::Whole || (how == KindChange::Trust && trust_ == nullptr)) return false;
+        if (how == KindChange::Whole || how == KindChange::Routes || (how == KindChange::Trust && trust_ == nullptr)) {
+            return false;
+        }
         // a spare's policy holds a copy of a BackendTLSPolicy's: resolved again
         if (how == KindChange::Trust && !spares_.empty()) return false;
     }
-    // what each object is now, parsed alone (none: gone)
-    std::vector<std::optional<Manifests>> now(changes.objects.size());
-    for (size_t i = 0; i < changes.objects.size(); i++) {
-        const kube::ObjectChange &c = changes.objects[i];
-        const std::optional<std::string> json = changes.json_of(c);
-        if (!json) continue;
-        Manifests &one = now[i].emplace();
-        try {
-            parse_texts({{c.name, *json}}, &one);
-        } catch (const InputError &) {
-            return false;  // said by the whole pipeline
-        }
-        if (!one.rejected.empty() || !one.ignored.empty() || !holds_only(one, c)) return false;
-    }
+    std::vector<std::optional<Manifests>> now;
+    if (!parse_alone(changes, &now)) return false;
     for (size_t i = 0; i < changes.objects.size(); i++) {
         const kube::ObjectChange &c = changes.objects[i];
         const Manifests *one = now[i] ? &*now[i] : nullptr;
         if (change_of(c) == KindChange::Endpoints) {
-            endpoints_->slice_changed(c.name_key, one ? &one->endpoint_slices[0] : nullptr);
+            const EndpointSlice *slice = one ? &one->endpoint_slices[0] : nullptr;
+            endpoints_->slice_changed(c.name_key, slice);
+            if (routes_) routes_->slice_changed(c.name_key, slice);
         } else if (c.kind == "ConfigMap") {
-            trust_->config_map_changed(c.name_key, one ? &one->config_maps[0] : nullptr);
+            const ConfigMap *config_map = one ? &one->config_maps[0] : nullptr;
+            trust_->config_map_changed(c.name_key, config_map);
+            if (routes_) routes_->config_map_changed(c.name_key, config_map);
         } else {
-            trust_->secret_changed(c.name_key, one ? &one->secrets[0] : nullptr);
+            const Secret *secret = one ? &one->secrets[0] : nullptr;
+            trust_->secret_changed(c.name_key, secret);
+            if (routes_) routes_->secret_changed(c.name_key, secret);
         }
     }
     // trust first: it leaves the plan as it was when it needs resolve
@@ -91,9 +109,61 @@ bool Applier::apply_object_changes(const ChangeSet &changes)
         applied_ = false;  // the whole way reloads
         return false;
     }
+    pushed_alone();
+    return true;
+}
+
+// What was pushed alone is served; OUTDIR catches up later
+void Applier::pushed_alone()
+{
     last_push_ = std::chrono::steady_clock::now();
     if (!behind_since_) behind_since_ = last_push_;
     serving(true);  // the push was answered
+}
+
+// Only HTTPRoutes and GRPCRoutes changed: the hostnames they had and have
+// resolved again with the routes of those hostnames alone
+// (RouteChanges), their route table entries pushed and their statuses
+// offered, OUTDIR written later. False when the change needs the whole
+// pipeline, which then applies it.
+bool Applier::apply_route_changes(const ChangeSet &changes)
+{
+    if (routes_ == nullptr || !spares_.empty()) return false;
+    std::vector<std::optional<Manifests>> now;
+    if (!parse_alone(changes, &now)) return false;
+    for (size_t i = 0; i < changes.objects.size(); i++) {
+        const kube::ObjectChange &c = changes.objects[i];
+        const Route *route = now[i] ? &now[i]->http_routes[0] : nullptr;
+        routes_->route_changed(c.kind + " " + c.name_key, route);
+    }
+    RouteChanges::Update update = routes_->update(&*plan_);
+    if (!update.needs_resolve.empty()) {
+        say("a route change applied the whole way: " + update.needs_resolve);
+        return false;
+    }
+    // the route tables' room, sized by what they hold, is the skeleton's
+    size_t bytes = route_table_bytes_;
+    for (const Server &s : update.replaced) bytes -= route_table_entry_bytes(s);
+    for (const Server *s : update.servers) bytes += route_table_entry_bytes(*s);
+    if (route_tables_room(bytes) != route_tables_room(route_table_bytes_)) {
+        say("a route change applied the whole way: the route tables' room changes");
+        return false;
+    }
+    route_table_bytes_ = bytes;
+    metrics_->route_updates++;
+    status_.clear();  // not digested whole again: the next whole way compares none
+    const ApiContent changed = route_entries(update.servers, update.replaced).changed_since(pushed_);
+    if (!changed.empty() && !push(changed)) {
+        applied_ = false;  // the whole way reloads
+        return false;
+    }
+    input_.offer_status(*plan_, args_.options, nginx_runs_now(), &update.statuses);
+    if (changed.empty()) {
+        say("no change to the route tables nginx holds");
+        serving(nginx_runs_now());
+        return true;
+    }
+    pushed_alone();
     return true;
 }
 

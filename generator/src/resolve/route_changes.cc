@@ -1,0 +1,544 @@
+#include "resolve/route_changes.h"
+
+#include <algorithm>
+
+#include "plan/upstreams.h"
+#include "resolve/policy_trust.h"
+
+namespace g2n {
+
+namespace {
+
+bool wildcard(const std::string &host) { return !host.empty() && host[0] == '*'; }
+
+// Whether a route with `hostnames` (none: every hostname of its listeners)
+// can serve `host`
+bool may_serve(const std::vector<std::string> &hostnames, const std::string &host)
+{
+    if (hostnames.empty()) return true;
+    for (const std::string &h : hostnames) {
+        if (h == host) return true;
+        if (wildcard(h) && host.size() > h.size() - 1 && host.compare(host.size() - (h.size() - 1), h.size() - 1, h, 1) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The Services a route's backendRefs and mirrors name, "ns/name"
+std::set<std::string> backend_services(const Route &r)
+{
+    std::set<std::string> keys;
+    auto add = [&](const BackendRef &b) {
+        if (b.refers_to() == RefKind::Service) keys.insert((b.namespace_.empty() ? r.meta.namespace_ : b.namespace_) + "/" + b.name);
+    };
+    auto mirrors = [&](const std::vector<RouteFilter> &filters) {
+        for (const RouteFilter &f : filters) {
+            if (f.type == FilterType::RequestMirror) add(f.mirror);
+        }
+    };
+    for (const RouteRule &rule : r.rules) {
+        mirrors(rule.filters);
+        for (const BackendRef &b : rule.backend_refs) {
+            add(b);
+            mirrors(b.filters);
+        }
+    }
+    return keys;
+}
+
+bool same_conditions(const std::vector<Condition> &a, const std::vector<Condition> &b)
+{
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const Condition &x, const Condition &y) {
+               return x.type == y.type && x.status == y.status && x.reason == y.reason && x.message == y.message;
+           });
+}
+
+// Two statuses of one object alike, their listeners' attachedRoutes aside
+bool same_but_attached(const ObjectStatus &a, const ObjectStatus &b)
+{
+    if (a.kind != b.kind || a.api_version != b.api_version || a.meta.name != b.meta.name
+        || a.meta.namespace_ != b.meta.namespace_ || a.meta.generation != b.meta.generation
+        || !same_conditions(a.conditions, b.conditions) || a.listeners.size() != b.listeners.size()
+        || !(a.addresses == b.addresses) || a.attached_listener_sets != b.attached_listener_sets
+        || a.refs.size() != b.refs.size() || a.refs_key != b.refs_key) {
+        return false;
+    }
+    for (size_t i = 0; i < a.listeners.size(); i++) {
+        const auto &x = a.listeners[i], &y = b.listeners[i];
+        if (x.name != y.name || x.supported_kinds != y.supported_kinds || !same_conditions(x.conditions, y.conditions)) {
+            return false;
+        }
+    }
+    for (size_t i = 0; i < a.refs.size(); i++) {
+        const auto &x = a.refs[i], &y = b.refs[i];
+        if (x.group != y.group || x.kind != y.kind || x.namespace_ != y.namespace_ || x.name != y.name
+            || x.section_name != y.section_name || !same_conditions(x.conditions, y.conditions)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool route_status(const ObjectStatus &st) { return st.refs_key == "parents"; }
+
+// `st`'s texts in `texts`: it outlives the plan it was made in
+ObjectStatus interned(ObjectStatus st, TextTable &texts)
+{
+    auto conditions = [&](std::vector<Condition> &list) {
+        for (Condition &c : list) {
+            c = {texts.intern(c.type), texts.intern(c.status), texts.intern(c.reason), texts.intern(c.message)};
+        }
+    };
+    st.api_version = texts.intern(st.api_version);
+    st.kind = texts.intern(st.kind);
+    st.refs_key = texts.intern(st.refs_key);
+    conditions(st.conditions);
+    for (auto &l : st.listeners) conditions(l.conditions);
+    for (auto &r : st.refs) {
+        r.group = texts.intern(r.group);
+        r.kind = texts.intern(r.kind);
+        conditions(r.conditions);
+    }
+    return st;
+}
+
+std::string server_key(const Server &s) { return s.listen + " " + s.server_name; }
+
+// What two resolves of one object's upstream agree on, its servers aside
+bool same_upstream(const Upstream &a, const Upstream &b)
+{
+    return a.service == b.service && a.service_port == b.service_port && a.tries == b.tries && a.for_http == b.for_http
+           && a.for_grpc == b.for_grpc && a.unusable == b.unusable && a.tenant == b.tenant
+           && (a.policy ? a.policy->name : "") == (b.policy ? b.policy->name : "") && a.servers == b.servers;
+}
+
+}  // namespace
+
+std::string RouteChanges::route_key(const Route &r) { return std::string(route_kind_name(r.kind)) + " " + r.meta.key(); }
+
+RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &options, const ResolveReads &reads)
+    : options_(options), reads_(reads.readers), reached_(reads.reached), server_timestamps_(m.server_timestamps)
+{
+    if (options.routes != "table" || options.upstream_api == "off") {
+        usable_ = false;
+        return;
+    }
+    base_.namespaces = m.namespaces;
+    base_.gateway_classes = m.gateway_classes;
+    base_.gateways = m.gateways;
+    base_.listener_sets = m.listener_sets;
+    base_.reference_grants = m.reference_grants;
+    for (const Route &r : m.http_routes) {
+        const std::string key = route_key(r);
+        if (!routes_.view(key, r)) usable_ = false;
+        index_route(key, r, true);
+    }
+    std::set<std::string> used;
+    for (size_t i = 0; i < plan.upstreams.size(); i++) {
+        const Upstream &u = plan.upstreams[i];
+        upstream_at_.emplace(u.name, i);
+        if (!u.service.empty()) used.insert(u.service);
+    }
+    for (const Service &s : m.services) {
+        if (used.count(s.meta.key()) && !services_.view(s.meta.key(), s)) usable_ = false;
+    }
+    for (const EndpointSlice &es : m.endpoint_slices) {
+        const std::string service = es.meta.namespace_ + "/" + es.service_name;
+        if (!services_.find(service)) continue;
+        if (!slices_.view(es.meta.key(), es)) usable_ = false;
+        slices_of_[service].insert(es.meta.key());
+    }
+    for (const BackendTLSPolicy &p : m.backend_tls_policies) {
+        bool viewed = false;
+        for (const PolicyTargetRef &t : p.target_refs) {
+            const std::string service = p.meta.namespace_ + "/" + t.name;
+            if (t.refers_to() != RefKind::Service || !services_.find(service)) continue;
+            if (!viewed && !policies_.view(p.meta.key(), p)) usable_ = false;
+            viewed = true;
+            policies_of_[service].insert(p.meta.key());
+        }
+    }
+    for (const ConfigMap &c : m.config_maps) {
+        const std::string key = read_key("ConfigMap", c.meta.namespace_, c.meta.name);
+        if (reads_.count(key) && !config_maps_.view(key, c)) usable_ = false;
+    }
+    for (const Secret &s : m.secrets) {
+        const std::string key = read_key("Secret", s.meta.namespace_, s.meta.name);
+        if (reads_.count(key) && !secrets_.view(key, s)) usable_ = false;
+    }
+}
+
+bool RouteChanges::follow(const MovedObjects &moved)
+{
+    return routes_.follow(moved) && services_.follow(moved) && slices_.follow(moved) && policies_.follow(moved)
+           && config_maps_.follow(moved) && secrets_.follow(moved);
+}
+
+void RouteChanges::copy_objects()
+{
+    routes_.copy_viewed();
+    services_.copy_viewed();
+    slices_.copy_viewed();
+    policies_.copy_viewed();
+    config_maps_.copy_viewed();
+    secrets_.copy_viewed();
+}
+
+void RouteChanges::index_route(const std::string &key, const Route &r, bool add)
+{
+    if (r.hostnames.empty()) {
+        if (add) {
+            no_hostname_.insert(key);
+        } else {
+            no_hostname_.erase(key);
+        }
+    }
+    for (const std::string &h : r.hostnames) {
+        if (add) {
+            routes_of_[h].insert(key);
+            if (wildcard(h)) wildcards_.insert(h);
+        } else if (auto it = routes_of_.find(h); it != routes_of_.end()) {
+            it->second.erase(key);
+            if (it->second.empty()) {
+                routes_of_.erase(it);
+                wildcards_.erase(h);
+            }
+        }
+    }
+}
+
+void RouteChanges::slice_changed(const std::string &key, const EndpointSlice *slice)
+{
+    if (const EndpointSlice *old = slices_.find(key)) {
+        slices_of_[old->meta.namespace_ + "/" + old->service_name].erase(key);
+        slices_.erase(key);
+    }
+    if (slice == nullptr) return;
+    const std::string service = slice->meta.namespace_ + "/" + slice->service_name;
+    if (!services_.find(service)) return;
+    slices_.copy(key, *slice);
+    slices_of_[service].insert(key);
+}
+
+void RouteChanges::config_map_changed(const std::string &key, const ConfigMap *config_map)
+{
+    const std::string read = read_key("ConfigMap", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
+    config_maps_.erase(read);
+    if (config_map != nullptr && reads_.count(read)) config_maps_.copy(read, *config_map);
+}
+
+void RouteChanges::secret_changed(const std::string &key, const Secret *secret)
+{
+    const std::string read = read_key("Secret", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
+    secrets_.erase(read);
+    if (secret != nullptr && reads_.count(read)) secrets_.copy(read, *secret);
+}
+
+void RouteChanges::route_changed(const std::string &key, const Route *route)
+{
+    if (route == nullptr) {
+        pending_.insert_or_assign(key, std::nullopt);
+    } else {
+        pending_.insert_or_assign(key, *route);
+    }
+}
+
+const Route *RouteChanges::route_now(const std::string &key) const
+{
+    auto it = pending_.find(key);
+    if (it != pending_.end()) return it->second ? &*it->second : nullptr;
+    return routes_.find(key);
+}
+
+// The objects the routes of `keys` are resolved with: as they were (kept)
+// or, `now`, with the routes changed since; "" in *why, or what they
+// reach that is not kept (a Service no upstream of the plan uses).
+Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool now, std::string *why) const
+{
+    Manifests sub = base_;
+    sub.server_timestamps = server_timestamps_;
+    std::set<std::string> services, policies, reads;
+    for (const std::string &key : keys) {
+        const Route *r = now ? route_now(key) : routes_.find(key);
+        if (r == nullptr) continue;
+        sub.http_routes.push_back(*r);
+        for (const std::string &s : backend_services(*r)) services.insert(s);
+    }
+    for (const std::string &key : services) {
+        const Service *s = services_.find(key);
+        if (s == nullptr) {
+            *why = "Service " + key + " is not a backend of the plan";
+            return sub;
+        }
+        sub.services.push_back(*s);
+        if (auto it = slices_of_.find(key); it != slices_of_.end()) {
+            for (const std::string &slice : it->second) sub.endpoint_slices.push_back(*slices_.find(slice));
+        }
+        if (auto it = policies_of_.find(key); it != policies_of_.end()) policies.insert(it->second.begin(), it->second.end());
+    }
+    for (const std::string &key : policies) {
+        const BackendTLSPolicy &p = *policies_.find(key);
+        sub.backend_tls_policies.push_back(p);
+        for (std::string &read : policy_read_keys(p)) reads.insert(std::move(read));
+    }
+    for (const auto &[key, readers] : reads_) {
+        if (readers & static_cast<unsigned>(Reader::Gateway)) reads.insert(key);
+    }
+    for (const std::string &key : reads) {
+        if (const ConfigMap *c = config_maps_.find(key)) sub.config_maps.push_back(*c);
+        if (const Secret *s = secrets_.find(key)) sub.secrets.push_back(*s);
+    }
+    return sub;
+}
+
+RouteChanges::Update RouteChanges::update(Plan *plan)
+{
+    Update out = update_pending(plan);
+    pending_.clear();
+    return out;
+}
+
+RouteChanges::Update RouteChanges::update_pending(Plan *plan)
+{
+    Update out;
+    if (pending_.empty()) return out;
+    auto fail = [&](std::string why) {
+        out.needs_resolve = std::move(why);
+        return out;
+    };
+    // the hostnames the changed routes had and have: exact ones alone
+    // (a wildcard's, or no hostname's, is a server{} of its own)
+    std::set<std::string> hosts;
+    for (const auto &[key, now] : pending_) {
+        for (const Route *r : {routes_.find(key), now ? &*now : nullptr}) {
+            if (r == nullptr) continue;
+            if (r->hostnames.empty()) return fail(key + " has no hostname");
+            for (const std::string &h : r->hostnames) {
+                if (wildcard(h)) return fail(key + " has a wildcard hostname");
+                hosts.insert(h);
+            }
+        }
+    }
+    // and every route that may serve one of them, until the hostnames of
+    // those routes are all in: each hostname's routes whole, and whoever
+    // else claims the same names
+    std::set<std::string> keys;
+    std::vector<std::string> todo(hosts.begin(), hosts.end());
+    auto add_route = [&](const std::string &key) {
+        if (!keys.insert(key).second) return;
+        const Route *r = route_now(key);
+        for (const std::string &h : r ? r->hostnames : std::vector<std::string>()) {
+            if (hosts.insert(h).second) todo.push_back(h);
+        }
+    };
+    auto add_host = [&](const std::string &h) {
+        if (hosts.insert(h).second) todo.push_back(h);
+    };
+    for (const auto &[key, now] : pending_) add_route(key);
+    if (!no_hostname_.empty()) {
+        // they serve their listeners' hostnames
+        for (const std::string &key : no_hostname_) add_route(key);
+        for (const Gateway &g : base_.gateways) {
+            for (const Listener &l : g.listeners) add_host(l.hostname);
+        }
+        for (const ListenerSet &set : base_.listener_sets) {
+            for (const Listener &l : set.listeners) add_host(l.hostname);
+        }
+    }
+    while (!todo.empty()) {
+        const std::string host = std::move(todo.back());
+        todo.pop_back();
+        if (auto it = routes_of_.find(host); it != routes_of_.end()) {
+            for (const std::string &key : it->second) add_route(key);
+        }
+        if (!wildcard(host)) {
+            for (const std::string &w : wildcards_) {
+                if (may_serve({w}, host)) add_host(w);
+            }
+        }
+        if (keys.size() > 64 && keys.size() * 4 > routes_.size()) return fail("it touches a quarter of the routes");
+    }
+
+    std::string why;
+    const Manifests before = sub_manifests(keys, false, &why);
+    if (why.empty()) {
+        Manifests after = sub_manifests(keys, true, &why);
+        if (why.empty()) {
+            ResolveReads read_before, read_after;
+            Plan was = resolve(before, options_, &read_before);
+            Plan is = resolve(after, options_, &read_after);
+            for (const auto &[key, readers] : read_after.readers) {
+                if (!reads_.count(key)) return fail("it refers to " + key + ", which the plan does not read");
+            }
+            return splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan);
+        }
+    }
+    return fail(why);
+}
+
+// `was` and `is`: the routes `keys` of `hosts` resolved as they were and
+// as they are. What differs between them is the change: applied to *plan
+// when it is no more than route table entries of `hosts`, the routes'
+// statuses and the listeners' attachedRoutes.
+RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads &read_was, const ResolveReads &read_is,
+                                          const std::set<std::string> &hosts, const std::set<std::string> &keys,
+                                          Plan *plan)
+{
+    Update out;
+    auto fail = [&](std::string why) {
+        out.needs_resolve = std::move(why);
+        return out;
+    };
+    // every Service port a Gateway's routes reached, they still reach
+    // (and no other): the policies' ancestors and the upstreams (their CA
+    // bundles) stay as they are
+    std::map<std::string, long> reached;
+    for (const auto &[key, n] : read_was.reached) reached[key] -= n;
+    for (const auto &[key, n] : read_is.reached) reached[key] += n;
+    for (auto &[key, delta] : reached) {
+        auto it = reached_.find(key);
+        const long before = it == reached_.end() ? 0 : it->second;
+        if ((before > 0) != (before + delta > 0)) return fail("it changes which Gateways reach " + key.substr(0, key.find(' ')));
+        delta += before;
+    }
+    // (a CA bundle is written while a route reaches its policy: the
+    // plan has those of `is`, and keeps those of `was` while others reach it)
+    std::map<std::string_view, const OutputFile *> files;
+    for (const OutputFile &f : plan->files) files.emplace(f.path, &f);
+    for (const OutputFile &f : is.files) {
+        auto it = files.find(f.path);
+        if (it == files.end() || it->second->content != f.content || it->second->mode != f.mode) {
+            return fail("it writes " + f.path);
+        }
+    }
+
+    std::sort(was.warnings.begin(), was.warnings.end());
+    std::sort(is.warnings.begin(), is.warnings.end());
+    if (was.warnings != is.warnings) return fail("it changes what is warned of");
+
+    // Gateways and ListenerSets: alike but for attachedRoutes (policies:
+    // their ancestors are as they were, above)
+    std::vector<const ObjectStatus *> others_was, others_is;
+    for (const ObjectStatus &st : *was.statuses) {
+        if (!route_status(st) && st.refs_key != "ancestors") others_was.push_back(&st);
+    }
+    for (const ObjectStatus &st : *is.statuses) {
+        if (!route_status(st) && st.refs_key != "ancestors") others_is.push_back(&st);
+    }
+    if (others_was.size() != others_is.size()) return fail("it changes which objects have a status");
+    std::map<std::pair<std::string_view, std::string>, std::map<std::string, int>> attached;  // (kind, key) -> listener -> delta
+    for (size_t i = 0; i < others_was.size(); i++) {
+        const ObjectStatus &a = *others_was[i], &b = *others_is[i];
+        if (!same_but_attached(a, b)) {
+            return fail("it changes the status of " + std::string(a.kind) + " " + a.meta.namespace_ + "/" + a.meta.name);
+        }
+        for (size_t l = 0; l < a.listeners.size(); l++) {
+            if (const int delta = b.listeners[l].attached_routes - a.listeners[l].attached_routes) {
+                attached[{a.kind, a.meta.namespace_ + "/" + a.meta.name}][a.listeners[l].name] += delta;
+            }
+        }
+    }
+
+    // the servers of other hostnames alike; those of these, table entries alone
+    auto of_hosts = [&](const Server &s) { return !s.server_name.empty() && !wildcard(s.server_name) && hosts.count(s.server_name) > 0; };
+    std::vector<const Server *> rest_was, rest_is;
+    for (const auto &[servers, rest] : {std::pair{&was.servers, &rest_was}, std::pair{&is.servers, &rest_is},
+                                        std::pair{&plan->servers, (std::vector<const Server *> *)nullptr}}) {
+        for (const Server &s : *servers) {
+            if (!of_hosts(s)) {
+                if (rest != nullptr) rest->push_back(&s);
+            } else if (!s.in_table() || !s.served_by_listener) {
+                return fail(s.server_name + " on " + s.listen + " has a server{} of its own");
+            }
+        }
+    }
+    if (!std::equal(rest_was.begin(), rest_was.end(), rest_is.begin(), rest_is.end(), [](const Server *a, const Server *b) {
+            return a->listen == b->listen && a->server_name == b->server_name && a->table_json == b->table_json
+                   && a->served_by_listener == b->served_by_listener && a->locations.size() == b->locations.size();
+        })) {
+        return fail("it changes the servers of other hostnames");
+    }
+
+    // backends nginx runs, as it runs them
+    for (const Plan *p : {&was, &is}) {
+        for (const Upstream &u : p->upstreams) {
+            if (u.tenant == kSpareTenant) continue;
+            auto at = upstream_at_.find(u.name);
+            if (at == upstream_at_.end()) return fail("backend " + u.name + " is new to nginx");
+            if (!same_upstream(plan->upstreams[at->second], u)) return fail("it changes backend " + u.name);
+        }
+    }
+
+    // the servers of the hostnames replaced, in the plan's order
+    std::vector<Server> kept, added;
+    kept.reserve(plan->servers.size());
+    for (Server &s : plan->servers) (of_hosts(s) ? out.replaced : kept).push_back(std::move(s));
+    for (Server &s : is.servers) {
+        if (of_hosts(s)) added.push_back(std::move(s));
+    }
+    plan->servers.clear();
+    std::merge(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()),
+               std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()),
+               std::back_inserter(plan->servers),
+               [](const Server &a, const Server &b) { return server_key(a) < server_key(b); });
+    for (const Server &s : plan->servers) {
+        if (of_hosts(s)) out.servers.push_back(&s);
+    }
+
+    // the statuses: the routes' replaced in their place, attachedRoutes moved
+    std::vector<ObjectStatus> routes_now;
+    for (const ObjectStatus &st : *is.statuses) {
+        if (route_status(st)) routes_now.push_back(interned(st, *plan->texts));
+    }
+    const std::vector<ObjectStatus> &old = *plan->statuses;
+    std::vector<ObjectStatus> statuses;
+    statuses.reserve(old.size() + routes_now.size());
+    size_t next = 0;
+    bool in_routes = false;
+    auto insert_routes = [&](const ObjectStatus *before) {
+        for (; next < routes_now.size() && (before == nullptr || key_less(routes_now[next].meta, before->meta)); next++) {
+            out.statuses.push_back(statuses.size());
+            statuses.push_back(std::move(routes_now[next]));
+        }
+    };
+    for (const ObjectStatus &st : old) {
+        if (route_status(st)) {
+            in_routes = true;
+            insert_routes(&st);
+            if (keys.count(std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name)) continue;
+        } else if (in_routes || st.refs_key == "ancestors") {
+            insert_routes(nullptr);
+        }
+        statuses.push_back(st);
+        auto delta = attached.find({st.kind, st.meta.namespace_ + "/" + st.meta.name});
+        if (delta == attached.end() || route_status(st)) continue;
+        for (auto &l : statuses.back().listeners) {
+            if (auto d = delta->second.find(l.name); d != delta->second.end()) l.attached_routes += d->second;
+        }
+        out.statuses.push_back(statuses.size() - 1);
+    }
+    insert_routes(nullptr);
+    plan->statuses = std::make_shared<const std::vector<ObjectStatus>>(std::move(statuses));
+
+    // and the routes kept as they are now, and what they reach
+    for (const auto &[key, n] : reached) {
+        if (n > 0) {
+            reached_[key] = static_cast<unsigned>(n);
+        } else {
+            reached_.erase(key);
+        }
+    }
+    for (auto &[key, now] : pending_) {
+        if (const Route *before = routes_.find(key)) index_route(key, *before, false);
+        if (now) {
+            routes_.copy(key, *now);
+            index_route(key, *now, true);
+        } else {
+            routes_.erase(key);
+        }
+    }
+    return out;
+}
+
+}  // namespace g2n

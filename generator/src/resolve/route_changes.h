@@ -1,0 +1,94 @@
+// What HTTPRoute and GRPCRoute changes do to a Plan resolve made (--routes
+// table): the hostnames they touch resolved again with only the routes
+// that serve those hostnames, and spliced into the plan as route table
+// entries and statuses. gateway2nginx run applies a route change this way
+// in time that grows with the routes of its hostnames, not with every
+// route; whatever it would change beyond table entries, route statuses and
+// attachedRoutes is left to resolve.
+//
+// The routes of a hostname are resolved twice, as they were and as they
+// are, beside the Gateways, ListenerSets, Namespaces and ReferenceGrants
+// and the Services, EndpointSlices, policies, ConfigMaps and Secrets those
+// routes reach: what differs between the two is what the change does.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "resolve/kept_objects.h"
+#include "resolve/resolve.h"
+
+namespace g2n {
+
+class RouteChanges {
+public:
+    // `plan` is what resolve made of `manifests` with `options`, looking up
+    // `reads`; update() is given that plan (or what update() or another
+    // follower made of it) and nothing else. It views manifests' routes,
+    // Services, EndpointSlices, policies, ConfigMaps and Secrets: they
+    // must stay, or be followed (follow(), copy_objects()).
+    RouteChanges(const Manifests &manifests, const Plan &plan, const Options &options, const ResolveReads &reads);
+
+    // False where route changes cannot be applied alone: not --routes
+    // table with the upstream API, or objects of one key twice (files)
+    bool usable() const { return usable_; }
+    bool follow(const MovedObjects &moved);
+    void copy_objects();
+
+    // The other objects applied without resolve, kept in step
+    void slice_changed(const std::string &key, const EndpointSlice *slice);
+    void config_map_changed(const std::string &key, const ConfigMap *config_map);
+    void secret_changed(const std::string &key, const Secret *secret);
+    // The HTTPRoute or GRPCRoute `key` ("HTTPRoute ns/name") is now
+    // `route`, or is gone (null)
+    void route_changed(const std::string &key, const Route *route);
+    static std::string route_key(const Route &r);
+
+    struct Update {
+        // why the change needs resolve; *plan is left as it was
+        std::string needs_resolve;
+        // the servers of the hostnames changed: as they are now (in
+        // *plan) and as they were (taken out of it), whose route table
+        // entries are replaced
+        std::vector<const Server *> servers;
+        std::vector<Server> replaced;
+        // the statuses that changed, by position in *plan's
+        std::vector<size_t> statuses;
+    };
+    // Every route_changed() since the last update(), applied to *plan.
+    Update update(Plan *plan);
+
+private:
+    Update update_pending(Plan *plan);
+    Manifests sub_manifests(const std::set<std::string> &routes, bool now, std::string *why) const;
+    Update splice(Plan was, Plan is, const ResolveReads &read_was, const ResolveReads &read_is,
+                  const std::set<std::string> &hosts, const std::set<std::string> &routes, Plan *plan);
+    const Route *route_now(const std::string &key) const;
+    void index_route(const std::string &key, const Route &r, bool add);
+
+    bool usable_ = true;
+    Options options_;
+    std::unordered_map<std::string, unsigned> reads_;  // of the plan's resolve
+    std::unordered_map<std::string, unsigned> reached_;  // ResolveReads::reached, of the plan
+    Manifests base_;  // Namespaces, GatewayClasses, Gateways, ListenerSets, ReferenceGrants: copies
+    bool server_timestamps_ = false;
+    KeptObjects<Route> routes_;  // HTTPRoutes and GRPCRoutes, by route_key()
+    KeptObjects<Service> services_;  // those the plan's upstreams use
+    KeptObjects<EndpointSlice> slices_;
+    KeptObjects<BackendTLSPolicy> policies_;
+    KeptObjects<ConfigMap> config_maps_;  // by read_key(), those resolve looked up
+    KeptObjects<Secret> secrets_;
+    std::unordered_map<std::string, std::set<std::string>> slices_of_;    // Service -> slices
+    std::unordered_map<std::string, std::set<std::string>> policies_of_;  // Service -> policies
+    std::unordered_map<std::string, std::set<std::string>> routes_of_;    // hostname -> routes
+    std::set<std::string> wildcards_;     // the wildcard hostnames of routes_of_
+    std::set<std::string> no_hostname_;   // routes of no hostname
+    std::unordered_map<std::string, size_t> upstream_at_;  // the plan's, by name
+    std::map<std::string, std::optional<Route>> pending_;  // route_changed() since update()
+};
+
+}  // namespace g2n

@@ -1,0 +1,237 @@
+// RouteChanges: HTTPRoute changes applied by resolving only the routes of
+// the hostnames they touch. Property: after any sequence of route changes
+// the plan renders what resolve makes of the same objects (every file,
+// the route tables, the status), and the index asks for resolve when the
+// change reaches past its hostnames.
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "apply/upstream_api.h"
+#include "kube/status.h"
+#include "plan/spare_assignment.h"
+#include "render/render.h"
+#include "resolve/resolve.h"
+#include "resolve/route_changes.h"
+#include "test_support.h"
+
+using namespace g2n;
+using namespace g2n_test;
+
+namespace {
+
+// A Gateway with an HTTP listener of any hostname and an HTTPS listener
+// of *.example.com, a second Gateway on its own port, Services in two
+// namespaces (s3 no route names at first: a backend new to nginx), a
+// BackendTLSPolicy with a CA ConfigMap, and a ReferenceGrant from t2 to
+// t1's Services.
+std::string world_yaml()
+{
+    std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+  - name: https
+    port: 443
+    protocol: HTTPS
+    hostname: "*.example.com"
+    tls: {certificateRefs: [{name: cert}]}
+    allowedRoutes: {namespaces: {from: All}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: other, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: http, port: 8080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: from-t2, namespace: t1}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: t2}]
+  to: [{group: "", kind: Service}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: s1, namespace: t1}
+spec:
+  targetRefs: [{group: "", kind: Service, name: s1}]
+  validation:
+    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
+    hostname: s1.example.com
+)" + ca_configmap_yaml("ca", "t1");
+    for (const char *ns : {"t1", "t2"}) {
+        for (int i = 0; i < 4; i++) {
+            const std::string name = "s" + std::to_string(i);
+            yaml += "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: " + ns
+                    + "}\nspec:\n  ports: [{name: http, port: 80}]\n"
+                    + "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: " + name
+                    + "-a, namespace: " + ns + ", labels: {kubernetes.io/service-name: " + name
+                    + "}}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"10.0." + std::to_string(i)
+                    + ".1\"]}]\n";
+        }
+    }
+    return yaml;
+}
+
+// A random HTTPRoute NAME in NS: hostnames of a few (now and then a
+// wildcard or none), parents among the listeners, rules to Services of
+// its namespace or t1's (s3 rarely: new to nginx)
+std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::string &name, int created)
+{
+    auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+    const char *hosts[] = {"a.example.com", "b.example.com", "c.example.com", "d.other.org"};
+    std::string hostnames;
+    const int shape = pick(20);
+    if (shape == 0) {
+        hostnames = "";
+    } else if (shape == 1) {
+        hostnames = "  hostnames: [\"*.example.com\"]\n";
+    } else {
+        hostnames = std::string("  hostnames: [") + hosts[pick(4)] + (pick(4) == 0 ? std::string(", ") + hosts[pick(4)] : "") + "]\n";
+    }
+    const char *parents[] = {"[{name: gw, namespace: ns, sectionName: http}]",
+                             "[{name: gw, namespace: ns, sectionName: https}]", "[{name: gw, namespace: ns}]",
+                             "[{name: other, namespace: ns}]"};
+    std::string yaml = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
+                       + ", namespace: " + ns + ", creationTimestamp: \"2026-01-01T00:00:" + (created < 10 ? "0" : "")
+                       + std::to_string(created) + "Z\"}\nspec:\n  parentRefs: " + parents[pick(4)] + "\n" + hostnames
+                       + "  rules:\n";
+    const char *paths[] = {"/x", "/y", "/z", "/"};
+    for (int r = 0, rules = 1 + pick(2); r < rules; r++) {
+        yaml += std::string("  - matches: [{path: {type: ") + (pick(4) == 0 ? "Exact" : "PathPrefix") + ", value: "
+                + paths[pick(4)] + "}}]\n    backendRefs: [";
+        for (int b = 0, refs = 1 + pick(2); b < refs; b++) {
+            const std::string service = "s" + std::to_string(pick(12) == 0 ? 3 : pick(3));
+            yaml += std::string(b ? ", " : "") + "{name: " + service + ", port: 80"
+                    + (pick(3) == 0 ? ", namespace: t1" : "") + "}";
+        }
+        yaml += "]\n";
+    }
+    return yaml;
+}
+
+struct Rendered {
+    std::string http, tables, status, nginx, stream;
+};
+
+Rendered rendered(const Plan &plan, const Options &o)
+{
+    return {render_http_conf(plan, o), render_route_tables(plan, o), render_status(plan, o),
+            render_nginx_conf(plan, o), render_stream_conf(plan, o)};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(route_changes)
+
+BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
+{
+    Options o;
+    o.routes = "table";
+    o.upstream_api = "127.0.0.1:9114";
+    const std::string base = world_yaml();
+    std::map<std::string, std::string> routes;  // what the API holds, by "ns/name"
+    std::mt19937 random(20261130);
+    auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+    auto all_yaml = [&] {
+        std::string yaml = base;
+        for (const auto &[key, r] : routes) yaml += r;
+        return yaml;
+    };
+    int created = 0;
+    for (int i = 0; i < 10; i++) {
+        const std::string ns = i % 2 ? "t2" : "t1", name = "r" + std::to_string(i);
+        routes[ns + "/" + name] = route_yaml(random, ns, name, created++ % 60);
+    }
+
+    // what the whole way makes: resolved, the backends nginx runs kept
+    Plan plan;
+    auto whole = [&](const Plan &running, ResolveReads *reads) {
+        Plan p = resolve(parse(all_yaml()), o, reads);
+        retain_upstreams(&p, running.upstreams);
+        return p;
+    };
+    std::unique_ptr<Manifests> read;
+    std::unique_ptr<RouteChanges> index;
+    auto make_index = [&] {
+        index.reset();
+        read = std::make_unique<Manifests>(parse(all_yaml()));
+        ResolveReads reads;
+        plan = whole(plan, &reads);
+        index = std::make_unique<RouteChanges>(*read, plan, o, reads);
+        BOOST_TEST_REQUIRE(index->usable());
+    };
+    make_index();
+
+    int fast = 0, resolved = 0, hostnames_moved = 0;
+    for (int round = 0; round < 300; round++) {
+        const std::string ns = pick(2) ? "t2" : "t1", name = "r" + std::to_string(pick(14));
+        const std::string key = ns + "/" + name;
+        if (pick(6) == 0) {
+            routes.erase(key);
+            index->route_changed("HTTPRoute " + key, nullptr);
+        } else {
+            routes[key] = route_yaml(random, ns, name, created++ % 60);
+            const Manifests one = parse(routes[key]);
+            BOOST_TEST_REQUIRE(one.http_routes.size() == 1u);
+            index->route_changed("HTTPRoute " + key, &one.http_routes[0]);
+        }
+        const Plan running = plan;
+        const RouteChanges::Update update = index->update(&plan);
+        BOOST_TEST_CONTEXT("round " << round << ": " << key << "\n" << update.needs_resolve << "\n" << all_yaml())
+        {
+            if (!update.needs_resolve.empty()) {
+                resolved++;
+                make_index();
+                continue;
+            }
+            fast++;
+            const Plan want = whole(running, nullptr);
+            const Rendered got = rendered(plan, o), wanted = rendered(want, o);
+            BOOST_TEST(got.http == wanted.http);
+            BOOST_TEST(got.tables == wanted.tables);
+            BOOST_TEST(got.status == wanted.status);
+            BOOST_TEST(got.nginx == wanted.nginx);
+            BOOST_TEST(got.stream == wanted.stream);
+            // what it says changed is what a push would carry
+            const ApiContent entries = route_entries(update.servers, update.replaced);
+            const ApiContent before = api_content(running, o), after = api_content(want, o);
+            for (const auto &[entry, json] : after.routes) {
+                if (!before.routes.count(entry) || before.routes.at(entry) != json) {
+                    BOOST_TEST(entries.routes.count(entry) == 1u, entry);
+                }
+            }
+            for (const auto &[entry, json] : entries.routes) {
+                BOOST_TEST((after.routes.count(entry) ? after.routes.at(entry) : "null") == json, entry);
+            }
+            if (update.replaced.size() != update.servers.size()) hostnames_moved++;
+            // every status that differs from the last by key is among those it names
+            std::map<std::string, std::string> then;
+            auto json = [](const ObjectStatus &st) { return kube::our_status_json(st, "c", {}); };
+            for (const ObjectStatus &st : *running.statuses) then[std::string(st.kind) + " " + st.meta.name + "." + st.meta.namespace_] = json(st);
+            for (size_t i = 0; i < plan.statuses->size(); i++) {
+                const ObjectStatus &st = (*plan.statuses)[i];
+                auto was = then.find(std::string(st.kind) + " " + st.meta.name + "." + st.meta.namespace_);
+                if (was == then.end() || was->second != json(st)) {
+                    BOOST_TEST((std::find(update.statuses.begin(), update.statuses.end(), i) != update.statuses.end()),
+                               st.kind << " " << st.meta.name);
+                }
+            }
+        }
+    }
+    // both ways were taken, often
+    BOOST_TEST(fast > 100);
+    BOOST_TEST(resolved > 50);
+    BOOST_TEST(hostnames_moved > 10);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,135 @@
+# gateway2nginx run --kubeconfig --routes table (issue 55): HTTPRoute
+# changes written with kubectl are applied alone, by resolving only the
+# routes of the hostnames they touch (gateway2nginx_route_updates_total):
+# a route's rules changed, a route added on a hostname new to its
+# listener, its hostname moved, the route deleted; each pushed to the
+# route table with no reload (the same workers, a kept-alive connection
+# answered throughout), its status and the listener's attachedRoutes
+# written back. A route to a Service no route used before goes the whole
+# way (said, with why) and reloads, the reason counted.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+use IO::Socket::INET;
+
+if (my $why = kubectl_missing()) {
+    plan skip_all => $why;
+}
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $backend_port = server_port() + 1;
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+my $kube_port = server_port() + 21;
+my $health_port = server_port() + 17;
+
+start_numbered_backends(2, $backend_port);
+start_kube_api($kube_port, '--bookmark-seconds', '1');
+
+# HTTPRoute ns/NAME on HOST: a PathPrefix rule to SERVICE:443 for each PATH
+sub route_yaml {
+    my ($name, $host, $service, @paths) = @_;
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: $service, port: 443}]\n" } @paths;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [\"$host\"]\n  rules:\n$rules";
+}
+# Service ns/NAME (its BackendTLSPolicy: the CA, abc.example.com) at 127.0.0.N
+sub service_yaml {
+    my ($name, $n) = @_;
+    return "apiVersion: v1\nkind: Service\nmetadata: {name: $name, namespace: ns}\nspec: {ports: [{name: https, port: 443}]}\n"
+         . "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+         . "metadata: {name: $name-abc, namespace: ns, labels: {kubernetes.io/service-name: $name}}\n"
+         . "ports: [{name: https, port: $backend_port}]\nendpoints: [{addresses: [\"127.0.0.$n\"]}]\n"
+         . "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: $name-tls, namespace: ns}\n"
+         . "spec:\n  targetRefs: [{group: \"\", kind: Service, name: $name}]\n"
+         . "  validation: {hostname: abc.example.com, caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]}\n";
+}
+
+kube_apply('base', kube_web_yaml());
+kube_apply('slice', kube_slice_yaml($backend_port, 1));
+kube_apply('a', route_yaml('a', 'a.test', 'web', '/a'));
+kube_apply('b', route_yaml('b', 'b.test', 'web', '/b'));
+
+my $log = "$dir/run.log";
+my $out = "$dir/out";
+my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--start-nginx', '--routes', 'table',
+                    '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
+                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                    '--debounce', '50', '--health-listen', "127.0.0.1:$health_port");
+sub count_in_log { count_in($log, shift) }
+sub get {
+    my ($host, $path) = @_;
+    my ($code, $h, $body) = http_request($port, $path, $host);
+    return "$code " . (($body // '') =~ /endpoint=(\S+)/ ? $1 : '-');
+}
+sub fetch { my $o = `curl -s http://127.0.0.1:$health_port/metrics`; return $o }
+sub metric { my ($re) = @_; my $m = fetch(); my $sum = 0; $sum += $1 while $m =~ /^$re (\S+)$/mg; return $sum }
+sub reloads { metric(qr/gateway2nginx_reloads_total\{reason="\w+"\}/) }
+sub route_updates { metric(qr/gateway2nginx_route_updates_total/) }
+sub jsonpath { my ($rc, $o) = kubectl('get', @_); return $rc == 0 ? $o : "(kubectl: $o)" }
+sub attached { jsonpath('gateway', 'gw', '-n', 'ns', '-o', 'jsonpath={.status.listeners[0].attachedRoutes}') }
+sub route_status {
+    my ($name) = @_;
+    jsonpath('httproute', $name, '-n', 'ns', '-o',
+             'jsonpath={.metadata.generation} {.status.parents[0].conditions[?(@.type=="Accepted")].status} '
+             . '{.status.parents[0].conditions[?(@.type=="Accepted")].observedGeneration}');
+}
+
+ok(wait_for(sub { get('a.test', '/a') eq '200 127.0.0.1' }, 30), 'the routes are served through the table')
+    or diag slurp($log);
+ok(wait_for(sub { attached() eq '2' }, 15), 'the listener counts both routes') or diag attached();
+my $master = slurp("$out/nginx.pid") =~ s/\s+//r;
+my $workers = worker_pids($master);
+my $reloads = reloads();
+my $kept = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5) or die "connect: $!";
+is(ask_kept_alive($kept, $kept, 'b.test', '/b'), '200 -', 'a kept-alive connection is answered');
+
+# each route change: applied alone, pushed, no reload, its status written
+my @changes = (
+    ['a route\'s rules changed', 'a', route_yaml('a', 'a.test', 'web', '/a2'),
+     sub { get('a.test', '/a2') eq '200 127.0.0.1' && get('a.test', '/a') =~ /^404/ }, '2'],
+    ['a route added on a hostname new to the listener', 'c', route_yaml('c', 'c.test', 'web', '/c'),
+     sub { get('c.test', '/c') eq '200 127.0.0.1' }, '3'],
+    ['its hostname moved', 'c', route_yaml('c', 'd.test', 'web', '/c'),
+     sub { get('d.test', '/c') eq '200 127.0.0.1' && get('c.test', '/c') =~ /^404/ }, '3'],
+);
+for my $change (@changes) {
+    my ($what, $name, $yaml, $served, $count) = @$change;
+    my $updates = route_updates();
+    kube_apply($name, $yaml);
+    ok(wait_for($served, 15), "$what: served") or diag slurp($log);
+    ok(wait_for(sub { route_updates() > $updates }, 5), "$what: applied alone") or diag slurp($log);
+    is(reloads(), $reloads, "$what: no reload");
+    is(worker_pids($master), $workers, "$what: the same workers");
+    my $generation = (split ' ', route_status($name))[0];
+    ok(wait_for(sub { route_status($name) eq "$generation True $generation" }, 15), "$what: its status, at its generation")
+        or diag route_status($name);
+    ok(wait_for(sub { attached() eq $count }, 15), "$what: attachedRoutes $count") or diag attached();
+}
+like(slurp($log), qr/routes of 1 hostname\(s\) pushed to nginx, no reload/, 'the log says what was pushed');
+
+my $updates = route_updates();
+my ($rc, $said) = kubectl('delete', 'httproute', 'c', '-n', 'ns');
+is($rc, 0, 'kubectl delete httproute c') or diag $said;
+ok(wait_for(sub { get('d.test', '/c') =~ /^404/ }, 15), 'a route deleted: no longer served');
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone');
+is(reloads(), $reloads, 'no reload');
+ok(wait_for(sub { attached() eq '2' }, 15), 'the listener counts the routes left') or diag attached();
+is(ask_kept_alive($kept, $kept, 'a.test', '/a2'), '200 -', 'the connection kept alive since before the changes is answered');
+is(worker_pids($master), $workers, 'the same workers throughout');
+
+# a Service no route used: the whole way, a reload for the new backend
+kube_apply('other', service_yaml('other', 2));
+kube_apply('e', route_yaml('e', 'e.test', 'other', '/e'));
+ok(wait_for(sub { get('e.test', '/e') eq '200 127.0.0.2' }, 30), 'a route to a Service new to nginx is served')
+    or diag slurp($log);
+ok(count_in_log(qr{a route change applied the whole way: Service ns/other is not a backend of the plan}),
+   'applied the whole way, said with why') or diag slurp($log);
+ok(wait_for(sub { metric(qr/gateway2nginx_reloads_total\{reason="backends"\}/) >= 1 }, 10), 'a reload counted for the backend')
+    or diag fetch();
+is(get('a.test', '/a2'), '200 127.0.0.1', 'the other routes are served as before');
+
+kill "TERM", $run;
+waitpid($run, 0);
