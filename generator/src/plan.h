@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -90,6 +91,53 @@ struct ObjectStatus {
     };
     std::vector<RefStatus> refs;
     std::string_view refs_key;  // "parents" or "ancestors"
+};
+
+// The statuses of a plan, each held by a shared pointer: a plan that a
+// few routes changed (gateway2nginx run's route changes) shares every
+// other status with the plan before it, copying none of 20,000.
+class StatusList {
+public:
+    using Item = std::shared_ptr<const ObjectStatus>;
+
+    StatusList() = default;
+    explicit StatusList(std::vector<ObjectStatus> &&statuses);
+
+    size_t size() const { return items_.size(); }
+    bool empty() const { return items_.empty(); }
+    const ObjectStatus &operator[](size_t i) const { return *items_[i]; }
+    const ObjectStatus &front() const { return *items_.front(); }
+    const Item &item(size_t i) const { return items_[i]; }
+    void reserve(size_t n) { items_.reserve(n); }
+    void push_back(Item item) { items_.push_back(std::move(item)); }
+
+    class const_iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = ObjectStatus;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const ObjectStatus *;
+        using reference = const ObjectStatus &;
+
+        explicit const_iterator(std::vector<Item>::const_iterator at) : at_(at) {}
+        reference operator*() const { return **at_; }
+        pointer operator->() const { return at_->get(); }
+        const_iterator &operator++()
+        {
+            ++at_;
+            return *this;
+        }
+        bool operator==(const const_iterator &o) const { return at_ == o.at_; }
+        bool operator!=(const const_iterator &o) const { return at_ != o.at_; }
+
+    private:
+        std::vector<Item>::const_iterator at_;
+    };
+    const_iterator begin() const { return const_iterator(items_.begin()); }
+    const_iterator end() const { return const_iterator(items_.end()); }
+
+private:
+    std::vector<Item> items_;
 };
 
 // The TLS policy bound to one upstream (module directives in upstream{}).
@@ -327,7 +375,7 @@ struct Plan {
     std::vector<OutputFile> files;    // CA bundles, listener keys
     // Immutable once resolve has made them: shared by the Plan's copies and
     // by the status writer, which builds an object's JSON only to write it.
-    std::shared_ptr<const std::vector<ObjectStatus>> statuses = std::make_shared<const std::vector<ObjectStatus>>();
+    std::shared_ptr<const StatusList> statuses = std::make_shared<const StatusList>();
     std::vector<std::string> warnings;
     std::vector<GatewayService> gateway_services;  // by namespace and Gateway name
     std::shared_ptr<TextTable> texts = std::make_shared<TextTable>();  // what statuses view

@@ -564,6 +564,52 @@ BOOST_AUTO_TEST_CASE(a_new_status_goes_before_those_still_queued)
     BOOST_TEST(before <= 2u);
 }
 
+// An offer made in place (run's route changes: a few statuses new or
+// changed, every other where the last offer had it, moved by them) looks
+// only at those it names: the others are not queued again, the one gone
+// is forgotten, and the writer counts what is offered.
+BOOST_AUTO_TEST_CASE(an_offer_in_place_looks_only_at_what_it_names)
+{
+    FailingWriter w({});
+    const std::string ours = our_status_json(route_status("True"), w.controller, {});
+    const std::string other = our_status_json(route_status("False"), w.controller, {});
+    std::vector<Update> updates;
+    for (int i = 0; i < 100; i++) {
+        const std::string name = "r" + std::to_string(i);
+        w.store.put(kRoutes, "ns/" + name, *merge_status(ours, route_object(name), w.controller, "2026-01-01T00:00:00Z"));
+        updates.push_back({&kRoutes, "ns", name, ours});
+    }
+    w.writer.offer(offer_of(updates));
+    BOOST_TEST_REQUIRE(eventually([&] { return w.writer.idle() && w.writer.counts().unchanged == 100u; }));
+    // r5 gone, "new" before r3 (at 3), r7 changed; the rest moved
+    std::vector<Update> now;
+    std::vector<int64_t> from;
+    for (int i = 0; i < 100; i++) {
+        if (i == 3) {
+            now.push_back({&kRoutes, "ns", "new", ours});
+            from.push_back(-1);
+        }
+        if (i == 5) continue;
+        now.push_back({&kRoutes, "ns", "r" + std::to_string(i), i == 7 ? other : ours});
+        from.push_back(i == 7 ? -1 : i);
+    }
+    w.store.put(kRoutes, "ns/new", route_object("new"));
+    const uint64_t digested = w.writer.counts().digested;
+    w.writer.offer(offer_of(now), &from);
+    BOOST_TEST(w.writer.counts().offered == 100u);
+    BOOST_TEST(w.writer.counts().digested - digested == 2u, "only the two it names were digested");
+    BOOST_TEST(eventually([&] { return w.tried_since("new", 0) && w.tried_since("r7", 0); }),
+               "the new and the changed are written (and fail: no API server)");
+    BOOST_TEST(w.writer.counts().unchanged == 100u, "no other was looked at again");
+    // a whole offer of the same after it: r7 and new still queued (they
+    // failed), r5 not offered, nothing else written
+    w.writer.offer(offer_of(now));
+    const size_t mark = w.logged_now();
+    BOOST_TEST(eventually([&] { return w.tried_since("new", mark) && w.tried_since("r7", mark); }));
+    BOOST_TEST(!w.tried_since("r5", 0));
+    BOOST_TEST(w.writer.counts().unchanged == 100u);
+}
+
 // While a configuration is made from the start, the last one's statuses
 // are let go once every one is written; while some are still queued they
 // are kept and written all the same

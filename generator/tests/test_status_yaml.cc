@@ -40,7 +40,7 @@ BOOST_AUTO_TEST_CASE(every_scalar_round_trips)
         st.refs.push_back(ref);
         statuses.push_back(st);
     }
-    plan.statuses = std::make_shared<const std::vector<ObjectStatus>>(std::move(statuses));
+    plan.statuses = std::make_shared<const StatusList>(std::move(statuses));
     std::string text = render_status(plan, Options{});
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     BOOST_TEST_REQUIRE(docs.size() == tricky.size());

@@ -1,7 +1,9 @@
 #include "kube/status_writer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <set>
 
 #include "digest.h"
 #include "kube/status.h"
@@ -39,60 +41,116 @@ StatusWriter::~StatusWriter()
     thread_.join();
 }
 
-void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer, const std::vector<size_t> *changed)
+void StatusWriter::offer(std::shared_ptr<const StatusOffer> offer, const std::vector<int64_t> *from)
 {
-    std::vector<bool> may_differ;
-    if (changed != nullptr) {
-        may_differ.assign(offer->size(), false);
-        for (size_t i : *changed) may_differ.at(i) = true;
-    }
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const bool everything = wants_everything_;
         wants_everything_ = false;
-        // what is still to be written stays queued, at its new place
-        for (uint32_t i : queue_) {
-            if (auto it = offered_.find(key_of(offer_->object(i))); it != offered_.end()) it->second.queued = true;
+        if (from != nullptr && !everything && offer_ != nullptr && from->size() == offer->size()
+            && by_index_.size() == offer_->size()) {
+            offer_in_place(std::move(offer), *from);
+        } else {
+            offer_whole(std::move(offer), everything);
         }
-        queue_.clear();
-        queued_.assign(offer->size(), false);
-        // updated in place, not built beside the last (20,000 entries at
-        // 10,000 routes)
-        offer_generation_++;
-        // new and changed statuses first, then those still queued and,
-        // come to lead, every other: a new route's status is not held back
-        // behind thousands re-written
-        std::vector<uint32_t> backlog;
-        offered_count_ = 0;
-        for (size_t i = 0; i < offer->size(); i++) {
-            const StatusOffer::Object object = offer->object(i);
-            if (object.kind == nullptr) continue;
-            offered_count_++;
-            std::string key = key_of(object);
-            auto [it, added] = offered_.try_emplace(key);
-            std::string digest = !added && changed != nullptr && !may_differ[i] ? it->second.digest : sha256(offer->ours(i));
-            // a replica that does not lead keeps no status whole: come to
-            // lead, it is offered every one again
-            const bool changed = added || it->second.digest != digest;
-            if (leading_ && (changed || everything || it->second.queued)) {
-                if (changed) {
-                    queue_.push_back(static_cast<uint32_t>(i));
-                } else {
-                    backlog.push_back(static_cast<uint32_t>(i));
-                }
-                queued_[i] = true;
-            }
-            it->second = Offered{std::move(digest), static_cast<uint32_t>(i), offer_generation_, false};
-        }
-        queue_.insert(queue_.end(), backlog.begin(), backlog.end());
-        // an object no longer offered (deleted, or no longer ours to speak
-        // of) is forgotten, and not written
-        for (auto it = offered_.begin(); it != offered_.end();) {
-            it = it->second.generation == offer_generation_ ? std::next(it) : offered_.erase(it);
-        }
-        offer_ = std::move(offer);
     }
     wake_.notify_all();
+}
+
+// Every status of `offer` digested, and matched by its object with what
+// was offered before
+void StatusWriter::offer_whole(std::shared_ptr<const StatusOffer> offer, bool everything)
+{
+    // what is still to be written stays queued, at its new place
+    for (uint32_t i : queue_) {
+        if (by_index_.size() > i && by_index_[i] != nullptr) by_index_[i]->second.queued = true;
+    }
+    queue_.clear();
+    queued_.assign(offer->size(), false);
+    by_index_.assign(offer->size(), nullptr);
+    // updated in place, not built beside the last (20,000 entries at
+    // 10,000 routes)
+    offer_generation_++;
+    // new and changed statuses first, then those still queued and,
+    // come to lead, every other: a new route's status is not held back
+    // behind thousands re-written
+    std::vector<uint32_t> backlog;
+    offered_count_ = 0;
+    for (size_t i = 0; i < offer->size(); i++) {
+        const StatusOffer::Object object = offer->object(i);
+        if (object.kind == nullptr) continue;
+        offered_count_++;
+        std::string digest = sha256(offer->ours(i));
+        counts_.digested++;
+        auto [it, added] = offered_.try_emplace(key_of(object));
+        // a replica that does not lead keeps no status whole: come to
+        // lead, it is offered every one again
+        const bool changed = added || it->second.digest != digest;
+        if (leading_ && (changed || everything || it->second.queued)) {
+            if (changed) {
+                queue_.push_back(static_cast<uint32_t>(i));
+            } else {
+                backlog.push_back(static_cast<uint32_t>(i));
+            }
+            queued_[i] = true;
+        }
+        it->second = Offered{std::move(digest), static_cast<uint32_t>(i), offer_generation_, false};
+        by_index_[i] = &*it;
+    }
+    queue_.insert(queue_.end(), backlog.begin(), backlog.end());
+    // an object no longer offered (deleted, or no longer ours to speak
+    // of) is forgotten, and not written
+    for (auto it = offered_.begin(); it != offered_.end();) {
+        it = it->second.generation == offer_generation_ ? std::next(it) : offered_.erase(it);
+    }
+    offer_ = std::move(offer);
+}
+
+// `offer` is the last one but for its positions whose `from` is -1: the
+// others are the statuses at those positions of the last, unchanged. Only
+// the new ones are digested, and looked up by their object.
+void StatusWriter::offer_in_place(std::shared_ptr<const StatusOffer> offer, const std::vector<int64_t> &from)
+{
+    std::vector<OfferedEntry *> now(offer->size(), nullptr);
+    std::vector<int64_t> to(by_index_.size(), -1);  // the last offer's positions, where they are now
+    for (size_t i = 0; i < from.size(); i++) {
+        if (from[i] < 0) continue;
+        const size_t was = static_cast<size_t>(from[i]);
+        now[i] = by_index_.at(was);
+        to[was] = static_cast<int64_t>(i);
+        if (now[i] != nullptr) now[i]->second.index = static_cast<uint32_t>(i);
+    }
+    std::set<const OfferedEntry *> renewed;
+    std::vector<uint32_t> first;
+    for (size_t i = 0; i < from.size(); i++) {
+        if (from[i] >= 0) continue;
+        const StatusOffer::Object object = offer->object(i);
+        if (object.kind == nullptr) continue;
+        std::string digest = sha256(offer->ours(i));
+        counts_.digested++;
+        auto [it, added] = offered_.try_emplace(key_of(object));
+        if (leading_ && (added || it->second.digest != digest || it->second.queued)) first.push_back(static_cast<uint32_t>(i));
+        it->second = Offered{std::move(digest), static_cast<uint32_t>(i), offer_generation_, false};
+        now[i] = &*it;
+        renewed.insert(&*it);
+    }
+    // what the last offer had and this one has not, forgotten
+    for (size_t was = 0; was < by_index_.size(); was++) {
+        OfferedEntry *entry = by_index_[was];
+        if (to[was] >= 0 || entry == nullptr || renewed.count(entry)) continue;
+        offered_.erase(entry->first);
+    }
+    // new and changed first, then what was queued, at its new place
+    std::deque<uint32_t> queue(first.begin(), first.end());
+    for (uint32_t was : queue_) {
+        if (was < to.size() && to[was] >= 0) queue.push_back(static_cast<uint32_t>(to[was]));
+    }
+    queue_ = std::move(queue);
+    queued_.assign(offer->size(), false);
+    for (uint32_t i : queue_) queued_[i] = true;
+    by_index_ = std::move(now);
+    offered_count_ = static_cast<size_t>(std::count_if(by_index_.begin(), by_index_.end(), [](const OfferedEntry *e) { return e != nullptr; }));
+    offer_ = std::move(offer);
 }
 
 void StatusWriter::withdraw()
@@ -100,6 +158,7 @@ void StatusWriter::withdraw()
     std::lock_guard<std::mutex> lock(mutex_);
     if (!queue_.empty()) return;  // still being written: not held back while a configuration is made
     queued_.clear();
+    by_index_.clear();
     offer_.reset();
 }
 

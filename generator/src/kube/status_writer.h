@@ -47,9 +47,10 @@ public:
     // The statuses of a configuration nginx runs, all of them. Those that
     // differ from the ones offered before are queued (a newer one replaces a
     // queued one); all of them after wants_everything().
-    // `changed`, when given: the positions of the only statuses that may
-    // differ from the last offer's (by key), the others not digested again.
-    void offer(std::shared_ptr<const StatusOffer> offer, const std::vector<size_t> *changed = nullptr);
+    // `from`, when given: for each position of `offer`, the position of
+    // the same status in the last offer, unchanged, or -1 (new, or
+    // changed): only those are digested, and looked up by their object.
+    void offer(std::shared_ptr<const StatusOffer> offer, const std::vector<int64_t> *from = nullptr);
     // A configuration is being made (at 10,000 routes the last one's
     // statuses are 11 MB beside it): those offered last are let go until
     // the next offer when every one is written. Ones still queued are kept
@@ -65,6 +66,7 @@ public:
         uint64_t written = 0, unchanged = 0, conflicts = 0, failed = 0;
         size_t queued = 0;   // statuses still to be looked at, and written where they differ
         size_t offered = 0;  // the statuses of the last offer
+        uint64_t digested = 0;  // statuses made into JSON and digested when offered
     };
     Counts counts() const;
     // Nothing is queued (for tests and logs).
@@ -72,6 +74,8 @@ public:
 
 private:
     void loop();
+    void offer_whole(std::shared_ptr<const StatusOffer> offer, bool everything);
+    void offer_in_place(std::shared_ptr<const StatusOffer> offer, const std::vector<int64_t> &from);
     // Whether what the store holds of the object is not yet `ours`.
     bool needs_writing(const StatusOffer::Object &object, const std::string &ours) const;
     // Writes one; false when it should be tried again later.
@@ -96,6 +100,8 @@ private:
     uint64_t offer_generation_ = 0;
     size_t offered_count_ = 0;  // objects of the last offer whose status is written
     std::unordered_map<std::string, Offered> offered_;  // by object
+    using OfferedEntry = std::pair<const std::string, Offered>;
+    std::vector<OfferedEntry *> by_index_;  // offered_'s entries by position in offer_ (null: not written)
     // to be written, first come first served (one that failed goes to the
     // back, behind those that may not): indexes in offer_
     std::deque<uint32_t> queue_;

@@ -42,6 +42,13 @@ ResolveScope &ResolveScope::current()
 
 std::string_view intern(std::string_view text) { return ResolveScope::current().texts->intern(text); }
 
+StatusList::StatusList(std::vector<ObjectStatus> &&statuses)
+{
+    items_.reserve(statuses.size());
+    for (ObjectStatus &st : statuses) items_.push_back(std::make_shared<const ObjectStatus>(std::move(st)));
+    statuses = std::vector<ObjectStatus>();
+}
+
 bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
              const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
 {
@@ -232,7 +239,7 @@ void Resolver::run()
     }
     route_statuses = std::vector<ObjectStatus>();  // moved out: free before the peak
     policy_statuses(policies_, plan_, &statuses_);
-    plan_->statuses = std::make_shared<const std::vector<ObjectStatus>>(std::move(statuses_));
+    plan_->statuses = std::make_shared<const StatusList>(std::move(statuses_));
     isolate_listener_hostnames();
     finish_servers();
 }

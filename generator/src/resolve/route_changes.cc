@@ -59,6 +59,7 @@ bool same_but_attached(const ObjectStatus &a, const ObjectStatus &b)
 {
     if (a.kind != b.kind || a.api_version != b.api_version || a.meta.name != b.meta.name
         || a.meta.namespace_ != b.meta.namespace_ || a.meta.generation != b.meta.generation
+        || a.meta.creation_timestamp != b.meta.creation_timestamp
         || !same_conditions(a.conditions, b.conditions) || a.listeners.size() != b.listeners.size()
         || !(a.addresses == b.addresses) || a.attached_listener_sets != b.attached_listener_sets
         || a.refs.size() != b.refs.size() || a.refs_key != b.refs_key) {
@@ -81,6 +82,15 @@ bool same_but_attached(const ObjectStatus &a, const ObjectStatus &b)
 }
 
 bool route_status(const ObjectStatus &st) { return st.refs_key == "parents"; }
+
+bool same_status(const ObjectStatus &a, const ObjectStatus &b)
+{
+    if (!same_but_attached(a, b)) return false;
+    for (size_t i = 0; i < a.listeners.size(); i++) {
+        if (a.listeners[i].attached_routes != b.listeners[i].attached_routes) return false;
+    }
+    return true;
+}
 
 // `st`'s texts in `texts`: it outlives the plan it was made in
 ObjectStatus interned(ObjectStatus st, TextTable &texts)
@@ -435,7 +445,9 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         }
         for (size_t l = 0; l < a.listeners.size(); l++) {
             if (const int delta = b.listeners[l].attached_routes - a.listeners[l].attached_routes) {
-                attached[{a.kind, a.meta.namespace_ + "/" + a.meta.name}][a.listeners[l].name] += delta;
+                auto &deltas = attached[{a.kind, a.meta.namespace_ + "/" + a.meta.name}];
+                if ((deltas[a.listeners[l].name] += delta) == 0) deltas.erase(a.listeners[l].name);
+                if (deltas.empty()) attached.erase({a.kind, a.meta.namespace_ + "/" + a.meta.name});
             }
         }
     }
@@ -486,40 +498,67 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         if (of_hosts(s)) out.servers.push_back(&s);
     }
 
-    // the statuses: the routes' replaced in their place, attachedRoutes moved
-    std::vector<ObjectStatus> routes_now;
+    // the statuses: the routes' replaced in their place, attachedRoutes
+    // moved; every other status shared with the plan before
+    std::vector<StatusList::Item> routes_now;
     for (const ObjectStatus &st : *is.statuses) {
-        if (route_status(st)) routes_now.push_back(interned(st, *plan->texts));
+        if (route_status(st)) routes_now.push_back(std::make_shared<const ObjectStatus>(interned(st, *plan->texts)));
     }
-    const std::vector<ObjectStatus> &old = *plan->statuses;
-    std::vector<ObjectStatus> statuses;
+    const StatusList &old = *plan->statuses;
+    StatusList statuses;
     statuses.reserve(old.size() + routes_now.size());
+    out.status_from.reserve(old.size() + routes_now.size());
     size_t next = 0;
     bool in_routes = false;
     auto insert_routes = [&](const ObjectStatus *before) {
-        for (; next < routes_now.size() && (before == nullptr || key_less(routes_now[next].meta, before->meta)); next++) {
-            out.statuses.push_back(statuses.size());
+        for (; next < routes_now.size() && (before == nullptr || key_less(routes_now[next]->meta, before->meta)); next++) {
+            out.status_from.push_back(-1);
             statuses.push_back(std::move(routes_now[next]));
         }
     };
-    for (const ObjectStatus &st : old) {
+    std::set<std::pair<std::string_view, std::string_view>> route_keys;  // (namespace, name) of the routes resolved
+    for (const std::string &key : keys) {
+        const std::string_view k = key;
+        const size_t space = k.find(' '), slash = k.find('/', space);
+        route_keys.emplace(k.substr(space + 1, slash - space - 1), k.substr(slash + 1));
+    }
+    for (size_t i = 0; i < old.size(); i++) {
+        const ObjectStatus &st = old[i];
         if (route_status(st)) {
             in_routes = true;
             insert_routes(&st);
-            if (keys.count(std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name)) continue;
-        } else if (in_routes || st.refs_key == "ancestors") {
-            insert_routes(nullptr);
+            if ((st.kind == "HTTPRoute" || st.kind == "GRPCRoute")
+                && route_keys.count({std::string_view(st.meta.namespace_), std::string_view(st.meta.name)})
+                && keys.count(std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name)) {
+                // resolved again: the same status stays what it was (and is
+                // not offered as changed)
+                if (next < routes_now.size() && same_status(*routes_now[next], st)) {
+                    next++;
+                    out.status_from.push_back(static_cast<int64_t>(i));
+                    statuses.push_back(old.item(i));
+                }
+                continue;
+            }
+            out.status_from.push_back(static_cast<int64_t>(i));
+            statuses.push_back(old.item(i));
+            continue;
         }
-        statuses.push_back(st);
-        auto delta = attached.find({st.kind, st.meta.namespace_ + "/" + st.meta.name});
-        if (delta == attached.end() || route_status(st)) continue;
-        for (auto &l : statuses.back().listeners) {
+        if (in_routes || st.refs_key == "ancestors") insert_routes(nullptr);
+        auto delta = attached.empty() ? attached.end() : attached.find({st.kind, st.meta.namespace_ + "/" + st.meta.name});
+        if (delta == attached.end()) {
+            out.status_from.push_back(static_cast<int64_t>(i));
+            statuses.push_back(old.item(i));
+            continue;
+        }
+        ObjectStatus moved = st;
+        for (auto &l : moved.listeners) {
             if (auto d = delta->second.find(l.name); d != delta->second.end()) l.attached_routes += d->second;
         }
-        out.statuses.push_back(statuses.size() - 1);
+        out.status_from.push_back(-1);
+        statuses.push_back(std::make_shared<const ObjectStatus>(std::move(moved)));
     }
     insert_routes(nullptr);
-    plan->statuses = std::make_shared<const std::vector<ObjectStatus>>(std::move(statuses));
+    plan->statuses = std::make_shared<const StatusList>(std::move(statuses));
 
     // and the routes kept as they are now, and what they reach
     for (const auto &[key, n] : reached) {

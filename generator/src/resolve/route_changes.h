@@ -56,8 +56,9 @@ public:
         // entries are replaced
         std::vector<const Server *> servers;
         std::vector<Server> replaced;
-        // the statuses that changed, by position in *plan's
-        std::vector<size_t> statuses;
+        // for each of *plan's statuses, its position in the plan's before,
+        // unchanged, or -1: new or changed
+        std::vector<int64_t> status_from;
     };
     // Every route_changed() since the last update(), applied to *plan.
     Update update(Plan *plan);

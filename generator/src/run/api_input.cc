@@ -189,7 +189,7 @@ public:
     }
 
 private:
-    std::shared_ptr<const std::vector<ObjectStatus>> statuses_;
+    std::shared_ptr<const StatusList> statuses_;
     std::shared_ptr<TextTable> texts_;  // what statuses_ view
     const std::vector<kube::ApiKind> &kinds_;  // ApiInput's, which outlive its writer
     std::string controller_name_;
@@ -200,13 +200,13 @@ private:
 }  // namespace
 
 void ApiInput::offer_status(const Plan &plan, const Options &options, bool nginx_runs,
-                            const std::vector<size_t> *changed)
+                            const std::vector<int64_t> *from)
 {
     // (a Gateway's Programmed follows nginx_runs: every status may differ)
-    if (offered_runs_ != nginx_runs) changed = nullptr;
+    if (offered_runs_ != nginx_runs) from = nullptr;
     offered_runs_ = nginx_runs;
     writer_->offer(std::make_shared<PlanStatuses>(plan, kinds_, options, nginx_runs, gateway_services_ != nullptr),
-                   changed);
+                   from);
     if (gateway_services_) gateway_services_->offer(plan.gateway_services);
 }
 

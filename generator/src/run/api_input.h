@@ -42,7 +42,7 @@ public:
     // What `plan` says of each object, offered to the status writer; a
     // Gateway is not Programmed before a running nginx serves it.
     void offer_status(const Plan &plan, const Options &options, bool nginx_runs,
-                      const std::vector<size_t> *changed = nullptr) override;
+                      const std::vector<int64_t> *from = nullptr) override;
     // The last statuses are not held beside the configuration made from
     // the start (their writes wait for its offer).
     void withdraw_status() override { writer_->withdraw(); }

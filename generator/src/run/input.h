@@ -50,10 +50,10 @@ public:
     // The status of what was applied, for an input that writes it back:
     // what `plan` says of each object, and whether a running nginx serves
     // it; withdrawn while a configuration is made from the start; asked
-    // for again by a writer come to lead. `changed`, when given: the
-    // positions of the only statuses that may differ from the last offer.
+    // for again by a writer come to lead. `from`, when given: for each
+    // status, its position in the last offer, unchanged, or -1.
     virtual void offer_status(const Plan &, const Options &, bool /*nginx_runs*/,
-                              const std::vector<size_t> * /*changed*/ = nullptr)
+                              const std::vector<int64_t> * /*from*/ = nullptr)
     {
     }
     virtual void withdraw_status() {}

@@ -157,7 +157,7 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
         applied_ = false;  // the whole way reloads
         return false;
     }
-    input_.offer_status(*plan_, args_.options, nginx_runs_now(), &update.statuses);
+    input_.offer_status(*plan_, args_.options, nginx_runs_now(), &update.status_from);
     if (changed.empty()) {
         say("no change to the route tables nginx holds");
         serving(nginx_runs_now());
