@@ -14,6 +14,9 @@
 #   - the run process's peak memory (VmHWM), beside the one-shot generator's;
 #   - a fresh start over a cluster whose status is already right: the
 #     status writes it makes (none), and when it has compared them all;
+#   - with ROUTES_MODE=table, NEW_ROUTES (default 100) new HTTPRoutes
+#     created through the API one at a time: median and p99 to traffic,
+#     the run's CPU for each, its reloads;
 #   - the one-shot generator on the same objects as YAML and as JSON (the
 #     text the API path hands to the parse stage is JSON).
 # The routes share HOSTS hostnames: by default one with rendered locations,
@@ -214,6 +217,43 @@ for start in write_all again; do
     kill "$run_pid"; wait "$run_pid" || true; run_pid=
 done
 
+# new HTTPRoutes through the API (ROUTES_MODE=table): NEW_ROUTES (default
+# 100) created one at a time on the measured hostname, each to the
+# measured Service at a path of its own, timed from the API's answer to
+# the POST until it serves (curl polls every 5 ms; run --debounce 20);
+# the run's CPU for them, and its reloads
+new_routes=${NEW_ROUTES:-100}
+new_ms=() new_cpu_ms= new_reloads=
+if [ "$routes_mode" = table ]; then
+    "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
+        --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-new.log" &
+    run_pid=$!
+    # (the table pushed to the nginx it found: seconds of its own)
+    until grep -q 'after nginx started' "$work/run-new.log"; do
+        kill -0 "$run_pid" || { cat "$work/run-new.log" >&2; exit 1; }
+        sleep 0.05
+    done
+    sleep 1
+    api_post() {  # PATH JSON: an object created, as kubectl create does
+        curl -s -o /dev/null -w '%{http_code}' --cacert "$work/certs/ca.crt" -H "Authorization: Bearer $(cat "$work/token")" \
+            -H 'Content-Type: application/json' -X POST --data "$2" "https://127.0.0.1:29600$1" \
+            | grep -q 201 || { echo "bench: POST $1 failed" >&2; exit 1; }
+    }
+    cpu_before=$(cpu_us)
+    for i in $(seq "$new_routes"); do
+        body="{\"apiVersion\":\"gateway.networking.k8s.io/v1\",\"kind\":\"HTTPRoute\",\"metadata\":{\"name\":\"new-$i\",\"namespace\":\"demo\"},\"spec\":{\"parentRefs\":[{\"name\":\"shop\"}],\"hostnames\":[\"shop.example.com\"],\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/new$i\"}}],\"backendRefs\":[{\"name\":\"measured\",\"port\":443}]}]}}"
+        # from the API server's answer: the write is done (the client's
+        # own connection and request are not gateway2nginx's)
+        api_post /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes "$body"
+        start=$(date +%s%N)
+        new_ms+=("$(until_answers "$start" "/new$i" "$letter")")
+    done
+    sleep 0.5
+    new_cpu_ms=$(echo "$(cpu_us) $cpu_before $new_routes" | awk '{printf "%.1f", ($1 - $2) / 1000 / $3}')
+    new_reloads=$(grep -c 'nginx reloaded' "$work/run-new.log" || true)
+    kill "$run_pid"; wait "$run_pid" || true; run_pid=
+fi
+
 read -r one_shot_mb _ < <(timed '%M' "$generator" -f "$work/in" -o "$work/one-shot" --port-offset 29000 \
     --module-dir "$(dirname "$module")" --status-listen off --allow-endpoints 127.0.0.0/8)
 one_shot_mb=$((one_shot_mb / 1024))
@@ -238,6 +278,11 @@ for what in endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory
 done
 echo "one-shot gateway2nginx on the same files: $one_shot_mb MB peak RSS"
 echo "a fresh start over statuses already right: $written status writes of $compared compared, settled in ${settled_s} ms"
+if [ "$routes_mode" = table ]; then
+    printf '%s\n' "${new_ms[@]}" | sort -n | awk -v cpu="$new_cpu_ms" -v reloads="$new_reloads" '
+        { ms[NR] = $1 }
+        END { p99 = int(NR * 0.99 + 0.999); printf "new HTTPRoutes through the API, %d in a row: to traffic median %d ms, p99 %d ms, max %d ms; CPU in run %.1f ms each; %d reloads\n", NR, ms[int((NR + 1) / 2)], ms[p99], ms[NR], cpu, reloads }'
+fi
 echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}; its CPU: files ${route_cpu[files]}| api ${route_cpu[api]}"
 
 # the parse stage on the same objects as YAML and as JSON (one List)

@@ -169,6 +169,9 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
             policies_of_[service].insert(p.meta.key());
         }
     }
+    for (const auto &[key, readers] : reads_) {
+        if (readers & static_cast<unsigned>(Reader::Gateway)) gateway_reads_.push_back(key);
+    }
     for (const ConfigMap &c : m.config_maps) {
         const std::string key = read_key("ConfigMap", c.meta.namespace_, c.meta.name);
         if (reads_.count(key) && !config_maps_.view(key, c)) usable_ = false;
@@ -292,9 +295,7 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool no
         sub.backend_tls_policies.push_back(p);
         for (std::string &read : policy_read_keys(p)) reads.insert(std::move(read));
     }
-    for (const auto &[key, readers] : reads_) {
-        if (readers & static_cast<unsigned>(Reader::Gateway)) reads.insert(key);
-    }
+    reads.insert(gateway_reads_.begin(), gateway_reads_.end());
     for (const std::string &key : reads) {
         if (const ConfigMap *c = config_maps_.find(key)) sub.config_maps.push_back(*c);
         if (const Secret *s = secrets_.find(key)) sub.secrets.push_back(*s);

@@ -75,6 +75,7 @@ private:
     Options options_;
     std::unordered_map<std::string, unsigned> reads_;  // of the plan's resolve
     std::unordered_map<std::string, unsigned> reached_;  // ResolveReads::reached, of the plan
+    std::vector<std::string> gateway_reads_;  // the ConfigMaps and Secrets Gateways read, by read_key()
     Manifests base_;  // Namespaces, GatewayClasses, Gateways, ListenerSets, ReferenceGrants: copies
     bool server_timestamps_ = false;
     KeptObjects<Route> routes_;  // HTTPRoutes and GRPCRoutes, by route_key()
