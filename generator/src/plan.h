@@ -110,6 +110,7 @@ public:
     const Item &item(size_t i) const { return items_[i]; }
     void reserve(size_t n) { items_.reserve(n); }
     void push_back(Item item) { items_.push_back(std::move(item)); }
+    void push_back(ObjectStatus &&status) { items_.push_back(std::make_shared<const ObjectStatus>(std::move(status))); }
 
     class const_iterator {
     public:

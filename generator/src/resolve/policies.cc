@@ -310,7 +310,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
     return index;
 }
 
-void policy_statuses(const PolicyIndex &index, Plan *plan, std::vector<ObjectStatus> *statuses)
+void policy_statuses(const PolicyIndex &index, Plan *plan, StatusList *statuses)
 {
     std::vector<const BoundPolicy *> order;
     order.reserve(index.bound.size());

@@ -126,7 +126,7 @@ struct PolicyIndex {
 
 PolicyIndex resolve_policies(const Manifests &manifests, const ObjectIndex &objects, Plan *plan);
 // The status of each policy, appended to *statuses (warnings to the plan).
-void policy_statuses(const PolicyIndex &index, Plan *plan, std::vector<ObjectStatus> *statuses);
+void policy_statuses(const PolicyIndex &index, Plan *plan, StatusList *statuses);
 
 // Conflict order of Gateway API: the oldest creationTimestamp first (an
 // object without one last), then namespace/name.

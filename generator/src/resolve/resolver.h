@@ -183,7 +183,7 @@ private:
     const Manifests &m_;
     const Options &o_;
     Plan *plan_;
-    std::vector<ObjectStatus> statuses_;  // the plan's, once all are made
+    StatusList statuses_;  // the plan's, once all are made
     ObjectIndex objects_;
     PolicyIndex policies_;
     EndpointRules endpoint_rules_;
