@@ -5,6 +5,7 @@
 // change reaches past its hostnames.
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -173,7 +174,9 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
     make_index();
 
     int fast = 0, resolved = 0, hostnames_moved = 0, unchanged_named = 0;
-    for (int round = 0; round < 300; round++) {
+    // (fewer under valgrind: make test-valgrind sets GTLS_PROPERTY_ROUNDS)
+    const int rounds = std::getenv("GTLS_PROPERTY_ROUNDS") ? std::atoi(std::getenv("GTLS_PROPERTY_ROUNDS")) : 300;
+    for (int round = 0; round < rounds; round++) {
         const std::string ns = pick(2) ? "t2" : "t1", name = "r" + std::to_string(pick(14));
         const std::string key = ns + "/" + name;
         if (pick(6) == 0) {
@@ -236,9 +239,10 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
         }
     }
     // both ways were taken, often
-    BOOST_TEST(fast > 100);
-    BOOST_TEST(resolved > 50);
-    BOOST_TEST(hostnames_moved > 10);
+    BOOST_TEST_MESSAGE(fast << " spliced, " << resolved << " resolved, " << hostnames_moved << " moved a hostname");
+    BOOST_TEST(fast > rounds / 3);
+    BOOST_TEST(resolved > rounds / 6);
+    BOOST_TEST(hostnames_moved > rounds / 30);
     // the routes resolved again whose status is as it was are not named
     BOOST_TEST(unchanged_named == 0);
 }
