@@ -97,6 +97,13 @@ hwm_mb() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 letter=A address=127.0.0.1 path=/m0 n=0
 declare -A endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory
 # the measured CA ConfigMap's ca.crt as a merge patch
+# run_says PATTERN LOG: waits until the run ($run_pid) logs PATTERN (an ERE)
+run_says() {
+    until grep -qE "$1" "$2"; do
+        kill -0 "$run_pid" || { cat "$2" >&2; exit 1; }
+        sleep 0.05
+    done
+}
 ca_patch() { python3 -c 'import json, sys; print(json.dumps({"data": {"ca.crt": open(sys.argv[1]).read()}}))' "$1"; }
 for round in $(seq "$rounds"); do
     for source in files api; do
@@ -109,18 +116,10 @@ for round in $(seq "$rounds"); do
         fi
         run_pid=$!
         # it has applied what its input holds (the same objects: nothing, or a reload)
-        until grep -qE 'OUTDIR already holds|nginx reloaded|no change to the configuration' "$work/run.log"; do
-            kill -0 "$run_pid" || { cat "$work/run.log" >&2; exit 1; }
-            sleep 0.05
-        done
+        run_says 'OUTDIR already holds|nginx reloaded|no change to the configuration' "$work/run.log"
         # --routes table: and the table pushed to the nginx it found, which
         # at 10,000 routes takes seconds the first change must not share
-        if [ "$routes_mode" = table ]; then
-            until grep -q 'after nginx started' "$work/run.log"; do
-                kill -0 "$run_pid" || { cat "$work/run.log" >&2; exit 1; }
-                sleep 0.05
-            done
-        fi
+        if [ "$routes_mode" = table ]; then run_says 'after nginx started' "$work/run.log"; fi
         sleep 1
         # an endpoint change
         if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
@@ -228,11 +227,7 @@ if [ "$routes_mode" = table ]; then
     "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
         --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-new.log" &
     run_pid=$!
-    # (the table pushed to the nginx it found: seconds of its own)
-    until grep -q 'after nginx started' "$work/run-new.log"; do
-        kill -0 "$run_pid" || { cat "$work/run-new.log" >&2; exit 1; }
-        sleep 0.05
-    done
+    run_says 'after nginx started' "$work/run-new.log"  # the table pushed to the nginx it found
     sleep 1
     api_post() {  # PATH JSON: an object created, as kubectl create does
         curl -s -o /dev/null -w '%{http_code}' --cacert "$work/certs/ca.crt" -H "Authorization: Bearer $(cat "$work/token")" \
