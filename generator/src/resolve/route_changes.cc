@@ -1,6 +1,7 @@
 #include "resolve/route_changes.h"
 
 #include <algorithm>
+#include <array>
 
 #include "plan/upstreams.h"
 #include "resolve/policy_trust.h"
@@ -114,6 +115,18 @@ ObjectStatus interned(ObjectStatus st, TextTable &texts)
 }
 
 std::string server_key(const Server &s) { return s.listen + " " + s.server_name; }
+
+// What a server{} of its own renders, its routes aside (a table serves them)
+bool same_own_server(const Server &a, const Server &b)
+{
+    return a.listen == b.listen && a.listener_port == b.listener_port && a.ssl == b.ssl
+           && a.insecure_allowed == b.insecure_allowed && a.server_name == b.server_name
+           && a.listener_hostname == b.listener_hostname && a.certificate == b.certificate
+           && a.certificate_key == b.certificate_key && a.client.verify == b.client.verify && a.client.ca == b.client.ca
+           && a.client.pins == b.client.pins && a.backend_client.certificate == b.backend_client.certificate
+           && a.backend_client.key == b.backend_client.key && a.served_by_listener == b.served_by_listener
+           && a.in_table() == b.in_table();
+}
 
 // What two resolves of one object's upstream agree on, its servers aside
 bool same_upstream(const Upstream &a, const Upstream &b)
@@ -456,14 +469,29 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     // the servers of other hostnames alike; those of these, table entries alone
     auto of_hosts = [&](const Server &s) { return !s.server_name.empty() && !wildcard(s.server_name) && hosts.count(s.server_name) > 0; };
     std::vector<const Server *> rest_was, rest_is;
+    // a hostname's server{} of its own (where a wildcard route's server
+    // would take its requests): as it was, before and after, its table
+    // entry alone changing
+    std::map<std::string, std::array<const Server *, 3>> own;  // by server_key(): was, is, the plan's
+    size_t which = 0;
     for (const auto &[servers, rest] : {std::pair{&was.servers, &rest_was}, std::pair{&is.servers, &rest_is},
                                         std::pair{&plan->servers, (std::vector<const Server *> *)nullptr}}) {
         for (const Server &s : *servers) {
             if (!of_hosts(s)) {
                 if (rest != nullptr) rest->push_back(&s);
-            } else if (!s.in_table() || !s.served_by_listener) {
-                return fail(s.server_name + " on " + s.listen + " has a server{} of its own");
+            } else if (!s.in_table()) {
+                return fail(s.server_name + " on " + s.listen + " is served by locations");
+            } else if (!s.served_by_listener) {
+                own[server_key(s)][which] = &s;
             }
+        }
+        which++;
+    }
+    for (const auto &[key, servers] : own) {
+        const auto &[before, after, planned] = servers;
+        if (before == nullptr || after == nullptr || planned == nullptr || !same_own_server(*before, *after)
+            || !same_own_server(*after, *planned)) {
+            return fail(key + ": a server{} of its own made, changed or gone");
         }
     }
     if (!std::equal(rest_was.begin(), rest_was.end(), rest_is.begin(), rest_is.end(), [](const Server *a, const Server *b) {
