@@ -610,6 +610,40 @@ BOOST_AUTO_TEST_CASE(an_offer_in_place_looks_only_at_what_it_names)
     BOOST_TEST(w.writer.counts().unchanged == 100u);
 }
 
+// A status still queued that an offer in place names again, unchanged,
+// stays queued: it is still to be written.
+BOOST_AUTO_TEST_CASE(an_offer_in_place_keeps_what_is_still_queued)
+{
+    const std::string controller = "gateway2nginx.io/controller";
+    const std::string ours = our_status_json(route_status("True"), controller, {});
+    ObjectStore store;
+    std::vector<Update> updates;
+    for (const std::string name : {"a", "b", "c"}) {
+        store.put(kRoutes, "ns/" + name, route_object(name));
+        updates.push_back(Update{&kRoutes, "ns", name, ours});
+    }
+    std::mutex logged_mutex;
+    std::vector<std::string> logged;
+    // one write a minute: the first is tried (and fails: no API server),
+    // the other two wait their turn
+    StatusWriter writer(nowhere(), &store, controller, [] { return true; },
+                        [&](const std::string &line) {
+                            std::lock_guard<std::mutex> lock(logged_mutex);
+                            logged.push_back(line);
+                        },
+                        /*qps=*/1.0 / 60, /*burst=*/1);
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.wants_everything(); }), "it leads");
+    writer.offer(offer_of(updates));
+    BOOST_TEST_REQUIRE(eventually([&] {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        return !logged.empty();
+    }));
+    BOOST_TEST_REQUIRE(eventually([&] { return writer.counts().queued == 3u; }), "all three still to be written");
+    const std::vector<int64_t> from = {0, -1, 2};  // b named anew, the same
+    writer.offer(offer_of(updates), &from);
+    BOOST_TEST(writer.counts().queued == 3u, "b is still to be written");
+}
+
 // While a configuration is made from the start, the last one's statuses
 // are let go once every one is written; while some are still queued they
 // are kept and written all the same

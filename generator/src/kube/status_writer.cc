@@ -120,7 +120,9 @@ void StatusWriter::offer_in_place(std::shared_ptr<const StatusOffer> offer, cons
         to[was] = static_cast<int64_t>(i);
         if (now[i] != nullptr) now[i]->second.index = static_cast<uint32_t>(i);
     }
-    std::set<const OfferedEntry *> renewed;
+    // (one still to be written, offered anew though unchanged, stays queued)
+    std::set<const OfferedEntry *> renewed, was_queued;
+    for (uint32_t i : queue_) was_queued.insert(by_index_[i]);
     std::vector<uint32_t> first;
     for (size_t i = 0; i < from.size(); i++) {
         if (from[i] >= 0) continue;
@@ -129,7 +131,9 @@ void StatusWriter::offer_in_place(std::shared_ptr<const StatusOffer> offer, cons
         std::string digest = sha256(offer->ours(i));
         counts_.digested++;
         auto [it, added] = offered_.try_emplace(key_of(object));
-        if (leading_ && (added || it->second.digest != digest || it->second.queued)) first.push_back(static_cast<uint32_t>(i));
+        if (leading_ && (added || it->second.digest != digest || was_queued.count(&*it))) {
+            first.push_back(static_cast<uint32_t>(i));
+        }
         it->second = Offered{std::move(digest), static_cast<uint32_t>(i), offer_generation_, false};
         now[i] = &*it;
         renewed.insert(&*it);
