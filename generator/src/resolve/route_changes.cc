@@ -5,26 +5,13 @@
 
 #include "plan/upstreams.h"
 #include "resolve/policy_trust.h"
+#include "resolve/resolver.h"
 
 namespace g2n {
 
 namespace {
 
 bool wildcard(const std::string &host) { return !host.empty() && host[0] == '*'; }
-
-// Whether a route with `hostnames` (none: every hostname of its listeners)
-// can serve `host`
-bool may_serve(const std::vector<std::string> &hostnames, const std::string &host)
-{
-    if (hostnames.empty()) return true;
-    for (const std::string &h : hostnames) {
-        if (h == host) return true;
-        if (wildcard(h) && host.size() > h.size() - 1 && host.compare(host.size() - (h.size() - 1), h.size() - 1, h, 1) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 // The Services a route's backendRefs and mirrors name, "ns/name"
 std::set<std::string> backend_services(const Route &r)
@@ -55,8 +42,9 @@ bool same_conditions(const std::vector<Condition> &a, const std::vector<Conditio
            });
 }
 
-// Two statuses of one object alike, their listeners' attachedRoutes aside
-bool same_but_attached(const ObjectStatus &a, const ObjectStatus &b)
+// Two statuses of one object alike (their listeners' attachedRoutes
+// aside, unless `attached`)
+bool same_status(const ObjectStatus &a, const ObjectStatus &b, bool attached)
 {
     if (a.kind != b.kind || a.api_version != b.api_version || a.meta.name != b.meta.name
         || a.meta.namespace_ != b.meta.namespace_ || a.meta.generation != b.meta.generation
@@ -68,7 +56,8 @@ bool same_but_attached(const ObjectStatus &a, const ObjectStatus &b)
     }
     for (size_t i = 0; i < a.listeners.size(); i++) {
         const auto &x = a.listeners[i], &y = b.listeners[i];
-        if (x.name != y.name || x.supported_kinds != y.supported_kinds || !same_conditions(x.conditions, y.conditions)) {
+        if (x.name != y.name || x.supported_kinds != y.supported_kinds || !same_conditions(x.conditions, y.conditions)
+            || (attached && x.attached_routes != y.attached_routes)) {
             return false;
         }
     }
@@ -84,14 +73,6 @@ bool same_but_attached(const ObjectStatus &a, const ObjectStatus &b)
 
 bool route_status(const ObjectStatus &st) { return st.refs_key == "parents"; }
 
-bool same_status(const ObjectStatus &a, const ObjectStatus &b)
-{
-    if (!same_but_attached(a, b)) return false;
-    for (size_t i = 0; i < a.listeners.size(); i++) {
-        if (a.listeners[i].attached_routes != b.listeners[i].attached_routes) return false;
-    }
-    return true;
-}
 
 // `st`'s texts in `texts`: it outlives the plan it was made in
 ObjectStatus interned(ObjectStatus st, TextTable &texts)
@@ -116,6 +97,13 @@ ObjectStatus interned(ObjectStatus st, TextTable &texts)
 
 std::string server_key(const Server &s) { return s.listen + " " + s.server_name; }
 
+// read_key() of the ConfigMap or Secret a change names ("ns/name")
+std::string read_key_of(const std::string &kind, const std::string &name_key)
+{
+    const size_t slash = name_key.find('/');
+    return read_key(kind, name_key.substr(0, slash), name_key.substr(slash + 1));
+}
+
 // What a server{} of its own renders, its routes aside (a table serves them)
 bool same_own_server(const Server &a, const Server &b)
 {
@@ -128,7 +116,7 @@ bool same_own_server(const Server &a, const Server &b)
            && a.in_table() == b.in_table();
 }
 
-// What two resolves of one object's upstream agree on, its servers aside
+// What two resolves of one upstream agree on, when the change leaves it as it is
 bool same_upstream(const Upstream &a, const Upstream &b)
 {
     return a.service == b.service && a.service_port == b.service_port && a.tries == b.tries && a.for_http == b.for_http
@@ -249,14 +237,14 @@ void RouteChanges::slice_changed(const std::string &key, const EndpointSlice *sl
 
 void RouteChanges::config_map_changed(const std::string &key, const ConfigMap *config_map)
 {
-    const std::string read = read_key("ConfigMap", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
+    const std::string read = read_key_of("ConfigMap", key);
     config_maps_.erase(read);
     if (config_map != nullptr && reads_.count(read)) config_maps_.copy(read, *config_map);
 }
 
 void RouteChanges::secret_changed(const std::string &key, const Secret *secret)
 {
-    const std::string read = read_key("Secret", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
+    const std::string read = read_key_of("Secret", key);
     secrets_.erase(read);
     if (secret != nullptr && reads_.count(read)) secrets_.copy(read, *secret);
 }
@@ -349,15 +337,14 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan)
     // else claims the same names
     std::set<std::string> keys;
     std::vector<std::string> todo(hosts.begin(), hosts.end());
-    auto add_route = [&](const std::string &key) {
-        if (!keys.insert(key).second) return;
-        const Route *r = route_now(key);
-        for (const std::string &h : r ? r->hostnames : std::vector<std::string>()) {
-            if (hosts.insert(h).second) todo.push_back(h);
-        }
-    };
     auto add_host = [&](const std::string &h) {
         if (hosts.insert(h).second) todo.push_back(h);
+    };
+    auto add_route = [&](const std::string &key) {
+        if (!keys.insert(key).second) return;
+        if (const Route *r = route_now(key)) {
+            for (const std::string &h : r->hostnames) add_host(h);
+        }
     };
     for (const auto &[key, now] : pending_) add_route(key);
     if (!no_hostname_.empty()) {
@@ -378,7 +365,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan)
         }
         if (!wildcard(host)) {
             for (const std::string &w : wildcards_) {
-                if (may_serve({w}, host)) add_host(w);
+                if (wildcard_covers(w, host)) add_host(w);
             }
         }
         if (keys.size() > 64 && keys.size() * 4 > routes_.size()) return fail("it touches a quarter of the routes");
@@ -386,19 +373,16 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan)
 
     std::string why;
     const Manifests before = sub_manifests(keys, false, &why);
-    if (why.empty()) {
-        Manifests after = sub_manifests(keys, true, &why);
-        if (why.empty()) {
-            ResolveReads read_before, read_after;
-            Plan was = resolve(before, options_, &read_before);
-            Plan is = resolve(after, options_, &read_after);
-            for (const auto &[key, readers] : read_after.readers) {
-                if (!reads_.count(key)) return fail("it refers to " + key + ", which the plan does not read");
-            }
-            return splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan);
-        }
+    if (!why.empty()) return fail(why);
+    const Manifests after = sub_manifests(keys, true, &why);
+    if (!why.empty()) return fail(why);
+    ResolveReads read_before, read_after;
+    Plan was = resolve(before, options_, &read_before);
+    Plan is = resolve(after, options_, &read_after);
+    for (const auto &[key, readers] : read_after.readers) {
+        if (!reads_.count(key)) return fail("it refers to " + key + ", which the plan does not read");
     }
-    return fail(why);
+    return splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan);
 }
 
 // `was` and `is`: the routes `keys` of `hosts` resolved as they were and
@@ -454,7 +438,7 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     std::map<std::pair<std::string_view, std::string>, std::map<std::string, int>> attached;  // (kind, key) -> listener -> delta
     for (size_t i = 0; i < others_was.size(); i++) {
         const ObjectStatus &a = *others_was[i], &b = *others_is[i];
-        if (!same_but_attached(a, b)) {
+        if (!same_status(a, b, false)) {
             return fail("it changes the status of " + std::string(a.kind) + " " + a.meta.namespace_ + "/" + a.meta.name);
         }
         for (size_t l = 0; l < a.listeners.size(); l++) {
@@ -561,7 +545,7 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
                 && keys.count(std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name)) {
                 // resolved again: the same status stays what it was (and is
                 // not offered as changed)
-                if (next < routes_now.size() && same_status(*routes_now[next], st)) {
+                if (next < routes_now.size() && same_status(*routes_now[next], st, true)) {
                     next++;
                     out.status_from.push_back(static_cast<int64_t>(i));
                     statuses.push_back(old.item(i));
