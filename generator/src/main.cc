@@ -2,6 +2,7 @@
 //   parse (YAML -> typed objects) -> resolve (attachment, references,
 //   conflicts, conditions) -> render (nginx text, status) -> write OUTDIR
 #include <fcntl.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -60,6 +61,10 @@ int main(int argc, char **argv)
             parse_path(input, &manifests, args.jobs);
         }
         shrink_manifests(&manifests);  // they last through resolve, the peak
+        // the scanners' arenas keep the pages of the YAML trees freed by
+        // now, which resolve (on this thread) cannot reuse: 1.4 MB at the
+        // peak of 10,000 routes
+        ::malloc_trim(0);
     } catch (const InputError &e) {
         std::cerr << printable(e.what()) << "\n";
         return 1;

@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(many_texts_and_files_scanned_together_change_nothing)
             BOOST_TEST(rendered(m) == expected, "jobs " << jobs);
             // each object's position is in its own text
             BOOST_TEST_REQUIRE(m.http_routes.size() == 150u);
-            BOOST_TEST(m.http_routes[149].meta.pos.file == "<object 602>");
+            BOOST_TEST(m.http_routes[149].meta.pos.file() == "<object 602>");
             BOOST_TEST(m.http_routes[149].meta.pos.line == 1);
         }
     }

@@ -80,7 +80,6 @@ RejectedObject rejected(const std::string &api_version, const std::string &kind,
     r.api_version = api_version;
     r.kind = kind;
     r.meta = meta;
-    r.meta.labels.clear();
     r.message = meta.pos.text() + ": " + why;
     return r;
 }

@@ -11,8 +11,8 @@ namespace g2n {
 void parse_namespace(const Document &doc, const YamlNode &root, Manifests *out)
 {
     Namespace ns;
-    ns.meta = doc.meta(root, false);
-    ns.meta.labels["kubernetes.io/metadata.name"] = ns.meta.name;
+    ns.meta = doc.meta(root, false, &ns.labels);
+    ns.labels["kubernetes.io/metadata.name"] = ns.meta.name;
     out->namespaces.push_back(std::move(ns));
 }
 
@@ -65,9 +65,10 @@ void parse_service(const Document &doc, const YamlNode &root, Manifests *out)
 void parse_endpoint_slice(const Document &doc, const YamlNode &root, Manifests *out)
 {
     EndpointSlice e;
-    e.meta = doc.meta(root);
-    auto it = e.meta.labels.find("kubernetes.io/service-name");
-    if (it == e.meta.labels.end()) {
+    std::map<std::string, std::string> labels;
+    e.meta = doc.meta(root, true, &labels);
+    auto it = labels.find("kubernetes.io/service-name");
+    if (it == labels.end()) {
         doc.fail(root, "metadata.labels", "an EndpointSlice needs the label kubernetes.io/service-name");
     }
     e.service_name = it->second;

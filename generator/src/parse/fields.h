@@ -14,7 +14,7 @@ namespace g2n {
 
 class Document {
 public:
-    Document(std::string file, int line_offset) : file_(std::move(file)), line_offset_(line_offset) {}
+    Document(std::shared_ptr<const std::string> file, int line_offset) : file_(std::move(file)), line_offset_(line_offset) {}
 
     SourcePos pos(const YamlNode &node) const;
     [[noreturn]] void fail(const YamlNode &node, const std::string &path,
@@ -48,12 +48,14 @@ public:
     std::vector<std::string> unknown(const YamlNode &node, const std::string &path,
                                      std::initializer_list<const char *> known) const;
 
-    ObjectMeta meta(const YamlNode &root, bool namespaced = true) const;
+    // Its labels are checked, and kept only where LABELS asks for them
+    ObjectMeta meta(const YamlNode &root, bool namespaced = true,
+                    std::map<std::string, std::string> *labels = nullptr) const;
 
-    const std::string &file() const { return file_; }
+    const std::string &file() const { return *file_; }
 
 private:
-    std::string file_;
+    std::shared_ptr<const std::string> file_;
     int line_offset_;
 };
 

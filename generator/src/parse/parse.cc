@@ -37,15 +37,21 @@ std::string printable(const std::string &text)
     return out;
 }
 
+const std::string &SourcePos::file() const
+{
+    static const std::string none;
+    return file_name ? *file_name : none;
+}
+
 std::string SourcePos::text() const
 {
-    return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+    return file() + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
 SourcePos Document::pos(const YamlNode &node) const
 {
     SourcePos p;
-    p.file = file_;
+    p.file_name = file_;
     // a missing parent has no position: the document's start stands in
     p.line = line_offset_ + (node.defined() ? node.line() : 0) + 1;
     p.column = node.defined() ? node.column() + 1 : 1;
@@ -186,7 +192,7 @@ void Document::only(const YamlNode &node, const std::string &path,
     }
 }
 
-ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
+ObjectMeta Document::meta(const YamlNode &root, bool namespaced, std::map<std::string, std::string> *labels) const
 {
     ObjectMeta m;
     YamlNode metadata = child(root, "", "metadata");
@@ -213,12 +219,13 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced) const
     m.generation = integer(metadata, "metadata", "generation", 0, INT_MAX, false, 1);
     m.creation_timestamp = string(metadata, "metadata", "creationTimestamp");
     m.uid = string(metadata, "metadata", "uid");
-    m.labels = string_map(metadata, "metadata", "labels");
-    for (const auto &[key, value] : m.labels) {
+    std::map<std::string, std::string> read_labels = string_map(metadata, "metadata", "labels");
+    for (const auto &[key, value] : read_labels) {
         if (!valid_label_value(value)) {
             fail(metadata.get("labels"), "metadata.labels." + key, kLabelValueRule);
         }
     }
+    if (labels != nullptr) *labels = std::move(read_labels);
     return m;
 }
 
@@ -233,8 +240,8 @@ bool is_document_marker(const std::string &line)
 }
 
 // Its objects, each stamped with the digest of the document's text
-void parse_document(const YamlTree &tree, const std::string &file, int line_offset, size_t content,
-                    Manifests *out)
+void parse_document(const YamlTree &tree, const std::shared_ptr<const std::string> &file, int line_offset,
+                    size_t content, Manifests *out)
 {
     Document doc(file, line_offset);
     Manifests objects;
@@ -551,6 +558,7 @@ public:
     void read(std::istream &in, const std::string &file)
     {
         file_ = file;
+        file_name_ = std::make_shared<const std::string>(file);
         std::string text, line;
         int line_no = 0, start = 0;
         while (std::getline(in, line)) {
@@ -643,7 +651,7 @@ private:
 
     struct Scanned {
         std::future<YamlScanPool::Batch> batch;
-        std::string file;
+        std::shared_ptr<const std::string> file;
     };
 
     // a document's key, and whether the cache knows it
@@ -665,7 +673,7 @@ private:
 
     void submit()
     {
-        scanned_.push_back({scanners_.submit(std::move(batch_), file_), file_});
+        scanned_.push_back({scanners_.submit(std::move(batch_), file_), file_name_});
         batch_ = YamlScanPool::Batch();
         batch_bytes_ = 0;
         if (scanned_.size() >= in_flight_) {
@@ -709,6 +717,7 @@ private:
     YamlScanPool::Batch batch_;
     size_t batch_bytes_ = 0;
     std::string file_;  // being read
+    std::shared_ptr<const std::string> file_name_;  // file_, for its objects' positions
 };
 
 // The files `path` names, in the order they are read: itself, or every

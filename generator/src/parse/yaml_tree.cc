@@ -165,7 +165,7 @@ YamlTree YamlTree::parse(const std::string &text, const std::string &file, int l
         YamlTreeBuilder builder(&tree);
         parser.HandleNextDocument(builder);
     } catch (const YAML::Exception &e) {
-        SourcePos p{file, line_offset + e.mark.line + 1, e.mark.column + 1};
+        SourcePos p{std::make_shared<const std::string>(file), line_offset + e.mark.line + 1, e.mark.column + 1};
         throw InputError(p.text() + ": invalid YAML: " + e.msg);
     }
     return tree;

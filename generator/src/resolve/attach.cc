@@ -7,7 +7,7 @@ namespace g2n {
 // Objects rejected at parse: a warning each, and a route's parents on
 // our Gateways say why (a policy reports through its own status, as
 // an invalid policy).
-void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
+void Resolver::rejected_statuses(std::vector<StatusList::Item> *route_statuses)
 {
     for (const RejectedObject &x : m_.rejected) {
         plan_->warnings.push_back(x.kind + " " + (x.meta.name.empty() ? "with an invalid name" : x.meta.key())
@@ -46,7 +46,7 @@ void Resolver::rejected_statuses(std::vector<ObjectStatus> *route_statuses)
             rs.conditions = {cond::route_unsupported(x.message)};
             st.refs.push_back(std::move(rs));
         }
-        if (!st.refs.empty()) route_statuses->push_back(std::move(st));
+        if (!st.refs.empty()) route_statuses->push_back(std::make_shared<const ObjectStatus>(std::move(st)));
     }
 }
 

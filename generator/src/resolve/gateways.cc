@@ -201,7 +201,7 @@ bool Resolver::namespace_admitted(const std::string &from, const LabelSelector &
     if (from == "Same") return ns == same;
     if (from != "Selector") return false;
     auto it = objects_.namespaces.find(ns);
-    if (it != objects_.namespaces.end()) return selector.matches(it->second->meta.labels);
+    if (it != objects_.namespaces.end()) return selector.matches(it->second->labels);
     return selector.matches({{"kubernetes.io/metadata.name", ns}});
 }
 

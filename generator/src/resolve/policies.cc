@@ -346,7 +346,7 @@ void policy_statuses(const PolicyIndex &index, Plan *plan, StatusList *statuses)
                 && ref.conditions[0].status == "True") {
                 ref.conditions[0] = cond::policy_insecure_not_allowed(gw, gtls::mode_name(p->mode));
             }
-            st.refs.push_back(ref);
+            st.refs.push_back(std::move(ref));
         }
         statuses->push_back(std::move(st));
     }

@@ -220,24 +220,35 @@ void Resolver::run()
     // every status is known up front: no vector doubling on the way
     statuses_.reserve(statuses_.size() + gateways_.size() + listener_sets_.size() + routes.size()
                             + m_.backend_tls_policies.size());
-    std::vector<ObjectStatus> route_statuses;
+    // each made where it ends: sorting a vector of them and moving them
+    // into the list held 10,000 twice at the peak
+    std::vector<StatusList::Item> route_statuses;
     route_statuses.reserve(routes.size());
     servers_.reserve(routes.size());
+    // an upstream a Service port, as nearly all are: at most one a
+    // backendRef and one a Service port
+    size_t backend_refs = 0, service_ports = 0;
+    for (const Route &r : m_.http_routes) {
+        for (const RouteRule &rule : r.rules) backend_refs += rule.backend_refs.size();
+    }
+    for (const Service &s : m_.services) service_ports += s.ports.size();
+    upstreams_.reserve(std::min(backend_refs, service_ports));
     claim_hostnames(routes);
     for (const Route *r : routes) {
-        route_statuses.push_back(attach_route(*r));
+        route_statuses.push_back(std::make_shared<const ObjectStatus>(attach_route(*r)));
     }
+    location_index_ = {};  // every rule is placed: 1.4 MB at 10,000 routes, freed before the peak
 
     rejected_statuses(&route_statuses);
 
     gateway_statuses();
     listener_set_statuses();
     std::sort(route_statuses.begin(), route_statuses.end(),
-              [](const ObjectStatus &a, const ObjectStatus &b) { return key_less(a.meta, b.meta); });
-    for (ObjectStatus &st : route_statuses) {
-        if (!st.refs.empty()) statuses_.push_back(std::move(st));
+              [](const StatusList::Item &a, const StatusList::Item &b) { return key_less(a->meta, b->meta); });
+    for (StatusList::Item &st : route_statuses) {
+        if (!st->refs.empty()) statuses_.push_back(std::move(st));
     }
-    route_statuses = std::vector<ObjectStatus>();  // moved out: free before the peak
+    route_statuses = std::vector<StatusList::Item>();
     policy_statuses(policies_, plan_, &statuses_);
     plan_->statuses = std::make_shared<const StatusList>(std::move(statuses_));
     isolate_listener_hostnames();

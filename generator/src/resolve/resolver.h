@@ -75,6 +75,13 @@ public:
         return {&list_[slot->second], added};
     }
 
+    // room for n: grown by doubling, 10,000 upstreams took room for 16,384
+    void reserve(size_t n)
+    {
+        list_.reserve(n);
+        position_.reserve(n);
+    }
+
     // all of them, sorted by name; the table is left empty
     std::vector<Upstream> take_sorted()
     {
@@ -154,7 +161,7 @@ private:
         std::set<std::pair<ListenerState *, std::string>> isolated;  // a more specific listener's
     };
     RouteHosts route_hosts(const Route &r, const ParentRef &ref, const Gateway &gw, const ListenerSet *set);
-    void rejected_statuses(std::vector<ObjectStatus> *route_statuses);
+    void rejected_statuses(std::vector<StatusList::Item> *route_statuses);
     ObjectStatus attach_route(const Route &r);
     std::vector<Condition> attach_to_gateway(const Route &r, const ParentRef &ref, const Gateway &gw,
                                              const ListenerSet *set, const std::string &unsupported);
