@@ -28,29 +28,10 @@ my $health_port = server_port() + 17;
 start_numbered_backends(2, $backend_port);
 start_kube_api($kube_port, '--bookmark-seconds', '1');
 
-# HTTPRoute ns/NAME on HOST: a PathPrefix rule to SERVICE:443 for each PATH
-sub route_yaml {
-    my ($name, $host, $service, @paths) = @_;
-    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: $service, port: 443}]\n" } @paths;
-    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
-         . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [\"$host\"]\n  rules:\n$rules";
-}
-# Service ns/NAME (its BackendTLSPolicy: the CA, abc.example.com) at 127.0.0.N
-sub service_yaml {
-    my ($name, $n) = @_;
-    return "apiVersion: v1\nkind: Service\nmetadata: {name: $name, namespace: ns}\nspec: {ports: [{name: https, port: 443}]}\n"
-         . "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-         . "metadata: {name: $name-abc, namespace: ns, labels: {kubernetes.io/service-name: $name}}\n"
-         . "ports: [{name: https, port: $backend_port}]\nendpoints: [{addresses: [\"127.0.0.$n\"]}]\n"
-         . "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: $name-tls, namespace: ns}\n"
-         . "spec:\n  targetRefs: [{group: \"\", kind: Service, name: $name}]\n"
-         . "  validation: {hostname: abc.example.com, caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]}\n";
-}
-
 kube_apply('base', kube_web_yaml());
 kube_apply('slice', kube_slice_yaml($backend_port, 1));
-kube_apply('a', route_yaml('a', 'a.test', 'web', '/a'));
-kube_apply('b', route_yaml('b', 'b.test', 'web', '/b'));
+kube_apply('a', kube_host_route_yaml('a', 'a.test', 'web', '/a'));
+kube_apply('b', kube_host_route_yaml('b', 'b.test', 'web', '/b'));
 
 my $log = "$dir/run.log";
 my $out = "$dir/out";
@@ -64,8 +45,7 @@ sub get {
     my ($code, $h, $body) = http_request($port, $path, $host);
     return "$code " . (($body // '') =~ /endpoint=(\S+)/ ? $1 : '-');
 }
-sub fetch { my $o = `curl -s http://127.0.0.1:$health_port/metrics`; return $o }
-sub metric { my ($re) = @_; my $m = fetch(); my $sum = 0; $sum += $1 while $m =~ /^$re (\S+)$/mg; return $sum }
+sub metric { run_metric($health_port, shift) }
 sub reloads { metric(qr/gateway2nginx_reloads_total\{reason="\w+"\}/) }
 sub route_updates { metric(qr/gateway2nginx_route_updates_total/) }
 sub jsonpath { my ($rc, $o) = kubectl('get', @_); return $rc == 0 ? $o : "(kubectl: $o)" }
@@ -88,11 +68,11 @@ is(ask_kept_alive($kept, $kept, 'b.test', '/b'), '200 -', 'a kept-alive connecti
 
 # each route change: applied alone, pushed, no reload, its status written
 my @changes = (
-    ['a route\'s rules changed', 'a', route_yaml('a', 'a.test', 'web', '/a2'),
+    ['a route\'s rules changed', 'a', kube_host_route_yaml('a', 'a.test', 'web', '/a2'),
      sub { get('a.test', '/a2') eq '200 127.0.0.1' && get('a.test', '/a') =~ /^404/ }, '2'],
-    ['a route added on a hostname new to the listener', 'c', route_yaml('c', 'c.test', 'web', '/c'),
+    ['a route added on a hostname new to the listener', 'c', kube_host_route_yaml('c', 'c.test', 'web', '/c'),
      sub { get('c.test', '/c') eq '200 127.0.0.1' }, '3'],
-    ['its hostname moved', 'c', route_yaml('c', 'd.test', 'web', '/c'),
+    ['its hostname moved', 'c', kube_host_route_yaml('c', 'd.test', 'web', '/c'),
      sub { get('d.test', '/c') eq '200 127.0.0.1' && get('c.test', '/c') =~ /^404/ }, '3'],
 );
 for my $change (@changes) {
@@ -121,14 +101,14 @@ is(ask_kept_alive($kept, $kept, 'a.test', '/a2'), '200 -', 'the connection kept 
 is(worker_pids($master), $workers, 'the same workers throughout');
 
 # a Service no route used: the whole way, a reload for the new backend
-kube_apply('other', service_yaml('other', 2));
-kube_apply('e', route_yaml('e', 'e.test', 'other', '/e'));
+kube_apply('other', kube_tls_service_yaml('other', 2, $backend_port));
+kube_apply('e', kube_host_route_yaml('e', 'e.test', 'other', '/e'));
 ok(wait_for(sub { get('e.test', '/e') eq '200 127.0.0.2' }, 30), 'a route to a Service new to nginx is served')
     or diag slurp($log);
 ok(count_in_log(qr{a route change applied the whole way: Service ns/other is not a backend of the plan}),
    'applied the whole way, said with why') or diag slurp($log);
 ok(wait_for(sub { metric(qr/gateway2nginx_reloads_total\{reason="backends"\}/) >= 1 }, 10), 'a reload counted for the backend')
-    or diag fetch();
+    or diag `curl -s http://127.0.0.1:$health_port/metrics`;
 is(get('a.test', '/a2'), '200 127.0.0.1', 'the other routes are served as before');
 
 kill "TERM", $run;

@@ -31,7 +31,7 @@ use Test::GatewayTLS::Blocks;
 # what the tests call, and @Test::GatewayTLS::TestEndpoints for those that
 # pass the generator's endpoints themselves
 our @TestEndpoints;
-our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin cert_pin
+our @EXPORT = qw(run_tests run_metric servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
                  status_port service_manifests plaintext_service_manifests tls_exchange slurp spit
@@ -42,7 +42,7 @@ our @EXPORT = qw(run_tests servroot certs_dir backend_port server_port spki_pin 
                  start_numbered_backends start_run start_gateway2nginx slow_app_manifests kustomize_deploy module_dir routes_from_all_namespaces
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
-                 kube_route_yaml rbac_check audit_requests start_slow_backend start_slow_reader track_child
+                 kube_route_yaml kube_host_route_yaml kube_tls_service_yaml rbac_check audit_requests start_slow_backend start_slow_reader track_child
                  certificate_sha256 presented_certificate ask_kept_alive open_kept_tls close_kept_tls certificate_names presented_certificates
                  unread_by_server connections_to conformance_has start_ready_server conformance_newer_route
                  conformance_drop_kind weighted_shares);

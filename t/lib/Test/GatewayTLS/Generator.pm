@@ -17,10 +17,20 @@ use Test::GatewayTLS::Nginx;
 
 our @EXPORT = qw(churn_lists endpoint_membership gateway_manifests kustomize_deploy
                 listener_set_yaml listener_sets_from_all_namespaces read_status
-                plaintext_service_manifests routes_from_all_namespaces run_generator serve_manifests service_manifests
+                plaintext_service_manifests routes_from_all_namespaces run_generator run_metric serve_manifests service_manifests
                 slow_app_manifests start_gateway2nginx start_run status_port stop_served
                 web_route_yaml);
 our @EXPORT_OK = qw(@TestEndpoints);
+
+# The sum of the samples whose name and labels RE matches, on the
+# /metrics of gateway2nginx run's --health-listen 127.0.0.1:PORT.
+sub run_metric {
+    my ($port, $re) = @_;
+    my $metrics = `curl -s http://127.0.0.1:$port/metrics`;
+    my $sum = 0;
+    $sum += $1 while $metrics =~ /^$re (\S+)$/mg;
+    return $sum;
+}
 
 # What the tests' gateway2nginx is told besides ARGS: their backends are on
 # loopback, which endpoints may point at only where the operator allows.

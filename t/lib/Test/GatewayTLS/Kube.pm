@@ -14,8 +14,8 @@ use Test::GatewayTLS::Env qw(:DEFAULT $Root $ServRoot _port_free);
 use Test::GatewayTLS::Nginx;
 use Test::GatewayTLS::Generator;
 
-our @EXPORT = qw(audit_requests kube_apply kube_route_yaml kube_slice_yaml kube_web_yaml kubeconfig
-                kubectl kubectl_missing rbac_check start_kube_api);
+our @EXPORT = qw(audit_requests kube_apply kube_host_route_yaml kube_route_yaml kube_slice_yaml kube_tls_service_yaml
+                kube_web_yaml kubeconfig kubectl kubectl_missing rbac_check start_kube_api);
 
 # t/lib/kube-apiserver-sim on 127.0.0.1:PORT over HTTPS (the ipemail
 # certificate: SAN 127.0.0.1), its objects kept in servroot/kube-api.json
@@ -103,6 +103,28 @@ sub kube_slice_yaml {
     return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
          . "metadata: {name: web-abc, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
          . "ports: [{name: https, port: $port}]\nendpoints: [{addresses: [$addresses]}]\n";
+}
+
+# HTTPRoute ns/NAME on ns/gw for HOST: a PathPrefix rule to SERVICE:443
+# for each PATH.
+sub kube_host_route_yaml {
+    my ($name, $host, $service, @paths) = @_;
+    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: $service, port: 443}]\n" } @paths;
+    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
+         . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [\"$host\"]\n  rules:\n$rules";
+}
+
+# Service ns/NAME, its endpoint 127.0.0.N:PORT, and its BackendTLSPolicy
+# (the CA of ConfigMap ca, abc.example.com).
+sub kube_tls_service_yaml {
+    my ($name, $n, $port) = @_;
+    return "apiVersion: v1\nkind: Service\nmetadata: {name: $name, namespace: ns}\nspec: {ports: [{name: https, port: 443}]}\n"
+         . "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+         . "metadata: {name: $name-abc, namespace: ns, labels: {kubernetes.io/service-name: $name}}\n"
+         . "ports: [{name: https, port: $port}]\nendpoints: [{addresses: [\"127.0.0.$n\"]}]\n"
+         . "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: $name-tls, namespace: ns}\n"
+         . "spec:\n  targetRefs: [{group: \"\", kind: Service, name: $name}]\n"
+         . "  validation: {hostname: abc.example.com, caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]}\n";
 }
 
 # HTTPRoute ns/r on ns/gw: a PathPrefix rule to web:443 for each PATH.
