@@ -125,10 +125,12 @@ void Applier::pushed_alone()
 // resolved again with the routes of those hostnames alone
 // (RouteChanges), their route table entries pushed and their statuses
 // offered, OUTDIR written later. False when the change needs the whole
-// pipeline, which then applies it.
+// pipeline, which then applies it. Spares holding backends are no bar:
+// a route that names a held backend finds it under no name of its own
+// in the plan, which sends the change the whole way.
 bool Applier::apply_route_changes(const ChangeSet &changes)
 {
-    if (routes_ == nullptr || !spares_.empty()) return false;
+    if (routes_ == nullptr) return false;
     std::vector<std::optional<Manifests>> now;
     if (!parse_alone(changes, &now)) return false;
     for (size_t i = 0; i < changes.objects.size(); i++) {

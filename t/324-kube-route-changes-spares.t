@@ -1,0 +1,81 @@
+# gateway2nginx run --kubeconfig --routes table --spare-backends 1
+# (issue 55): once a spare holds a backend new to nginx, route changes
+# that name no held backend are still applied alone (resolving only the
+# routes of the hostnames they touch), with no reload; one that names
+# the held backend goes the whole way, said with why, and the spare
+# keeps serving it, with no reload either.
+use lib 't/lib';
+use Test::GatewayTLS;
+use Test::More;
+
+if (my $why = kubectl_missing()) {
+    plan skip_all => $why;
+}
+plan 'no_plan';
+setup();
+my $dir = servroot();
+my $backend_port = server_port() + 1;
+my $offset = server_port() + 20 - 80;
+my $port = 80 + $offset;
+my $api_port = server_port() + 18;
+my $kube_port = server_port() + 21;
+my $health_port = server_port() + 17;
+
+start_numbered_backends(2, $backend_port);
+start_kube_api($kube_port, '--bookmark-seconds', '1');
+kube_apply('base', kube_web_yaml());
+kube_apply('slice', kube_slice_yaml($backend_port, 1));
+kube_apply('a', kube_host_route_yaml('a', 'a.test', 'web', '/a'));
+
+my $log = "$dir/run.log";
+my $out = "$dir/out";
+my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--start-nginx', '--routes', 'table',
+                    '--spare-backends', 1, '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
+                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                    '--debounce', '50', '--health-listen', "127.0.0.1:$health_port");
+sub get {
+    my ($host, $path) = @_;
+    my ($code, $h, $body) = http_request($port, $path, $host);
+    return "$code " . (($body // '') =~ /endpoint=(\S+)/ ? $1 : '-');
+}
+sub reloads { run_metric($health_port, qr/gateway2nginx_reloads_total\{reason="\w+"\}/) }
+sub route_updates { run_metric($health_port, qr/gateway2nginx_route_updates_total/) }
+
+ok(wait_for(sub { get('a.test', '/a') eq '200 127.0.0.1' }, 30), 'the route is served through the table')
+    or diag slurp($log);
+my $master = slurp("$out/nginx.pid") =~ s/\s+//r;
+my $workers = worker_pids($master);
+my $reloads = reloads();
+
+# a route to a Service new to nginx: the whole way, its backend held by the spare
+kube_apply('other', kube_tls_service_yaml('other', 2, $backend_port));
+kube_apply('e', kube_host_route_yaml('e', 'e.test', 'other', '/e'));
+ok(wait_for(sub { get('e.test', '/e') eq '200 127.0.0.2' }, 30), 'a route to a Service new to nginx is served')
+    or diag slurp($log);
+ok(wait_for(sub { count_in($log, qr/backend backend_ns_other_443 new to nginx: held by spare gateway2nginx_spare_tls_0/) }, 5),
+   'its backend is held by the spare') or diag slurp($log);
+is(reloads(), $reloads, 'no reload');
+
+# with the spare holding it, a change of another route is applied alone
+my $updates = route_updates();
+kube_apply('a', kube_host_route_yaml('a', 'a.test', 'web', '/a2'));
+ok(wait_for(sub { get('a.test', '/a2') eq '200 127.0.0.1' && get('a.test', '/a') =~ /^404/ }, 15),
+   'another route\'s rules changed: served') or diag slurp($log);
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slurp($log);
+kube_apply('f', kube_host_route_yaml('f', 'f.test', 'web', '/f'));
+ok(wait_for(sub { get('f.test', '/f') eq '200 127.0.0.1' }, 15), 'a route on a new hostname: served') or diag slurp($log);
+ok(wait_for(sub { route_updates() > $updates + 1 }, 5), 'applied alone') or diag slurp($log);
+is(get('e.test', '/e'), '200 127.0.0.2', 'the held backend is served as before');
+
+# a change of the route that names the held backend: the whole way
+my $whole = count_in($log, qr/a route change applied the whole way/);
+kube_apply('e', kube_host_route_yaml('e', 'e.test', 'other', '/e2'));
+ok(wait_for(sub { get('e.test', '/e2') eq '200 127.0.0.2' && get('e.test', '/e') =~ /^404/ }, 15),
+   'the route naming the held backend changed: served by the spare') or diag slurp($log);
+ok(wait_for(sub { count_in($log, qr/a route change applied the whole way/) > $whole }, 5), 'applied the whole way, said')
+    or diag slurp($log);
+is(reloads(), $reloads, 'no reload throughout');
+is(worker_pids($master), $workers, 'the same workers throughout');
+
+kill "TERM", $run;
+waitpid($run, 0);
