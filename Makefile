@@ -252,12 +252,12 @@ test: deps
 # debootstrap chroot of it under build/debian/RELEASE (.ci/debian-chroot),
 # in a network namespace of its own (two releases' suites run side by side).
 # The suite there (TESTS=t/) is t/ but the tests of gateway2nginx against
-# the API server simulation (t/323, t/370-t/375, t/380: the API client,
+# the API server simulation (t/323, t/324, t/370-t/375, t/380: the API client,
 # leases, status writes, route changes applied alone, whatever nginx
 # serves) and t/402 (t/401's replay through gateway2nginx run), which this
 # machine's suite runs.
 RELEASE ?= trixie
-DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/323-% t/370-% t/372-% t/374-% t/375-% t/380-% t/402-%,\
+DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/323-% t/324-% t/370-% t/372-% t/374-% t/375-% t/380-% t/402-%,\
   $(sort $(wildcard t/*.t))),$(TESTS))
 test-debian:
 	.ci/debian-chroot $(RELEASE) deps
