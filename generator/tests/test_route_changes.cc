@@ -5,10 +5,12 @@
 // change reaches past its hostnames.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 
 #include "apply/upstream_api.h"
@@ -85,8 +87,8 @@ spec:
 
 // A random HTTPRoute NAME in NS: hostnames of a few (now and then a
 // wildcard or none), parents among the listeners, rules to Services of
-// its namespace or t1's (s3 rarely: new to nginx)
-std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::string &name, int created)
+// its namespace or t1's (s3 one backendRef in S3_ONE_IN: new to nginx)
+std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::string &name, int created, int s3_one_in = 12)
 {
     auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
     const char *hosts[] = {"a.example.com", "b.example.com", "c.example.com", "d.other.org"};
@@ -111,7 +113,7 @@ std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::s
         yaml += std::string("  - matches: [{path: {type: ") + (pick(4) == 0 ? "Exact" : "PathPrefix") + ", value: "
                 + paths[pick(4)] + "}}]\n    backendRefs: [";
         for (int b = 0, refs = 1 + pick(2); b < refs; b++) {
-            const std::string service = "s" + std::to_string(pick(12) == 0 ? 3 : pick(3));
+            const std::string service = "s" + std::to_string(pick(s3_one_in) == 0 ? 3 : pick(3));
             yaml += std::string(b ? ", " : "") + "{name: " + service + ", port: 80"
                     + (pick(3) == 0 ? ", namespace: t1" : "") + "}";
         }
@@ -130,18 +132,41 @@ Rendered rendered(const Plan &plan, const Options &o)
             render_nginx_conf(plan, o), render_stream_conf(plan, o)};
 }
 
-}  // namespace
+struct Tally {
+    int fast = 0, resolved = 0, hostnames_moved = 0, unchanged_named = 0;
+    int fast_while_held = 0;  // spliced while spares held backends
+};
 
-BOOST_AUTO_TEST_SUITE(route_changes)
+// Routes no round changes, naming s0, s1 and s2 of both namespaces: only
+// s3 is ever new to nginx
+std::string every_service_routes_yaml()
+{
+    std::string yaml;
+    for (const char *ns : {"t1", "t2"}) {
+        yaml += std::string("---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: every, namespace: ")
+                + ns + "}\nspec:\n  parentRefs: [{name: other, namespace: ns}]\n  hostnames: [every." + ns
+                + ".org]\n  rules:\n  - backendRefs: [{name: s0, port: 80}, {name: s1, port: 80}, {name: s2, port: 80}]\n";
+    }
+    return yaml;
+}
 
-BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
+// ROUNDS random route changes, each applied alone where RouteChanges
+// can, compared with the whole way; SPARES: --spare-backends, whose
+// spares the whole way gives backends new to nginx as gateway2nginx
+// run does (hold_in_spares), in a world where s3 alone is new
+Tally splice_rounds(int rounds, int spares, unsigned seed)
 {
     Options o;
     o.routes = "table";
     o.upstream_api = "127.0.0.1:9114";
-    const std::string base = world_yaml();
+    o.spare_backends = spares;
+    Tally tally;
+    const std::string base = world_yaml() + (spares > 0 ? every_service_routes_yaml() : "");
+    // held by a spare, s3 sends every change whose hostnames reach it the
+    // whole way: rarer, for changes beside it
+    const int s3_one_in = spares > 0 ? 60 : 12;
     std::map<std::string, std::string> routes;  // what the API holds, by "ns/name"
-    std::mt19937 random(20261130);
+    std::mt19937 random(seed);
     auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
     auto all_yaml = [&] {
         std::string yaml = base;
@@ -151,14 +176,26 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
     int created = 0;
     for (int i = 0; i < 10; i++) {
         const std::string ns = i % 2 ? "t2" : "t1", name = "r" + std::to_string(i);
-        routes[ns + "/" + name] = route_yaml(random, ns, name, created++ % 60);
+        std::string yaml = route_yaml(random, ns, name, created++ % 60, s3_one_in);
+        // with spares, s3 is new to the nginx the first plan starts
+        while (spares > 0 && yaml.find("name: s3") != std::string::npos) yaml = route_yaml(random, ns, name, created, s3_one_in);
+        routes[ns + "/" + name] = yaml;
     }
 
-    // what the whole way makes: resolved, the backends nginx runs kept
+    // what the whole way makes: resolved, the backends nginx runs kept,
+    // those new to it held by spares (not at the start: nginx runs none)
     Plan plan;
-    auto whole = [&](const Plan &running, ResolveReads *reads) {
+    SpareAssignment held;
+    auto whole = [&](const Plan &running, ResolveReads *reads, SpareAssignment *assigned) {
         Plan p = resolve(parse(all_yaml()), o, reads);
         retain_upstreams(&p, running.upstreams);
+        if (!running.upstreams.empty() && spares > 0) {
+            std::set<std::string> names;
+            for (const Upstream &u : running.upstreams) {
+                if (u.tenant != kSpareTenant) names.insert(u.name);
+            }
+            *assigned = assign_spares(&p, names, held);
+        }
         return p;
     };
     std::unique_ptr<Manifests> read;
@@ -167,15 +204,14 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
         index.reset();
         read = std::make_unique<Manifests>(parse(all_yaml()));
         ResolveReads reads;
-        plan = whole(plan, &reads);
+        SpareAssignment assigned;
+        plan = whole(plan, &reads, &assigned);
+        held = std::move(assigned);
         index = std::make_unique<RouteChanges>(*read, plan, o, reads);
         BOOST_TEST_REQUIRE(index->usable());
     };
     make_index();
 
-    int fast = 0, resolved = 0, hostnames_moved = 0, unchanged_named = 0;
-    // (fewer under valgrind: make test-valgrind sets GTLS_PROPERTY_ROUNDS)
-    const int rounds = std::getenv("GTLS_PROPERTY_ROUNDS") ? std::atoi(std::getenv("GTLS_PROPERTY_ROUNDS")) : 300;
     for (int round = 0; round < rounds; round++) {
         const std::string ns = pick(2) ? "t2" : "t1", name = "r" + std::to_string(pick(14));
         const std::string key = ns + "/" + name;
@@ -183,7 +219,7 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
             routes.erase(key);
             index->route_changed("HTTPRoute " + key, nullptr);
         } else {
-            routes[key] = route_yaml(random, ns, name, created++ % 60);
+            routes[key] = route_yaml(random, ns, name, created++ % 60, s3_one_in);
             const Manifests one = parse(routes[key]);
             BOOST_TEST_REQUIRE(one.http_routes.size() == 1u);
             index->route_changed("HTTPRoute " + key, &one.http_routes[0]);
@@ -193,12 +229,15 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
         BOOST_TEST_CONTEXT("round " << round << ": " << key << "\n" << update.needs_resolve << "\n" << all_yaml())
         {
             if (!update.needs_resolve.empty()) {
-                resolved++;
+                tally.resolved++;
                 make_index();
                 continue;
             }
-            fast++;
-            const Plan want = whole(running, nullptr);
+            tally.fast++;
+            if (!held.empty()) tally.fast_while_held++;
+            SpareAssignment assigned;
+            const Plan want = whole(running, nullptr, &assigned);
+            BOOST_TEST((assigned == held), "the spares hold what they held");
             const Rendered got = rendered(plan, o), wanted = rendered(want, o);
             BOOST_TEST(got.http == wanted.http);
             BOOST_TEST(got.tables == wanted.tables);
@@ -216,7 +255,7 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
             for (const auto &[entry, json] : entries.routes) {
                 BOOST_TEST((after.routes.count(entry) ? after.routes.at(entry) : "null") == json, entry);
             }
-            if (update.replaced.size() != update.servers.size()) hostnames_moved++;
+            if (update.replaced.size() != update.servers.size()) tally.hostnames_moved++;
             // a status said unchanged is the one at that position before, and
             // every other is named new
             BOOST_TEST_REQUIRE(update.status_from.size() == plan.statuses->size());
@@ -233,18 +272,47 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
                     BOOST_TEST(key(was) == key(st));
                     BOOST_TEST(json(was) == json(st), key(st));
                 } else if (then.count(key(st)) && then[key(st)] == json(st)) {
-                    unchanged_named++;
+                    tally.unchanged_named++;
                 }
             }
         }
     }
+    BOOST_TEST_MESSAGE(tally.fast << " spliced (" << tally.fast_while_held << " while spares held backends), "
+                       << tally.resolved << " resolved, " << tally.hostnames_moved << " moved a hostname");
+    return tally;
+}
+
+// (fewer under valgrind: make test-valgrind sets GTLS_PROPERTY_ROUNDS)
+int property_rounds()
+{
+    return std::getenv("GTLS_PROPERTY_ROUNDS") ? std::atoi(std::getenv("GTLS_PROPERTY_ROUNDS")) : 300;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(route_changes)
+
+BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
+{
+    const int rounds = property_rounds();
+    const Tally t = splice_rounds(rounds, 0, 20261130);
     // both ways were taken, often
-    BOOST_TEST_MESSAGE(fast << " spliced, " << resolved << " resolved, " << hostnames_moved << " moved a hostname");
-    BOOST_TEST(fast > rounds / 2);
-    BOOST_TEST(resolved > rounds / 6);
-    BOOST_TEST(hostnames_moved > rounds / 30);
+    BOOST_TEST(t.fast > rounds / 2);
+    BOOST_TEST(t.resolved > rounds / 6);
+    BOOST_TEST(t.hostnames_moved > rounds / 30);
     // the routes resolved again whose status is as it was are not named
-    BOOST_TEST(unchanged_named == 0);
+    BOOST_TEST(t.unchanged_named == 0);
+}
+
+// Spares holding backends new to nginx: a change that names none of them
+// is spliced as before, the spares holding what they held
+BOOST_AUTO_TEST_CASE(route_changes_splice_while_spares_hold_backends)
+{
+    const int rounds = property_rounds();
+    const Tally t = splice_rounds(rounds, 2, 20261201);
+    BOOST_TEST(t.fast_while_held >= std::max(1, rounds / 40));
+    BOOST_TEST(t.resolved > rounds / 6);
+    BOOST_TEST(t.unchanged_named == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
