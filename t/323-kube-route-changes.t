@@ -6,7 +6,8 @@
 # route table with no reload (the same workers, a kept-alive connection
 # answered throughout), its status and the listener's attachedRoutes
 # written back. A route to a Service no route used before goes the whole
-# way (said, with why) and reloads, the reason counted.
+# way (said, with why) and reloads, the reason counted; deleting the last
+# route to a Service of no BackendTLSPolicy is applied alone.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -25,7 +26,9 @@ my $api_port = server_port() + 18;
 my $kube_port = server_port() + 21;
 my $health_port = server_port() + 17;
 
+my $plain_port = server_port() + 23;
 start_numbered_backends(2, $backend_port);
+start_slow_backend('127.0.0.1', $plain_port, "$dir/accepted");  # plaintext: "fast"
 start_kube_api($kube_port, '--bookmark-seconds', '1');
 
 kube_apply('base', kube_web_yaml());
@@ -109,6 +112,23 @@ ok(count_in_log(qr{a route change applied the whole way: Service ns/other is not
    'applied the whole way, said with why') or diag slurp($log);
 ok(wait_for(sub { metric(qr/gateway2nginx_reloads_total\{reason="backends"\}/) >= 1 }, 10), 'a reload counted for the backend')
     or diag `curl -s http://127.0.0.1:$health_port/metrics`;
+is(get('a.test', '/a2'), '200 127.0.0.1', 'the other routes are served as before');
+
+# the last route to a Service of no policy deleted: applied alone (no
+# policy's ancestors change), its backend kept until a reload
+kube_apply('plain', plaintext_service_manifests('plain', 'http', 443, $plain_port)
+                    . "---\n" . kube_host_route_yaml('p', 'p.test', 'plain', '/p'));
+ok(wait_for(sub { ((http_request($port, '/p', 'p.test'))[2] // '') eq 'fast' }, 30),
+   'a route to a plaintext Service is served') or diag slurp($log);
+$reloads = reloads();
+$workers = worker_pids($master);
+$updates = route_updates();
+($rc, $said) = kubectl('delete', 'httproute', 'p', '-n', 'ns');
+is($rc, 0, 'kubectl delete httproute p') or diag $said;
+ok(wait_for(sub { get('p.test', '/p') =~ /^404/ }, 15), 'the last route to the Service deleted: no longer served');
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slurp($log);
+is(reloads(), $reloads, 'no reload');
+is(worker_pids($master), $workers, 'the same workers');
 is(get('a.test', '/a2'), '200 127.0.0.1', 'the other routes are served as before');
 
 kill "TERM", $run;

@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
     const Tally t = splice_rounds(rounds, 0, 20261130);
     // both ways were taken, often
     BOOST_TEST(t.fast > rounds / 2);
-    BOOST_TEST(t.resolved > rounds / 6);
+    BOOST_TEST(t.resolved > rounds / 10);
     BOOST_TEST(t.hostnames_moved > rounds / 30);
     // the routes resolved again whose status is as it was are not named
     BOOST_TEST(t.unchanged_named == 0);

@@ -398,16 +398,21 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         out.needs_resolve = std::move(why);
         return out;
     };
-    // every Service port a Gateway's routes reached, they still reach
-    // (and no other): the policies' ancestors and the upstreams (their CA
-    // bundles) stay as they are
-    std::map<std::string, long> reached;
+    // every Service port with a BackendTLSPolicy a Gateway's routes
+    // reached, they still reach (and no other): the policies' ancestors
+    // and their CA bundles stay as they are. One of no policy reached
+    // now or no longer changes no status: its upstream is the plan's
+    // (below), kept while no route names it as the whole way keeps it
+    std::map<std::string, long> reached;  // "ns/name:port gateway"
     for (const auto &[key, n] : read_was.reached) reached[key] -= n;
     for (const auto &[key, n] : read_is.reached) reached[key] += n;
     for (auto &[key, delta] : reached) {
         auto it = reached_.find(key);
         const long before = it == reached_.end() ? 0 : it->second;
-        if ((before > 0) != (before + delta > 0)) return fail("it changes which Gateways reach " + key.substr(0, key.find(' ')));
+        const std::string service = key.substr(0, key.find(':'));
+        if ((before > 0) != (before + delta > 0) && policies_of_.count(service)) {
+            return fail("it changes which Gateways reach " + key.substr(0, key.find(' ')));
+        }
         delta += before;
     }
     // (a CA bundle is written while a route reaches its policy: the
