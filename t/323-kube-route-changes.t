@@ -103,12 +103,13 @@ ok(wait_for(sub { attached() eq '2' }, 15), 'the listener counts the routes left
 is(ask_kept_alive($kept, $kept, 'a.test', '/a2'), '200 -', 'the connection kept alive since before the changes is answered');
 is(worker_pids($master), $workers, 'the same workers throughout');
 
-# a Service no route used: the whole way, a reload for the new backend
+# a Service no route used, of a BackendTLSPolicy (whose ancestors change):
+# the whole way, a reload for the new backend (no spares)
 kube_apply('other', kube_tls_service_yaml('other', 2, $backend_port));
 kube_apply('e', kube_host_route_yaml('e', 'e.test', 'other', '/e'));
 ok(wait_for(sub { get('e.test', '/e') eq '200 127.0.0.2' }, 30), 'a route to a Service new to nginx is served')
     or diag slurp($log);
-ok(count_in_log(qr{a route change applied the whole way: Service ns/other is not a backend of the plan}),
+ok(count_in_log(qr{a route change applied the whole way: it changes which Gateways reach ns/other:https}),
    'applied the whole way, said with why') or diag slurp($log);
 ok(wait_for(sub { metric(qr/gateway2nginx_reloads_total\{reason="backends"\}/) >= 1 }, 10), 'a reload counted for the backend')
     or diag `curl -s http://127.0.0.1:$health_port/metrics`;

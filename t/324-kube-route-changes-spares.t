@@ -3,7 +3,10 @@
 # that name no held backend are still applied alone (resolving only the
 # routes of the hostnames they touch), with no reload; one that names
 # the held backend goes the whole way, said with why, and the spare
-# keeps serving it, with no reload either.
+# keeps serving it, with no reload either. A route to a plaintext
+# Service new to nginx is applied alone too: its backend put in the free
+# plaintext spare's place, whose servers then follow the Service's
+# EndpointSlice.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -20,8 +23,10 @@ my $port = 80 + $offset;
 my $api_port = server_port() + 18;
 my $kube_port = server_port() + 21;
 my $health_port = server_port() + 17;
+my $plain_port = server_port() + 23;
 
 start_numbered_backends(2, $backend_port);
+start_slow_backend('127.0.0.1', $plain_port, "$dir/accepted");  # plaintext: "fast"
 start_kube_api($kube_port, '--bookmark-seconds', '1');
 kube_apply('base', kube_web_yaml());
 kube_apply('slice', kube_slice_yaml($backend_port, 1));
@@ -74,6 +79,25 @@ ok(wait_for(sub { get('e.test', '/e2') eq '200 127.0.0.2' && get('e.test', '/e')
    'the route naming the held backend changed: served by the spare') or diag slurp($log);
 ok(wait_for(sub { count_in($log, qr/a route change applied the whole way/) > $whole }, 5), 'applied the whole way, said')
     or diag slurp($log);
+
+# a route to a plaintext Service new to nginx: applied alone, in the plaintext spare's place
+sub plain { my (undef, undef, $body) = http_request($port, '/p', 'p.test'); return $body // '' }
+$updates = route_updates();
+kube_apply('plain', plaintext_service_manifests('plain', 'http', 443, $plain_port));
+kube_apply('p', kube_host_route_yaml('p', 'p.test', 'plain', '/p'));
+ok(wait_for(sub { plain() eq 'fast' }, 15), 'a route to a plaintext Service new to nginx is served') or diag slurp($log);
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slurp($log);
+ok(count_in($log, qr/backend backend_ns_plain_443 new to nginx: held by spare gateway2nginx_spare_plain_0/),
+   'its backend is held by the plaintext spare') or diag slurp($log);
+# its endpoint moved to a port nothing listens on, and back: pushed to the spare
+my $closed = server_port() + 24;
+kube_apply('plain-slice', plaintext_service_manifests('plain', 'http', 443, $closed));
+ok(wait_for(sub { (http_request($port, '/p', 'p.test'))[0] == 502 }, 15), 'its EndpointSlice changed: the spare follows it')
+    or diag slurp($log);
+kube_apply('plain-slice', plaintext_service_manifests('plain', 'http', 443, $plain_port));
+ok(wait_for(sub { plain() eq 'fast' }, 15), 'and back') or diag slurp($log);
+is(get('e.test', '/e2'), '200 127.0.0.2', 'the TLS spare serves as before');
+
 is(reloads(), $reloads, 'no reload throughout');
 is(worker_pids($master), $workers, 'the same workers throughout');
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <set>
 
 #include "plan/upstreams.h"
 
@@ -27,6 +28,23 @@ std::set<std::string> named_by_locations(const Plan &plan)
     return names;
 }
 
+void rename_in_tables(Plan *plan, const std::string &from, const std::string &to)
+{
+    for (Server &s : plan->servers) {
+        if (s.in_table()) rename_backend(&s.table_json, from, to);
+    }
+}
+
+}  // namespace
+
+void rename_backend(std::string *table_json, const std::string &from, const std::string &to)
+{
+    const std::string was = "\"backend\":\"" + from + "\"", now = "\"backend\":\"" + to + "\"";
+    for (size_t at = table_json->find(was); at != std::string::npos; at = table_json->find(was, at + now.size())) {
+        table_json->replace(at, was.size(), now);
+    }
+}
+
 bool spare_can_hold(const Upstream &u, const Upstream &spare)
 {
     if (u.tls() != spare.tls() || !api_replaceable(u)) return false;
@@ -35,8 +53,6 @@ bool spare_can_hold(const Upstream &u, const Upstream &spare)
     return u.policy->mode == spare.policy->mode && trust_replaceable(*u.policy);
 }
 
-// `spare` holding `u`: u's servers, Service and policy under the spare's
-// name, its zone and policy name
 Upstream holding(const Upstream &u, const Upstream &spare)
 {
     Upstream held = u;
@@ -54,18 +70,17 @@ Upstream holding(const Upstream &u, const Upstream &spare)
     return held;
 }
 
-void rename_in_tables(Plan *plan, const std::string &from, const std::string &to)
+std::map<std::string, size_t> free_spares(const Plan &plan, const SpareAssignment &held)
 {
-    const std::string was = "\"backend\":\"" + from + "\"", now = "\"backend\":\"" + to + "\"";
-    for (Server &s : plan->servers) {
-        if (!s.in_table()) continue;
-        for (size_t at = s.table_json.find(was); at != std::string::npos; at = s.table_json.find(was, at + now.size())) {
-            s.table_json.replace(at, was.size(), now);
-        }
+    std::set<std::string> holding;
+    for (const auto &[upstream, spare] : held) holding.insert(spare);
+    std::map<std::string, size_t> spares;
+    for (size_t i = 0; i < plan.upstreams.size(); i++) {
+        const Upstream &u = plan.upstreams[i];
+        if (u.tenant == kSpareTenant && !holding.count(u.name)) spares.emplace(u.name, i);
     }
+    return spares;
 }
-
-}  // namespace
 
 SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept)
 {

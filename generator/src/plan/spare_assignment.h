@@ -15,6 +15,19 @@ namespace g2n {
 // Upstream name -> the spare upstream that holds it.
 using SpareAssignment = std::map<std::string, std::string>;
 
+// Whether `spare` can hold `u`: of its kind (TLS or plaintext), servers
+// the API replaces, a policy the API can set (strict, a CA or pins)
+bool spare_can_hold(const Upstream &u, const Upstream &spare);
+// `spare` holding `u`: u's servers, Service and policy under the spare's
+// name, its zone and policy name
+Upstream holding(const Upstream &u, const Upstream &spare);
+// A server's route table rules (Server::table_json) naming backend `to`
+// where they named `from`
+void rename_backend(std::string *table_json, const std::string &from, const std::string &to);
+// The free spares of `plan` (those no upstream of `held` is in), by name:
+// the order assign_spares gives them in
+std::map<std::string, size_t> free_spares(const Plan &plan, const SpareAssignment &held);
+
 // In `plan`, as resolve made it (--routes table, spares rendered): each
 // upstream `running` (the upstream names of the configuration nginx runs)
 // has not, or that `kept` gives a spare already, put in a free spare's

@@ -145,14 +145,9 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
         if (!routes_.view(key, r)) usable_ = false;
         index_route(key, r, true);
     }
-    std::set<std::string> used;
-    for (size_t i = 0; i < plan.upstreams.size(); i++) {
-        const Upstream &u = plan.upstreams[i];
-        upstream_at_.emplace(u.name, i);
-        if (!u.service.empty()) used.insert(u.service);
-    }
+    for (size_t i = 0; i < plan.upstreams.size(); i++) upstream_at_.emplace(plan.upstreams[i].name, i);
     for (const Service &s : m.services) {
-        if (used.count(s.meta.key()) && !services_.view(s.meta.key(), s)) usable_ = false;
+        if (!services_.view(s.meta.key(), s)) usable_ = false;
     }
     for (const EndpointSlice &es : m.endpoint_slices) {
         const std::string service = es.meta.namespace_ + "/" + es.service_name;
@@ -258,6 +253,15 @@ void RouteChanges::route_changed(const std::string &key, const Route *route)
     }
 }
 
+std::vector<const EndpointSlice *> RouteChanges::slices_of(const std::string &service) const
+{
+    std::vector<const EndpointSlice *> slices;
+    if (auto it = slices_of_.find(service); it != slices_of_.end()) {
+        for (const std::string &key : it->second) slices.push_back(slices_.find(key));
+    }
+    return slices;
+}
+
 const Route *RouteChanges::route_now(const std::string &key) const
 {
     auto it = pending_.find(key);
@@ -266,9 +270,8 @@ const Route *RouteChanges::route_now(const std::string &key) const
 }
 
 // The objects the routes of `keys` are resolved with: as they were (kept)
-// or, `now`, with the routes changed since; "" in *why, or what they
-// reach that is not kept (a Service no upstream of the plan uses).
-Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool now, std::string *why) const
+// or, `now`, with the routes changed since.
+Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool now) const
 {
     Manifests sub = base_;
     sub.server_timestamps = server_timestamps_;
@@ -281,10 +284,7 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool no
     }
     for (const std::string &key : services) {
         const Service *s = services_.find(key);
-        if (s == nullptr) {
-            *why = "Service " + key + " is not a backend of the plan";
-            return sub;
-        }
+        if (s == nullptr) continue;  // none: BackendNotFound, as the whole way says
         sub.services.push_back(*s);
         if (auto it = slices_of_.find(key); it != slices_of_.end()) {
             for (const std::string &slice : it->second) sub.endpoint_slices.push_back(*slices_.find(slice));
@@ -304,14 +304,14 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool no
     return sub;
 }
 
-RouteChanges::Update RouteChanges::update(Plan *plan)
+RouteChanges::Update RouteChanges::update(Plan *plan, SpareAssignment *spares, const SpareRoom &room)
 {
-    Update out = update_pending(plan);
+    Update out = update_pending(plan, spares, room);
     pending_.clear();
     return out;
 }
 
-RouteChanges::Update RouteChanges::update_pending(Plan *plan)
+RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *spares, const SpareRoom &room)
 {
     Update out;
     if (pending_.empty()) return out;
@@ -371,18 +371,15 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan)
         if (keys.size() > 64 && keys.size() * 4 > routes_.size()) return fail("it touches a quarter of the routes");
     }
 
-    std::string why;
-    const Manifests before = sub_manifests(keys, false, &why);
-    if (!why.empty()) return fail(why);
-    const Manifests after = sub_manifests(keys, true, &why);
-    if (!why.empty()) return fail(why);
+    const Manifests before = sub_manifests(keys, false);
+    const Manifests after = sub_manifests(keys, true);
     ResolveReads read_before, read_after;
     Plan was = resolve(before, options_, &read_before);
     Plan is = resolve(after, options_, &read_after);
     for (const auto &[key, readers] : read_after.readers) {
         if (!reads_.count(key)) return fail("it refers to " + key + ", which the plan does not read");
     }
-    return splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan);
+    return splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
 }
 
 // `was` and `is`: the routes `keys` of `hosts` resolved as they were and
@@ -391,7 +388,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan)
 // statuses and the listeners' attachedRoutes.
 RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads &read_was, const ResolveReads &read_is,
                                           const std::set<std::string> &hosts, const std::set<std::string> &keys,
-                                          Plan *plan)
+                                          Plan *plan, SpareAssignment *spares, const SpareRoom &room)
 {
     Update out;
     auto fail = [&](std::string why) {
@@ -490,14 +487,35 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         return fail("it changes the servers of other hostnames");
     }
 
-    // backends nginx runs, as it runs them
+    // backends nginx runs, as it runs them; one new to it (as the routes
+    // are now) in a free spare's place, as assign_spares would put it
+    std::vector<const Upstream *> new_backends;
     for (const Plan *p : {&was, &is}) {
         for (const Upstream &u : p->upstreams) {
             if (u.tenant == kSpareTenant) continue;
             auto at = upstream_at_.find(u.name);
+            if (at == upstream_at_.end() && p == &is && spares != nullptr && !spares->count(u.name)) {
+                new_backends.push_back(&u);
+                continue;
+            }
             if (at == upstream_at_.end()) return fail("backend " + u.name + " is new to nginx");
             if (!same_upstream(plan->upstreams[at->second], u)) return fail("it changes backend " + u.name);
         }
+    }
+    std::vector<std::pair<size_t, const Upstream *>> to_hold;  // spare position, backend
+    if (!new_backends.empty()) {
+        std::map<std::string, size_t> free = free_spares(*plan, *spares);
+        std::vector<std::pair<const Upstream *, Upstream>> swaps;
+        for (const Upstream *u : new_backends) {
+            auto spare = std::find_if(free.begin(), free.end(),
+                                      [&](const auto &s) { return spare_can_hold(*u, plan->upstreams[s.second]); });
+            if (spare == free.end()) return fail("backend " + u->name + " is new to nginx, and no spare can hold it");
+            const Upstream &was_spare = plan->upstreams[spare->second];
+            swaps.emplace_back(&was_spare, holding(*u, was_spare));
+            to_hold.emplace_back(spare->second, u);
+            free.erase(spare);
+        }
+        if (!room || !room(swaps)) return fail("a spare holding a backend new to nginx changes the servers' room");
     }
 
     // the servers of the hostnames replaced, in the plan's order
@@ -506,6 +524,14 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     for (Server &s : plan->servers) (of_hosts(s) ? out.replaced : kept).push_back(std::move(s));
     for (Server &s : is.servers) {
         if (of_hosts(s)) added.push_back(std::move(s));
+    }
+    // the backends new to nginx, in the spares' places: their rules name the spares
+    for (const auto &[index, u] : to_hold) {
+        Upstream &spare = plan->upstreams[index];
+        for (Server &s : added) rename_backend(&s.table_json, u->name, spare.name);
+        (*spares)[u->name] = spare.name;
+        out.held.push_back({index, spare, u->name, services_.find(u->service), slices_of(u->service)});
+        spare = holding(*u, spare);
     }
     plan->servers.clear();
     std::merge(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()),

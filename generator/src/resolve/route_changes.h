@@ -12,6 +12,7 @@
 // routes reach: what differs between the two is what the change does.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "plan/spare_assignment.h"
 #include "resolve/kept_objects.h"
 #include "resolve/resolve.h"
 
@@ -59,16 +61,35 @@ public:
         // for each of *plan's statuses, its position in the plan's before,
         // unchanged, or -1: new or changed
         std::vector<int64_t> status_from;
+        // backends new to nginx now held by spares: the spare's position
+        // in plan->upstreams and what it was, the backend's name, its
+        // Service and slices
+        struct Held {
+            size_t index;
+            Upstream spare;
+            std::string upstream;
+            const Service *service;
+            std::vector<const EndpointSlice *> slices;
+        };
+        std::vector<Held> held;
     };
+    // Whether spares holding backends (each: the spare, as it is and as
+    // it would be) leave the configuration's room as it is
+    using SpareRoom = std::function<bool(const std::vector<std::pair<const Upstream *, Upstream>> &)>;
     // Every route_changed() since the last update(), applied to *plan.
-    Update update(Plan *plan);
+    // With `spares` (--spare-backends: what they hold, kept up to date),
+    // a backend new to nginx is put in a free spare's place as the whole
+    // way's assign_spares would, where `room` says it fits.
+    Update update(Plan *plan, SpareAssignment *spares = nullptr, const SpareRoom &room = {});
 
 private:
-    Update update_pending(Plan *plan);
-    Manifests sub_manifests(const std::set<std::string> &routes, bool now, std::string *why) const;
+    Update update_pending(Plan *plan, SpareAssignment *spares, const SpareRoom &room);
+    Manifests sub_manifests(const std::set<std::string> &routes, bool now) const;
     Update splice(Plan was, Plan is, const ResolveReads &read_was, const ResolveReads &read_is,
-                  const std::set<std::string> &hosts, const std::set<std::string> &routes, Plan *plan);
+                  const std::set<std::string> &hosts, const std::set<std::string> &routes, Plan *plan,
+                  SpareAssignment *spares, const SpareRoom &room);
     const Route *route_now(const std::string &key) const;
+    std::vector<const EndpointSlice *> slices_of(const std::string &service) const;
     void index_route(const std::string &key, const Route &r, bool add);
 
     bool usable_ = true;
@@ -79,7 +100,7 @@ private:
     Manifests base_;  // Namespaces, GatewayClasses, Gateways, ListenerSets, ReferenceGrants: copies
     bool server_timestamps_ = false;
     KeptObjects<Route> routes_;  // HTTPRoutes and GRPCRoutes, by route_key()
-    KeptObjects<Service> services_;  // those the plan's upstreams use
+    KeptObjects<Service> services_;  // every one: a route may name one new to nginx
     KeptObjects<EndpointSlice> slices_;
     KeptObjects<BackendTLSPolicy> policies_;
     KeptObjects<ConfigMap> config_maps_;  // by read_key(), those resolve looked up

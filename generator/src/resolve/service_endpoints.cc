@@ -102,6 +102,33 @@ ServiceEndpoints::Update ServiceEndpoints::update(Plan *plan)
     return update;
 }
 
+bool ServiceEndpoints::same_room(const std::vector<std::pair<const Upstream *, Upstream>> &swaps) const
+{
+    Room room = room_;
+    for (const auto &[before, after] : swaps) {
+        if (!replaceable(*before, false) || !replaceable(after, false)) return false;
+        room.remove(*before, false);
+        room.add(after, false);
+    }
+    return same_sizes(room, room_);
+}
+
+void ServiceEndpoints::hold(size_t index, const Upstream &spare, const Upstream &held, const Service &service,
+                            const std::vector<const EndpointSlice *> &slices)
+{
+    room_.remove(spare, false);
+    room_.add(held, false);
+    const std::string key = service.meta.key();
+    auto [entry, added] = services_.try_emplace(key);
+    if (added) services_kept_.copy(key, service);
+    entry->second.upstreams.push_back({false, index});
+    for (const EndpointSlice *slice : slices) {
+        if (slice == nullptr || slices_.find(slice->meta.key()) != nullptr) continue;
+        slices_.copy(slice->meta.key(), *slice);
+        entry->second.slices.insert(slice->meta.key());
+    }
+}
+
 bool ServiceEndpoints::replaceable(const Upstream &u, bool stream) const
 {
     return api_ && (stream ? stream_api_replaceable(u) : api_replaceable(u));

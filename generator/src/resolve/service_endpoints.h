@@ -57,6 +57,14 @@ public:
     // since the last update(), recomputed in *plan.
     Update update(Plan *plan);
 
+    // Whether the servers' room stays as it is with each upstream of
+    // `swaps` as it would be (a spare holding a backend)
+    bool same_room(const std::vector<std::pair<const Upstream *, Upstream>> &swaps) const;
+    // plan.upstreams[index], a spare that was `spare`, holds `held` now,
+    // the servers of `service` (its `slices`): its slices' changes reach it
+    void hold(size_t index, const Upstream &spare, const Upstream &held, const Service &service,
+              const std::vector<const EndpointSlice *> &slices);
+
 private:
     struct UpstreamRef {
         bool stream;

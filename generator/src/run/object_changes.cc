@@ -125,9 +125,9 @@ void Applier::pushed_alone()
 // resolved again with the routes of those hostnames alone
 // (RouteChanges), their route table entries pushed and their statuses
 // offered, OUTDIR written later. False when the change needs the whole
-// pipeline, which then applies it. Spares holding backends are no bar:
-// a route that names a held backend finds it under no name of its own
-// in the plan, which sends the change the whole way.
+// pipeline, which then applies it. A backend new to nginx takes a free
+// spare's place (--spare-backends) as the whole way would give it one;
+// a route that names a backend a spare holds already goes the whole way.
 bool Applier::apply_route_changes(const ChangeSet &changes)
 {
     if (routes_ == nullptr) return false;
@@ -138,7 +138,11 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
         const Route *route = now[i] ? &now[i]->http_routes[0] : nullptr;
         routes_->route_changed(c.kind + " " + c.name_key, route);
     }
-    RouteChanges::Update update = routes_->update(&*plan_);
+    const bool spares = args_.options.spare_backends > 0 && endpoints_ != nullptr;
+    SpareAssignment held = spares_;
+    RouteChanges::Update update = routes_->update(
+        &*plan_, spares ? &held : nullptr,
+        [&](const std::vector<std::pair<const Upstream *, Upstream>> &swaps) { return endpoints_->same_room(swaps); });
     if (!update.needs_resolve.empty()) {
         say("a route change applied the whole way: " + update.needs_resolve);
         return false;
@@ -154,7 +158,15 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
     route_table_bytes_ = bytes;
     metrics_->route_updates++;
     status_.clear();  // not digested whole again: the next whole way compares none
-    const ApiContent changed = route_entries(update.servers, update.replaced).changed_since(pushed_);
+    ApiContent entries = route_entries(update.servers, update.replaced);
+    for (const RouteChanges::Update::Held &h : update.held) {
+        const Upstream &spare = plan_->upstreams[h.index];
+        endpoints_->hold(h.index, h.spare, spare, *h.service, h.slices);
+        entries.servers[spare.name] = upstream_servers_api_json(spare);
+        say("backend " + h.upstream + " new to nginx: held by spare " + spare.name);
+    }
+    spares_ = std::move(held);
+    const ApiContent changed = entries.changed_since(pushed_);
     if (!changed.empty() && !push(changed)) {
         applied_ = false;  // the whole way reloads
         return false;
