@@ -16,7 +16,9 @@
 #     status writes it makes (none), and when it has compared them all;
 #   - with ROUTES_MODE=table, NEW_ROUTES (default 100) new HTTPRoutes
 #     created through the API one at a time: median and p99 to traffic,
-#     the run's CPU for each, its reloads;
+#     the run's CPU for each, its reloads; then NEW_BACKENDS (default 10)
+#     plaintext Services new to nginx, each created, then a route to it
+#     (--spare-backends NEW_BACKENDS: held by a spare), the route timed;
 #   - the one-shot generator on the same objects as YAML and as JSON (the
 #     text the API path hands to the parse stage is JSON).
 # The routes share HOSTS hostnames: by default one with rendered locations,
@@ -222,13 +224,16 @@ done
 # the POST until it serves (curl polls every 5 ms; run --debounce 20);
 # the run's CPU for them, and its reloads
 new_routes=${NEW_ROUTES:-100}
-new_ms=() new_cpu_ms= new_reloads=
+new_backends=${NEW_BACKENDS:-10}
+new_ms=() new_cpu_ms= new_reloads= backend_ms=() backend_cpu_ms=() backend_reloads= held_alone=
 if [ "$routes_mode" = table ]; then
     "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
-        --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-new.log" &
+        --spare-backends "$new_backends" --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-new.log" &
     run_pid=$!
     run_says 'after nginx started' "$work/run-new.log"  # the table pushed to the nginx it found
     sleep 1
+    # (the spares are new to the nginx it found: a reload before the rounds)
+    reloads_before=$(grep -c 'nginx reloaded' "$work/run-new.log" || true)
     api_post() {  # PATH JSON: an object created, as kubectl create does
         curl -s -o /dev/null -w '%{http_code}' --cacert "$work/certs/ca.crt" -H "Authorization: Bearer $(cat "$work/token")" \
             -H 'Content-Type: application/json' -X POST --data "$2" "https://127.0.0.1:29600$1" \
@@ -245,7 +250,37 @@ if [ "$routes_mode" = table ]; then
     done
     sleep 0.5
     new_cpu_ms=$(echo "$(cpu_us) $cpu_before $new_routes" | awk '{printf "%.1f", ($1 - $2) / 1000 / $3}')
-    new_reloads=$(grep -c 'nginx reloaded' "$work/run-new.log" || true)
+    new_reloads=$(( $(grep -c 'nginx reloaded' "$work/run-new.log" || true) - reloads_before ))
+    # run-new.log's lines matching PATTERN ($1): waited for until there
+    # are more than N ($2)
+    more_said() {
+        local deadline=$(( $(date +%s) + 120 ))
+        until [ "$(grep -c "$1" "$work/run-new.log" || true)" -gt "$2" ]; do
+            [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: run never said '$1' again" >&2; exit 1; }
+            sleep 0.05
+        done
+    }
+    # a plaintext Service new to nginx (created, and applied, first), then
+    # a route to it: the route timed, and the run's CPU from its POST
+    for i in $(seq "$new_backends"); do
+        # its slice first (applied alone: no Service reads it yet), then
+        # the Service (no route names it: nothing is said; a second lets
+        # it arrive, else the route comes with it and goes the whole way,
+        # which the figures would show)
+        said=$(grep -c 'no change to the servers nginx holds' "$work/run-new.log" || true)
+        api_post /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"newb-$i-x\",\"namespace\":\"demo\",\"labels\":{\"kubernetes.io/service-name\":\"newb-$i\"}},\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"http\",\"port\":29480}],\"endpoints\":[{\"addresses\":[\"127.0.0.1\"]}]}"
+        more_said 'no change to the servers nginx holds' "$said"
+        api_post /api/v1/namespaces/demo/services "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"newb-$i\",\"namespace\":\"demo\"},\"spec\":{\"ports\":[{\"name\":\"http\",\"port\":80}]}}"
+        sleep 1
+        cpu_before=$(cpu_us)
+        api_post /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes "{\"apiVersion\":\"gateway.networking.k8s.io/v1\",\"kind\":\"HTTPRoute\",\"metadata\":{\"name\":\"newb-$i\",\"namespace\":\"demo\"},\"spec\":{\"parentRefs\":[{\"name\":\"shop\"}],\"hostnames\":[\"shop.example.com\"],\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/newb$i\"}}],\"backendRefs\":[{\"name\":\"newb-$i\",\"port\":80}]}]}}"
+        start=$(date +%s%N)
+        backend_ms+=("$(until_answers "$start" "/newb$i" P)")
+        sleep 0.5
+        backend_cpu_ms+=("$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}')")
+    done
+    backend_reloads=$(( $(grep -c 'nginx reloaded' "$work/run-new.log" || true) - new_reloads - reloads_before ))
+    held_alone=$(grep -c 'held by spare' "$work/run-new.log" || true)
     kill "$run_pid"; wait "$run_pid" || true; run_pid=
 fi
 
@@ -277,6 +312,9 @@ if [ "$routes_mode" = table ]; then
     printf '%s\n' "${new_ms[@]}" | sort -n | awk -v cpu="$new_cpu_ms" -v reloads="$new_reloads" '
         { ms[NR] = $1 }
         END { p99 = int(NR * 0.99 + 0.999); printf "new HTTPRoutes through the API, %d in a row: to traffic median %d ms, p99 %d ms, max %d ms; CPU in run %.1f ms each; %d reloads\n", NR, ms[int((NR + 1) / 2)], ms[p99], ms[NR], cpu, reloads }'
+    if [ "$new_backends" -gt 0 ]; then
+        echo "new HTTPRoutes to plaintext Services new to nginx, $new_backends: to traffic median $(printf '%s\n' "${backend_ms[@]}" | median) ms (${backend_ms[*]}); CPU in run median $(printf '%s\n' "${backend_cpu_ms[@]}" | median) ms (${backend_cpu_ms[*]}); $backend_reloads reloads; $held_alone held by spares"
+    fi
 fi
 echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}; its CPU: files ${route_cpu[files]}| api ${route_cpu[api]}"
 

@@ -23,7 +23,8 @@ median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 # ab_backends DIR CERTS: an nginx under DIR answering "A" on
 # 127.0.0.1:29443 and "B" on 127.0.0.2:29443 (TLS, the set's leaf): the two
-# endpoints a measured Service moves between.
+# endpoints a measured Service moves between; and "P" on 127.0.0.1:29480
+# (plaintext), for Services of no policy.
 ab_backends() {
     mkdir -p "$1/logs"
     cat > "$1/nginx.conf" <<CONF
@@ -35,6 +36,7 @@ http {
     access_log off;
     server { listen 127.0.0.1:29443 ssl; ssl_certificate $2/leaf.crt; ssl_certificate_key $2/leaf.key; return 200 "A"; }
     server { listen 127.0.0.2:29443 ssl; ssl_certificate $2/leaf.crt; ssl_certificate_key $2/leaf.key; return 200 "B"; }
+    server { listen 127.0.0.1:29480; return 200 "P"; }
 }
 CONF
     /usr/sbin/nginx -p "$1/" -c nginx.conf

@@ -487,20 +487,41 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         return fail("it changes the servers of other hostnames");
     }
 
-    // backends nginx runs, as it runs them; one new to it (as the routes
-    // are now) in a free spare's place, as assign_spares would put it
+    // backends nginx runs, as it runs them (one a spare holds, as the
+    // spare holds it, its rules naming the spare); one new to it (as the
+    // routes are now) in a free spare's place, as assign_spares would put it
     std::vector<const Upstream *> new_backends;
-    for (const Plan *p : {&was, &is}) {
+    std::map<std::string, std::string> held_names;  // backend, its spare: named now
+    std::set<std::string> held_before;              // named before
+    for (const Plan *p : {&is, &was}) {
         for (const Upstream &u : p->upstreams) {
             if (u.tenant == kSpareTenant) continue;
             auto at = upstream_at_.find(u.name);
-            if (at == upstream_at_.end() && p == &is && spares != nullptr && !spares->count(u.name)) {
+            if (at == upstream_at_.end() && spares != nullptr && spares->count(u.name)) {
+                auto spare = upstream_at_.find(spares->at(u.name));
+                if (spare == upstream_at_.end()
+                    || !same_upstream(plan->upstreams[spare->second], holding(u, plan->upstreams[spare->second]))) {
+                    return fail("it changes backend " + u.name + ", held by a spare");
+                }
+                if (p == &is) {
+                    held_names.emplace(u.name, spare->first);
+                } else {
+                    held_before.insert(u.name);
+                }
+                continue;
+            }
+            if (at == upstream_at_.end() && p == &is && spares != nullptr) {
                 new_backends.push_back(&u);
                 continue;
             }
             if (at == upstream_at_.end()) return fail("backend " + u.name + " is new to nginx");
             if (!same_upstream(plan->upstreams[at->second], u)) return fail("it changes backend " + u.name);
         }
+    }
+    // (one these routes no longer name may be no route's: the whole way
+    // would give its spare back)
+    for (const std::string &backend : held_before) {
+        if (!held_names.count(backend)) return fail("a spare holds backend " + backend + ", which it may no longer need");
     }
     std::vector<std::pair<size_t, const Upstream *>> to_hold;  // spare position, backend
     if (!new_backends.empty()) {
@@ -525,7 +546,11 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     for (Server &s : is.servers) {
         if (of_hosts(s)) added.push_back(std::move(s));
     }
-    // the backends new to nginx, in the spares' places: their rules name the spares
+    // the backends spares hold, and those new to nginx in the spares'
+    // places: their rules name the spares
+    for (const auto &[backend, spare] : held_names) {
+        for (Server &s : added) rename_backend(&s.table_json, backend, spare);
+    }
     for (const auto &[index, u] : to_hold) {
         Upstream &spare = plan->upstreams[index];
         for (Server &s : added) rename_backend(&s.table_json, u->name, spare.name);
