@@ -310,8 +310,9 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
     BOOST_TEST(t.unchanged_named == 0);
 }
 
-// Spares holding backends new to nginx: a change that names none of them
-// is spliced as before, the spares holding what they held
+// Spares holding backends new to nginx: changes beside them and of routes
+// naming them are spliced, and a backend new to nginx is given the spare
+// the whole way would give it
 BOOST_AUTO_TEST_CASE(route_changes_splice_while_spares_hold_backends)
 {
     const int rounds = property_rounds();
