@@ -251,6 +251,11 @@ if [ "$routes_mode" = table ]; then
     sleep 0.5
     new_cpu_ms=$(echo "$(cpu_us) $cpu_before $new_routes" | awk '{printf "%.1f", ($1 - $2) / 1000 / $3}')
     new_reloads=$(( $(grep -c 'nginx reloaded' "$work/run-new.log" || true) - reloads_before ))
+    # the sum of run's metrics NAME{LABELS} matching the regex $1
+    ways='gateway2nginx_apply_cpu_seconds_total[{]way="(routes|whole)"[}]'
+    run_metric() {
+        curl -s http://127.0.0.1:29116/metrics | awk -v re="^$1 " '$0 ~ re { sum += $NF } END { printf "%.6f\n", sum }'
+    }
     # run-new.log's lines matching PATTERN ($1): waited for until there
     # are more than N ($2)
     more_said() {
@@ -264,20 +269,30 @@ if [ "$routes_mode" = table ]; then
     # a route to it: the route timed, and the run's CPU from its POST
     for i in $(seq "$new_backends"); do
         # its slice first (applied alone: no Service reads it yet), then
-        # the Service (no route names it: nothing is said; a second lets
-        # it arrive, else the route comes with it and goes the whole way,
-        # which the figures would show)
+        # the Service (the whole way, nothing to say: waited for until
+        # its CPU is counted)
         said=$(grep -c 'no change to the servers nginx holds' "$work/run-new.log" || true)
         api_post /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"newb-$i-x\",\"namespace\":\"demo\",\"labels\":{\"kubernetes.io/service-name\":\"newb-$i\"}},\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"http\",\"port\":29480}],\"endpoints\":[{\"addresses\":[\"127.0.0.1\"]}]}"
         more_said 'no change to the servers nginx holds' "$said"
+        applied_cpu=$(run_metric "$ways")
         api_post /api/v1/namespaces/demo/services "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"newb-$i\",\"namespace\":\"demo\"},\"spec\":{\"ports\":[{\"name\":\"http\",\"port\":80}]}}"
-        sleep 1
-        cpu_before=$(cpu_us)
+        deadline=$(( $(date +%s) + 120 ))
+        until [ "$(run_metric "$ways")" != "$applied_cpu" ]; do
+            [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: the Service newb-$i was never applied" >&2; exit 1; }
+            sleep 0.05
+        done
+        # the route's CPU as run counts it: the ways it was applied
+        apply_cpu_before=$(run_metric "$ways")
         api_post /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes "{\"apiVersion\":\"gateway.networking.k8s.io/v1\",\"kind\":\"HTTPRoute\",\"metadata\":{\"name\":\"newb-$i\",\"namespace\":\"demo\"},\"spec\":{\"parentRefs\":[{\"name\":\"shop\"}],\"hostnames\":[\"shop.example.com\"],\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/newb$i\"}}],\"backendRefs\":[{\"name\":\"newb-$i\",\"port\":80}]}]}}"
         start=$(date +%s%N)
         backend_ms+=("$(until_answers "$start" "/newb$i" P)")
-        sleep 0.5
-        backend_cpu_ms+=("$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}')")
+        # (its CPU is counted once the apply ends; traffic is served before)
+        deadline=$(( $(date +%s) + 120 ))
+        until [ "$(run_metric "$ways")" != "$apply_cpu_before" ]; do
+            [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: the route to newb-$i was never counted" >&2; exit 1; }
+            sleep 0.05
+        done
+        backend_cpu_ms+=("$(echo "$(run_metric "$ways") $apply_cpu_before" | awk '{printf "%.1f", ($1 - $2) * 1000}')")
     done
     backend_reloads=$(( $(grep -c 'nginx reloaded' "$work/run-new.log" || true) - new_reloads - reloads_before ))
     held_alone=$(grep -c 'held by spare' "$work/run-new.log" || true)
