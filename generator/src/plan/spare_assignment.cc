@@ -85,11 +85,9 @@ std::map<std::string, size_t> free_spares(const Plan &plan, const SpareAssignmen
 SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept)
 {
     std::vector<Upstream> &upstreams = plan->upstreams;
-    std::map<std::string, size_t> free_spares;  // name -> index
-    for (size_t i = 0; i < upstreams.size(); i++) {
-        if (upstreams[i].tenant == kSpareTenant) free_spares.emplace(upstreams[i].name, i);
-    }
-    if (free_spares.empty()) return {};
+    // (as resolve made it, no spare holds anything yet)
+    std::map<std::string, size_t> free = free_spares(*plan, {});
+    if (free.empty()) return {};
     const std::set<std::string> rendered = named_by_locations(*plan);
     // those kept first, in their spares; then the new ones, in name order
     std::vector<std::pair<size_t, std::string>> wanted;  // upstream index, its spare ("": any)
@@ -107,19 +105,19 @@ SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, 
     std::vector<size_t> taken;  // upstreams now held by spares
     for (const auto &[index, spare_name] : wanted) {
         const Upstream &u = upstreams[index];
-        auto spare = free_spares.end();
+        auto spare = free.end();
         if (!spare_name.empty()) {
-            spare = free_spares.find(spare_name);
+            spare = free.find(spare_name);
         } else {
-            spare = std::find_if(free_spares.begin(), free_spares.end(),
+            spare = std::find_if(free.begin(), free.end(),
                                  [&](const auto &s) { return spare_can_hold(u, upstreams[s.second]); });
         }
-        if (spare == free_spares.end() || !spare_can_hold(u, upstreams[spare->second])) continue;
+        if (spare == free.end() || !spare_can_hold(u, upstreams[spare->second])) continue;
         assigned.emplace(u.name, spare->first);
         rename_in_tables(plan, u.name, spare->first);
         upstreams[spare->second] = holding(u, upstreams[spare->second]);
         taken.push_back(index);
-        free_spares.erase(spare);
+        free.erase(spare);
     }
     std::sort(taken.begin(), taken.end());
     for (auto it = taken.rbegin(); it != taken.rend(); ++it) upstreams.erase(upstreams.begin() + static_cast<long>(*it));
