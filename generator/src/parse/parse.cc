@@ -557,8 +557,7 @@ public:
     // Every document of `in`, named `file` in errors. Throws InputError.
     void read(std::istream &in, const std::string &file)
     {
-        file_ = file;
-        file_name_ = std::make_shared<const std::string>(file);
+        file_ = std::make_shared<const std::string>(file);
         std::string text, line;
         int line_no = 0, start = 0;
         while (std::getline(in, line)) {
@@ -661,7 +660,7 @@ private:
         YamlDocument doc{std::move(document), first_line, {}, {}};
         if (cache_ != nullptr) {
             // a digest: the cache holds no second copy of every input
-            const std::string key = sha256(file_ + '\0' + std::to_string(first_line) + '\0' + doc.text);
+            const std::string key = sha256(*file_ + '\0' + std::to_string(first_line) + '\0' + doc.text);
             doc.known = cache_->knows(key);
             if (first_line == 0) read_keys_.clear();  // a text's documents, for read_shared
             read_keys_.push_back(key);
@@ -673,7 +672,7 @@ private:
 
     void submit()
     {
-        scanned_.push_back({scanners_.submit(std::move(batch_), file_), file_name_});
+        scanned_.push_back({scanners_.submit(std::move(batch_), *file_), file_});
         batch_ = YamlScanPool::Batch();
         batch_bytes_ = 0;
         if (scanned_.size() >= in_flight_) {
@@ -716,8 +715,8 @@ private:
     std::vector<std::string> file_keys_;  // of the file being read
     YamlScanPool::Batch batch_;
     size_t batch_bytes_ = 0;
-    std::string file_;  // being read
-    std::shared_ptr<const std::string> file_name_;  // file_, for its objects' positions
+    // being read (none yet: known documents alone); shared by its objects' positions
+    std::shared_ptr<const std::string> file_ = std::make_shared<const std::string>();
 };
 
 // The files `path` names, in the order they are read: itself, or every
