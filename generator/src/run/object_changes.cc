@@ -126,8 +126,8 @@ void Applier::pushed_alone()
 // (RouteChanges), their route table entries pushed and their statuses
 // offered, OUTDIR written later. False when the change needs the whole
 // pipeline, which then applies it. A backend new to nginx takes a free
-// spare's place (--spare-backends) as the whole way would give it one;
-// a route that names a backend a spare holds already goes the whole way.
+// spare's place (--spare-backends) as the whole way would give it one; a
+// backend a spare holds already is named by the spare's name.
 bool Applier::apply_route_changes(const ChangeSet &changes)
 {
     if (routes_ == nullptr) return false;
