@@ -1,11 +1,14 @@
-# gateway2nginx run --kubeconfig --routes table --spare-backends 1
+# gateway2nginx run --kubeconfig --routes table --spare-backends 3
 # (issue 55): once a spare holds a backend new to nginx, route changes
 # are still applied alone (resolving only the routes of the hostnames
 # they touch), with no reload, those of other routes and those of the
 # route that names the held backend, which the spare keeps serving. A
 # route to a plaintext Service new to nginx is applied alone too: its
-# backend put in the free plaintext spare's place, whose servers then
-# follow the Service's EndpointSlice.
+# backend put in a free plaintext spare's place, whose servers then
+# follow the Service's EndpointSlice. So are Service changes (the routes
+# naming them resolved again): a new application's Service, made before
+# its route or after it, and a Service's appProtocol changed; one a
+# BackendTLSPolicy reads goes the whole way, with no reload.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -34,7 +37,7 @@ kube_apply('a', kube_host_route_yaml('a', 'a.test', 'web', '/a'));
 my $log = "$dir/run.log";
 my $out = "$dir/out";
 my $run = start_run($log, '--kubeconfig', kubeconfig(), '-o', $out, '--start-nginx', '--routes', 'table',
-                    '--spare-backends', 1, '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
+                    '--spare-backends', 3, '--upstream-api', "127.0.0.1:$api_port", '--port-offset', $offset,
                     '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
                     '--debounce', '50', '--health-listen', "127.0.0.1:$health_port");
 sub get {
@@ -95,6 +98,45 @@ ok(wait_for(sub { (http_request($port, '/p', 'p.test'))[0] == 502 }, 15), 'its E
 kube_apply('plain-slice', plaintext_service_manifests('plain', 'http', 443, $plain_port));
 ok(wait_for(sub { plain() eq 'fast' }, 15), 'and back') or diag slurp($log);
 is(get('e.test', '/e2'), '200 127.0.0.2', 'the TLS spare serves as before');
+
+# a new application, its Service first: no route names it, nothing is
+# resolved; then its route, its backend in a free spare's place
+my $app_port = server_port() + 25;
+start_slow_backend('127.0.0.1', $app_port, "$dir/accepted-app");  # "fast" too
+$updates = route_updates();
+kube_apply('app', plaintext_service_manifests('app', 'http', 443, $app_port));
+ok(wait_for(sub { route_updates() > $updates }, 15), 'a Service no route names: applied alone') or diag slurp($log);
+kube_apply('q', kube_host_route_yaml('q', 'q.test', 'app', '/q'));
+sub body { my (undef, undef, $body) = http_request($port, $_[1], $_[0]); return $body // '' }
+ok(wait_for(sub { body('q.test', '/q') eq 'fast' }, 15), 'then its route: served')
+    or diag slurp($log);
+ok(wait_for(sub { count_in($log, qr/backend backend_ns_app_443 new to nginx: held by spare gateway2nginx_spare_plain_1/) }, 5),
+   'its backend held by the next plaintext spare') or diag slurp($log);
+
+# its route first (no Service: a 500), then its Service: the route
+# resolved again, its backend in a free spare's place
+kube_apply('late-route', kube_host_route_yaml('late', 'late.test', 'late', '/n'));
+ok(wait_for(sub { (http_request($port, '/n', 'late.test'))[0] == 500 }, 15), 'a route to no Service: a 500')
+    or diag slurp($log);
+$updates = route_updates();
+kube_apply('late', plaintext_service_manifests('late', 'http', 443, $app_port));
+ok(wait_for(sub { body('late.test', '/n') eq 'fast' }, 15), 'its Service made: served')
+    or diag slurp($log);
+ok(wait_for(sub { count_in($log, qr/backend backend_ns_late_443 new to nginx: held by spare gateway2nginx_spare_plain_2/) }, 5),
+   'its backend held by a spare') or diag slurp($log);
+ok(route_updates() > $updates, 'applied alone');
+
+# a Service's appProtocol changed: the route naming it resolved again
+$updates = route_updates();
+kube_apply('plain', plaintext_service_manifests('plain', 'http', 443, $plain_port, 'kubernetes.io/ws'));
+ok(wait_for(sub { route_updates() > $updates }, 15), 'a Service\'s appProtocol changed: applied alone') or diag slurp($log);
+ok(wait_for(sub { plain() eq 'fast' }, 15), 'its route served') or diag slurp($log);
+
+# one a BackendTLSPolicy reads: the whole way, said, with no reload
+kube_apply('other', kube_tls_service_yaml('other', 2, $backend_port) =~ s/ports: \[\{name: https, port: 443\}\]/ports: [{name: https, port: 443}, {name: x, port: 8443}]/r);
+ok(wait_for(sub { count_in($log, qr{a route change applied the whole way: Service ns/other is read by a BackendTLSPolicy}) }, 15),
+   'a Service a policy reads changed: the whole way, said') or diag slurp($log);
+is(get('e.test', '/e2'), '200 127.0.0.2', 'its route served as before');
 
 is(reloads(), $reloads, 'no reload throughout');
 is(worker_pids($master), $workers, 'the same workers throughout');

@@ -18,7 +18,7 @@ constexpr const char *kGateway = "gateway.networking.k8s.io";
 // a whole.
 const std::vector<KindRow> kKinds = {
     {kCore, {"v1"}, "namespaces", "Namespace", Required, KindChange::Whole, parse_namespace},
-    {kCore, {"v1"}, "services", "Service", Namespaced | Required | Tenant, KindChange::Whole, parse_service},
+    {kCore, {"v1"}, "services", "Service", Namespaced | Required | Tenant, KindChange::Routes, parse_service},
     {kCore, {"v1"}, "secrets", "Secret", Namespaced | Required | Tenant | FetchedWhenReferred, KindChange::Trust,
      parse_secret},
     {kCore, {"v1"}, "configmaps", "ConfigMap", Namespaced | Required | Tenant | FetchedWhenReferred,

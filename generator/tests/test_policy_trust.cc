@@ -340,7 +340,9 @@ BOOST_AUTO_TEST_CASE(what_resolve_never_looked_up_changes_nothing)
     ResolveReads reads;
     const Manifests m = parse(yaml);
     Plan plan = resolve(m, o, &reads);
-    BOOST_TEST(reads.readers.empty());  // no policy, no listener certificate
+    // no policy, no listener certificate: the route's Service alone
+    BOOST_TEST(reads.readers.size() == 1u);
+    BOOST_TEST(reads.readers[read_key("Service", "ns", "web")] == static_cast<unsigned>(Reader::Route));
     PolicyTrust index(m, plan, o, reads);
     ConfigMap cm;
     cm.meta.namespace_ = "ns";

@@ -19,6 +19,7 @@
 #include "render/render.h"
 #include "resolve/resolve.h"
 #include "resolve/route_changes.h"
+#include "resolve/service_endpoints.h"
 #include "test_support.h"
 
 using namespace g2n;
@@ -27,10 +28,10 @@ using namespace g2n_test;
 namespace {
 
 // A Gateway with an HTTP listener of any hostname and an HTTPS listener
-// of *.example.com, a second Gateway on its own port, Services in two
-// namespaces (s3 no route names at first: a backend new to nginx), a
-// BackendTLSPolicy with a CA ConfigMap, and a ReferenceGrant from t2 to
-// t1's Services.
+// of *.example.com, a second Gateway on its own port, EndpointSlices of
+// Services s0 to s5 in two namespaces (the Services are service_yaml()'s),
+// a BackendTLSPolicy of t1/s1 with a CA ConfigMap, and a ReferenceGrant
+// from t2 to t1's Services.
 std::string world_yaml()
 {
     std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
@@ -72,11 +73,9 @@ spec:
     hostname: s1.example.com
 )" + ca_configmap_yaml("ca", "t1");
     for (const char *ns : {"t1", "t2"}) {
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 6; i++) {
             const std::string name = "s" + std::to_string(i);
-            yaml += "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: " + ns
-                    + "}\nspec:\n  ports: [{name: http, port: 80}]\n"
-                    + "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: " + name
+            yaml += "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: " + name
                     + "-a, namespace: " + ns + ", labels: {kubernetes.io/service-name: " + name
                     + "}}\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"10.0." + std::to_string(i)
                     + ".1\"]}]\n";
@@ -85,9 +84,23 @@ spec:
     return yaml;
 }
 
+// Service NAME in NS as the world starts (VARIANT 0; s0 to s3 are, s4
+// and s5 are not), or changed: 1 a label, 2 a second port, 3 its port
+// named otherwise (its slices' port no longer: other servers), 4
+// appProtocol kubernetes.io/h2c
+std::string service_yaml(const std::string &ns, const std::string &name, int variant)
+{
+    const char *ports[] = {"[{name: http, port: 80}]", "[{name: http, port: 80}]",
+                           "[{name: http, port: 80}, {name: extra, port: 81}]", "[{name: web, port: 80}]",
+                           "[{name: http, port: 80, appProtocol: kubernetes.io/h2c}]"};
+    return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: " + ns
+           + (variant == 1 ? ", labels: {tier: web}" : "") + "}\nspec:\n  ports: " + ports[variant] + "\n";
+}
+
 // A random HTTPRoute NAME in NS: hostnames of a few (now and then a
 // wildcard or none), parents among the listeners, rules to Services of
-// its namespace or t1's (s3 one backendRef in S3_ONE_IN: new to nginx)
+// its namespace or t1's (s3 one backendRef in S3_ONE_IN: new to nginx;
+// s4 one in 30: made by a round, if at all)
 std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::string &name, int created, int s3_one_in = 12)
 {
     auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
@@ -113,7 +126,7 @@ std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::s
         yaml += std::string("  - matches: [{path: {type: ") + (pick(4) == 0 ? "Exact" : "PathPrefix") + ", value: "
                 + paths[pick(4)] + "}}]\n    backendRefs: [";
         for (int b = 0, refs = 1 + pick(2); b < refs; b++) {
-            const std::string service = "s" + std::to_string(pick(s3_one_in) == 0 ? 3 : pick(3));
+            const std::string service = "s" + std::to_string(pick(s3_one_in) == 0 ? 3 : pick(30) == 0 ? 4 : pick(3));
             yaml += std::string(b ? ", " : "") + "{name: " + service + ", port: 80"
                     + (pick(3) == 0 ? ", namespace: t1" : "") + "}";
         }
@@ -134,6 +147,8 @@ Rendered rendered(const Plan &plan, const Options &o)
 
 struct Tally {
     int fast = 0, resolved = 0, hostnames_moved = 0, unchanged_named = 0;
+    int services_alone = 0;   // Service changes spliced
+    int services_routed = 0;  // of them, with routes naming the Service resolved again
     int fast_while_held = 0;  // spliced while spares held backends
     int held_alone = 0;       // backends new to nginx the splices gave spares
 };
@@ -151,10 +166,11 @@ std::string every_service_routes_yaml()
     return yaml;
 }
 
-// ROUNDS random route changes, each applied alone where RouteChanges
-// can, compared with the whole way; SPARES: --spare-backends, whose
-// spares the whole way gives backends new to nginx as gateway2nginx
-// run does (hold_in_spares), in a world where s3 alone is new
+// ROUNDS random route changes, and one in five a Service's, each applied
+// alone where RouteChanges (with ServiceEndpoints, as gateway2nginx run
+// has them) can, compared with the whole way; SPARES: --spare-backends,
+// whose spares the whole way gives backends new to nginx as gateway2nginx
+// run does (hold_in_spares), in a world where s3 and s4 alone are new
 Tally splice_rounds(int rounds, int spares, unsigned seed)
 {
     Options o;
@@ -167,11 +183,16 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     // whole way: rarer, for changes beside it
     const int s3_one_in = spares > 0 ? 60 : 12;
     std::map<std::string, std::string> routes;  // what the API holds, by "ns/name"
+    std::map<std::string, std::string> services;
+    for (const char *ns : {"t1", "t2"}) {
+        for (int i = 0; i < 4; i++) services[ns + std::string("/s") + std::to_string(i)] = service_yaml(ns, "s" + std::to_string(i), 0);
+    }
     std::mt19937 random(seed);
     auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
     auto all_yaml = [&] {
         std::string yaml = base;
         for (const auto &[key, r] : routes) yaml += r;
+        for (const auto &[key, svc] : services) yaml += svc;
         return yaml;
     };
     int created = 0;
@@ -201,22 +222,45 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     };
     std::unique_ptr<Manifests> read;
     std::unique_ptr<RouteChanges> index;
+    std::unique_ptr<ServiceEndpoints> endpoints;
     auto make_index = [&] {
         index.reset();
+        endpoints.reset();
         read = std::make_unique<Manifests>(parse(all_yaml()));
         ResolveReads reads;
         SpareAssignment assigned;
         plan = whole(plan, &reads, held, &assigned);
         held = std::move(assigned);
         index = std::make_unique<RouteChanges>(*read, plan, o, reads);
+        endpoints = std::make_unique<ServiceEndpoints>(*read, plan, o);
         BOOST_TEST_REQUIRE(index->usable());
     };
     make_index();
 
     for (int round = 0; round < rounds; round++) {
         const std::string ns = pick(2) ? "t2" : "t1", name = "r" + std::to_string(pick(14));
-        const std::string key = ns + "/" + name;
-        if (pick(6) == 0) {
+        std::string key = ns + "/" + name;
+        const Plan running = plan;
+        const SpareAssignment held_before = held;
+        bool service_round = false, services_forgot = false;
+        if (pick(5) == 0) {
+            // a Service made, changed or deleted, as gateway2nginx run
+            // applies it: its servers (ServiceEndpoints), then the routes
+            service_round = true;
+            key = ns + "/s" + std::to_string(1 + pick(5));
+            if (services.count(key) && pick(3) == 0) {
+                services.erase(key);
+                index->service_changed(key, nullptr);
+                endpoints->service_changed(key, nullptr);
+            } else {
+                services[key] = service_yaml(ns, key.substr(3), services.count(key) ? pick(5) : 0);
+                const Manifests one = parse(services[key]);
+                BOOST_TEST_REQUIRE(one.services.size() == 1u);
+                index->service_changed(key, &one.services[0]);
+                endpoints->service_changed(key, &one.services[0]);
+            }
+            services_forgot = endpoints->update(&plan).needs_resolve;
+        } else if (pick(6) == 0) {
             routes.erase(key);
             index->route_changed("HTTPRoute " + key, nullptr);
         } else {
@@ -225,8 +269,11 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             BOOST_TEST_REQUIRE(one.http_routes.size() == 1u);
             index->route_changed("HTTPRoute " + key, &one.http_routes[0]);
         }
-        const Plan running = plan;
-        const SpareAssignment held_before = held;
+        if (services_forgot) {
+            tally.resolved++;
+            make_index();
+            continue;
+        }
         // (the room the whole way does not weigh here either)
         const RouteChanges::Update update =
             index->update(&plan, spares > 0 ? &held : nullptr, [](const auto &) { return true; });
@@ -237,7 +284,12 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
                 make_index();
                 continue;
             }
+            for (const RouteChanges::Update::Held &h : update.held) {
+                endpoints->hold(h.index, h.spare, plan.upstreams[h.index], *h.service, h.slices);
+            }
             tally.fast++;
+            if (service_round) tally.services_alone++;
+            if (service_round && !update.servers.empty()) tally.services_routed++;
             if (!held.empty()) tally.fast_while_held++;
             tally.held_alone += static_cast<int>(update.held.size());
             SpareAssignment assigned;
@@ -283,7 +335,8 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         }
     }
     BOOST_TEST_MESSAGE(tally.fast << " spliced (" << tally.fast_while_held << " while spares held backends, "
-                       << tally.held_alone << " backends given spares), "
+                       << tally.held_alone << " backends given spares, " << tally.services_alone
+                       << " Service changes, " << tally.services_routed << " of them with routes), "
                        << tally.resolved << " resolved, " << tally.hostnames_moved << " moved a hostname");
     return tally;
 }
@@ -322,6 +375,71 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_while_spares_hold_backends)
     BOOST_TEST(t.held_alone >= (rounds >= 100 ? 2 : 0));
     BOOST_TEST(t.resolved > rounds / 10);
     BOOST_TEST(t.unchanged_named == 0);
+}
+
+// A Service made for a route that names it: the route resolved again
+// (its backend in a spare's place); one a BackendTLSPolicy, a TLSRoute
+// or the Gateways' status reads: resolve
+BOOST_AUTO_TEST_CASE(a_service_change_resolves_the_routes_naming_it)
+{
+    Options o;
+    o.routes = "table";
+    o.upstream_api = "127.0.0.1:9114";
+    o.spare_backends = 2;
+    o.status_address_service = "ns/front";
+    const std::string route = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+                              "metadata: {name: app, namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+                              "  hostnames: [a.example.com]\n  rules: [{backendRefs: [{name: app, port: 80}]}]\n";
+    const std::string policy = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\n"
+                               "metadata: {name: p, namespace: ns}\nspec:\n  targetRefs: [{group: \"\", kind: Service, name: safe}]\n"
+                               "  validation: {wellKnownCACertificates: System, hostname: safe.example.com}\n";
+    const std::string safe_route = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
+                                   "metadata: {name: s, namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+                                   "  hostnames: [b.example.com]\n  rules: [{backendRefs: [{name: safe, port: 80}]}]\n";
+    auto service = [](const std::string &name) {
+        return parse("apiVersion: v1\nkind: Service\nmetadata: {name: " + name
+                     + ", namespace: ns}\nspec:\n  ports: [{name: http, port: 80}]\n");
+    };
+    const Manifests m = parse(web_route() + route + policy + safe_route);
+    ResolveReads reads;
+    Plan plan = resolve(m, o, &reads);
+    // nginx runs web's backend; app and safe do not exist
+    RouteChanges index(m, plan, o, reads);
+    BOOST_TEST_REQUIRE(index.usable());
+    const auto room = [](const auto &) { return true; };
+    SpareAssignment held;
+
+    const Manifests app = service("app");
+    index.service_changed("ns/app", &app.services[0]);
+    RouteChanges::Update update = index.update(&plan, &held, room);
+    BOOST_TEST_REQUIRE(update.needs_resolve == "");
+    BOOST_TEST_REQUIRE(update.held.size() == 1u);
+    BOOST_TEST(update.held[0].upstream == "backend_ns_app_80");
+    BOOST_TEST_REQUIRE(update.held[0].service != nullptr);
+    BOOST_TEST(update.held[0].service->meta.key() == "ns/app");
+    BOOST_TEST(held.at("backend_ns_app_80") == plan.upstreams[update.held[0].index].name);
+    BOOST_TEST_REQUIRE(update.servers.size() == 1u);
+    BOOST_TEST(update.servers[0]->server_name == "a.example.com");
+    // (its route's status is new: ResolvedRefs now)
+    BOOST_TEST(std::count(update.status_from.begin(), update.status_from.end(), -1) == 1);
+
+    // a Service no route names: nothing resolved, every status as it was
+    const Manifests other = service("other");
+    index.service_changed("ns/other", &other.services[0]);
+    update = index.update(&plan, &held, room);
+    BOOST_TEST(update.needs_resolve == "");
+    BOOST_TEST(update.servers.empty());
+    BOOST_TEST(std::count(update.status_from.begin(), update.status_from.end(), -1) == 0);
+    BOOST_TEST(update.status_from.size() == plan.statuses->size());
+
+    // a policy's target, though it does not exist yet: its status would
+    // change, and its route's backend is TLS, not what a splice would make
+    const Manifests safe = service("safe");
+    index.service_changed("ns/safe", &safe.services[0]);
+    BOOST_TEST(index.update(&plan, &held, room).needs_resolve == "Service ns/safe is read by a BackendTLSPolicy");
+    const Manifests front = service("front");
+    index.service_changed("ns/front", &front.services[0]);
+    BOOST_TEST(index.update(&plan, &held, room).needs_resolve == "Service ns/front is read by the Gateways' status");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -222,6 +222,40 @@ BOOST_AUTO_TEST_CASE(an_upstream_rendered_with_its_servers_needs_resolve)
     BOOST_TEST(update.changed[0]->servers == std::vector<std::string>{"10.0.0.1:8080"});
 }
 
+// A Service changed keeps its upstreams' servers (later slices are read
+// by its new ports), or needs resolve: gone, or other servers by its ports
+BOOST_AUTO_TEST_CASE(a_service_change_keeps_its_servers_or_needs_resolve)
+{
+    const std::string slice = "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                              "metadata: {name: web-1, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
+                              "ports: [{name: http, port: 8080}]\nendpoints: [{addresses: [\"10.0.0.1\"]}]\n";
+    auto service = [](const std::string &ports) {
+        return parse("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns, labels: {a: b}}\n"
+                     "spec:\n  ports: " + ports + "\n");
+    };
+    Options o;
+    o.upstream_api = "127.0.0.1:9114";
+    const Manifests m = parse(web_route() + slice);
+    Plan plan = resolve(m, o);
+    BOOST_TEST_REQUIRE(plan.upstreams.at(0).servers == std::vector<std::string>{"10.0.0.1:8080"});
+    ServiceEndpoints index(m, plan, o);
+    // a label, a port more, a Service no upstream uses: the same servers
+    const Manifests labelled = service("[{name: http, port: 80}, {name: extra, port: 81}]");
+    index.service_changed("ns/web", &labelled.services[0]);
+    index.service_changed("ns/unused", nullptr);
+    BOOST_TEST(!index.update(&plan).needs_resolve);
+    // its port named otherwise: the slice's port is no longer its
+    const Manifests renamed = service("[{name: web, port: 80}]");
+    index.service_changed("ns/web", &renamed.services[0]);
+    BOOST_TEST(index.update(&plan).needs_resolve);
+    BOOST_TEST(plan.upstreams.at(0).servers == std::vector<std::string>{"10.0.0.1:8080"});  // left as it was
+    index.service_changed("ns/web", nullptr);
+    BOOST_TEST(index.update(&plan).needs_resolve);
+    const Manifests no_port = service("[{name: http, port: 81}]");
+    index.service_changed("ns/web", &no_port.services[0]);
+    BOOST_TEST(index.update(&plan).needs_resolve);
+}
+
 BOOST_AUTO_TEST_CASE(two_slices_of_one_name_cannot_be_followed)
 {
     std::string slice = "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"

@@ -19,7 +19,8 @@ const ServicePort *Resolver::referenced_port(const Route &r, const BackendRef &b
                                               + " is in another namespace and no ReferenceGrant allows it");
         return nullptr;
     }
-    const Service *svc = ObjectIndex::find(objects_.services, ns, b.name);
+    const bool http = r.kind == RouteKind::HTTPRoute || r.kind == RouteKind::GRPCRoute;
+    const Service *svc = objects_.service(ns, b.name, http ? Reader::Route : Reader::StreamRoute);
     if (svc == nullptr) {
         *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " does not exist");
         return nullptr;

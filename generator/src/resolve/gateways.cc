@@ -255,9 +255,10 @@ void Resolver::gateway_statuses()
         } else if (programmed > 0 && !o_.status_addresses.empty()) {
             for (const std::string &a : o_.status_addresses) st.addresses.push_back({"IPAddress", a});
         } else if (programmed > 0 && !o_.status_address_service.empty()) {
-            auto svc = objects_.services.find(o_.status_address_service);
-            if (svc != objects_.services.end()) {
-                for (const LoadBalancerIngress &in : svc->second->load_balancer_ingress) {
+            const std::string &key = o_.status_address_service;
+            const size_t slash = key.find('/');
+            if (const Service *svc = objects_.service(key.substr(0, slash), key.substr(slash + 1), Reader::Gateway)) {
+                for (const LoadBalancerIngress &in : svc->load_balancer_ingress) {
                     if (!in.ip.empty()) st.addresses.push_back({"IPAddress", in.ip});
                     else if (!in.hostname.empty()) st.addresses.push_back({"Hostname", in.hostname});
                 }

@@ -186,17 +186,17 @@ void PolicyIndex::reached(size_t service, const std::string &port_name, const st
 
 ObjectIndex::ObjectIndex(const Manifests &m, ResolveReads *reads) : services_base_(m.services.data()), reads_(reads)
 {
-    services.reserve(m.services.size());
+    services_.reserve(m.services.size());
     config_maps_.reserve(m.config_maps.size());
     secrets_.reserve(m.secrets.size());
     // the first of two objects with one name wins, as the input order says
-    for (const Service &o : m.services) services.emplace(o.meta.key(), &o);
+    for (const Service &o : m.services) services_.emplace(o.meta.key(), &o);
     for (const ConfigMap &o : m.config_maps) config_maps_.emplace(o.meta.key(), &o);
     for (const Secret &o : m.secrets) secrets_.emplace(o.meta.key(), &o);
     for (const Namespace &o : m.namespaces) namespaces.emplace(o.meta.name, &o);
     slices_of_service.resize(m.services.size());
     for (const EndpointSlice &o : m.endpoint_slices) {
-        if (const Service *svc = find(services, o.meta.namespace_, o.service_name)) {
+        if (const Service *svc = find(services_, o.meta.namespace_, o.service_name)) {
             slices_of_service[position(*svc)].push_back(&o);
         }
     }
@@ -217,6 +217,12 @@ const Secret *ObjectIndex::secret(const std::string &ns, const std::string &name
 {
     if (reads_ != nullptr) reads_->readers[read_key("Secret", ns, name)] |= static_cast<unsigned>(reader);
     return find(secrets_, ns, name);
+}
+
+const Service *ObjectIndex::service(const std::string &ns, const std::string &name, Reader reader) const
+{
+    if (reads_ != nullptr) reads_->readers[read_key("Service", ns, name)] |= static_cast<unsigned>(reader);
+    return find(services_, ns, name);
 }
 
 PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Plan *plan)
@@ -264,7 +270,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
                 missing.push_back("target " + t.kind + " " + t.name + " is not a Service");
                 continue;
             }
-            const Service *svc = ObjectIndex::find(objects.services, ns, t.name);
+            const Service *svc = objects.service(ns, t.name, Reader::BackendTLSPolicy);
             if (svc == nullptr) {
                 missing.push_back(what + " does not exist");
                 continue;

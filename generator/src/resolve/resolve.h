@@ -19,10 +19,13 @@
 
 namespace g2n {
 
-// Who read a ConfigMap or Secret, and which: what a change of one can do
-// to the Plan. Keys "ConfigMap ns/name" and "Secret ns/name", looked up
-// whether or not the object exists (one made later changes the Plan too).
-enum class Reader : unsigned { BackendTLSPolicy = 1, Gateway = 2 };
+// Who read a ConfigMap, Secret or Service, and which: what a change of one
+// can do to the Plan. Keys "ConfigMap ns/name", "Secret ns/name" and
+// "Service ns/name", looked up whether or not the object exists (one made
+// later changes the Plan too). A Service is read by a policy's target, a
+// route's backendRef (HTTPRoute and GRPCRoute: Route; the others:
+// StreamRoute) and the Gateways' status address.
+enum class Reader : unsigned { BackendTLSPolicy = 1, Gateway = 2, Route = 4, StreamRoute = 8 };
 struct ResolveReads {
     std::unordered_map<std::string, unsigned> readers;  // key -> Reader bits
     // "ns/name:port gwns/gw" -> the backendRefs that reach that Service
@@ -31,7 +34,7 @@ struct ResolveReads {
     // policy's CA bundle is written
     std::unordered_map<std::string, unsigned> reached;
 };
-// The key of ConfigMap or Secret (`kind`) ns/name in ResolveReads: every
+// The key of ConfigMap, Secret or Service (`kind`) ns/name in ResolveReads: every
 // reader and follower of the reads makes it here, or a change would be
 // missed
 std::string read_key(const std::string &kind, const std::string &ns, const std::string &name);
@@ -66,7 +69,6 @@ private:
 // it) is kept by the Service's position in Manifests::services: one hashed
 // lookup per backendRef, the rest array accesses.
 struct ObjectIndex {
-    std::unordered_map<std::string, const Service *> services;
     std::unordered_map<std::string, const Namespace *> namespaces;  // by name
     std::vector<std::vector<const EndpointSlice *>> slices_of_service;  // by position
 
@@ -76,6 +78,8 @@ struct ObjectIndex {
     // known (ResolveReads): a change of one nothing read changes nothing
     const ConfigMap *config_map(const std::string &ns, const std::string &name, Reader reader) const;
     const Secret *secret(const std::string &ns, const std::string &name, Reader reader) const;
+    // and Services likewise
+    const Service *service(const std::string &ns, const std::string &name, Reader reader) const;
 
     // what resolve records its reads in, or null
     ResolveReads *reads() const { return reads_; }
@@ -93,6 +97,7 @@ struct ObjectIndex {
 private:
     std::unordered_map<std::string, const ConfigMap *> config_maps_;
     std::unordered_map<std::string, const Secret *> secrets_;
+    std::unordered_map<std::string, const Service *> services_;
     const Service *services_base_ = nullptr;
     ResolveReads *reads_ = nullptr;
 };

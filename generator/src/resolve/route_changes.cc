@@ -150,10 +150,8 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
         if (!services_.view(s.meta.key(), s)) usable_ = false;
     }
     for (const EndpointSlice &es : m.endpoint_slices) {
-        const std::string service = es.meta.namespace_ + "/" + es.service_name;
-        if (!services_.find(service)) continue;
         if (!slices_.view(es.meta.key(), es)) usable_ = false;
-        slices_of_[service].insert(es.meta.key());
+        slices_of_[es.meta.namespace_ + "/" + es.service_name].insert(es.meta.key());
     }
     for (const BackendTLSPolicy &p : m.backend_tls_policies) {
         bool viewed = false;
@@ -196,6 +194,14 @@ void RouteChanges::copy_objects()
 
 void RouteChanges::index_route(const std::string &key, const Route &r, bool add)
 {
+    for (const std::string &service : backend_services(r)) {
+        if (add) {
+            routes_naming_[service].insert(key);
+        } else if (auto it = routes_naming_.find(service); it != routes_naming_.end()) {
+            it->second.erase(key);
+            if (it->second.empty()) routes_naming_.erase(it);
+        }
+    }
     if (r.hostnames.empty()) {
         if (add) {
             no_hostname_.insert(key);
@@ -224,10 +230,8 @@ void RouteChanges::slice_changed(const std::string &key, const EndpointSlice *sl
         slices_.erase(key);
     }
     if (slice == nullptr) return;
-    const std::string service = slice->meta.namespace_ + "/" + slice->service_name;
-    if (!services_.find(service)) return;
     slices_.copy(key, *slice);
-    slices_of_[service].insert(key);
+    slices_of_[slice->meta.namespace_ + "/" + slice->service_name].insert(key);
 }
 
 void RouteChanges::config_map_changed(const std::string &key, const ConfigMap *config_map)
@@ -253,6 +257,15 @@ void RouteChanges::route_changed(const std::string &key, const Route *route)
     }
 }
 
+void RouteChanges::service_changed(const std::string &key, const Service *service)
+{
+    if (service == nullptr) {
+        pending_services_.insert_or_assign(key, std::nullopt);
+    } else {
+        pending_services_.insert_or_assign(key, *service);
+    }
+}
+
 std::vector<const EndpointSlice *> RouteChanges::slices_of(const std::string &service) const
 {
     std::vector<const EndpointSlice *> slices;
@@ -260,6 +273,13 @@ std::vector<const EndpointSlice *> RouteChanges::slices_of(const std::string &se
         for (const std::string &key : it->second) slices.push_back(slices_.find(key));
     }
     return slices;
+}
+
+const Service *RouteChanges::service_now(const std::string &key) const
+{
+    auto it = pending_services_.find(key);
+    if (it != pending_services_.end()) return it->second ? &*it->second : nullptr;
+    return services_.find(key);
 }
 
 const Route *RouteChanges::route_now(const std::string &key) const
@@ -283,7 +303,7 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool no
         for (const std::string &s : backend_services(*r)) services.insert(s);
     }
     for (const std::string &key : services) {
-        const Service *s = services_.find(key);
+        const Service *s = now ? service_now(key) : services_.find(key);
         if (s == nullptr) continue;  // none: BackendNotFound, as the whole way says
         sub.services.push_back(*s);
         if (auto it = slices_of_.find(key); it != slices_of_.end()) {
@@ -308,22 +328,55 @@ RouteChanges::Update RouteChanges::update(Plan *plan, SpareAssignment *spares, c
 {
     Update out = update_pending(plan, spares, room);
     pending_.clear();
+    pending_services_.clear();
     return out;
 }
 
 RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *spares, const SpareRoom &room)
 {
     Update out;
-    if (pending_.empty()) return out;
     auto fail = [&](std::string why) {
         out.needs_resolve = std::move(why);
         return out;
     };
+    auto commit_services = [&] {
+        for (const auto &[service, now] : pending_services_) {
+            if (now) {
+                services_.copy(service, *now);
+            } else {
+                services_.erase(service);
+            }
+        }
+    };
+    // a Service changed is a change of the routes naming it, where no
+    // policy, other route or Gateway reads it
+    std::set<std::string> changed;  // the routes resolved again
+    for (const auto &[key, route] : pending_) changed.insert(key);
+    for (const auto &[service, now] : pending_services_) {
+        auto read = reads_.find(read_key_of("Service", service));
+        if (read != reads_.end() && (read->second & ~static_cast<unsigned>(Reader::Route))) {
+            return fail("Service " + service + " is read by "
+                        + (read->second & static_cast<unsigned>(Reader::BackendTLSPolicy) ? "a BackendTLSPolicy"
+                           : read->second & static_cast<unsigned>(Reader::StreamRoute)
+                               ? "a TLSRoute, TCPRoute or UDPRoute"
+                               : "the Gateways' status"));
+        }
+        if (auto it = routes_naming_.find(service); it != routes_naming_.end()) changed.insert(it->second.begin(), it->second.end());
+    }
+    if (changed.empty()) {
+        // nothing resolved: every status as it was
+        commit_services();
+        for (size_t i = 0; plan->statuses && i < plan->statuses->size(); i++) out.status_from.push_back(static_cast<int64_t>(i));
+        return out;
+    }
     // the hostnames the changed routes had and have: exact ones alone
     // (a wildcard's, or no hostname's, is a server{} of its own)
     std::set<std::string> hosts;
-    for (const auto &[key, now] : pending_) {
-        for (const Route *r : {routes_.find(key), now ? &*now : nullptr}) {
+    for (const std::string &key : changed) {
+        auto pending = pending_.find(key);
+        const Route *now = pending == pending_.end() ? routes_.find(key)
+                                                     : pending->second ? &*pending->second : nullptr;
+        for (const Route *r : {routes_.find(key), now}) {
             if (r == nullptr) continue;
             if (r->hostnames.empty()) return fail(key + " has no hostname");
             for (const std::string &h : r->hostnames) {
@@ -346,7 +399,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
             for (const std::string &h : r->hostnames) add_host(h);
         }
     };
-    for (const auto &[key, now] : pending_) add_route(key);
+    for (const std::string &key : changed) add_route(key);
     if (!no_hostname_.empty()) {
         // they serve their listeners' hostnames
         for (const std::string &key : no_hostname_) add_route(key);
@@ -377,9 +430,17 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
     Plan was = resolve(before, options_, &read_before);
     Plan is = resolve(after, options_, &read_after);
     for (const auto &[key, readers] : read_after.readers) {
-        if (!reads_.count(key)) return fail("it refers to " + key + ", which the plan does not read");
+        // (a Service routes alone read may be one the plan never looked
+        // up: routes_naming_ follows those)
+        if (!reads_.count(key) && readers != static_cast<unsigned>(Reader::Route)) {
+            return fail("it refers to " + key + ", which the plan does not read");
+        }
     }
-    return splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
+    out = splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
+    if (!out.needs_resolve.empty()) return out;
+    commit_services();
+    for (Update::Held &h : out.held) h.service = services_.find(h.service->meta.key());  // kept now
+    return out;
 }
 
 // `was` and `is`: the routes `keys` of `hosts` resolved as they were and
@@ -555,7 +616,7 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         Upstream &spare = plan->upstreams[index];
         for (Server &s : added) rename_backend(&s.table_json, u->name, spare.name);
         (*spares)[u->name] = spare.name;
-        out.held.push_back({index, spare, u->name, services_.find(u->service), slices_of(u->service)});
+        out.held.push_back({index, spare, u->name, service_now(u->service), slices_of(u->service)});
         spare = holding(*u, spare);
     }
     plan->servers.clear();

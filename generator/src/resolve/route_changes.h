@@ -1,7 +1,8 @@
 // What HTTPRoute and GRPCRoute changes do to a Plan resolve made (--routes
 // table): the hostnames they touch resolved again with only the routes
 // that serve those hostnames, and spliced into the plan as route table
-// entries and statuses. gateway2nginx run applies a route change this way
+// entries and statuses. A Service change is a change of the routes naming
+// it (none: nothing to resolve). gateway2nginx run applies a route change this way
 // in time that grows with the routes of its hostnames, not with every
 // route; whatever it would change beyond table entries, route statuses and
 // attachedRoutes is left to resolve.
@@ -48,6 +49,10 @@ public:
     // The HTTPRoute or GRPCRoute `key` ("HTTPRoute ns/name") is now
     // `route`, or is gone (null)
     void route_changed(const std::string &key, const Route *route);
+    // The Service `key` ("ns/name") is now `service`, or is gone (null):
+    // the routes naming it are resolved again, unless something other
+    // than an HTTPRoute or GRPCRoute reads it (resolve then)
+    void service_changed(const std::string &key, const Service *service);
     static std::string route_key(const Route &r);
 
     struct Update {
@@ -76,7 +81,8 @@ public:
     // Whether spares holding backends (each: the spare, as it is and as
     // it would be) leave the configuration's room as it is
     using SpareRoom = std::function<bool(const std::vector<std::pair<const Upstream *, Upstream>> &)>;
-    // Every route_changed() since the last update(), applied to *plan.
+    // Every route_changed() and service_changed() since the last
+    // update(), applied to *plan.
     // With `spares` (--spare-backends: what they hold, kept up to date),
     // a backend new to nginx is put in a free spare's place as the whole
     // way's assign_spares would, where `room` says it fits.
@@ -89,6 +95,7 @@ private:
                   const std::set<std::string> &hosts, const std::set<std::string> &routes, Plan *plan,
                   SpareAssignment *spares, const SpareRoom &room);
     const Route *route_now(const std::string &key) const;
+    const Service *service_now(const std::string &key) const;
     std::vector<const EndpointSlice *> slices_of(const std::string &service) const;
     void index_route(const std::string &key, const Route &r, bool add);
 
@@ -101,17 +108,19 @@ private:
     bool server_timestamps_ = false;
     KeptObjects<Route> routes_;  // HTTPRoutes and GRPCRoutes, by route_key()
     KeptObjects<Service> services_;  // every one: a route may name one new to nginx
-    KeptObjects<EndpointSlice> slices_;
+    KeptObjects<EndpointSlice> slices_;  // every one: a Service may be made for them
     KeptObjects<BackendTLSPolicy> policies_;
     KeptObjects<ConfigMap> config_maps_;  // by read_key(), those resolve looked up
     KeptObjects<Secret> secrets_;
     std::unordered_map<std::string, std::set<std::string>> slices_of_;    // Service -> slices
     std::unordered_map<std::string, std::set<std::string>> policies_of_;  // Service -> policies
     std::unordered_map<std::string, std::set<std::string>> routes_of_;    // hostname -> routes
+    std::unordered_map<std::string, std::set<std::string>> routes_naming_;  // Service -> routes
     std::set<std::string> wildcards_;     // the wildcard hostnames of routes_of_
     std::set<std::string> no_hostname_;   // routes of no hostname
     std::unordered_map<std::string, size_t> upstream_at_;  // the plan's, by name
     std::map<std::string, std::optional<Route>> pending_;  // route_changed() since update()
+    std::map<std::string, std::optional<Service>> pending_services_;  // service_changed() since update()
 };
 
 }  // namespace g2n

@@ -50,9 +50,49 @@ void ServiceEndpoints::slice_changed(const std::string &key, const EndpointSlice
     changed_.insert(service);
 }
 
+void ServiceEndpoints::service_changed(const std::string &key, const Service *service)
+{
+    if (!services_.count(key)) return;  // no upstream of the plan reads it
+    if (service == nullptr) {
+        services_changed_.insert_or_assign(key, std::nullopt);
+    } else {
+        services_changed_.insert_or_assign(key, *service);
+    }
+}
+
 ServiceEndpoints::Update ServiceEndpoints::update(Plan *plan)
 {
     Update update;
+    // a Service changed: its upstreams' servers, with the slices as they
+    // are, the same by its new ports as by its old
+    for (auto &[key, now] : services_changed_) {
+        if (!now) {
+            update.needs_resolve = true;
+            break;
+        }
+        const ServiceEntry &entry = services_.at(key);
+        std::vector<const EndpointSlice *> slices;
+        for (const std::string &slice : entry.slices) slices.push_back(slices_.find(slice));
+        auto servers = [&](const Service &service, const Upstream &u) -> std::optional<std::vector<std::string>> {
+            const auto port = std::find_if(service.ports.begin(), service.ports.end(),
+                                           [&](const ServicePort &p) { return p.port == u.service_port; });
+            if (port == service.ports.end()) return std::nullopt;
+            return service_port_servers(service, *port, slices, rules_, options_,
+                                        [](const std::string &, const std::string &, const std::string &) {});
+        };
+        for (const UpstreamRef &ref : entry.upstreams) {
+            const Upstream &u = (ref.stream ? plan->stream_upstreams : plan->upstreams).at(ref.index);
+            const auto after = servers(*now, u);
+            if (!after || after != servers(*services_kept_.find(key), u)) update.needs_resolve = true;
+        }
+    }
+    if (update.needs_resolve) {
+        services_changed_.clear();
+        changed_.clear();
+        return update;
+    }
+    for (auto &[key, now] : services_changed_) services_kept_.copy(key, *now);
+    services_changed_.clear();
     struct NewServers {
         Upstream *upstream;
         bool stream;

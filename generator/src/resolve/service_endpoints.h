@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -44,11 +45,16 @@ public:
     // The slice called `key` ("namespace/name") is now `slice`, or is gone
     // (null).
     void slice_changed(const std::string &key, const EndpointSlice *slice);
+    // The Service `key` is now `service`, or is gone (null): an upstream
+    // of it keeps its servers only if the Service gives it the same ones
+    // (the routes naming it are RouteChanges')
+    void service_changed(const std::string &key, const Service *service);
 
     struct Update {
         // the change needs resolve: an upstream whose servers changed is
-        // rendered with them (not replaceable before or after), or a zone
-        // the servers fill would change size. *plan is left as it was.
+        // rendered with them (not replaceable before or after), a zone
+        // the servers fill would change size, or a Service of upstreams
+        // gone or giving them other servers. *plan is left as it was.
         bool needs_resolve = false;
         std::vector<const Upstream *> changed, stream_changed;  // in *plan
         std::vector<std::string> warnings;  // endpoints left out, of the Services recomputed
@@ -94,6 +100,7 @@ private:
     KeptObjects<Service> services_kept_;                      // the same, by key
     KeptObjects<EndpointSlice> slices_;                       // theirs, by key
     std::set<std::string> changed_;                           // Services
+    std::map<std::string, std::optional<Service>> services_changed_;  // service_changed() since update()
     Room room_;
 };
 

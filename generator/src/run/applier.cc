@@ -42,7 +42,8 @@ void Applier::apply(std::optional<ChangeSet> changes)
     metrics_->applies++;
     const uint64_t cpu_before = thread_cpu_ns();
     if (changes && object_changes_applied(*changes)) {
-        // applied alone: EndpointSlices alone, routes alone, or ConfigMaps and Secrets (with slices)
+        // applied alone: EndpointSlices alone, routes and Services (with slices), or ConfigMaps and
+        // Secrets (with slices)
         KindChange how = KindChange::Endpoints;
         for (const kube::ObjectChange &c : changes->objects) {
             if (change_of(c) != KindChange::Endpoints) how = change_of(c);
@@ -59,7 +60,8 @@ void Applier::apply(std::optional<ChangeSet> changes)
 }
 
 // What `changes` ask is done, when the plan kept can follow them
-// (nothing changed, or EndpointSlices, ConfigMaps and Secrets alone)
+// (nothing changed; EndpointSlices, ConfigMaps and Secrets alone; or
+// routes and Services, with EndpointSlices or not)
 bool Applier::object_changes_applied(const ChangeSet &changes)
 {
     if (endpoints_ == nullptr) return false;
@@ -68,7 +70,10 @@ bool Applier::object_changes_applied(const ChangeSet &changes)
         serving(nginx_runs_now());
         return true;
     }
+    // routes and Services, with EndpointSlices or not, are RouteChanges'
     const bool routes = std::all_of(changes.objects.begin(), changes.objects.end(), [](const kube::ObjectChange &c) {
+        return change_of(c) == KindChange::Routes || change_of(c) == KindChange::Endpoints;
+    }) && std::any_of(changes.objects.begin(), changes.objects.end(), [](const kube::ObjectChange &c) {
         return change_of(c) == KindChange::Routes;
     });
     return routes ? apply_route_changes(changes) : apply_object_changes(changes);

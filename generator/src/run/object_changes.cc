@@ -16,6 +16,7 @@ bool holds_only(const Manifests &one, const kube::ObjectChange &change)
     for (const ConfigMap &o : one.config_maps) held.emplace_back("ConfigMap", &o.meta);
     for (const Secret &o : one.secrets) held.emplace_back("Secret", &o.meta);
     for (const Route &o : one.http_routes) held.emplace_back(route_kind_name(o.kind), &o.meta);
+    for (const Service &o : one.services) held.emplace_back("Service", &o.meta);
     return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
 }
 
@@ -121,8 +122,9 @@ void Applier::pushed_alone()
     serving(true);  // the push was answered
 }
 
-// Only HTTPRoutes and GRPCRoutes changed: the hostnames they had and have
-// resolved again with the routes of those hostnames alone
+// Only HTTPRoutes, GRPCRoutes and Services changed (and EndpointSlices
+// beside them): the hostnames the routes (and those naming the Services)
+// had and have resolved again with the routes of those hostnames alone
 // (RouteChanges), their route table entries pushed and their statuses
 // offered, OUTDIR written later. False when the change needs the whole
 // pipeline, which then applies it. A backend new to nginx takes a free
@@ -133,12 +135,39 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
     if (routes_ == nullptr) return false;
     std::vector<std::optional<Manifests>> now;
     if (!parse_alone(changes, &now)) return false;
+    bool services = false, slices = false;
     for (size_t i = 0; i < changes.objects.size(); i++) {
         const kube::ObjectChange &c = changes.objects[i];
-        const Route *route = now[i] ? &now[i]->http_routes[0] : nullptr;
-        routes_->route_changed(c.kind + " " + c.name_key, route);
+        if (c.kind == "Service") {
+            const Service *service = now[i] ? &now[i]->services[0] : nullptr;
+            routes_->service_changed(c.name_key, service);
+            endpoints_->service_changed(c.name_key, service);
+            services = true;
+        } else if (change_of(c) == KindChange::Endpoints) {
+            const EndpointSlice *slice = now[i] ? &now[i]->endpoint_slices[0] : nullptr;
+            endpoints_->slice_changed(c.name_key, slice);
+            routes_->slice_changed(c.name_key, slice);
+            slices = true;
+        } else {
+            const Route *route = now[i] ? &now[i]->http_routes[0] : nullptr;
+            routes_->route_changed(c.kind + " " + c.name_key, route);
+        }
     }
-    const bool spares = args_.options.spare_backends > 0 && endpoints_ != nullptr;
+    // the servers first: a Service's upstreams keep theirs, or it is the
+    // whole way; the routes are resolved with them as they are now
+    ServiceEndpoints::Update servers;
+    if (services || slices) {
+        servers = endpoints_->update(&*plan_);
+        if (servers.needs_resolve) {
+            say(services ? "a Service change applied the whole way: it changes or removes its backends' servers, or their room"
+                         : "an EndpointSlice change applied the whole way: it changes the servers' room");
+            return false;
+        }
+        for (const std::string &w : servers.warnings) {
+            if (warned_.insert(w).second) say("warning: " + w);
+        }
+    }
+    const bool spares = args_.options.spare_backends > 0;
     SpareAssignment held = spares_;
     RouteChanges::Update update = routes_->update(
         &*plan_, spares ? &held : nullptr,
@@ -157,8 +186,11 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
     }
     route_table_bytes_ = bytes;
     metrics_->route_updates++;
+    if (slices) metrics_->endpoint_updates++;
     status_.clear();  // not digested whole again: the next whole way compares none
     ApiContent entries = route_entries(update.servers, update.replaced);
+    for (const Upstream *u : servers.changed) entries.servers[u->name] = upstream_servers_api_json(*u);
+    for (const Upstream *u : servers.stream_changed) entries.stream_servers[u->name] = upstream_servers_api_json(*u);
     for (const RouteChanges::Update::Held &h : update.held) {
         const Upstream &spare = plan_->upstreams[h.index];
         endpoints_->hold(h.index, h.spare, spare, *h.service, h.slices);
