@@ -17,8 +17,9 @@
 #   - with ROUTES_MODE=table, NEW_ROUTES (default 100) new HTTPRoutes
 #     created through the API one at a time: median and p99 to traffic,
 #     the run's CPU for each, its reloads; then NEW_BACKENDS (default 10)
-#     plaintext Services new to nginx, each created, then a route to it
-#     (--spare-backends NEW_BACKENDS: held by a spare), the route timed;
+#     plaintext Services new to nginx, each created (its CPU), then a
+#     route to it (--spare-backends NEW_BACKENDS: held by a spare), the
+#     route timed;
 #   - the one-shot generator on the same objects as YAML and as JSON (the
 #     text the API path hands to the parse stage is JSON).
 # The routes share HOSTS hostnames: by default one with rendered locations,
@@ -225,7 +226,7 @@ done
 # the run's CPU for them, and its reloads
 new_routes=${NEW_ROUTES:-100}
 new_backends=${NEW_BACKENDS:-10}
-new_ms=() new_cpu_ms= new_reloads= backend_ms=() backend_cpu_ms=() backend_reloads= held_alone=
+new_ms=() new_cpu_ms= new_reloads= backend_ms=() backend_cpu_ms=() service_cpu_ms=() backend_reloads= held_alone=
 if [ "$routes_mode" = table ]; then
     "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
         --spare-backends "$new_backends" --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-new.log" &
@@ -269,8 +270,8 @@ if [ "$routes_mode" = table ]; then
     # a route to it: the route timed, and the run's CPU from its POST
     for i in $(seq "$new_backends"); do
         # its slice first (applied alone: no Service reads it yet), then
-        # the Service (the whole way, nothing to say: waited for until
-        # its CPU is counted)
+        # the Service (no route names it: nothing resolved; waited for
+        # until its CPU is counted)
         said=$(grep -c 'no change to the servers nginx holds' "$work/run-new.log" || true)
         api_post /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"newb-$i-x\",\"namespace\":\"demo\",\"labels\":{\"kubernetes.io/service-name\":\"newb-$i\"}},\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"http\",\"port\":29480}],\"endpoints\":[{\"addresses\":[\"127.0.0.1\"]}]}"
         more_said 'no change to the servers nginx holds' "$said"
@@ -281,6 +282,7 @@ if [ "$routes_mode" = table ]; then
             [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: the Service newb-$i was never applied" >&2; exit 1; }
             sleep 0.05
         done
+        service_cpu_ms+=("$(echo "$(run_metric "$ways") $applied_cpu" | awk '{printf "%.1f", ($1 - $2) * 1000}')")
         # the route's CPU as run counts it: the ways it was applied
         apply_cpu_before=$(run_metric "$ways")
         api_post /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes "{\"apiVersion\":\"gateway.networking.k8s.io/v1\",\"kind\":\"HTTPRoute\",\"metadata\":{\"name\":\"newb-$i\",\"namespace\":\"demo\"},\"spec\":{\"parentRefs\":[{\"name\":\"shop\"}],\"hostnames\":[\"shop.example.com\"],\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/newb$i\"}}],\"backendRefs\":[{\"name\":\"newb-$i\",\"port\":80}]}]}}"
@@ -328,7 +330,7 @@ if [ "$routes_mode" = table ]; then
         { ms[NR] = $1 }
         END { p99 = int(NR * 0.99 + 0.999); printf "new HTTPRoutes through the API, %d in a row: to traffic median %d ms, p99 %d ms, max %d ms; CPU in run %.1f ms each; %d reloads\n", NR, ms[int((NR + 1) / 2)], ms[p99], ms[NR], cpu, reloads }'
     if [ "$new_backends" -gt 0 ]; then
-        echo "new HTTPRoutes to plaintext Services new to nginx, $new_backends: to traffic median $(printf '%s\n' "${backend_ms[@]}" | median) ms (${backend_ms[*]}); CPU in run median $(printf '%s\n' "${backend_cpu_ms[@]}" | median) ms (${backend_cpu_ms[*]}); $backend_reloads reloads; $held_alone held by spares"
+        echo "new HTTPRoutes to plaintext Services new to nginx, $new_backends: to traffic median $(printf '%s\n' "${backend_ms[@]}" | median) ms (${backend_ms[*]}); CPU in run median $(printf '%s\n' "${backend_cpu_ms[@]}" | median) ms (${backend_cpu_ms[*]}); $backend_reloads reloads; $held_alone held by spares; each Service's own creation before: CPU in run median $(printf '%s\n' "${service_cpu_ms[@]}" | median) ms (${service_cpu_ms[*]})"
     fi
 fi
 echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}; its CPU: files ${route_cpu[files]}| api ${route_cpu[api]}"
