@@ -8,7 +8,9 @@
 # follow the Service's EndpointSlice. So are Service changes (the routes
 # naming them resolved again): a new application's Service, made before
 # its route or after it, and a Service's appProtocol changed; one a
-# BackendTLSPolicy reads goes the whole way, with no reload.
+# BackendTLSPolicy reads goes the whole way, with no reload. And
+# ReferenceGrant changes: a route of another namespace served once one
+# allows it, refused once it is gone.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -30,7 +32,8 @@ my $plain_port = server_port() + 23;
 start_numbered_backends(2, $backend_port);
 start_slow_backend('127.0.0.1', $plain_port, "$dir/accepted");  # plaintext: "fast"
 start_kube_api($kube_port, '--bookmark-seconds', '1');
-kube_apply('base', kube_web_yaml());
+# (routes of every namespace: team's, below)
+kube_apply('base', routes_from_all_namespaces(kube_web_yaml()) . "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
 kube_apply('slice', kube_slice_yaml($backend_port, 1));
 kube_apply('a', kube_host_route_yaml('a', 'a.test', 'web', '/a'));
 
@@ -112,6 +115,27 @@ ok(wait_for(sub { body('q.test', '/q') eq 'fast' }, 15), 'then its route: served
     or diag slurp($log);
 ok(wait_for(sub { count_in($log, qr/backend backend_ns_app_443 new to nginx: held by spare gateway2nginx_spare_plain_1/) }, 5),
    'its backend held by the next plaintext spare') or diag slurp($log);
+
+# a route of another namespace to web: refused (a 500) until a
+# ReferenceGrant allows it, then served, and refused again once the grant
+# is gone; each grant change applied alone
+kube_apply('cross', kube_host_route_yaml('cross', 'cross.test', 'web', '/c')
+                    =~ s/namespace: ns\}/namespace: team}/r =~ s/\{name: gw\}/{name: gw, namespace: ns}/r
+                    =~ s/\{name: web, port: 443\}/{name: web, namespace: ns, port: 443}/r);
+ok(wait_for(sub { (http_request($port, '/c', 'cross.test'))[0] == 500 }, 15), 'a route of another namespace, no grant: a 500')
+    or diag slurp($log);
+$updates = route_updates();
+kube_apply('grant', "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\n"
+                    . "metadata: {name: from-team, namespace: ns}\nspec:\n"
+                    . "  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: team}]\n"
+                    . "  to: [{group: \"\", kind: Service}]\n");
+ok(wait_for(sub { get('cross.test', '/c') eq '200 127.0.0.1' }, 15), 'a ReferenceGrant made: served') or diag slurp($log);
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slurp($log);
+$updates = route_updates();
+my ($grc, $gout) = kubectl('delete', 'referencegrant', 'from-team', '-n', 'ns');
+is($grc, 0, 'the ReferenceGrant deleted') or diag $gout;
+ok(wait_for(sub { (http_request($port, '/c', 'cross.test'))[0] == 500 }, 15), 'refused again') or diag slurp($log);
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slurp($log);
 
 # its route first (no Service: a 500), then its Service: the route
 # resolved again, its backend in a free spare's place

@@ -21,8 +21,8 @@ enum class KindChange {
     Whole,      // the whole way again: resolved, rendered, pushed or reloaded
     Endpoints,  // the servers of the Services it names (resolve/service_endpoints.h)
     Trust,      // the trust of the policies reading it (resolve/policy_trust.h)
-    Routes,     // the route table entries of the hostnames it (a Service: the routes naming it) serves
-                // (resolve/route_changes.h)
+    Routes,     // the route table entries of the hostnames it serves (a Service: the routes naming it; a
+                // ReferenceGrant: those naming a Service of its namespace from another) (resolve/route_changes.h)
 };
 
 enum KindFlag : unsigned {

@@ -30,8 +30,8 @@ namespace {
 // A Gateway with an HTTP listener of any hostname and an HTTPS listener
 // of *.example.com, a second Gateway on its own port, EndpointSlices of
 // Services s0 to s5 in two namespaces (the Services are service_yaml()'s),
-// a BackendTLSPolicy of t1/s1 with a CA ConfigMap, and a ReferenceGrant
-// from t2 to t1's Services.
+// and a BackendTLSPolicy of t1/s1 with a CA ConfigMap (the ReferenceGrant
+// is grant_yaml()'s).
 std::string world_yaml()
 {
     std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
@@ -55,13 +55,6 @@ spec:
   gatewayClassName: ours
   listeners:
   - {name: http, port: 8080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
----
-apiVersion: gateway.networking.k8s.io/v1beta1
-kind: ReferenceGrant
-metadata: {name: from-t2, namespace: t1}
-spec:
-  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: t2}]
-  to: [{group: "", kind: Service}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
@@ -95,6 +88,18 @@ std::string service_yaml(const std::string &ns, const std::string &name, int var
                            "[{name: http, port: 80, appProtocol: kubernetes.io/h2c}]"};
     return "---\napiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: " + ns
            + (variant == 1 ? ", labels: {tier: web}" : "") + "}\nspec:\n  ports: " + ports[variant] + "\n";
+}
+
+// The ReferenceGrant t1/from-t2 as the world starts (VARIANT 0: t2's
+// HTTPRoutes to t1's Services), or changed: 1 to t1/s2 alone, 2 from t2's
+// GRPCRoutes alone
+std::string grant_yaml(int variant)
+{
+    return std::string("---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\n"
+                       "metadata: {name: from-t2, namespace: t1}\nspec:\n"
+                       "  from: [{group: gateway.networking.k8s.io, kind: ")
+           + (variant == 2 ? "GRPCRoute" : "HTTPRoute") + ", namespace: t2}]\n  to: [{group: \"\", kind: Service"
+           + (variant == 1 ? ", name: s2" : "") + "}]\n";
 }
 
 // A random HTTPRoute NAME in NS: hostnames of a few (now and then a
@@ -147,6 +152,7 @@ Rendered rendered(const Plan &plan, const Options &o)
 
 struct Tally {
     int fast = 0, resolved = 0, hostnames_moved = 0, unchanged_named = 0;
+    int grants_alone = 0;     // ReferenceGrant changes spliced
     int services_alone = 0;   // Service changes spliced
     int services_routed = 0;  // of them, with routes naming the Service resolved again
     int fast_while_held = 0;  // spliced while spares held backends
@@ -184,6 +190,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     const int s3_one_in = spares > 0 ? 60 : 12;
     std::map<std::string, std::string> routes;  // what the API holds, by "ns/name"
     std::map<std::string, std::string> services;
+    std::string grant = grant_yaml(0);  // none: deleted
     for (const char *ns : {"t1", "t2"}) {
         for (int i = 0; i < 4; i++) services[ns + std::string("/s") + std::to_string(i)] = service_yaml(ns, "s" + std::to_string(i), 0);
     }
@@ -193,7 +200,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         std::string yaml = base;
         for (const auto &[key, r] : routes) yaml += r;
         for (const auto &[key, svc] : services) yaml += svc;
-        return yaml;
+        return yaml + grant;
     };
     int created = 0;
     for (int i = 0; i < 10; i++) {
@@ -242,8 +249,15 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         std::string key = ns + "/" + name;
         const Plan running = plan;
         const SpareAssignment held_before = held;
-        bool service_round = false, services_forgot = false;
-        if (pick(5) == 0) {
+        bool service_round = false, services_forgot = false, grant_round = false;
+        if (pick(12) == 0) {
+            // the ReferenceGrant made, changed or deleted
+            grant_round = true;
+            key = "t1/from-t2";
+            grant = pick(4) == 0 ? "" : grant_yaml(pick(3));
+            const Manifests one = parse(grant);
+            index->reference_grant_changed(key, grant.empty() ? nullptr : &one.reference_grants.at(0));
+        } else if (pick(5) == 0) {
             // a Service made, changed or deleted, as gateway2nginx run
             // applies it: its servers (ServiceEndpoints), then the routes
             service_round = true;
@@ -289,6 +303,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             }
             tally.fast++;
             if (service_round) tally.services_alone++;
+            if (grant_round) tally.grants_alone++;
             if (service_round && !update.servers.empty()) tally.services_routed++;
             if (!held.empty()) tally.fast_while_held++;
             tally.held_alone += static_cast<int>(update.held.size());
@@ -336,7 +351,8 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     }
     BOOST_TEST_MESSAGE(tally.fast << " spliced (" << tally.fast_while_held << " while spares held backends, "
                        << tally.held_alone << " backends given spares, " << tally.services_alone
-                       << " Service changes, " << tally.services_routed << " of them with routes), "
+                       << " Service changes, " << tally.services_routed << " of them with routes, "
+                       << tally.grants_alone << " ReferenceGrant changes), "
                        << tally.resolved << " resolved, " << tally.hostnames_moved << " moved a hostname");
     return tally;
 }
@@ -359,6 +375,10 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
     BOOST_TEST(t.fast > rounds / 2);
     BOOST_TEST(t.resolved > rounds / 10);
     BOOST_TEST(t.hostnames_moved > rounds / 30);
+    // Service and ReferenceGrant changes among them
+    BOOST_TEST(t.services_alone >= (rounds >= 100 ? rounds / 30 : 0));
+    BOOST_TEST(t.services_routed >= (rounds >= 100 ? 2 : 0));
+    BOOST_TEST(t.grants_alone >= (rounds >= 100 ? 2 : 0));
     // the routes resolved again whose status is as it was are not named
     BOOST_TEST(t.unchanged_named == 0);
 }
@@ -373,6 +393,8 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_while_spares_hold_backends)
     BOOST_TEST(t.fast_while_held >= std::max(1, rounds / 40));
     // and backends new to nginx given spares by the splice itself
     BOOST_TEST(t.held_alone >= (rounds >= 100 ? 2 : 0));
+    BOOST_TEST(t.services_alone >= (rounds >= 100 ? rounds / 30 : 0));
+    BOOST_TEST(t.grants_alone >= (rounds >= 100 ? 2 : 0));
     BOOST_TEST(t.resolved > rounds / 10);
     BOOST_TEST(t.unchanged_named == 0);
 }
@@ -440,6 +462,85 @@ BOOST_AUTO_TEST_CASE(a_service_change_resolves_the_routes_naming_it)
     const Manifests front = service("front");
     index.service_changed("ns/front", &front.services[0]);
     BOOST_TEST(index.update(&plan, &held, room).needs_resolve == "Service ns/front is read by the Gateways' status");
+}
+
+// A ReferenceGrant of a namespace whose grants only routes read: the
+// routes naming its Services from other namespaces resolved again (data's
+// own route makes db's backend one nginx runs); one of a namespace a
+// Gateway's certificate is in: resolve
+BOOST_AUTO_TEST_CASE(a_reference_grant_change_resolves_the_routes_it_governs)
+{
+    Options o;
+    o.routes = "table";
+    o.upstream_api = "127.0.0.1:9114";
+    const std::string yaml = "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: ours}\n"
+                             "spec: {controllerName: gateway2nginx.io/controller}\n---\n"
+                             + tls_secret_yaml("cert", "certs") + R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: ours
+  listeners:
+  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+  - name: https
+    port: 443
+    protocol: HTTPS
+    tls: {certificateRefs: [{name: cert, namespace: certs}]}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: gateway, namespace: certs}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: ns}]
+  to: [{group: "", kind: Secret}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: data}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app, namespace: ns}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [a.example.com]
+  rules: [{backendRefs: [{name: db, namespace: data, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: local, namespace: data}
+spec:
+  parentRefs: [{name: gw, namespace: ns, sectionName: http}]
+  hostnames: [b.example.com]
+  rules: [{backendRefs: [{name: db, port: 80}]}]
+)";
+    const Manifests m = parse(yaml);
+    ResolveReads reads;
+    Plan plan = resolve(m, o, &reads);
+    RouteChanges index(m, plan, o, reads);
+    BOOST_TEST_REQUIRE(index.usable());
+    auto grant = [](const std::string &ns, const std::string &from_kind, const std::string &from_ns,
+                    const std::string &to_kind) {
+        return parse("apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: "
+                     + ns + "}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: " + from_kind
+                     + ", namespace: " + from_ns + "}]\n  to: [{group: \"\", kind: " + to_kind + "}]\n");
+    };
+    // data's grants: the route's RefNotPermitted lifted, its status new
+    const Manifests allow = grant("data", "HTTPRoute", "ns", "Service");
+    index.reference_grant_changed("data/g", &allow.reference_grants[0]);
+    const RouteChanges::Update update = index.update(&plan);
+    BOOST_TEST_REQUIRE(update.needs_resolve == "");
+    BOOST_TEST_REQUIRE(update.servers.size() == 1u);
+    BOOST_TEST(update.servers[0]->server_name == "a.example.com");
+    BOOST_TEST(std::count(update.status_from.begin(), update.status_from.end(), -1) == 1);
+    BOOST_TEST(render_status(plan, o).find("RefNotPermitted") == std::string::npos);
+    // certs' grants: the Gateway's certificate reads them
+    const Manifests other = grant("certs", "HTTPRoute", "ns", "Service");
+    index.reference_grant_changed("certs/g", &other.reference_grants[0]);
+    BOOST_TEST(index.update(&plan).needs_resolve
+               == "the ReferenceGrants of certs are read by a Gateway, a ListenerSet or a TLSRoute, TCPRoute or UDPRoute");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

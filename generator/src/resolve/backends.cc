@@ -10,17 +10,18 @@ const ServicePort *Resolver::referenced_port(const Route &r, const BackendRef &b
                                    Condition *refs) const
 {
     std::string ns = b.namespace_.empty() ? r.meta.namespace_ : b.namespace_;
+    const Reader reader = r.kind == RouteKind::HTTPRoute || r.kind == RouteKind::GRPCRoute ? Reader::Route
+                                                                                           : Reader::StreamRoute;
     if (b.refers_to() != RefKind::Service) {
         *refs = cond::route_invalid_kind("backendRef " + b.name + ": kind " + b.kind + " is not supported");
         return nullptr;
     }
-    if (ns != r.meta.namespace_ && !granted(m_, route_kind_name(r.kind), r.meta.namespace_, "Service", ns, b.name)) {
+    if (ns != r.meta.namespace_ && !objects_.granted(route_kind_name(r.kind), r.meta.namespace_, "Service", ns, b.name, reader)) {
         *refs = cond::route_ref_not_permitted("backendRef Service " + ns + "/" + b.name
                                               + " is in another namespace and no ReferenceGrant allows it");
         return nullptr;
     }
-    const bool http = r.kind == RouteKind::HTTPRoute || r.kind == RouteKind::GRPCRoute;
-    const Service *svc = objects_.service(ns, b.name, http ? Reader::Route : Reader::StreamRoute);
+    const Service *svc = objects_.service(ns, b.name, reader);
     if (svc == nullptr) {
         *refs = cond::route_backend_not_found("Service " + ns + "/" + b.name + " does not exist");
         return nullptr;

@@ -9,7 +9,7 @@
 
 namespace g2n {
 
-SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const std::string &from_kind,
+SecretFiles tls_secret_files(const ObjectIndex &objects, const std::string &from_kind,
                              const std::string &from_ns, const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
                              std::set<std::string> *written)
 {
@@ -20,7 +20,7 @@ SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, con
         out.why = "kind " + ref.kind + " in group \"" + ref.group + "\" is not supported; use a Secret";
         return out;
     }
-    if (ns != from_ns && !granted(m, from_kind, from_ns, "Secret", ns, ref.name)) {
+    if (ns != from_ns && !objects.granted(from_kind, from_ns, "Secret", ns, ref.name, Reader::Gateway)) {
         out.reason = "RefNotPermitted";
         out.why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
         return out;
@@ -55,7 +55,7 @@ SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, con
     return out;
 }
 
-bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+bool resolve_client_validation(const ObjectIndex &objects, const Gateway &gw,
                                const Listener &l, Plan *plan, ClientValidation *out,
                                std::vector<Condition> *failure)
 {
@@ -81,7 +81,7 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
                                                             + ref.group + "\" (" + ref.name
                                                             + ") is not supported; use a ConfigMap or a Secret");
             }
-            if (ns != gw.meta.namespace_ && !granted(m, "Gateway", gw.meta.namespace_, ref.kind, ns, ref.name)) {
+            if (ns != gw.meta.namespace_ && !objects.granted("Gateway", gw.meta.namespace_, ref.kind, ns, ref.name, Reader::Gateway)) {
                 return fail(cond::listener_ref_not_permitted, ref.kind + " " + ns + "/" + ref.name
                                                    + " is in another namespace and no ReferenceGrant allows it");
             }
@@ -108,14 +108,14 @@ bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, c
     return true;
 }
 
-Condition resolve_backend_client_certificate(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+Condition resolve_backend_client_certificate(const ObjectIndex &objects, const Gateway &gw,
                                              Plan *plan, std::set<std::string> *written,
                                              BackendClientCertificate *out)
 {
     if (!gw.backend_client_certificate) {
         return {};  // no condition: nothing to resolve
     }
-    SecretFiles files = tls_secret_files(m, objects, "Gateway", gw.meta.namespace_, *gw.backend_client_certificate,
+    SecretFiles files = tls_secret_files(objects, "Gateway", gw.meta.namespace_, *gw.backend_client_certificate,
                                          "backend-client", plan,
                                          written);
     if (!files.ok()) {

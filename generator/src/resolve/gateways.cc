@@ -133,7 +133,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *s
             return s;
         }
         std::vector<Condition> failure;
-        if (!resolve_client_validation(m_, objects_, gw, l, plan_, &s.client, &failure)) {
+        if (!resolve_client_validation(objects_, gw, l, plan_, &s.client, &failure)) {
             s.status.conditions = failure;
             return s;
         }
@@ -147,7 +147,7 @@ ListenerState Resolver::resolve_listener(const Gateway &gw, const ListenerSet *s
 
 SecretFiles Resolver::resolve_certificate(const Listener &l, ListenerState *s)
 {
-    SecretFiles files = tls_secret_files(m_, objects_, s->owner_kind(), s->owner().namespace_, l.certificate_refs.front(),
+    SecretFiles files = tls_secret_files(objects_, s->owner_kind(), s->owner().namespace_, l.certificate_refs.front(),
                                          "listener", plan_, &written_);
     s->certificate = files.certificate;
     s->certificate_key = files.key;

@@ -184,7 +184,8 @@ void PolicyIndex::reached(size_t service, const std::string &port_name, const st
     }
 }
 
-ObjectIndex::ObjectIndex(const Manifests &m, ResolveReads *reads) : services_base_(m.services.data()), reads_(reads)
+ObjectIndex::ObjectIndex(const Manifests &m, ResolveReads *reads)
+    : grants_(&m.reference_grants), services_base_(m.services.data()), reads_(reads)
 {
     services_.reserve(m.services.size());
     config_maps_.reserve(m.config_maps.size());
@@ -223,6 +224,24 @@ const Service *ObjectIndex::service(const std::string &ns, const std::string &na
 {
     if (reads_ != nullptr) reads_->readers[read_key("Service", ns, name)] |= static_cast<unsigned>(reader);
     return find(services_, ns, name);
+}
+
+bool ObjectIndex::granted(const std::string &from_kind, const std::string &from_ns, const std::string &to_kind,
+                          const std::string &to_ns, const std::string &to_name, Reader reader) const
+{
+    if (reads_ != nullptr) reads_->readers[read_key("ReferenceGrant", to_ns, "*")] |= static_cast<unsigned>(reader);
+    const std::string from_group = "gateway.networking.k8s.io";  // Gateway and every route kind
+    for (const ReferenceGrant &g : *grants_) {
+        if (g.meta.namespace_ != to_ns) continue;
+        bool from = std::any_of(g.from.begin(), g.from.end(), [&](const ReferenceGrantFrom &f) {
+            return f.group == from_group && f.kind == from_kind && f.namespace_ == from_ns;
+        });
+        bool to = std::any_of(g.to.begin(), g.to.end(), [&](const ReferenceGrantTo &t) {
+            return t.group.empty() && t.kind == to_kind && (t.name.empty() || t.name == to_name);
+        });
+        if (from && to) return true;
+    }
+    return false;
 }
 
 PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Plan *plan)

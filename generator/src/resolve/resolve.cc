@@ -49,23 +49,6 @@ StatusList::StatusList(std::vector<ObjectStatus> &&statuses)
     statuses = std::vector<ObjectStatus>();
 }
 
-bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
-             const std::string &to_kind, const std::string &to_ns, const std::string &to_name)
-{
-    const std::string from_group = "gateway.networking.k8s.io";  // Gateway and every route kind
-    for (const ReferenceGrant &g : m.reference_grants) {
-        if (g.meta.namespace_ != to_ns) continue;
-        bool from = std::any_of(g.from.begin(), g.from.end(), [&](const ReferenceGrantFrom &f) {
-            return f.group == from_group && f.kind == from_kind && f.namespace_ == from_ns;
-        });
-        bool to = std::any_of(g.to.begin(), g.to.end(), [&](const ReferenceGrantTo &t) {
-            return t.group.empty() && t.kind == to_kind && (t.name.empty() || t.name == to_name);
-        });
-        if (from && to) return true;
-    }
-    return false;
-}
-
 bool LabelSelector::matches(const std::map<std::string, std::string> &labels) const
 {
     for (const auto &[key, value] : match_labels) {
@@ -205,7 +188,7 @@ void Resolver::run()
     for (const Gateway *gw : gateways_) {
         if (gw->allows_insecure_backends) policies_.insecure_allowed.insert(gw->meta.key());
         gateway_refs_[gw->meta.key()] = resolve_backend_client_certificate(
-            m_, objects_, *gw, plan_, &written_, &backend_clients_[gw->meta.key()]);
+            objects_, *gw, plan_, &written_, &backend_clients_[gw->meta.key()]);
     }
     select_listener_sets();
     resolve_listeners();

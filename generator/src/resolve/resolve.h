@@ -24,7 +24,8 @@ namespace g2n {
 // "Service ns/name", looked up whether or not the object exists (one made
 // later changes the Plan too). A Service is read by a policy's target, a
 // route's backendRef (HTTPRoute and GRPCRoute: Route; the others:
-// StreamRoute) and the Gateways' status address.
+// StreamRoute) and the Gateways' status address; the ReferenceGrants of a
+// namespace ("ReferenceGrant ns/*") by whoever refers into it from another.
 enum class Reader : unsigned { BackendTLSPolicy = 1, Gateway = 2, Route = 4, StreamRoute = 8 };
 struct ResolveReads {
     std::unordered_map<std::string, unsigned> readers;  // key -> Reader bits
@@ -80,6 +81,11 @@ struct ObjectIndex {
     const Secret *secret(const std::string &ns, const std::string &name, Reader reader) const;
     // and Services likewise
     const Service *service(const std::string &ns, const std::string &name, Reader reader) const;
+    // Whether a ReferenceGrant of to_ns lets a FROM_KIND of from_ns refer
+    // to a TO_KIND; the grants of to_ns are read (read_key("ReferenceGrant",
+    // to_ns, "*"))
+    bool granted(const std::string &from_kind, const std::string &from_ns, const std::string &to_kind,
+                 const std::string &to_ns, const std::string &to_name, Reader reader) const;
 
     // what resolve records its reads in, or null
     ResolveReads *reads() const { return reads_; }
@@ -98,6 +104,7 @@ private:
     std::unordered_map<std::string, const ConfigMap *> config_maps_;
     std::unordered_map<std::string, const Secret *> secrets_;
     std::unordered_map<std::string, const Service *> services_;
+    const std::vector<ReferenceGrant> *grants_;
     const Service *services_base_ = nullptr;
     ResolveReads *reads_ = nullptr;
 };
@@ -211,10 +218,6 @@ bool claim_outranks(const ListenerState &a, const ListenerState &b);
 // What a claim is on: a socket and a hostname ("" for TCP and UDP).
 std::string claim_key(const ListenerState &ls, const std::string &host);
 
-// Whether a ReferenceGrant lets a FROM_KIND of from_ns refer to a TO_KIND.
-bool granted(const Manifests &m, const std::string &from_kind, const std::string &from_ns,
-             const std::string &to_kind, const std::string &to_ns, const std::string &to_name);
-
 // ---- resolve_gateway_tls.cc: a Gateway's own TLS material ------------------
 
 // A kubernetes.io/tls Secret as the files certs/PREFIX-NS-NAME.{crt,key};
@@ -224,17 +227,17 @@ struct SecretFiles {
     bool ok() const { return reason.empty(); }
 };
 // `from_kind` in namespace `from_ns` refers to it (a Gateway, a ListenerSet).
-SecretFiles tls_secret_files(const Manifests &m, const ObjectIndex &objects, const std::string &from_kind,
+SecretFiles tls_secret_files(const ObjectIndex &objects, const std::string &from_kind,
                              const std::string &from_ns, const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
                              std::set<std::string> *written);
 // GEP-91 (perPort, else default) and GEP-4078 pins for one TLS listener:
 // false with the listener's conditions when a CA reference fails.
-bool resolve_client_validation(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+bool resolve_client_validation(const ObjectIndex &objects, const Gateway &gw,
                                const Listener &l, Plan *plan, ClientValidation *out,
                                std::vector<Condition> *failure);
 // GEP-3155: the Gateway's ResolvedRefs condition (none without a
 // clientCertificateRef), and the files when they resolve.
-Condition resolve_backend_client_certificate(const Manifests &m, const ObjectIndex &objects, const Gateway &gw,
+Condition resolve_backend_client_certificate(const ObjectIndex &objects, const Gateway &gw,
                                              Plan *plan, std::set<std::string> *written,
                                              BackendClientCertificate *out);
 

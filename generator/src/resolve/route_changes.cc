@@ -140,6 +140,10 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
     base_.gateways = m.gateways;
     base_.listener_sets = m.listener_sets;
     base_.reference_grants = m.reference_grants;
+    std::set<std::string> grants;
+    for (const ReferenceGrant &g : m.reference_grants) {
+        if (!grants.insert(g.meta.key()).second) usable_ = false;
+    }
     for (const Route &r : m.http_routes) {
         const std::string key = route_key(r);
         if (!routes_.view(key, r)) usable_ = false;
@@ -266,6 +270,15 @@ void RouteChanges::service_changed(const std::string &key, const Service *servic
     }
 }
 
+void RouteChanges::reference_grant_changed(const std::string &key, const ReferenceGrant *grant)
+{
+    if (grant == nullptr) {
+        pending_grants_.insert_or_assign(key, std::nullopt);
+    } else {
+        pending_grants_.insert_or_assign(key, *grant);
+    }
+}
+
 std::vector<const EndpointSlice *> RouteChanges::slices_of(const std::string &service) const
 {
     std::vector<const EndpointSlice *> slices;
@@ -295,6 +308,7 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool no
 {
     Manifests sub = base_;
     sub.server_timestamps = server_timestamps_;
+    if (now && !pending_grants_.empty()) with_grants(&sub.reference_grants);
     std::set<std::string> services, policies, reads;
     for (const std::string &key : keys) {
         const Route *r = now ? route_now(key) : routes_.find(key);
@@ -329,7 +343,19 @@ RouteChanges::Update RouteChanges::update(Plan *plan, SpareAssignment *spares, c
     Update out = update_pending(plan, spares, room);
     pending_.clear();
     pending_services_.clear();
+    pending_grants_.clear();
     return out;
+}
+
+// `grants` as reference_grant_changed() has changed them since update()
+void RouteChanges::with_grants(std::vector<ReferenceGrant> *grants) const
+{
+    grants->erase(std::remove_if(grants->begin(), grants->end(),
+                                 [&](const ReferenceGrant &g) { return pending_grants_.count(g.meta.key()) > 0; }),
+                  grants->end());
+    for (const auto &[key, now] : pending_grants_) {
+        if (now) grants->push_back(*now);
+    }
 }
 
 RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *spares, const SpareRoom &room)
@@ -339,7 +365,8 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
         out.needs_resolve = std::move(why);
         return out;
     };
-    auto commit_services = [&] {
+    // the Services and ReferenceGrants changed, kept as they are now
+    auto commit_changes = [&] {
         for (const auto &[service, now] : pending_services_) {
             if (now) {
                 services_.copy(service, *now);
@@ -347,6 +374,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
                 services_.erase(service);
             }
         }
+        with_grants(&base_.reference_grants);
     };
     // a Service changed is a change of the routes naming it, where no
     // policy, other route or Gateway reads it
@@ -363,9 +391,30 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
         }
         if (auto it = routes_naming_.find(service); it != routes_naming_.end()) changed.insert(it->second.begin(), it->second.end());
     }
+    // a ReferenceGrant changed, a change of the routes naming a Service of
+    // its namespace from another, where nothing else reads its grants
+    std::set<std::string> granting;  // namespaces
+    for (const auto &[key, now] : pending_grants_) {
+        const std::string ns = key.substr(0, key.find('/'));
+        auto read = reads_.find(read_key("ReferenceGrant", ns, "*"));
+        if (read != reads_.end() && (read->second & ~static_cast<unsigned>(Reader::Route))) {
+            return fail("the ReferenceGrants of " + ns + " are read by a Gateway, a ListenerSet or a TLSRoute, TCPRoute or UDPRoute");
+        }
+        granting.insert(ns);
+    }
+    if (!granting.empty()) {
+        for (const auto &[service, routes] : routes_naming_) {
+            const std::string ns = service.substr(0, service.find('/'));
+            if (!granting.count(ns)) continue;
+            for (const std::string &key : routes) {
+                const size_t space = key.find(' ');
+                if (key.compare(space + 1, ns.size() + 1, ns + "/") != 0) changed.insert(key);
+            }
+        }
+    }
     if (changed.empty()) {
         // nothing resolved: every status as it was
-        commit_services();
+        commit_changes();
         for (size_t i = 0; plan->statuses && i < plan->statuses->size(); i++) out.status_from.push_back(static_cast<int64_t>(i));
         return out;
     }
@@ -438,7 +487,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
     }
     out = splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
     if (!out.needs_resolve.empty()) return out;
-    commit_services();
+    commit_changes();
     for (Update::Held &h : out.held) h.service = services_.find(h.service->meta.key());  // kept now
     return out;
 }

@@ -2,7 +2,8 @@
 // table): the hostnames they touch resolved again with only the routes
 // that serve those hostnames, and spliced into the plan as route table
 // entries and statuses. A Service change is a change of the routes naming
-// it (none: nothing to resolve). gateway2nginx run applies a route change this way
+// it (none: nothing to resolve); a ReferenceGrant's, of the routes naming
+// a Service of its namespace from another. gateway2nginx run applies a route change this way
 // in time that grows with the routes of its hostnames, not with every
 // route; whatever it would change beyond table entries, route statuses and
 // attachedRoutes is left to resolve.
@@ -53,6 +54,11 @@ public:
     // the routes naming it are resolved again, unless something other
     // than an HTTPRoute or GRPCRoute reads it (resolve then)
     void service_changed(const std::string &key, const Service *service);
+    // The ReferenceGrant `key` ("ns/name") is now `grant`, or is gone
+    // (null): the routes naming a Service of its namespace from another
+    // are resolved again, unless a Gateway, a ListenerSet or a TLSRoute,
+    // TCPRoute or UDPRoute reads that namespace's grants (resolve then)
+    void reference_grant_changed(const std::string &key, const ReferenceGrant *grant);
     static std::string route_key(const Route &r);
 
     struct Update {
@@ -81,8 +87,8 @@ public:
     // Whether spares holding backends (each: the spare, as it is and as
     // it would be) leave the configuration's room as it is
     using SpareRoom = std::function<bool(const std::vector<std::pair<const Upstream *, Upstream>> &)>;
-    // Every route_changed() and service_changed() since the last
-    // update(), applied to *plan.
+    // Every route_changed(), service_changed() and
+    // reference_grant_changed() since the last update(), applied to *plan.
     // With `spares` (--spare-backends: what they hold, kept up to date),
     // a backend new to nginx is put in a free spare's place as the whole
     // way's assign_spares would, where `room` says it fits.
@@ -96,6 +102,7 @@ private:
                   SpareAssignment *spares, const SpareRoom &room);
     const Route *route_now(const std::string &key) const;
     const Service *service_now(const std::string &key) const;
+    void with_grants(std::vector<ReferenceGrant> *grants) const;
     std::vector<const EndpointSlice *> slices_of(const std::string &service) const;
     void index_route(const std::string &key, const Route &r, bool add);
 
@@ -121,6 +128,7 @@ private:
     std::unordered_map<std::string, size_t> upstream_at_;  // the plan's, by name
     std::map<std::string, std::optional<Route>> pending_;  // route_changed() since update()
     std::map<std::string, std::optional<Service>> pending_services_;  // service_changed() since update()
+    std::map<std::string, std::optional<ReferenceGrant>> pending_grants_;  // reference_grant_changed() likewise
 };
 
 }  // namespace g2n

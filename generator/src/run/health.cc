@@ -167,7 +167,7 @@ std::string RunMetrics::prometheus() const
             "ConfigMap and Secret changes applied by recomputing only the trust of the policies reading them.",
             trust_updates);
     counter("gateway2nginx_route_updates_total",
-            "HTTPRoute, GRPCRoute and Service changes applied by resolving only the routes of the hostnames they touch.",
+            "HTTPRoute, GRPCRoute, Service and ReferenceGrant changes applied by resolving only the routes they touch.",
             route_updates);
     counter("gateway2nginx_pushes_total", "Changes pushed to the upstream API.", pushes);
     counter("gateway2nginx_push_failures_total", "Pushes that failed (a reload followed).", push_failures);

@@ -17,6 +17,7 @@ bool holds_only(const Manifests &one, const kube::ObjectChange &change)
     for (const Secret &o : one.secrets) held.emplace_back("Secret", &o.meta);
     for (const Route &o : one.http_routes) held.emplace_back(route_kind_name(o.kind), &o.meta);
     for (const Service &o : one.services) held.emplace_back("Service", &o.meta);
+    for (const ReferenceGrant &o : one.reference_grants) held.emplace_back("ReferenceGrant", &o.meta);
     return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
 }
 
@@ -38,6 +39,38 @@ bool parse_alone(const ChangeSet &changes, std::vector<std::optional<Manifests>>
         if (!one.rejected.empty() || !one.ignored.empty() || !holds_only(one, c)) return false;
     }
     return true;
+}
+
+struct RouteChangeKinds {
+    bool services = false, slices = false;
+};
+
+// Each object of `changes`, as it is now (`now`, parsed alone), handed to
+// what follows its kind; which kinds there were
+RouteChangeKinds hand_over(const ChangeSet &changes, const std::vector<std::optional<Manifests>> &now,
+                           RouteChanges *routes, ServiceEndpoints *endpoints)
+{
+    RouteChangeKinds kinds;
+    for (size_t i = 0; i < changes.objects.size(); i++) {
+        const kube::ObjectChange &c = changes.objects[i];
+        if (c.kind == "Service") {
+            const Service *service = now[i] ? &now[i]->services[0] : nullptr;
+            routes->service_changed(c.name_key, service);
+            endpoints->service_changed(c.name_key, service);
+            kinds.services = true;
+        } else if (c.kind == "ReferenceGrant") {
+            routes->reference_grant_changed(c.name_key, now[i] ? &now[i]->reference_grants[0] : nullptr);
+        } else if (change_of(c) == KindChange::Endpoints) {
+            const EndpointSlice *slice = now[i] ? &now[i]->endpoint_slices[0] : nullptr;
+            endpoints->slice_changed(c.name_key, slice);
+            routes->slice_changed(c.name_key, slice);
+            kinds.slices = true;
+        } else {
+            const Route *route = now[i] ? &now[i]->http_routes[0] : nullptr;
+            routes->route_changed(c.kind + " " + c.name_key, route);
+        }
+    }
+    return kinds;
 }
 
 }  // namespace
@@ -122,9 +155,10 @@ void Applier::pushed_alone()
     serving(true);  // the push was answered
 }
 
-// Only HTTPRoutes, GRPCRoutes and Services changed (and EndpointSlices
-// beside them): the hostnames the routes (and those naming the Services)
-// had and have resolved again with the routes of those hostnames alone
+// Only HTTPRoutes, GRPCRoutes, Services and ReferenceGrants changed (and
+// EndpointSlices beside them): the hostnames the routes (and those naming
+// the Services, or a Service of a grant's namespace from another) had and
+// have resolved again with the routes of those hostnames alone
 // (RouteChanges), their route table entries pushed and their statuses
 // offered, OUTDIR written later. False when the change needs the whole
 // pipeline, which then applies it. A backend new to nginx takes a free
@@ -135,24 +169,8 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
     if (routes_ == nullptr) return false;
     std::vector<std::optional<Manifests>> now;
     if (!parse_alone(changes, &now)) return false;
-    bool services = false, slices = false;
-    for (size_t i = 0; i < changes.objects.size(); i++) {
-        const kube::ObjectChange &c = changes.objects[i];
-        if (c.kind == "Service") {
-            const Service *service = now[i] ? &now[i]->services[0] : nullptr;
-            routes_->service_changed(c.name_key, service);
-            endpoints_->service_changed(c.name_key, service);
-            services = true;
-        } else if (change_of(c) == KindChange::Endpoints) {
-            const EndpointSlice *slice = now[i] ? &now[i]->endpoint_slices[0] : nullptr;
-            endpoints_->slice_changed(c.name_key, slice);
-            routes_->slice_changed(c.name_key, slice);
-            slices = true;
-        } else {
-            const Route *route = now[i] ? &now[i]->http_routes[0] : nullptr;
-            routes_->route_changed(c.kind + " " + c.name_key, route);
-        }
-    }
+    const RouteChangeKinds kinds = hand_over(changes, now, routes_.get(), endpoints_.get());
+    const bool services = kinds.services, slices = kinds.slices;
     // the servers first: a Service's upstreams keep theirs, or it is the
     // whole way; the routes are resolved with them as they are now
     ServiceEndpoints::Update servers;
