@@ -464,6 +464,48 @@ BOOST_AUTO_TEST_CASE(a_service_change_resolves_the_routes_naming_it)
     BOOST_TEST(index.update(&plan, &held, room).needs_resolve == "Service ns/front is read by the Gateways' status");
 }
 
+// A backend a spare holds stays held while a route of another hostname
+// names it: a change that leaves it to those is spliced; one that leaves
+// it to no route goes the whole way (which gives the spare back)
+BOOST_AUTO_TEST_CASE(a_held_backend_another_hostname_names_stays_held)
+{
+    Options o;
+    o.routes = "table";
+    o.upstream_api = "127.0.0.1:9114";
+    o.spare_backends = 1;
+    auto route = [](const std::string &name, const std::string &host, const std::string &service) {
+        return parse("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
+                     + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + host
+                     + "]\n  rules: [{backendRefs: [{name: " + service + ", port: 80}]}]\n");
+    };
+    const Manifests m = parse(web_route());
+    ResolveReads reads;
+    Plan plan = resolve(m, o, &reads);
+    RouteChanges index(m, plan, o, reads);
+    BOOST_TEST_REQUIRE(index.usable());
+    const auto room = [](const auto &) { return true; };
+    SpareAssignment held;
+    const Manifests app = parse("apiVersion: v1\nkind: Service\nmetadata: {name: app, namespace: ns}\n"
+                                "spec:\n  ports: [{name: http, port: 80}]\n");
+    index.service_changed("ns/app", &app.services[0]);
+    const Manifests a = route("a", "a.example.com", "app"), c = route("c", "c.example.com", "app");
+    index.route_changed("HTTPRoute ns/a", &a.http_routes[0]);
+    index.route_changed("HTTPRoute ns/c", &c.http_routes[0]);
+    BOOST_TEST_REQUIRE(index.update(&plan, &held, room).needs_resolve == "");
+    BOOST_TEST_REQUIRE(held.count("backend_ns_app_80") == 1u);
+    const SpareAssignment holding = held;
+    // a.example.com to web: c.example.com still names the spare
+    const Manifests a_web = route("a", "a.example.com", "web");
+    index.route_changed("HTTPRoute ns/a", &a_web.http_routes[0]);
+    BOOST_TEST(index.update(&plan, &held, room).needs_resolve == "");
+    BOOST_TEST((held == holding));
+    // c.example.com too: no route names it
+    const Manifests c_web = route("c", "c.example.com", "web");
+    index.route_changed("HTTPRoute ns/c", &c_web.http_routes[0]);
+    BOOST_TEST(index.update(&plan, &held, room).needs_resolve
+               == "a spare holds backend backend_ns_app_80, which it may no longer need");
+}
+
 // A ReferenceGrant of a namespace whose grants only routes read: the
 // routes naming its Services from other namespaces resolved again (data's
 // own route makes db's backend one nginx runs); one of a namespace a

@@ -629,9 +629,15 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         }
     }
     // (one these routes no longer name may be no route's: the whole way
-    // would give its spare back)
+    // would give its spare back, unless another hostname's rules name it)
     for (const std::string &backend : held_before) {
-        if (!held_names.count(backend)) return fail("a spare holds backend " + backend + ", which it may no longer need");
+        if (held_names.count(backend)) continue;
+        const std::string named = "\"backend\":\"" + spares->at(backend) + "\"";
+        if (std::none_of(plan->servers.begin(), plan->servers.end(), [&](const Server &s) {
+                return !of_hosts(s) && s.in_table() && s.table_json.find(named) != std::string::npos;
+            })) {
+            return fail("a spare holds backend " + backend + ", which it may no longer need");
+        }
     }
     std::vector<std::pair<size_t, const Upstream *>> to_hold;  // spare position, backend
     if (!new_backends.empty()) {
