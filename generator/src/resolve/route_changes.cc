@@ -168,7 +168,9 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
         }
     }
     for (const auto &[key, readers] : reads_) {
-        if (readers & static_cast<unsigned>(Reader::Gateway)) gateway_reads_.push_back(key);
+        // (a Service or the grants they read are no object sub_manifests() adds)
+        const bool held = key.rfind("ConfigMap ", 0) == 0 || key.rfind("Secret ", 0) == 0;
+        if (held && (readers & static_cast<unsigned>(Reader::Gateway))) gateway_reads_.push_back(key);
     }
     for (const ConfigMap &c : m.config_maps) {
         const std::string key = read_key("ConfigMap", c.meta.namespace_, c.meta.name);
