@@ -10,7 +10,9 @@
 # its route or after it, and a Service's appProtocol changed; one a
 # BackendTLSPolicy reads goes the whole way, with no reload. And
 # ReferenceGrant changes: a route of another namespace served once one
-# allows it, refused once it is gone.
+# allows it, refused once it is gone. A BackendTLSPolicy made for a Service
+# whose backend nginx runs in plaintext: the backend, TLS now, in a TLS
+# spare's place.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -36,6 +38,9 @@ start_kube_api($kube_port, '--bookmark-seconds', '1');
 kube_apply('base', routes_from_all_namespaces(kube_web_yaml()) . "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
 kube_apply('slice', kube_slice_yaml($backend_port, 1));
 kube_apply('a', kube_host_route_yaml('a', 'a.test', 'web', '/a'));
+# Service bare: the TLS backend, with no policy yet (its route gets no 200)
+kube_apply('bare', kube_tls_service_yaml('bare', 1, $backend_port) =~ s/---\n(?=apiVersion: gateway).*\z//sr);
+kube_apply('b', kube_host_route_yaml('b', 'b.test', 'bare', '/b'));
 
 my $log = "$dir/run.log";
 my $out = "$dir/out";
@@ -161,6 +166,14 @@ kube_apply('other', kube_tls_service_yaml('other', 2, $backend_port) =~ s/ports:
 ok(wait_for(sub { count_in($log, qr{a route change applied the whole way: Service ns/other is read by a BackendTLSPolicy}) }, 15),
    'a Service a policy reads changed: the whole way, said') or diag slurp($log);
 is(get('e.test', '/e2'), '200 127.0.0.2', 'its route served as before');
+
+# a BackendTLSPolicy made for bare, whose backend nginx runs in plaintext:
+# the backend in its TLS mode held by a TLS spare, with no reload
+isnt(get('b.test', '/b'), '200 127.0.0.1', 'bare without a policy: plaintext to a TLS backend, no 200');
+kube_apply('bare-tls', kube_tls_service_yaml('bare', 1, $backend_port) =~ s/\A.*?(?=apiVersion: gateway)//sr);
+ok(wait_for(sub { get('b.test', '/b') eq '200 127.0.0.1' }, 15), 'its policy made: served over TLS') or diag slurp($log);
+ok(wait_for(sub { count_in($log, qr/backend backend_ns_bare_443 turns TLS on or off: held by spare gateway2nginx_spare_tls_1/) }, 5),
+   'held by a TLS spare') or diag slurp($log);
 
 is(reloads(), $reloads, 'no reload throughout');
 is(worker_pids($master), $workers, 'the same workers throughout');

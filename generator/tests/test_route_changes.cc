@@ -223,7 +223,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             for (const Upstream &u : running.upstreams) {
                 if (u.tenant != kSpareTenant) names.insert(u.name);
             }
-            *assigned = assign_spares(&p, names, kept);
+            *assigned = assign_spares(&p, names, kept, &running.upstreams);
         }
         return p;
     };

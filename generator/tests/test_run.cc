@@ -558,6 +558,49 @@ BOOST_AUTO_TEST_CASE(route_hostnames_new_to_a_listener_need_no_server_of_their_o
                != skeleton_digest(resolve(parse(base + route("d", "d.example.com", "")), with_api()), with_api()));
 }
 
+// --spare-backends: a backend nginx runs in plaintext whose Service a
+// BackendTLSPolicy now targets takes a TLS spare's place, its upstream{}
+// kept as nginx runs it (serving nothing): no reload; the policy gone
+// again, it is nginx's own upstream{} once more, as it runs it
+BOOST_AUTO_TEST_CASE(a_backend_whose_tls_turns_on_takes_a_spare_s_place)
+{
+    Options table = with_spares();
+    table.spare_backends = 2;  // web's two backends (one with retries)
+    Options skeleton = table;
+    skeleton.endpoint_skeleton = true;
+    const std::string plain = kManifests + slice(R"("10.0.0.1")");
+    const Plan running = resolve(parse(plain), table);
+    std::set<std::string> names;
+    for (const Upstream &u : running.upstreams) {
+        if (u.tenant != kSpareTenant) names.insert(u.name);
+    }
+    BOOST_TEST_REQUIRE(names.count("backend_ns_web_80") == 1u);
+    Plan plan = resolve(parse(with_policy("ca.crt")), table);
+    BOOST_TEST_REQUIRE(skeleton_digest(plan, table) != skeleton_digest(running, table));
+    // (without what nginx runs, it is no backend new to nginx)
+    Plan by_names = plan;
+    BOOST_TEST(assign_spares(&by_names, names, {}).empty());
+    const SpareAssignment assigned = assign_spares(&plan, names, {}, &running.upstreams);
+    BOOST_TEST_REQUIRE(assigned.size() == 2u);
+    BOOST_TEST(assigned.at("backend_ns_web_80") == "gateway2nginx_spare_tls_0");
+    BOOST_TEST(assigned.at("backend_ns_web_80_tries4") == "gateway2nginx_spare_tls_1");
+    BOOST_TEST(render_http_conf(plan, skeleton) == render_http_conf(running, skeleton));
+    const ApiContent content = api_content(plan, table);
+    BOOST_TEST(content.trust.count("spare|0") == 1u);  // the CA pushed to the spare's policy
+    BOOST_TEST(content.servers.at("gateway2nginx_spare_tls_0").find("10.0.0.1:8080") != std::string::npos);
+    for (const auto &[key, entry] : content.routes) {
+        BOOST_TEST(entry.find("backend_ns_web_80") == std::string::npos, key);
+    }
+    // kept where it is
+    Plan again = resolve(parse(with_policy("ca.crt")), table);
+    BOOST_TEST(assign_spares(&again, names, assigned, &plan.upstreams) == assigned);
+    BOOST_TEST(render_http_conf(again, skeleton) == render_http_conf(running, skeleton));
+    // the policy deleted: nginx's own upstream{} again, no spare
+    Plan back = resolve(parse(plain), table);
+    BOOST_TEST(assign_spares(&back, names, assigned, &again.upstreams).empty());
+    BOOST_TEST(render_http_conf(back, skeleton) == render_http_conf(running, skeleton));
+}
+
 // --spare-backends: a Service new to the nginx that runs takes a spare's
 // place, the skeleton as it was; its servers, policy and names go to the
 // spare's, and the table names the spare.

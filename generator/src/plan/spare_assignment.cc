@@ -82,22 +82,31 @@ std::map<std::string, size_t> free_spares(const Plan &plan, const SpareAssignmen
     return spares;
 }
 
-SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept)
+SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept,
+                              const std::vector<Upstream> *running_upstreams)
 {
     std::vector<Upstream> &upstreams = plan->upstreams;
     // (as resolve made it, no spare holds anything yet)
     std::map<std::string, size_t> free = free_spares(*plan, {});
     if (free.empty()) return {};
     const std::set<std::string> rendered = named_by_locations(*plan);
-    // those kept first, in their spares; then the new ones, in name order
+    std::map<std::string, const Upstream *> runs;  // nginx's own upstream{} of that name
+    if (running_upstreams != nullptr) {
+        for (const Upstream &r : *running_upstreams) {
+            if (r.tenant != kSpareTenant) runs.emplace(r.name, &r);
+        }
+    }
+    // those kept first, in their spares; then the new ones, and those
+    // whose TLS the plan turns on or off, in name order
     std::vector<std::pair<size_t, std::string>> wanted;  // upstream index, its spare ("": any)
     for (size_t i = 0; i < upstreams.size(); i++) {
         const Upstream &u = upstreams[i];
         if (u.tenant == kSpareTenant || rendered.count(u.name)) continue;
         auto k = kept.find(u.name);
+        auto r = runs.find(u.name);
         if (k != kept.end()) {
             wanted.emplace(wanted.begin(), i, k->second);
-        } else if (!running.count(u.name)) {
+        } else if (!running.count(u.name) || (r != runs.end() && r->second->tls() != u.tls())) {
             wanted.emplace_back(i, "");
         }
     }
@@ -119,8 +128,16 @@ SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, 
         taken.push_back(index);
         free.erase(spare);
     }
+    // (one nginx runs an upstream{} of stays as it runs it, serving nothing)
     std::sort(taken.begin(), taken.end());
-    for (auto it = taken.rbegin(); it != taken.rend(); ++it) upstreams.erase(upstreams.begin() + static_cast<long>(*it));
+    for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+        auto r = runs.find(upstreams[*it].name);
+        if (r != runs.end()) {
+            upstreams[*it] = *r->second;
+        } else {
+            upstreams.erase(upstreams.begin() + static_cast<long>(*it));
+        }
+    }
     return assigned;
 }
 

@@ -37,8 +37,12 @@ std::map<std::string, size_t> free_spares(const Plan &plan, const SpareAssignmen
 // names it names the spare. Only an upstream no rendered location names,
 // whose servers the API can replace and whose policy the API can set
 // (strict, with a CA or pins). Returns what is assigned now; what cannot
-// be is left as it is (its own upstream{}: a reload).
-SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept);
+// be is left as it is (its own upstream{}: a reload). With
+// `running_upstreams` (the upstreams nginx runs, as it runs them), one
+// whose TLS the plan turns on or off (a BackendTLSPolicy made or deleted)
+// takes a spare's place too, its upstream{} kept as nginx runs it.
+SpareAssignment assign_spares(Plan *plan, const std::set<std::string> &running, const SpareAssignment &kept,
+                              const std::vector<Upstream> *running_upstreams = nullptr);
 
 // In `plan`, as resolve made it (--routes table): the upstreams of
 // `running` (those of the plan nginx runs) that it dropped, kept where they were

@@ -608,8 +608,10 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     for (const Plan *p : {&is, &was}) {
         for (const Upstream &u : p->upstreams) {
             if (u.tenant == kSpareTenant) continue;
+            // (a spare's before nginx's own upstream{} of the name, which
+            // it may still run in another mode, serving nothing)
             auto at = upstream_at_.find(u.name);
-            if (at == upstream_at_.end() && spares != nullptr && spares->count(u.name)) {
+            if (spares != nullptr && spares->count(u.name)) {
                 auto spare = upstream_at_.find(spares->at(u.name));
                 if (spare == upstream_at_.end()
                     || !same_upstream(plan->upstreams[spare->second], holding(u, plan->upstreams[spare->second]))) {

@@ -168,8 +168,9 @@ void Applier::hold_skeleton(const std::string &skeleton, SkeletonParts parts)
 }
 
 // --routes table: what nginx lacks of `plan` (whose skeleton is
-// `skeleton`), backends new to it, put in spares' places (kept where they
-// are; --spare-backends), and the backends it runs that the plan dropped
+// `skeleton`), backends new to it or whose TLS turns on or off, put in
+// spares' places (kept where they are; --spare-backends), and the
+// backends it runs that the plan dropped
 // kept (retain_upstreams); when a reload is needed all the same, resolved
 // again with neither, so that the reload gives the spares back and lets
 // go of what no route names. The skeleton of the plan now.
@@ -178,12 +179,16 @@ std::string Applier::hold_in_spares(Plan *plan, const std::string &skeleton)
     if (args_.options.routes != "table") return skeleton;
     const size_t retained = retain_upstreams(plan, running_upstreams_list_);
     SpareAssignment assigned;
-    if (args_.options.spare_backends > 0) assigned = assign_spares(plan, running_upstreams_, spares_);
+    if (args_.options.spare_backends > 0) {
+        assigned = assign_spares(plan, running_upstreams_, spares_, &running_upstreams_list_);
+    }
     if (assigned.empty() && retained == 0) return skeleton;
     std::string held = skeleton_digest(*plan, args_.options);
     if (held == skeleton_) {
         for (const auto &[upstream, spare] : assigned) {
-            if (!spares_.count(upstream)) say("backend " + upstream + " new to nginx: held by spare " + spare);
+            if (spares_.count(upstream)) continue;
+            say("backend " + upstream + (running_upstreams_.count(upstream) ? " turns TLS on or off" : " new to nginx")
+                + ": held by spare " + spare);
         }
         spares_ = std::move(assigned);
         return held;
