@@ -10,6 +10,9 @@ namespace g2n {
 
 namespace {
 
+// how a route table rule (render/route_tables.cc) names its backend
+std::string backend_member(const std::string &name) { return "\"backend\":\"" + name + "\""; }
+
 // The upstreams rendered locations name: they would need a reload anyway
 std::set<std::string> named_by_locations(const Plan &plan)
 {
@@ -37,9 +40,14 @@ void rename_in_tables(Plan *plan, const std::string &from, const std::string &to
 
 }  // namespace
 
+bool names_backend(const std::string &table_json, const std::string &name)
+{
+    return table_json.find(backend_member(name)) != std::string::npos;
+}
+
 void rename_backend(std::string *table_json, const std::string &from, const std::string &to)
 {
-    const std::string was = "\"backend\":\"" + from + "\"", now = "\"backend\":\"" + to + "\"";
+    const std::string was = backend_member(from), now = backend_member(to);
     for (size_t at = table_json->find(was); at != std::string::npos; at = table_json->find(was, at + now.size())) {
         table_json->replace(at, was.size(), now);
     }

@@ -24,6 +24,8 @@ Upstream holding(const Upstream &u, const Upstream &spare);
 // A server's route table rules (Server::table_json) naming backend `to`
 // where they named `from`
 void rename_backend(std::string *table_json, const std::string &from, const std::string &to);
+// Whether a server's route table rules name backend `name`
+bool names_backend(const std::string &table_json, const std::string &name);
 // The free spares of `plan` (those no upstream of `held` is in), by name:
 // the order assign_spares gives them in
 std::map<std::string, size_t> free_spares(const Plan &plan, const SpareAssignment &held);

@@ -35,9 +35,9 @@ struct ResolveReads {
     // policy's CA bundle is written
     std::unordered_map<std::string, unsigned> reached;
 };
-// The key of ConfigMap, Secret or Service (`kind`) ns/name in ResolveReads: every
-// reader and follower of the reads makes it here, or a change would be
-// missed
+// The key of ConfigMap, Secret or Service (`kind`) ns/name in ResolveReads
+// (a namespace's ReferenceGrants: name "*"): every reader and follower of
+// the reads makes it here, or a change would be missed
 std::string read_key(const std::string &kind, const std::string &ns, const std::string &name);
 
 // With `reads`, every ConfigMap and Secret resolve looked up is recorded.

@@ -97,6 +97,17 @@ ObjectStatus interned(ObjectStatus st, TextTable &texts)
 
 std::string server_key(const Server &s) { return s.listen + " " + s.server_name; }
 
+// `key` is now `object`, or gone (null), until the next update()
+template <typename T>
+void pend(std::map<std::string, std::optional<T>> *pending, const std::string &key, const T *object)
+{
+    if (object == nullptr) {
+        pending->insert_or_assign(key, std::nullopt);
+    } else {
+        pending->insert_or_assign(key, *object);
+    }
+}
+
 // read_key() of the ConfigMap or Secret a change names ("ns/name")
 std::string read_key_of(const std::string &kind, const std::string &name_key)
 {
@@ -256,29 +267,17 @@ void RouteChanges::secret_changed(const std::string &key, const Secret *secret)
 
 void RouteChanges::route_changed(const std::string &key, const Route *route)
 {
-    if (route == nullptr) {
-        pending_.insert_or_assign(key, std::nullopt);
-    } else {
-        pending_.insert_or_assign(key, *route);
-    }
+    pend(&pending_, key, route);
 }
 
 void RouteChanges::service_changed(const std::string &key, const Service *service)
 {
-    if (service == nullptr) {
-        pending_services_.insert_or_assign(key, std::nullopt);
-    } else {
-        pending_services_.insert_or_assign(key, *service);
-    }
+    pend(&pending_services_, key, service);
 }
 
 void RouteChanges::reference_grant_changed(const std::string &key, const ReferenceGrant *grant)
 {
-    if (grant == nullptr) {
-        pending_grants_.insert_or_assign(key, std::nullopt);
-    } else {
-        pending_grants_.insert_or_assign(key, *grant);
-    }
+    pend(&pending_grants_, key, grant);
 }
 
 std::vector<const EndpointSlice *> RouteChanges::slices_of(const std::string &service) const
@@ -636,9 +635,8 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     // would give its spare back, unless another hostname's rules name it)
     for (const std::string &backend : held_before) {
         if (held_names.count(backend)) continue;
-        const std::string named = "\"backend\":\"" + spares->at(backend) + "\"";
         if (std::none_of(plan->servers.begin(), plan->servers.end(), [&](const Server &s) {
-                return !of_hosts(s) && s.in_table() && s.table_json.find(named) != std::string::npos;
+                return !of_hosts(s) && s.in_table() && names_backend(s.table_json, spares->at(backend));
             })) {
             return fail("a spare holds backend " + backend + ", which it may no longer need");
         }
