@@ -153,7 +153,7 @@ ok(wait_for(sub { body('late.test', '/n') eq 'fast' }, 15), 'its Service made: s
     or diag slurp($log);
 ok(wait_for(sub { count_in($log, qr/backend backend_ns_late_443 new to nginx: held by spare gateway2nginx_spare_plain_2/) }, 5),
    'its backend held by a spare') or diag slurp($log);
-ok(route_updates() > $updates, 'applied alone');
+ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slurp($log);
 
 # a Service's appProtocol changed: the route naming it resolved again
 $updates = route_updates();
