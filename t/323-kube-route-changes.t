@@ -7,7 +7,9 @@
 # answered throughout), its status and the listener's attachedRoutes
 # written back. A route to a Service no route used before goes the whole
 # way (said, with why) and reloads, the reason counted; deleting the last
-# route to a Service of no BackendTLSPolicy is applied alone.
+# route to a Service of no BackendTLSPolicy is applied alone; so is a
+# change of a BackendTLSPolicy's hostname (its names pushed, its status
+# written).
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -131,6 +133,29 @@ ok(wait_for(sub { route_updates() > $updates }, 5), 'applied alone') or diag slu
 is(reloads(), $reloads, 'no reload');
 is(worker_pids($master), $workers, 'the same workers');
 is(get('a.test', '/a2'), '200 127.0.0.1', 'the other routes are served as before');
+
+# web's BackendTLSPolicy changed: a hostname its backend's certificate
+# lacks (verification fails), then back: each applied alone, its trust and
+# names pushed to the upstream nginx runs, its status written
+sub policy_status {
+    jsonpath('backendtlspolicy', 'web-tls', '-n', 'ns', '-o',
+             'jsonpath={.metadata.generation} {.status.ancestors[0].conditions[?(@.type=="Accepted")].status} '
+             . '{.status.ancestors[0].conditions[?(@.type=="Accepted")].observedGeneration}');
+}
+my $web_policy = kube_web_yaml() =~ s/\A.*(?=apiVersion: gateway.networking.k8s.io\/v1\nkind: BackendTLSPolicy)//sr;
+for my $change (['wrong.example.com', qr/^502 /], ['abc.example.com', qr/^200 127\.0\.0\.1$/]) {
+    my ($hostname, $answer) = @$change;
+    $updates = route_updates();
+    kube_apply('web-tls', $web_policy =~ s/hostname: abc\.example\.com/hostname: $hostname/r);
+    ok(wait_for(sub { get('a.test', '/a2') =~ $answer }, 15), "web's policy names $hostname: answered $answer")
+        or diag slurp($log);
+    ok(wait_for(sub { route_updates() > $updates }, 5), "web's policy names $hostname: applied alone") or diag slurp($log);
+    is(reloads(), $reloads, "web's policy names $hostname: no reload");
+    my $generation = (split ' ', policy_status())[0];
+    ok(wait_for(sub { policy_status() eq "$generation True $generation" }, 15),
+       "web's policy names $hostname: its status, at its generation") or diag policy_status();
+}
+is(worker_pids($master), $workers, 'the same workers');
 
 kill "TERM", $run;
 waitpid($run, 0);

@@ -12,7 +12,7 @@
 # ReferenceGrant changes: a route of another namespace served once one
 # allows it, refused once it is gone. A BackendTLSPolicy made for a Service
 # whose backend nginx runs in plaintext: the backend, TLS now, in a TLS
-# spare's place.
+# spare's place; that policy's hostname changed, pushed to the spare.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -174,6 +174,18 @@ kube_apply('bare-tls', kube_tls_service_yaml('bare', 1, $backend_port) =~ s/\A.*
 ok(wait_for(sub { get('b.test', '/b') eq '200 127.0.0.1' }, 15), 'its policy made: served over TLS') or diag slurp($log);
 ok(wait_for(sub { count_in($log, qr/backend backend_ns_bare_443 turns TLS on or off: held by spare gateway2nginx_spare_tls_1/) }, 5),
    'held by a TLS spare') or diag slurp($log);
+
+# bare's policy changed while the spare holds its backend: a hostname its
+# certificate lacks, then back, each applied alone, pushed to the spare
+my $bare_policy = kube_tls_service_yaml('bare', 1, $backend_port) =~ s/\A.*?(?=apiVersion: gateway)//sr;
+for my $change (['wrong.example.com', qr/^502 /], ['abc.example.com', qr/^200 127\.0\.0\.1$/]) {
+    my ($hostname, $answer) = @$change;
+    $updates = route_updates();
+    kube_apply('bare-tls', $bare_policy =~ s/hostname: abc\.example\.com/hostname: $hostname/r);
+    ok(wait_for(sub { get('b.test', '/b') =~ $answer }, 15), "bare's policy names $hostname: answered $answer")
+        or diag slurp($log);
+    ok(wait_for(sub { route_updates() > $updates }, 5), "bare's policy names $hostname: applied alone") or diag slurp($log);
+}
 
 is(reloads(), $reloads, 'no reload throughout');
 is(worker_pids($master), $workers, 'the same workers throughout');

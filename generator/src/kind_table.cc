@@ -42,7 +42,7 @@ const std::vector<KindRow> kKinds = {
     {kGateway, {"v1", "v1alpha2"}, "udproutes", "UDPRoute", Namespaced | Tenant | StatusWritten, KindChange::Whole,
      parse_udp_route},
     {kGateway, {"v1", "v1alpha3"}, "backendtlspolicies", "BackendTLSPolicy", Namespaced | Tenant | StatusWritten,
-     KindChange::Whole, parse_backend_tls_policy},
+     KindChange::Routes, parse_backend_tls_policy},
     {kGateway, {"v1", "v1beta1"}, "referencegrants", "ReferenceGrant", Namespaced | Tenant, KindChange::Routes,
      parse_reference_grant},
 };

@@ -22,7 +22,8 @@ enum class KindChange {
     Endpoints,  // the servers of the Services it names (resolve/service_endpoints.h)
     Trust,      // the trust of the policies reading it (resolve/policy_trust.h)
     Routes,     // the route table entries of the hostnames it serves (a Service: the routes naming it; a
-                // ReferenceGrant: those naming a Service of its namespace from another) (resolve/route_changes.h)
+                // ReferenceGrant: those naming a Service of its namespace from another; a BackendTLSPolicy:
+                // those naming its targets, and its trust) (resolve/route_changes.h)
 };
 
 enum KindFlag : unsigned {

@@ -2,10 +2,12 @@
 // the hostnames they touch. Property: after any sequence of route changes
 // the plan renders what resolve makes of the same objects (every file,
 // the route tables, the status), and the index asks for resolve when the
-// change reaches past its hostnames.
+// change reaches past its hostnames. Service, ReferenceGrant and
+// BackendTLSPolicy changes among them.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -30,8 +32,8 @@ namespace {
 // A Gateway with an HTTP listener of any hostname and an HTTPS listener
 // of *.example.com, a second Gateway on its own port, EndpointSlices of
 // Services s0 to s5 in two namespaces (the Services are service_yaml()'s),
-// and a BackendTLSPolicy of t1/s1 with a CA ConfigMap (the ReferenceGrant
-// is grant_yaml()'s).
+// and CA ConfigMaps for the BackendTLSPolicy of t1/s1 (policy_yaml()'s;
+// the ReferenceGrant is grant_yaml()'s).
 std::string world_yaml()
 {
     std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
@@ -55,16 +57,7 @@ spec:
   gatewayClassName: ours
   listeners:
   - {name: http, port: 8080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: s1, namespace: t1}
-spec:
-  targetRefs: [{group: "", kind: Service, name: s1}]
-  validation:
-    caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]
-    hostname: s1.example.com
-)" + ca_configmap_yaml("ca", "t1");
+)" + ca_configmap_yaml("ca", "t1") + ca_configmap_yaml("ca2", "t1");
     for (const char *ns : {"t1", "t2"}) {
         for (int i = 0; i < 6; i++) {
             const std::string name = "s" + std::to_string(i);
@@ -100,6 +93,28 @@ std::string grant_yaml(int variant)
                        "  from: [{group: gateway.networking.k8s.io, kind: ")
            + (variant == 2 ? "GRPCRoute" : "HTTPRoute") + ", namespace: t2}]\n  to: [{group: \"\", kind: Service"
            + (variant == 1 ? ", name: s2" : "") + "}]\n";
+}
+
+// The BackendTLSPolicy t1/s1 at GENERATION as the world starts (VARIANT
+// 0: a CA ConfigMap, a hostname), or changed: 1 another hostname, 2 a SAN,
+// 3 a pin besides, 4 another mode, 5 t1/s2 a target too, 6 a second CA
+// ConfigMap (1 to 3: its trust and names alone)
+std::string policy_yaml(int variant, int generation)
+{
+    const char *validation[] = {
+        "hostname: s1.example.com",
+        "hostname: s1-b.example.com",
+        "hostname: s1.example.com\n    subjectAltNames: [{type: Hostname, hostname: alt.example.com}]",
+        "hostname: s1.example.com\n    trustedCertificateHashes: [{type: SPKI, value: \"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\"}]",
+        "hostname: s1.example.com\n    mode: InsecureAllowExpired",
+        "hostname: s1.example.com",
+        "hostname: s1.example.com",
+    };
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: s1, namespace: t1, "
+           "generation: " + std::to_string(generation) + "}\nspec:\n  targetRefs: [{group: \"\", kind: Service, name: s1}"
+           + (variant == 5 ? ", {group: \"\", kind: Service, name: s2}" : "")
+           + "]\n  validation:\n    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}"
+           + (variant == 6 ? ", {group: \"\", kind: ConfigMap, name: ca2}" : "") + "]\n    " + validation[variant] + "\n";
 }
 
 // A random HTTPRoute NAME in NS: hostnames of a few (now and then a
@@ -153,6 +168,7 @@ Rendered rendered(const Plan &plan, const Options &o)
 struct Tally {
     int fast = 0, resolved = 0, hostnames_moved = 0, unchanged_named = 0;
     int grants_alone = 0;     // ReferenceGrant changes spliced
+    int policies_alone = 0;   // BackendTLSPolicy changes spliced
     int services_alone = 0;   // Service changes spliced
     int services_routed = 0;  // of them, with routes naming the Service resolved again
     int fast_while_held = 0;  // spliced while spares held backends
@@ -191,6 +207,8 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     std::map<std::string, std::string> routes;  // what the API holds, by "ns/name"
     std::map<std::string, std::string> services;
     std::string grant = grant_yaml(0);  // none: deleted
+    int policy_generation = 1;
+    std::string policy = policy_yaml(0, policy_generation);
     for (const char *ns : {"t1", "t2"}) {
         for (int i = 0; i < 4; i++) services[ns + std::string("/s") + std::to_string(i)] = service_yaml(ns, "s" + std::to_string(i), 0);
     }
@@ -200,7 +218,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         std::string yaml = base;
         for (const auto &[key, r] : routes) yaml += r;
         for (const auto &[key, svc] : services) yaml += svc;
-        return yaml + grant;
+        return yaml + grant + policy;
     };
     int created = 0;
     for (int i = 0; i < 10; i++) {
@@ -249,8 +267,16 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         std::string key = ns + "/" + name;
         const Plan running = plan;
         const SpareAssignment held_before = held;
-        bool service_round = false, services_forgot = false, grant_round = false;
-        if (pick(12) == 0) {
+        bool service_round = false, services_forgot = false, grant_round = false, policy_round = false;
+        if (pick(8) == 0) {
+            // the BackendTLSPolicy changed
+            policy_round = true;
+            key = "t1/s1";
+            policy = policy_yaml(pick(4) == 0 ? 4 + pick(3) : pick(4), ++policy_generation);
+            const Manifests one = parse(policy);
+            BOOST_TEST_REQUIRE(one.backend_tls_policies.size() == 1u);
+            index->policy_changed(key, &one.backend_tls_policies[0]);
+        } else if (pick(12) == 0) {
             // the ReferenceGrant made, changed or deleted
             grant_round = true;
             key = "t1/from-t2";
@@ -304,6 +330,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             tally.fast++;
             if (service_round) tally.services_alone++;
             if (grant_round) tally.grants_alone++;
+            if (policy_round) tally.policies_alone++;
             if (service_round && !update.servers.empty()) tally.services_routed++;
             if (!held.empty()) tally.fast_while_held++;
             tally.held_alone += static_cast<int>(update.held.size());
@@ -316,6 +343,13 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             BOOST_TEST(got.status == wanted.status);
             BOOST_TEST(got.nginx == wanted.nginx);
             BOOST_TEST(got.stream == wanted.stream);
+            // the trust the API holds, and the CA bundles written
+            const ApiContent trust_got = api_content(plan, o), trust_wanted = api_content(want, o);
+            BOOST_TEST((trust_got.trust == trust_wanted.trust));
+            std::map<std::string, std::string> files_got, files_wanted;
+            for (const OutputFile &f : plan.files) files_got[f.path] = f.content;
+            for (const OutputFile &f : want.files) files_wanted[f.path] = f.content;
+            BOOST_TEST((files_got == files_wanted));
             // what it says changed is what a push would carry
             const ApiContent entries = route_entries(update.servers, update.replaced);
             const ApiContent before = api_content(running, o), after = api_content(want, o);
@@ -326,6 +360,11 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             }
             for (const auto &[entry, json] : entries.routes) {
                 BOOST_TEST((after.routes.count(entry) ? after.routes.at(entry) : "null") == json, entry);
+            }
+            std::set<std::string> trust_pushed;
+            for (const UpstreamPolicy *p : update.trust) trust_pushed.insert(p->name);
+            for (const auto &[name, json] : after.trust) {
+                if (!before.trust.count(name) || before.trust.at(name) != json) BOOST_TEST(trust_pushed.count(name) == 1u, name);
             }
             if (update.replaced.size() != update.servers.size()) tally.hostnames_moved++;
             // a status said unchanged is the one at that position before, and
@@ -352,7 +391,8 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     BOOST_TEST_MESSAGE(tally.fast << " spliced (" << tally.fast_while_held << " while spares held backends, "
                        << tally.held_alone << " backends given spares, " << tally.services_alone
                        << " Service changes, " << tally.services_routed << " of them with routes, "
-                       << tally.grants_alone << " ReferenceGrant changes), "
+                       << tally.grants_alone << " ReferenceGrant changes, " << tally.policies_alone
+                       << " BackendTLSPolicy changes), "
                        << tally.resolved << " resolved, " << tally.hostnames_moved << " moved a hostname");
     return tally;
 }
@@ -379,6 +419,7 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_what_resolve_would)
     BOOST_TEST(t.services_alone >= (rounds >= 100 ? rounds / 30 : 0));
     BOOST_TEST(t.services_routed >= (rounds >= 100 ? 2 : 0));
     BOOST_TEST(t.grants_alone >= (rounds >= 100 ? 2 : 0));
+    BOOST_TEST(t.policies_alone >= (rounds >= 100 ? 4 : 0));
     // the routes resolved again whose status is as it was are not named
     BOOST_TEST(t.unchanged_named == 0);
 }
@@ -395,6 +436,7 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_while_spares_hold_backends)
     BOOST_TEST(t.held_alone >= (rounds >= 100 ? 2 : 0));
     BOOST_TEST(t.services_alone >= (rounds >= 100 ? rounds / 30 : 0));
     BOOST_TEST(t.grants_alone >= (rounds >= 100 ? 2 : 0));
+    BOOST_TEST(t.policies_alone >= (rounds >= 100 ? 4 : 0));
     BOOST_TEST(t.resolved > rounds / 10);
     BOOST_TEST(t.unchanged_named == 0);
 }
@@ -583,6 +625,93 @@ spec:
     index.reference_grant_changed("certs/g", &other.reference_grants[0]);
     BOOST_TEST(index.update(&plan).needs_resolve
                == "the ReferenceGrants of certs are read by a Gateway, a ListenerSet or a TLSRoute, TCPRoute or UDPRoute");
+}
+
+// A BackendTLSPolicy whose hostname, SANs or pins change: the routes
+// naming its Services resolved again, its trust and names pushed (and a
+// spare's copy of them, where the spare holds a backend of it), its status
+// written, as the whole way would; another mode or other ConfigMaps read:
+// resolve
+BOOST_AUTO_TEST_CASE(a_policy_change_pushes_its_trust_names_and_status)
+{
+    Options o;
+    o.routes = "table";
+    o.upstream_api = "127.0.0.1:9114";
+    o.spare_backends = 2;
+    auto policy = [](const std::string &validation, int generation, const std::string &ca = "ca") {
+        return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: p, namespace: ns, "
+               "generation: " + std::to_string(generation) + "}\nspec:\n  targetRefs: [{group: \"\", kind: Service, name: safe}, "
+               "{group: \"\", kind: Service, name: late}]\n  validation:\n    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: "
+               + ca + "}]\n    " + validation + "\n";
+    };
+    std::string yaml = http_gateway();
+    for (const char *name : {"safe", "late"}) {
+        yaml += std::string("apiVersion: v1\nkind: Service\nmetadata: {name: ") + name
+                + ", namespace: ns}\nspec:\n  ports: [{name: http, port: 80}]\n---\n"
+                  "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
+                + ", namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [" + name
+                + ".example.com]\n  rules: [{backendRefs: [{name: " + name + ", port: 80}]}]\n---\n";
+    }
+    yaml += ca_configmap_yaml("ca") + ca_configmap_yaml("ca2");
+    // nginx runs safe's backend; late's is new to it, held by a spare as
+    // the whole way gives it one
+    auto whole = [&](const std::string &policy_yaml, SpareAssignment *held) {
+        Plan p = resolve(parse(yaml + policy_yaml), o);
+        const SpareAssignment kept = *held;
+        *held = assign_spares(&p, {"backend_ns_safe_80"}, kept);
+        return p;
+    };
+    const std::string before = policy("hostname: safe.example.com", 1);
+    const Manifests m = parse(yaml + before);
+    ResolveReads reads;
+    Plan plan = resolve(m, o, &reads);
+    SpareAssignment held = assign_spares(&plan, {"backend_ns_safe_80"}, {});
+    BOOST_TEST_REQUIRE(held.count("backend_ns_late_80") == 1u);
+    RouteChanges index(m, plan, o, reads);
+    BOOST_TEST_REQUIRE(index.usable());
+    const auto room = [](const auto &) { return true; };
+
+    const std::string after = policy("hostname: safe.example.org\n    subjectAltNames: [{type: Hostname, hostname: "
+                                     "alt.example.org}]\n    trustedCertificateHashes: [{type: SPKI, value: "
+                                     "\"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\"}]", 2);
+    const Manifests changed = parse(after);
+    index.policy_changed("ns/p", &changed.backend_tls_policies[0]);
+    const ApiContent api_before = api_content(plan, o);
+    const RouteChanges::Update update = index.update(&plan, &held, room);
+    BOOST_TEST_REQUIRE(update.needs_resolve == "");
+    for (const auto &[entry, json] : route_entries(update.servers, update.replaced).routes) {
+        BOOST_TEST((api_before.routes.count(entry) ? api_before.routes.at(entry) : "") == json, entry);  // as they were
+    }
+    std::set<std::string> pushed;
+    for (const UpstreamPolicy *p : update.trust) pushed.insert(p->name + " " + p->hostname);
+    auto spare = std::find_if(plan.upstreams.begin(), plan.upstreams.end(),
+                              [&](const Upstream &u) { return u.name == held.at("backend_ns_late_80"); });
+    BOOST_TEST_REQUIRE((spare != plan.upstreams.end() && spare->tls()));
+    const std::string spare_policy = spare->policy->name;
+    BOOST_TEST((pushed == std::set<std::string>{"ns/p safe.example.org", spare_policy + " safe.example.org"}));
+    SpareAssignment kept = held;
+    const Plan want = whole(after, &kept);
+    BOOST_TEST((kept == held));
+    BOOST_TEST((api_content(plan, o).trust == api_content(want, o).trust));
+    BOOST_TEST(render_http_conf(plan, o) == render_http_conf(want, o));
+    BOOST_TEST(render_status(plan, o) == render_status(want, o));
+    // the policy's status alone is new
+    BOOST_TEST_REQUIRE(update.status_from.size() == plan.statuses->size());
+    for (size_t i = 0; i < plan.statuses->size(); i++) {
+        BOOST_TEST((update.status_from[i] < 0) == ((*plan.statuses)[i].kind == std::string_view("BackendTLSPolicy")),
+                   (*plan.statuses)[i].meta.name);
+    }
+
+    // what the API cannot replace: resolve, the plan as it was
+    const std::string http = render_http_conf(plan, o);
+    for (const auto &[validation, ca, why] : std::vector<std::array<std::string, 3>>{
+             {"hostname: safe.example.org\n    mode: InsecureAllowExpired", "ca", "BackendTLSPolicy ns/p changes its mode"},
+             {"hostname: safe.example.org", "ca2", "BackendTLSPolicy ns/p refers to other ConfigMaps or Secrets"}}) {
+        const Manifests other = parse(policy(validation, 3, ca));
+        index.policy_changed("ns/p", &other.backend_tls_policies[0]);
+        BOOST_TEST(index.update(&plan, &held, room).needs_resolve == why);
+        BOOST_TEST(render_http_conf(plan, o) == http);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -54,6 +54,12 @@ public:
     // (null).
     void config_map_changed(const std::string &key, const ConfigMap *config_map);
     void secret_changed(const std::string &key, const Secret *secret);
+    // The BackendTLSPolicy `key` is now `policy`, reading the objects it
+    // read (RouteChanges applied the change): its trust is recomputed with it
+    void policy_changed(const std::string &key, const BackendTLSPolicy &policy)
+    {
+        if (policies_.find(key) != nullptr) policies_.copy(key, policy);
+    }
 
     struct Update {
         // the change needs resolve (a Gateway reads the object, a policy's

@@ -35,6 +35,16 @@ std::set<std::string> backend_services(const Route &r)
     return keys;
 }
 
+// The Services ("ns/name") a policy targets
+std::set<std::string> target_services(const BackendTLSPolicy &p)
+{
+    std::set<std::string> services;
+    for (const PolicyTargetRef &t : p.target_refs) {
+        if (t.refers_to() == RefKind::Service) services.insert(p.meta.namespace_ + "/" + t.name);
+    }
+    return services;
+}
+
 bool same_conditions(const std::vector<Condition> &a, const std::vector<Condition> &b)
 {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const Condition &x, const Condition &y) {
@@ -135,6 +145,90 @@ bool same_upstream(const Upstream &a, const Upstream &b)
            && (a.policy ? a.policy->name : "") == (b.policy ? b.policy->name : "") && a.servers == b.servers;
 }
 
+// What BackendTLSPolicy changes do to the plan: the policy of their
+// upstreams replaced (and the spares' copies where they hold a backend of
+// one), their CA bundles written
+struct PolicySplice {
+    std::map<const UpstreamPolicy *, std::shared_ptr<const UpstreamPolicy>> replaced;  // the plan's, by what replaces it
+    std::vector<std::pair<size_t, std::shared_ptr<const UpstreamPolicy>>> spares;      // by plan->upstreams position
+    std::set<std::string> bundles;  // the plan's CA bundles replaced, which may be named no more
+    std::set<std::string> files;    // the CA bundles replacing them
+};
+
+// Why policy `name`, `was` in the plan and `now` as resolved now, cannot
+// be pushed in its place ("" when it can): the API replaces trust and
+// names, not the mode, and names only where the skeleton leaves them out
+std::string policy_not_replaceable(const std::string &name, const UpstreamPolicy &was, const UpstreamPolicy &now,
+                                   bool names_pushed)
+{
+    if (now.mode != was.mode) return "BackendTLSPolicy " + name + " changes its mode";
+    if (!trust_replaceable(was) || !trust_replaceable(now)) {
+        return "BackendTLSPolicy " + name + " skips verification or verifies with neither a CA nor pins";
+    }
+    if (!names_pushed && (was.hostname != now.hostname || was.sans != now.sans)) {
+        return "BackendTLSPolicy " + name + " changes names nginx's configuration holds";
+    }
+    return "";
+}
+
+// The policies `changed` (targeting the Services `targets`, before or
+// after) as `is` resolved them, put in the plan's upstreams and the
+// spares holding backends of them: "", or why they cannot be
+std::string prepare_policy_splice(const std::set<std::string> &changed, const std::set<std::string> &targets,
+                                  const Plan &is, const Plan &plan, const SpareAssignment *spares,
+                                  const std::unordered_map<std::string, size_t> &upstream_at, PolicySplice *out)
+{
+    std::map<std::string, const UpstreamPolicy *> now;  // by policy name
+    std::map<std::string, const Upstream *> backends;  // of the targets, with TLS, by name
+    for (const Upstream &u : is.upstreams) {
+        if (!u.tls() || !targets.count(u.service)) continue;
+        backends.emplace(u.name, &u);
+        if (changed.count(u.policy->name)) now.emplace(u.policy->name, u.policy.get());
+    }
+    auto replace = [&](const UpstreamPolicy &was, std::shared_ptr<UpstreamPolicy> policy) {
+        if (was.ca != policy->ca) {
+            out->bundles.insert(was.ca);
+            out->files.insert(policy->ca);
+        }
+        return std::shared_ptr<const UpstreamPolicy>(std::move(policy));
+    };
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            if (!u.tls() || u.tenant == kSpareTenant || !changed.count(u.policy->name) || out->replaced.count(u.policy.get())) {
+                continue;
+            }
+            auto it = now.find(u.policy->name);
+            if (it == now.end()) continue;  // no route reaches it: nginx runs those upstreams, serving nothing
+            if (upstreams == &plan.stream_upstreams || !(u.for_http || u.for_grpc)) {
+                return "BackendTLSPolicy " + u.policy->name + " applies in stream{}";
+            }
+            std::string why = policy_not_replaceable(u.policy->name, *u.policy, *it->second, u.policy->names_pushed);
+            if (!why.empty()) return why;
+            auto policy = std::make_shared<UpstreamPolicy>(*it->second);
+            policy->names_pushed = u.policy->names_pushed;
+            out->replaced.emplace(u.policy.get(), replace(*u.policy, std::move(policy)));
+        }
+    }
+    static const SpareAssignment none;
+    for (const auto &[backend, spare] : spares != nullptr ? *spares : none) {
+        auto at = upstream_at.find(spare);
+        if (at == upstream_at.end()) continue;
+        const Upstream &held = plan.upstreams[at->second];
+        if (!held.tls() || !targets.count(held.service)) continue;
+        auto b = backends.find(backend);
+        if (b == backends.end()) return "a spare holds backend " + backend + ", which no route names now";
+        const UpstreamPolicy &policy_now = *b->second->policy;
+        if (!changed.count(policy_now.name)) continue;
+        std::string why = policy_not_replaceable(policy_now.name, *held.policy, policy_now, true);
+        if (!why.empty()) return why;
+        auto policy = std::make_shared<UpstreamPolicy>(policy_now);
+        policy->name = held.policy->name;
+        policy->names_pushed = true;
+        out->spares.emplace_back(at->second, replace(*held.policy, std::move(policy)));
+    }
+    return "";
+}
+
 }  // namespace
 
 std::string RouteChanges::route_key(const Route &r) { return std::string(route_kind_name(r.kind)) + " " + r.meta.key(); }
@@ -169,14 +263,8 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
         slices_of_[es.meta.namespace_ + "/" + es.service_name].insert(es.meta.key());
     }
     for (const BackendTLSPolicy &p : m.backend_tls_policies) {
-        bool viewed = false;
-        for (const PolicyTargetRef &t : p.target_refs) {
-            const std::string service = p.meta.namespace_ + "/" + t.name;
-            if (t.refers_to() != RefKind::Service || !services_.find(service)) continue;
-            if (!viewed && !policies_.view(p.meta.key(), p)) usable_ = false;
-            viewed = true;
-            policies_of_[service].insert(p.meta.key());
-        }
+        if (!policies_.view(p.meta.key(), p)) usable_ = false;
+        index_policy(p.meta.key(), p, true);
     }
     for (const auto &[key, readers] : reads_) {
         // (a Service or the grants they read are no object sub_manifests() adds)
@@ -240,6 +328,18 @@ void RouteChanges::index_route(const std::string &key, const Route &r, bool add)
     }
 }
 
+void RouteChanges::index_policy(const std::string &key, const BackendTLSPolicy &p, bool add)
+{
+    for (const std::string &service : target_services(p)) {
+        if (add) {
+            policies_of_[service].insert(key);
+        } else if (auto it = policies_of_.find(service); it != policies_of_.end()) {
+            it->second.erase(key);
+            if (it->second.empty()) policies_of_.erase(it);
+        }
+    }
+}
+
 void RouteChanges::slice_changed(const std::string &key, const EndpointSlice *slice)
 {
     if (const EndpointSlice *old = slices_.find(key)) {
@@ -280,6 +380,11 @@ void RouteChanges::reference_grant_changed(const std::string &key, const Referen
     pend(&pending_grants_, key, grant);
 }
 
+void RouteChanges::policy_changed(const std::string &key, const BackendTLSPolicy *policy)
+{
+    pend(&pending_policies_, key, policy);
+}
+
 std::vector<const EndpointSlice *> RouteChanges::slices_of(const std::string &service) const
 {
     std::vector<const EndpointSlice *> slices;
@@ -296,6 +401,13 @@ const Service *RouteChanges::service_now(const std::string &key) const
     return services_.find(key);
 }
 
+const BackendTLSPolicy *RouteChanges::policy_now(const std::string &key) const
+{
+    auto it = pending_policies_.find(key);
+    if (it != pending_policies_.end()) return it->second ? &*it->second : nullptr;
+    return policies_.find(key);
+}
+
 const Route *RouteChanges::route_now(const std::string &key) const
 {
     auto it = pending_.find(key);
@@ -303,14 +415,16 @@ const Route *RouteChanges::route_now(const std::string &key) const
     return routes_.find(key);
 }
 
-// The objects the routes of `keys` are resolved with: as they were (kept)
-// or, `now`, with the routes changed since.
-Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool now) const
+// The objects the routes of `keys` are resolved with, beside the Services
+// `targets` (a policy changed targets them): as they were (kept) or,
+// `now`, with the routes, Services, grants and policies changed since.
+Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, const std::set<std::string> &targets,
+                                      bool now) const
 {
     Manifests sub = base_;
     sub.server_timestamps = server_timestamps_;
     if (now && !pending_grants_.empty()) with_grants(&sub.reference_grants);
-    std::set<std::string> services, policies, reads;
+    std::set<std::string> services = targets, policies, reads;
     for (const std::string &key : keys) {
         const Route *r = now ? route_now(key) : routes_.find(key);
         if (r == nullptr) continue;
@@ -318,18 +432,19 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, bool no
         for (const std::string &s : backend_services(*r)) services.insert(s);
     }
     for (const std::string &key : services) {
+        if (auto it = policies_of_.find(key); it != policies_of_.end()) policies.insert(it->second.begin(), it->second.end());
         const Service *s = now ? service_now(key) : services_.find(key);
         if (s == nullptr) continue;  // none: BackendNotFound, as the whole way says
         sub.services.push_back(*s);
         if (auto it = slices_of_.find(key); it != slices_of_.end()) {
             for (const std::string &slice : it->second) sub.endpoint_slices.push_back(*slices_.find(slice));
         }
-        if (auto it = policies_of_.find(key); it != policies_of_.end()) policies.insert(it->second.begin(), it->second.end());
     }
     for (const std::string &key : policies) {
-        const BackendTLSPolicy &p = *policies_.find(key);
-        sub.backend_tls_policies.push_back(p);
-        for (std::string &read : policy_read_keys(p)) reads.insert(std::move(read));
+        const BackendTLSPolicy *p = now ? policy_now(key) : policies_.find(key);
+        if (p == nullptr) continue;
+        sub.backend_tls_policies.push_back(*p);
+        for (std::string &read : policy_read_keys(*p)) reads.insert(std::move(read));
     }
     reads.insert(gateway_reads_.begin(), gateway_reads_.end());
     for (const std::string &key : reads) {
@@ -345,6 +460,7 @@ RouteChanges::Update RouteChanges::update(Plan *plan, SpareAssignment *spares, c
     pending_.clear();
     pending_services_.clear();
     pending_grants_.clear();
+    pending_policies_.clear();
     return out;
 }
 
@@ -376,6 +492,15 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
             }
         }
         with_grants(&base_.reference_grants);
+        for (const auto &[key, now] : pending_policies_) {
+            if (const BackendTLSPolicy *before = policies_.find(key)) index_policy(key, *before, false);
+            if (now) {
+                policies_.copy(key, *now);
+                index_policy(key, *now, true);
+            } else {
+                policies_.erase(key);
+            }
+        }
     };
     // a Service changed is a change of the routes naming it, where no
     // policy, other route or Gateway reads it
@@ -413,7 +538,37 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
             }
         }
     }
-    if (changed.empty()) {
+    // a BackendTLSPolicy changed, a change of the routes naming the
+    // Services it targeted and targets, where no other kind reads them
+    std::set<std::string> targets;  // Services
+    for (const auto &[key, now] : pending_policies_) {
+        const BackendTLSPolicy *before = policies_.find(key);
+        if (before == nullptr || !now) return fail("BackendTLSPolicy " + key + (now ? " is new" : " is deleted"));
+        if (policy_read_keys(*before) != policy_read_keys(*now)) {
+            return fail("BackendTLSPolicy " + key + " refers to other ConfigMaps or Secrets");
+        }
+        for (const BackendTLSPolicy *p : {before, &*now}) {
+            for (const std::string &service : target_services(*p)) targets.insert(service);
+        }
+    }
+    for (const std::string &service : targets) {
+        // (one policy's conditions may change another's of the same target)
+        auto others = policies_of_.find(service);
+        if (others != policies_of_.end() && std::any_of(others->second.begin(), others->second.end(), [&](const std::string &p) {
+                return !pending_policies_.count(p);
+            })) {
+            return fail("Service " + service + ", which a changed BackendTLSPolicy targets, is another BackendTLSPolicy's target too");
+        }
+        auto read = reads_.find(read_key_of("Service", service));
+        const unsigned alone = static_cast<unsigned>(Reader::Route) | static_cast<unsigned>(Reader::BackendTLSPolicy);
+        if (read != reads_.end() && (read->second & ~alone)) {
+            return fail("Service " + service + ", which a changed BackendTLSPolicy targets, is read by "
+                        + (read->second & static_cast<unsigned>(Reader::StreamRoute) ? "a TLSRoute, TCPRoute or UDPRoute"
+                                                                                    : "the Gateways' status"));
+        }
+        if (auto it = routes_naming_.find(service); it != routes_naming_.end()) changed.insert(it->second.begin(), it->second.end());
+    }
+    if (changed.empty() && pending_policies_.empty()) {
         // nothing resolved: every status as it was
         commit_changes();
         for (size_t i = 0; plan->statuses && i < plan->statuses->size(); i++) out.status_from.push_back(static_cast<int64_t>(i));
@@ -450,7 +605,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
         }
     };
     for (const std::string &key : changed) add_route(key);
-    if (!no_hostname_.empty()) {
+    if (!no_hostname_.empty() && !changed.empty()) {
         // they serve their listeners' hostnames
         for (const std::string &key : no_hostname_) add_route(key);
         for (const Gateway &g : base_.gateways) {
@@ -474,8 +629,8 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
         if (keys.size() > 64 && keys.size() * 4 > routes_.size()) return fail("it touches a quarter of the routes");
     }
 
-    const Manifests before = sub_manifests(keys, false);
-    const Manifests after = sub_manifests(keys, true);
+    const Manifests before = sub_manifests(keys, targets, false);
+    const Manifests after = sub_manifests(keys, targets, true);
     ResolveReads read_before, read_after;
     Plan was = resolve(before, options_, &read_before);
     Plan is = resolve(after, options_, &read_after);
@@ -523,13 +678,31 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         }
         delta += before;
     }
+    // the policies changed, pushed where the API can replace them
+    PolicySplice policy_splice;
+    if (!pending_policies_.empty()) {
+        std::set<std::string> changed, targets;
+        for (const auto &[key, now] : pending_policies_) {
+            changed.insert(key);
+            for (const BackendTLSPolicy *p : {policies_.find(key), policy_now(key)}) {
+                if (p == nullptr) continue;
+                for (const std::string &service : target_services(*p)) targets.insert(service);
+            }
+        }
+        std::string why = prepare_policy_splice(changed, targets, is, *plan, spares, upstream_at_, &policy_splice);
+        if (!why.empty()) return fail(why);
+    }
     // (a CA bundle is written while a route reaches its policy: the
-    // plan has those of `is`, and keeps those of `was` while others reach it)
+    // plan has those of `is`, and keeps those of `was` while others reach
+    // it; a changed policy's, written now)
     std::map<std::string_view, const OutputFile *> files;
     for (const OutputFile &f : plan->files) files.emplace(f.path, &f);
+    std::vector<const OutputFile *> new_files;
     for (const OutputFile &f : is.files) {
         auto it = files.find(f.path);
-        if (it == files.end() || it->second->content != f.content || it->second->mode != f.mode) {
+        if (it == files.end() && policy_splice.files.count(f.path)) {
+            new_files.push_back(&f);
+        } else if (it == files.end() || it->second->content != f.content || it->second->mode != f.mode) {
             return fail("it writes " + f.path);
         }
     }
@@ -548,6 +721,19 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         if (!route_status(st) && st.refs_key != "ancestors") others_is.push_back(&st);
     }
     if (others_was.size() != others_is.size()) return fail("it changes which objects have a status");
+    // a changed policy's status as it is now, every route naming its
+    // targets resolved (another policy's is as it was: it reaches what it did)
+    std::map<std::pair<std::string_view, std::string_view>, const ObjectStatus *> policies_is;
+    if (!pending_policies_.empty()) {
+        for (const ObjectStatus &st : *is.statuses) {
+            if (st.refs_key == "ancestors") policies_is.emplace(std::pair{std::string_view(st.meta.namespace_), std::string_view(st.meta.name)}, &st);
+        }
+        for (const auto &[key, now] : pending_policies_) {
+            const size_t slash = key.find('/');
+            const std::string_view k = key;
+            if (!policies_is.count({k.substr(0, slash), k.substr(slash + 1)})) return fail("BackendTLSPolicy " + key + " has no status");
+        }
+    }
     std::map<std::pair<std::string_view, std::string>, std::map<std::string, int>> attached;  // (kind, key) -> listener -> delta
     for (size_t i = 0; i < others_was.size(); i++) {
         const ObjectStatus &a = *others_was[i], &b = *others_is[i];
@@ -684,6 +870,20 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     for (const Server &s : plan->servers) {
         if (of_hosts(s)) out.servers.push_back(&s);
     }
+    // the policies changed in their upstreams' and spares' places
+    if (!pending_policies_.empty()) {
+        for (const OutputFile *f : new_files) plan->files.push_back(*f);
+        for (std::vector<Upstream> *upstreams : {&plan->upstreams, &plan->stream_upstreams}) {
+            for (Upstream &u : *upstreams) {
+                if (!u.policy) continue;
+                if (auto it = policy_splice.replaced.find(u.policy.get()); it != policy_splice.replaced.end()) u.policy = it->second;
+            }
+        }
+        for (const auto &[index, policy] : policy_splice.spares) plan->upstreams[index].policy = policy;
+        if (!policy_splice.bundles.empty()) drop_unnamed_bundles(plan, std::move(policy_splice.bundles));
+        for (const auto &[was, now] : policy_splice.replaced) out.trust.push_back(now.get());
+        for (const auto &[index, policy] : policy_splice.spares) out.trust.push_back(policy.get());
+    }
 
     // the statuses: the routes' replaced in their place, attachedRoutes
     // moved; every other status shared with the plan before
@@ -731,6 +931,18 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
             continue;
         }
         if (in_routes || st.refs_key == "ancestors") insert_routes(nullptr);
+        if (st.refs_key == "ancestors" && !pending_policies_.empty()
+            && pending_policies_.count(st.meta.namespace_ + "/" + st.meta.name)) {
+            const ObjectStatus &now = *policies_is.at({std::string_view(st.meta.namespace_), std::string_view(st.meta.name)});
+            if (same_status(now, st, true)) {
+                out.status_from.push_back(static_cast<int64_t>(i));
+                statuses.push_back(old.item(i));
+            } else {
+                out.status_from.push_back(-1);
+                statuses.push_back(std::make_shared<const ObjectStatus>(interned(now, *plan->texts)));
+            }
+            continue;
+        }
         auto delta = attached.empty() ? attached.end() : attached.find({st.kind, st.meta.namespace_ + "/" + st.meta.name});
         if (delta == attached.end()) {
             out.status_from.push_back(static_cast<int64_t>(i));

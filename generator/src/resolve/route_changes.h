@@ -3,7 +3,9 @@
 // that serve those hostnames, and spliced into the plan as route table
 // entries and statuses. A Service change is a change of the routes naming
 // it (none: nothing to resolve); a ReferenceGrant's, of the routes naming
-// a Service of its namespace from another. gateway2nginx run applies a route change this way
+// a Service of its namespace from another; a BackendTLSPolicy's, of the
+// routes naming the Services it targets, its trust and names pushed and
+// its status written. gateway2nginx run applies a route change this way
 // in time that grows with the routes of its hostnames, not with every
 // route; whatever it would change beyond table entries, route statuses and
 // attachedRoutes is left to resolve.
@@ -59,6 +61,14 @@ public:
     // are resolved again, unless a Gateway, a ListenerSet or a TLSRoute,
     // TCPRoute or UDPRoute reads that namespace's grants (resolve then)
     void reference_grant_changed(const std::string &key, const ReferenceGrant *grant);
+    // The BackendTLSPolicy `key` ("ns/name") is now `policy`, or is gone
+    // (null): the routes naming the Services it targeted or targets are
+    // resolved again. Applied alone when only its trust (CA bundle, pins),
+    // names (hostname, SANs, where pushed) and status change: a policy
+    // made or deleted, another mode, other ConfigMaps or Secrets read, or
+    // one whose targets something other than an HTTPRoute or GRPCRoute
+    // reads, is resolve's.
+    void policy_changed(const std::string &key, const BackendTLSPolicy *policy);
     static std::string route_key(const Route &r);
 
     struct Update {
@@ -83,12 +93,15 @@ public:
             std::vector<const EndpointSlice *> slices;
         };
         std::vector<Held> held;
+        // in *plan: the policies whose trust or names changed, and the
+        // spares' copies of them where they hold a backend of one
+        std::vector<const UpstreamPolicy *> trust;
     };
     // Whether spares holding backends (each: the spare, as it is and as
     // it would be) leave the configuration's room as it is
     using SpareRoom = std::function<bool(const std::vector<std::pair<const Upstream *, Upstream>> &)>;
-    // Every route_changed(), service_changed() and
-    // reference_grant_changed() since the last update(), applied to *plan.
+    // Every route_changed(), service_changed(), reference_grant_changed()
+    // and policy_changed() since the last update(), applied to *plan.
     // With `spares` (--spare-backends: what they hold, kept up to date),
     // a backend new to nginx is put in a free spare's place as the whole
     // way's assign_spares would, where `room` says it fits.
@@ -96,12 +109,14 @@ public:
 
 private:
     Update update_pending(Plan *plan, SpareAssignment *spares, const SpareRoom &room);
-    Manifests sub_manifests(const std::set<std::string> &routes, bool now) const;
+    Manifests sub_manifests(const std::set<std::string> &routes, const std::set<std::string> &targets, bool now) const;
     Update splice(Plan was, Plan is, const ResolveReads &read_was, const ResolveReads &read_is,
                   const std::set<std::string> &hosts, const std::set<std::string> &routes, Plan *plan,
                   SpareAssignment *spares, const SpareRoom &room);
     const Route *route_now(const std::string &key) const;
     const Service *service_now(const std::string &key) const;
+    const BackendTLSPolicy *policy_now(const std::string &key) const;
+    void index_policy(const std::string &key, const BackendTLSPolicy &p, bool add);
     void with_grants(std::vector<ReferenceGrant> *grants) const;
     std::vector<const EndpointSlice *> slices_of(const std::string &service) const;
     void index_route(const std::string &key, const Route &r, bool add);
@@ -129,6 +144,7 @@ private:
     std::map<std::string, std::optional<Route>> pending_;  // route_changed() since update()
     std::map<std::string, std::optional<Service>> pending_services_;  // service_changed() since update()
     std::map<std::string, std::optional<ReferenceGrant>> pending_grants_;  // reference_grant_changed() likewise
+    std::map<std::string, std::optional<BackendTLSPolicy>> pending_policies_;  // policy_changed() likewise
 };
 
 }  // namespace g2n

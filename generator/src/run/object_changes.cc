@@ -18,6 +18,7 @@ bool holds_only(const Manifests &one, const kube::ObjectChange &change)
     for (const Route &o : one.http_routes) held.emplace_back(route_kind_name(o.kind), &o.meta);
     for (const Service &o : one.services) held.emplace_back("Service", &o.meta);
     for (const ReferenceGrant &o : one.reference_grants) held.emplace_back("ReferenceGrant", &o.meta);
+    for (const BackendTLSPolicy &o : one.backend_tls_policies) held.emplace_back("BackendTLSPolicy", &o.meta);
     return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
 }
 
@@ -43,6 +44,7 @@ bool parse_alone(const ChangeSet &changes, std::vector<std::optional<Manifests>>
 
 struct RouteChangeKinds {
     bool services = false, slices = false;
+    std::vector<const BackendTLSPolicy *> policies;  // as they are now
 };
 
 // Each object of `changes`, as it is now (`now`, parsed alone), handed to
@@ -58,6 +60,10 @@ RouteChangeKinds hand_over(const ChangeSet &changes, const std::vector<std::opti
             routes->service_changed(c.name_key, service);
             endpoints->service_changed(c.name_key, service);
             kinds.services = true;
+        } else if (c.kind == "BackendTLSPolicy") {
+            const BackendTLSPolicy *policy = now[i] ? &now[i]->backend_tls_policies[0] : nullptr;
+            routes->policy_changed(c.name_key, policy);
+            if (policy != nullptr) kinds.policies.push_back(policy);
         } else if (c.kind == "ReferenceGrant") {
             routes->reference_grant_changed(c.name_key, now[i] ? &now[i]->reference_grants[0] : nullptr);
         } else if (change_of(c) == KindChange::Endpoints) {
@@ -155,12 +161,13 @@ void Applier::pushed_alone()
     serving(true);  // the push was answered
 }
 
-// Only HTTPRoutes, GRPCRoutes, Services and ReferenceGrants changed (and
-// EndpointSlices beside them): the hostnames the routes (and those naming
-// the Services, or a Service of a grant's namespace from another) had and
-// have resolved again with the routes of those hostnames alone
-// (RouteChanges), their route table entries pushed and their statuses
-// offered, OUTDIR written later. False when the change needs the whole
+// Only HTTPRoutes, GRPCRoutes, Services, ReferenceGrants and
+// BackendTLSPolicies changed (and EndpointSlices beside them): the
+// hostnames the routes (and those naming the Services, a Service of a
+// grant's namespace from another, or a policy's targets) had and have
+// resolved again with the routes of those hostnames alone (RouteChanges),
+// their route table entries and the policies' trust pushed and their
+// statuses offered, OUTDIR written later. False when the change needs the whole
 // pipeline, which then applies it. A backend new to nginx takes a free
 // spare's place (--spare-backends) as the whole way would give it one; a
 // backend a spare holds already is named by the spare's name.
@@ -209,6 +216,10 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
     ApiContent entries = route_entries(update.servers, update.replaced);
     for (const Upstream *u : servers.changed) entries.servers[u->name] = upstream_servers_api_json(*u);
     for (const Upstream *u : servers.stream_changed) entries.stream_servers[u->name] = upstream_servers_api_json(*u);
+    for (const UpstreamPolicy *p : update.trust) entries.trust[p->name] = policy_trust_api_json(*p, *plan_);
+    if (trust_) {
+        for (const BackendTLSPolicy *p : kinds.policies) trust_->policy_changed(p->meta.key(), *p);
+    }
     for (const RouteChanges::Update::Held &h : update.held) {
         const Upstream &spare = plan_->upstreams[h.index];
         endpoints_->hold(h.index, h.spare, spare, *h.service, h.slices);
