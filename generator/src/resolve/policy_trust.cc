@@ -30,6 +30,15 @@ std::vector<std::string> policy_read_keys(const BackendTLSPolicy &p)
     return keys;
 }
 
+std::set<std::string> policy_target_services(const BackendTLSPolicy &p)
+{
+    std::set<std::string> services;
+    for (const PolicyTargetRef &t : p.target_refs) {
+        if (t.refers_to() == RefKind::Service) services.insert(p.meta.namespace_ + "/" + t.name);
+    }
+    return services;
+}
+
 namespace {
 
 std::set<std::string> replaceable_names(const Plan &plan, const Options &options)

@@ -22,6 +22,8 @@ namespace g2n {
 
 // The ResolveReads keys of the ConfigMaps and Secrets a policy refers to
 std::vector<std::string> policy_read_keys(const BackendTLSPolicy &p);
+// The Services ("ns/name") a policy targets
+std::set<std::string> policy_target_services(const BackendTLSPolicy &p);
 
 class PolicyTrust {
 public:

@@ -24,6 +24,8 @@ namespace g2n {
 // Whether hostname `name` (exact, or itself a wildcard) lies strictly below
 // wildcard `wild` ("*.example.com" covers "a.example.com" and "*.a.example.com").
 bool wildcard_covers(const std::string &wild, const std::string &name);
+// A hostname "*.suffix"
+inline bool is_wildcard(const std::string &host) { return !host.empty() && host[0] == '*'; }
 
 // Gateway API hostname intersection: the more specific of the two, or
 // nothing. An empty hostname matches anything.
