@@ -64,6 +64,7 @@ GENERATOR   := $(BUILD)/gateway2nginx
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
 
+# (a download the mirror drops is tried again: Acquire::Retries)
 # kubectl: Debian's kubernetes-client where the release has one, unless a
 # kubectl is already there (the tests of the API client drive the API
 # server simulation with it, and skip, saying why, without one).
@@ -74,7 +75,8 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  apt-get update -qq -o Acquire::Retries=3 \
+	    && apt-get install -y -qq -o Acquire::Retries=3 --no-install-recommends $$missing >/dev/null; \
 	fi
 
 # nginx's own build system compiles the module against Debian's headers
