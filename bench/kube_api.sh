@@ -8,6 +8,9 @@
 #   - a trust change to traffic: the measured policy's own CA ConfigMap set
 #     to a CA that did not sign the backend (502) and back, pushed with no
 #     reload;
+#   - a BackendTLSPolicy change to traffic: the measured policy's hostname
+#     one the backend's certificate lacks (502) and back (with
+#     ROUTES_MODE=table through the API: pushed with no reload);
 #   - a route change to traffic (rendered, checked, reloaded; with
 #     ROUTES_MODE=table, --routes table: pushed to the route table, no
 #     reload), and its CPU time;
@@ -98,7 +101,7 @@ sleep 1
 hwm_mb() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 
 letter=A address=127.0.0.1 path=/m0 n=0
-declare -A endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory
+declare -A endpoint endpoint_cpu trust trust_cpu policy policy_cpu route route_cpu reloads memory
 # the measured CA ConfigMap's ca.crt as a merge patch
 # run_says PATTERN LOG: waits until the run ($run_pid) logs PATTERN (an ERE)
 run_says() {
@@ -161,6 +164,29 @@ for round in $(seq "$rounds"); do
                 trust[$source]+="$(until_answers "$start" $path $letter) "
                 sleep 0.5
                 trust_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+            else
+                until_answers "$start" $path 502 '%{http_code}' > /dev/null
+            fi
+            sleep 0.5
+        done
+        # a policy change: a hostname the backend's certificate lacks (every
+        # request 502), then the right one
+        for hostname in wrong.example.com abc.example.com; do
+            measured_service_yaml "$work/certs/ca.crt" $hostname > "$work/measured.yaml"
+            patch="{\"spec\":{\"validation\":{\"hostname\":\"$hostname\"}}}"
+            cpu_before=$(cpu_us)
+            start=$(date +%s%N)
+            if [ $source = files ]; then
+                put measured.yaml < "$work/measured.yaml"
+                api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/backendtlspolicies/measured "$patch"
+            else
+                api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/backendtlspolicies/measured "$patch"
+                put measured.yaml < "$work/measured.yaml"
+            fi
+            if [ $hostname = abc.example.com ]; then
+                policy[$source]+="$(until_answers "$start" $path $letter) "
+                sleep 0.5
+                policy_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
             else
                 until_answers "$start" $path 502 '%{http_code}' > /dev/null
             fi
@@ -307,7 +333,7 @@ one_shot_mb=$((one_shot_mb / 1024))
 
 printf '%-40s %10s %10s %8s\n' "$routes routes ($routes_mode), $((routes * endpoints)) endpoints, median of $rounds" \
     files api api/files
-for what in endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory; do
+for what in endpoint endpoint_cpu trust trust_cpu policy policy_cpu route route_cpu reloads memory; do
     declare -n figures=$what
     f=$(printf '%s\n' ${figures[files]} | median)
     a=$(printf '%s\n' ${figures[api]} | median)
@@ -316,6 +342,8 @@ for what in endpoint endpoint_cpu trust trust_cpu route route_cpu reloads memory
         endpoint_cpu) label="its CPU time in run (ms)" ;;
         trust) label="CA ConfigMap change to traffic (ms)" ;;
         trust_cpu) label="its CPU time in run (ms)" ;;
+        policy) label="BackendTLSPolicy change to traffic (ms)" ;;
+        policy_cpu) label="its CPU time in run (ms)" ;;
         route) label="route change to traffic (ms)" ;;
         route_cpu) label="its CPU time in run (ms)" ;;
         reloads) label="reloads in a round" ;;
@@ -333,7 +361,7 @@ if [ "$routes_mode" = table ]; then
         echo "new HTTPRoutes to plaintext Services new to nginx, $new_backends: to traffic median $(printf '%s\n' "${backend_ms[@]}" | median) ms (${backend_ms[*]}); CPU in run median $(printf '%s\n' "${backend_cpu_ms[@]}" | median) ms (${backend_cpu_ms[*]}); $backend_reloads reloads; $held_alone held by spares; each Service's own creation before: CPU in run median $(printf '%s\n' "${service_cpu_ms[@]}" | median) ms (${service_cpu_ms[*]})"
     fi
 fi
-echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; route: files ${route[files]}| api ${route[api]}; its CPU: files ${route_cpu[files]}| api ${route_cpu[api]}"
+echo "rounds, endpoint: files ${endpoint[files]}| api ${endpoint[api]}; its CPU: files ${endpoint_cpu[files]}| api ${endpoint_cpu[api]}; trust: files ${trust[files]}| api ${trust[api]}; its CPU: files ${trust_cpu[files]}| api ${trust_cpu[api]}; policy: files ${policy[files]}| api ${policy[api]}; its CPU: files ${policy_cpu[files]}| api ${policy_cpu[api]}; route: files ${route[files]}| api ${route[api]}; its CPU: files ${route_cpu[files]}| api ${route_cpu[api]}"
 
 # the parse stage on the same objects as YAML and as JSON (one List)
 python3 -c 'import json, sys, yaml

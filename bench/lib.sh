@@ -42,11 +42,12 @@ CONF
     /usr/sbin/nginx -p "$1/" -c nginx.conf
 }
 
-# measured_service_yaml [CA]: Service demo/measured and its BackendTLSPolicy
-# (abc.example.com): the CA ConfigMap make-manifests.pl writes, or with a
-# PEM file CA, a ConfigMap of its own (demo/measured-ca) holding it.
+# measured_service_yaml [CA [HOSTNAME]]: Service demo/measured and its
+# BackendTLSPolicy (HOSTNAME, abc.example.com unless given): the CA
+# ConfigMap make-manifests.pl writes, or with a PEM file CA, a ConfigMap of
+# its own (demo/measured-ca) holding it.
 measured_service_yaml() {
-    local ca=${1:-}
+    local ca=${1:-} hostname=${2:-abc.example.com}
     if [ -n "$ca" ]; then
         printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: measured-ca, namespace: demo}\ndata:\n  ca.crt: |\n'
         sed 's/^/    /' "$ca"
@@ -66,7 +67,7 @@ spec:
   targetRefs: [{group: "", kind: Service, name: measured}]
   validation:
     caCertificateRefs: [{group: "", kind: ConfigMap, name: ${ca:+measured-}ca}]
-    hostname: abc.example.com
+    hostname: $hostname
 YAML
 }
 
