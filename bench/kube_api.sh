@@ -254,6 +254,7 @@ new_routes=${NEW_ROUTES:-100}
 new_backends=${NEW_BACKENDS:-10}
 new_ms=() new_cpu_ms= new_reloads= backend_ms=() backend_cpu_ms=() service_cpu_ms=() backend_reloads= held_alone=
 if [ "$routes_mode" = table ]; then
+    : > "$work/run-new.log"  # (there before run_says reads it)
     "$generator" run --kubeconfig "$work/kubeconfig" "${flags[@]}" --reload "$work/out/nginx.pid" \
         --spare-backends "$new_backends" --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-new.log" &
     run_pid=$!

@@ -6,6 +6,7 @@
 // are thus held once, not once more beside the cache.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -39,6 +40,20 @@ public:
     {
         auto it = at_.find(key);
         return it == at_.end() ? nullptr : it->second;
+    }
+
+    // `key` is now `now`, or gone: kept so, `index(object, false)` told
+    // what it was and `index(object, true)` what it is
+    template <class Index>
+    void replace(const std::string &key, const std::optional<T> &now, const Index &index)
+    {
+        if (const T *before = find(key)) index(*before, false);
+        if (now) {
+            copy(key, *now);
+            index(*now, true);
+        } else {
+            erase(key);
+        }
     }
 
     // The read's objects are where `moved` says; false when one went

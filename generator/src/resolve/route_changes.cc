@@ -32,6 +32,23 @@ std::set<std::string> backend_services(const Route &r)
     return keys;
 }
 
+// `value` filed under `at` in `index`, or (not `add`) taken out; true when
+// nothing is left under `at`
+bool file_under(std::unordered_map<std::string, std::set<std::string>> *index, const std::string &at,
+                const std::string &value, bool add)
+{
+    if (add) {
+        (*index)[at].insert(value);
+        return false;
+    }
+    auto it = index->find(at);
+    if (it == index->end()) return true;
+    it->second.erase(value);
+    if (!it->second.empty()) return false;
+    index->erase(it);
+    return true;
+}
+
 // `key` is now `object`, or gone (null), until the next update()
 template <typename T>
 void pend(std::map<std::string, std::optional<T>> *pending, const std::string &key, const T *object)
@@ -120,14 +137,7 @@ void RouteChanges::copy_objects()
 
 void RouteChanges::index_route(const std::string &key, const Route &r, bool add)
 {
-    for (const std::string &service : backend_services(r)) {
-        if (add) {
-            routes_naming_[service].insert(key);
-        } else if (auto it = routes_naming_.find(service); it != routes_naming_.end()) {
-            it->second.erase(key);
-            if (it->second.empty()) routes_naming_.erase(it);
-        }
-    }
+    for (const std::string &service : backend_services(r)) file_under(&routes_naming_, service, key, add);
     if (r.hostnames.empty()) {
         if (add) {
             no_hostname_.insert(key);
@@ -136,29 +146,14 @@ void RouteChanges::index_route(const std::string &key, const Route &r, bool add)
         }
     }
     for (const std::string &h : r.hostnames) {
-        if (add) {
-            routes_of_[h].insert(key);
-            if (is_wildcard(h)) wildcards_.insert(h);
-        } else if (auto it = routes_of_.find(h); it != routes_of_.end()) {
-            it->second.erase(key);
-            if (it->second.empty()) {
-                routes_of_.erase(it);
-                wildcards_.erase(h);
-            }
-        }
+        if (add && is_wildcard(h)) wildcards_.insert(h);
+        if (file_under(&routes_of_, h, key, add)) wildcards_.erase(h);
     }
 }
 
 void RouteChanges::index_policy(const std::string &key, const BackendTLSPolicy &p, bool add)
 {
-    for (const std::string &service : policy_target_services(p)) {
-        if (add) {
-            policies_of_[service].insert(key);
-        } else if (auto it = policies_of_.find(service); it != policies_of_.end()) {
-            it->second.erase(key);
-            if (it->second.empty()) policies_of_.erase(it);
-        }
-    }
+    for (const std::string &service : policy_target_services(p)) file_under(&policies_of_, service, key, add);
 }
 
 void RouteChanges::slice_changed(const std::string &key, const EndpointSlice *slice)
@@ -314,13 +309,7 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
         }
         with_grants(&base_.reference_grants);
         for (const auto &[key, now] : pending_policies_) {
-            if (const BackendTLSPolicy *before = policies_.find(key)) index_policy(key, *before, false);
-            if (now) {
-                policies_.copy(key, *now);
-                index_policy(key, *now, true);
-            } else {
-                policies_.erase(key);
-            }
+            policies_.replace(key, now, [&](const BackendTLSPolicy &p, bool add) { index_policy(key, p, add); });
         }
     };
     // a Service changed is a change of the routes naming it, where no

@@ -500,14 +500,8 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
             reached_.erase(key);
         }
     }
-    for (auto &[key, now] : pending_) {
-        if (const Route *before = routes_.find(key)) index_route(key, *before, false);
-        if (now) {
-            routes_.copy(key, *now);
-            index_route(key, *now, true);
-        } else {
-            routes_.erase(key);
-        }
+    for (const auto &[key, now] : pending_) {
+        routes_.replace(key, now, [&](const Route &r, bool add) { index_route(key, r, add); });
     }
     return out;
 }
