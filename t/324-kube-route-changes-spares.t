@@ -11,8 +11,9 @@
 # BackendTLSPolicy reads goes the whole way, with no reload. And
 # ReferenceGrant changes: a route of another namespace served once one
 # allows it, refused once it is gone. A BackendTLSPolicy made for a Service
-# whose backend nginx runs in plaintext: the backend, TLS now, in a TLS
-# spare's place; that policy's hostname changed, pushed to the spare.
+# whose backend nginx runs in plaintext: applied alone, the backend, TLS
+# now, in a TLS spare's place; that policy's hostname changed, pushed to
+# the spare.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -170,10 +171,12 @@ is(get('e.test', '/e2'), '200 127.0.0.2', 'its route served as before');
 # a BackendTLSPolicy made for bare, whose backend nginx runs in plaintext:
 # the backend in its TLS mode held by a TLS spare, with no reload
 isnt(get('b.test', '/b'), '200 127.0.0.1', 'bare without a policy: plaintext to a TLS backend, no 200');
+$updates = route_updates();
 kube_apply('bare-tls', kube_tls_service_yaml('bare', 1, $backend_port) =~ s/\A.*?(?=apiVersion: gateway)//sr);
 ok(wait_for(sub { get('b.test', '/b') eq '200 127.0.0.1' }, 15), 'its policy made: served over TLS') or diag slurp($log);
 ok(wait_for(sub { count_in($log, qr/backend backend_ns_bare_443 turns TLS on or off: held by spare gateway2nginx_spare_tls_1/) }, 5),
    'held by a TLS spare') or diag slurp($log);
+ok(wait_for(sub { route_updates() > $updates }, 5), 'the policy made: applied alone') or diag slurp($log);
 
 # bare's policy changed while the spare holds its backend: a hostname its
 # certificate lacks, then back, each applied alone, pushed to the spare

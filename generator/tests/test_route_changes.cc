@@ -98,9 +98,10 @@ std::string grant_yaml(int variant)
 // The BackendTLSPolicy t1/s1 at GENERATION as the world starts (VARIANT
 // 0: a CA ConfigMap, a hostname), or changed: 1 another hostname, 2 a SAN,
 // 3 a pin besides, 4 another mode, 5 t1/s2 a target too, 6 a second CA
-// ConfigMap (1 to 3: its trust and names alone)
+// ConfigMap (1 to 3: its trust and names alone), 7 deleted
 std::string policy_yaml(int variant, int generation)
 {
+    if (variant == 7) return "";
     const char *validation[] = {
         "hostname: s1.example.com",
         "hostname: s1-b.example.com",
@@ -173,6 +174,7 @@ struct Tally {
     int services_routed = 0;  // of them, with routes naming the Service resolved again
     int fast_while_held = 0;  // spliced while spares held backends
     int held_alone = 0;       // backends new to nginx the splices gave spares
+    int tls_turned = 0;       // of them, backends nginx runs whose TLS a policy made or deleted turned
 };
 
 // Routes no round changes, naming s0, s1 and s2 of both namespaces: only
@@ -272,10 +274,9 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             // the BackendTLSPolicy changed
             policy_round = true;
             key = "t1/s1";
-            policy = policy_yaml(pick(4) == 0 ? 4 + pick(3) : pick(4), ++policy_generation);
+            policy = policy_yaml(pick(4) == 0 ? 4 + pick(4) : pick(4), ++policy_generation);
             const Manifests one = parse(policy);
-            BOOST_TEST_REQUIRE(one.backend_tls_policies.size() == 1u);
-            index->policy_changed(key, &one.backend_tls_policies[0]);
+            index->policy_changed(key, policy.empty() ? nullptr : &one.backend_tls_policies.at(0));
         } else if (pick(12) == 0) {
             // the ReferenceGrant made, changed or deleted
             grant_round = true;
@@ -334,6 +335,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             if (service_round && !update.servers.empty()) tally.services_routed++;
             if (!held.empty()) tally.fast_while_held++;
             tally.held_alone += static_cast<int>(update.held.size());
+            for (const RouteChanges::Update::Held &h : update.held) tally.tls_turned += h.tls_turned ? 1 : 0;
             SpareAssignment assigned;
             const Plan want = whole(running, nullptr, held_before, &assigned);
             BOOST_TEST((assigned == held), "the spares hold what the whole way gives them");
@@ -389,7 +391,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         }
     }
     BOOST_TEST_MESSAGE(tally.fast << " spliced (" << tally.fast_while_held << " while spares held backends, "
-                       << tally.held_alone << " backends given spares, " << tally.services_alone
+                       << tally.held_alone << " backends given spares, " << tally.tls_turned << " of them TLS turned, " << tally.services_alone
                        << " Service changes, " << tally.services_routed << " of them with routes, "
                        << tally.grants_alone << " ReferenceGrant changes, " << tally.policies_alone
                        << " BackendTLSPolicy changes), "
@@ -437,6 +439,7 @@ BOOST_AUTO_TEST_CASE(route_changes_splice_while_spares_hold_backends)
     BOOST_TEST(t.services_alone >= (rounds >= 100 ? rounds / 30 : 0));
     BOOST_TEST(t.grants_alone >= (rounds >= 100 ? 2 : 0));
     BOOST_TEST(t.policies_alone >= (rounds >= 100 ? 4 : 0));
+    BOOST_TEST(t.tls_turned >= (rounds >= 100 ? 1 : 0));
     BOOST_TEST(t.resolved > rounds / 10);
     BOOST_TEST(t.unchanged_named == 0);
 }
@@ -706,12 +709,69 @@ BOOST_AUTO_TEST_CASE(a_policy_change_pushes_its_trust_names_and_status)
     const std::string http = render_http_conf(plan, o);
     for (const auto &[validation, ca, why] : std::vector<std::array<std::string, 3>>{
              {"hostname: safe.example.org\n    mode: InsecureAllowExpired", "ca", "BackendTLSPolicy ns/p changes its mode"},
-             {"hostname: safe.example.org", "ca2", "BackendTLSPolicy ns/p refers to other ConfigMaps or Secrets"}}) {
+             {"hostname: safe.example.org", "ca2", "it refers to ConfigMap ns/ca2, which the plan does not read"}}) {
         const Manifests other = parse(policy(validation, 3, ca));
         index.policy_changed("ns/p", &other.backend_tls_policies[0]);
         BOOST_TEST(index.update(&plan, &held, room).needs_resolve == why);
         BOOST_TEST(render_http_conf(plan, o) == http);
     }
+}
+
+// A BackendTLSPolicy made for a Service whose backend nginx runs in
+// plaintext: the backend, TLS now, in a TLS spare's place (its own
+// upstream{} kept as nginx runs it), the spare's trust pushed, the
+// policy's status written, as the whole way would; deleted again while
+// the spare holds it: resolve (the spare cannot hold it in plaintext)
+BOOST_AUTO_TEST_CASE(a_policy_made_turns_its_backend_s_tls_on_in_a_spare)
+{
+    Options o;
+    o.routes = "table";
+    o.upstream_api = "127.0.0.1:9114";
+    o.spare_backends = 1;
+    const std::string yaml = http_gateway() + "apiVersion: v1\nkind: Service\nmetadata: {name: app, namespace: ns}\n"
+                             "spec:\n  ports: [{name: http, port: 80}]\n---\napiVersion: gateway.networking.k8s.io/v1\n"
+                             "kind: HTTPRoute\nmetadata: {name: app, namespace: ns}\nspec:\n  parentRefs: [{name: gw}]\n"
+                             "  hostnames: [app.example.com]\n  rules: [{backendRefs: [{name: app, port: 80}]}]\n";
+    const std::string policy = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\n"
+                               "metadata: {name: app, namespace: ns}\nspec:\n  targetRefs: [{group: \"\", kind: Service, name: app}]\n"
+                               "  validation: {wellKnownCACertificates: System, hostname: app.example.com}\n";
+    const Manifests m = parse(yaml);
+    ResolveReads reads;
+    Plan plan = resolve(m, o, &reads);
+    const Plan running = plan;
+    RouteChanges index(m, plan, o, reads);
+    BOOST_TEST_REQUIRE(index.usable());
+    const auto room = [](const auto &) { return true; };
+    SpareAssignment held;
+
+    const Manifests made = parse(policy);
+    index.policy_changed("ns/app", &made.backend_tls_policies[0]);
+    const RouteChanges::Update update = index.update(&plan, &held, room);
+    BOOST_TEST_REQUIRE(update.needs_resolve == "");
+    BOOST_TEST(update.trust_reads_changed);
+    BOOST_TEST_REQUIRE(update.held.size() == 1u);
+    BOOST_TEST(update.held[0].upstream == "backend_ns_app_80");
+    BOOST_TEST(update.held[0].tls_turned);
+    const Upstream &spare = plan.upstreams[update.held[0].index];
+    BOOST_TEST_REQUIRE(spare.tls());
+    BOOST_TEST(spare.policy->hostname == "app.example.com");
+    BOOST_TEST_REQUIRE(update.trust.size() == 1u);
+    BOOST_TEST(update.trust[0] == spare.policy.get());
+    // what the whole way makes of it: the backend held the same way
+    Plan want = resolve(parse(yaml + policy), o);
+    std::set<std::string> names;
+    for (const Upstream &u : running.upstreams) {
+        if (u.tenant != kSpareTenant) names.insert(u.name);
+    }
+    const SpareAssignment assigned = assign_spares(&want, names, {}, &running.upstreams);
+    BOOST_TEST((assigned == held));
+    BOOST_TEST(render_http_conf(plan, o) == render_http_conf(want, o));
+    BOOST_TEST(render_route_tables(plan, o) == render_route_tables(want, o));
+    BOOST_TEST(render_status(plan, o) == render_status(want, o));
+    BOOST_TEST((api_content(plan, o).trust == api_content(want, o).trust));
+
+    index.policy_changed("ns/app", nullptr);
+    BOOST_TEST(index.update(&plan, &held, room).needs_resolve == "it changes backend backend_ns_app_80, held by a spare");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -256,6 +256,14 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, const s
             for (const std::string &slice : it->second) sub.endpoint_slices.push_back(*slices_.find(slice));
         }
     }
+    if (now) {
+        // (one made is in no index yet)
+        for (const auto &[key, p] : pending_policies_) {
+            if (!p) continue;
+            const std::set<std::string> of = policy_target_services(*p);
+            if (std::any_of(of.begin(), of.end(), [&](const std::string &s) { return services.count(s) > 0; })) policies.insert(key);
+        }
+    }
     for (const std::string &key : policies) {
         const BackendTLSPolicy *p = now ? policy_now(key) : policies_.find(key);
         if (p == nullptr) continue;
@@ -353,11 +361,11 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
     std::set<std::string> targets;  // Services
     for (const auto &[key, now] : pending_policies_) {
         const BackendTLSPolicy *before = policies_.find(key);
-        if (before == nullptr || !now) return fail("BackendTLSPolicy " + key + (now ? " is new" : " is deleted"));
-        if (policy_read_keys(*before) != policy_read_keys(*now)) {
-            return fail("BackendTLSPolicy " + key + " refers to other ConfigMaps or Secrets");
+        if (before == nullptr || !now || policy_read_keys(*before) != policy_read_keys(*now)) {
+            out.trust_reads_changed = true;
         }
-        for (const BackendTLSPolicy *p : {before, &*now}) {
+        for (const BackendTLSPolicy *p : {before, now ? &*now : nullptr}) {
+            if (p == nullptr) continue;
             for (const std::string &service : policy_target_services(*p)) targets.insert(service);
         }
     }
@@ -451,8 +459,10 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
             return fail("it refers to " + key + ", which the plan does not read");
         }
     }
+    const bool trust_reads_changed = out.trust_reads_changed;
     out = splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
     if (!out.needs_resolve.empty()) return out;
+    out.trust_reads_changed = trust_reads_changed;
     commit_changes();
     for (Update::Held &h : out.held) h.service = services_.find(h.service->meta.key());  // kept now
     return out;

@@ -64,10 +64,11 @@ public:
     // The BackendTLSPolicy `key` ("ns/name") is now `policy`, or is gone
     // (null): the routes naming the Services it targeted or targets are
     // resolved again. Applied alone when only its trust (CA bundle, pins),
-    // names (hostname, SANs, where pushed) and status change: a policy
-    // made or deleted, another mode, other ConfigMaps or Secrets read, or
-    // one whose targets something other than an HTTPRoute or GRPCRoute
-    // reads, is resolve's.
+    // names (hostname, SANs, where pushed) and status change, or (with
+    // spares) when one made or deleted turns a backend's TLS on or off
+    // (a spare of that kind holds it). Another mode, ConfigMaps or Secrets
+    // the plan never read, a target another policy shares or something
+    // other than an HTTPRoute or GRPCRoute reads, is resolve's.
     void policy_changed(const std::string &key, const BackendTLSPolicy *policy);
     static std::string route_key(const Route &r);
 
@@ -91,11 +92,16 @@ public:
             std::string upstream;
             const Service *service;
             std::vector<const EndpointSlice *> slices;
+            bool tls_turned = false;  // nginx runs it; a policy made or deleted turns its TLS on or off
         };
         std::vector<Held> held;
         // in *plan: the policies whose trust or names changed, and the
-        // spares' copies of them where they hold a backend of one
+        // spares' copies of them where they hold a backend of one (or
+        // are given one)
         std::vector<const UpstreamPolicy *> trust;
+        // a policy made or deleted, or reading other ConfigMaps or Secrets:
+        // PolicyTrust, which knows who reads what, no longer follows
+        bool trust_reads_changed = false;
     };
     // Whether spares holding backends (each: the spare, as it is and as
     // it would be) leave the configuration's room as it is

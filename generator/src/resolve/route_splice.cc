@@ -102,7 +102,7 @@ struct PolicySplice {
     std::map<const UpstreamPolicy *, std::shared_ptr<const UpstreamPolicy>> replaced;  // the plan's, by what replaces it
     std::vector<std::pair<size_t, std::shared_ptr<const UpstreamPolicy>>> spares;      // by plan->upstreams position
     std::set<std::string> bundles;  // the plan's CA bundles replaced, which may be named no more
-    std::set<std::string> files;    // the CA bundles replacing them
+    std::set<std::string> files;    // the CA bundles the policies name now
 };
 
 // Why policy `name`, `was` in the plan and `now` as resolved now, cannot
@@ -129,17 +129,16 @@ std::string prepare_policy_splice(const std::set<std::string> &changed, const st
                                   const std::unordered_map<std::string, size_t> &upstream_at, PolicySplice *out)
 {
     std::map<std::string, const UpstreamPolicy *> now;  // by policy name
-    std::map<std::string, const Upstream *> backends;  // of the targets, with TLS, by name
+    std::map<std::string, const Upstream *> backends;  // of the targets, by name
     for (const Upstream &u : is.upstreams) {
-        if (!u.tls() || !targets.count(u.service)) continue;
+        if (!targets.count(u.service)) continue;
         backends.emplace(u.name, &u);
-        if (changed.count(u.policy->name)) now.emplace(u.policy->name, u.policy.get());
+        if (u.tls() && changed.count(u.policy->name) && now.emplace(u.policy->name, u.policy.get()).second) {
+            out->files.insert(u.policy->ca);
+        }
     }
     auto replace = [&](const UpstreamPolicy &was, std::shared_ptr<UpstreamPolicy> policy) {
-        if (was.ca != policy->ca) {
-            out->bundles.insert(was.ca);
-            out->files.insert(policy->ca);
-        }
+        if (was.ca != policy->ca) out->bundles.insert(was.ca);
         return std::shared_ptr<const UpstreamPolicy>(std::move(policy));
     };
     for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
@@ -167,6 +166,7 @@ std::string prepare_policy_splice(const std::set<std::string> &changed, const st
         if (!held.tls() || !targets.count(held.service)) continue;
         auto b = backends.find(backend);
         if (b == backends.end()) return "a spare holds backend " + backend + ", which no route names now";
+        if (!b->second->tls()) continue;  // (its TLS turned off: the spare cannot hold it, below)
         const UpstreamPolicy &policy_now = *b->second->policy;
         if (!changed.count(policy_now.name)) continue;
         std::string why = policy_not_replaceable(policy_now.name, *held.policy, policy_now, true);
@@ -264,7 +264,7 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         for (const auto &[key, now] : pending_policies_) {
             const size_t slash = key.find('/');
             const std::string_view k = key;
-            if (!policies_is.count({k.substr(0, slash), k.substr(slash + 1)})) return fail("BackendTLSPolicy " + key + " has no status");
+            if (now && !policies_is.count({k.substr(0, slash), k.substr(slash + 1)})) return fail("BackendTLSPolicy " + key + " has no status");
         }
     }
     std::map<std::pair<std::string_view, std::string>, std::map<std::string, int>> attached;  // (kind, key) -> listener -> delta
@@ -321,6 +321,7 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
     // spare holds it, its rules naming the spare); one new to it (as the
     // routes are now) in a free spare's place, as assign_spares would put it
     std::vector<const Upstream *> new_backends;
+    std::set<std::string> tls_turned;               // of them, nginx runs in another mode
     std::map<std::string, std::string> held_names;  // backend, its spare: named now
     std::set<std::string> held_before;              // named before
     for (const Plan *p : {&is, &was}) {
@@ -347,7 +348,25 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
                 continue;
             }
             if (at == upstream_at_.end()) return fail("backend " + u.name + " is new to nginx");
+            // (a policy made or deleted turns its TLS on or off: a spare of
+            // that kind holds it, as assign_spares would give it one)
+            if (p == &is && spares != nullptr && !pending_policies_.empty()
+                && plan->upstreams[at->second].tls() != u.tls()) {
+                new_backends.push_back(&u);
+                tls_turned.insert(u.name);
+                continue;
+            }
             if (!same_upstream(plan->upstreams[at->second], u)) return fail("it changes backend " + u.name);
+        }
+    }
+    // (its own upstream{} stays, in its old mode: no rule of another
+    // hostname may still name it)
+    for (const Server &s : plan->servers) {
+        if (of_hosts(s) || !s.in_table()) continue;
+        for (const std::string &backend : tls_turned) {
+            if (names_backend(s.table_json, backend)) {
+                return fail("backend " + backend + " turns TLS on or off, and " + s.server_name + "'s rules name it");
+            }
         }
     }
     // (one these routes no longer name may be no route's: the whole way
@@ -367,7 +386,10 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         for (const Upstream *u : new_backends) {
             auto spare = std::find_if(free.begin(), free.end(),
                                       [&](const auto &s) { return spare_can_hold(*u, plan->upstreams[s.second]); });
-            if (spare == free.end()) return fail("backend " + u->name + " is new to nginx, and no spare can hold it");
+            if (spare == free.end()) {
+                return fail("backend " + u->name + (tls_turned.count(u->name) ? " turns TLS on or off" : " is new to nginx")
+                            + ", and no spare can hold it");
+            }
             const Upstream &was_spare = plan->upstreams[spare->second];
             swaps.emplace_back(&was_spare, holding(*u, was_spare));
             to_hold.emplace_back(spare->second, u);
@@ -392,8 +414,9 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         Upstream &spare = plan->upstreams[index];
         for (Server &s : added) rename_backend(&s.table_json, u->name, spare.name);
         (*spares)[u->name] = spare.name;
-        out.held.push_back({index, spare, u->name, service_now(u->service), slices_of(u->service)});
+        out.held.push_back({index, spare, u->name, service_now(u->service), slices_of(u->service), tls_turned.count(u->name) > 0});
         spare = holding(*u, spare);
+        if (spare.tls()) out.trust.push_back(spare.policy.get());
     }
     plan->servers.clear();
     std::merge(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()),
@@ -436,6 +459,21 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
             statuses.push_back(std::move(routes_now[next]));
         }
     };
+    // the statuses of the policies made, among the policies' (the last)
+    std::vector<const ObjectStatus *> made;
+    for (const auto &[key, now] : pending_policies_) {
+        const size_t slash = key.find('/');
+        const std::string_view k = key;
+        if (now && policies_.find(key) == nullptr) made.push_back(policies_is.at({k.substr(0, slash), k.substr(slash + 1)}));
+    }
+    std::sort(made.begin(), made.end(), [](const ObjectStatus *a, const ObjectStatus *b) { return key_less(a->meta, b->meta); });
+    size_t next_made = 0;
+    auto insert_made = [&](const ObjectStatus *before) {
+        for (; next_made < made.size() && (before == nullptr || key_less(made[next_made]->meta, before->meta)); next_made++) {
+            out.status_from.push_back(-1);
+            statuses.push_back(std::make_shared<const ObjectStatus>(interned(*made[next_made], *plan->texts)));
+        }
+    };
     std::set<std::pair<std::string_view, std::string_view>> route_keys;  // (namespace, name) of the routes resolved
     for (const std::string &key : keys) {
         const std::string_view k = key;
@@ -464,8 +502,12 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
             continue;
         }
         if (in_routes || st.refs_key == "ancestors") insert_routes(nullptr);
-        if (st.refs_key == "ancestors" && !pending_policies_.empty()
-            && pending_policies_.count(st.meta.namespace_ + "/" + st.meta.name)) {
+        if (st.refs_key == "ancestors") insert_made(&st);
+        auto pending = st.refs_key == "ancestors" && !pending_policies_.empty()
+                           ? pending_policies_.find(st.meta.namespace_ + "/" + st.meta.name)
+                           : pending_policies_.end();
+        if (pending != pending_policies_.end()) {
+            if (!pending->second) continue;  // deleted: no status
             const ObjectStatus &now = *policies_is.at({std::string_view(st.meta.namespace_), std::string_view(st.meta.name)});
             if (same_status(now, st, true)) {
                 out.status_from.push_back(static_cast<int64_t>(i));
@@ -490,6 +532,7 @@ RouteChanges::Update RouteChanges::splice(Plan was, Plan is, const ResolveReads 
         statuses.push_back(std::make_shared<const ObjectStatus>(std::move(moved)));
     }
     insert_routes(nullptr);
+    insert_made(nullptr);
     plan->statuses = std::make_shared<const StatusList>(std::move(statuses));
 
     // and the routes kept as they are now, and what they reach

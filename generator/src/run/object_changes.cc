@@ -217,14 +217,16 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
     for (const Upstream *u : servers.changed) entries.servers[u->name] = upstream_servers_api_json(*u);
     for (const Upstream *u : servers.stream_changed) entries.stream_servers[u->name] = upstream_servers_api_json(*u);
     for (const UpstreamPolicy *p : update.trust) entries.trust[p->name] = policy_trust_api_json(*p, *plan_);
-    if (trust_) {
+    if (update.trust_reads_changed) {
+        trust_.reset();  // ConfigMap and Secret changes the whole way, until it is made again
+    } else if (trust_) {
         for (const BackendTLSPolicy *p : kinds.policies) trust_->policy_changed(p->meta.key(), *p);
     }
     for (const RouteChanges::Update::Held &h : update.held) {
         const Upstream &spare = plan_->upstreams[h.index];
         endpoints_->hold(h.index, h.spare, spare, *h.service, h.slices);
         entries.servers[spare.name] = upstream_servers_api_json(spare);
-        say("backend " + h.upstream + " new to nginx: held by spare " + spare.name);
+        say("backend " + h.upstream + (h.tls_turned ? " turns TLS on or off" : " new to nginx") + ": held by spare " + spare.name);
     }
     spares_ = std::move(held);
     const ApiContent changed = entries.changed_since(pushed_);
