@@ -151,6 +151,8 @@ std::string prepare_policy_splice(const std::set<std::string> &changed, const st
             if (upstreams == &plan.stream_upstreams || !(u.for_http || u.for_grpc)) {
                 return "BackendTLSPolicy " + u.policy->name + " applies in stream{}";
             }
+            // (the API holds no trust of a backend rendered down)
+            if (!u.unusable.empty()) return "BackendTLSPolicy " + u.policy->name + " cannot be honoured for " + u.name;
             std::string why = policy_not_replaceable(u.policy->name, *u.policy, *it->second, u.policy->names_pushed);
             if (!why.empty()) return why;
             auto policy = std::make_shared<UpstreamPolicy>(*it->second);
