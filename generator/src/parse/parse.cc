@@ -719,9 +719,11 @@ private:
     std::shared_ptr<const std::string> file_ = std::make_shared<const std::string>();
 };
 
+}  // namespace
+
 // The files `path` names, in the order they are read: itself, or every
 // *.yaml, *.yml, *.json below a directory, sorted.
-std::vector<std::string> files_of(const std::string &path)
+std::vector<std::string> input_files(const std::string &path)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -743,7 +745,20 @@ std::vector<std::string> files_of(const std::string &path)
     return files;
 }
 
-}  // namespace
+std::vector<std::string> split_documents(const std::string &text)
+{
+    std::vector<std::string> documents(1);
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (is_document_marker(line)) {
+            documents.emplace_back();
+        } else {
+            documents.back() += line;
+            documents.back() += '\n';
+        }
+    }
+    return documents;
+}
 
 void parse_stream(std::istream &in, const std::string &file, Manifests *out, unsigned jobs, DocumentCache *cache)
 {
@@ -774,7 +789,7 @@ void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, M
 void parse_path(const std::string &path, Manifests *out, unsigned jobs, DocumentCache *cache)
 {
     DocumentReader reader(out, jobs, cache);
-    for (const std::string &file : files_of(path)) {
+    for (const std::string &file : input_files(path)) {
         if (file == "-") {
             reader.read(std::cin, "<stdin>");
             continue;

@@ -166,5 +166,28 @@ void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, M
 // YAML scanned together on `jobs` threads), or "-" for standard input.
 // Throws InputError.
 void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1, DocumentCache *cache = nullptr);
+// The files parse_path reads for `path`, in its order. Throws InputError.
+std::vector<std::string> input_files(const std::string &path);
+// The documents of a text, as parse_path splits a file (at "---" and "...")
+std::vector<std::string> split_documents(const std::string &text);
+
+// Each object `m` holds (its kind's name, its metadata), list by list; not
+// the ignored or rejected
+template <class F>
+void each_object(const Manifests &m, F f)
+{
+    for (const Namespace &o : m.namespaces) f("Namespace", o.meta);
+    for (const GatewayClass &o : m.gateway_classes) f("GatewayClass", o.meta);
+    for (const Gateway &o : m.gateways) f("Gateway", o.meta);
+    for (const ListenerSet &o : m.listener_sets) f("ListenerSet", o.meta);
+    for (const Route &o : m.http_routes) f(route_kind_name(o.kind), o.meta);
+    for (const Route &o : m.stream_routes) f(route_kind_name(o.kind), o.meta);
+    for (const Service &o : m.services) f("Service", o.meta);
+    for (const EndpointSlice &o : m.endpoint_slices) f("EndpointSlice", o.meta);
+    for (const ConfigMap &o : m.config_maps) f("ConfigMap", o.meta);
+    for (const Secret &o : m.secrets) f("Secret", o.meta);
+    for (const ReferenceGrant &o : m.reference_grants) f("ReferenceGrant", o.meta);
+    for (const BackendTLSPolicy &o : m.backend_tls_policies) f("BackendTLSPolicy", o.meta);
+}
 
 }  // namespace g2n

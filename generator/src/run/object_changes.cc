@@ -12,13 +12,7 @@ namespace {
 bool holds_only(const Manifests &one, const kube::ObjectChange &change)
 {
     std::vector<std::pair<std::string_view, const ObjectMeta *>> held;
-    for (const EndpointSlice &o : one.endpoint_slices) held.emplace_back("EndpointSlice", &o.meta);
-    for (const ConfigMap &o : one.config_maps) held.emplace_back("ConfigMap", &o.meta);
-    for (const Secret &o : one.secrets) held.emplace_back("Secret", &o.meta);
-    for (const Route &o : one.http_routes) held.emplace_back(route_kind_name(o.kind), &o.meta);
-    for (const Service &o : one.services) held.emplace_back("Service", &o.meta);
-    for (const ReferenceGrant &o : one.reference_grants) held.emplace_back("ReferenceGrant", &o.meta);
-    for (const BackendTLSPolicy &o : one.backend_tls_policies) held.emplace_back("BackendTLSPolicy", &o.meta);
+    each_object(one, [&](std::string_view kind, const ObjectMeta &meta) { held.emplace_back(kind, &meta); });
     return held.size() == 1 && held[0].first == change.kind && held[0].second->key() == change.name_key;
 }
 
