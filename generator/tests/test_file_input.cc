@@ -8,6 +8,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <random>
+#include <vector>
 #include <string>
 
 #include "parse/parse.h"
@@ -151,6 +153,117 @@ BOOST_AUTO_TEST_CASE(what_only_the_whole_way_reads_is_not_said)
 
     FileInput stdin_input({"-"});
     BOOST_TEST(!stdin_input.take_changes());
+}
+
+// Property: after any sequence of edits to a few files (documents changed
+// in place, made, deleted, moved to another file, files deleted, comments),
+// the objects the change sets said, applied in turn, are what the files
+// hold, object by object; and where the files hold an object twice, no
+// change set is said (the whole way reads them, as here)
+BOOST_AUTO_TEST_CASE(change_sets_follow_any_edits)
+{
+    TempDir dir;
+    std::mt19937 random(20261201);
+    auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+    // the files as the test holds them: documents by file, each "Kind ns/name" and its text
+    struct Doc {
+        std::string identity, text;
+    };
+    std::map<std::string, std::vector<Doc>> files;
+    auto make_doc = [&]() {
+        if (pick(5) == 0) return Doc{"", "# a note " + std::to_string(pick(100)) + "\n"};
+        if (pick(3) == 0) {
+            const std::string name = "s" + std::to_string(pick(10));
+            return Doc{"Service ns/" + name, service(name)};
+        }
+        const std::string name = "r" + std::to_string(pick(30));
+        return Doc{"HTTPRoute ns/" + name, route(name, "/p" + std::to_string(pick(50)))};
+    };
+    auto write = [&](const std::string &file) {
+        std::string text;
+        for (size_t i = 0; i < files[file].size(); i++) text += (i ? "---\n" : "") + files[file][i].text;
+        dir.write(file, text);
+    };
+    // what the files hold by identity; false when one is there twice
+    auto held = [&](std::map<std::string, std::string> *out) {
+        out->clear();
+        bool once = true;
+        for (const auto &[file, docs] : files) {
+            for (const Doc &d : docs) {
+                if (!d.identity.empty() && !out->emplace(d.identity, d.text).second) once = false;
+            }
+        }
+        return once;
+    };
+    const char *names[] = {"a.yaml", "b.yaml", "c.yaml"};
+    for (const char *f : names) {
+        files[f] = {make_doc()};
+        write(f);
+    }
+    FileInput in({dir.path.string()});
+    DocumentCache cache;
+    auto read_whole = [&] {
+        Manifests m;
+        in.read(&m, 1, &cache);
+    };
+    std::map<std::string, std::string> model, want;
+    bool once = held(&model);
+    read_whole();
+    int said = 0, refused = 0;
+    for (int step = 0; step < 300; step++) {
+        const std::string file = names[pick(3)];
+        std::vector<Doc> &docs = files[file];
+        const int op = pick(6);
+        if (op == 0 || docs.empty()) {
+            docs.push_back(make_doc());
+        } else if (op == 1) {
+            docs.erase(docs.begin() + pick(static_cast<int>(docs.size())));
+        } else if (op == 2) {
+            const size_t i = static_cast<size_t>(pick(static_cast<int>(docs.size())));
+            const std::string other = names[pick(3)];
+            Doc d = docs[i];
+            docs.erase(docs.begin() + static_cast<long>(i));
+            files[other].push_back(d);
+            write(other);
+        } else if (op == 3 && pick(4) == 0) {
+            docs.clear();
+        } else {
+            Doc &d = docs[static_cast<size_t>(pick(static_cast<int>(docs.size())))];
+            if (d.identity.rfind("HTTPRoute", 0) == 0) d.text = route(d.identity.substr(13), "/p" + std::to_string(pick(50)));
+        }
+        if (docs.empty()) {
+            std::filesystem::remove(dir.path / file);
+            files.erase(file);
+        } else {
+            write(file);
+        }
+        const bool was_once = once;
+        once = held(&want);
+        BOOST_TEST_CONTEXT("step " << step)
+        {
+            const std::optional<ChangeSet> set = in.take_changes();
+            if (!set) {
+                refused++;
+                read_whole();  // as the whole way reads
+                model = want;
+                continue;
+            }
+            BOOST_TEST(once, "an object twice: the whole way");
+            BOOST_TEST(was_once, "an object twice at the last read: the whole way until one finds it once");
+            said++;
+            for (const kube::ObjectChange &c : set->objects) {
+                if (std::optional<std::string> text = set->json_of(c)) {
+                    model[c.key] = *text;
+                } else {
+                    model.erase(c.key);
+                }
+            }
+            BOOST_TEST((model == want));
+        }
+    }
+    BOOST_TEST_MESSAGE(said << " change sets said, " << refused << " times the whole way");
+    BOOST_TEST(said > 150);
+    BOOST_TEST(refused > 10);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
