@@ -83,6 +83,7 @@ bool Applier::object_changes_applied(const ChangeSet &changes)
 // the skeleton nginx runs is unchanged, else by a reload.
 void Applier::apply_whole()
 {
+    finish_catch_up();  // (OUTDIR is the whole way's now)
     endpoints_.reset();
     trust_.reset();
     routes_.reset();
@@ -204,28 +205,56 @@ std::string Applier::hold_in_spares(Plan *plan, const std::string &skeleton)
 // it fell behind.
 std::optional<std::chrono::steady_clock::time_point> Applier::catch_up_due() const
 {
+    if (const int64_t failed = catch_up_failed_at_; failed != 0) {
+        return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(failed)) + kCatchUpQuiet;
+    }
     if (!behind_since_) return std::nullopt;
     return std::min(last_push_ + kCatchUpQuiet, *behind_since_ + kCatchUpLongest);
 }
 
 // OUTDIR as the plan nginx runs renders it, with the servers pushed
 // since: what a restarted nginx reads.
-void Applier::catch_up()
+void Applier::catch_up(bool wait)
 {
-    if (!behind_since_ || !plan_) return;
-    behind_since_.reset();
-    try {
-        // (on the applier's thread: what it takes, changes wait)
+    finish_catch_up();  // one at a time
+    if (behind_since_ && plan_) {
+        behind_since_.reset();
+        // a copy: the applier changes plan_ in place meanwhile (what the
+        // copy shares is const, but for the text table, whose texts stay
+        // where they are while more are added)
         const auto started = std::chrono::steady_clock::now();
-        write_configuration(*plan_, args_.options, staged_, false);
-        replace_dir(staged_, outdir_);
-        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-        say("OUTDIR written with the servers pushed since (" + std::to_string(took.count()) + " ms)");
-    } catch (const std::exception &e) {
-        std::error_code ec;
-        fs::remove_all(staged_, ec);
-        say(std::string("writing OUTDIR failed: ") + e.what());
-        behind_since_ = std::chrono::steady_clock::now();
+        auto plan = std::make_shared<const Plan>(*plan_);
+        const auto copied = std::chrono::steady_clock::now();
+        catching_up_ = std::async(std::launch::async, [this, plan, started, copied] {
+            try {
+                write_configuration(*plan, args_.options, staged_, false);
+                {
+                    std::lock_guard<std::mutex> lock(outdir_swap_);
+                    replace_dir(staged_, outdir_);
+                }
+                using std::chrono::duration_cast;
+                using ms = std::chrono::milliseconds;
+                say("OUTDIR written with the servers pushed since ("
+                    + std::to_string(duration_cast<ms>(std::chrono::steady_clock::now() - started).count())
+                    + " ms; the plan copied in " + std::to_string(duration_cast<ms>(copied - started).count()) + " ms)");
+            } catch (const std::exception &e) {
+                std::error_code ec;
+                fs::remove_all(staged_, ec);
+                say(std::string("writing OUTDIR failed: ") + e.what());
+                catch_up_failed_at_ = std::chrono::steady_clock::now().time_since_epoch().count();
+            }
+        });
+    }
+    if (wait) finish_catch_up();
+}
+
+// The catch-up being written, done; one that failed is due again
+void Applier::finish_catch_up()
+{
+    if (!catching_up_.valid()) return;
+    catching_up_.get();
+    if (const int64_t failed = catch_up_failed_at_.exchange(0); failed != 0 && !behind_since_) {
+        behind_since_ = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(failed));
     }
 }
 

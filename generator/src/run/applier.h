@@ -6,9 +6,12 @@
 // what a running nginx refuses, are reloads.cc.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -51,8 +54,10 @@ public:
     // it fell behind.
     std::optional<std::chrono::steady_clock::time_point> catch_up_due() const;
     // OUTDIR as the plan nginx runs renders it, with the servers pushed
-    // since: what a restarted nginx reads.
-    void catch_up();
+    // since: what a restarted nginx reads. Written on a thread of its own
+    // from a copy of the plan (changes go on meanwhile); `wait`: done
+    // before it returns (run stopping).
+    void catch_up(bool wait = false);
 
     // An nginx started since on OUTDIR, which holds the plan kept (by its
     // supervisor, which was not there when it was applied): it serves it.
@@ -148,6 +153,13 @@ private:
     static constexpr std::chrono::seconds kCatchUpQuiet{2}, kCatchUpLongest{30};
     std::chrono::steady_clock::time_point last_push_{};
     std::optional<std::chrono::steady_clock::time_point> behind_since_;  // OUTDIR, behind what was pushed
+    // whether the catch-up failed, and the catch-up being written (last:
+    // destroyed first, it waits for its thread); OUTDIR's state (nginx.pid)
+    // is read apart from its swap
+    mutable std::mutex outdir_swap_;
+    std::atomic<int64_t> catch_up_failed_at_{0};  // steady clock ns; 0: it did not fail
+    std::future<void> catching_up_;
+    void finish_catch_up();
 };
 
 }  // namespace g2n

@@ -169,7 +169,11 @@ std::string Applier::reload_nginx(std::string *done, std::string *refusal)
 bool Applier::starts_nginx() const { return nginx_ != nullptr || !args_.nginx_control.empty(); }
 
 // An nginx runs on OUTDIR (its pid file says)
-bool Applier::nginx_runs_now() const { return read_pid(args_.reload_pidfile) != 0; }
+bool Applier::nginx_runs_now() const
+{
+    std::lock_guard<std::mutex> lock(outdir_swap_);  // (a catch-up moves nginx.pid across its swap)
+    return read_pid(args_.reload_pidfile) != 0;
+}
 
 // nginx started on OUTDIR as it is; false when it does not serve (said;
 // the loop told to end when run's own nginx did not start, while a

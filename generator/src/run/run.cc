@@ -163,7 +163,7 @@ int run_gateway(const Args &args)
     };
     const int exit_code = serve(args, *input, applier, metrics, nginx.get(), heartbeat);
     metrics.ready = false;
-    applier.catch_up();
+    applier.catch_up(true);
     if (nginx && nginx->started()) {
         // not ready, still serving: endpoints and load balancers let go of
         // the pod while what they still send is answered
