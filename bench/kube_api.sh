@@ -235,7 +235,10 @@ for start in write_all again; do
         --debounce 20 --health-listen 127.0.0.1:29116 2> "$work/run-$start.log" &
     run_pid=$!
     started=$(date +%s%N)
-    until [ -n "$(metric gateway2nginx_status_offered 2>/dev/null)" ] && writes_settled; do
+    # (settled once the status of nginx serving is offered: the table
+    # pushed to the nginx it found)
+    until grep -q 'after nginx started' "$work/run-$start.log" && [ -n "$(metric gateway2nginx_status_offered 2>/dev/null)" ] \
+          && writes_settled; do
         kill -0 "$run_pid" || { cat "$work/run-$start.log" >&2; exit 1; }
         sleep 0.2
     done
