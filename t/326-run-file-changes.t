@@ -20,12 +20,8 @@ my $port = 80 + $offset;
 my $api_port = server_port() + 18;
 my $health_port = server_port() + 17;
 
-sub route_yaml {
-    my ($name, $host, @paths) = @_;
-    my $rules = join '', map { "  - matches: [{path: {type: PathPrefix, value: $_}}]\n    backendRefs: [{name: web, port: 443}]\n" } @paths;
-    return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: $name, namespace: ns}\n"
-         . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [\"$host\"]\n  rules:\n$rules";
-}
+# (the YAML the API tests write: the same objects, in files)
+sub route_yaml { my ($name, $host, @paths) = @_; kube_host_route_yaml($name, $host, 'web', @paths) }
 my $in = "$dir/in";
 my $out = "$dir/out";
 make_path($in);
