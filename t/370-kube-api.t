@@ -212,7 +212,9 @@ ok(wait_for(sub { endpoint('/again') !~ /^127/ }, 15), 'deleted, it no longer se
 kube_apply('again', $again);
 ok(wait_for(sub { endpoint('/again') =~ /^127/ }, 15), 'made again, it serves');
 ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15),
-   'and gets its status again, though it is what it was before');
+   'and gets its status again, though it is what it was before')
+    or diag join "\n", jsonpath('httproute', 'again', '-n', 'ns', '-o', 'json'), slurp($log),
+                    scalar `curl -s http://127.0.0.1:$health_port/metrics | grep status_`;
 
 sub metric { my $name = shift; my (undef, $m) = fetch('/metrics'); return $m =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
 ok(wait_for(sub { metric('gateway2nginx_status_queued') == 0 }, 15), 'every status written: none queued')
