@@ -492,6 +492,16 @@ void DocumentCache::forget_unused()
     read_done_ = true;
 }
 
+bool DocumentCache::stamp_of(const std::string &file, FileStamp *stamp)
+{
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) return false;
+    *stamp = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+              static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_mtim.tv_nsec),
+              static_cast<uint64_t>(st.st_ctim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_ctim.tv_nsec)};
+    return true;
+}
+
 const std::vector<std::string> *DocumentCache::file_documents(const std::string &file, const FileStamp &stamp)
 {
     auto it = files_.find(file);
@@ -605,13 +615,8 @@ public:
     bool read_file(const std::string &file)
     {
         DocumentCache::FileStamp stamp;
-        struct stat st {};
-        const bool stamped = cache_ != nullptr && ::stat(file.c_str(), &st) == 0;
+        const bool stamped = cache_ != nullptr && DocumentCache::stamp_of(file, &stamp);
         if (stamped) {
-            stamp = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                     static_cast<uint64_t>(st.st_size),
-                     static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_mtim.tv_nsec),
-                     static_cast<uint64_t>(st.st_ctim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_ctim.tv_nsec)};
             if (const std::vector<std::string> *keys = cache_->file_documents(file, stamp)) {
                 for (const std::string &key : *keys) {
                     keys_.push_back(key);

@@ -54,10 +54,13 @@ public:
                    && ctime_ns == o.ctime_ns;
         }
     };
+    // `file`'s stamp as stat(2) gives it; false when it cannot be stat'ed
+    static bool stamp_of(const std::string &file, FileStamp *stamp);
     // `settled`: a file changed (its ctime) less than that before it was
     // read is read again next time, whatever its stamp says: a change in
     // the same tick of the file system's clock leaves the stamp as it was
-    explicit DocumentCache(int64_t settled_ns = 2'000'000'000) : settled_ns_(settled_ns) {}
+    static constexpr int64_t kSettledNs = 2'000'000'000;
+    explicit DocumentCache(int64_t settled_ns = kSettledNs) : settled_ns_(settled_ns) {}
 
     // Whether it holds that document's objects (a hit counts as used)
     bool knows(const std::string &key);

@@ -359,11 +359,10 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
     // a BackendTLSPolicy changed, a change of the routes naming the
     // Services it targeted and targets, where no other kind reads them
     std::set<std::string> targets;  // Services
+    bool trust_reads_changed = false;
     for (const auto &[key, now] : pending_policies_) {
         const BackendTLSPolicy *before = policies_.find(key);
-        if (before == nullptr || !now || policy_read_keys(*before) != policy_read_keys(*now)) {
-            out.trust_reads_changed = true;
-        }
+        if (before == nullptr || !now || policy_read_keys(*before) != policy_read_keys(*now)) trust_reads_changed = true;
         for (const BackendTLSPolicy *p : {before, now ? &*now : nullptr}) {
             if (p == nullptr) continue;
             for (const std::string &service : policy_target_services(*p)) targets.insert(service);
@@ -459,7 +458,6 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
             return fail("it refers to " + key + ", which the plan does not read");
         }
     }
-    const bool trust_reads_changed = out.trust_reads_changed;
     out = splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
     if (!out.needs_resolve.empty()) return out;
     out.trust_reads_changed = trust_reads_changed;

@@ -1,7 +1,6 @@
 #include "run/file_input.h"
 
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,11 +20,6 @@ namespace fs = std::filesystem;
 namespace g2n {
 
 namespace {
-
-// A file changed this long before it was read may have changed again in
-// the same tick of the file system's clock, its stamp as it was: read again
-// (as the document cache does)
-constexpr int64_t kSettledNs = 2'000'000'000;
 
 int64_t realtime_ns()
 {
@@ -104,18 +98,14 @@ bool FileInput::files_now(std::map<std::string, FileText> *now) const
             return false;
         }
         for (const std::string &file : files) {
-            struct stat st {};
-            if (::stat(file.c_str(), &st) != 0) return false;
             FileText f;
-            f.device = static_cast<uint64_t>(st.st_dev);
-            f.inode = static_cast<uint64_t>(st.st_ino);
-            f.size = static_cast<uint64_t>(st.st_size);
-            f.mtime_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_mtim.tv_nsec);
-            f.ctime_ns = static_cast<uint64_t>(st.st_ctim.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(st.st_ctim.tv_nsec);
+            if (!DocumentCache::stamp_of(file, &f.stamp)) return false;
+            // (one changed in the same tick of the file system's clock as it
+            // was read last has its stamp as it was: read again, as the
+            // document cache does)
             auto was = files_.find(file);
-            if (was != files_.end() && was->second.device == f.device && was->second.inode == f.inode
-                && was->second.size == f.size && was->second.mtime_ns == f.mtime_ns && was->second.ctime_ns == f.ctime_ns
-                && was->second.read_ns - static_cast<int64_t>(f.ctime_ns) > kSettledNs) {
+            if (was != files_.end() && was->second.stamp == f.stamp
+                && was->second.read_ns - static_cast<int64_t>(f.stamp.ctime_ns) > DocumentCache::kSettledNs) {
                 (*now)[file] = was->second;
                 continue;
             }
@@ -159,38 +149,38 @@ std::optional<ChangeSet> FileInput::take_changes()
     std::map<std::string, std::string> gone;
     std::map<std::string, std::pair<std::string, std::string>> made;  // file, document
     std::map<std::string, kube::ObjectChange> changes;
+    std::set<std::string> names;  // the files read last and those there now
+    for (const auto &[file, text] : files_) names.insert(file);
+    for (const auto &[file, text] : now) names.insert(file);
     try {
-        static const FileText none;
-        for (const std::map<std::string, FileText> *files : {&files_, &now}) {
-            for (const auto &[file, text] : *files) {
-                if (files == &now && files_.count(file)) continue;  // (met in files_)
-                auto then = files_.find(file), is = now.find(file);
-                const std::string &before = then == files_.end() ? none.text : then->second.text;
-                const std::string &after = is == now.end() ? none.text : is->second.text;
-                if (before == after) continue;
-                std::multiset<std::string> old_documents, new_documents;
-                for (std::string &d : split_documents(before)) old_documents.insert(std::move(d));
-                for (std::string &d : split_documents(after)) {
-                    auto same = old_documents.find(d);
-                    if (same != old_documents.end()) {
-                        old_documents.erase(same);
-                    } else {
-                        new_documents.insert(std::move(d));
-                    }
+        static const std::string none;
+        for (const std::string &file : names) {
+            auto then = files_.find(file), is = now.find(file);
+            const std::string &before = then == files_.end() ? none : then->second.text;
+            const std::string &after = is == now.end() ? none : is->second.text;
+            if (before == after) continue;
+            std::multiset<std::string> old_documents, new_documents;
+            for (std::string &d : split_documents(before)) old_documents.insert(std::move(d));
+            for (std::string &d : split_documents(after)) {
+                auto same = old_documents.find(d);
+                if (same != old_documents.end()) {
+                    old_documents.erase(same);
+                } else {
+                    new_documents.insert(std::move(d));
                 }
-                std::string identity;
-                kube::ObjectChange change;
-                for (const std::string &d : old_documents) {
-                    if (object_of(file, d, &identity, &change)) {
-                        if (!gone.emplace(identity, file).second) return std::nullopt;
-                        changes.emplace(identity, change);
-                    }
+            }
+            std::string identity;
+            kube::ObjectChange change;
+            for (const std::string &d : old_documents) {
+                if (object_of(file, d, &identity, &change)) {
+                    if (!gone.emplace(identity, file).second) return std::nullopt;
+                    changes.emplace(identity, change);
                 }
-                for (const std::string &d : new_documents) {
-                    if (object_of(file, d, &identity, &change)) {
-                        if (!made.emplace(identity, std::pair{file, d}).second) return std::nullopt;  // in two documents
-                        changes[identity] = change;
-                    }
+            }
+            for (const std::string &d : new_documents) {
+                if (object_of(file, d, &identity, &change)) {
+                    if (!made.emplace(identity, std::pair{file, d}).second) return std::nullopt;  // in two documents
+                    changes[identity] = change;
                 }
             }
         }

@@ -36,7 +36,7 @@ public:
 
     // A file's text as read last, and when
     struct FileText {
-        uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0, ctime_ns = 0;
+        DocumentCache::FileStamp stamp;
         int64_t read_ns = 0;  // CLOCK_REALTIME
         std::string text;
     };
