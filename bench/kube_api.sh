@@ -111,6 +111,20 @@ run_says() {
     done
 }
 ca_patch() { python3 -c 'import json, sys; print(json.dumps({"data": {"ca.crt": open(sys.argv[1]).read()}}))' "$1"; }
+# change_both FILE API_PATH PATCH: both inputs given one change, the one
+# measured ($source) first: FILE under in/ (its text made beforehand in
+# $work/next) and a merge patch of the API's object at API_PATH
+change_both() {
+    if [ "$source" = files ]; then
+        put "$1" < "$work/next"
+        api_patch "$2" "$3"
+    else
+        api_patch "$2" "$3"
+        put "$1" < "$work/next"
+    fi
+}
+# the run's CPU since $1 (cpu_us), in ms
+cpu_ms_since() { echo "$(cpu_us) $1" | awk '{printf "%.1f", ($1 - $2) / 1000}'; }
 for round in $(seq "$rounds"); do
     for source in files api; do
         if [ $source = files ]; then
@@ -130,40 +144,27 @@ for round in $(seq "$rounds"); do
         # an endpoint change
         if [ $letter = A ]; then letter=B address=127.0.0.2; else letter=A address=127.0.0.1; fi
         # both inputs always hold the same objects: the one measured first
-        slice_patch() {
-            api_patch /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices/measured-x \
-                "{\"endpoints\":[{\"addresses\":[\"$address\"]}]}"
-        }
+        # (change_both)
+        measured_slice_yaml $address > "$work/next"
         cpu_before=$(cpu_us)
         start=$(date +%s%N)
-        if [ $source = files ]; then
-            measured_slice_yaml $address | put slice.yaml
-            slice_patch
-        else
-            slice_patch
-            measured_slice_yaml $address | put slice.yaml
-        fi
+        change_both slice.yaml /apis/discovery.k8s.io/v1/namespaces/demo/endpointslices/measured-x \
+            "{\"endpoints\":[{\"addresses\":[\"$address\"]}]}"
         endpoint[$source]+="$(until_answers "$start" $path $letter) "
         sleep 0.5  # before OUTDIR is written again (2 s after)
-        endpoint_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+        endpoint_cpu[$source]+="$(cpu_ms_since "$cpu_before") "
         sleep 0.5
         # a trust change: the wrong CA (every request 502), then the right one
         for ca in unrelated-ca ca; do
             patch=$(ca_patch "$work/certs/$ca.crt")  # made before the clock starts
-            measured_service_yaml "$work/certs/$ca.crt" > "$work/measured.yaml"
+            measured_service_yaml "$work/certs/$ca.crt" > "$work/next"
             cpu_before=$(cpu_us)
             start=$(date +%s%N)
-            if [ $source = files ]; then
-                put measured.yaml < "$work/measured.yaml"
-                api_patch /api/v1/namespaces/demo/configmaps/measured-ca "$patch"
-            else
-                api_patch /api/v1/namespaces/demo/configmaps/measured-ca "$patch"
-                put measured.yaml < "$work/measured.yaml"
-            fi
+            change_both measured.yaml /api/v1/namespaces/demo/configmaps/measured-ca "$patch"
             if [ $ca = ca ]; then
                 trust[$source]+="$(until_answers "$start" $path $letter) "
                 sleep 0.5
-                trust_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+                trust_cpu[$source]+="$(cpu_ms_since "$cpu_before") "
             else
                 until_answers "$start" $path 502 '%{http_code}' > /dev/null
             fi
@@ -172,21 +173,15 @@ for round in $(seq "$rounds"); do
         # a policy change: a hostname the backend's certificate lacks (every
         # request 502), then the right one
         for hostname in wrong.example.com abc.example.com; do
-            measured_service_yaml "$work/certs/ca.crt" $hostname > "$work/measured.yaml"
-            patch="{\"spec\":{\"validation\":{\"hostname\":\"$hostname\"}}}"
+            measured_service_yaml "$work/certs/ca.crt" $hostname > "$work/next"
             cpu_before=$(cpu_us)
             start=$(date +%s%N)
-            if [ $source = files ]; then
-                put measured.yaml < "$work/measured.yaml"
-                api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/backendtlspolicies/measured "$patch"
-            else
-                api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/backendtlspolicies/measured "$patch"
-                put measured.yaml < "$work/measured.yaml"
-            fi
+            change_both measured.yaml /apis/gateway.networking.k8s.io/v1/namespaces/demo/backendtlspolicies/measured \
+                "{\"spec\":{\"validation\":{\"hostname\":\"$hostname\"}}}"
             if [ $hostname = abc.example.com ]; then
                 policy[$source]+="$(until_answers "$start" $path $letter) "
                 sleep 0.5
-                policy_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+                policy_cpu[$source]+="$(cpu_ms_since "$cpu_before") "
             else
                 until_answers "$start" $path 502 '%{http_code}' > /dev/null
             fi
@@ -194,22 +189,14 @@ for round in $(seq "$rounds"); do
         done
         # a route change
         n=$((n + 1)) path=/m$n
-        route_patch() {
-            api_patch /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes/measured \
-                "{\"spec\":{\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"$path\"}}],\"backendRefs\":[{\"name\":\"measured\",\"port\":443}]}]}}"
-        }
+        measured_route_yaml $path > "$work/next"
         cpu_before=$(cpu_us)
         start=$(date +%s%N)
-        if [ $source = files ]; then
-            measured_route_yaml $path | put route.yaml
-            route_patch
-        else
-            route_patch
-            measured_route_yaml $path | put route.yaml
-        fi
+        change_both route.yaml /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes/measured \
+            "{\"spec\":{\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"$path\"}}],\"backendRefs\":[{\"name\":\"measured\",\"port\":443}]}]}}"
         route[$source]+="$(until_answers "$start" $path $letter) "
         sleep 0.5
-        route_cpu[$source]+="$(echo "$(cpu_us) $cpu_before" | awk '{printf "%.1f", ($1 - $2) / 1000}') "
+        route_cpu[$source]+="$(cpu_ms_since "$cpu_before") "
         reloads[$source]+="$(grep -c 'nginx reloaded' "$work/run.log" || true) "
         sleep 1.5
         memory[$source]+="$(hwm_mb "$run_pid") "
