@@ -215,6 +215,15 @@ ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15),
    'and gets its status again, though it is what it was before')
     or diag join "\n", jsonpath('httproute', 'again', '-n', 'ns', '-o', 'json'), slurp($log),
                     scalar `curl -s http://127.0.0.1:$health_port/metrics | grep status_`;
+# deleted and made again at once (kubectl replace --force, within one
+# debounce): another object, with no status, though its own reads the same
+my $uid = jsonpath('httproute', 'again', '-n', 'ns', '-o', 'jsonpath={.metadata.uid}');
+my ($frc, $fout) = kubectl('replace', '--force', '-f', "$dir/again.yaml");
+is($frc, 0, 'kubectl replace --force') or diag $fout;
+isnt(jsonpath('httproute', 'again', '-n', 'ns', '-o', 'jsonpath={.metadata.uid}'), $uid, 'the route is another object');
+ok(wait_for(sub { again_status() eq 'gateway2nginx.io/controller' }, 15), 'and gets its status')
+    or diag jsonpath('httproute', 'again', '-n', 'ns', '-o', 'json'), slurp($log);
+is(endpoint('/again'), '127.0.0.1', 'and serves');
 
 sub metric { my $name = shift; my (undef, $m) = fetch('/metrics'); return $m =~ /^\Q$name\E (\d+)$/m ? $1 : -1 }
 ok(wait_for(sub { metric('gateway2nginx_status_queued') == 0 }, 15), 'every status written: none queued')

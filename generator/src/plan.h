@@ -50,11 +50,14 @@ struct StatusMeta {
     std::string namespace_;
     int64_t generation = 0;
     std::string creation_timestamp;
+    // the API server's: an object deleted and made again under its name is
+    // another, whose status is to be written though it reads the same
+    std::string uid;
 };
 
 inline StatusMeta status_meta(const ObjectMeta &m)
 {
-    return {m.name, m.namespace_, m.generation, m.creation_timestamp};
+    return {m.name, m.namespace_, m.generation, m.creation_timestamp, m.uid};
 }
 
 // kind, refs_key, group: literals; api_version: interned

@@ -404,13 +404,17 @@ ApiServer nowhere()
 struct Update {
     const ApiKind *kind;
     std::string namespace_, name, ours;
+    std::string uid = {};  // (none: as in files)
 };
 
 class Updates : public StatusOffer {
 public:
     explicit Updates(std::vector<Update> updates) : updates_(std::move(updates)) {}
     size_t size() const override { return updates_.size(); }
-    Object object(size_t i) const override { return {updates_[i].kind, updates_[i].namespace_, updates_[i].name}; }
+    Object object(size_t i) const override
+    {
+        return {updates_[i].kind, updates_[i].namespace_, updates_[i].name, updates_[i].uid};
+    }
     std::string ours(size_t i) const override { return updates_[i].ours; }
 
 private:
@@ -642,6 +646,25 @@ BOOST_AUTO_TEST_CASE(an_offer_in_place_keeps_what_is_still_queued)
     const std::vector<int64_t> from = {0, -1, 2};  // b named anew, the same
     writer.offer(offer_of(updates), &from);
     BOOST_TEST(writer.counts().queued == 3u, "b is still to be written");
+}
+
+// An object deleted and made again under its name (kubectl replace
+// --force, within one debounce) is offered the same status: it is another
+// object, without it, and it is written, whether offered whole or in place.
+BOOST_AUTO_TEST_CASE(an_object_made_again_is_written_though_its_status_is_the_same)
+{
+    for (const bool in_place : {false, true}) {
+        FailingWriter w({});
+        const std::string ours = our_status_json(route_status("True"), w.controller, {});
+        w.store.put(kRoutes, "ns/r", *merge_status(ours, route_object("r"), w.controller, "2026-01-01T00:00:00Z"));
+        w.writer.offer(offer_of({{&kRoutes, "ns", "r", ours, "uid-1"}}));
+        BOOST_TEST_REQUIRE(eventually([&] { return w.writer.idle() && w.writer.counts().unchanged == 1u; }));
+        w.store.put(kRoutes, "ns/r", route_object("r"));  // made again: no status
+        const std::vector<int64_t> from = {-1};
+        w.writer.offer(offer_of({{&kRoutes, "ns", "r", ours, "uid-2"}}), in_place ? &from : nullptr);
+        BOOST_TEST(eventually([&] { return w.tried_since("r", 0); }),
+                   (in_place ? "in place" : "whole") << ": the object made again is written (and fails: no API server)");
+    }
 }
 
 // While a configuration is made from the start, the last one's statuses

@@ -122,7 +122,8 @@ std::string policy_yaml(int variant, int generation)
 // wildcard or none), parents among the listeners, rules to Services of
 // its namespace or t1's (s3 one backendRef in S3_ONE_IN: new to nginx;
 // s4 one in 30: made by a round, if at all)
-std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::string &name, int created, int s3_one_in = 12)
+std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::string &name, int created, int s3_one_in = 12,
+                       const std::string &uid = "")
 {
     auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
     const char *hosts[] = {"a.example.com", "b.example.com", "c.example.com", "d.other.org"};
@@ -140,7 +141,8 @@ std::string route_yaml(std::mt19937 &random, const std::string &ns, const std::s
                              "[{name: other, namespace: ns}]"};
     std::string yaml = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name
                        + ", namespace: " + ns + ", creationTimestamp: \"2026-01-01T00:00:" + (created < 10 ? "0" : "")
-                       + std::to_string(created) + "Z\"}\nspec:\n  parentRefs: " + parents[pick(4)] + "\n" + hostnames
+                       + std::to_string(created) + "Z\"" + (uid.empty() ? "" : ", uid: " + uid)
+                       + "}\nspec:\n  parentRefs: " + parents[pick(4)] + "\n" + hostnames
                        + "  rules:\n";
     const char *paths[] = {"/x", "/y", "/z", "/"};
     for (int r = 0, rules = 1 + pick(2); r < rules; r++) {
@@ -175,6 +177,7 @@ struct Tally {
     int fast_while_held = 0;  // spliced while spares held backends
     int held_alone = 0;       // backends new to nginx the splices gave spares
     int tls_turned = 0;       // of them, backends nginx runs whose TLS a policy made or deleted turned
+    int made_again = 0;       // routes deleted and made again as they were, spliced
 };
 
 // Routes no round changes, naming s0, s1 and s2 of both namespaces: only
@@ -207,6 +210,13 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     // whole way: rarer, for changes beside it
     const int s3_one_in = spares > 0 ? 60 : 12;
     std::map<std::string, std::string> routes;  // what the API holds, by "ns/name"
+    std::map<std::string, std::string> uids;    // theirs, by "ns/name": kept while they change
+    int made = 0;
+    auto uid_of = [&](const std::string &key) {
+        auto [it, added] = uids.try_emplace(key);
+        if (added) it->second = "uid-" + std::to_string(made++);
+        return it->second;
+    };
     std::map<std::string, std::string> services;
     std::string grant = grant_yaml(0);  // none: deleted
     int policy_generation = 1;
@@ -225,9 +235,12 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
     int created = 0;
     for (int i = 0; i < 10; i++) {
         const std::string ns = i % 2 ? "t2" : "t1", name = "r" + std::to_string(i);
-        std::string yaml = route_yaml(random, ns, name, created++ % 60, s3_one_in);
+        const std::string uid = uid_of(ns + "/" + name);
+        std::string yaml = route_yaml(random, ns, name, created++ % 60, s3_one_in, uid);
         // with spares, s3 is new to the nginx the first plan starts
-        while (spares > 0 && yaml.find("name: s3") != std::string::npos) yaml = route_yaml(random, ns, name, created, s3_one_in);
+        while (spares > 0 && yaml.find("name: s3") != std::string::npos) {
+            yaml = route_yaml(random, ns, name, created, s3_one_in, uid);
+        }
         routes[ns + "/" + name] = yaml;
     }
 
@@ -270,6 +283,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
         const Plan running = plan;
         const SpareAssignment held_before = held;
         bool service_round = false, services_forgot = false, grant_round = false, policy_round = false;
+        bool made_again = false;
         if (pick(8) == 0) {
             // the BackendTLSPolicy changed
             policy_round = true;
@@ -303,9 +317,21 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             services_forgot = endpoints->update(&plan).needs_resolve;
         } else if (pick(6) == 0) {
             routes.erase(key);
+            uids.erase(key);
             index->route_changed("HTTPRoute " + key, nullptr);
+        } else if (pick(8) == 0 && routes.count(key)) {
+            // deleted and made again as it was (one debounce): another
+            // object, whose status is to be written
+            made_again = true;
+            const std::string was = uids.at(key);
+            uids.erase(key);
+            const std::string uid = uid_of(key);
+            routes[key].replace(routes[key].find("uid: " + was), 5 + was.size(), "uid: " + uid);
+            const Manifests one = parse(routes[key]);
+            BOOST_TEST_REQUIRE(one.http_routes.size() == 1u);
+            index->route_changed("HTTPRoute " + key, &one.http_routes[0]);
         } else {
-            routes[key] = route_yaml(random, ns, name, created++ % 60, s3_one_in);
+            routes[key] = route_yaml(random, ns, name, created++ % 60, s3_one_in, uid_of(key));
             const Manifests one = parse(routes[key]);
             BOOST_TEST_REQUIRE(one.http_routes.size() == 1u);
             index->route_changed("HTTPRoute " + key, &one.http_routes[0]);
@@ -332,6 +358,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             if (service_round) tally.services_alone++;
             if (grant_round) tally.grants_alone++;
             if (policy_round) tally.policies_alone++;
+            if (made_again) tally.made_again++;
             if (service_round && !update.servers.empty()) tally.services_routed++;
             if (!held.empty()) tally.fast_while_held++;
             tally.held_alone += static_cast<int>(update.held.size());
@@ -343,6 +370,13 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             BOOST_TEST(got.http == wanted.http);
             BOOST_TEST(got.tables == wanted.tables);
             BOOST_TEST(got.status == wanted.status);
+            // (the objects the statuses are of: status.yaml names no uid)
+            auto objects = [](const Plan &p) {
+                std::vector<std::string> uids;
+                for (const ObjectStatus &st : *p.statuses) uids.push_back(st.meta.name + " " + st.meta.uid);
+                return uids;
+            };
+            BOOST_TEST(objects(plan) == objects(want), "the statuses are of the objects the API holds");
             BOOST_TEST(got.nginx == wanted.nginx);
             BOOST_TEST(got.stream == wanted.stream);
             // the trust the API holds, and the CA bundles written
@@ -374,7 +408,8 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
             BOOST_TEST_REQUIRE(update.status_from.size() == plan.statuses->size());
             std::map<std::string, std::string> then;
             auto json = [](const ObjectStatus &st) {
-                return kube::our_status_json(st, "c", {}) + " " + st.meta.creation_timestamp;
+                return kube::our_status_json(st, "c", {}) + " " + st.meta.creation_timestamp + " " + st.meta.uid + " "
+                       + std::to_string(st.meta.generation);  // (a status with no ancestors does not show it)
             };
             auto key = [](const ObjectStatus &st) { return std::string(st.kind) + " " + st.meta.namespace_ + "/" + st.meta.name; };
             for (const ObjectStatus &st : *running.statuses) then[key(st)] = json(st);
@@ -394,7 +429,7 @@ Tally splice_rounds(int rounds, int spares, unsigned seed)
                        << tally.held_alone << " backends given spares, " << tally.tls_turned << " of them TLS turned, " << tally.services_alone
                        << " Service changes, " << tally.services_routed << " of them with routes, "
                        << tally.grants_alone << " ReferenceGrant changes, " << tally.policies_alone
-                       << " BackendTLSPolicy changes), "
+                       << " BackendTLSPolicy changes, " << tally.made_again << " routes made again), "
                        << tally.resolved << " resolved, " << tally.hostnames_moved << " moved a hostname");
     return tally;
 }

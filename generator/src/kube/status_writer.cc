@@ -12,9 +12,12 @@ namespace g2n::kube {
 
 namespace {
 
+// (with its uid: an object deleted and made again, the same status
+// offered for it, is written again)
 std::string key_of(const StatusOffer::Object &o)
 {
-    return o.kind->group + "/" + o.kind->kind + "/" + std::string(o.namespace_) + "/" + std::string(o.name);
+    return o.kind->group + "/" + o.kind->kind + "/" + std::string(o.namespace_) + "/" + std::string(o.name) + "/"
+           + std::string(o.uid);
 }
 
 std::string name_key(const StatusOffer::Object &o)

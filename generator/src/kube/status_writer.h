@@ -30,6 +30,7 @@ public:
     struct Object {
         const ApiKind *kind;  // one of the reflectors' kinds, which outlive the writer; null: not written
         std::string_view namespace_, name;
+        std::string_view uid;  // one made again under its name is another object
     };
     virtual ~StatusOffer() = default;
     virtual size_t size() const = 0;

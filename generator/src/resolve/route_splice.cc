@@ -26,7 +26,7 @@ bool same_status(const ObjectStatus &a, const ObjectStatus &b, bool attached)
 {
     if (a.kind != b.kind || a.api_version != b.api_version || a.meta.name != b.meta.name
         || a.meta.namespace_ != b.meta.namespace_ || a.meta.generation != b.meta.generation
-        || a.meta.creation_timestamp != b.meta.creation_timestamp
+        || a.meta.creation_timestamp != b.meta.creation_timestamp || a.meta.uid != b.meta.uid
         || !same_conditions(a.conditions, b.conditions) || a.listeners.size() != b.listeners.size()
         || !(a.addresses == b.addresses) || a.attached_listener_sets != b.attached_listener_sets
         || a.refs.size() != b.refs.size() || a.refs_key != b.refs_key) {

@@ -169,7 +169,7 @@ public:
         auto kind = std::find_if(kinds_.begin(), kinds_.end(), [&](const kube::ApiKind &k) {
             return k.kind == st.kind && k.group == "gateway.networking.k8s.io";
         });
-        return Object{kind == kinds_.end() ? nullptr : &*kind, st.meta.namespace_, st.meta.name};
+        return Object{kind == kinds_.end() ? nullptr : &*kind, st.meta.namespace_, st.meta.name, st.meta.uid};
     }
 
     // A Gateway (a ListenerSet) is not Programmed before a running nginx serves it
