@@ -230,7 +230,7 @@ for start in write_all again; do
         sleep 0.2
     done
     settled_s=$(( ($(date +%s%N) - started) / 1000000 ))
-    written=$(metric 'gateway2nginx_status_writes_total{result="written"}')
+    status_written=$(metric 'gateway2nginx_status_writes_total{result="written"}')
     compared=$(compared)
     kill "$run_pid"; wait "$run_pid" || true; run_pid=
 done
@@ -321,13 +321,13 @@ if [ "$routes_mode" = table ]; then
     # timed as above; beside them, what each catch-up took
     catch_up_ms=()
     for i in $(seq "${CATCH_UP_ROUTES:-5}"); do
-        written=$(grep -c 'OUTDIR written' "$work/run-new.log" || true)
+        catch_ups_before=$(grep -c 'OUTDIR written' "$work/run-new.log" || true)
         sleep 2.05
         body="{\"apiVersion\":\"gateway.networking.k8s.io/v1\",\"kind\":\"HTTPRoute\",\"metadata\":{\"name\":\"late-$i\",\"namespace\":\"demo\"},\"spec\":{\"parentRefs\":[{\"name\":\"shop\"}],\"hostnames\":[\"shop.example.com\"],\"rules\":[{\"matches\":[{\"path\":{\"type\":\"PathPrefix\",\"value\":\"/late$i\"}}],\"backendRefs\":[{\"name\":\"measured\",\"port\":443}]}]}}"
         api_post /apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes "$body"
         start=$(date +%s%N)
         catch_up_ms+=("$(until_answers "$start" "/late$i" "$letter")")
-        more_said 'OUTDIR written' "$written"
+        more_said 'OUTDIR written' "$catch_ups_before"
     done
     catch_ups=$(grep -o 'OUTDIR written with the servers pushed since ([^)]*)' "$work/run-new.log" | tail -n "${CATCH_UP_ROUTES:-5}" \
                 | sed 's/.*(//; s/)//' | paste -sd ';' -)
@@ -359,7 +359,7 @@ for what in endpoint endpoint_cpu trust trust_cpu policy policy_cpu route route_
     echo "$f $a" | awk -v l="$label" '{printf "%-40s %10.1f %10.1f %8.2f\n", l, $1, $2, ($1 > 0 ? $2 / $1 : 0)}'
 done
 echo "one-shot gateway2nginx on the same files: $one_shot_mb MB peak RSS"
-echo "a fresh start over statuses already right: $written status writes of $compared compared, settled in ${settled_s} ms"
+echo "a fresh start over statuses already right: $status_written status writes of $compared compared, settled in ${settled_s} ms"
 if [ "$routes_mode" = table ]; then
     printf '%s\n' "${new_ms[@]}" | sort -n | awk -v cpu="$new_cpu_ms" -v reloads="$new_reloads" '
         { ms[NR] = $1 }
