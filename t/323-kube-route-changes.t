@@ -157,5 +157,25 @@ for my $change (['wrong.example.com', qr/^502 /], ['abc.example.com', qr/^200 12
 }
 is(worker_pids($master), $workers, 'the same workers');
 
+# web's policy to a CA ConfigMap new with it, applied together (as a
+# trust bundle and its policy are): a ConfigMap the plan did not read is
+# held as a digest until wanted; fetched as the change is met, the whole
+# way resolves once, not once more after fetching it
+my $ca = do { local (@ARGV, $/) = (certs_dir() . '/ca.crt'); <> } =~ s/^/    /mgr;
+my $fetched = count_in_log(qr/newly referred to were fetched/);
+my $own_ca = count_in_log(qr/a route change applied the whole way: it refers to ConfigMap ns\/web-ca, which the plan does not read/);
+kube_apply('web-ca', "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-ca, namespace: ns}\ndata:\n  ca.crt: |\n$ca\n---\n"
+                     . ($web_policy =~ s/name: ca\}/name: web-ca}/r =~ s/hostname: abc\.example\.com/hostname: wrong.example.com/r));
+ok(wait_for(sub { get('a.test', '/a2') =~ /^502 / }, 15), "web's policy to ConfigMap web-ca (and a hostname its backend lacks): 502")
+    or diag slurp($log);
+ok(wait_for(sub { count_in_log(qr/a route change applied the whole way: it refers to ConfigMap ns\/web-ca, which the plan does not read/) > $own_ca }, 5),
+   'the whole way, said with why') or diag slurp($log);
+is(count_in_log(qr/newly referred to were fetched/), $fetched, 'the ConfigMap fetched before it: resolved once')
+    or diag slurp($log);
+kube_apply('web-tls', $web_policy =~ s/name: ca\}/name: web-ca}/r);
+ok(wait_for(sub { get('a.test', '/a2') eq '200 127.0.0.1' }, 15), 'verified with web-ca: 200') or diag slurp($log);
+is(reloads(), $reloads, 'no reload');
+is(worker_pids($master), $workers, 'the same workers');
+
 kill "TERM", $run;
 waitpid($run, 0);

@@ -451,12 +451,18 @@ RouteChanges::Update RouteChanges::update_pending(Plan *plan, SpareAssignment *s
     ResolveReads read_before, read_after;
     Plan was = resolve(before, options_, &read_before);
     Plan is = resolve(after, options_, &read_after);
+    std::string unread;
     for (const auto &[key, readers] : read_after.readers) {
         // (a Service routes alone read may be one the plan never looked
         // up: routes_naming_ follows those)
         if (!reads_.count(key) && readers != static_cast<unsigned>(Reader::Route)) {
-            return fail("it refers to " + key + ", which the plan does not read");
+            out.wants.readers.emplace(key, readers);
+            if (unread.empty() || key < unread) unread = key;
         }
+    }
+    if (!unread.empty()) {
+        out.wants.readers.insert(reads_.begin(), reads_.end());
+        return fail("it refers to " + unread + ", which the plan does not read");
     }
     out = splice(std::move(was), std::move(is), read_before, read_after, hosts, keys, plan, spares, room);
     if (!out.needs_resolve.empty()) return out;

@@ -102,6 +102,11 @@ public:
         // a policy made or deleted, or reading other ConfigMaps or Secrets:
         // PolicyTrust, which knows who reads what, no longer follows
         bool trust_reads_changed = false;
+        // with needs_resolve because the change refers to ConfigMaps or
+        // Secrets the plan does not read (held as digests until wanted):
+        // those, and what the plan reads, to be wanted before the whole
+        // way, which then resolves once
+        ResolveReads wants;
     };
     // Whether spares holding backends (each: the spare, as it is and as
     // it would be) leave the configuration's room as it is

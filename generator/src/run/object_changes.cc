@@ -193,6 +193,9 @@ bool Applier::apply_route_changes(const ChangeSet &changes)
         [&](const std::vector<std::pair<const Upstream *, Upstream>> &swaps) { return endpoints_->same_room(swaps); });
     if (!update.needs_resolve.empty()) {
         say("a route change applied the whole way: " + update.needs_resolve);
+        // what it refers to, fetched now: the whole way reads it at once
+        // rather than resolving twice
+        if (!update.wants.readers.empty()) input_.want(update.wants);
         return false;
     }
     // the route tables' room, sized by what they hold, is the skeleton's
