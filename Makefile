@@ -207,7 +207,7 @@ CONFORMANCE_T := t/410-conformance-backendtls.t t/420-conformance-tlsroute.t t/4
                  t/440-conformance-tcproute.t t/450-conformance-udproute.t t/460-conformance-listenerset.t \
                  t/470-conformance-infrastructure.t \
                  t/400-conformance.t \
-                 t/490-conformance-claims.t
+                 t/490-conformance-claims.t t/491-conformance-counts.t
 CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
 # The report of the replays that ran: they skip, saying so, where
 # GATEWAY_API_DIR (a checkout of kubernetes-sigs/gateway-api: its

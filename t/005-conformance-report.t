@@ -3,7 +3,9 @@
 # left out, not skipped; a test counts in every profile whose features
 # cover all it needs (core, or extended when it needs one beyond the core)
 # and in no other; the release and its provisional tests come from the
-# suite's directory. Synthetic results against a synthetic suite directory.
+# suite's directory, and each test's features, manifests and provisional
+# flag from its Go sources, not from the results. Synthetic results against
+# a synthetic suite directory.
 use strict;
 use warnings;
 use Test::More;
@@ -18,23 +20,34 @@ remove_tree($dir);
 
 sub spit { my ($f, $t) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $t; close $fh }
 
-# A suite directory of RELEASE: its CRDs' bundle-version, two Go tests (one
-# provisional), and the manifests of the tests below plus one no result uses
+# A Go test of the suite as its sources write one: NAME, its MANIFEST, its
+# FEATURES, provisional or not
+sub go_test {
+    my ($name, $manifest, $features, $provisional) = @_;
+    return "var $name = suite.ConformanceTest{\n\tShortName: \"$name\",\n\tManifests: []string{\"tests/$manifest.yaml\"},\n"
+         . ($provisional ? "\tProvisional: true,\n" : '')
+         . "\tFeatures: []features.FeatureName{\n" . join('', map { "\t\tfeatures.Support$_,\n" } @$features) . "\t},\n"
+         . "\tTest: func(t *testing.T, suite *suite.ConformanceTestSuite) {\n\t},\n}\n";
+}
+
+# A suite directory of RELEASE: its CRDs' bundle-version, and the Go tests
+# of the results below (their features as the suite declares them), one
+# provisional, and one no result records
+our @declared;
 sub suite {
     my $release = shift;
     my $root = "$dir/suite-$release";
     make_path("$root/config/crd/experimental", "$root/conformance/tests");
     spit("$root/config/crd/experimental/gateway.networking.k8s.io_gatewayclasses.yaml",
          "metadata:\n  annotations:\n    gateway.networking.k8s.io/bundle-version: $release\n");
-    spit("$root/conformance/tests/plain.go", "var Plain = suite.ConformanceTest{\n\tShortName: \"Plain\",\n\tFeatures: nil,\n}\n");
-    spit("$root/conformance/tests/provisional.go",
-         "var P = suite.ConformanceTest{\n\tShortName: \"Redirect303\",\n\tProvisional: true,\n}\n");
-    spit("$root/conformance/tests/$_.yaml", "{}\n") for qw(plain redirect-303 unclaimed disallowed grpc-named grpc-tls
-                                                         httproute-not-replayed);
+    my $go = '';
+    $go .= go_test($_->[0], $_->[2], $_->[1], $_->[0] eq 'Redirect303') for @declared;
+    $go .= go_test('NotReplayed', 'httproute-not-replayed', [qw(Gateway HTTPRoute ReferenceGrant)]);
+    spit("$root/conformance/tests/tests.go", $go);
     return "$root/conformance";
 }
 
-my @results = (
+our @declared = (
     # name, features, manifest, state
     ['Plain', [qw(Gateway HTTPRoute)], 'plain', 'passed'],
     ['Redirect303', [qw(Gateway HTTPRoute HTTPRoute303RedirectStatusCode)], 'redirect-303', 'passed'],
@@ -44,8 +57,9 @@ my @results = (
     ['GRPCBackendTLS', [qw(Gateway GRPCRoute BackendTLSPolicy)], 'grpc-tls', 'passed'],
 );
 make_path($dir);
+# (recorded with features of their own: the report counts the suite's)
 spit("$dir/results.json", JSON::PP->new->canonical->encode({
-    results => [map { {name => $_->[0], features => $_->[1], manifests => [$_->[2]], state => $_->[3], reason => ''} } @results],
+    results => [map { {name => $_->[0], features => ['Gateway'], manifests => ['other'], state => $_->[3], reason => ''} } @declared],
     supportedFeatures => [qw(BackendTLSPolicy GRPCRoute GRPCRouteNamedRouteRule Gateway HTTPRoute
                              HTTPRoute303RedirectStatusCode ReferenceGrant TLSRoute)],
 }));
@@ -63,7 +77,7 @@ my $report = write_report("$dir/v1.6.1.yaml", suite('v1.6.1'), "$dir/results.jso
 like($report, qr/^gatewayAPIVersion: v1\.6\.1$/m, 'the release, as the CRDs beside the suite say');
 unlike($report, qr/NeedsUnclaimed/, 'a test needing an unclaimed feature is left out, not skipped or failed');
 my $http = profile($report, 'GATEWAY-HTTP');
-is(counts($http, 'core'), '1 0 1', 'GATEWAY-HTTP core: Plain passed; the manifest no test replays skipped');
+is(counts($http, 'core'), '1 0 1', 'GATEWAY-HTTP core: Plain passed; NotReplayed, which no result records, skipped');
 is(counts($http, 'extended'), '1 0 0', 'GATEWAY-HTTP extended: Redirect303 alone');
 unlike($report, qr/DisallowedKind/, 'a test needing HTTPRoute and TLSRoute is in no profile');
 is(counts(profile($report, 'GATEWAY-TLS'), 'core') . ' / ' . counts(profile($report, 'GATEWAY-TLS'), 'extended'),
@@ -80,8 +94,9 @@ is(counts(profile($report, 'GATEWAY-GRPC'), 'extended'), '1 0 0',
    'main: BackendTLSPolicy is a GATEWAY-GRPC extended feature, GRPCRouteNamedRouteRule still is not');
 
 # claims the results do not earn: ReferenceGrant is claimed and no passed
-# test needs it; a test of claimed features failed
-is_deeply([unearned_claims("$dir/none", "$dir/results.json")], ["ReferenceGrant is claimed, and no test that needs it passed"],
+# test needs it; a test of claimed features failed (then, a directory with
+# no Go sources: the features the results were recorded with)
+is_deeply([unearned_claims("$dir/suite-v1.6.1/conformance", "$dir/results.json")], ["ReferenceGrant is claimed, and no test that needs it passed"],
           'a claimed feature no passed test needs is named');
 spit("$dir/failed.json", JSON::PP->new->canonical->encode({
     results => [{name => 'Broken', features => [qw(Gateway HTTPRoute)], manifests => ['plain'], state => 'failed',
@@ -96,10 +111,17 @@ is_deeply([unearned_claims("$dir/none", "$dir/failed.json")],
            'Broken needs only claimed features (Gateway HTTPRoute) and failed: 1 of 2 assertions failed'],
           'a failed test of claimed features is named; one of an unclaimed feature is not');
 # a release whose Go sources name no HTTPRoute feature does not ask for it
-spit("$dir/suite-v1.6.1/conformance/tests/named.go",
-     "var N = suite.ConformanceTest{\n\tShortName: \"N\",\n\tFeatures: []features.FeatureName{features.SupportGateway},\n}\n");
-is_deeply([unearned_claims("$dir/suite-v1.6.1/conformance", "$dir/failed.json")],
-          ['Broken needs only claimed features (Gateway HTTPRoute) and failed: 1 of 2 assertions failed'],
+# (and its declarations are the tests' features)
+make_path("$dir/suite-gateway/conformance/tests");
+spit("$dir/suite-gateway/conformance/tests/tests.go",
+     go_test('Broken', 'plain', ['Gateway']) . go_test('Unclaimed', 'unclaimed', [qw(Gateway HTTPRouteRetryConnectionError)])
+     . go_test('Fine', 'plain', ['Gateway']));
+is_deeply([unearned_claims("$dir/suite-gateway/conformance", "$dir/failed.json")],
+          ['Broken needs only claimed features (Gateway) and failed: 1 of 2 assertions failed'],
           'a claimed feature the release\'s Go sources never name is not asked of it');
+# a result of a test the suite does not hold is refused
+ok(!eval { write_report("$dir/x.yaml", "$dir/suite-gateway/conformance", "$dir/results.json"); 1 }
+   && $@ =~ /^Plain: a result of a test the suite at .* does not hold/, 'a result of a test the suite lacks is refused')
+    or diag $@;
 
 done_testing();

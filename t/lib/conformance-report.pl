@@ -12,4 +12,11 @@ my $out = shift or die "usage: $0 OUT [RESULTS.json ...]\n";
 my @files = @ARGV ? @ARGV : glob("$FindBin::Bin/../servroot-*/conformance-results.json");
 die "no conformance results: run make conformance (or make test-nginx) first\n" unless @files;
 my $api = $ENV{GATEWAY_API_DIR} or die "GATEWAY_API_DIR is not set: the report needs the suite's conformance/ directory\n";
+# the counts are the suite's declarations (its tests' Go sources): a copy
+# of its manifests alone makes no report
+if (!glob("$api/conformance/tests/*.go")) {
+    warn "ConformanceReport: not written: $api/conformance/tests holds no Go sources of the suite's tests, "
+       . "whose declarations it counts by (GATEWAY_API_VERSION=vX.Y.Z: a release's copy that does)\n";
+    exit 0;
+}
 print write_report($out, "$api/conformance", @files);

@@ -15,6 +15,7 @@ use Exporter 'import';
 use JSON::PP;
 use POSIX qw(strftime);
 use Test::More ();
+use Test::ConformanceSuite qw(suite_tests);
 
 our @EXPORT = qw(conformance_test record_result record_supported_features);
 our @EXPORT_OK = qw(write_report unearned_claims);
@@ -128,19 +129,24 @@ sub _release_of {
     return 'v0.0.0-dev';
 }
 
-# The tests SHARED's Go sources mark Provisional, by ShortName (none where
-# only the manifests are at hand)
-sub _provisional {
-    my $shared = shift;
-    my %out;
-    for my $file (glob("$shared/tests/*.go")) {
-        my $text = do { local (@ARGV, $/) = ($file); <> };
-        while ($text =~ /ShortName:\s*"([^"]+)"(.*?)\n\}/sg) {
-            my ($name, $body) = ($1, $2);
-            $out{$name} = 1 if $body =~ /\bProvisional:\s*true/;
-        }
+# RESULT FILES' results, each with the features and manifests the suite
+# at SHARED declares for it (not those its replay was written with; those
+# where SUITE is undef: no Go sources), and the GatewayClass's
+# supportedFeatures; dies on a result of a test the suite does not hold
+sub _results {
+    my ($suite, $shared, @files) = @_;
+    my (@tests, %supported, %seen);
+    for my $file (@files) {
+        my $data = decode_json(do { local (@ARGV, $/) = ($file); <> });
+        push @tests, @{$data->{results}};
+        $supported{$_} = 1 for @{$data->{supportedFeatures}};
     }
-    return \%out;
+    @tests = grep { !$seen{$_->{name}}++ } @tests;
+    for my $test ($suite ? @tests : ()) {
+        my $declared = $suite->{$test->{name}} or die "$test->{name}: a result of a test the suite at $shared does not hold\n";
+        $test = {%$test, features => $declared->{features}, manifests => $declared->{manifests}};
+    }
+    return (\@tests, \%supported);
 }
 
 # Writes the ConformanceReport of RESULT FILES to OUT, counted as the suite
@@ -149,36 +155,25 @@ sub _provisional {
 # other one counts in every profile its features put it in, core or
 # extended; provisional tests that passed are listed. SHARED is the suite's
 # conformance directory: its release (gatewayAPIVersion, the profiles'
-# features), its Go sources (provisional tests), and its tests/*.yaml (the
-# manifests no result used count as core tests skipped, by name: grpcroute-*,
-# tlsroute-*, the rest of gateway-*, httproute-*, backendtlspolicy-*, so
-# what is not replayed yet shows). Returns the report's text.
+# features) and its Go sources (Test::ConformanceSuite): each test's
+# features, manifests and provisional flag, and the tests no replay
+# recorded, counted as skipped where their features put them. Returns the
+# report's text.
 sub write_report {
     my ($out, $shared, @files) = @_;
-    my (@tests, %supported);
-    for my $file (@files) {
-        my $data = decode_json(do { local (@ARGV, $/) = ($file); <> });
-        push @tests, @{$data->{results}};
-        $supported{$_} = 1 for @{$data->{supportedFeatures}};
-    }
+    my $suite = suite_tests($shared)
+        or die "$shared/tests holds no Go sources of the suite's tests, whose declarations the report counts by\n";
+    my ($results, $supported) = _results($suite, $shared, @files);
+    my %supported = %$supported;
     die "no results name the GatewayClass's supportedFeatures (t/400 records them)\n" unless %supported;
     my $release = _release_of($shared);
     my $profiles = $ProfilesAt{$release} || $ProfilesAt{main};
-    my $provisional = _provisional($shared);
-    my %seen;
-    @tests = grep { !$seen{$_->{name}}++ } @tests;
-    my %used = map { $_ => 1 } map { @{$_->{manifests}} } @tests;
+    # the suite's tests no replay recorded: skipped, where their features put them
+    my %recorded = map { $_->{name} => 1 } @$results;
+    my @tests = (@$results, map { {%$_, state => 'skipped', reason => 'not replayed here yet'} }
+                            grep { !$recorded{$_->{name}} } map { $suite->{$_} } sort keys %$suite);
     @tests = grep { my $t = $_; !grep { !$supported{$_} } @{$t->{features}} } @tests;
-    my %pending;
-    for my $file (sort glob("$shared/tests/*.yaml")) {
-        my ($stem) = $file =~ m{([^/]+)\.yaml$};
-        next if $used{$stem};
-        my $p = $stem =~ /^grpcroute-/ ? 'GATEWAY-GRPC' : $stem =~ /^tlsroute-/ ? 'GATEWAY-TLS'
-              : $stem =~ /^tcproute-/ ? 'GATEWAY-TCP' : $stem =~ /^udproute-/ ? 'GATEWAY-UDP'
-              : $stem =~ /^(?:httproute|gateway|backendtlspolicy)-/ ? 'GATEWAY-HTTP' : next;
-        push @{$pending{$p}}, $stem;
-    }
-    my @provisional_passed = sort map { $_->{name} } grep { $provisional->{$_->{name}} && $_->{state} eq 'passed' } @tests;
+    my @provisional_passed = sort map { $_->{name} } grep { $suite->{$_->{name}}{provisional} && $_->{state} eq 'passed' } @tests;
     my $text = "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
              . "date: \"" . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime) . "\"\n"
              . "gatewayAPIChannel: experimental\ngatewayAPIVersion: $release\n"
@@ -193,10 +188,6 @@ sub write_report {
             $stats{$level}{ucfirst $test->{state}}++;
             push @{$skipped{$level}}, $test->{name} if $test->{state} eq 'skipped';
             push @{$failed{$level}}, $test->{name} if $test->{state} eq 'failed';
-        }
-        for my $name (@{$pending{$p} || []}) {
-            $stats{core}{Skipped}++;
-            push @{$skipped{core}}, "$name (manifests not replayed here yet)";
         }
         my $result = sub {
             my $s = shift;
@@ -241,18 +232,11 @@ sub write_report {
 # one that release does not know, and is not asked of it.
 sub unearned_claims {
     my ($shared, @files) = @_;
-    my %known;
-    for my $go (glob("$shared/tests/*.go")) {
-        my $text = do { local (@ARGV, $/) = ($go); <> };
-        $known{$1} = 1 while $text =~ /features\.Support(\w+)/g;
-    }
-    my (@tests, %supported, %seen);
-    for my $file (@files) {
-        my $data = decode_json(do { local (@ARGV, $/) = ($file); <> });
-        push @tests, @{$data->{results}};
-        $supported{$_} = 1 for @{$data->{supportedFeatures}};
-    }
-    @tests = grep { !$seen{$_->{name}}++ } @tests;
+    my $suite = suite_tests($shared);
+    my %known = map { $_ => 1 } map { @{$_->{features}} } values %{$suite || {}};
+    my ($results, $supported) = _results($suite, $shared, @files);
+    my @tests = @$results;
+    my %supported = %$supported;
     my @run = grep { my $t = $_; !grep { !$supported{$_} } @{$t->{features}} } @tests;
     my @out;
     for my $feature (sort keys %supported) {
