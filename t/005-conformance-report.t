@@ -75,6 +75,8 @@ sub counts {
 
 my $report = write_report("$dir/v1.6.1.yaml", suite('v1.6.1'), "$dir/results.json");
 like($report, qr/^gatewayAPIVersion: v1\.6\.1$/m, 'the release, as the CRDs beside the suite say');
+like($report, qr/^  contact:\n  - \S/m, 'a contact, which a submission needs');
+like($report, qr/\A# A local replay .*not a run of the\n# suite's Go tests against a cluster/s, 'and it says it is a local replay');
 unlike($report, qr/NeedsUnclaimed/, 'a test needing an unclaimed feature is left out, not skipped or failed');
 my $http = profile($report, 'GATEWAY-HTTP');
 is(counts($http, 'core'), '1 0 1', 'GATEWAY-HTTP core: Plain passed; NotReplayed, which no result records, skipped');

@@ -189,12 +189,17 @@ sub write_report {
                             grep { !$recorded{$_->{name}} } map { $suite->{$_} } sort keys %$suite);
     @tests = grep { my $t = $_; !grep { !$supported{$_} } @{$t->{features}} } @tests;
     my @provisional_passed = sort map { $_->{name} } grep { $suite->{$_->{name}}{provisional} && $_->{state} eq 'passed' } @tests;
-    my $text = "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
+    # (what a reader of the file alone must know: YAML comments, outside
+    # the upstream schema)
+    my $text = "# A local replay of the Gateway API conformance suite's tests (nginx-gateway-tls t/4*-conformance-*.t:\n"
+             . "# the suite's manifests, requests and assertions, replayed against real nginx), not a run of the\n"
+             . "# suite's Go tests against a cluster. Counted by the suite's own declarations (its tests' Go sources).\n"
+             . "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
              . "date: \"" . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime) . "\"\n"
              . "gatewayAPIChannel: experimental\ngatewayAPIVersion: $release\n"
              . "implementation:\n  organization: nginx-gateway-tls\n  project: gateway2nginx\n"
              . "  url: https://github.com/nginx-gateway-tls/nginx-gateway-tls\n  version: 0.1.0\n"
-             . "  contact: []\nmode: default\nprofiles:\n";
+             . "  contact:\n  - https://github.com/nginx-gateway-tls/nginx-gateway-tls/issues\nmode: default\nprofiles:\n";
     for my $p (sort keys %$profiles) {
         my (%stats, %skipped, %failed);
         $stats{$_} = {Passed => 0, Failed => 0, Skipped => 0} for qw(core extended);
