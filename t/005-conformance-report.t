@@ -95,6 +95,57 @@ like($report, qr/^gatewayAPIVersion: v0\.0\.0-dev$/m, 'the suite\'s main says v0
 is(counts(profile($report, 'GATEWAY-GRPC'), 'extended'), '1 0 0',
    'main: BackendTLSPolicy is a GATEWAY-GRPC extended feature, GRPCRouteNamedRouteRule still is not');
 
+# a checkout: the profiles as utils/suite/profiles.go defines them, their
+# extended features the sets of pkg/features (one the table written down
+# for the release does not know)
+{
+    my $root = "$dir/checkout";
+    make_path("$root/conformance/tests", "$root/conformance/utils/suite", "$root/pkg/features");
+    spit("$root/conformance/tests/tests.go",
+         go_test('Plain', 'plain', [qw(Gateway HTTPRoute)]) . go_test('Novel', 'novel', [qw(Gateway HTTPRoute HTTPRouteNovel)]));
+    spit("$root/conformance/utils/suite/profiles.go", <<'GO');
+const (
+	GatewayHTTPConformanceProfileName ConformanceProfileName = "GATEWAY-HTTP"
+)
+
+var (
+	GatewayHTTPConformanceProfile = ConformanceProfile{
+		Name: GatewayHTTPConformanceProfileName,
+		CoreFeatures: sets.New(
+			features.SupportGateway,
+			features.SupportHTTPRoute,
+		),
+		ExtendedFeatures: features.SetsToNamesSet(
+			features.HTTPRouteExtendedFeatures,
+		),
+	}
+)
+GO
+    spit("$root/pkg/features/httproute.go", <<'GO');
+var (
+	HTTPRouteNovelFeature = Feature{
+		Name:    SupportHTTPRouteNovel,
+		Channel: FeatureChannelStandard,
+	}
+)
+
+var HTTPRouteExtendedFeatures = sets.New(
+	HTTPRouteNovelFeature,
+)
+GO
+    spit("$dir/checkout.json", JSON::PP->new->canonical->encode({
+        results => [{name => 'Plain', features => [], manifests => [], state => 'passed', reason => ''},
+                    {name => 'Novel', features => [], manifests => [], state => 'passed', reason => ''}],
+        supportedFeatures => [qw(Gateway HTTPRoute HTTPRouteNovel)],
+    }));
+    my $checkout = write_report("$dir/checkout.yaml", "$root/conformance", "$dir/checkout.json");
+    my $http = profile($checkout, 'GATEWAY-HTTP');
+    is(counts($http, 'core') . ' / ' . counts($http, 'extended'), '1 0 0 / 1 0 0',
+       'a checkout: the extended features of pkg/features\'s sets (Novel extended)');
+    is(join(' ', $checkout =~ /^- name: (\S+)$/mg), 'GATEWAY-HTTP', 'and the profiles profiles.go defines');
+    like($http, qr/^    supportedFeatures:\n    - HTTPRouteNovel\n/m, 'its supported extended feature listed');
+}
+
 # claims the results do not earn: ReferenceGrant is claimed and no passed
 # test needs it; a test of claimed features failed (then, a directory with
 # no Go sources: the features the results were recorded with)

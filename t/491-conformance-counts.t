@@ -13,7 +13,7 @@ use lib 't/lib';
 use File::Temp qw(tempdir);
 use JSON::PP;
 use Test::ConformanceReport qw(write_report);
-use Test::ConformanceSuite qw(suite_tests);
+use Test::ConformanceSuite qw(suite_tests suite_profiles);
 use Test::More;
 
 my $api = $ENV{GATEWAY_API_DIR} // '';
@@ -41,6 +41,15 @@ is(features_of('UDPRouteNotAllowedByListeners'), 'Gateway UDPRoute',
    'the features of UDPRouteNotAllowedByListeners, not those its test body asks of the GatewayClass');
 ok($suite->{HTTPRoute303Redirect}{provisional}, 'a provisional test is marked so');
 ok(!$suite->{HTTPRouteSimpleSameNamespace}{provisional}, 'one that is not is not');
+
+# the profiles as profiles.go defines them (their extended sets are
+# pkg/features's, resolved where a checkout has it)
+my $profiles = suite_profiles($suite_dir);
+is(join(' ', sort keys %$profiles), 'GATEWAY-GRPC GATEWAY-HTTP GATEWAY-TCP GATEWAY-TLS GATEWAY-UDP', 'the five Gateway profiles');
+is(join(' ', sort @{$profiles->{'GATEWAY-HTTP'}{core}}), 'Gateway HTTPRoute ReferenceGrant', "GATEWAY-HTTP's core");
+is(join(' ', sort @{$profiles->{'GATEWAY-UDP'}{core}}), 'Gateway ReferenceGrant UDPRoute', "GATEWAY-UDP's core");
+like(join(' ', @{$profiles->{'GATEWAY-HTTP'}{sets}}), qr/\bGatewayExtendedFeatures\b.*\bHTTPRouteExtendedFeatures\b/,
+     "GATEWAY-HTTP's extended sets named");
 
 # the report of results written with wrong features counts by the suite's
 my $dir = tempdir(CLEANUP => 1);

@@ -15,7 +15,7 @@ use Exporter 'import';
 use JSON::PP;
 use POSIX qw(strftime);
 use Test::More ();
-use Test::ConformanceSuite qw(suite_tests);
+use Test::ConformanceSuite qw(suite_tests suite_profiles);
 
 our @EXPORT = qw(conformance_test record_result record_supported_features);
 our @EXPORT_OK = qw(write_report unearned_claims declared);
@@ -144,6 +144,23 @@ sub _release_of {
     return 'v0.0.0-dev';
 }
 
+# The Gateway profiles of the suite at SHARED: their core features as its
+# utils/suite/profiles.go lists them, their extended ones from the sets of
+# pkg/features beside it (a checkout), else as written down above for its
+# release (%ProfilesAt); all as written down where profiles.go is not there
+sub _profiles {
+    my ($shared) = @_;
+    my $typed = $ProfilesAt{_release_of($shared)} || $ProfilesAt{main};
+    my $suite = suite_profiles($shared) or return $typed;
+    my %out;
+    for my $p (sort keys %$suite) {
+        my $extended = $suite->{$p}{extended} // ($typed->{$p} || die "$p: a profile of the suite whose extended "
+                                                  . "features (@{$suite->{$p}{sets}}) are not at hand\n")->{extended};
+        $out{$p} = {core => $suite->{$p}{core}, extended => $extended};
+    }
+    return \%out;
+}
+
 # RESULT FILES' results, each with the features and manifests the suite
 # at SHARED declares for it (not those its replay was written with; those
 # where SUITE is undef: no Go sources), and the GatewayClass's
@@ -181,8 +198,8 @@ sub write_report {
     my ($results, $supported) = _results($suite, $shared, @files);
     my %supported = %$supported;
     die "no results name the GatewayClass's supportedFeatures (t/400 records them)\n" unless %supported;
+    my $profiles = _profiles($shared);
     my $release = _release_of($shared);
-    my $profiles = $ProfilesAt{$release} || $ProfilesAt{main};
     # the suite's tests no replay recorded: skipped, where their features put them
     my %recorded = map { $_->{name} => 1 } @$results;
     my @tests = (@$results, map { {%$_, state => 'skipped', reason => 'not replayed here yet'} }

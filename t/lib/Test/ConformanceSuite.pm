@@ -10,7 +10,7 @@ use warnings;
 
 use Exporter 'import';
 
-our @EXPORT_OK = qw(suite_tests);
+our @EXPORT_OK = qw(suite_tests suite_profiles);
 
 # { ShortName => {name, features => [...], manifests => [stem, ...],
 # provisional => 0|1, file} } of the suite at CONFORMANCE (its conformance/
@@ -49,6 +49,51 @@ sub suite_tests {
         }
     }
     return \%tests;
+}
+
+# The suite's Gateway profiles at CONFORMANCE, as utils/suite/profiles.go
+# defines them: { 'GATEWAY-HTTP' => {core => [...], extended => [...] or
+# undef, sets => [...]} }. Core features are listed there; extended ones
+# are sets pkg/features defines (`sets`, their names), resolved where a
+# checkout has pkg/features beside conformance/ (else `extended` is
+# undef). Undef where profiles.go is not there.
+sub suite_profiles {
+    my ($conformance) = @_;
+    my $go = "$conformance/utils/suite/profiles.go";
+    -f $go or return undef;
+    my $text = do { local (@ARGV, $/) = ($go); <> };
+    my %names = $text =~ /^\s*(\w+)\s+ConformanceProfileName\s*=\s*"([^"]+)"/mg;
+    my $sets = _feature_sets("$conformance/../pkg/features");
+    my %out;
+    while ($text =~ /^\s*\w+ConformanceProfile = ConformanceProfile\{\n(.*?)\n\s*\}\n/msg) {
+        my $body = $1;
+        my ($const) = $body =~ /^\s*Name:\s*(\w+),/m or die "$go: a ConformanceProfile with no Name\n";
+        my $name = $names{$const} // die "$go: $const is not a ConformanceProfileName\n";
+        next unless $name =~ /^GATEWAY-/;
+        my ($core, $extended) = $body =~ /CoreFeatures:(.*?)\n\s*ExtendedFeatures:(.*)/s
+            or die "$go: $name: no CoreFeatures and ExtendedFeatures\n";
+        my @sets = $extended =~ /features\.(\w+Features)\b/g;
+        my @direct = $extended =~ /features\.Support(\w+)/g;
+        my @unknown = grep { !$sets->{$_} } @sets;
+        $out{$name} = {core => [$core =~ /features\.Support(\w+)/g], sets => \@sets,
+                       extended => ($sets && !@unknown ? [@direct, map { @{$sets->{$_}} } @sets] : undef)};
+    }
+    return \%out;
+}
+
+# pkg/features' sets in DIR: { XFeatures => [feature names] }, of Feature
+# variables (Name: SupportX); undef without DIR
+sub _feature_sets {
+    my ($dir) = @_;
+    my @files = glob("$dir/*.go") or return undef;
+    my $text = join "\n", map { local (@ARGV, $/) = ($_); <> } @files;
+    my %feature = $text =~ /^\s*(\w+)\s*=\s*Feature\{\s*Name:\s*Support(\w+),/mg;
+    my %sets;
+    while ($text =~ /^\s*(?:var\s+)?(\w+Features)\s*=\s*sets\.New\((.*?)\)\n/msg) {
+        my ($set, $members) = ($1, $2);
+        $sets{$set} = [map { $feature{$_} // die "$dir: $set: $_ is not a Feature of pkg/features\n" } $members =~ /(\w+Feature)\b/g];
+    }
+    return \%sets;
 }
 
 1;
