@@ -23,7 +23,9 @@ our @EXPORT_OK = qw(write_report unearned_claims declared);
 # Profiles as the suite defines them, by release: core features, and the
 # features a test may need beside them and still belong to the profile
 # (conformance/utils/suite/profiles.go and pkg/features/*.go at the tag;
-# "main": the suite's main of 2026-08-21, whose CRDs say v0.0.0-dev).
+# "main": the suite's main of 2026-08-21, whose CRDs say v0.0.0-dev). Used
+# where the suite's directory does not have them (_profiles): a copy of
+# its conformance/ has profiles.go, not pkg/features.
 my @GatewayExtended = qw(GatewayAddressEmpty GatewayBackendClientCertificate
                          GatewayFrontendClientCertificateValidation
                          GatewayFrontendClientCertificateValidationInsecureFallback GatewayHTTPListenerIsolation
