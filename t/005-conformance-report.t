@@ -13,7 +13,8 @@ use File::Path qw(make_path remove_tree);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use JSON::PP;
-use Test::ConformanceReport qw(write_report unearned_claims);
+use Test::ConformanceReport qw(write_report unearned_claims declared);
+use Test::GatewayTLS ();
 
 my $dir = "$FindBin::Bin/servroot-005-conformance-report";
 remove_tree($dir);
@@ -144,6 +145,23 @@ GO
        'a checkout: the extended features of pkg/features\'s sets (Novel extended)');
     is(join(' ', $checkout =~ /^- name: (\S+)$/mg), 'GATEWAY-HTTP', 'and the profiles profiles.go defines');
     like($http, qr/^    supportedFeatures:\n    - HTTPRouteNovel\n/m, 'its supported extended feature listed');
+}
+
+# what a replay runs and records: the suite's declaration of a test where
+# its directory has Go sources (a test it lacks is not run), else the
+# replay's own, where the manifests are there
+{
+    local $ENV{GATEWAY_API_DIR} = "$dir/suite-v1.6.1";
+    my $d = declared('Plain', ['Gateway'], ['other']);
+    is(join(' ', @{$d->{features}}) . ' | ' . join(' ', @{$d->{manifests}}), 'Gateway HTTPRoute | plain',
+       "a replay runs a test with the suite's features and manifests, not its own");
+    is(declared('NotInTheSuite', ['Gateway'], ['plain']), undef, 'a test the Go sources lack is not run');
+    $ENV{GATEWAY_API_DIR} = "$dir/manifests-only";
+    make_path("$dir/manifests-only/conformance/tests");
+    spit("$dir/manifests-only/conformance/tests/plain.yaml", "{}\n");
+    is_deeply(declared('Plain', ['Gateway'], ['plain']), {features => ['Gateway'], manifests => ['plain']},
+              'without Go sources: the replay\'s own, its manifests there');
+    is(declared('Plain', ['Gateway'], ['gone']), undef, 'and not run when they are not');
 }
 
 # claims the results do not earn: ReferenceGrant is claimed and no passed

@@ -17,11 +17,11 @@ use Test::ConformanceSuite qw(suite_tests suite_profiles);
 use Test::More;
 
 my $api = $ENV{GATEWAY_API_DIR} // '';
-my ($suite_dir) = grep { glob("$_/tests/*.go") }
+my ($suite_dir) = $api eq '' ? () : grep { glob("$_/tests/*.go") }
                   map { "$_/conformance" } $api, reverse sort { version_of($a) <=> version_of($b) } glob("$api/v*");
 sub version_of { my ($x, $y, $z) = $_[0] =~ /v(\d+)\.(\d+)\.(\d+)$/ or return 0; return $x * 1e6 + $y * 1e3 + $z }
 plan skip_all => "GATEWAY_API_DIR ('$api') holds no Go sources of the suite's tests, nor a release's copy that does"
-    unless $api ne '' && $suite_dir;
+    unless $suite_dir;
 note "the suite at $suite_dir";
 
 my $suite = suite_tests($suite_dir);

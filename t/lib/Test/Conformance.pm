@@ -862,8 +862,12 @@ sub replay {
     conformance_manifests($Shared, $Dir);  # 00-base.yaml
     # tests newer than the suite's release: not run, not counted
     # (each with the features and manifests the suite declares)
-    note("$_->{name}: not in the suite at $Shared") for grep { !declared(@$_{qw(name features manifests)}) } @$tests;
-    $tests = [map { my $d = declared(@$_{qw(name features manifests)}); $d ? {%$_, %$d{qw(features manifests)}} : () } @$tests];
+    my @declared;
+    for my $test (@$tests) {
+        my $d = declared(@$test{qw(name features manifests)});
+        $d ? push(@declared, {%$test, %$d{qw(features manifests)}}) : note("$test->{name}: not in the suite at $Shared");
+    }
+    $tests = \@declared;
     my $all = slurp("$Dir/00-base.yaml");
     $all .= slurp("$Shared/tests/$_.yaml") for map { @{$_->{manifests}} } @$tests;
     $setup .= _echo_endpoints($all);

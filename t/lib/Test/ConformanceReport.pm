@@ -82,11 +82,12 @@ sub record_supported_features { @Supported = @{$_[0]} }
 # test newer than the suite's release); where the suite's directory holds
 # manifests alone, FEATURES and MANIFESTS as the replay gives them, undef
 # when the manifests are not there.
-my $Suite;
+my %Suites;  # by directory, read once
 sub declared {
     my ($name, $features, $manifests) = @_;
-    $Suite //= suite_tests(Test::GatewayTLS::conformance_dir()) // 0;
-    return $Suite ? $Suite->{$name} : Test::GatewayTLS::conformance_has(@$manifests)
+    my $dir = Test::GatewayTLS::conformance_dir();
+    my $suite = $Suites{$dir} //= suite_tests($dir) // 0;
+    return $suite ? $suite->{$name} : Test::GatewayTLS::conformance_has(@$manifests)
                                       ? {features => $features, manifests => $manifests} : undef;
 }
 
