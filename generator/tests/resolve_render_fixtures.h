@@ -90,7 +90,7 @@ inline std::string policy(const std::string &name, const std::string &section, c
            + "    hostname: " + hostname + "\n";
 }
 
-inline const Upstream &upstream_named(const Plan &plan, const std::string &suffix)
+G2N_TEST_NO_DANGLING inline const Upstream &upstream_named(const Plan &plan, const std::string &suffix)
 {
     for (const Upstream &u : plan.upstreams) {
         if (u.name.size() >= suffix.size() && u.name.compare(u.name.size() - suffix.size(), suffix.size(), suffix) == 0) return u;

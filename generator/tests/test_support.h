@@ -12,6 +12,15 @@
 #include "parse/parse.h"
 #include "resolve/resolve.h"
 
+// On a helper that returns a reference into its first argument: the
+// strings it takes only name what to find, so a temporary one leaves the
+// reference valid (GCC 14's -Wdangling-reference cannot know)
+#if defined(__has_cpp_attribute) && __has_cpp_attribute(gnu::no_dangling)
+#define G2N_TEST_NO_DANGLING [[gnu::no_dangling]]
+#else
+#define G2N_TEST_NO_DANGLING
+#endif
+
 namespace g2n_test {
 
 inline g2n::Manifests parse(const std::string &yaml)
@@ -51,7 +60,7 @@ inline std::string error_of(const std::string &yaml)
 
 inline g2n::Plan plan_of(const std::string &yaml) { return g2n::resolve(parse(yaml), g2n::Options{}); }
 
-inline const g2n::ObjectStatus &status_of(const g2n::Plan &plan, const std::string &kind, const std::string &name)
+G2N_TEST_NO_DANGLING inline const g2n::ObjectStatus &status_of(const g2n::Plan &plan, const std::string &kind, const std::string &name)
 {
     for (const g2n::ObjectStatus &st : *plan.statuses) {
         if (st.kind == kind && st.meta.name == name) return st;
