@@ -224,7 +224,7 @@ for my $i (0 .. $#changes) {
     put('datagrams.yaml', slice_yaml('datagrams', @$pass));
     my $want = sub { @_ ? join(' ', map { "127.0.0.$_" } @_) : '(closed)' };   # no endpoints: closed, fail closed
     if (wait_for(sub { endpoints_seen($terminate) eq $want->(@$db) && endpoints_seen($passthrough) eq $want->(@$pass)
-                       && endpoints_seen($tcp) eq $want->(@$pass) && datagram_endpoints_seen() eq $want->(@$pass) }, 5)) {
+                       && endpoints_seen($tcp) eq $want->(@$pass) && datagram_endpoints_seen() eq $want->(@$pass) }, 30)) {
         $served++;
         $slowest = time - $start if time - $start > $slowest;
     } else {

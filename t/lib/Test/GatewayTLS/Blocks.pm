@@ -88,21 +88,18 @@ sub _nginx {
 
 sub _stop { stop_nginx($ServRoot) }
 
-# SIGHUP, then wait until the new configuration's workers are up.
+# SIGHUP, then wait until the new configuration's workers are up and
+# the previous ones gone.
 sub _reload {
     open my $fh, '<', "$ServRoot/logs/nginx.pid" or die "no pid file\n";
     my $pid = <$fh>;
     close $fh;
     chomp $pid;
     my $before = () = _read_log('error.log') =~ /start worker process/g;
+    my $workers = worker_pids($pid);
     kill 'HUP', $pid;
-    my $deadline = time + 10;
-    while (time < $deadline) {
-        my $now = () = _read_log('error.log') =~ /start worker process/g;
-        last if $now > $before;
-        sleep 0.05;
-    }
-    sleep 0.2;
+    wait_for(sub { (() = _read_log('error.log') =~ /start worker process/g) > $before }, 10);
+    wait_workers_replaced($pid, $workers);
 }
 
 sub _truncate_logs {

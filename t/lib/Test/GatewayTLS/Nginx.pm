@@ -19,7 +19,7 @@ use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backe
 
 our @EXPORT = qw(api_request ask_kept_alive certificate_names certificate_sha256 close_kept_tls open_kept_tls presented_certificates connections_to http_request parent_pid presented_certificate request start_backends
                 start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
-                tls_exchange track_child unread_by_server worker_pids);
+                tls_exchange track_child unread_by_server wait_workers_replaced worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
 
 sub _backend_servers {
@@ -435,6 +435,28 @@ sub worker_pids {
         ($before, $now) = ($now, $read->());
     }
     return $now;
+}
+
+# Whether MASTER's workers BEFORE (pids, as worker_pids gives them) have
+# stopped accepting, waited for up to SECONDS (15): after a reload they
+# accept connections still, served by the previous configuration, until
+# each takes the master's signal; then it names itself "worker process
+# is shutting down" and closes its listening sockets at once (in one go:
+# it accepts nothing in between), and may live on for its connections
+# and UDP sessions. True at once when the master started no other
+# worker (no reload).
+sub wait_workers_replaced {
+    my ($master, $before, $seconds) = @_;
+    my %old = map { $_ => 1 } split ' ', $before;
+    my $accepting = sub {
+        open my $fh, '<', "/proc/$_[0]/cmdline" or return 0;
+        local $/;
+        return (<$fh> // '') !~ /shutting down/;
+    };
+    return wait_for(sub {
+        my @now = _children($master);
+        return !(grep { !$old{$_} } @now) || !(grep { $old{$_} && $accepting->($_) } @now);
+    }, $seconds // 15);
 }
 
 # The parent of process PID, from /proc (0 if it is gone): procps is not
