@@ -201,12 +201,17 @@ test-stress: module $(FAULT_SO) $(GENERATOR) $(BUILD)/generator_tests | deps
 
 # The Gateway API conformance replays alone (also part of test-nginx): the
 # suite's BackendTLSPolicy, TLSRoute, client certificate, TCPRoute, UDPRoute
-# and ListenerSet tests, then the rest (t/400), whether they earn every feature the
-# GatewayClass claims (t/490), and the ConformanceReport of all of them.
+# and ListenerSet tests, then the rest (t/400), each served in both modes
+# (render: gateway2nginx -f; run: gateway2nginx run, the t/4*-run.t files,
+# t/402 and t/470), whether they earn every feature the GatewayClass claims
+# in each mode (t/490), and a ConformanceReport per mode.
 CONFORMANCE_T := t/410-conformance-backendtls.t t/420-conformance-tlsroute.t t/430-conformance-client-certs.t \
                  t/440-conformance-tcproute.t t/450-conformance-udproute.t t/460-conformance-listenerset.t \
+                 t/411-conformance-backendtls-run.t t/421-conformance-tlsroute-run.t \
+                 t/431-conformance-client-certs-run.t t/441-conformance-tcproute-run.t \
+                 t/451-conformance-udproute-run.t t/461-conformance-listenerset-run.t \
                  t/470-conformance-infrastructure.t \
-                 t/400-conformance.t \
+                 t/400-conformance.t t/402-conformance-run.t \
                  t/490-conformance-claims.t t/491-conformance-counts.t
 CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notdir $(t)))/conformance-results.json)
 # The report of the replays that ran: they skip, saying so, where
@@ -214,18 +219,21 @@ CONFORMANCE_RESULTS := $(foreach t,$(CONFORMANCE_T),t/servroot-$(basename $(notd
 # conformance/ manifests) is not given.
 CONFORMANCE_REPORT = ran=$$(ls $(CONFORMANCE_RESULTS) 2>/dev/null); \
   if [ -z "$$ran" ]; then echo "ConformanceReport: not written, no conformance replay ran" >&2; \
-  else perl t/lib/conformance-report.pl $(BUILD)/conformance-report.yaml $$ran; fi
+  else perl t/lib/conformance-report.pl $(BUILD)/conformance-report $$ran; fi
 # GATEWAY_API_VERSION=vX.Y.Z: the suite's copy of that release,
-# GATEWAY_API_DIR/vX.Y.Z (tests newer than it are left out), its report
-# kept as docs/conformance-report-vX.Y.Z.yaml.
+# GATEWAY_API_DIR/vX.Y.Z (tests newer than it are left out), its reports
+# kept as docs/conformance-report-vX.Y.Z-MODE.yaml; CONFORMANCE_KEEP=NAME
+# keeps those of another revision as docs/conformance-report-NAME-MODE.yaml.
 CONFORMANCE_SUITE = $(if $(GATEWAY_API_VERSION),$(GATEWAY_API_DIR)/$(GATEWAY_API_VERSION),$(GATEWAY_API_DIR))
+CONFORMANCE_KEEP ?= $(GATEWAY_API_VERSION)
 conformance: module $(GENERATOR)
 	rm -f $(CONFORMANCE_RESULTS)
 	GATEWAY_API_DIR=$(CONFORMANCE_SUITE) GTLS_MODULE=$(MODULE_SO) GATEWAY2NGINX=$(GENERATOR) prove -v $(CONFORMANCE_T)
 	@export GATEWAY_API_DIR=$(CONFORMANCE_SUITE); $(CONFORMANCE_REPORT)
-	$(if $(GATEWAY_API_VERSION),@if [ -n "$$(ls $(CONFORMANCE_RESULTS) 2>/dev/null)" ]; then \
-	  cp $(BUILD)/conformance-report.yaml docs/conformance-report-$(GATEWAY_API_VERSION).yaml; \
-	  echo "kept as docs/conformance-report-$(GATEWAY_API_VERSION).yaml" >&2; fi)
+	$(if $(CONFORMANCE_KEEP),@for mode in render run; do \
+	  if [ -f $(BUILD)/conformance-report-$$mode.yaml ]; then \
+	    cp $(BUILD)/conformance-report-$$mode.yaml docs/conformance-report-$(CONFORMANCE_KEEP)-$$mode.yaml; \
+	    echo "kept as docs/conformance-report-$(CONFORMANCE_KEEP)-$$mode.yaml" >&2; fi; done)
 
 # Every one-shot gateway2nginx run of the suite (TESTS) repeated by BASE's
 # build (a git revision) and compared: a change that must not change the

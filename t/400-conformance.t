@@ -1,8 +1,8 @@
 # The Gateway API conformance suite replayed locally (t/lib/Test/Conformance.pm):
 # every test written down in t/conformance/*.pl, with the suite's manifests,
-# requests and assertions. Its results, with those of t/410, t/420 and
-# t/430, make the ConformanceReport (make conformance writes it to
-# build/conformance-report.yaml).
+# requests and assertions. Its results, with those of t/410-t/460, make
+# the ConformanceReport of mode render (make conformance writes it to
+# build/conformance-report-render.yaml; t/402's make run's).
 use lib 't/lib';
 use Test::Conformance;
 use Test::ConformanceReport;

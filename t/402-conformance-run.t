@@ -3,8 +3,9 @@
 # by a run of their own watching the manifests (--start-nginx), which
 # fills the route tables once nginx starts and applies each later
 # generation itself, pushed or reloaded as it decides: a reload for a
-# listener change alone. Its results go to no report (t/400's). Needs
-# GATEWAY_API_DIR, as t/400.
+# listener change alone. Its results make the report of mode run (t/400's,
+# of mode render). Needs GATEWAY_API_DIR, as t/400.
+BEGIN { $ENV{GTLS_CONFORMANCE_MODE} = 'run' }
 use lib 't/lib';
 use Test::Conformance;
 use Test::GatewayTLS;
@@ -12,7 +13,7 @@ use Test::More;
 
 my @tests = map { @{ do "./t/conformance/$_" or die "t/conformance/$_: $@$!" } } qw(http.pl grpc.pl);
 
-replay(\@tests, routes => 'table', run => 1);
+replay(\@tests, routes => 'table');
 
 my (%reloads, $pushed);
 for my $log (glob(servroot() . '/out-*.run.log')) {

@@ -11,7 +11,6 @@ use lib 't/lib';
 use Test::ConformanceReport;
 use Test::GatewayTLS;
 use Test::More;
-use Cwd ();
 
 my ($shared, $manifests) = conformance_begin();
 my $certs = certs_dir();
@@ -44,15 +43,10 @@ spit("$manifests/20-suite-setup.yaml", $extra);
 my $offset = server_port() + 20 - 80;  # HTTP 80 -> base+20, HTTPS 443 -> base+383
 my $http = 80 + $offset;
 my $https = 443 + $offset;
-my $module_dir = $ENV{GTLS_MODULE} ? ($ENV{GTLS_MODULE} =~ s{/[^/]+$}{}r) : Cwd::abs_path("build/nginx/objs");
-
-my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--port-offset', $offset,
-                                  '--listen-address', '127.0.0.1', '--module-dir', $module_dir,
-                                  '--check', '--status-listen', '127.0.0.1:' . status_port());
-is($rc, 0, 'gateway2nginx writes a configuration that passes nginx -t') or diag $output;
 
 start_backends();
-start_nginx($out, 'nginx.conf', $http);
+# both Gateways the manifests name, in one configuration
+my $status = serve_conformance_gateway($manifests, '', $offset, 80);
 
 sub get {
     my ($path, $host) = @_;
@@ -62,7 +56,6 @@ sub get {
 
 sub sni_of { my $b = shift; $b =~ /sni=(\S*)/ ? $1 : '' }
 
-my $status = read_status("$out/status.yaml");
 my $gw = 'gateway-conformance-infra/same-namespace';
 sub conditions_of {
     my ($policy) = @_;
@@ -146,8 +139,6 @@ conformance_test 'BackendTLSPolicySANValidation', [qw(Gateway HTTPRoute BackendT
     }
 };
 
-stop_nginx($out);
-
 # ---- BackendTLSPolicyObservedGenerationBump (status only) ------------------
 conformance_test 'BackendTLSPolicyObservedGenerationBump', [qw(Gateway HTTPRoute BackendTLSPolicy)], ['backendtlspolicy-observed-generation-bump'], sub {
     my $policy = qr/kind: BackendTLSPolicy\nmetadata:\n  name: observed-generation-bump\n  namespace: gateway-conformance-infra\n  generation: (\d+)\n(?:.*\n)*?\s+observedGeneration: (\d+)/;
@@ -157,11 +148,10 @@ conformance_test 'BackendTLSPolicyObservedGenerationBump', [qw(Gateway HTTPRoute
     my $file = "$manifests/10-backendtlspolicy-observed-generation-bump.yaml";
     (my $bumped = slurp($file)) =~ s/(name: observed-generation-bump\n  namespace: gateway-conformance-infra\n)/$1  generation: 2\n/;
     spit($file, $bumped);
-    ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--port-offset', $offset,
-                                   '--module-dir', $module_dir, '--status-listen', 'off');
-    is($rc, 0, 'ObservedGenerationBump: regenerated') or diag $output;
+    serve_conformance_gateway($manifests, '', $offset);
     ($gen, $observed) = slurp("$out/status.yaml") =~ $policy;
     is("$gen/$observed", '2/2', 'ObservedGenerationBump: observedGeneration follows generation 2');
 };
 
+stop_conformance_gateway();
 stop_backends();

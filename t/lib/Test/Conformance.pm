@@ -18,7 +18,6 @@ use warnings;
 
 use Cwd qw(abs_path);
 use Exporter 'import';
-use File::Path ();
 use IO::Socket::INET;
 use JSON::PP;
 use POSIX ();
@@ -37,10 +36,10 @@ my ($Shared, $Dir, $Offset, %Echo, %H2cEcho, %GrpcEcho, %GrpcEchoTls, @Running);
 # 'table': HTTPRoutes and GRPCRoutes served by the module's route table
 # (gateway2nginx --routes table), filled through the upstream API
 my $Routes = 'locations';
-# replay(run => 1): each test's Gateways served by gateway2nginx run
+# in mode run: each test's Gateways served by gateway2nginx run
 # (--start-nginx) watching the manifests, its later generations applied
-# by run itself (pid and log of each OUTDIR's run)
-my ($Run, %RunPid);
+# by run itself
+my $Run;
 my $Edited = 0;  # the files a test's step changed
 my $EchoPorts = 0;
 
@@ -252,14 +251,7 @@ sub _log_offsets {
 
 sub _stop_gateways {
     for my $out (@Running) {
-        my $run = delete $RunPid{$out};
-        if ($run) {
-            # run stops its nginx (what is in flight completes), and ends
-            kill 'TERM', $run;
-            my $deadline = time + 10;
-            sleep 0.02 while waitpid($run, POSIX::WNOHANG()) == 0 && time < $deadline;
-            kill('KILL', $run), waitpid($run, 0) if kill 0, $run;
-        }
+        stop_conformance_run($out);  # (it stops its nginx)
         stop_nginx($out);
     }
     @Running = ();
@@ -297,13 +289,19 @@ sub _serve_gateway {
     # pushed by gateway2nginx itself
     my $api = "$address:" . (server_port() + 18);
     my @table = $Routes eq 'table' ? ('--routes', 'table', '--upstream-api', $api) : ();
-    return _serve_gateway_run($test, $name, $address, $module_dir, @table) if $Run;
+    return _serve_gateway_run($test, $name, $address, @table) if $Run;
+    my $master = $running ? slurp("$out/nginx.pid") =~ s/\s+//gr : 0;
+    my $workers = $master ? worker_pids($master) : '';
     my ($rc, $output) = run_generator('-f', $Dir, '-o', $out, '--gateway', "$Infra/$name",
                                       '--port-offset', $Offset, '--listen-address', $address,
                                       '--module-dir', $module_dir, '--status-listen', 'off', '--check', @table,
                                       ($running ? ('--reload', "$out/nginx.pid") : ()));
     if ($rc != 0) {
         diag("$test->{name}: gateway2nginx for $name: $output");
+        return undef;
+    }
+    if ($master && !wait_workers_replaced($master, $workers)) {
+        diag("$test->{name}: the workers of ${name}'s nginx before its reload ($workers) accept still");
         return undef;
     }
     my $status = read_status("$out/status.yaml");
@@ -330,59 +328,25 @@ sub _serve_gateway {
     return $status;
 }
 
-# What gateway2nginx run logs once OUTDIR (status.yaml) holds what it
-# applied last, and nginx serves it (route tables filled after a start or
-# a reload); and what it logs where OUTDIR is to catch up still.
-my $RunSettled = qr/OUTDIR written with the servers pushed since|after (?:the reload|nginx started), \d+ upstream|after (?:the reload|nginx started) failed|no change to the configuration or the status|the configuration nginx runs is unchanged|refuses the configuration|bad input, nothing changed/;
-my $RunBehind = qr/pushed to nginx, no reload/;
-my %RunSeen;  # OUTDIR -> how much of its run's log was read
-
 # Gateway NAME served by gateway2nginx run, started for TEST's first
 # generation; a later one (the manifests edited) is waited for: what run
 # applied, in OUTDIR and nginx. Returns its status, or undef.
 sub _serve_gateway_run {
-    my ($test, $name, $address, $module_dir, @table) = @_;
+    my ($test, $name, $address, @table) = @_;
     my $out = _out_dir($test, $name);
-    my $log = "$out.run.log";
     if (!grep { $_ eq $out } @Running) {
-        File::Path::remove_tree($out);
-        unlink $log;
-        my $bin = $ENV{GATEWAY2NGINX} || abs_path('build/gateway2nginx');
-        my $pid = fork // die "fork: $!";
-        if ($pid == 0) {
-            open STDERR, '>', $log or die "$log: $!";
-            open STDOUT, '>', '/dev/null';
-            exec($bin, 'run', '-f', $Dir, '-o', $out, '--gateway', "$Infra/$name", '--port-offset', $Offset,
-                 '--listen-address', $address, '--module-dir', $module_dir, '--status-listen', 'off',
-                 '--nginx', nginx_binary(), '--start-nginx', '--shutdown-delay', '1ms', '--debounce', '50', '--spare-backends', '2',
-                 @Test::GatewayTLS::TestEndpoints, @table) or die "exec $bin: $!";
-        }
-        $RunPid{$out} = $pid;
+        my $why = start_conformance_run($out, $Dir, $name, '--port-offset', $Offset, '--listen-address', $address,
+                                        '--spare-backends', '2', @table);
         push @Running, $out;
-        $RunSeen{$out} = 0;
-        my $started = qr/after nginx started, \d+ upstream|after nginx started failed/;
-        my $serves = sub { -f $log && slurp($log) =~ (@table ? $started : qr/nginx started/) };
-        wait_for(sub { $serves->() || waitpid($pid, POSIX::WNOHANG()) != 0 }, 15);
-        if (!$serves->()) {
-            diag("$test->{name}: gateway2nginx run for $name serves nothing:\n" . (-f $log ? slurp($log) : ''));
+        if ($why ne '') {
+            diag("$test->{name}: $why");
             return undef;
         }
         _wait_port($address, $_ + $Offset) for _listener_ports($name);
-    } else {
-        my $settled = sub {
-            my $text = substr(-f $log ? slurp($log) : '', $RunSeen{$out});
-            my ($settled, $behind) = (-1, -1);
-            while ($text =~ /($RunSettled)|$RunBehind/g) {
-                if (defined $1) { $settled = pos($text) } else { $behind = pos($text) }
-            }
-            return $settled > $behind;
-        };
-        if ($Edited && !wait_for($settled, 15)) {
-            diag("$test->{name}: gateway2nginx run for $name did not apply the change:\n" . (slurp($log) // ''));
-            return undef;
-        }
+    } elsif ($Edited && !conformance_run_settled($out)) {
+        diag("$test->{name}: gateway2nginx run for $name did not apply the change:\n" . (slurp("$out.run.log") // ''));
+        return undef;
     }
-    $RunSeen{$out} = length(slurp($log) // '');
     return read_status("$out/status.yaml");
 }
 
@@ -846,14 +810,16 @@ sub _run_test {
     return @why;
 }
 
-# Replays TESTS (the data of t/conformance/*.pl).
-# Replays TESTS; routes => 'table' serves their routes through the module's
-# route table, its results not recorded (the report is of what t/400 runs).
+# Replays TESTS (the data of t/conformance/*.pl), served as
+# conformance_mode() says; routes => 'table' serves their routes through
+# the module's route table. Its results are recorded, but for rendered
+# route tables (t/401: the render report is of rendered locations, t/400's;
+# run serves its routes through the table, t/402).
 sub replay {
     my ($tests, %opts) = @_;
     $Routes = $opts{routes} // 'locations';
-    $Run = $opts{run};
-    my $record = $Routes eq 'locations' && !$Run;
+    $Run = conformance_mode() eq 'run';
+    my $record = $Routes eq 'locations' || $Run;
     ($Shared, $Dir) = conformance_begin();
     $Offset = server_port() + 30 - 443;  # 80 -> base-333, 443 -> base+30, 8080 -> base+7667
     my $setup = conformance_setup();

@@ -3,10 +3,12 @@ package Test::ConformanceReport;
 # The conformance tests' results, and the ConformanceReport made of them.
 # Each t/ file that replays tests of the Gateway API conformance suite
 # (t/410 BackendTLSPolicy, t/420 TLSRoute, t/430 client certificates,
-# t/400 the rest) records its results, with the features and manifests of
-# each test as its Go source declares them, in its server root
+# t/400 the rest; t/4*-run.t the same served by gateway2nginx run)
+# records its results, with the features and manifests of each test as its
+# Go source declares them, and the mode it served them in
+# (conformance_mode: render or run), in its server root
 # (conformance-results.json); t/lib/conformance-report.pl reads them all
-# and writes one ConformanceReport in the upstream format.
+# and writes a ConformanceReport in the upstream format for each mode.
 
 use strict;
 use warnings;
@@ -18,7 +20,7 @@ use Test::More ();
 use Test::ConformanceSuite qw(suite_tests suite_profiles);
 
 our @EXPORT = qw(conformance_test record_result record_supported_features);
-our @EXPORT_OK = qw(write_report unearned_claims declared);
+our @EXPORT_OK = qw(write_report unearned_claims declared results_by_mode written_profiles);
 
 # Profiles as the suite defines them, by release: core features, and the
 # features a test may need beside them and still belong to the profile
@@ -114,7 +116,8 @@ sub conformance_test {
 END {
     if ($File) {
         open my $fh, '>', $File or die "$File: $!";
-        print $fh JSON::PP->new->canonical->pretty->encode({results => \@Results, supportedFeatures => \@Supported});
+        print $fh JSON::PP->new->canonical->pretty->encode({results => \@Results, supportedFeatures => \@Supported,
+                                                            mode => Test::GatewayTLS::conformance_mode()});
         close $fh;
     }
 }
@@ -147,13 +150,16 @@ sub _release_of {
     return 'v0.0.0-dev';
 }
 
+# The profiles written down above for the release of the suite at SHARED
+sub written_profiles { return $ProfilesAt{_release_of($_[0])} || $ProfilesAt{main} }
+
 # The Gateway profiles of the suite at SHARED: their core features as its
 # utils/suite/profiles.go lists them, their extended ones from the sets of
 # pkg/features beside it (a checkout), else as written down above for its
 # release (%ProfilesAt); all as written down where profiles.go is not there
 sub _profiles {
     my ($shared) = @_;
-    my $typed = $ProfilesAt{_release_of($shared)} || $ProfilesAt{main};
+    my $typed = written_profiles($shared);
     my $suite = suite_profiles($shared) or return $typed;
     my %out;
     for my $p (sort keys %$suite) {
@@ -162,6 +168,16 @@ sub _profiles {
         $out{$p} = {core => $suite->{$p}{core}, extended => $extended};
     }
     return \%out;
+}
+
+# RESULT FILES by the mode their replays served in: {mode => [files]}
+sub results_by_mode {
+    my %by;
+    for my $file (@_) {
+        my $data = decode_json(do { local (@ARGV, $/) = ($file); <> });
+        push @{$by{$data->{mode} // 'render'}}, $file;
+    }
+    return \%by;
 }
 
 # RESULT FILES' results, each with the features and manifests the suite
@@ -184,7 +200,8 @@ sub _results {
     return (\@tests, \%supported);
 }
 
-# Writes the ConformanceReport of RESULT FILES to OUT, counted as the suite
+# Writes the ConformanceReport of RESULT FILES (of one mode: render, or
+# run) to OUT, counted as the suite
 # counts (utils/suite/suite.go, reports.go): a test needing a feature the
 # GatewayClass does not claim is left out (not supported, not skipped); each
 # other one counts in every profile its features put it in, core or
@@ -201,6 +218,8 @@ sub write_report {
     my ($results, $supported) = _results($suite, $shared, @files);
     my %supported = %$supported;
     die "no results name the GatewayClass's supportedFeatures (t/400 records them)\n" unless %supported;
+    my @modes = keys %{ results_by_mode(@files) };
+    die "results of modes @modes: a report is of one\n" unless @modes == 1;
     my $profiles = _profiles($shared);
     my $release = _release_of($shared);
     # the suite's tests no replay recorded: skipped, where their features put them
@@ -211,15 +230,19 @@ sub write_report {
     my @provisional_passed = sort map { $_->{name} } grep { $suite->{$_->{name}}{provisional} && $_->{state} eq 'passed' } @tests;
     # (what a reader of the file alone must know: YAML comments, outside
     # the upstream schema)
+    my %served = (render => 'rendered once by gateway2nginx -f, each later generation rendered and reloaded',
+                  run => 'served by gateway2nginx run, which applies each later generation itself');
     my $text = "# A local replay of the Gateway API conformance suite's tests (nginx-gateway-tls t/4*-conformance-*.t:\n"
              . "# the suite's manifests, requests and assertions, replayed against real nginx), not a run of the\n"
              . "# suite's Go tests against a cluster. Counted by the suite's own declarations (its tests' Go sources).\n"
+             . "# Mode $modes[0]: the Gateways $served{$modes[0]}.\n"
              . "apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n"
              . "date: \"" . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime) . "\"\n"
              . "gatewayAPIChannel: experimental\ngatewayAPIVersion: $release\n"
              . "implementation:\n  organization: nginx-gateway-tls\n  project: gateway2nginx\n"
              . "  url: https://github.com/nginx-gateway-tls/nginx-gateway-tls\n  version: 0.1.0\n"
-             . "  contact:\n  - https://github.com/nginx-gateway-tls/nginx-gateway-tls/issues\nmode: default\nprofiles:\n";
+             . "  contact:\n  - https://github.com/nginx-gateway-tls/nginx-gateway-tls/issues\n"
+             . "mode: $modes[0]\nprofiles:\n";
     for my $p (sort keys %$profiles) {
         my (%stats, %skipped, %failed);
         $stats{$_} = {Passed => 0, Failed => 0, Skipped => 0} for qw(core extended);

@@ -87,11 +87,12 @@ sub _feature_sets {
     my ($dir) = @_;
     my @files = glob("$dir/*.go") or return undef;
     my $text = join "\n", map { local (@ARGV, $/) = ($_); <> } @files;
-    my %feature = $text =~ /^\s*(\w+)\s*=\s*Feature\{\s*Name:\s*Support(\w+),/mg;
+    my %feature = $text =~ /^\s*(?:var\s+)?(\w+)\s*=\s*Feature\{\s*Name:\s*Support(\w+),/mg;
     my %sets;
     while ($text =~ /^\s*(?:var\s+)?(\w+Features)\s*=\s*sets\.New\((.*?)\)\n/msg) {
         my ($set, $members) = ($1, $2);
-        $sets{$set} = [map { $feature{$_} // die "$dir: $set: $_ is not a Feature of pkg/features\n" } $members =~ /(\w+Feature)\b/g];
+        $members =~ s{//[^\n]*}{}g;
+        $sets{$set} = [map { $feature{$_} // die "$dir: $set: $_ is not a Feature of pkg/features\n" } $members =~ /(\w+)/g];
     }
     return \%sets;
 }

@@ -45,6 +45,7 @@ our @EXPORT = qw(run_tests run_metric servroot certs_dir backend_port server_por
                  kube_route_yaml kube_host_route_yaml kube_tls_service_yaml rbac_check audit_requests start_slow_backend start_slow_reader track_child
                  certificate_sha256 presented_certificate ask_kept_alive open_kept_tls close_kept_tls certificate_names presented_certificates
                  unread_by_server connections_to conformance_has start_ready_server conformance_newer_route
-                 conformance_drop_kind weighted_shares);
+                 conformance_drop_kind weighted_shares conformance_mode start_conformance_run conformance_run_settled
+                 stop_conformance_run);
 
 1;

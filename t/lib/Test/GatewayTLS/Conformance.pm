@@ -6,24 +6,126 @@ package Test::GatewayTLS::Conformance;
 use strict;
 use warnings;
 
+use Digest::SHA ();
 use Exporter 'import';
-use File::Path qw(make_path);
+use File::Path qw(make_path remove_tree);
+use POSIX ();
 use Test::More ();
+use Time::HiRes qw(sleep time);
 
 use Test::GatewayTLS::Env qw(:DEFAULT $Module $ServRoot _setup);
 use Test::GatewayTLS::Nginx;
 use Test::GatewayTLS::Generator;
 
 our @EXPORT = qw(conformance_begin conformance_conditions conformance_dir conformance_drop_kind
-                conformance_has conformance_manifests conformance_newer_route conformance_setup
-                serve_conformance_gateway start_ready_server stop_conformance_gateway
-                tls_secret_yaml weighted_shares);
+                conformance_has conformance_manifests conformance_mode conformance_newer_route conformance_setup
+                serve_conformance_gateway start_conformance_run conformance_run_settled start_ready_server
+                stop_conformance_gateway stop_conformance_run tls_secret_yaml weighted_shares);
 
-my $ConformanceRunning;  # the out dir of the nginx serve_conformance_gateway started
+# How the replays serve the suite's Gateways: 'render' (gateway2nginx -f
+# renders each generation, nginx is started or reloaded with it) or 'run'
+# (gateway2nginx run -f watches the manifests, starts nginx and applies
+# each later generation itself, pushed or reloaded as it decides). The
+# t/4*-run.t files set GTLS_CONFORMANCE_MODE=run; each mode's results make
+# a ConformanceReport of their own.
+sub conformance_mode {
+    my $mode = $ENV{GTLS_CONFORMANCE_MODE} // 'render';
+    die "GTLS_CONFORMANCE_MODE=$mode: render or run\n" unless $mode =~ /^(?:render|run)$/;
+    return $mode;
+}
+
+# ---- gateway2nginx run serving one Gateway ----------------------------------
+
+my (%RunPid, %RunRead, %RunWorkers);  # by OUTDIR: its run, how much of its log was read, its nginx's workers then
+
+# What run logs once OUTDIR (status.yaml) holds what it applied last, and
+# nginx serves it (route tables filled after a start or a reload); and
+# what it logs while OUTDIR is still to catch up. Input it found bad (a
+# file read while written) is not what it settles on: the next read is.
+my $RunSettled = qr/OUTDIR written with the servers pushed since|after (?:the reload|nginx started), \d+ upstream|after (?:the reload|nginx started) failed|no change to the configuration or the status|the configuration nginx runs is unchanged|refuses the configuration/;
+my $RunBehind = qr/pushed to nginx, no reload/;
+
+# Starts gateway2nginx run -f MANIFESTS -o OUT for Gateway NAME of the
+# suite's namespace alone ('': every Gateway), starting its nginx, with ARGS; waits until
+# nginx serves (and, with --routes table, its tables are filled). Returns
+# '' or why it does not serve.
+sub start_conformance_run {
+    my ($out, $manifests, $name, @args) = @_;
+    my $log = "$out.run.log";
+    remove_tree($out);
+    unlink $log;
+    my $module_dir = $Module =~ s{/[^/]+$}{}r;
+    my @gateway = $name ne '' ? ('--gateway', "gateway-conformance-infra/$name") : ();
+    my $pid = start_run($log, '-f', $manifests, '-o', $out, @gateway,
+                        '--module-dir', $module_dir, '--status-listen', 'off', '--nginx', nginx_binary(),
+                        '--start-nginx', '--shutdown-delay', '1ms', '--debounce', '50', @args);
+    $RunPid{$out} = $pid;
+    my $table = grep { $_ eq 'table' } @args;
+    my $started = $table ? qr/after nginx started, \d+ upstream|after nginx started failed/ : qr/nginx started/;
+    my $serves = sub { -f $log && slurp($log) =~ $started };
+    wait_for(sub { $serves->() || waitpid($pid, POSIX::WNOHANG()) != 0 }, 15);
+    return "gateway2nginx run for $name serves nothing:\n" . (-f $log ? slurp($log) : '') unless $serves->();
+    $RunRead{$out} = length slurp($log);
+    $RunWorkers{$out} = _workers($out);
+    return '';
+}
+
+# The master of the nginx serving OUT and its workers ("PID PID ...")
+sub _master { my ($out) = @_; return -f "$out/nginx.pid" ? slurp("$out/nginx.pid") =~ s/\s+//gr : '' }
+sub _workers { my $master = _master(@_); return $master ? worker_pids($master) : '' }
+
+# Whether the run of OUT applied what changed since it was last asked:
+# waited for, up to 15 s. After a reload, until the workers before it
+# are gone: they may accept a connection still, served as before, while
+# they shut down.
+sub conformance_run_settled {
+    my ($out) = @_;
+    my $log = "$out.run.log";
+    my $settled = sub {
+        my $text = substr(-f $log ? slurp($log) : '', $RunRead{$out} // 0);
+        my ($settled, $behind) = (-1, -1);
+        while ($text =~ /($RunSettled)|$RunBehind/g) {
+            if (defined $1) { $settled = pos($text) } else { $behind = pos($text) }
+        }
+        return $settled > $behind;
+    };
+    my $ok = wait_for($settled, 15);
+    $RunRead{$out} = length(slurp($log) // '');
+    $ok &&= !_master($out) || wait_workers_replaced(_master($out), $RunWorkers{$out} // '');
+    $RunWorkers{$out} = _workers($out);
+    return $ok;
+}
+
+# Stops the run of OUT (it stops its nginx, letting what is in flight end).
+sub stop_conformance_run {
+    my ($out) = @_;
+    my $run = delete $RunPid{$out} or return;
+    kill 'TERM', $run;
+    my $deadline = time + 10;
+    sleep 0.02 while waitpid($run, POSIX::WNOHANG()) == 0 && time < $deadline;
+    kill('KILL', $run), waitpid($run, 0) if kill 0, $run;
+}
+
+# ---- one Gateway served at a time --------------------------------------------
+
+my $ConformanceRunning;  # the out dir of the nginx (or run) serve_conformance_gateway started
+my %Served;  # by out dir, in run mode: the manifests' digest it last applied
 
 sub stop_conformance_gateway {
-    stop_nginx($ConformanceRunning, 'TERM') if $ConformanceRunning;
+    if ($ConformanceRunning && $RunPid{$ConformanceRunning}) {
+        stop_conformance_run($ConformanceRunning);
+    } elsif ($ConformanceRunning) {
+        stop_nginx($ConformanceRunning, 'TERM');
+    }
     $ConformanceRunning = undef;
+}
+
+# What the files of DIR hold, as one digest
+sub _manifests_digest {
+    my ($dir) = @_;
+    my $sha = Digest::SHA->new(256);
+    $sha->add($_, "\0", slurp($_), "\0") for sort glob("$dir/*.yaml");
+    return $sha->hexdigest;
 }
 
 # The Gateway API conformance suite: GATEWAY_API_DIR/conformance, where
@@ -161,17 +263,18 @@ sub weighted_shares {
 }
 
 # Renders one Gateway of the suite's namespace alone (--gateway, nginx -t
-# included) into servroot/out-GATEWAY with every listener port + OFFSET and,
+# included; GATEWAY '': every one, into servroot/out) into servroot/out-GATEWAY with every listener port + OFFSET and,
 # given FIRST_PORT (a TCP port, or a UDP one with PROTO 'udp'), starts its
 # nginx (stopping the one started before); returns its status, keyed as
 # read_status does.
 sub serve_conformance_gateway {
     my ($manifests, $gateway, $offset, $first_port, $proto) = @_;
-    stop_nginx($ConformanceRunning, 'TERM') if $ConformanceRunning;  # its test is over
-    $ConformanceRunning = undef;
-    my $out = "$ServRoot/out-$gateway";
+    my $out = $gateway ne '' ? "$ServRoot/out-$gateway" : "$ServRoot/out";
+    return _serve_by_run($manifests, $gateway, $offset, $out) if conformance_mode() eq 'run';
+    stop_conformance_gateway();  # its test is over
     my $module_dir = $Module =~ s{/[^/]+$}{}r;
-    my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, '--gateway', "gateway-conformance-infra/$gateway",
+    my @gateway = $gateway ne '' ? ('--gateway', "gateway-conformance-infra/$gateway") : ();
+    my ($rc, $output) = run_generator('-f', $manifests, '-o', $out, @gateway,
                                       '--port-offset', $offset, '--listen-address', '127.0.0.1',
                                       '--module-dir', $module_dir, '--status-listen', 'off', '--check');
     Test::More::is($rc, 0, "$gateway: gateway2nginx writes a configuration that passes nginx -t")
@@ -181,6 +284,27 @@ sub serve_conformance_gateway {
         $ConformanceRunning = $out;
     }
     return read_status("$out/status.yaml");
+}
+
+# In run mode: the run serving GATEWAY (its nginx started whatever the
+# test asks of it) goes on serving it while the test edits the manifests,
+# each edit applied by run itself; another Gateway's run is stopped first.
+sub _serve_by_run {
+    my ($manifests, $gateway, $offset, $out) = @_;
+    my $digest = _manifests_digest($manifests);
+    if (($ConformanceRunning // '') ne $out || !$RunPid{$out}) {
+        stop_conformance_gateway();  # its test is over
+        my $why = start_conformance_run($out, $manifests, $gateway, '--port-offset', $offset,
+                                        '--listen-address', '127.0.0.1',
+                                        '--upstream-api', '127.0.0.1:' . (server_port() + 18));
+        Test::More::is($why, '', "$gateway: gateway2nginx run serves it");
+        $ConformanceRunning = $out;
+    } elsif ($Served{$out} ne $digest) {
+        Test::More::ok(conformance_run_settled($out), "$gateway: gateway2nginx run applied the edit")
+            or Test::More::diag(slurp("$out.run.log"));
+    }
+    $Served{$out} = $digest;
+    return -f "$out/status.yaml" ? read_status("$out/status.yaml") : {};
 }
 
 # The conditions (and listener entries) of one object of the suite's namespace.
