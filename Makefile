@@ -266,7 +266,7 @@ test: deps
 # serves) and t/402 (t/401's replay through gateway2nginx run), which this
 # machine's suite runs.
 RELEASE ?= trixie
-DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/323-% t/324-% t/370-% t/372-% t/374-% t/375-% t/380-% t/402-%,\
+DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/323-% t/324-% t/370-% t/372-% t/373-% t/374-% t/375-% t/380-% t/402-%,\
   $(sort $(wildcard t/*.t))),$(TESTS))
 test-debian:
 	.ci/debian-chroot $(RELEASE) deps

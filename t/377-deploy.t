@@ -222,9 +222,16 @@ sub used { my ($verb, $resource) = @_; scalar grep { $_->{verb} eq $verb && $_->
 my $cluster_rules = [map { @{ $by{"ClusterRole/$_"}{rules} } } qw(gateway2nginx gateway2nginx-namespaced)];
 is_deeply([map { $by{"ClusterRoleBinding/$_"}{roleRef}{name} } qw(gateway2nginx gateway2nginx-namespaced)],
           [qw(gateway2nginx gateway2nginx-namespaced)], 'the base binds both ClusterRoles cluster-wide');
-is(scalar(grep { grep { m{^(?:gatewayclasses|namespaces)(?:/|$)} } @{ $_->{resources} } }
+# what is in no namespace, as the API server says (kubectl api-resources)
+my ($api_rc, $api_resources) = kubectl('api-resources', '--namespaced=false', '-o', 'name');
+is($api_rc, 0, 'kubectl api-resources --namespaced=false') or diag $api_resources;
+my %cluster_wide = map { (split /\./, $_, 2)[0] => 1 } split /\n/, $api_resources;
+ok($cluster_wide{gatewayclasses} && $cluster_wide{clustertrustbundles} && !$cluster_wide{gateways},
+   'it names GatewayClasses and ClusterTrustBundles, not Gateways') or diag $api_resources;
+sub cluster_wide { $cluster_wide{ (split m{/}, shift)[0] } }
+is(scalar(grep { grep { cluster_wide($_) } @{ $_->{resources} } }
           @{ $by{'ClusterRole/gateway2nginx-namespaced'}{rules} }), 0, 'gateway2nginx-namespaced: namespaced kinds only');
-is(scalar(grep { grep { !m{^(?:gatewayclasses|namespaces)(?:/|$)} } @{ $_->{resources} } }
+is(scalar(grep { grep { !cluster_wide($_) } @{ $_->{resources} } }
           @{ $by{'ClusterRole/gateway2nginx'}{rules} }), 0, 'gateway2nginx: what is in no namespace only');
 my $lease_rules = $by{'Role/gateway2nginx-leader-election'}{rules};
 my $with_rules = [@$cluster_rules, @$service_rules];
@@ -324,7 +331,7 @@ waitpid($run, 0);
 ok($count > 20, "$count requests by gateway2nginx");
 is($denied, '', 'every request is allowed by the ClusterRole (what is in no namespace) or the Roles in ns and gateway-system');
 is($unused, '', 'and every rule is used');
-is(scalar(grep { $_->{verb} =~ /^(?:list|watch)$/ && $_->{resource} !~ /^(?:gatewayclasses|namespaces)$/
+is(scalar(grep { $_->{verb} =~ /^(?:list|watch)$/ && !cluster_wide($_->{resource})
                   && ($_->{namespace} // '(all)') ne 'ns' && !($_->{resource} eq 'services' && $_->{namespace} eq 'gateway-system') }
           requests()), 0, 'every list and watch of a namespaced kind is of ns (the front Service\'s, of gateway-system)');
 like(slurp($log3), qr/listed 1 Service\(s\) in gateway-system/, 'the Service in front of nginx, in gateway-system alone');

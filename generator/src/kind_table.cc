@@ -9,6 +9,7 @@ namespace g2n {
 namespace {
 
 constexpr const char *kCore = "";
+constexpr const char *kCertificates = "certificates.k8s.io";
 constexpr const char *kDiscovery = "discovery.k8s.io";
 constexpr const char *kGateway = "gateway.networking.k8s.io";
 
@@ -23,6 +24,10 @@ const std::vector<KindRow> kKinds = {
      parse_secret},
     {kCore, {"v1"}, "configmaps", "ConfigMap", Namespaced | Required | Tenant | FetchedWhenReferred,
      KindChange::Trust, parse_config_map},
+    // the cluster admin's or a signer's, not a tenant's, but one that fails
+    // costs only the references to it
+    {kCertificates, {"v1", "v1beta1"}, "clustertrustbundles", "ClusterTrustBundle", Tenant, KindChange::Trust,
+     parse_cluster_trust_bundle},
     {kDiscovery, {"v1"}, "endpointslices", "EndpointSlice", Namespaced | Required | Tenant, KindChange::Endpoints,
      parse_endpoint_slice},
     {kGateway, {"v1", "v1beta1"}, "gatewayclasses", "GatewayClass", Required | StatusWritten, KindChange::Whole,

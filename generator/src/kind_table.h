@@ -29,7 +29,7 @@ enum class KindChange {
 enum KindFlag : unsigned {
     Namespaced = 1,
     Required = 2,             // run cannot start when the API server does not serve it
-    Tenant = 4,               // tenants write it: a failure rejects that object alone
+    Tenant = 4,               // tenants write it (or trust bundles): a failure rejects that object alone
     StatusWritten = 8,        // status written back (RBAC: get, update of .../status)
     FetchedWhenReferred = 16, // held as a digest until something refers to it (RBAC: get)
 };

@@ -97,7 +97,7 @@ struct GatewayClass {
 // What a reference's group and kind name, of the kinds gateway2nginx
 // resolves references to; Other: any else, which the reference's own
 // group and kind say in messages.
-enum class RefKind { Service, ConfigMap, Secret, Gateway, ListenerSet, Other };
+enum class RefKind { Service, ConfigMap, Secret, ClusterTrustBundle, Gateway, ListenerSet, Other };
 
 inline RefKind ref_kind(const std::string &group, const std::string &kind)
 {
@@ -105,6 +105,8 @@ inline RefKind ref_kind(const std::string &group, const std::string &kind)
         if (kind == "Service") return RefKind::Service;
         if (kind == "ConfigMap") return RefKind::ConfigMap;
         if (kind == "Secret") return RefKind::Secret;
+    } else if (group == "certificates.k8s.io") {
+        if (kind == "ClusterTrustBundle") return RefKind::ClusterTrustBundle;
     } else if (group == "gateway.networking.k8s.io") {
         if (kind == "Gateway") return RefKind::Gateway;
         if (kind == "ListenerSet") return RefKind::ListenerSet;
@@ -112,8 +114,11 @@ inline RefKind ref_kind(const std::string &group, const std::string &kind)
     return RefKind::Other;
 }
 
-// a ConfigMap or a Secret: where CA certificates may be
-inline bool holds_certificates(RefKind k) { return k == RefKind::ConfigMap || k == RefKind::Secret; }
+// a ConfigMap, a Secret or a ClusterTrustBundle: where CA certificates may be
+inline bool holds_certificates(RefKind k)
+{
+    return k == RefKind::ConfigMap || k == RefKind::Secret || k == RefKind::ClusterTrustBundle;
+}
 
 struct SecretObjectRef {
     std::string group;  // "" = core
@@ -387,6 +392,15 @@ struct Secret {
     std::map<std::string, std::string> data;  // decoded
 };
 
+// Trust anchors for the whole cluster (certificates.k8s.io, KEP-3257): a
+// CA source caCertificateRefs name with no namespace and no ReferenceGrant
+// (GEP-5075)
+struct ClusterTrustBundle {
+    ObjectMeta meta;  // no namespace
+    std::string signer_name;
+    std::string trust_bundle;  // PEM
+};
+
 struct ReferenceGrantFrom {
     std::string group;
     std::string kind;
@@ -454,7 +468,7 @@ struct RejectedObject {
 };
 
 // Everything read from the input, in input order: kManifestLists lists.
-inline constexpr size_t kManifestLists = 14;
+inline constexpr size_t kManifestLists = 15;
 struct Manifests {
     std::vector<Namespace> namespaces;
     std::vector<GatewayClass> gateway_classes;
@@ -466,6 +480,7 @@ struct Manifests {
     std::vector<EndpointSlice> endpoint_slices;
     std::vector<ConfigMap> config_maps;
     std::vector<Secret> secrets;
+    std::vector<ClusterTrustBundle> cluster_trust_bundles;
     std::vector<ReferenceGrant> reference_grants;
     std::vector<BackendTLSPolicy> backend_tls_policies;
     std::vector<std::string> ignored;  // "Kind ns/name" of kinds we do not handle

@@ -129,6 +129,41 @@ BOOST_AUTO_TEST_CASE(invalid_ca_references_take_the_listener_down)
     }
 }
 
+// GEP-5075: the cluster's trust anchors validate clients of a Gateway of
+// any namespace, with no ReferenceGrant; a missing bundle takes the
+// listener down as a missing ConfigMap does
+BOOST_AUTO_TEST_CASE(a_cluster_trust_bundle_validates_clients)
+{
+    const std::string validation = "  tls:\n    frontend:\n      default:\n        validation:\n          caCertificateRefs: "
+                                   "[{group: certificates.k8s.io, kind: ClusterTrustBundle, name: clients}]\n";
+    const std::string bundle = "---\napiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: clients}\n"
+                               "spec:\n  trustBundle: |\n" + yaml_block(test_ca(), 4);
+    ResolveReads reads;
+    const Plan plan = resolve(parse(setup(validation) + bundle), Options{}, &reads);
+    BOOST_TEST(listener(status_of(plan, "Gateway", "gw"), "https")
+               == "Accepted=True/Accepted Programmed=True/Programmed ResolvedRefs=True/ResolvedRefs ");
+    const std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    ssl_verify_client on;\n    ssl_verify_client_handshake on;\n    ssl_client_certificate certs/ca-")
+                   != std::string::npos, http);
+    // the same CA file as the ConfigMap of the same CA
+    const Plan by_config_map = plan_of(setup(
+        "  tls:\n    frontend:\n      default:\n        validation:\n          caCertificateRefs: [{group: \"\", kind: ConfigMap, name: client-ca}]\n"));
+    auto client_ca = [](const Plan &p) {
+        for (const Server &server : p.servers) {
+            if (server.listener_port == 443) return server.client.ca;
+        }
+        return std::string();
+    };
+    BOOST_TEST_REQUIRE(!client_ca(plan).empty());
+    BOOST_TEST(client_ca(plan) == client_ca(by_config_map));
+    BOOST_TEST(reads.readers.at("ClusterTrustBundle /clients") == static_cast<unsigned>(Reader::Gateway));
+
+    const Plan missing = plan_of(setup(validation));
+    BOOST_TEST(listener(status_of(missing, "Gateway", "gw"), "https")
+               == "Accepted=False/NoValidCACertificate Programmed=False/Invalid ResolvedRefs=False/InvalidCACertificateRef ");
+    BOOST_TEST(render_http_conf(missing).find("listen 0.0.0.0:443") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(listener_option_pins_alone)
 {
     Plan plan = plan_of(setup("", std::string("      options: {gateway2nginx.io/client-certificate-pins: \"SPKI:")

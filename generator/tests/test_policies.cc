@@ -60,6 +60,112 @@ BOOST_AUTO_TEST_CASE(invalid_references_fail_closed)
                == "ConfigMap ns/missing does not exist");
 }
 
+namespace {
+
+// A ClusterTrustBundle of signer corp.example/roots holding `pem`
+std::string cluster_trust_bundle(const std::string &name, const std::string &pem)
+{
+    return "---\napiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: \"" + name
+           + "\"}\nspec:\n  signerName: corp.example/roots\n  trustBundle: |\n" + yaml_block(pem, 4);
+}
+
+std::string policy_of_bundle(const std::string &name, const std::string &field = "caCertificateRefs")
+{
+    return "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: p, namespace: ns}\n"
+           "spec:\n  targetRefs: [{group: \"\", kind: Service, name: svc}]\n  validation:\n    hostname: abc.example.com\n    "
+           + field + ": [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: \"" + name + "\"}]\n";
+}
+
+std::string ca_file(const Plan &plan, const std::string &path)
+{
+    for (const OutputFile &f : plan.files) {
+        if (f.path == path) return f.content;
+    }
+    return "";
+}
+
+}  // namespace
+
+// GEP-5075: a ClusterTrustBundle named by a policy of any namespace, with no
+// ReferenceGrant, is its CA bundle as a ConfigMap's ca.crt would be
+BOOST_AUTO_TEST_CASE(a_cluster_trust_bundle_is_a_ca_source)
+{
+    ResolveReads reads;
+    const Plan plan = resolve(parse(base_manifests() + cluster_trust_bundle("corp.example:roots:v1", test_ca())
+                                    + policy_of_bundle("corp.example:roots:v1")),
+                              Options{}, &reads);
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "p"))
+               == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    const Upstream &u = upstream_named(plan, "_443");
+    BOOST_TEST_REQUIRE(u.policy != nullptr);
+    BOOST_TEST(u.unusable.empty());
+    // the same bundle as the ConfigMap ns/ca of the same CA gives
+    const Plan by_config_map = plan_of(base_manifests() + policy("p", "", "abc.example.com"));
+    BOOST_TEST(u.policy->ca == upstream_named(by_config_map, "_443").policy->ca);
+    BOOST_TEST(ca_file(plan, u.policy->ca).find("BEGIN CERTIFICATE") != std::string::npos);
+    // what a change of it would change is known: its read is recorded
+    BOOST_TEST(reads.readers.at("ClusterTrustBundle /corp.example:roots:v1")
+               == static_cast<unsigned>(Reader::BackendTLSPolicy));
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_or_empty_cluster_trust_bundle_fails_closed)
+{
+    for (const std::string &bundle : {std::string(), cluster_trust_bundle("corp.example:roots:v1", "no PEM here\n")}) {
+        const Plan plan = plan_of(base_manifests() + bundle + policy_of_bundle("corp.example:roots:v1"));
+        const ObjectStatus &st = status_of(plan, "BackendTLSPolicy", "p");
+        BOOST_TEST(reasons(st) == "gw:Accepted=False/NoValidCACertificate gw:ResolvedRefs=False/InvalidCACertificateRef ");
+        BOOST_TEST(st.refs[0].conditions[1].message
+                   == (bundle.empty() ? "ClusterTrustBundle corp.example:roots:v1 does not exist"
+                                      : "ClusterTrustBundle corp.example:roots:v1 spec.trustBundle holds no PEM "
+                                        "certificate, or a block that does not parse"));
+        const Upstream &u = upstream_named(plan, "_443");
+        BOOST_TEST(u.tls());  // never plaintext
+        BOOST_TEST(!u.unusable.empty());
+    }
+}
+
+// trustedCertificates pins leaves: a bundle of trust anchors is refused
+BOOST_AUTO_TEST_CASE(a_cluster_trust_bundle_pins_nothing)
+{
+    const Plan plan = plan_of(base_manifests() + cluster_trust_bundle("corp.example:roots:v1", test_ca())
+                              + policy_of_bundle("corp.example:roots:v1", "trustedCertificates"));
+    const std::string r = reasons(status_of(plan, "BackendTLSPolicy", "p"));
+    BOOST_TEST(r.find("ResolvedRefs=False/InvalidKind") != std::string::npos, r);
+    BOOST_TEST(!upstream_named(plan, "_443").unusable.empty());
+}
+
+// The API server's naming rule: a bundle of no signer has no ':' in its
+// name, a signer's is named after it; one that breaks it is rejected
+// alone, and what names it fails closed
+BOOST_AUTO_TEST_CASE(cluster_trust_bundle_names_follow_the_api_server)
+{
+    const std::string ca = yaml_block(test_ca(), 4);
+    const Manifests m = parse(
+        "apiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: plain}\n"
+        "spec:\n  trustBundle: |\n" + ca
+        + "---\napiVersion: certificates.k8s.io/v1beta1\nkind: ClusterTrustBundle\nmetadata: {name: \"a:b\"}\n"
+          "spec:\n  trustBundle: |\n" + ca
+        + "---\napiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: \"other.example:x:1\"}\n"
+          "spec:\n  signerName: corp.example/roots\n  trustBundle: |\n" + ca
+        + "---\napiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: \"Corp:roots:1\"}\n"
+          "spec:\n  signerName: Corp/roots\n  trustBundle: |\n" + ca
+        + "---\napiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: \"corp.example:roots:1\"}\n"
+          "spec:\n  signerName: corp.example/roots\n  trustBundle: |\n" + ca);
+    BOOST_TEST_REQUIRE(m.cluster_trust_bundles.size() == 2u);
+    BOOST_TEST(m.cluster_trust_bundles[0].meta.name == "plain");
+    BOOST_TEST(m.cluster_trust_bundles[0].meta.namespace_ == "");
+    BOOST_TEST(m.cluster_trust_bundles[1].meta.name == "corp.example:roots:1");
+    BOOST_TEST_REQUIRE(m.rejected.size() == 3u);
+    BOOST_TEST(m.rejected[0].message.find("a ClusterTrustBundle of no signer has no ':' in its name")
+               != std::string::npos, m.rejected[0].message);
+    BOOST_TEST(m.rejected[1].message.find("is named corp.example:roots:...") != std::string::npos,
+               m.rejected[1].message);
+    BOOST_TEST(m.rejected[2].message.find("RFC 1123 subdomains joined by ':'") != std::string::npos,
+               m.rejected[2].message);
+    BOOST_TEST(m.rejected[1].meta.name == "other.example:x:1");
+    BOOST_TEST(m.rejected[1].meta.namespace_ == "");  // no namespace: none is made up
+}
+
 BOOST_AUTO_TEST_CASE(at_most_16_ancestors_and_no_gateway_left_in_plaintext)
 {
     std::string yaml = base_manifests() + policy("p", "https", "abc.example.com");

@@ -1,4 +1,4 @@
-// PolicyTrust: ConfigMap and Secret changes followed by recomputing only
+// PolicyTrust: ConfigMap, Secret and ClusterTrustBundle changes followed by recomputing only
 // the trust of the policies reading them. Property: after any sequence of
 // changes the plan renders, writes, pushes and reports what resolve makes
 // of the same objects, and the index asks for resolve exactly when more
@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,11 @@ namespace {
 
 // Services a0..a2 in ns and t1 behind an HTTP listener, each with a
 // BackendTLSPolicy: CAs from ConfigMaps (one shared, one own), from a
-// Secret, two references at once, trustedCertificates (pins); a policy
-// that loses a conflict; a TLSRoute's backend (stream{}); an
-// HTTPS listener whose client CAs are ConfigMaps (one of them a policy's
-// too) and whose certificate a Secret (what a Gateway reads is resolve's).
+// Secret and a ClusterTrustBundle, two references at once,
+// trustedCertificates (pins); a policy that loses a conflict; a TLSRoute's
+// backend (stream{}); an HTTPS listener whose client CAs are ConfigMaps
+// (one of them a policy's too) and a ClusterTrustBundle, and whose
+// certificate a Secret (what a Gateway reads is resolve's).
 std::string objects_yaml()
 {
     std::string yaml = class_and_certificate() + R"(apiVersion: gateway.networking.k8s.io/v1
@@ -43,7 +45,8 @@ spec:
     frontend:
       default:
         validation:
-          caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}, {group: "", kind: ConfigMap, name: shared}]
+          caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}, {group: "", kind: ConfigMap, name: shared},
+                              {group: certificates.k8s.io, kind: ClusterTrustBundle, name: "corp.example:signer:clients"}]
   listeners:
   - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
   - name: https
@@ -65,7 +68,8 @@ spec:
     const char *refs[] = {
         "caCertificateRefs: [{group: \"\", kind: ConfigMap, name: shared}]",
         "caCertificateRefs: [{group: \"\", kind: ConfigMap, name: own}, {group: \"\", kind: Secret, name: secret-ca}]",
-        "caCertificateRefs: [{group: \"\", kind: Secret, name: secret-ca}]",
+        "caCertificateRefs: [{group: \"\", kind: Secret, name: secret-ca}, "
+        "{group: certificates.k8s.io, kind: ClusterTrustBundle, name: \"corp.example:signer:roots\"}]",
     };
     for (const char *ns : {"ns", "t1"}) {
         const std::string n = ns;
@@ -141,6 +145,21 @@ std::string data_yaml(int variant)
 std::string object_yaml(const std::string &kind, const std::string &ns, const std::string &name, int variant)
 {
     std::string data = data_yaml(variant);
+    if (kind == "ClusterTrustBundle") {
+        // one PEM text: the variant's values, one after the other
+        std::string pem, line;
+        std::istringstream lines(data);
+        while (std::getline(lines, line)) {
+            if (line.rfind("    ", 0) == 0) {
+                pem += line + "\n";
+            } else if (line.back() != '|') {
+                pem += "    " + line.substr(line.find(": ") + 2) + "\n";  // not a certificate
+            }
+        }
+        return "---\napiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: \"" + name
+               + "\"}\nspec:\n  signerName: corp.example/signer\n  trustBundle: |\n"
+               + pem;
+    }
     if (kind == "Secret") {
         // Secrets' data is base64: stringData says the same in plain text
         return "---\napiVersion: v1\nkind: Secret\nmetadata: {name: " + name + ", namespace: " + ns
@@ -206,8 +225,10 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
     const std::vector<Object> objects = {
         {"ConfigMap", "ns", "shared"}, {"ConfigMap", "t1", "shared"}, {"ConfigMap", "ns", "own"},
         {"ConfigMap", "t1", "own"},    {"Secret", "ns", "secret-ca"}, {"Secret", "t1", "secret-ca"},
-        {"ConfigMap", "t1", "late"},   {"ConfigMap", "ns", "leaves"}, {"ConfigMap", "ns", "client-ca"},
-        {"ConfigMap", "ns", "unread"}, {"Secret", "ns", "unread"},    {"Secret", "ns", "cert"},
+        {"ConfigMap", "t1", "late"},   {"ClusterTrustBundle", "", "corp.example:signer:roots"},
+        {"ConfigMap", "ns", "leaves"}, {"ConfigMap", "ns", "client-ca"},
+        {"ClusterTrustBundle", "", "corp.example:signer:clients"}, {"ConfigMap", "ns", "unread"},
+        {"Secret", "ns", "unread"},    {"Secret", "ns", "cert"},
     };
     std::map<size_t, int> held;  // object -> variant; absent: deleted
     for (size_t i = 0; i < objects.size(); i++) held[i] = objects[i].name == "leaves" ? 4 : 0;
@@ -254,20 +275,25 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
         for (int c = 0; c < changes; c++) {
             // mostly the CAs the policies read; at times a Gateway's or
             // one nothing reads
-            const size_t i = pick(3) ? static_cast<size_t>(pick(7)) : static_cast<size_t>(7 + pick(5));
+            const size_t i = pick(3) ? static_cast<size_t>(pick(8)) : static_cast<size_t>(8 + pick(6));
             const Object &object = objects[i];
             changed += " " + object.kind + " " + object.ns + "/" + object.name;
             // by a Gateway, or by a policy whose trust the API does not replace
             static const std::map<std::string, std::vector<std::string>> policies_reading = {
                 {"shared", {"p-a0"}}, {"own", {"p-a1"}}, {"secret-ca", {"p-a1", "p-a2"}},
-                {"late", {"p-late"}}, {"leaves", {"p-pinned"}}, {"client-ca", {}}, {"cert", {}}, {"unread", {}}};
+                {"late", {"p-late"}}, {"leaves", {"p-pinned"}}, {"client-ca", {}}, {"cert", {}}, {"unread", {}},
+                {"corp.example:signer:roots", {"p-a2"}}, {"corp.example:signer:clients", {}}};
             const auto replaceable = trust_replaceable_policies(plan, o);
-            read_elsewhere |= object.name == "cert" || object.name == "client-ca" || (object.name == "shared" && object.ns == "ns");
+            read_elsewhere |= object.name == "cert" || object.name == "client-ca" || object.name == "corp.example:signer:clients"
+                              || (object.name == "shared" && object.ns == "ns");
+            // a ClusterTrustBundle is read from every namespace
+            const std::vector<std::string> readers_ns =
+                object.ns.empty() ? std::vector<std::string>{"ns", "t1"} : std::vector<std::string>{object.ns};
             for (const std::string &policy : policies_reading.at(object.name)) {
-                read_elsewhere |= !replaceable.count(object.ns + "/" + policy);
+                for (const std::string &ns : readers_ns) read_elsewhere |= !replaceable.count(ns + "/" + policy);
             }
             if (object.name == "cert") {
-                index->secret_changed(object.ns + "/" + object.name, nullptr);  // said changed, as it was
+                index->object_changed("Secret", object.ns + "/" + object.name, nullptr);  // said changed, as it was
                 continue;
             }
             if (pick(6) == 0) {
@@ -278,11 +304,7 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
             }
             Manifests one = held.count(i) ? parse(object_yaml(object.kind, object.ns, object.name, held[i])) : Manifests{};
             const std::string key = object.ns + "/" + object.name;
-            if (object.kind == "ConfigMap") {
-                index->config_map_changed(key, held.count(i) ? &one.config_maps.at(0) : nullptr);
-            } else {
-                index->secret_changed(key, held.count(i) ? &one.secrets.at(0) : nullptr);
-            }
+            index->object_changed(object.kind, key, held.count(i) ? &one : nullptr);
         }
         ResolveReads want_reads;
         const Manifests now = parse(all_yaml());
@@ -344,11 +366,11 @@ BOOST_AUTO_TEST_CASE(what_resolve_never_looked_up_changes_nothing)
     BOOST_TEST(reads.readers.size() == 1u);
     BOOST_TEST(reads.readers[read_key("Service", "ns", "web")] == static_cast<unsigned>(Reader::Route));
     PolicyTrust index(m, plan, o, reads);
-    ConfigMap cm;
-    cm.meta.namespace_ = "ns";
-    cm.meta.name = "ca";
-    index.config_map_changed("ns/ca", &cm);
-    index.config_map_changed("ns/other", nullptr);
+    Manifests one;
+    one.config_maps.emplace_back().meta.namespace_ = "ns";
+    one.config_maps.back().meta.name = "ca";
+    index.object_changed("ConfigMap", "ns/ca", &one);
+    index.object_changed("ConfigMap", "ns/other", nullptr);
     const PolicyTrust::Update update = index.update(&plan);
     BOOST_TEST(!update.needs_resolve);
     BOOST_TEST(update.changed.empty());
@@ -364,7 +386,7 @@ BOOST_AUTO_TEST_CASE(the_upstream_api_off_every_trust_change_needs_resolve)
     Plan plan = resolve(m, o, &reads);
     BOOST_TEST(reads.readers.count("ConfigMap ns/ca") == 1u);
     PolicyTrust index(m, plan, o, reads);
-    index.config_map_changed("ns/ca", nullptr);
+    index.object_changed("ConfigMap", "ns/ca", nullptr);
     BOOST_TEST(index.update(&plan).needs_resolve);
 }
 

@@ -1,6 +1,9 @@
 // Kubernetes' own kinds the generator reads (Namespace, Service,
-// EndpointSlice, ConfigMap, Secret) and Gateway API's ReferenceGrant.
+// EndpointSlice, ConfigMap, Secret, ClusterTrustBundle) and Gateway API's
+// ReferenceGrant.
 #include "parse/kinds.h"
+
+#include <algorithm>
 
 #include "parse/fields.h"
 
@@ -120,6 +123,29 @@ void parse_secret(const Document &doc, const YamlNode &root, Manifests *out)
         s.data[entry.first] = entry.second;
     }
     out->secrets.push_back(std::move(s));
+}
+
+void parse_cluster_trust_bundle(const Document &doc, const YamlNode &root, Manifests *out)
+{
+    ClusterTrustBundle b;
+    b.meta = doc.meta(root, false);
+    YamlNode spec = doc.child(root, "", "spec");
+    b.signer_name = doc.string(spec, "spec", "signerName");
+    b.trust_bundle = doc.string(spec, "spec", "trustBundle", true);
+    // the API server's naming rule: what a signer's bundles are called
+    // says whose they are
+    const std::string prefix = [&] {
+        std::string p = b.signer_name;
+        std::replace(p.begin(), p.end(), '/', ':');
+        return p + ":";
+    }();
+    if (b.signer_name.empty() ? b.meta.name.find(':') != std::string::npos : b.meta.name.rfind(prefix, 0) != 0) {
+        doc.fail(doc.child(root, "", "metadata").get("name"), "metadata.name",
+                 b.signer_name.empty() ? "a ClusterTrustBundle of no signer has no ':' in its name"
+                                       : "a ClusterTrustBundle of signer " + b.signer_name + " is named " + prefix
+                                             + "...");
+    }
+    out->cluster_trust_bundles.push_back(std::move(b));
 }
 
 void parse_reference_grant(const Document &doc, const YamlNode &root, Manifests *out)

@@ -22,6 +22,7 @@ void parse_service(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_endpoint_slice(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_config_map(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_secret(const Document &doc, const YamlNode &root, Manifests *out);
+void parse_cluster_trust_bundle(const Document &doc, const YamlNode &root, Manifests *out);
 void parse_reference_grant(const Document &doc, const YamlNode &root, Manifests *out);
 std::string hash_to_pin(const std::string &type, const std::string &algorithm, const std::string &value,
                         std::string *why);

@@ -18,7 +18,7 @@ void parse_known_object(const Document &doc, const YamlNode &root, const std::st
 // its name for the status, a route's parents, a policy's targets (so that
 // the traffic the policy was meant to protect fails closed, never plain).
 void reject(const Document &doc, const YamlNode &root, const std::string &api_version,
-            const std::string &kind, const std::string &message, Manifests *out)
+            const std::string &kind, bool namespaced, const std::string &message, Manifests *out)
 {
     RejectedObject r;
     r.api_version = api_version;
@@ -27,8 +27,10 @@ void reject(const Document &doc, const YamlNode &root, const std::string &api_ve
     r.meta.pos = doc.pos(root);
     YamlNode metadata = root.get("metadata");
     const std::string &name = metadata.get("name").scalar();
-    std::string ns = metadata.get("namespace").defined() ? metadata.get("namespace").scalar() : "default";
-    if (valid_object_name(kind, name) && valid_dns1123_label(ns)) {
+    std::string ns = !namespaced                          ? ""
+                     : metadata.get("namespace").defined() ? metadata.get("namespace").scalar()
+                                                           : "default";
+    if (valid_object_name(kind, name) && (!namespaced || valid_dns1123_label(ns))) {
         r.meta.name = name;
         r.meta.namespace_ = ns;
         r.meta.creation_timestamp = metadata.get("creationTimestamp").scalar();
@@ -95,7 +97,7 @@ void parse_object(const Document &doc, const YamlNode &root, Manifests *out)
     try {
         parse_known_object(doc, root, api_version, row, out);
     } catch (const InputError &e) {
-        reject(doc, root, api_version, kind, e.what(), out);
+        reject(doc, root, api_version, kind, row->namespaced(), e.what(), out);
     }
 }
 

@@ -209,8 +209,11 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced, std::map<std::s
         fail(metadata.get("name"), "metadata.name",
              kind == "Service" ? "a Service name must be an RFC 1035 label (lower case letters, digits, '-', "
                                  "starting with a letter, at most 63 characters)"
-                               : "must be an RFC 1123 subdomain (lower case letters, digits, '-' and '.', "
-                                 "at most 253 characters)");
+             : kind == "ClusterTrustBundle"
+                 ? "must be RFC 1123 subdomains joined by ':' (lower case letters, digits, '-', '.' and ':', "
+                   "at most 253 characters)"
+                 : "must be an RFC 1123 subdomain (lower case letters, digits, '-' and '.', "
+                   "at most 253 characters)");
     }
     if (namespaced && !valid_dns1123_label(m.namespace_)) {
         fail(metadata.get("namespace"), "metadata.namespace",
@@ -229,15 +232,15 @@ ObjectMeta Document::meta(const YamlNode &root, bool namespaced, std::map<std::s
     return m;
 }
 
-namespace {
-
-void parse_root(const Document &doc, const YamlNode &root, Manifests *out);
-
 bool is_document_marker(const std::string &line)
 {
     return (line.compare(0, 3, "---") == 0 || line.compare(0, 3, "...") == 0)
            && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
 }
+
+namespace {
+
+void parse_root(const Document &doc, const YamlNode &root, Manifests *out);
 
 // Its objects, each stamped with the digest of the document's text
 void parse_document(const YamlTree &tree, const std::shared_ptr<const std::string> &file, int line_offset,
@@ -259,6 +262,7 @@ void parse_document(const YamlTree &tree, const std::shared_ptr<const std::strin
     stamp(objects.endpoint_slices);
     stamp(objects.config_maps);
     stamp(objects.secrets);
+    stamp(objects.cluster_trust_bundles);
     stamp(objects.reference_grants);
     stamp(objects.backend_tls_policies);
     append_manifests(out, std::move(objects));
@@ -300,6 +304,7 @@ void each_list(F f, M &...m)
     f(m.endpoint_slices...);
     f(m.config_maps...);
     f(m.secrets...);
+    f(m.cluster_trust_bundles...);
     f(m.reference_grants...);
     f(m.backend_tls_policies...);
     f(m.ignored...);
@@ -867,7 +872,19 @@ bool valid_ip_address(const std::string &s)
 bool valid_object_name(const std::string &kind, const std::string &name)
 {
     // Services are DNS names inside the cluster: RFC 1035 labels
-    return kind == "Service" ? valid_dns1035_label(name) : valid_dns1123_subdomain(name);
+    if (kind == "Service") return valid_dns1035_label(name);
+    if (kind == "ClusterTrustBundle") {
+        // a signer's bundle is named "signer.example:name:anything"
+        if (name.size() > 253) return false;
+        for (size_t from = 0, colon = 0; colon != std::string::npos; from = colon + 1) {
+            colon = name.find(':', from);
+            if (!valid_dns1123_subdomain(name.substr(from, colon == std::string::npos ? colon : colon - from))) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return valid_dns1123_subdomain(name);
 }
 
 // Gateway API PreciseHostname / Hostname (a wildcard only as the first label).

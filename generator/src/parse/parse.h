@@ -171,6 +171,8 @@ void parse_texts(const std::vector<std::pair<std::string, SharedText>> &texts, M
 void parse_path(const std::string &path, Manifests *out, unsigned jobs = 1, DocumentCache *cache = nullptr);
 // The files parse_path reads for `path`, in its order. Throws InputError.
 std::vector<std::string> input_files(const std::string &path);
+// Whether a line ends one YAML document and begins the next ("---", "...")
+bool is_document_marker(const std::string &line);
 // The documents of a text, as parse_path splits a file (at "---" and "...")
 std::vector<std::string> split_documents(const std::string &text);
 
@@ -189,6 +191,7 @@ void each_object(const Manifests &m, F f)
     for (const EndpointSlice &o : m.endpoint_slices) f("EndpointSlice", o.meta);
     for (const ConfigMap &o : m.config_maps) f("ConfigMap", o.meta);
     for (const Secret &o : m.secrets) f("Secret", o.meta);
+    for (const ClusterTrustBundle &o : m.cluster_trust_bundles) f("ClusterTrustBundle", o.meta);
     for (const ReferenceGrant &o : m.reference_grants) f("ReferenceGrant", o.meta);
     for (const BackendTLSPolicy &o : m.backend_tls_policies) f("BackendTLSPolicy", o.meta);
 }

@@ -10,7 +10,8 @@ namespace g2n {
 void Resolver::rejected_statuses(std::vector<StatusList::Item> *route_statuses)
 {
     for (const RejectedObject &x : m_.rejected) {
-        plan_->warnings.push_back(x.kind + " " + (x.meta.name.empty() ? "with an invalid name" : x.meta.key())
+        const std::string name = x.meta.namespace_.empty() ? x.meta.name : x.meta.key();  // cluster-wide
+        plan_->warnings.push_back(x.kind + " " + (x.meta.name.empty() ? "with an invalid name" : name)
                                   + " is rejected: " + x.message);
         if (x.meta.name.empty() || x.kind == "BackendTLSPolicy") continue;
         ObjectStatus st;

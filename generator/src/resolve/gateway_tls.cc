@@ -77,11 +77,14 @@ bool resolve_client_validation(const ObjectIndex &objects, const Gateway &gw,
         for (const SecretObjectRef &ref : v->ca_refs) {
             std::string ns = ref.namespace_.empty() ? gw.meta.namespace_ : ref.namespace_;
             if (!holds_certificates(ref.refers_to())) {
-                return fail(cond::listener_invalid_ca_kind, "caCertificateRefs: kind " + ref.kind + " in group \""
-                                                            + ref.group + "\" (" + ref.name
-                                                            + ") is not supported; use a ConfigMap or a Secret");
+                return fail(cond::listener_invalid_ca_kind,
+                            "caCertificateRefs: kind " + ref.kind + " in group \"" + ref.group + "\" (" + ref.name
+                                + ") is not supported; use a ConfigMap, a Secret or a ClusterTrustBundle");
             }
-            if (ns != gw.meta.namespace_ && !objects.granted("Gateway", gw.meta.namespace_, ref.kind, ns, ref.name, Reader::Gateway)) {
+            // a ClusterTrustBundle is the whole cluster's: no grant (GEP-5075)
+            const bool cluster_wide = ref.refers_to() == RefKind::ClusterTrustBundle;
+            if (!cluster_wide && ns != gw.meta.namespace_
+                && !objects.granted("Gateway", gw.meta.namespace_, ref.kind, ns, ref.name, Reader::Gateway)) {
                 return fail(cond::listener_ref_not_permitted, ref.kind + " " + ns + "/" + ref.name
                                                    + " is in another namespace and no ReferenceGrant allows it");
             }

@@ -55,23 +55,29 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
                          const std::vector<LocalObjectRef> &refs, bool trusted, Reader reader)
 {
     CaResult out;
+    const char *field = trusted ? "trustedCertificates" : "caCertificateRefs";
     for (const LocalObjectRef &ref : refs) {
         const std::map<std::string, std::string> *data = nullptr;
+        const std::string *ca_pem = nullptr;  // the certificates of a ClusterTrustBundle
         std::string what;
-        if (ref.refers_to() == RefKind::ConfigMap) {
+        const RefKind kind = ref.refers_to();
+        if (kind == RefKind::ConfigMap) {
             what = "ConfigMap " + ns + "/" + ref.name;
             if (const ConfigMap *cm = objects.config_map(ns, ref.name, reader)) data = &cm->data;
-        } else if (ref.refers_to() == RefKind::Secret) {
+        } else if (kind == RefKind::Secret) {
             what = "Secret " + ns + "/" + ref.name;
             if (const Secret *s = objects.secret(ns, ref.name, reader)) data = &s->data;
+        } else if (kind == RefKind::ClusterTrustBundle && !trusted) {
+            what = "ClusterTrustBundle " + ref.name;
+            if (const ClusterTrustBundle *b = objects.cluster_trust_bundle(ref.name, reader)) ca_pem = &b->trust_bundle;
         } else {
-            out.invalid_kinds.push_back(std::string(trusted ? "trustedCertificates" : "caCertificateRefs")
-                                        + ": kind \"" + ref.kind + "\" in group \""
-                                        + ref.group + "\" (" + ref.name
-                                        + ") is not supported; use a ConfigMap or a Secret");
+            // a bundle of the cluster's trust anchors is no set of leaves to pin
+            out.invalid_kinds.push_back(std::string(field) + ": kind \"" + ref.kind + "\" in group \"" + ref.group
+                                        + "\" (" + ref.name + ") is not supported; use a ConfigMap"
+                                        + (trusted ? " or a Secret" : ", a Secret or a ClusterTrustBundle"));
             continue;
         }
-        if (data == nullptr) {
+        if (data == nullptr && ca_pem == nullptr) {
             out.invalid_refs.push_back(what + " does not exist");
             continue;
         }
@@ -89,14 +95,19 @@ CaResult resolve_ca_refs(const ObjectIndex &objects, const std::string &ns,
             out.valid++;
             continue;
         }
-        auto it = data->find("ca.crt");
-        if (it == data->end()) {
-            out.invalid_refs.push_back(what + " has no key ca.crt");
-            continue;
+        std::string where = what + " spec.trustBundle";
+        if (ca_pem == nullptr) {
+            auto it = data->find("ca.crt");
+            if (it == data->end()) {
+                out.invalid_refs.push_back(what + " has no key ca.crt");
+                continue;
+            }
+            ca_pem = &it->second;
+            where = what + " key ca.crt";
         }
-        const std::string &certificates = bundle_certificates(it->second);
+        const std::string &certificates = bundle_certificates(*ca_pem);
         if (certificates.empty()) {
-            out.invalid_refs.push_back(what + " key ca.crt holds no PEM certificate, or a block that does not parse");
+            out.invalid_refs.push_back(where + " holds no PEM certificate, or a block that does not parse");
             continue;
         }
         // what is written is OpenSSL's encoding of what parsed
@@ -194,6 +205,7 @@ ObjectIndex::ObjectIndex(const Manifests &m, ResolveReads *reads)
     for (const Service &o : m.services) services_.emplace(o.meta.key(), &o);
     for (const ConfigMap &o : m.config_maps) config_maps_.emplace(o.meta.key(), &o);
     for (const Secret &o : m.secrets) secrets_.emplace(o.meta.key(), &o);
+    for (const ClusterTrustBundle &o : m.cluster_trust_bundles) cluster_trust_bundles_.emplace(o.meta.key(), &o);
     for (const Namespace &o : m.namespaces) namespaces.emplace(o.meta.name, &o);
     slices_of_service.resize(m.services.size());
     for (const EndpointSlice &o : m.endpoint_slices) {
@@ -208,6 +220,13 @@ std::string read_key(const std::string &kind, const std::string &ns, const std::
     return kind + " " + ns + "/" + name;
 }
 
+std::string read_key_of(const std::string &kind, const std::string &name_key)
+{
+    const size_t slash = name_key.find('/');
+    if (slash == std::string::npos) return read_key(kind, "", name_key);
+    return read_key(kind, name_key.substr(0, slash), name_key.substr(slash + 1));
+}
+
 const ConfigMap *ObjectIndex::config_map(const std::string &ns, const std::string &name, Reader reader) const
 {
     if (reads_ != nullptr) reads_->readers[read_key("ConfigMap", ns, name)] |= static_cast<unsigned>(reader);
@@ -218,6 +237,14 @@ const Secret *ObjectIndex::secret(const std::string &ns, const std::string &name
 {
     if (reads_ != nullptr) reads_->readers[read_key("Secret", ns, name)] |= static_cast<unsigned>(reader);
     return find(secrets_, ns, name);
+}
+
+const ClusterTrustBundle *ObjectIndex::cluster_trust_bundle(const std::string &name, Reader reader) const
+{
+    if (reads_ != nullptr) {
+        reads_->readers[read_key("ClusterTrustBundle", "", name)] |= static_cast<unsigned>(reader);
+    }
+    return find(cluster_trust_bundles_, "", name);
 }
 
 const Service *ObjectIndex::service(const std::string &ns, const std::string &name, Reader reader) const

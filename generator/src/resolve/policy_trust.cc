@@ -8,12 +8,14 @@ namespace g2n {
 
 namespace {
 
-// "ConfigMap ns/name" or "Secret ns/name" of a policy's reference, as
-// ObjectIndex records what it looked up; "" for a kind it does not look up
+// "ConfigMap ns/name", "Secret ns/name" or "ClusterTrustBundle /name" of a
+// policy's reference, as ObjectIndex records what it looked up; "" for a
+// kind it does not look up
 std::string object_key(const std::string &ns, const LocalObjectRef &ref)
 {
-    if (!holds_certificates(ref.refers_to())) return "";
-    return read_key(ref.kind, ns, ref.name);
+    const RefKind kind = ref.refers_to();
+    if (!holds_certificates(kind)) return "";
+    return read_key(ref.kind, kind == RefKind::ClusterTrustBundle ? "" : ns, ref.name);
 }
 
 }  // namespace
@@ -73,45 +75,17 @@ PolicyTrust::PolicyTrust(const Manifests &manifests, const Plan &plan, const Opt
     }
     // what the tracked policies read, kept; two objects of one name are
     // not followed (resolve takes the first)
-    std::set<std::string> seen;
-    for (const ConfigMap &cm : manifests.config_maps) {
-        const std::string key = read_key("ConfigMap", cm.meta.namespace_, cm.meta.name);
-        if (!seen.insert(key).second && readers_.count(key)) usable_ = false;
-        if (read_by_.count(key)) config_maps_.view(key, cm);
-    }
-    for (const Secret &s : manifests.secrets) {
-        const std::string key = read_key("Secret", s.meta.namespace_, s.meta.name);
-        if (!seen.insert(key).second && readers_.count(key)) usable_ = false;
-        if (read_by_.count(key)) secrets_.view(key, s);
+    if (!objects_.view(
+            manifests, [&](const std::string &key) { return readers_.count(key) > 0; },
+            [&](const std::string &key) { return read_by_.count(key) > 0; })) {
+        usable_ = false;
     }
 }
 
-namespace {
-
-// what is kept of object `key` of `held`'s kind, now `now` (null: gone)
-template <typename Object>
-void keep_change(KeptObjects<Object> *held, const std::string &key, const Object *now, bool kept)
+void PolicyTrust::object_changed(const std::string &kind, const std::string &key, const Manifests *now)
 {
-    if (now == nullptr) {
-        held->erase(key);
-    } else if (kept) {
-        held->copy(key, *now);
-    }
-}
-
-}  // namespace
-
-void PolicyTrust::config_map_changed(const std::string &key, const ConfigMap *config_map)
-{
-    const std::string object = read_key("ConfigMap", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
-    keep_change(&config_maps_, object, config_map, read_by_.count(object) > 0);
-    changed_.insert(object);
-}
-
-void PolicyTrust::secret_changed(const std::string &key, const Secret *secret)
-{
-    const std::string object = read_key("Secret", key.substr(0, key.find('/')), key.substr(key.find('/') + 1));
-    keep_change(&secrets_, object, secret, read_by_.count(object) > 0);
+    const std::string object = read_key_of(kind, key);
+    objects_.changed(object, now, read_by_.count(object) > 0);
     changed_.insert(object);
 }
 
@@ -152,10 +126,7 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
     for (const std::string &key : affected) {
         const BackendTLSPolicy &p = *policies_.find(key);
         Manifests held;  // what it reads now
-        for (const std::string &object : policy_read_keys(p)) {
-            if (const ConfigMap *cm = config_maps_.find(object)) held.config_maps.push_back(*cm);
-            if (const Secret *s = secrets_.find(object)) held.secrets.push_back(*s);
-        }
+        for (const std::string &object : policy_read_keys(p)) objects_.add_to(object, &held);
         const ObjectIndex index(held);
         const CaResult ca = resolve_ca_refs(index, p.meta.namespace_, p.ca_certificate_refs, false, Reader::BackendTLSPolicy);
         const CaResult trusted = resolve_ca_refs(index, p.meta.namespace_, p.trusted_certificates, true, Reader::BackendTLSPolicy);

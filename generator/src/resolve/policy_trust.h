@@ -1,4 +1,5 @@
-// What ConfigMap and Secret changes do to a Plan resolve made. One that
+// What ConfigMap, Secret and ClusterTrustBundle changes do to a Plan
+// resolve made. One that
 // resolve never looked up changes nothing; one that only BackendTLSPolicies
 // read changes their trust (CA bundle, pins), recomputed as resolve
 // computes it (resolve_ca_refs, upstream_policy) with nothing else read
@@ -17,10 +18,12 @@
 
 #include "resolve/kept_objects.h"
 #include "resolve/resolve.h"
+#include "resolve/trust_objects.h"
 
 namespace g2n {
 
-// The ResolveReads keys of the ConfigMaps and Secrets a policy refers to
+// The ResolveReads keys of the ConfigMaps, Secrets and ClusterTrustBundles
+// a policy refers to
 std::vector<std::string> policy_read_keys(const BackendTLSPolicy &p);
 // The Services ("ns/name") a policy targets
 std::set<std::string> policy_target_services(const BackendTLSPolicy &p);
@@ -30,7 +33,7 @@ public:
     // `plan` is what resolve made of `manifests` with `options`, having
     // looked up `reads`; update() is given that plan (or what update() or
     // ServiceEndpoints made of it) and nothing else.
-    // It views manifests' policies, ConfigMaps and Secrets: they must
+    // It views manifests' policies and the objects they read: they must
     // stay, or be followed (follow(), copy_objects()).
     PolicyTrust(const Manifests &manifests, const Plan &plan, const Options &options, const ResolveReads &reads);
 
@@ -38,24 +41,22 @@ public:
     // document cache); false when one went nowhere: it is not usable.
     bool follow(const MovedObjects &moved)
     {
-        return policies_.follow(moved) && config_maps_.follow(moved) && secrets_.follow(moved);
+        return policies_.follow(moved) && objects_.follow(moved);
     }
     // manifests' objects are about to go: it copies those it views.
     void copy_objects()
     {
         policies_.copy_viewed();
-        config_maps_.copy_viewed();
-        secrets_.copy_viewed();
+        objects_.copy_viewed();
     }
 
     // False when the manifests cannot be followed by key (two ConfigMaps or
     // Secrets of one name, as files may hold): resolve it is.
     bool usable() const { return usable_; }
 
-    // The object called `key` ("namespace/name") is now this, or is gone
-    // (null).
-    void config_map_changed(const std::string &key, const ConfigMap *config_map);
-    void secret_changed(const std::string &key, const Secret *secret);
+    // The object of `kind` (holds_trust()) called `key` ("namespace/name",
+    // "/name" cluster-wide) is now the one `now` holds, or is gone (null).
+    void object_changed(const std::string &kind, const std::string &key, const Manifests *now);
     // The BackendTLSPolicy `key` is now `policy`, reading the objects it
     // read (RouteChanges applied the change): its trust is recomputed with it
     void policy_changed(const std::string &key, const BackendTLSPolicy &policy)
@@ -78,15 +79,14 @@ private:
 
     bool usable_ = true;
     std::unordered_map<std::string, unsigned> readers_;  // ResolveReads::readers
-    // the trust-replaceable policies reading ConfigMaps or Secrets, by key
+    // the trust-replaceable policies reading objects, by key
     KeptObjects<BackendTLSPolicy> policies_;
     // by object key ("ConfigMap ns/name"): the policies reading it, and
     // whether one that is not trust-replaceable does too
     std::unordered_map<std::string, std::vector<std::string>> read_by_;
     std::set<std::string> read_by_others_;
     // what those objects hold now, by object key
-    KeptObjects<ConfigMap> config_maps_;
-    KeptObjects<Secret> secrets_;
+    KeptTrustObjects objects_;
     std::set<std::string> changed_;  // object keys
 };
 

@@ -19,9 +19,9 @@
 
 namespace g2n {
 
-// Who read a ConfigMap, Secret or Service, and which: what a change of one
-// can do to the Plan. Keys "ConfigMap ns/name", "Secret ns/name" and
-// "Service ns/name", looked up whether or not the object exists (one made
+// Who read a ConfigMap, Secret, ClusterTrustBundle or Service, and which:
+// what a change of one can do to the Plan. Keys "ConfigMap ns/name",
+// "Secret ns/name", "ClusterTrustBundle /name" and "Service ns/name", looked up whether or not the object exists (one made
 // later changes the Plan too). A Service is read by a policy's target, a
 // route's backendRef (HTTPRoute and GRPCRoute: Route; the others:
 // StreamRoute) and the Gateways' status address; the ReferenceGrants of a
@@ -39,6 +39,9 @@ struct ResolveReads {
 // (a namespace's ReferenceGrants: name "*"): every reader and follower of
 // the reads makes it here, or a change would be missed
 std::string read_key(const std::string &kind, const std::string &ns, const std::string &name);
+// read_key() of the object of `kind` a change names by "namespace/name"
+// ("/name" or "name" for one of no namespace)
+std::string read_key_of(const std::string &kind, const std::string &name_key);
 
 // With `reads`, every ConfigMap and Secret resolve looked up is recorded.
 Plan resolve(const Manifests &manifests, const Options &options, ResolveReads *reads = nullptr);
@@ -79,6 +82,7 @@ struct ObjectIndex {
     // known (ResolveReads): a change of one nothing read changes nothing
     const ConfigMap *config_map(const std::string &ns, const std::string &name, Reader reader) const;
     const Secret *secret(const std::string &ns, const std::string &name, Reader reader) const;
+    const ClusterTrustBundle *cluster_trust_bundle(const std::string &name, Reader reader) const;
     // and Services likewise
     const Service *service(const std::string &ns, const std::string &name, Reader reader) const;
     // Whether a ReferenceGrant of to_ns lets a FROM_KIND of from_ns refer
@@ -103,6 +107,7 @@ struct ObjectIndex {
 private:
     std::unordered_map<std::string, const ConfigMap *> config_maps_;
     std::unordered_map<std::string, const Secret *> secrets_;
+    std::unordered_map<std::string, const ClusterTrustBundle *> cluster_trust_bundles_;
     std::unordered_map<std::string, const Service *> services_;
     const std::vector<ReferenceGrant> *grants_;
     const Service *services_base_ = nullptr;
@@ -144,7 +149,8 @@ void policy_statuses(const PolicyIndex &index, Plan *plan, StatusList *statuses)
 // object without one last), then namespace/name.
 bool older_first(const ObjectMeta &a, const ObjectMeta &b);
 
-// CA references (ConfigMaps or Secrets of namespace ns, key ca.crt) or,
+// CA references (ConfigMaps or Secrets of namespace ns, key ca.crt, or
+// ClusterTrustBundles) or,
 // with `trusted`, GEP-4152 trustedCertificates (any PEM value, as pins).
 struct CaResult {
     std::string bundle;

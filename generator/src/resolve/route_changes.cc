@@ -60,13 +60,6 @@ void pend(std::map<std::string, std::optional<T>> *pending, const std::string &k
     }
 }
 
-// read_key() of the ConfigMap or Secret a change names ("ns/name")
-std::string read_key_of(const std::string &kind, const std::string &name_key)
-{
-    const size_t slash = name_key.find('/');
-    return read_key(kind, name_key.substr(0, slash), name_key.substr(slash + 1));
-}
-
 }  // namespace
 
 std::string RouteChanges::route_key(const Route &r) { return std::string(route_kind_name(r.kind)) + " " + r.meta.key(); }
@@ -106,23 +99,16 @@ RouteChanges::RouteChanges(const Manifests &m, const Plan &plan, const Options &
     }
     for (const auto &[key, readers] : reads_) {
         // (a Service or the grants they read are no object sub_manifests() adds)
-        const bool held = key.rfind("ConfigMap ", 0) == 0 || key.rfind("Secret ", 0) == 0;
-        if (held && (readers & static_cast<unsigned>(Reader::Gateway))) gateway_reads_.push_back(key);
+        if (is_trust_read_key(key) && (readers & static_cast<unsigned>(Reader::Gateway))) gateway_reads_.push_back(key);
     }
-    for (const ConfigMap &c : m.config_maps) {
-        const std::string key = read_key("ConfigMap", c.meta.namespace_, c.meta.name);
-        if (reads_.count(key) && !config_maps_.view(key, c)) usable_ = false;
-    }
-    for (const Secret &s : m.secrets) {
-        const std::string key = read_key("Secret", s.meta.namespace_, s.meta.name);
-        if (reads_.count(key) && !secrets_.view(key, s)) usable_ = false;
-    }
+    auto read = [&](const std::string &key) { return reads_.count(key) > 0; };
+    if (!trust_objects_.view(m, read, read)) usable_ = false;
 }
 
 bool RouteChanges::follow(const MovedObjects &moved)
 {
     return routes_.follow(moved) && services_.follow(moved) && slices_.follow(moved) && policies_.follow(moved)
-           && config_maps_.follow(moved) && secrets_.follow(moved);
+           && trust_objects_.follow(moved);
 }
 
 void RouteChanges::copy_objects()
@@ -131,8 +117,7 @@ void RouteChanges::copy_objects()
     services_.copy_viewed();
     slices_.copy_viewed();
     policies_.copy_viewed();
-    config_maps_.copy_viewed();
-    secrets_.copy_viewed();
+    trust_objects_.copy_viewed();
 }
 
 void RouteChanges::index_route(const std::string &key, const Route &r, bool add)
@@ -167,18 +152,10 @@ void RouteChanges::slice_changed(const std::string &key, const EndpointSlice *sl
     slices_of_[slice->meta.namespace_ + "/" + slice->service_name].insert(key);
 }
 
-void RouteChanges::config_map_changed(const std::string &key, const ConfigMap *config_map)
+void RouteChanges::trust_object_changed(const std::string &kind, const std::string &key, const Manifests *now)
 {
-    const std::string read = read_key_of("ConfigMap", key);
-    config_maps_.erase(read);
-    if (config_map != nullptr && reads_.count(read)) config_maps_.copy(read, *config_map);
-}
-
-void RouteChanges::secret_changed(const std::string &key, const Secret *secret)
-{
-    const std::string read = read_key_of("Secret", key);
-    secrets_.erase(read);
-    if (secret != nullptr && reads_.count(read)) secrets_.copy(read, *secret);
+    const std::string read = read_key_of(kind, key);
+    trust_objects_.changed(read, now, reads_.count(read) > 0);
 }
 
 void RouteChanges::route_changed(const std::string &key, const Route *route)
@@ -271,10 +248,7 @@ Manifests RouteChanges::sub_manifests(const std::set<std::string> &keys, const s
         for (std::string &read : policy_read_keys(*p)) reads.insert(std::move(read));
     }
     reads.insert(gateway_reads_.begin(), gateway_reads_.end());
-    for (const std::string &key : reads) {
-        if (const ConfigMap *c = config_maps_.find(key)) sub.config_maps.push_back(*c);
-        if (const Secret *s = secrets_.find(key)) sub.secrets.push_back(*s);
-    }
+    for (const std::string &key : reads) trust_objects_.add_to(key, &sub);
     return sub;
 }
 

@@ -26,6 +26,7 @@
 
 #include "plan/spare_assignment.h"
 #include "resolve/kept_objects.h"
+#include "resolve/trust_objects.h"
 #include "resolve/resolve.h"
 
 namespace g2n {
@@ -47,8 +48,8 @@ public:
 
     // The other objects applied without resolve, kept in step
     void slice_changed(const std::string &key, const EndpointSlice *slice);
-    void config_map_changed(const std::string &key, const ConfigMap *config_map);
-    void secret_changed(const std::string &key, const Secret *secret);
+    // (an object of a kind holds_trust() says, as PolicyTrust::object_changed())
+    void trust_object_changed(const std::string &kind, const std::string &key, const Manifests *now);
     // The HTTPRoute or GRPCRoute `key` ("HTTPRoute ns/name") is now
     // `route`, or is gone (null)
     void route_changed(const std::string &key, const Route *route);
@@ -136,15 +137,14 @@ private:
     Options options_;
     std::unordered_map<std::string, unsigned> reads_;  // of the plan's resolve
     std::unordered_map<std::string, unsigned> reached_;  // ResolveReads::reached, of the plan
-    std::vector<std::string> gateway_reads_;  // the ConfigMaps and Secrets Gateways read, by read_key()
+    std::vector<std::string> gateway_reads_;  // the trust objects Gateways read, by read_key()
     Manifests base_;  // Namespaces, GatewayClasses, Gateways, ListenerSets, ReferenceGrants: copies
     bool server_timestamps_ = false;
     KeptObjects<Route> routes_;  // HTTPRoutes and GRPCRoutes, by route_key()
     KeptObjects<Service> services_;  // every one: a route may name one new to nginx
     KeptObjects<EndpointSlice> slices_;  // every one: a Service may be made for them
     KeptObjects<BackendTLSPolicy> policies_;
-    KeptObjects<ConfigMap> config_maps_;  // by read_key(), those resolve looked up
-    KeptObjects<Secret> secrets_;
+    KeptTrustObjects trust_objects_;  // by read_key(), those resolve looked up
     std::unordered_map<std::string, std::set<std::string>> slices_of_;    // Service -> slices
     std::unordered_map<std::string, std::set<std::string>> policies_of_;  // Service -> policies
     std::unordered_map<std::string, std::set<std::string>> routes_of_;    // hostname -> routes

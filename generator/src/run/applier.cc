@@ -42,8 +42,8 @@ void Applier::apply(std::optional<ChangeSet> changes)
     metrics_->applies++;
     const uint64_t cpu_before = thread_cpu_ns();
     if (changes && object_changes_applied(*changes)) {
-        // applied alone: EndpointSlices alone, routes and Services (with slices), or ConfigMaps and
-        // Secrets (with slices)
+        // applied alone: EndpointSlices alone, routes and Services (with slices), or the objects
+        // CA references name (with slices)
         KindChange how = KindChange::Endpoints;
         for (const kube::ObjectChange &c : changes->objects) {
             if (change_of(c) != KindChange::Endpoints) how = change_of(c);

@@ -164,7 +164,7 @@ std::string RunMetrics::prometheus() const
     counter("gateway2nginx_endpoint_updates_total",
             "EndpointSlice changes applied by recomputing only the Services they name.", endpoint_updates);
     counter("gateway2nginx_trust_updates_total",
-            "ConfigMap and Secret changes applied by recomputing only the trust of the policies reading them.",
+            "ConfigMap, Secret and ClusterTrustBundle changes applied by recomputing only the trust of the policies reading them.",
             trust_updates);
     counter("gateway2nginx_route_updates_total",
             "HTTPRoute, GRPCRoute, Service and ReferenceGrant changes applied by resolving only the routes they touch.",

@@ -81,7 +81,7 @@ KindChange change_of(const kube::ObjectChange &change)
     return row != nullptr ? row->change : KindChange::Whole;
 }
 
-// Only EndpointSlices, ConfigMaps and Secrets changed: the servers of
+// Only EndpointSlices, ConfigMaps, Secrets and ClusterTrustBundles changed: the servers of
 // the Services they name (ServiceEndpoints) and the trust of the
 // policies reading them (PolicyTrust), recomputed and pushed, OUTDIR
 // written later. False when the change needs the whole pipeline,
@@ -105,14 +105,9 @@ bool Applier::apply_object_changes(const ChangeSet &changes)
             const EndpointSlice *slice = one ? &one->endpoint_slices[0] : nullptr;
             endpoints_->slice_changed(c.name_key, slice);
             if (routes_) routes_->slice_changed(c.name_key, slice);
-        } else if (c.kind == "ConfigMap") {
-            const ConfigMap *config_map = one ? &one->config_maps[0] : nullptr;
-            trust_->config_map_changed(c.name_key, config_map);
-            if (routes_) routes_->config_map_changed(c.name_key, config_map);
         } else {
-            const Secret *secret = one ? &one->secrets[0] : nullptr;
-            trust_->secret_changed(c.name_key, secret);
-            if (routes_) routes_->secret_changed(c.name_key, secret);
+            trust_->object_changed(c.kind, c.name_key, one);
+            if (routes_) routes_->trust_object_changed(c.kind, c.name_key, one);
         }
     }
     // trust first: it leaves the plan as it was when it needs resolve
