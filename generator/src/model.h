@@ -132,6 +132,9 @@ struct SecretObjectRef {
 // GEP-91 client certificate validation of TLS listeners, with GEP-4078
 // pins (module SPECs).
 enum class FrontendValidationMode { AllowValidOnly, AllowInsecureFallback };
+// how many intermediate CAs a client's chain may hold (nginx's
+// ssl_verify_depth); gateway2nginx renders 4 unless a listener says
+inline constexpr int kMaxClientVerifyDepth = 16;
 
 struct FrontendValidation {
     std::vector<SecretObjectRef> ca_refs;  // ConfigMaps or Secrets, key ca.crt
@@ -156,6 +159,7 @@ struct Listener {
     LabelSelector allowed_namespaces_selector;      // from: Selector
     std::vector<std::string> allowed_kinds;          // empty: the protocol's default
     std::vector<std::string> client_pins;  // option gateway2nginx.io/client-certificate-pins
+    int client_verify_depth = -1;          // option gateway2nginx.io/client-verify-depth; -1: unset
 };
 
 struct Gateway {

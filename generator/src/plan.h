@@ -279,6 +279,7 @@ enum class ClientVerify { None, ValidChain, Fallback, PinsOnly };
 struct ClientValidation {
     ClientVerify verify = ClientVerify::None;
     std::string ca;      // file under OUTDIR
+    int depth = 4;       // intermediate CAs a client's chain may hold (ssl_verify_depth)
     std::vector<std::string> pins;
 };
 

@@ -177,6 +177,32 @@ BOOST_AUTO_TEST_CASE(listener_option_pins_alone)
                != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(listener_option_client_verify_depth)
+{
+    const std::string validation =
+        "  tls:\n    frontend:\n      default:\n        validation:\n"
+        "          caCertificateRefs: [{group: \"\", kind: ConfigMap, name: client-ca}]\n";
+    const std::string depth1 = "      options: {gateway2nginx.io/client-verify-depth: \"1\"}\n";
+    BOOST_TEST(render_http_conf(plan_of(setup(validation))).find("    ssl_verify_depth 4;\n") != std::string::npos);
+    const std::string http = render_http_conf(plan_of(setup(validation, depth1)));
+    BOOST_TEST(http.find("    ssl_verify_depth 1;\n") != std::string::npos, http);
+    BOOST_TEST(http.find("ssl_verify_depth 4;") == std::string::npos);
+
+    const Plan alone = plan_of(setup("", depth1));
+    BOOST_TEST(render_http_conf(alone).find("ssl_verify_depth") == std::string::npos);
+    BOOST_TEST_REQUIRE(alone.warnings.size() == 1u);
+    BOOST_TEST(alone.warnings[0].find("client-verify-depth has no effect without a CA") != std::string::npos);
+
+    for (const char *bad : {"17", "-1", "", "1x", "099"}) {
+        BOOST_TEST(error_of(setup(validation, std::string("      options: {gateway2nginx.io/client-verify-depth: \"")
+                                                  + bad + "\"}\n"))
+                       .find(std::string("options[gateway2nginx.io/client-verify-depth]: \"") + bad
+                             + "\": expected 0 to 16")
+                   != std::string::npos,
+                   bad);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(crd_rules_of_frontend_validation)
 {
     BOOST_TEST(error_of(setup(R"(  tls:

@@ -123,6 +123,16 @@ Listener parse_listener(const Document &doc, const YamlNode &node, const std::st
                 l.client_pins.push_back(spec);
             }
         }
+        auto depth = options.find("gateway2nginx.io/client-verify-depth");
+        if (depth != options.end()) {
+            const std::string &v = depth->second;
+            if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos
+                || std::stoi(v) > kMaxClientVerifyDepth) {
+                doc.fail(tls, tpath + ".options[gateway2nginx.io/client-verify-depth]",
+                         "\"" + v + "\": expected 0 to " + std::to_string(kMaxClientVerifyDepth));
+            }
+            l.client_verify_depth = std::stoi(v);
+        }
     }
     // CEL: tls is required for HTTPS and TLS, forbidden for HTTP, TCP, UDP
     if ((l.protocol == P::HTTPS || l.protocol == P::TLS) && !tls.defined()) {

@@ -55,7 +55,7 @@ void render_client_validation(nginx::Writer &w, const ClientValidation &client)
     }
     if (!client.ca.empty()) {
         w.directive("ssl_client_certificate", {nginx::Token::value(client.ca)});
-        w.directive("ssl_verify_depth", {"4"});  // leaf, intermediates, root
+        w.directive("ssl_verify_depth", {nginx::Token::number(client.depth)});
     }
     if (!client.pins.empty()) w.directive("ssl_verify_client_pin", values(client.pins));
 }

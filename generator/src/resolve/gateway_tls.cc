@@ -63,6 +63,11 @@ bool resolve_client_validation(const ObjectIndex &objects, const Gateway &gw,
     const FrontendValidation *v = port != gw.frontend_per_port.end() ? &port->second
                                   : gw.frontend_default ? &*gw.frontend_default : nullptr;
     if (v != nullptr && v->ca_refs.empty()) v = nullptr;  // a perPort entry without validation
+    if (v == nullptr && l.client_verify_depth >= 0) {
+        plan->warnings.push_back("Gateway " + gw.meta.key() + " listener " + l.name
+                                 + ": gateway2nginx.io/client-verify-depth has no effect without a CA to validate "
+                                   "clients against (spec.tls.frontend)");
+    }
     if (v == nullptr && l.client_pins.empty()) {
         return true;
     }
@@ -96,6 +101,7 @@ bool resolve_client_validation(const ObjectIndex &objects, const Gateway &gw,
             bundle += ca.bundle;
         }
         out->ca = ca_bundle_file(bundle, plan);
+        if (l.client_verify_depth >= 0) out->depth = l.client_verify_depth;
         out->verify = v->mode == FrontendValidationMode::AllowInsecureFallback ? ClientVerify::Fallback
                                                                                : ClientVerify::ValidChain;
     } else {
