@@ -38,6 +38,7 @@ const char *const kUsageHead = R"(Usage: gateway2nginx -f PATH [-f PATH ...] -o 
   or:  gateway2nginx run -f - --watch-events -o OUTDIR --reload PIDFILE --upstream-api LISTEN [options]
   or:  gateway2nginx supervise -o OUTDIR --control SOCKET [options]
   or:  gateway2nginx alive FILE [SECONDS]
+  or:  gateway2nginx convert -f PATH [-f PATH ...] [-o DIR] [options]
 
 Reads Gateway API manifests (YAML as `kubectl get -o yaml` prints them,
 multi-document or `kind: List`) and writes a complete nginx configuration
@@ -66,6 +67,10 @@ anything else is rendered, checked, swapped into OUTDIR and nginx reloaded,
 the reload confirmed by its new workers. A change that changes nothing
 nginx runs is neither pushed nor reloaded; OUTDIR and status.yaml always
 hold the latest.
+
+gateway2nginx convert turns Ingresses written for ingress-nginx into the
+Gateway API objects that serve them here, and reports what became of every
+annotation (gateway2nginx convert --help).
 
 Output: nginx.conf (run as `nginx -p OUTDIR -c nginx.conf`), http.conf,
 stream.conf, certs/, logs/, temp/, status.yaml, and the bearer tokens of

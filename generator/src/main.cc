@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "convert/command.h"
 #include "apply/isolate.h"
 #include "apply/nginx_check.h"
 #include "apply/reload.h"
@@ -40,6 +41,9 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && std::strcmp(argv[1], "run") == 0) {
         return run_gateway(parse_args(argc - 1, argv + 1, true));
+    }
+    if (argc > 1 && std::strcmp(argv[1], "convert") == 0) {
+        return convert::convert_command(argc - 1, argv + 1);
     }
     if (argc > 1 && std::strcmp(argv[1], "supervise") == 0) {
         return supervise_nginx(parse_supervise_args(argc - 1, argv + 1));

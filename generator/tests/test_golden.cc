@@ -19,6 +19,7 @@
 #include "parse/parse.h"
 #include "render/render.h"
 #include "resolve/resolve.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -56,23 +57,6 @@ std::optional<std::string> header_line(const fs::path &input, const std::string 
         if (line.rfind(key, 0) == 0) return line.substr(key.size());
     }
     return std::nullopt;
-}
-
-// How many Accepted, ResolvedRefs or Programmed conditions of a status
-// document are False: a case that does not say it shows refusals has
-// none (an input refused by mistake renders nothing it claims to show)
-size_t refusals_in(const std::string &status)
-{
-    std::istringstream lines(status);
-    size_t refused = 0;
-    std::string previous;
-    for (std::string line; std::getline(lines, line); previous = line) {
-        if (line.find("status: \"False\"") == std::string::npos) continue;
-        for (const char *type : {"type: Accepted", "type: ResolvedRefs", "type: Programmed"}) {
-            if (previous.find(type) != std::string::npos) refused++;
-        }
-    }
-    return refused;
 }
 
 void apply_case_options(const fs::path &input, g2n::Options *o)
@@ -127,7 +111,7 @@ BOOST_AUTO_TEST_CASE(every_case_renders_as_its_golden_files)
             if (ext == ".status.yaml") {
                 // a case shows refusals exactly when a "# refusals:" line says which
                 const bool said = header_line(entry.path(), "# refusals:").has_value();
-                const size_t refused = refusals_in(text);
+                const size_t refused = g2n_test::refusals_in(text);
                 BOOST_TEST((refused > 0) == said, name << ": " << refused << " condition(s) refused; a \"# refusals:\" line "
                                                        << (said ? "says some" : "would say so"));
             }

@@ -107,6 +107,23 @@ inline std::string tls_secret_yaml(const std::string &name, const std::string &n
            + "  tls.key: |\n" + yaml_block(test_cert_file("leaf.key"), 4);
 }
 
+// How many Accepted, ResolvedRefs or Programmed conditions of a status
+// document are False: a case that does not say it shows refusals has
+// none (an input refused by mistake renders nothing it claims to show)
+inline size_t refusals_in(const std::string &status)
+{
+    std::istringstream lines(status);
+    size_t refused = 0;
+    std::string previous;
+    for (std::string line; std::getline(lines, line); previous = line) {
+        if (line.find("status: \"False\"") == std::string::npos) continue;
+        for (const char *type : {"type: Accepted", "type: ResolvedRefs", "type: Programmed"}) {
+            if (previous.find(type) != std::string::npos) refused++;
+        }
+    }
+    return refused;
+}
+
 // A file of generator/tests/testdata; no Boost macro: also read while the
 // suites' static data is built.
 inline std::string testdata_file(const std::string &name)

@@ -34,10 +34,11 @@ our @TestEndpoints;
 our @EXPORT = qw(run_tests run_metric servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
+                 convert_and_serve http_ingress_yaml
                  status_port service_manifests plaintext_service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
-                 nginx_stream_module nginx_version worker_pids parent_pid churn_lists endpoint_membership api_request
+                 nginx_stream_module nginx_version worker_pids wait_workers_replaced parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
                  start_numbered_backends start_run start_gateway2nginx slow_app_manifests kustomize_deploy module_dir routes_from_all_namespaces
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml

@@ -15,7 +15,7 @@ use Test::More ();
 use Test::GatewayTLS::Env qw(:DEFAULT $Module $Nginx $Root);
 use Test::GatewayTLS::Nginx;
 
-our @EXPORT = qw(churn_lists endpoint_membership gateway_manifests kustomize_deploy
+our @EXPORT = qw(churn_lists convert_and_serve endpoint_membership gateway_manifests http_ingress_yaml kustomize_deploy
                 listener_set_yaml listener_sets_from_all_namespaces read_status
                 plaintext_service_manifests routes_from_all_namespaces run_generator run_metric serve_manifests service_manifests
                 slow_app_manifests start_gateway2nginx start_run status_port stop_served
@@ -271,6 +271,46 @@ sub serve_manifests {
         Test::More::is($code, 200, 'the route tables are filled through the upstream API') or Test::More::diag($reply);
     }
     return wantarray ? (80 + $offset, $out) : 80 + $offset;
+}
+
+# An Ingress NAME (namespace ns, IngressClass nginx) of HOST's paths to
+# Service NAME's port "http", and that Service reaching the plain backend
+sub http_ingress_yaml {
+    my ($name, $host) = @_;
+    return <<"YAML" . plaintext_service_manifests($name, 'http', 80, backend_port('plain'));
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: $name, namespace: ns}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: $host
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: $name, port: {name: http}}}}
+YAML
+}
+
+# gateway2nginx convert of INGRESSES (YAML, written under the server
+# root), checked to exit EXIT, its output then served beside INGRESSES
+# with every object Accepted (serve_manifests); returns the HTTP port and
+# convert's report. LABEL names the checks.
+sub convert_and_serve {
+    my ($label, $ingresses, $exit) = @_;
+    my $dir = servroot();
+    put_file($dir, 'ingresses.yaml', $ingresses);
+    File::Path::remove_tree("$dir/converted");
+    my $bin = $ENV{GATEWAY2NGINX} || 'build/gateway2nginx';
+    my $report = `'$bin' convert -f '$dir/ingresses.yaml' -o '$dir/converted' 2>&1`;
+    Test::More::is($? >> 8, $exit, "$label: convert exits $exit") or Test::More::diag($report);
+    my $class = "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: gateway2nginx}\n"
+              . "spec: {controllerName: gateway2nginx.io/controller}\n";
+    my $port = serve_manifests($class . "---\n" . slurp("$dir/converted/gateway-api.yaml") . $ingresses);
+    my $status = read_status("$dir/out/status.yaml");
+    my @false = grep { /=False/ } map { @$_ } values %$status;
+    Test::More::is("@false", '', "$label: every converted object is Accepted, its references resolved");
+    return ($port, $report);
 }
 
 # Where a served configuration's gateway_tls_status answers.
