@@ -21,6 +21,37 @@ int ngx_gtls_cert_verify_callback(X509_STORE_CTX *x509_ctx, void *arg)
     return 0;
 }
 
+// Called when the backend asks for a client certificate, whether or not
+// sessions are reused: the policy's pair, else what nginx set (the scope's
+// proxy_ssl_certificate, or none). 0 ends the handshake: a pair that
+// cannot be set is never replaced by another silently.
+int ngx_gtls_client_certificate_callback(SSL *ssl, void *arg)
+{
+    auto *c = static_cast<ngx_connection_t *>(ngx_ssl_get_connection(ssl));
+    if (c == nullptr || c->idle || c->data == nullptr) {
+        return 1;
+    }
+    try {
+        const gtls::Policy *policy = static_cast<const ngx_gtls_hooks_t *>(arg)->policy(c);
+        if (policy == nullptr || !policy->client_certificate) {
+            return 1;
+        }
+        const gtls::KeyPair &pair = *policy->client_certificate;
+        if (SSL_use_cert_and_key(ssl, pair.leaf.get(), pair.key.get(), pair.chain.get(), 1) != 1) {
+            ngx_ssl_error(NGX_LOG_ERR, c->log, 0,
+                          const_cast<char *>("gateway_tls: the client certificate of policy \"%s\" cannot be used"),
+                          policy->name.c_str());
+            return 0;
+        }
+        ngx_log_debug2(NGX_LOG_DEBUG_EVENT, c->log, 0, "gateway_tls: client certificate %s of policy \"%s\"",
+                       pair.sha256.c_str(), policy->name.c_str());
+        return 1;
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "gateway_tls: %s", e.what());
+    }
+    return 0;
+}
+
 void ngx_gtls_info_callback(const SSL *ssl, int where, int ret)
 {
     if (ngx_gtls_stock_info_callback != nullptr) {
@@ -229,6 +260,7 @@ void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks)
     ngx_gtls_hooks = hooks;
     SSL_CTX_set_cert_verify_callback(ctx, ngx_gtls_cert_verify_callback, const_cast<ngx_gtls_hooks_t *>(hooks));
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, SSL_CTX_get_verify_callback(ctx));
+    SSL_CTX_set_cert_cb(ctx, ngx_gtls_client_certificate_callback, const_cast<ngx_gtls_hooks_t *>(hooks));
     auto *info = SSL_CTX_get_info_callback(ctx);
     if (info != ngx_gtls_info_callback) {
         ngx_gtls_stock_info_callback = info;

@@ -106,11 +106,15 @@ void ngx_gtls_resumed_verdict(ngx_gtls_backend_t *backend, const ngx_gtls_connec
 struct ngx_gtls_hooks_t {
     int (*decide)(X509_STORE_CTX *x509_ctx, ngx_connection_t *c);
     void (*handshake_done)(ngx_connection_t *c, ngx_gtls_connection_t *conn);
+    // the policy the connection's owner goes out under (null: none)
+    const gtls::Policy *(*policy)(ngx_connection_t *c);
 };
 
 // Makes the verdict ours in this SSL_CTX: the certificate callback, and
 // VERIFY_PEER so that a verdict can fail the handshake whatever stock
-// proxy_ssl_verify says; nginx's info callback keeps running.
+// proxy_ssl_verify says; nginx's info callback keeps running. And the
+// client certificate: when the backend asks for one, a policy's own
+// (proxy_ssl_policy_certificate) is presented over the scope's.
 void ngx_gtls_install_ssl_hooks(SSL_CTX *ctx, const ngx_gtls_hooks_t *hooks);
 
 // The one error line per rejected backend, and the handshake's alert.

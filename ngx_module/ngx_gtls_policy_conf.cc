@@ -204,6 +204,36 @@ char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *co
     return NGX_CONF_OK;
 }
 
+// Read and checked here, so that a bad file names its directive; one
+// pair per pair of files, however many upstreams present it.
+char *ngx_gtls_conf_policy_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
+                                       ngx_gtls_registry_t &registry)
+{
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+
+    if (pc->certificate.data != nullptr) {
+        return const_cast<char *>("is duplicate");
+    }
+    ngx_str_t certificate = value[1];
+    ngx_str_t key = value[2];
+    if (ngx_conf_full_name(cf->cycle, &certificate, 1) != NGX_OK || ngx_conf_full_name(cf->cycle, &key, 1) != NGX_OK) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    std::string paths = std::string(ngx_gtls_sv(certificate)) + "\n" + std::string(ngx_gtls_sv(key));
+    if (registry.client_certificates.find(paths) == registry.client_certificates.end()) {
+        auto pair = std::make_shared<gtls::KeyPair>();
+        std::string error;
+        if (!gtls::key_pair_from_files(std::string(ngx_gtls_sv(certificate)), std::string(ngx_gtls_sv(key)),
+                                       pair.get(), &error)) {
+            return ngx_gtls_invalid(cf, cmd, &value[1], error);
+        }
+        registry.client_certificates.emplace(paths, std::move(pair));
+    }
+    pc->certificate = certificate;
+    pc->certificate_key = key;
+    return NGX_CONF_OK;
+}
+
 std::string_view ngx_gtls_policy_hostname(const ngx_gtls_policy_conf_t &pc)
 {
     return pc.policy != nullptr ? std::string_view(pc.policy->hostname) : ngx_gtls_sv(pc.hostname);
@@ -229,6 +259,12 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
     gtls::Mode mode = pc->mode == NGX_CONF_UNSET_UINT ? gtls::Mode::Off
                                                       : static_cast<gtls::Mode>(pc->mode);
     if (mode == gtls::Mode::Off) {
+        if (pc->certificate.data != nullptr) {
+            // a client certificate of no policy would go unsent, unnoticed
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "\"%s_ssl_policy_certificate \"%V\"\" needs \"%s_ssl_verify_mode\"",
+                          prefix, &pc->certificate, prefix);
+            return NGX_ERROR;
+        }
         return NGX_OK;
     }
 
@@ -240,6 +276,10 @@ ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, cons
     policy->mode = mode;
     policy->name = std::string(ngx_gtls_sv(pc->name));
     policy->hostname = std::string(ngx_gtls_sv(pc->hostname));
+    if (pc->certificate.data != nullptr) {
+        policy->client_certificate = registry.client_certificates.at(std::string(ngx_gtls_sv(pc->certificate)) + "\n"
+                                                                     + std::string(ngx_gtls_sv(pc->certificate_key)));
+    }
     if (pc->ca.data != nullptr) {
         policy->trust_source = std::string(ngx_gtls_sv(pc->ca));
         policy->store = registry.stores.at(policy->trust_source);

@@ -24,6 +24,8 @@ typedef struct {
     ngx_array_t      *pin_certificates;  // ngx_str_t "sha256-cert:" SPECs
     ngx_str_t         name;
     ngx_str_t         hostname;          // upstream{} only
+    ngx_str_t         certificate;       // upstream{} only: full paths of the
+    ngx_str_t         certificate_key;   // client certificate and its key
 
     ngx_str_t         mode_file;         // where the mode was set
     ngx_uint_t        mode_line;
@@ -38,6 +40,8 @@ typedef struct {
 // configuration pool (ngx_gtls_pool_new), freed with it.
 struct ngx_gtls_registry_t {
     std::map<std::string, gtls::X509StoreShared>  stores;
+    // client certificates by their files' paths ("CERT\nKEY"), shared
+    std::map<std::string, std::shared_ptr<const gtls::KeyPair>>  client_certificates;
     ngx_gtls_session_cache_t                      sessions;
     ngx_gtls_status_t                             status;
 
@@ -82,6 +86,8 @@ char *ngx_gtls_conf_pin_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **
 char *ngx_gtls_conf_pin_certificate_specs(ngx_conf_t *cf, ngx_command_t *cmd, ngx_array_t **array);
 char *ngx_gtls_conf_policy_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_gtls_conf_policy_hostname(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_gtls_conf_policy_certificate(ngx_conf_t *cf, ngx_command_t *cmd, ngx_gtls_policy_conf_t *pc,
+                                       ngx_gtls_registry_t &registry);
 
 ngx_int_t ngx_gtls_build_policy(ngx_conf_t *cf, ngx_gtls_policy_conf_t *pc, const char *prefix,
                                 ngx_gtls_registry_t &registry);

@@ -77,6 +77,13 @@ char *ngx_http_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    ngx_http_gtls_registry(cf));
 }
 
+char *ngx_http_gtls_policy_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_policy_certificate(
+        cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(ngx_http_gtls_policies(cf, conf), cmd->offset),
+        ngx_http_gtls_registry(cf));
+}
+
 // $VARIABLE of `gateway_tls_share $VARIABLE N/D`: "1" for N of every D
 // requests that read it in this worker, evenly spread, else "".
 ngx_int_t ngx_http_gtls_share_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
@@ -172,6 +179,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
      offsetof(ngx_http_gtls_policies_t, proxy),
      nullptr},
 
+    {ngx_string("proxy_ssl_policy_certificate"),
+     NGX_HTTP_UPS_CONF | NGX_CONF_TAKE2,
+     ngx_http_gtls_policy_certificate,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, proxy),
+     nullptr},
+
     {ngx_string("grpc_ssl_verify_mode"),
      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_verify_mode,
@@ -217,6 +231,13 @@ ngx_command_t ngx_http_gtls_commands[] = {
     {ngx_string("grpc_ssl_policy_hostname"),
      NGX_HTTP_UPS_CONF | NGX_CONF_TAKE1,
      ngx_http_gtls_policy_hostname,
+     NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(ngx_http_gtls_policies_t, grpc),
+     nullptr},
+
+    {ngx_string("grpc_ssl_policy_certificate"),
+     NGX_HTTP_UPS_CONF | NGX_CONF_TAKE2,
+     ngx_http_gtls_policy_certificate,
      NGX_HTTP_LOC_CONF_OFFSET,
      offsetof(ngx_http_gtls_policies_t, grpc),
      nullptr},

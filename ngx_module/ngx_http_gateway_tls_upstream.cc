@@ -102,6 +102,16 @@ void ngx_http_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *co
     ngx_gtls_resumed_verdict(ngx_http_gtls_get_request(static_cast<ngx_http_request_t *>(c->data), false), conn);
 }
 
+const gtls::Policy *ngx_http_gtls_connection_policy(ngx_connection_t *c)
+{
+    auto *r = static_cast<ngx_http_request_t *>(c->data);
+    if (r == nullptr || r->upstream == nullptr) {
+        return nullptr;
+    }
+    ngx_http_gtls_kind_e kind = NGX_HTTP_GTLS_PROXY;
+    return ngx_http_gtls_effective_policy(r, &kind);
+}
+
 // gateway_tls_request_timeout expired: a request its backends have not
 // answered is given the answer of a backend that timed out with no try
 // left, 504 (the upstream module closes the backend connection and
@@ -265,7 +275,8 @@ ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_c
 // request is sent.
 void ngx_http_gtls_install_ssl_hooks(SSL_CTX *ctx)
 {
-    static const ngx_gtls_hooks_t hooks = {ngx_http_gtls_decide, ngx_http_gtls_handshake_done};
+    static const ngx_gtls_hooks_t hooks = {ngx_http_gtls_decide, ngx_http_gtls_handshake_done,
+                                            ngx_http_gtls_connection_policy};
     ngx_gtls_install_ssl_hooks(ctx, &hooks);
 }
 

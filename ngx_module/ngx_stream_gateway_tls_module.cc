@@ -152,7 +152,14 @@ void ngx_stream_gtls_handshake_done(ngx_connection_t *c, ngx_gtls_connection_t *
     ngx_gtls_resumed_verdict(ngx_stream_gtls_state(static_cast<ngx_stream_session_t *>(c->data), false), conn);
 }
 
-const ngx_gtls_hooks_t ngx_stream_gtls_hooks = {ngx_stream_gtls_decide, ngx_stream_gtls_handshake_done};
+const gtls::Policy *ngx_stream_gtls_connection_policy(ngx_connection_t *c)
+{
+    auto *s = static_cast<ngx_stream_session_t *>(c->data);
+    return s != nullptr && s->upstream != nullptr ? ngx_stream_gtls_policy(s) : nullptr;
+}
+
+const ngx_gtls_hooks_t ngx_stream_gtls_hooks = {ngx_stream_gtls_decide, ngx_stream_gtls_handshake_done,
+                                                ngx_stream_gtls_connection_policy};
 
 ngx_int_t ngx_stream_gtls_init_peer(ngx_stream_session_t *s, ngx_stream_upstream_srv_conf_t *us)
 {
@@ -223,6 +230,12 @@ char *ngx_stream_gtls_verify_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    ngx_stream_gtls_registry(cf));
 }
 
+char *ngx_stream_gtls_policy_certificate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_gtls_conf_policy_certificate(cf, cmd, ngx_gtls_field<ngx_gtls_policy_conf_t>(conf, cmd->offset),
+                                            ngx_stream_gtls_registry(cf));
+}
+
 ngx_command_t ngx_stream_gtls_commands[] = {
     {ngx_string("proxy_ssl_verify_mode"),
      NGX_STREAM_MAIN_CONF | NGX_STREAM_SRV_CONF | NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
@@ -269,6 +282,13 @@ ngx_command_t ngx_stream_gtls_commands[] = {
     {ngx_string("proxy_ssl_policy_hostname"),
      NGX_STREAM_UPS_CONF | NGX_CONF_TAKE1,
      ngx_gtls_conf_policy_hostname,
+     NGX_STREAM_SRV_CONF_OFFSET,
+     offsetof(ngx_stream_gtls_srv_conf_t, policy),
+     nullptr},
+
+    {ngx_string("proxy_ssl_policy_certificate"),
+     NGX_STREAM_UPS_CONF | NGX_CONF_TAKE2,
+     ngx_stream_gtls_policy_certificate,
      NGX_STREAM_SRV_CONF_OFFSET,
      offsetof(ngx_stream_gtls_srv_conf_t, policy),
      nullptr},

@@ -1,5 +1,8 @@
 #include "gtls_certificate.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
@@ -79,6 +82,29 @@ bool key_pair_from_pem(std::string_view certificate, std::string_view key, KeyPa
     }
     pair.sha256 = certificate_sha256(pair.leaf.get());
     *out = std::move(pair);
+    return true;
+}
+
+bool key_pair_from_files(const std::string &certificate, const std::string &key, KeyPair *out, std::string *error)
+{
+    std::string texts[2];
+    const std::string *paths[2] = {&certificate, &key};
+    for (int i = 0; i < 2; i++) {
+        std::ifstream in(*paths[i], std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        if (!in) {
+            *error = "cannot read \"" + *paths[i] + "\"";
+            return false;
+        }
+        texts[i] = text.str();
+    }
+    if (!key_pair_from_pem(texts[0], texts[1], out, error)) {
+        // "certificate: ..." or "key: ..." says which file
+        const bool of_key = error->rfind("key:", 0) == 0;
+        *error = "\"" + (of_key ? key : certificate) + "\"" + error->substr(of_key ? 4 : 12);
+        return false;
+    }
     return true;
 }
 

@@ -36,6 +36,9 @@ struct KeyPair {
 // PEM private key, the leaf's. False, with *error saying which, when
 // either does not parse or the key is not the leaf's.
 bool key_pair_from_pem(std::string_view certificate, std::string_view key, KeyPair *out, std::string *error);
+// The same from two files (a backend policy's client certificate,
+// proxy_ssl_policy_certificate); *error names the file at fault.
+bool key_pair_from_files(const std::string &certificate, const std::string &key, KeyPair *out, std::string *error);
 
 // SHA-256 of a certificate's DER, lowercase hex ("" when it cannot be
 // encoded)

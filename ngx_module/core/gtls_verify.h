@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "gtls_certificate.h"
 #include "gtls_match.h"
 #include "gtls_openssl.h"
 #include "gtls_spec.h"
@@ -38,6 +39,10 @@ struct Policy {
     std::vector<SanMatcher> sans;
     std::vector<Pin> pins;
     std::string hostname;             // upstream-level SNI / reference name
+    // what the gateway presents when the backend asks for a client
+    // certificate (proxy_ssl_policy_certificate), over the scope's
+    // proxy_ssl_certificate; null: that one, or none
+    std::shared_ptr<const KeyPair> client_certificate;
     // counts replacements of store and pins at run time (the upstream API):
     // a TLS session or keepalive connection of older trust never carries over
     uint64_t trust_generation = 0;

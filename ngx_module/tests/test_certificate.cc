@@ -76,6 +76,29 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_certificate_or_none_is_refused)
     BOOST_TEST(!pair.leaf);  // nothing half-made is handed out
 }
 
+// proxy_ssl_policy_certificate: the same pair from files, and a refusal
+// that names the file at fault
+BOOST_AUTO_TEST_CASE(a_pair_from_files_names_the_file_at_fault)
+{
+    const std::string dir = std::getenv("GTLS_TEST_CERTS") ? std::getenv("GTLS_TEST_CERTS") : "";
+    BOOST_TEST_REQUIRE(!dir.empty(), "GTLS_TEST_CERTS is not set");
+    gtls::KeyPair pair, from_pem;
+    std::string error;
+    BOOST_TEST_REQUIRE(gtls::key_pair_from_files(dir + "/leaf.crt", dir + "/leaf.key", &pair, &error), error);
+    BOOST_TEST_REQUIRE(gtls::key_pair_from_pem(read_cert_file("leaf.crt"), read_cert_file("leaf.key"), &from_pem, &error));
+    BOOST_TEST(pair.sha256 == from_pem.sha256);
+    BOOST_TEST(sk_X509_num(pair.chain.get()) == 1);
+
+    BOOST_TEST(!gtls::key_pair_from_files(dir + "/leaf.crt", dir + "/wildcard.key", &pair, &error));
+    BOOST_TEST(error == "\"" + dir + "/wildcard.key\" is not the private key of the first certificate");
+    BOOST_TEST(!gtls::key_pair_from_files(dir + "/leaf.key", dir + "/leaf.key", &pair, &error));
+    BOOST_TEST(error == "\"" + dir + "/leaf.key\" holds no PEM certificate");
+    BOOST_TEST(!gtls::key_pair_from_files(dir + "/none.crt", dir + "/leaf.key", &pair, &error));
+    BOOST_TEST(error == "cannot read \"" + dir + "/none.crt\"");
+    BOOST_TEST(!gtls::key_pair_from_files(dir + "/leaf.crt", dir + "/none.key", &pair, &error));
+    BOOST_TEST(error == "cannot read \"" + dir + "/none.key\"");
+}
+
 BOOST_AUTO_TEST_CASE(the_api_takes_a_certificate_and_its_key)
 {
     const std::string crt = read_cert_file("leaf.crt"), key = read_cert_file("leaf.key");
