@@ -455,6 +455,10 @@ struct BackendTLSPolicy {
     gtls::Mode mode = gtls::Mode::Strict;
     std::vector<LocalObjectRef> trusted_certificates;
     std::vector<std::string> pins;
+    // option gateway2nginx.io/client-certificate: a kubernetes.io/tls
+    // Secret of its namespace, presented to its backends over the
+    // Gateway's (GEP-3155) one; empty: none of its own
+    std::string client_certificate;
     // a field the parser could not honour: the policy is Accepted=False/Invalid
     std::vector<std::string> invalid_reasons;
 

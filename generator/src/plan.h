@@ -152,6 +152,9 @@ struct UpstreamPolicy {
     std::vector<std::string> sans;  // module SPECs
     std::vector<std::string> pins;  // module SPECs
     std::string hostname;
+    // its own client certificate and key, files under OUTDIR (option
+    // gateway2nginx.io/client-certificate); empty: the Gateway's, if any
+    std::string client_certificate, client_key;
     // gateway2nginx run pushes its hostname and SANs with its trust
     // (plan_pushed_names; a spare's policy holding a Service's, over the
     // spare's own)

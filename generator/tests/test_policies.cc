@@ -60,6 +60,59 @@ BOOST_AUTO_TEST_CASE(invalid_references_fail_closed)
                == "ConfigMap ns/missing does not exist");
 }
 
+// Option gateway2nginx.io/client-certificate: a kubernetes.io/tls Secret of
+// the policy's namespace, written as files and named in its upstreams;
+// one that does not resolve fails the policy's traffic closed
+BOOST_AUTO_TEST_CASE(a_policy_presents_its_own_client_certificate)
+{
+    const std::string option = "  options: {gateway2nginx.io/client-certificate: backend-client}\n";
+    ResolveReads reads;
+    const Plan plan = resolve(parse(base_manifests() + policy("p", "", "abc.example.com") + option + "---\n"
+                                    + tls_secret_yaml("backend-client", "ns")),
+                              Options{}, &reads);
+    BOOST_TEST(reasons(status_of(plan, "BackendTLSPolicy", "p"))
+               == "gw:Accepted=True/Accepted gw:ResolvedRefs=True/ResolvedRefs ");
+    const Upstream u = upstream_named(plan, "_443");
+    BOOST_TEST_REQUIRE(u.tls());
+    BOOST_TEST(u.unusable.empty());
+    BOOST_TEST(u.policy->client_certificate == "certs/policy-client_ns_backend-client.crt");
+    BOOST_TEST(u.policy->client_key == "certs/policy-client_ns_backend-client.key");
+    const auto written = [&](const std::string &path) {
+        for (const OutputFile &f : plan.files) {
+            if (f.path == path) return f.mode;
+        }
+        return 0;
+    };
+    BOOST_TEST(written(u.policy->client_certificate) == 0644);
+    BOOST_TEST(written(u.policy->client_key) == 0600);
+    BOOST_TEST(reads.readers.at("Secret ns/backend-client") == static_cast<unsigned>(Reader::BackendTLSPolicy));
+    const std::string http = render_http_conf(plan);
+    BOOST_TEST(http.find("    proxy_ssl_policy_certificate certs/policy-client_ns_backend-client.crt "
+                         "certs/policy-client_ns_backend-client.key;\n")
+                   != std::string::npos,
+               http);
+
+    // missing, not a TLS Secret, or not a name: Invalid, and never sent without it
+    for (const auto &[manifests, message] : std::vector<std::pair<std::string, std::string>>{
+             {policy("p", "", "abc.example.com") + option,
+              "option gateway2nginx.io/client-certificate: Secret ns/backend-client does not exist"},
+             {policy("p", "", "abc.example.com") + option + "---\napiVersion: v1\nkind: Secret\n"
+                  "metadata: {name: backend-client, namespace: ns}\nstringData: {tls.crt: x}\n",
+              "option gateway2nginx.io/client-certificate: Secret ns/backend-client is not a kubernetes.io/tls "
+              "Secret with tls.crt and tls.key"},
+             {policy("p", "", "abc.example.com") + "  options: {gateway2nginx.io/client-certificate: \"../x\"}\n",
+              "option gateway2nginx.io/client-certificate: \"../x\" is not a Secret's name"}}) {
+        const Plan refused = plan_of(base_manifests() + manifests);
+        const ObjectStatus &st = status_of(refused, "BackendTLSPolicy", "p");
+        BOOST_TEST(reasons(st) == "gw:Accepted=False/Invalid gw:ResolvedRefs=True/ResolvedRefs ");
+        BOOST_TEST(st.refs[0].conditions[0].message == message);
+        const Upstream &closed = upstream_named(refused, "_443");
+        BOOST_TEST(closed.tls());
+        BOOST_TEST(!closed.unusable.empty());
+        BOOST_TEST(render_http_conf(refused).find("proxy_ssl_policy_certificate") == std::string::npos);
+    }
+}
+
 namespace {
 
 // A ClusterTrustBundle of signer corp.example/roots holding `pem`

@@ -159,7 +159,7 @@ bool parse_gep4152(const Document &doc, const YamlNode &spec, const YamlNode &va
     }
     for (const auto &[key, value] : options) {
         if (key.compare(0, 17, "gateway2nginx.io/") == 0 && key != "gateway2nginx.io/verification-mode"
-            && key != "gateway2nginx.io/trusted-certificate-hashes") {
+            && key != "gateway2nginx.io/trusted-certificate-hashes" && key != "gateway2nginx.io/client-certificate") {
             p->invalid_reasons.push_back("unknown option " + key);
         }
     }
@@ -296,6 +296,14 @@ void parse_backend_tls_policy(const Document &doc, const YamlNode &root, Manifes
         p.subject_alt_names.push_back(std::move(*san));
     }
     p.options = doc.string_map(spec, "spec", "options");
+    if (auto client = p.options.find("gateway2nginx.io/client-certificate"); client != p.options.end()) {
+        if (valid_dns1123_subdomain(client->second)) {
+            p.client_certificate = client->second;
+        } else {
+            p.invalid_reasons.push_back("option gateway2nginx.io/client-certificate: \"" + client->second
+                                        + "\" is not a Secret's name");
+        }
+    }
     out->backend_tls_policies.push_back(std::move(p));
 }
 

@@ -57,8 +57,10 @@ bool spare_can_hold(const Upstream &u, const Upstream &spare)
 {
     if (u.tls() != spare.tls() || !api_replaceable(u)) return false;
     if (!u.tls()) return true;
-    // the mode is the spare's (strict): the API sets trust and names, never a mode
-    return u.policy->mode == spare.policy->mode && trust_replaceable(*u.policy);
+    // the mode is the spare's (strict): the API sets trust and names, never
+    // a mode nor a client certificate
+    return u.policy->mode == spare.policy->mode && trust_replaceable(*u.policy)
+           && u.policy->client_certificate.empty();
 }
 
 Upstream holding(const Upstream &u, const Upstream &spare)

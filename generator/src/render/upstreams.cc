@@ -51,12 +51,14 @@ namespace {
 // The module's directives for one prefix (proxy_ or grpc_), the same names
 // for both written out, so that every directive name is a literal.
 struct PolicyDirectives {
-    nginx::Word mode, ca, san, pin, name, hostname;
+    nginx::Word mode, ca, san, pin, name, hostname, certificate;
 };
 const PolicyDirectives kProxyPolicy{"proxy_ssl_verify_mode", "proxy_ssl_verify_ca", "proxy_ssl_verify_san",
-                                    "proxy_ssl_verify_pin", "proxy_ssl_policy_name", "proxy_ssl_policy_hostname"};
+                                    "proxy_ssl_verify_pin", "proxy_ssl_policy_name", "proxy_ssl_policy_hostname",
+                                    "proxy_ssl_policy_certificate"};
 const PolicyDirectives kGrpcPolicy{"grpc_ssl_verify_mode", "grpc_ssl_verify_ca", "grpc_ssl_verify_san",
-                                   "grpc_ssl_verify_pin", "grpc_ssl_policy_name", "grpc_ssl_policy_hostname"};
+                                   "grpc_ssl_verify_pin", "grpc_ssl_policy_name", "grpc_ssl_policy_hostname",
+                                   "grpc_ssl_policy_certificate"};
 
 void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPolicy &p, Skeleton skeleton)
 {
@@ -73,6 +75,9 @@ void render_policy(nginx::Writer &w, const PolicyDirectives &d, const UpstreamPo
         w.comment("names replaceable at run time");
     } else {
         w.directive(d.hostname, {nginx::Token::value(p.hostname)});
+    }
+    if (!p.client_certificate.empty()) {
+        w.directive(d.certificate, {nginx::Token::value(p.client_certificate), nginx::Token::value(p.client_key)});
     }
 }
 

@@ -11,7 +11,7 @@ namespace g2n {
 
 SecretFiles tls_secret_files(const ObjectIndex &objects, const std::string &from_kind,
                              const std::string &from_ns, const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
-                             std::set<std::string> *written)
+                             std::set<std::string> *written, Reader reader)
 {
     SecretFiles out;
     std::string ns = ref.namespace_.empty() ? from_ns : ref.namespace_;
@@ -20,12 +20,12 @@ SecretFiles tls_secret_files(const ObjectIndex &objects, const std::string &from
         out.why = "kind " + ref.kind + " in group \"" + ref.group + "\" is not supported; use a Secret";
         return out;
     }
-    if (ns != from_ns && !objects.granted(from_kind, from_ns, "Secret", ns, ref.name, Reader::Gateway)) {
+    if (ns != from_ns && !objects.granted(from_kind, from_ns, "Secret", ns, ref.name, reader)) {
         out.reason = "RefNotPermitted";
         out.why = "Secret " + ns + "/" + ref.name + " is in another namespace and no ReferenceGrant allows it";
         return out;
     }
-    const Secret *secret = objects.secret(ns, ref.name, Reader::Gateway);
+    const Secret *secret = objects.secret(ns, ref.name, reader);
     if (secret == nullptr) {
         out.reason = "NotFound";
         out.why = "Secret " + ns + "/" + ref.name + " does not exist";

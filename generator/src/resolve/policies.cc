@@ -286,6 +286,7 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
         return older_first(a->meta, b->meta);
     });
 
+    std::set<std::string> client_files;  // written once however many policies name them
     for (const BackendTLSPolicy *p : order) {
         const std::string key = p->meta.key();
         const std::string &ns = p->meta.namespace_;
@@ -299,7 +300,19 @@ PolicyIndex resolve_policies(const Manifests &m, const ObjectIndex &objects, Pla
         }
         CaResult ca = resolve_ca_refs(objects, p->meta.namespace_, p->ca_certificate_refs, false, Reader::BackendTLSPolicy);
         CaResult trusted = resolve_ca_refs(objects, p->meta.namespace_, p->trusted_certificates, true, Reader::BackendTLSPolicy);
-        bound.upstream = std::make_shared<const UpstreamPolicy>(upstream_policy(*p, ca, trusted, plan));
+        UpstreamPolicy upstream = upstream_policy(*p, ca, trusted, plan);
+        if (!p->client_certificate.empty()) {
+            // a Secret of its own namespace: no ReferenceGrant to ask for
+            const SecretFiles files = tls_secret_files(objects, "BackendTLSPolicy", ns, {"", "Secret", p->client_certificate, ""},
+                                                       "policy-client", plan, &client_files, Reader::BackendTLSPolicy);
+            if (files.ok()) {
+                upstream.client_certificate = files.certificate;
+                upstream.client_key = files.key;
+            } else {
+                invalid.push_back("option gateway2nginx.io/client-certificate: " + files.why);
+            }
+        }
+        bound.upstream = std::make_shared<const UpstreamPolicy>(std::move(upstream));
         ca.invalid_refs.insert(ca.invalid_refs.end(), trusted.invalid_refs.begin(), trusted.invalid_refs.end());
         ca.invalid_kinds.insert(ca.invalid_kinds.end(), trusted.invalid_kinds.begin(), trusted.invalid_kinds.end());
 

@@ -29,6 +29,7 @@ std::vector<std::string> policy_read_keys(const BackendTLSPolicy &p)
             if (!key.empty() && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(std::move(key));
         }
     }
+    if (!p.client_certificate.empty()) keys.push_back(read_key("Secret", p.meta.namespace_, p.client_certificate));
     return keys;
 }
 
@@ -125,6 +126,12 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
     }
     for (const std::string &key : affected) {
         const BackendTLSPolicy &p = *policies_.find(key);
+        // its client certificate's files are the configuration's: resolved
+        // and reloaded the whole way, never pushed
+        if (!p.client_certificate.empty()) {
+            update.needs_resolve = true;
+            break;
+        }
         Manifests held;  // what it reads now
         for (const std::string &object : policy_read_keys(p)) objects_.add_to(object, &held);
         const ObjectIndex index(held);

@@ -235,7 +235,7 @@ struct SecretFiles {
 // `from_kind` in namespace `from_ns` refers to it (a Gateway, a ListenerSet).
 SecretFiles tls_secret_files(const ObjectIndex &objects, const std::string &from_kind,
                              const std::string &from_ns, const SecretObjectRef &ref, const std::string &prefix, Plan *plan,
-                             std::set<std::string> *written);
+                             std::set<std::string> *written, Reader reader = Reader::Gateway);
 // GEP-91 (perPort, else default) and GEP-4078 pins for one TLS listener:
 // false with the listener's conditions when a CA reference fails.
 bool resolve_client_validation(const ObjectIndex &objects, const Gateway &gw,

@@ -112,6 +112,10 @@ std::string policy_not_replaceable(const std::string &name, const UpstreamPolicy
                                    bool names_pushed)
 {
     if (now.mode != was.mode) return "BackendTLSPolicy " + name + " changes its mode";
+    // the files nginx reads it from are the configuration's
+    if (now.client_certificate != was.client_certificate || now.client_key != was.client_key) {
+        return "BackendTLSPolicy " + name + " changes its client certificate";
+    }
     if (!trust_replaceable(was) || !trust_replaceable(now)) {
         return "BackendTLSPolicy " + name + " skips verification or verifies with neither a CA nor pins";
     }
