@@ -188,6 +188,51 @@ BOOST_AUTO_TEST_CASE(a_ca_of_another_namespace_is_not_taken)
     BOOST_TEST(c.dropped());
 }
 
+// proxy-ssl-secret's client certificates: the first by namespace/name is
+// the Gateway's; another of the Ingress's namespace its policy's own; one
+// of another namespace is not converted, and says where it must be
+BOOST_AUTO_TEST_CASE(a_second_client_certificate_is_the_policy_s_own)
+{
+    const auto named = [](const std::string &ingress, const std::string &service, const std::string &secret) {
+        return std::regex_replace(
+            std::regex_replace(ingress_with("    nginx.ingress.kubernetes.io/backend-protocol: HTTPS\n"
+                                            "    nginx.ingress.kubernetes.io/proxy-ssl-secret: " + secret + "\n"),
+                               std::regex("name: app\n"), "name: " + ingress + "\n"),
+            std::regex("name: app,"), "name: " + service + ",");
+    };
+    ConvertInput input;
+    input.ingresses = read_ingresses(named("a", "first", "shop/client-a") + "---\n" + named("b", "second", "shop/client-b")
+                                         + "---\n" + named("c", "third", "vault/client-c"),
+                                     "in.yaml");
+    for (const auto &[ns, name] : {std::pair<std::string, std::string>{"shop", "client-a"}, {"shop", "client-b"},
+                                   {"vault", "client-c"}}) {
+        g2n::Secret secret;
+        secret.meta.namespace_ = ns;
+        secret.meta.name = name;
+        secret.type = "kubernetes.io/tls";
+        secret.data = {{"tls.crt", "(certificate)"}, {"tls.key", "(key)"}};
+        input.objects.secrets.push_back(secret);
+    }
+    const Conversion c = convert_ingresses(input, ConvertOptions{});
+    BOOST_TEST(c.gateway.client_certificate_name == "client-a");
+    std::map<std::string, std::string> own;
+    for (const PolicyOut &p : c.policies) own[p.service] = p.client_secret;
+    BOOST_TEST(own["first"] == "");
+    BOOST_TEST(own["second"] == "client-b");
+    BOOST_TEST(own["third"] == "");
+    std::map<std::string, std::string> reported;
+    for (const ReportEntry &e : c.report) {
+        if (e.item == "nginx.ingress.kubernetes.io/proxy-ssl-secret") {
+            reported[e.ingress] = std::string(outcome_name(e.outcome)) + ": " + e.note;
+        }
+    }
+    BOOST_TEST(reported["shop/b"].find("converted: tls.crt: the policy's own client certificate") == 0u, reported["shop/b"]);
+    BOOST_TEST(reported["shop/c"].find("not-converted:") == 0u, reported["shop/c"]);
+    BOOST_TEST(reported["shop/c"].find("copy the Secret there") != std::string::npos, reported["shop/c"]);
+    BOOST_TEST(c.dropped());
+    BOOST_TEST(manifests_yaml(c).find("gateway2nginx.io/client-certificate: client-b\n") != std::string::npos);
+}
+
 // Ingresses that differ over one Service: a port is TLS or not for every
 // client, so the policy is the one that verifies most, whatever the order
 BOOST_AUTO_TEST_CASE(the_ingress_that_verifies_most_sets_the_policy)

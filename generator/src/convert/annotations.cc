@@ -12,7 +12,8 @@ const std::vector<AnnotationRow> kAnnotations = {
     {"proxy-ssl-secret", "NAMESPACE/NAME of a Secret: ca.crt verifies the backend, tls.crt and tls.key are the "
                          "client certificate",
      "ca.crt: the policy's caCertificateRefs (a Secret of the Ingress's namespace); tls.crt: the Gateway's "
-     "backend client certificate (GEP-3155)",
+     "backend client certificate (GEP-3155), the first by namespace/name; another Secret of the Ingress's "
+     "namespace: its policy's own (option gateway2nginx.io/client-certificate)",
      "the CA alone; the client certificate dropped with a warning"},
     {"proxy-ssl-verify", "on: verify the backend's certificate; off (the default): do not",
      "on: verified against the CA; off or unset: validation.mode InsecureSkipVerification (GEP-4152), "

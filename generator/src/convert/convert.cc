@@ -24,9 +24,11 @@ struct BackendTls {
     bool skip_verify = true;
     std::string hostname;  // "": the Service's name in the cluster
     std::string ca_secret;  // "": none (skip_verify, or verify with no CA: fails closed)
+    std::string client_secret;  // its own client certificate, a Secret of its namespace; "": the Gateway's
     bool operator==(const BackendTls &o) const
     {
-        return tls == o.tls && skip_verify == o.skip_verify && hostname == o.hostname && ca_secret == o.ca_secret;
+        return tls == o.tls && skip_verify == o.skip_verify && hostname == o.hostname && ca_secret == o.ca_secret
+               && client_secret == o.client_secret;
     }
 };
 
@@ -325,10 +327,18 @@ private:
                 grant_secret(ns, name);
                 notes.push_back("tls.crt: the Gateway's backend client certificate (every backend is shown it)");
                 if (worse(Outcome::Differs, outcome)) outcome = Outcome::Differs;
-            } else if (gw.client_certificate_namespace != ns || gw.client_certificate_name != name) {
+            } else if (gw.client_certificate_namespace == ns && gw.client_certificate_name == name) {
+                notes.push_back("tls.crt: the Gateway's backend client certificate (every backend is shown it)");
+                if (worse(Outcome::Differs, outcome)) outcome = Outcome::Differs;
+            } else if (ns == in.meta.namespace_) {
+                tls->client_secret = name;
+                notes.push_back("tls.crt: the policy's own client certificate (option "
+                                "gateway2nginx.io/client-certificate), over the Gateway's");
+            } else {
                 outcome = Outcome::NotConverted;
                 notes.push_back("tls.crt: the Gateway shows " + gw.client_certificate_namespace + "/"
-                                + gw.client_certificate_name + " already, one client certificate per Gateway");
+                                + gw.client_certificate_name + ", and a policy's own client certificate is in its "
+                                "namespace (" + in.meta.namespace_ + "): copy the Secret there");
             }
         }
         std::string joined;
@@ -645,6 +655,7 @@ private:
             p.name = object_name(p.service, "-backend-tls");
             p.hostname = tls.hostname.empty() ? p.service + "." + p.namespace_ + ".svc" : tls.hostname;
             p.ca_secret = tls.ca_secret;
+            p.client_secret = tls.client_secret;
             p.skip_verify = tls.skip_verify;
             out_.policies.push_back(std::move(p));
         }

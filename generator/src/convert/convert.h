@@ -108,6 +108,7 @@ struct PolicyOut {
     std::string service;
     std::string hostname;
     std::string ca_secret;     // "": none (skip verification)
+    std::string client_secret;  // gateway2nginx.io/client-certificate; "": the Gateway's
     bool skip_verify = false;  // gateway2nginx.io/verification-mode: InsecureSkipVerification
 };
 

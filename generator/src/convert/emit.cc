@@ -188,9 +188,15 @@ void policy(YAML::Emitter &out, const PolicyOut &p)
     out << YAML::Key << "group" << YAML::Value << YAML::DoubleQuoted << "";
     out << YAML::Key << "kind" << YAML::Value << "Service";
     out << YAML::Key << "name" << YAML::Value << p.service << YAML::EndMap << YAML::EndSeq;
-    if (p.skip_verify) {
-        out << YAML::Key << "options" << YAML::Value << YAML::BeginMap << YAML::Key
-            << "gateway2nginx.io/verification-mode" << YAML::Value << "InsecureSkipVerification" << YAML::EndMap;
+    if (p.skip_verify || !p.client_secret.empty()) {
+        out << YAML::Key << "options" << YAML::Value << YAML::BeginMap;
+        if (!p.client_secret.empty()) {
+            out << YAML::Key << "gateway2nginx.io/client-certificate" << YAML::Value << p.client_secret;
+        }
+        if (p.skip_verify) {
+            out << YAML::Key << "gateway2nginx.io/verification-mode" << YAML::Value << "InsecureSkipVerification";
+        }
+        out << YAML::EndMap;
     }
     out << YAML::Key << "validation" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "hostname" << YAML::Value << p.hostname;
