@@ -18,28 +18,11 @@ my $certs = certs_dir();
 my $dir = servroot();
 my $b64 = sub { encode_base64(slurp("$certs/$_[0]"), '') };
 
+# an Ingress of HOST to SERVICE's port "https" with ANNOTATIONS
 sub ingress {
     my ($name, $host, $service, @annotations) = @_;
-    my $notes = join '', map { "    nginx.ingress.kubernetes.io/$_\n" } @annotations;
-    return <<"YAML";
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: $name
-  namespace: ns
-  annotations:
-$notes
-spec:
-  ingressClassName: nginx
-  rules:
-  - host: $host
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend: {service: {name: $service, port: {name: https}}}
-YAML
+    return ingress_yaml(name => $name, host => $host, service => $service, port => 'https',
+                        annotations => \@annotations);
 }
 
 my $verify = ['backend-protocol: HTTPS', 'proxy-ssl-verify: "on"', 'proxy-ssl-secret: ns/backend-ca',
@@ -47,25 +30,9 @@ my $verify = ['backend-protocol: HTTPS', 'proxy-ssl-verify: "on"', 'proxy-ssl-se
 my $ingresses = ingress('verified', 'verified.example.com', 'good', @$verify)
               . ingress('wrong-ca', 'wrong-ca.example.com', 'untrusted', @$verify)
               . ingress('unverified', 'unverified.example.com', 'selfsigned', 'backend-protocol: HTTPS')
+              . ingress_yaml(name => 'secure', host => 'secure.example.com', service => 'good', port => 'https',
+                             annotations => $verify, tls => 'secure-tls')
               . <<"YAML";
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: secure
-  namespace: ns
-  annotations:
-${\ join '', map { "    nginx.ingress.kubernetes.io/$_\n" } @$verify}
-spec:
-  ingressClassName: nginx
-  tls: [{hosts: [secure.example.com], secretName: secure-tls}]
-  rules:
-  - host: secure.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend: {service: {name: good, port: {name: https}}}
 ---
 apiVersion: v1
 kind: Secret
@@ -80,25 +47,8 @@ data: {tls.crt: ${\ $b64->('leaf.crt')}, tls.key: ${\ $b64->('leaf.key')}}
 YAML
 # GRPCS, as the documentation's gRPC example with TLS to the backend: one
 # service's calls to an HTTP/2 backend verified against the CA
-$ingresses .= <<"YAML";
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: grpc
-  namespace: ns
-  annotations:
-${\ join '', map { "    nginx.ingress.kubernetes.io/$_\n" } 'backend-protocol: GRPCS', @$verify[1 .. $#$verify]}
-spec:
-  ingressClassName: nginx
-  rules:
-  - host: grpc.example.com
-    http:
-      paths:
-      - path: /pkg.Echo
-        pathType: Prefix
-        backend: {service: {name: echo, port: {name: https}}}
-YAML
+$ingresses .= ingress_yaml(name => 'grpc', host => 'grpc.example.com', service => 'echo', port => 'https',
+                           path => '/pkg.Echo', annotations => ['backend-protocol: GRPCS', @$verify[1 .. $#$verify]]);
 $ingresses .= plaintext_service_manifests('echo', 'https', 443, backend_port('leaf_h2'));
 $ingresses .= plaintext_service_manifests('good', 'https', 443, backend_port('leaf'))
             . plaintext_service_manifests('untrusted', 'https', 443, backend_port('untrusted'))

@@ -22,26 +22,9 @@ my $b64 = sub { encode_base64(slurp("$certs/$_[0]"), '') };
 # clients validated as ANNOTATIONS say, and what it needs
 sub ingress {
     my (@annotations) = @_;
-    my $notes = join '', map { "    nginx.ingress.kubernetes.io/$_\n" } @annotations;
-    return <<"YAML" . plaintext_service_manifests('payments', 'http', 80, backend_port('plain'));
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: payments
-  namespace: ns
-  annotations:
-$notes
-spec:
-  ingressClassName: nginx
-  tls: [{hosts: [pay.example.com], secretName: pay-tls}]
-  rules:
-  - host: pay.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend: {service: {name: payments, port: {name: http}}}
+    return ingress_yaml(name => 'payments', host => 'pay.example.com', service => 'payments',
+                        annotations => \@annotations, tls => 'pay-tls')
+         . plaintext_service_manifests('payments', 'http', 80, backend_port('plain')) . <<"YAML";
 ---
 apiVersion: v1
 kind: Secret

@@ -14,26 +14,9 @@ setup();
 my $certs = certs_dir();
 my $dir = servroot();
 
-my $ingresses = <<'YAML' . plaintext_service_manifests('argocd-server', 'https', 443, backend_port('leaf'));
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: argocd-server-ingress
-  namespace: ns
-  annotations:
-    nginx.ingress.kubernetes.io/force-ssl-redirect: "true"
-    nginx.ingress.kubernetes.io/ssl-passthrough: "true"
-spec:
-  ingressClassName: nginx
-  rules:
-  - host: abc.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend: {service: {name: argocd-server, port: {name: https}}}
-YAML
+my $ingresses = ingress_yaml(name => 'argocd-server-ingress', host => 'abc.example.com', service => 'argocd-server',
+                             port => 'https', annotations => ['force-ssl-redirect: "true"', 'ssl-passthrough: "true"'])
+              . plaintext_service_manifests('argocd-server', 'https', 443, backend_port('leaf'));
 $ingresses .= http_ingress_yaml('portal', 'portal.example.com');
 my ($http, $report) = convert_and_serve('passthrough', $ingresses, 0);
 my $port = $http + 443 - 80;

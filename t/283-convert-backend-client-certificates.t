@@ -20,26 +20,10 @@ my $b64 = sub { encode_base64(slurp("$certs/$_[0]"), '') };
 # certificates), verified against SECRET's ca.crt
 sub ingress {
     my ($name, $host, $secret) = @_;
-    return <<"YAML" . plaintext_service_manifests($name, 'https', 443, backend_port('mtls'));
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: $name
-  namespace: ns
-  annotations:
-    nginx.ingress.kubernetes.io/backend-protocol: HTTPS
-    nginx.ingress.kubernetes.io/proxy-ssl-secret: ns/$secret
-    nginx.ingress.kubernetes.io/proxy-ssl-verify: "on"
-    nginx.ingress.kubernetes.io/proxy-ssl-name: abc.example.com
-spec:
-  ingressClassName: nginx
-  rules:
-  - host: $host
-    http:
-      paths:
-      - {path: /, pathType: Prefix, backend: {service: {name: $name, port: {name: https}}}}
-YAML
+    return ingress_yaml(name => $name, host => $host, service => $name, port => 'https',
+                        annotations => ['backend-protocol: HTTPS', "proxy-ssl-secret: ns/$secret",
+                                        'proxy-ssl-verify: "on"', 'proxy-ssl-name: abc.example.com'])
+         . plaintext_service_manifests($name, 'https', 443, backend_port('mtls'));
 }
 
 # a Secret as ingress-nginx's proxy-ssl-secret holds one: the CA, and

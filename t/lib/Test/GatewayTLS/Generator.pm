@@ -15,7 +15,7 @@ use Test::More ();
 use Test::GatewayTLS::Env qw(:DEFAULT $Module $Nginx $Root);
 use Test::GatewayTLS::Nginx;
 
-our @EXPORT = qw(churn_lists convert_and_serve endpoint_membership gateway_manifests http_ingress_yaml kustomize_deploy
+our @EXPORT = qw(churn_lists convert_and_serve endpoint_membership gateway_manifests http_ingress_yaml ingress_yaml kustomize_deploy
                 listener_set_yaml listener_sets_from_all_namespaces read_status
                 plaintext_service_manifests routes_from_all_namespaces run_generator run_metric serve_manifests service_manifests
                 slow_app_manifests start_gateway2nginx start_run status_port stop_served
@@ -273,23 +273,40 @@ sub serve_manifests {
     return wantarray ? (80 + $offset, $out) : 80 + $offset;
 }
 
-# An Ingress NAME (namespace ns, IngressClass nginx) of HOST's paths to
-# Service NAME's port "http", and that Service reaching the plain backend
-sub http_ingress_yaml {
-    my ($name, $host) = @_;
-    return <<"YAML" . plaintext_service_manifests($name, 'http', 80, backend_port('plain'));
+# An Ingress as ingress-nginx's documentation writes one (namespace ns,
+# IngressClass nginx): NAME, its rule's HOST and one path (PATH, "/" by
+# default, Prefix) to SERVICE's port PORT (a name: "http" by default);
+# ANNOTATIONS ("key: value" under nginx.ingress.kubernetes.io/) and TLS (the
+# host's certificate Secret) where given
+sub ingress_yaml {
+    my (%a) = @_;
+    my $annotations = join '', map { "    nginx.ingress.kubernetes.io/$_\n" } @{ $a{annotations} // [] };
+    $annotations = "  annotations:\n$annotations" if $annotations ne '';
+    my $tls = $a{tls} ? "  tls: [{hosts: [$a{host}], secretName: $a{tls}}]\n" : '';
+    my ($path, $port) = ($a{path} // '/', $a{port} // 'http');
+    return <<"YAML";
 ---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
-metadata: {name: $name, namespace: ns}
-spec:
+metadata:
+  name: $a{name}
+  namespace: ns
+${annotations}spec:
   ingressClassName: nginx
-  rules:
-  - host: $host
+${tls}  rules:
+  - host: $a{host}
     http:
       paths:
-      - {path: /, pathType: Prefix, backend: {service: {name: $name, port: {name: http}}}}
+      - {path: $path, pathType: Prefix, backend: {service: {name: $a{service}, port: {name: $port}}}}
 YAML
+}
+
+# An Ingress NAME of HOST's paths to Service NAME's port "http", and that
+# Service reaching the plain backend
+sub http_ingress_yaml {
+    my ($name, $host) = @_;
+    return ingress_yaml(name => $name, host => $host, service => $name)
+         . plaintext_service_manifests($name, 'http', 80, backend_port('plain'));
 }
 
 # gateway2nginx convert of INGRESSES (YAML, written under the server
