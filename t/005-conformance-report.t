@@ -48,7 +48,7 @@ sub suite {
     return "$root/conformance";
 }
 
-our @declared = (
+@declared = (
     # name, features, manifest, state
     ['Plain', [qw(Gateway HTTPRoute)], 'plain', 'passed'],
     ['Redirect303', [qw(Gateway HTTPRoute HTTPRoute303RedirectStatusCode)], 'redirect-303', 'passed'],
