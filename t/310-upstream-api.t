@@ -37,7 +37,8 @@ my $backends = join '', map { <<"EOF" } @ports;
         ssl_certificate $certs/leaf.crt;
         ssl_certificate_key $certs/leaf.key;
         location / { return 200 "port=$_\\n"; }
-        location /slow { access_log off; root html; }
+        # a reader slow for as long as the changes last: no minute's timeout
+        location /slow { access_log off; root html; send_timeout 10m; }
     }
 EOF
 spit("$dir/backends/nginx.conf", <<"EOF");
@@ -99,7 +100,7 @@ http {
             proxy_pass https://svc;
             add_header X-Verify \$upstream_ssl_verify always;
         }
-        location /slow { proxy_pass https://svc; proxy_buffering off; }
+        location /slow { proxy_pass https://svc; proxy_buffering off; send_timeout 10m; }
         location /tiny { proxy_pass https://tiny; }
         location /api {
             gateway_tls_upstream_api;

@@ -46,7 +46,8 @@ my $backends = join '', map { my ($name, $p) = @$_; <<"EOF" } ['a', $port_a], ['
         location / {
             return 200 "backend=$name uri=\$uri req=\$request_uri host=\$http_host set=\$http_x_set add=\$http_x_add gone=\$http_x_gone\\n";
         }
-        location = /slow { access_log off; root html; }
+        # a reader slow for as long as the changes last: no minute's timeout
+        location = /slow { access_log off; root html; send_timeout 10m; }
         location /fails-on-a { return @{[$name eq 'a' ? 500 : 200]} "backend=$name\\n"; }
     }
 EOF
@@ -130,6 +131,7 @@ http {
     upstream be_dead { zone be_dead 64k; server 127.0.0.1:$dead[0]; server 127.0.0.1:$dead[1]; }
     server {
         listen 127.0.0.1:$port;
+        send_timeout 10m;  # /slow's reader, slow while the tables change
         proxy_ssl_server_name on;
         proxy_ssl_name \$upstream_ssl_policy_hostname;
         location / {
