@@ -92,6 +92,9 @@ for my $change (@changes) {
     ok(wait_for(sub { route_status($name) eq "$generation True $generation" }, 15), "$what: its status, at its generation")
         or diag route_status($name);
     ok(wait_for(sub { attached() eq $count }, 15), "$what: attachedRoutes $count") or diag attached();
+    # asked after each change: nginx's keepalive_timeout (75 s) never
+    # outlasts the gap, however slow the machine makes the changes
+    is(ask_kept_alive($kept, $kept, 'b.test', '/b'), '200 -', "$what: the connection kept alive answers");
 }
 like(slurp($log), qr/routes of 1 hostname\(s\) pushed to nginx, no reload/, 'the log says what was pushed');
 
