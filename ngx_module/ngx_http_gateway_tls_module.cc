@@ -736,6 +736,9 @@ ngx_int_t ngx_http_gtls_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     *h = ngx_http_gtls_client_handshake_handler;
+    if (ngx_http_gtls_init_deadline_filter(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
     return ngx_http_gtls_init_routes(cf);
 }
 

@@ -127,6 +127,8 @@ ngx_gtls_certificate_t *ngx_http_gtls_find_certificate(ngx_http_gtls_main_conf_t
 
 // ngx_http_gateway_tls_upstream.cc
 ngx_int_t ngx_http_gtls_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);
+// The header filter that answers 504 for a backend's answer past the request deadline.
+ngx_int_t ngx_http_gtls_init_deadline_filter(ngx_conf_t *cf);
 void ngx_http_gtls_install_ssl_hooks(SSL_CTX *ctx);
 ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool create);
 ngx_int_t ngx_http_gtls_init_ssl_indexes(ngx_log_t *log);

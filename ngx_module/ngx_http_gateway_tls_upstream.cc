@@ -137,6 +137,27 @@ void ngx_http_gtls_request_deadline(ngx_event_t *ev)
     ngx_http_run_posted_requests(c);
 }
 
+ngx_http_output_header_filter_pt ngx_http_gtls_deadline_next_header_filter;
+
+// A backend's answer read after the deadline but before its timer ran
+// (nginx handles a loop's events before its expired timers, and a worker
+// busy past the deadline reads the answer first) is late all the same:
+// answered as the timer would have, 504
+ngx_int_t ngx_http_gtls_deadline_header_filter(ngx_http_request_t *r)
+{
+    ngx_http_gtls_request_t *state =
+        r == r->main && r->upstream != nullptr ? ngx_http_gtls_get_request(r, false) : nullptr;
+    if (state == nullptr || !state->deadline.timer_set
+        || static_cast<ngx_msec_int_t>(state->deadline.timer.key - ngx_current_msec) > 0) {
+        return ngx_http_gtls_deadline_next_header_filter(r);
+    }
+    ngx_del_timer(&state->deadline);
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "gateway_tls: no answer within the request timeout of %Mms (the answer came late)",
+                  state->deadline_ms);
+    return ngx_http_filter_finalize_request(r, &ngx_http_gateway_tls_module, NGX_HTTP_GATEWAY_TIME_OUT);
+}
+
 // Arms gateway_tls_request_timeout (or the request timeout of the rule a
 // route table gave the request) once a request (its main request), when
 // its first backend try starts: the request has been read, where an
@@ -173,6 +194,13 @@ ngx_int_t ngx_http_gtls_arm_deadline(ngx_http_request_t *r)
 }
 
 }  // namespace
+
+ngx_int_t ngx_http_gtls_init_deadline_filter(ngx_conf_t *)
+{
+    ngx_http_gtls_deadline_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_gtls_deadline_header_filter;
+    return NGX_OK;
+}
 
 ngx_http_gtls_request_t *ngx_http_gtls_get_request(ngx_http_request_t *r, bool create)
 {
