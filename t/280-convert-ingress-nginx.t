@@ -7,16 +7,13 @@
 # being proxy-ssl-name, HTTP to a host with TLS redirected (308), and a
 # GRPCS backend's calls routed as GRPCRoute matches them.
 use lib 't/lib';
-use MIME::Base64 qw(encode_base64);
 use Test::GatewayTLS;
 use Test::More;
 
 plan 'no_plan';
 setup();
 
-my $certs = certs_dir();
 my $dir = servroot();
-my $b64 = sub { encode_base64(slurp("$certs/$_[0]"), '') };
 
 # an Ingress of HOST to SERVICE's port "https" with ANNOTATIONS
 sub ingress {
@@ -32,19 +29,7 @@ my $ingresses = ingress('verified', 'verified.example.com', 'good', @$verify)
               . ingress('unverified', 'unverified.example.com', 'selfsigned', 'backend-protocol: HTTPS')
               . ingress_yaml(name => 'secure', host => 'secure.example.com', service => 'good', port => 'https',
                              annotations => $verify, tls => 'secure-tls')
-              . <<"YAML";
----
-apiVersion: v1
-kind: Secret
-metadata: {name: backend-ca, namespace: ns}
-data: {ca.crt: ${\ $b64->('ca.crt')}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: secure-tls, namespace: ns}
-type: kubernetes.io/tls
-data: {tls.crt: ${\ $b64->('leaf.crt')}, tls.key: ${\ $b64->('leaf.key')}}
-YAML
+              . secret_yaml('backend-ca', 'ns', ca => 'ca.crt') . secret_yaml('secure-tls', 'ns', cert => 'leaf');
 # GRPCS, as the documentation's gRPC example with TLS to the backend: one
 # service's calls to an HTTP/2 backend verified against the CA
 $ingresses .= ingress_yaml(name => 'grpc', host => 'grpc.example.com', service => 'echo', port => 'https',

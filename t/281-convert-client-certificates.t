@@ -7,7 +7,6 @@
 # `optional` admits a client without a certificate; auth-tls-match-cn,
 # which Gateway API cannot check, leaves the host unserved.
 use lib 't/lib';
-use MIME::Base64 qw(encode_base64);
 use Test::GatewayTLS;
 use Test::More;
 
@@ -16,7 +15,6 @@ setup();
 
 my $certs = certs_dir();
 my $dir = servroot();
-my $b64 = sub { encode_base64(slurp("$certs/$_[0]"), '') };
 
 # An Ingress of pay.example.com, TLS with the "leaf" certificate, its
 # clients validated as ANNOTATIONS say, and what it needs
@@ -24,19 +22,8 @@ sub ingress {
     my (@annotations) = @_;
     return ingress_yaml(name => 'payments', host => 'pay.example.com', service => 'payments',
                         annotations => \@annotations, tls => 'pay-tls')
-         . plaintext_service_manifests('payments', 'http', 80, backend_port('plain')) . <<"YAML";
----
-apiVersion: v1
-kind: Secret
-metadata: {name: client-ca, namespace: ns}
-data: {ca.crt: ${\ $b64->('ca.crt')}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: pay-tls, namespace: ns}
-type: kubernetes.io/tls
-data: {tls.crt: ${\ $b64->('leaf.crt')}, tls.key: ${\ $b64->('leaf.key')}}
-YAML
+         . plaintext_service_manifests('payments', 'http', 80, backend_port('plain'))
+         . secret_yaml('client-ca', 'ns', ca => 'ca.crt') . secret_yaml('pay-tls', 'ns', cert => 'leaf');
 }
 
 # The HTTPS port of what convert made of INGRESSES, served; and its report

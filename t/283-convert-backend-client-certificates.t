@@ -6,15 +6,12 @@
 # front of a backend that asks for a client certificate and answers with
 # the fingerprint of the one it got.
 use lib 't/lib';
-use MIME::Base64 qw(encode_base64);
 use Test::GatewayTLS;
 use Test::More;
 
 plan 'no_plan';
 setup();
 
-my $certs = certs_dir();
-my $b64 = sub { encode_base64(slurp("$certs/$_[0]"), '') };
 
 # an Ingress of HOST to Service NAME (the backend asking for client
 # certificates), verified against SECRET's ca.crt
@@ -28,13 +25,7 @@ sub ingress {
 
 # a Secret as ingress-nginx's proxy-ssl-secret holds one: the CA, and
 # CERT's certificate and key unless CERT is ''
-sub secret {
-    my ($name, $cert) = @_;
-    my $pair = $cert eq '' ? '' : ", tls.crt: ${\ $b64->(\"$cert.crt\")}, tls.key: ${\ $b64->(\"$cert.key\")}";
-    my $type = $cert eq '' ? '' : "type: kubernetes.io/tls\n";
-    return "---\napiVersion: v1\nkind: Secret\nmetadata: {name: $name, namespace: ns}\n$type"
-         . "data: {ca.crt: ${\ $b64->('ca.crt')}$pair}\n";
-}
+sub secret { my ($name, $cert) = @_; secret_yaml($name, 'ns', ca => 'ca.crt', ($cert ne '' ? (cert => $cert) : ())) }
 
 my $ingresses = ingress('first', 'first.example.com', 'client-leaf')
               . ingress('own', 'own.example.com', 'client-spiffe')

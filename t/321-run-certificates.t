@@ -19,14 +19,14 @@ my $name_of = certificate_names(qw(leaf wildcard untrusted));
 my $https = "  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: gw-cert}]}}\n";
 (my $base = gateway_manifests(web => 'leaf')) =~ s/  - \{name: http, port: 80, protocol: HTTP\}\n/$https/
     or die 'no HTTP listener to replace';
-sub secret_yaml { tls_secret_yaml('gw-cert', shift, 'ns') }
+sub cert_secret_yaml { tls_secret_yaml('gw-cert', shift, 'ns') }
 my $route = "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: ns}\n"
           . "spec:\n  parentRefs: [{name: gw}]\n  hostnames: [web.example]\n  rules: [{backendRefs: [{name: web, port: 443}]}]\n";
 my $in = "$dir/in";
 my $out = "$dir/out";
 make_path($in);
 put_file($in, 'base.yaml', $base);
-put_file($in, 'secret.yaml', secret_yaml('leaf'));
+put_file($in, 'secret.yaml', cert_secret_yaml('leaf'));
 put_file($in, 'route.yaml', $route);
 
 my $log = "$dir/run.log";
@@ -56,7 +56,7 @@ is(ask_kept(), '200 leaf', 'a connection opened before the renewal');
 for my $renewal (['wildcard', 'renewed'], ['untrusted', 'renewed again'], ['leaf', 'and back']) {
     my ($name, $what) = @$renewal;
     my $pushed = count_in_log(qr/1 listener certificate\(s\) pushed to nginx, no reload/);
-    put_file($in, 'secret.yaml', secret_yaml($name));
+    put_file($in, 'secret.yaml', cert_secret_yaml($name));
     ok(wait_for(sub { count_in_log(qr/1 listener certificate\(s\) pushed to nginx, no reload/) > $pushed }, 10)
        && wait_for(sub { presented() eq "$name leaf" }, 5), "$what: every new handshake presents it")
         or diag presented(), slurp($log);
@@ -66,7 +66,7 @@ is(count_in_log(qr/nginx reloaded/), 0, 'gateway2nginx reloaded nothing');
 is(ask_kept(), '200 leaf', 'the connection opened before is served on');
 close_kept_tls($kept, $to_kept);
 
-put_file($in, 'secret.yaml', secret_yaml('wildcard'));
+put_file($in, 'secret.yaml', cert_secret_yaml('wildcard'));
 ok(wait_for(sub { presented() eq 'wildcard leaf' }, 10), 'renewed once more') or diag presented();
 my $file = "$out/certs/listener_ns_gw-cert.crt";
 ok(wait_for(sub { $name_of->{certificate_sha256($file)} eq 'wildcard' }, 15), 'OUTDIR catches up: its file holds it')
@@ -79,7 +79,7 @@ put_file($in, 'base.yaml', $more);
 ok(wait_for(sub { count_in_log(qr/nginx reloaded: workers [\d ]+ -> [\d ]+ \(listeners\)/) == 1 }, 30),
    'a listener added: a reload, for the listeners') or diag slurp($log);
 is(presented(), 'wildcard leaf', 'after it, the renewed certificate');
-put_file($in, 'secret.yaml', secret_yaml('leaf'));
+put_file($in, 'secret.yaml', cert_secret_yaml('leaf'));
 ok(wait_for(sub { presented() eq 'leaf leaf' }, 10), 'and a renewal after the reload is pushed too') or diag presented();
 is(count_in_log(qr/nginx reloaded/), 1, 'with no other reload');
 

@@ -19,7 +19,7 @@ my $name_of = certificate_names(qw(leaf wildcard untrusted));
 my $term = "  - {name: term, port: 444, protocol: TLS, hostname: db.example, tls: {mode: Terminate, certificateRefs: [{name: db-cert}]}}\n";
 (my $base = gateway_manifests(web => 'leaf')) =~ s/(  - \{name: http, port: 80, protocol: HTTP\}\n)/$1$term/
     or die 'no HTTP listener to add to';
-sub secret_yaml { tls_secret_yaml('db-cert', shift, 'ns') }
+sub cert_secret_yaml { tls_secret_yaml('db-cert', shift, 'ns') }
 my $route = "apiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\nmetadata: {name: db, namespace: ns}\n"
           . "spec:\n  parentRefs: [{name: gw, sectionName: term}]\n  hostnames: [db.example]\n"
           . "  rules: [{backendRefs: [{name: web, port: 443}]}]\n";
@@ -27,7 +27,7 @@ my $in = "$dir/in";
 my $out = "$dir/out";
 make_path($in);
 put_file($in, 'base.yaml', $base);
-put_file($in, 'secret.yaml', secret_yaml('leaf'));
+put_file($in, 'secret.yaml', cert_secret_yaml('leaf'));
 put_file($in, 'route.yaml', $route);
 
 my $log = "$dir/run.log";
@@ -55,7 +55,7 @@ is(ask_kept(), '200 leaf', 'a connection opened before the renewal');
 for my $renewal (['wildcard', 'renewed'], ['untrusted', 'renewed again']) {
     my ($name, $what) = @$renewal;
     my $pushed = count_in_log(qr/1 listener certificate\(s\) pushed to nginx, no reload/);
-    put_file($in, 'secret.yaml', secret_yaml($name));
+    put_file($in, 'secret.yaml', cert_secret_yaml($name));
     ok(wait_for(sub { count_in_log(qr/1 listener certificate\(s\) pushed to nginx, no reload/) > $pushed }, 10)
        && wait_for(sub { presented() eq "$name leaf" }, 5), "$what: every new handshake presents it")
         or diag presented(), slurp($log);

@@ -14,7 +14,6 @@ use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
 use JSON::PP;
-use MIME::Base64 ();
 use Time::HiRes qw(sleep time);
 
 if (my $why = kubectl_missing()) {
@@ -185,16 +184,9 @@ is($out, '2', 'kubectl get reads them back');
 # ---- every request of a run, against the rules ----------------------------------------------
 # a second Service whose policy's CA is a Secret: read with get, as the
 # ConfigMap of the first, once the policy refers to it
-my $ca = slurp(certs_dir() . '/ca.crt');
 sub apply_application {
 kube_apply('base', kube_web_yaml() . <<"YAML");
----
-apiVersion: v1
-kind: Secret
-metadata: {name: ca-secret, namespace: ns}
-type: Opaque
-data: {ca.crt: @{[ MIME::Base64::encode_base64($ca, '') ]}}
----
+@{[ secret_yaml('ca-secret', 'ns', ca => 'ca.crt') ]}---
 apiVersion: v1
 kind: Service
 metadata: {name: web2, namespace: ns}

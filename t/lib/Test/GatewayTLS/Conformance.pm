@@ -179,11 +179,7 @@ sub conformance_manifests {
 # holding certificate NAME.
 sub tls_secret_yaml {
     my ($secret, $cert, $ns) = @_;
-    $ns //= 'gateway-conformance-infra';
-    my $b64 = sub { my $t = `base64 -w0 $_[0]`; $t };
-    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $secret\n  namespace: $ns\n"
-         . "type: kubernetes.io/tls\ndata:\n  tls.crt: " . $b64->(certs_dir() . "/$cert.crt") . "\n"
-         . "  tls.key: " . $b64->(certs_dir() . "/$cert.key") . "\n";
+    return secret_yaml($secret, $ns // 'gateway-conformance-infra', cert => $cert);
 }
 
 # What the suite creates at start: our GatewayClass, the CA ConfigMap

@@ -9,6 +9,7 @@ use warnings;
 use Exporter 'import';
 use File::Path qw(make_path);
 use JSON::PP ();
+use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(sleep time);
 use Test::More ();
 
@@ -17,7 +18,7 @@ use Test::GatewayTLS::Nginx;
 
 our @EXPORT = qw(churn_lists convert_and_serve endpoint_membership gateway_manifests http_ingress_yaml ingress_yaml kustomize_deploy
                 listener_set_yaml listener_sets_from_all_namespaces read_status
-                plaintext_service_manifests routes_from_all_namespaces run_generator run_metric serve_manifests service_manifests
+                plaintext_service_manifests routes_from_all_namespaces run_generator run_metric secret_yaml serve_manifests service_manifests
                 slow_app_manifests start_gateway2nginx start_run status_port stop_served
                 web_route_yaml);
 our @EXPORT_OK = qw(@TestEndpoints);
@@ -271,6 +272,20 @@ sub serve_manifests {
         Test::More::is($code, 200, 'the route tables are filled through the upstream API') or Test::More::diag($reply);
     }
     return wantarray ? (80 + $offset, $out) : 80 + $offset;
+}
+
+# A Secret NAME of namespace NS holding the test certificates' files:
+# ca => FILE as ca.crt, cert => NAME as tls.crt and tls.key (NAME.crt,
+# NAME.key; then of type kubernetes.io/tls), or both, as ingress-nginx's
+# proxy-ssl-secret holds them
+sub secret_yaml {
+    my ($name, $ns, %files) = @_;
+    my $b64 = sub { encode_base64(slurp(certs_dir() . "/$_[0]"), '') };
+    my $data = join '', ($files{ca} ? "  ca.crt: " . $b64->($files{ca}) . "\n" : ''),
+                        ($files{cert} ? "  tls.crt: " . $b64->("$files{cert}.crt") . "\n"
+                                        . "  tls.key: " . $b64->("$files{cert}.key") . "\n" : '');
+    return "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: $name\n  namespace: $ns\n"
+         . ($files{cert} ? "type: kubernetes.io/tls\n" : '') . "data:\n$data";
 }
 
 # An Ingress as ingress-nginx's documentation writes one (namespace ns,
