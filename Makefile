@@ -260,14 +260,16 @@ test: deps
 # that release's nginx-dev and the suite run against its nginx, in a
 # debootstrap chroot of it under build/debian/RELEASE (.ci/debian-chroot),
 # in a network namespace of its own (two releases' suites run side by side).
-# The suite there (TESTS=t/) is t/ but the tests of gateway2nginx against
-# the API server simulation (t/323, t/324, t/370-t/375, t/380: the API client,
-# leases, status writes, route changes applied alone, whatever nginx
-# serves) and t/402 (t/401's replay through gateway2nginx run), which this
-# machine's suite runs.
+# The suite there (TESTS=t/) is t/ but what tests gateway2nginx's own
+# code alone, whatever nginx serves, which this machine's suite runs: the
+# tests against the API server simulation (t/323, t/324, t/370-t/375,
+# t/380: the API client, leases, status writes, route changes applied
+# alone) and the conformance replays in mode run (t/402, the t/4*-run.t
+# files and t/470: gateway2nginx run serving what mode render's replays
+# serve there, through the same module).
 RELEASE ?= trixie
-DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/323-% t/324-% t/370-% t/372-% t/373-% t/374-% t/375-% t/380-% t/402-%,\
-  $(sort $(wildcard t/*.t))),$(TESTS))
+DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/323-% t/324-% t/370-% t/372-% t/373-% t/374-% t/375-% t/380-% \
+  t/4%-run.t t/470-%,$(sort $(wildcard t/*.t))),$(TESTS))
 test-debian:
 	.ci/debian-chroot $(RELEASE) deps
 	.ci/debian-chroot $(RELEASE) -j2 all

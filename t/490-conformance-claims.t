@@ -25,7 +25,7 @@ my %replays = (
 );
 my %files = map { my $mode = $_; ($mode => [map { "$FindBin::Bin/servroot-$_/conformance-results.json" } @{$replays{$mode}}]) }
             keys %replays;
-# a mode is judged on all of its replays (t/402 is not run in other
+# a mode is judged on all of its replays (mode run's are not run in other
 # Debian releases' chroots: there, mode render alone)
 my %missing = map { my $m = $_; ($m => [map { "t/$replays{$m}[$_].t" } grep { !-f $files{$m}[$_] } 0 .. $#{$files{$m}}]) }
               keys %replays;
