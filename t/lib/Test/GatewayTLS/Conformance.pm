@@ -96,11 +96,15 @@ sub conformance_run_settled {
     return $ok;
 }
 
-# Stops the run of OUT (it stops its nginx, letting what is in flight end).
+# Stops the run of OUT, and its nginx at once (TERM), as mode render's
+# replays stop theirs: the run's own stop lets what is in flight end,
+# which for a UDP session is its proxy_timeout (10 minutes).
 sub stop_conformance_run {
     my ($out) = @_;
     my $run = delete $RunPid{$out} or return;
     kill 'TERM', $run;
+    my $master = _master($out);
+    kill 'TERM', $master if $master;
     my $deadline = time + 10;
     sleep 0.02 while waitpid($run, POSIX::WNOHANG()) == 0 && time < $deadline;
     kill('KILL', $run), waitpid($run, 0) if kill 0, $run;
