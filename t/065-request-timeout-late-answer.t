@@ -16,7 +16,6 @@ use Time::HiRes qw(time sleep);
 
 setup();
 my $dir = servroot();
-my $module = module_dir() . '/ngx_http_gateway_tls_module.so';
 my ($port, $backend_port) = (server_port(), server_port() + 1);
 my $timeout_ms = 1000;
 
@@ -50,19 +49,7 @@ if ($backend == 0) {
 close $listener;
 track_child($backend);
 
-spit("$dir/conf/nginx.conf", <<"CONF");
-load_module $module;
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log info;
-events { worker_connections 64; }
-http {
-    access_log logs/access.log;
-    client_body_temp_path tmp/client_body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
+spit("$dir/conf/nginx.conf", own_conf_head() . <<"CONF");
     server {
         listen 127.0.0.1:$port;
         location /timed {

@@ -14,22 +14,9 @@ use Time::HiRes qw(sleep);
 
 setup();
 my $dir = servroot();
-my $module = module_dir() . '/ngx_http_gateway_tls_module.so';
 my ($with, $without) = (server_port(), server_port() + 1);
 my $h2c = nginx_version() >= 1025001 ? 'http2 on;' : 'gateway_tls_h2c_preface on;';
-spit("$dir/conf/nginx.conf", <<"CONF");
-load_module $module;
-worker_processes 1;
-pid logs/nginx.pid;
-error_log logs/error.log info;
-events { worker_connections 64; }
-http {
-    access_log logs/access.log;
-    client_body_temp_path tmp/client_body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
+spit("$dir/conf/nginx.conf", own_conf_head() . <<"CONF");
     server {
         listen 127.0.0.1:$with;
         $h2c

@@ -34,7 +34,7 @@ our @TestEndpoints;
 our @EXPORT = qw(run_tests run_metric servroot certs_dir backend_port server_port spki_pin cert_pin
                  setup start_backends stop_backends start_nginx stop_nginx http_request
                  run_generator read_status gateway_manifests serve_manifests stop_served request
-                 convert_and_serve http_ingress_yaml ingress_yaml secret_yaml
+                 convert_and_serve http_ingress_yaml ingress_yaml secret_yaml own_conf_head
                  status_port service_manifests plaintext_service_manifests tls_exchange slurp spit
                  conformance_manifests conformance_setup tls_secret_yaml serve_conformance_gateway
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary

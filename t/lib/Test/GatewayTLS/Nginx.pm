@@ -17,7 +17,7 @@ use Time::HiRes qw(sleep time);
 
 use Test::GatewayTLS::Env qw(:DEFAULT $Nginx $NginxStreamModule $ServRoot @Backends _check_listen_ports);
 
-our @EXPORT = qw(api_request ask_kept_alive certificate_names certificate_sha256 close_kept_tls open_kept_tls presented_certificates connections_to http_request parent_pid presented_certificate request start_backends
+our @EXPORT = qw(api_request ask_kept_alive own_conf_head certificate_names certificate_sha256 close_kept_tls open_kept_tls presented_certificates connections_to http_request parent_pid presented_certificate request start_backends
                 start_nginx start_numbered_backends start_slow_backend start_slow_reader stop_backends stop_nginx
                 tls_exchange track_child unread_by_server wait_workers_replaced worker_pids);
 our @EXPORT_OK = qw(_backend_servers _http _stream_backend_servers _temp_paths _tls_http);
@@ -200,6 +200,19 @@ sub presented_certificates {
 }
 
 # Temporary files inside the server root, not Debian's /var/lib/nginx.
+# The head of a configuration a test writes itself, to be followed by
+# what goes in http{} and its closing brace: the module under test loaded,
+# WORKERS worker processes (1) of CONNECTIONS connections (64), the pid,
+# error log (info) and temp paths under the prefix, and ACCESS_LOG
+# (logs/access.log, or off).
+sub own_conf_head {
+    my (%o) = @_;
+    my ($workers, $connections, $access_log) = ($o{workers} // 1, $o{connections} // 64, $o{access_log} // 'logs/access.log');
+    return "load_module " . ($ENV{GTLS_MODULE} || $Test::GatewayTLS::Env::Module) . ";\n"
+         . "worker_processes $workers;\npid logs/nginx.pid;\nerror_log logs/error.log info;\n"
+         . "events { worker_connections $connections; }\nhttp {\n    access_log $access_log;\n" . _temp_paths();
+}
+
 sub _temp_paths {
     return join '', map { "    ${_}_temp_path tmp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi);
 }
