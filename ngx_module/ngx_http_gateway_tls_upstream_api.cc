@@ -84,6 +84,7 @@ std::string ngx_http_gtls_list_json(ngx_http_gtls_main_conf_t *mcf)
         for (const gtls::Pin &pin : p.pins) listed.pins.push_back(pin.spec);
         listed.hostname = p.hostname;
         for (const gtls::SanMatcher &san : p.sans) listed.subject_alt_names.push_back(san.spec);
+        listed.client_certificate = p.client_certificate ? p.client_certificate->sha256 : std::string();
     }
     return gtls::api_list_json(list);
 }

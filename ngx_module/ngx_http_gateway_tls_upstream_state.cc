@@ -533,8 +533,9 @@ ngx_http_gtls_trusted_t *ngx_http_gtls_find_trusted(ngx_http_gtls_main_conf_t *m
 }
 
 // The configured trust of a group, as pushed trust would fingerprint it
-// (names not pushed: each policy's configured ones): pushing what is
-// configured takes the group back to its configuration.
+// (names and client certificate not pushed: each policy's configured
+// ones): pushing what is configured takes the group back to its
+// configuration.
 uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, const gtls::PolicyTrust &pushed)
 {
     uint64_t all = 0;
@@ -546,7 +547,10 @@ uint64_t ngx_http_gtls_pushed_fingerprint(const ngx_http_gtls_trusted_t *t, cons
             for (const gtls::SanMatcher &san : *configured.sans) sans.push_back(san.spec);
         }
         const std::string &hostname = pushed.hostname ? *pushed.hostname : *configured.hostname;
-        all = all * 0x100000001b3ull ^ gtls::trust_fingerprint(pushed.ca, pushed.pins, hostname, sans);
+        const std::shared_ptr<const gtls::KeyPair> &own = *configured.client_certificate;
+        const std::string client = pushed.client_certificate ? gtls::leaf_sha256(pushed.client_certificate->certificate)
+                                   : own ? own->sha256 : std::string();
+        all = all * 0x100000001b3ull ^ gtls::trust_fingerprint(pushed.ca, pushed.pins, hostname, sans, client);
     }
     return all;
 }

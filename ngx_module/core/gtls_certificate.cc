@@ -40,6 +40,14 @@ std::string certificate_sha256(X509 *certificate)
     return out;
 }
 
+std::string leaf_sha256(std::string_view certificate)
+{
+    BioPtr in = memory_bio(certificate);
+    X509Ptr leaf(in ? PEM_read_bio_X509(in.get(), nullptr, no_password, nullptr) : nullptr);
+    ERR_clear_error();
+    return leaf ? certificate_sha256(leaf.get()) : std::string();
+}
+
 bool key_pair_from_pem(std::string_view certificate, std::string_view key, KeyPair *out, std::string *error)
 {
     KeyPair pair;

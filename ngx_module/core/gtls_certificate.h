@@ -43,5 +43,7 @@ bool key_pair_from_files(const std::string &certificate, const std::string &key,
 // SHA-256 of a certificate's DER, lowercase hex ("" when it cannot be
 // encoded)
 std::string certificate_sha256(X509 *certificate);
+// The same of the first certificate of PEM text ("" when there is none)
+std::string leaf_sha256(std::string_view certificate);
 
 }  // namespace gtls

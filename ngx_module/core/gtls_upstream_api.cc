@@ -203,8 +203,8 @@ public:
 
 private:
     enum class Kind {
-        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins, Sans, Certificates, Certificate,
-        ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, ListTables, ListTable, Skip
+        Root, Body, Section, Upstream, Servers, Server, Policies, Policy, Pins, Sans, PolicyCertificate,
+        Certificates, Certificate, ListBody, ListSection, ListUpstream, ListPolicies, ListPolicy, ListTables, ListTable, Skip
     };
     struct Frame {
         Kind kind = Kind::Skip;
@@ -352,6 +352,7 @@ private:
                 return;
             }
             if (f.key == "pins" || f.key == "subject_alt_names") wrong_type(field, JsonType::Array, type);
+            if (f.key == "client_certificate") wrong_type(field, JsonType::Object, type);
             unknown_policy_field(f);
         case Kind::Pins: {
             expect(field, JsonType::String, type);
@@ -369,19 +370,25 @@ private:
             return;
         }
         case Kind::Certificate:
+        case Kind::PolicyCertificate: {
+            std::string &to = f.kind == Kind::Certificate
+                                  ? (f.key == "key" ? certificate_of_listener().key : certificate_of_listener().certificate)
+                                  : (f.key == "key" ? trust_of_policy().client_certificate->key
+                                                    : trust_of_policy().client_certificate->certificate);
             if (f.key == "certificate") {
                 expect(field, JsonType::String, type);
                 check_pem_certificates(std::string(text), field, kMaxApiCertificateBytes);
-                certificate_of_listener().certificate = std::string(text);
+                to = std::string(text);
                 return;
             }
             if (f.key == "key") {
                 expect(field, JsonType::String, type);
                 check_pem_key(std::string(text), field);
-                certificate_of_listener().key = std::string(text);
+                to = std::string(text);
                 return;
             }
             unknown_certificate_field(f);
+        }
         case Kind::ListPolicy:
             if (f.key == "source" && type == JsonType::String && text == "api") {
                 pushed.push_back(frames_[frames_.size() - 2].key);
@@ -406,7 +413,8 @@ private:
 
     [[noreturn]] static void unknown_policy_field(const Frame &f)
     {
-        refuse(f.field, "unknown field " + json_string(f.key) + " (known: ca, pins, hostname, subject_alt_names)");
+        refuse(f.field, "unknown field " + json_string(f.key)
+                            + " (known: ca, pins, hostname, subject_alt_names, client_certificate)");
     }
 
     [[noreturn]] static void unknown_certificate_field(const Frame &f)
@@ -550,8 +558,16 @@ private:
                 trust_of_policy().subject_alt_names.emplace();
                 return push(Kind::Sans, field);
             }
+            if (f.key == "client_certificate") {
+                expect(field, JsonType::Object, type);
+                trust_of_policy().client_certificate.emplace();
+                return push(Kind::PolicyCertificate, field);
+            }
             if (f.key == "ca" || f.key == "hostname") wrong_type(field, JsonType::String, type);
             unknown_policy_field(f);
+        case Kind::PolicyCertificate:
+            if (f.key == "certificate" || f.key == "key") wrong_type(field, JsonType::String, type);
+            unknown_certificate_field(f);
         case Kind::Pins:
         case Kind::Sans: wrong_type(field, JsonType::String, type);
         case Kind::ListBody:
@@ -604,6 +620,7 @@ private:
             if (f.seen.empty()) refuse(f.field, "names no certificate");
             return;
         case Kind::Certificate:
+        case Kind::PolicyCertificate:
             if (!f.seen.count("certificate") || !f.seen.count("key")) {
                 refuse(f.field, "\"certificate\" and \"key\" are both required");
             }

@@ -19,6 +19,10 @@
 // "hostname" (the name sent and verified where no SAN is listed) and
 // "subject_alt_names" (SAN SPECs) may come too, replacing what the policy
 // is configured with: a spare upstream{} becomes a backend new to nginx.
+// "client_certificate": {"certificate": PEM, "key": PEM} may come too,
+// replacing the policy's own client certificate (proxy_ssl_policy_
+// certificate) for new connections; a GET lists its leaf's SHA-256, never
+// its key.
 // A listener's certificate (gateway_tls_certificate NAME of a server{})
 // is replaced for new handshakes, its chain (the leaf first) and key PEM:
 //   {"certificates": {"NAME": {"certificate": "-----BEGIN CERTIFICATE-----...",
@@ -94,18 +98,26 @@ struct UpstreamServers {
 // verifies (proxy_ssl_policy_hostname, proxy_ssl_verify_san). The PEM is
 // checked to be text of PEM blocks here; its certificates are read by
 // trust_store_from_pem.
+struct PemKeyPair {
+    std::string  certificate;  // PEM certificates, the leaf first
+    std::string  key;          // one PEM private key, unencrypted
+
+    bool operator==(const PemKeyPair &o) const { return certificate == o.certificate && key == o.key; }
+};
+
 struct PolicyTrust {
     std::string                              policy;
     std::string                              ca;    // PEM certificates, "system", or empty: pins alone
     std::vector<std::string>                 pins;  // normalised pin SPECs
     std::optional<std::string>               hostname;           // absent: as configured
     std::optional<std::vector<std::string>>  subject_alt_names;  // SAN SPECs; absent: as configured
+    std::optional<PemKeyPair>                client_certificate;  // absent: as configured
 
     bool names_peer() const { return hostname.has_value() || subject_alt_names.has_value(); }
     bool operator==(const PolicyTrust &o) const
     {
         return policy == o.policy && ca == o.ca && pins == o.pins && hostname == o.hostname
-               && subject_alt_names == o.subject_alt_names;
+               && subject_alt_names == o.subject_alt_names && client_certificate == o.client_certificate;
     }
 };
 
@@ -153,6 +165,7 @@ struct ListedPolicy {
     std::vector<std::string>  pins;
     std::string               hostname;           // empty: none
     std::vector<std::string>  subject_alt_names;
+    std::string               client_certificate;  // its leaf's SHA-256; empty: none
 };
 
 struct ListedCertificate {
@@ -247,8 +260,9 @@ ListenerCertificate parse_listener_certificate(std::string_view json, const std:
 // {"certificate":"...","key":"..."}
 std::string listener_certificate_json(const ListenerCertificate &certificate);
 
-// {"ca":"...","pins":[...],"hostname":"...","subject_alt_names":[...]},
-// "ca" left out when empty, the names when not given
+// {"ca":"...","pins":[...],"hostname":"...","subject_alt_names":[...],
+// "client_certificate":{"certificate":"...","key":"..."}}, "ca" left out
+// when empty, the names and the client certificate when not given
 std::string policy_trust_json(const PolicyTrust &trust);
 
 // One server list as upstream_servers_json wrote it (what the module
@@ -272,7 +286,7 @@ std::string upstream_servers_json(const std::vector<UpstreamServer> &servers);
 // The body of a GET: {"upstreams":{NAME:{"generation":N,"source":...,
 // "servers":[...]}},"stream_upstreams":{...},"policies":{NAME:{
 // "generation":N,"source":...,"ca":...,"pins":[...],"hostname":...,
-// "subject_alt_names":[...]}},"routes":{TABLE:{
+// "subject_alt_names":[...],"client_certificate":SHA256}},"routes":{TABLE:{
 // HOST:{"generation":N,"matches":M}}},"certificates":{NAME:{
 // "generation":N,"source":...,"sha256":"..."}}}, which listed_servers and
 // pushed_policies read.

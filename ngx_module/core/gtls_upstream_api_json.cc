@@ -6,9 +6,18 @@
 
 namespace gtls {
 
+namespace {
+
+std::string key_pair_json(std::string_view certificate, std::string_view key)
+{
+    return "{\"certificate\":" + json_string(certificate) + ",\"key\":" + json_string(key) + "}";
+}
+
+}  // namespace
+
 std::string listener_certificate_json(const ListenerCertificate &certificate)
 {
-    return "{\"certificate\":" + json_string(certificate.certificate) + ",\"key\":" + json_string(certificate.key) + "}";
+    return key_pair_json(certificate.certificate, certificate.key);
 }
 
 std::string policy_trust_json(const PolicyTrust &trust)
@@ -22,6 +31,10 @@ std::string policy_trust_json(const PolicyTrust &trust)
     out += list(trust.pins);
     if (trust.hostname) out += ",\"hostname\":" + json_string(*trust.hostname);
     if (trust.subject_alt_names) out += ",\"subject_alt_names\":" + list(*trust.subject_alt_names);
+    if (trust.client_certificate) {
+        out += ",\"client_certificate\":"
+               + key_pair_json(trust.client_certificate->certificate, trust.client_certificate->key);
+    }
     return out + "}";
 }
 
@@ -98,7 +111,8 @@ std::string api_list_json(const ApiList &list)
         out += (i ? "," : "") + json_string(p.name) + ":{\"generation\":" + std::to_string(p.generation)
                + ",\"source\":" + (p.pushed ? "\"api\"" : "\"configuration\"") + ",\"ca\":" + json_string(p.ca)
                + ",\"pins\":[" + pins + "],\"hostname\":" + json_string(p.hostname) + ",\"subject_alt_names\":["
-               + sans + "]}";
+               + sans + "]" + (p.client_certificate.empty() ? "" : ",\"client_certificate\":" + json_string(p.client_certificate))
+               + "}";
     }
     out += "}";
     if (!list.routes.empty()) out += ",\"routes\":" + routes_json(list.routes);

@@ -682,6 +682,14 @@ bool build_policy_trust(const PolicyTrust &pushed, Trust *out, std::string *erro
             out->sans->push_back(std::move(*san));
         }
     }
+    if (pushed.client_certificate) {
+        auto pair = std::make_shared<KeyPair>();
+        if (!key_pair_from_pem(pushed.client_certificate->certificate, pushed.client_certificate->key, pair.get(), error)) {
+            *error = "client_certificate: " + *error;
+            return false;
+        }
+        out->client_certificate = std::move(pair);
+    }
     return true;
 }
 
@@ -692,16 +700,18 @@ void replace_trust(Policy *policy, const Trust &trust, const Trust &configured, 
     policy->pins = trust.pins;
     policy->hostname = trust.hostname ? *trust.hostname : configured.hostname.value_or(std::string());
     policy->sans = trust.sans ? *trust.sans : configured.sans.value_or(std::vector<SanMatcher>());
+    policy->client_certificate = trust.client_certificate ? *trust.client_certificate
+                                                          : configured.client_certificate.value_or(nullptr);
     policy->trust_generation = generation;
 }
 
 Trust configured_trust(const Policy &policy)
 {
-    return {policy.store, policy.trust_source, policy.pins, policy.hostname, policy.sans};
+    return {policy.store, policy.trust_source, policy.pins, policy.hostname, policy.sans, policy.client_certificate};
 }
 
 uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs, std::string_view hostname,
-                           const std::vector<std::string> &san_specs)
+                           const std::vector<std::string> &san_specs, std::string_view client_certificate)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     auto mix = [&h](std::string_view bytes) {
@@ -717,6 +727,10 @@ uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &
     mix("\x01names");  // (where the pins end)
     mix(hostname);
     for (const std::string &san : san_specs) mix(san);
+    if (!client_certificate.empty()) {
+        mix("\x01client");  // (where the names end)
+        mix(client_certificate);
+    }
     return h;
 }
 
@@ -725,8 +739,9 @@ uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::stri
     std::vector<std::string> pins, sans;
     for (const Pin &pin : policy.pins) pins.push_back(pin.spec);
     for (const SanMatcher &san : policy.sans) sans.push_back(san.spec);
+    const std::string client = policy.client_certificate ? policy.client_certificate->sha256 : std::string();
     if (policy.trust_source.empty() || policy.trust_source == "system") {
-        return trust_fingerprint(policy.trust_source, pins, policy.hostname, sans);
+        return trust_fingerprint(policy.trust_source, pins, policy.hostname, sans, client);
     }
     std::map<std::string, std::string> own;
     if (files == nullptr) files = &own;
@@ -737,7 +752,7 @@ uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::stri
         bytes << file.rdbuf();
         it->second = file ? bytes.str() : "unreadable:" + policy.trust_source;
     }
-    return trust_fingerprint(it->second, pins, policy.hostname, sans);
+    return trust_fingerprint(it->second, pins, policy.hostname, sans, client);
 }
 
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error)

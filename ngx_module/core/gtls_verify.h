@@ -199,13 +199,15 @@ X509StoreShared load_trust_store(const std::string &source, std::string *error);
 X509StoreShared trust_store_from_pem(std::string_view pem, std::string *error);
 
 // What a policy verifies against, replaced at run time (the upstream API),
-// and the name it sends and verifies when a push gives one.
+// and the name it sends and verifies, and the client certificate it
+// presents, when a push gives them.
 struct Trust {
     X509StoreShared                         store;   // null: pins alone
     std::string                             source;  // "system", "api:sha256:HEX" (of the PEM), or empty
     std::vector<Pin>                        pins;
     std::optional<std::string>              hostname;  // absent: the configured one
     std::optional<std::vector<SanMatcher>>  sans;      // likewise
+    std::optional<std::shared_ptr<const KeyPair>>  client_certificate;  // likewise (null: none)
 };
 
 // `ca` is PEM certificates, "system" or empty; pins are SPECs. False and
@@ -226,15 +228,17 @@ void replace_trust(Policy *policy, const Trust &trust, const Trust &configured, 
 Trust configured_trust(const Policy &policy);
 
 // What a configured policy trusts (its CA file's bytes or "system", its
-// pins) and the names it verifies (hostname, SAN SPECs), FNV-1a: tells
-// whether a reload changed them. Reads the file, once per path for all
-// the calls that share `files`.
+// pins), the names it verifies (hostname, SAN SPECs) and the client
+// certificate it presents (its leaf), FNV-1a: tells whether a reload
+// changed them. Reads the file, once per path for all the calls that
+// share `files`.
 uint64_t trust_fingerprint(const Policy &policy, std::map<std::string, std::string> *files = nullptr);
 // The same of trust given as text: `ca` PEM bytes, "system" or empty,
-// normalised pin SPECs, the hostname and SAN SPECs. Equal to the
-// configured one's for the same bytes.
+// normalised pin SPECs, the hostname, SAN SPECs and the SHA-256 of the
+// client certificate's leaf (empty: none). Equal to the configured one's
+// for the same bytes.
 uint64_t trust_fingerprint(std::string_view ca, const std::vector<std::string> &pin_specs, std::string_view hostname,
-                           const std::vector<std::string> &san_specs);
+                           const std::vector<std::string> &san_specs, std::string_view client_certificate = {});
 
 // Reads every certificate of a PEM file and makes each a sha256-cert pin.
 bool load_pin_certificates(const std::string &path, std::vector<Pin> *pins, std::string *error);

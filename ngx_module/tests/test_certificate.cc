@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(a_list_and_an_answer_name_certificates_never_keys)
                json);
     BOOST_TEST(gtls::api_list_json(gtls::ApiList()).find("certificates") == std::string::npos);
     list.certificates.push_back({"gw-other", 0, false, "cd34"});
-    list.policies.push_back({"ns/p", 3, true, "system", {}, "", {}});
+    list.policies.push_back({"ns/p", 3, true, "system", {}, "", {}, ""});
     const std::string both = gtls::api_list_json(list);
     BOOST_TEST((gtls::pushed_certificates(both) == std::vector<std::string>{"gw-https"}));
     BOOST_TEST((gtls::pushed_policies(both) == std::vector<std::string>{"ns/p"}));

@@ -256,6 +256,51 @@ BOOST_AUTO_TEST_CASE(policies_may_name_the_peer)
                == R"(policies["ns/p"].subject_alt_names: 65 names, more than 64)");
 }
 
+// A policy's own client certificate (proxy_ssl_policy_certificate) comes
+// with its trust: its chain and key checked as a listener's are, kept
+// across reloads, listed by its leaf's SHA-256 alone.
+BOOST_AUTO_TEST_CASE(a_policy_may_bring_its_client_certificate)
+{
+    const std::string cert = R"(-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n)";
+    const std::string key = R"(-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n)";
+    auto update = parse_api_update(R"({"policies": {"ns/p": {"ca": "system", "client_certificate": {"certificate": ")"
+                                   + cert + R"(", "key": ")" + key + R"("}}, "ns/q": {"ca": "system"}}})");
+    BOOST_TEST_REQUIRE(update.policies.size() == 2u);
+    BOOST_TEST_REQUIRE(update.policies[0].client_certificate.has_value());
+    BOOST_TEST(update.policies[0].client_certificate->certificate == "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+    BOOST_TEST(update.policies[0].client_certificate->key == "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n");
+    BOOST_TEST(!update.policies[1].client_certificate.has_value());
+    for (const gtls::PolicyTrust &t : update.policies) {
+        BOOST_TEST((gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t));
+    }
+
+    auto policy = [](const std::string &pair) {
+        return R"({"policies": {"ns/p": {"ca": "system", "client_certificate": )" + pair + "}}}";
+    };
+    BOOST_TEST(refusal(policy(R"({"certificate": ")" + cert + R"("})"))
+               == R"(policies["ns/p"].client_certificate: "certificate" and "key" are both required)");
+    BOOST_TEST(refusal(policy(R"({"certificate": ")" + key + R"(", "key": ")" + key + R"("})"))
+               == R"(policies["ns/p"].client_certificate.certificate: only CERTIFICATE PEM blocks may be given (line 1))");
+    BOOST_TEST(refusal(policy(R"({"certificate": ")" + cert + R"(", "key": ")" + cert + R"("})"))
+                   .rfind(R"(policies["ns/p"].client_certificate.key: )", 0) == 0u);
+    BOOST_TEST(refusal(policy(R"({"certificate": ")" + cert + R"(", "key": ")" + key + R"(", "chain": ""})"))
+               == R"(policies["ns/p"].client_certificate: unknown field "chain" (known: certificate, key))");
+    BOOST_TEST(refusal(policy(R"({"certificate": [], "key": ""})"))
+               == R"(policies["ns/p"].client_certificate.certificate: must be a string, not an array)");
+    BOOST_TEST(refusal(policy(R"("ns/client-tls")")) == R"(policies["ns/p"].client_certificate: must be an object, not a string)");
+    // a client certificate alone verifies nothing
+    BOOST_TEST(refusal(R"({"policies": {"ns/p": {"client_certificate": {"certificate": ")" + cert + R"(", "key": ")" + key
+                       + R"("}}}})").find("neither was given") != std::string::npos);
+
+    gtls::ApiList list;
+    list.policies.push_back({"ns/p", 4, true, "api:sha256:00", {}, "", {}, "ab12"});
+    list.policies.push_back({"ns/q", 0, false, "system", {}, "", {}, ""});
+    const std::string listed = gtls::api_list_json(list);
+    BOOST_TEST(listed.find(R"("ns/p":{"generation":4,"source":"api","ca":"api:sha256:00","pins":[],"hostname":"","subject_alt_names":[],"client_certificate":"ab12"})") != std::string::npos);
+    BOOST_TEST(listed.find(R"("ns/q":{"generation":0,"source":"configuration","ca":"system","pins":[],"hostname":"","subject_alt_names":[]})") != std::string::npos);
+    BOOST_TEST(gtls::pushed_policies(listed) == std::vector<std::string>{"ns/p"});
+}
+
 BOOST_AUTO_TEST_CASE(a_list_says_which_policies_hold_pushed_trust)
 {
     auto names = gtls::pushed_policies(R"({"upstreams":{"svc":{"generation":2,"source":"api","servers":[]}},)"
@@ -281,7 +326,7 @@ BOOST_AUTO_TEST_CASE(policy_trust_is_checked_and_named)
     BOOST_TEST(refusal(policy(R"({"pins": ["sha1/AAAA"]})")).rfind(R"(policies["ns/p"].pins[0]: )", 0) == 0u);
     BOOST_TEST(refusal(policy(R"({"pins": "sha256-spki:AAAA"})")) == R"(policies["ns/p"].pins: must be an array, not a string)");
     BOOST_TEST(refusal(policy(R"({"ca": "system", "mode": "skip"})"))
-               == R"(policies["ns/p"]: unknown field "mode" (known: ca, pins, hostname, subject_alt_names))");
+               == R"(policies["ns/p"]: unknown field "mode" (known: ca, pins, hostname, subject_alt_names, client_certificate))");
     BOOST_TEST(refusal(R"({"policies": {}})") == "policies: names no policy");
     BOOST_TEST(refusal(R"({"policies": {"": {"ca": "system"}}})") == R"(policies[""]: is not a policy name)");
     BOOST_TEST(refusal(R"({"policies": {"a\nb": {"ca": "system"}}})") == R"(policies["a\u000ab"]: is not a policy name)");
@@ -350,8 +395,8 @@ BOOST_AUTO_TEST_CASE(what_a_get_lists_reads_back)
     list.upstreams.push_back({"quote\"d \\ name", 1, false, {}});
     list.has_stream = true;
     list.stream_upstreams.push_back({"db", 2, false, {servers[0]}});
-    list.policies.push_back({"ns/pushed", 4, true, "api", {"sha256-spki:AAAA"}, "a.example", {"dns:a.example"}});
-    list.policies.push_back({"ns/configured", 1, false, "/etc/ca.pem", {}, "", {}});
+    list.policies.push_back({"ns/pushed", 4, true, "api", {"sha256-spki:AAAA"}, "a.example", {"dns:a.example"}, ""});
+    list.policies.push_back({"ns/configured", 1, false, "/etc/ca.pem", {}, "", {}, ""});
     const std::string json = gtls::api_list_json(list);
 
     auto http = gtls::listed_servers(json, "upstreams");

@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(pushed_names_replace_the_configured_ones_until_a_push_witho
     BOOST_TEST(run(p, "wrongsan").text() == "FAILED:san");
 
     // names not given: the configured ones, whatever was pushed before
-    replace_trust(&p, Trust{as_configured.store, "", {}, std::nullopt, std::nullopt}, as_configured, 4);
+    replace_trust(&p, Trust{as_configured.store, "", {}, std::nullopt, std::nullopt, std::nullopt}, as_configured, 4);
     BOOST_TEST(p.hostname == "spare-0.invalid");
     BOOST_TEST(run(p, "leaf").text() == "FAILED:san");
     // an empty list given: no SAN listed, the hostname is what is verified
@@ -231,6 +231,56 @@ BOOST_AUTO_TEST_CASE(pushed_names_replace_the_configured_ones_until_a_push_witho
     // a SAN SPEC that does not compile builds nothing
     pushed.subject_alt_names = std::vector<std::string>{"dns~("};
     BOOST_TEST(!build_policy_trust(pushed, &trust, &error));
+}
+
+// A push may bring the policy's own client certificate: it replaces the
+// configured one until a push without one, its key read and matched to
+// its leaf before anything changes, and it counts in the fingerprint.
+BOOST_AUTO_TEST_CASE(a_pushed_client_certificate_replaces_the_configured_one)
+{
+    auto slurp = [](const std::string &path) {
+        std::ifstream in(path, std::ios::binary);
+        std::ostringstream out;
+        out << in.rdbuf();
+        return out.str();
+    };
+    Policy p = ca_policy();
+    auto own = std::make_shared<gtls::KeyPair>();
+    std::string error;
+    BOOST_TEST_REQUIRE(gtls::key_pair_from_files(cert_path("leaf.crt"), cert_path("leaf.key"), own.get(), &error), error);
+    p.client_certificate = own;
+    const uint64_t configured = trust_fingerprint(p);
+    const Trust as_configured = configured_trust(p);
+    const std::string ca = slurp(cert_path("ca.crt"));
+    BOOST_TEST(trust_fingerprint(ca, {}, "", {}, own->sha256) == configured);
+    BOOST_TEST(trust_fingerprint(ca, {}, "", {}) != configured);
+
+    PolicyTrust pushed;
+    pushed.ca = ca;
+    pushed.client_certificate = gtls::PemKeyPair{slurp(cert_path("spiffe.crt")), slurp(cert_path("spiffe.key"))};
+    Trust trust;
+    BOOST_TEST_REQUIRE(build_policy_trust(pushed, &trust, &error), error);
+    replace_trust(&p, trust, as_configured, 2);
+    BOOST_TEST_REQUIRE(p.client_certificate != nullptr);
+    BOOST_TEST(p.client_certificate->sha256 == gtls::leaf_sha256(pushed.client_certificate->certificate));
+    BOOST_TEST(p.client_certificate->sha256 != own->sha256);
+    BOOST_TEST(trust_fingerprint(ca, {}, "", {}, p.client_certificate->sha256) != configured);
+    BOOST_TEST(run(p, "leaf").text() == "SUCCESS");  // the trust it came with
+
+    // a push without one: the configured one again
+    pushed.client_certificate.reset();
+    BOOST_TEST_REQUIRE(build_policy_trust(pushed, &trust, &error), error);
+    replace_trust(&p, trust, as_configured, 3);
+    BOOST_TEST(p.client_certificate == own);
+
+    // a key that is not the leaf's, or no certificate at all: nothing built
+    pushed.client_certificate = gtls::PemKeyPair{slurp(cert_path("spiffe.crt")), slurp(cert_path("leaf.key"))};
+    BOOST_TEST(!build_policy_trust(pushed, &trust, &error));
+    BOOST_TEST(error.rfind("client_certificate: ", 0) == 0u, error);
+    pushed.client_certificate = gtls::PemKeyPair{"", slurp(cert_path("leaf.key"))};
+    BOOST_TEST(!build_policy_trust(pushed, &trust, &error));
+    BOOST_TEST(error == "client_certificate: certificate: holds no PEM certificate");
+    BOOST_TEST(gtls::leaf_sha256("not PEM").empty());
 }
 
 BOOST_AUTO_TEST_CASE(system_store_loads_and_does_not_trust_the_test_ca)
