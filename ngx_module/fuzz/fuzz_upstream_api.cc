@@ -44,14 +44,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (t.hostname) no_control_byte(*t.hostname);
             if (!(gtls::parse_policy_trust(gtls::policy_trust_json(t), t.policy) == t)) std::abort();
             // what the module then builds of it: a store and pins, the
-            // names given, or a refusal
+            // names and client certificate given, or a refusal
             if (t.ca != "system") {
                 gtls::Trust trust;
                 std::string error;
                 if (gtls::build_policy_trust(t, &trust, &error)
                     && ((!trust.store && trust.pins.empty()) || trust.hostname != t.hostname
                         || trust.sans.has_value() != t.subject_alt_names.has_value()
-                        || (trust.sans && trust.sans->size() != t.subject_alt_names->size()))) {
+                        || (trust.sans && trust.sans->size() != t.subject_alt_names->size())
+                        || trust.client_certificate.has_value() != t.client_certificate.has_value())) {
                     std::abort();
                 }
             }
