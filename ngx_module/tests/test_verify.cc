@@ -25,6 +25,14 @@ std::string cert_path(const std::string &name)
     return std::string(dir) + "/" + name;
 }
 
+std::string slurp(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
 // A backend's presentation: its leaf and whatever chain it sends.
 struct Presented {
     X509Ptr leaf;
@@ -128,12 +136,6 @@ BOOST_AUTO_TEST_CASE(expiry_is_its_own_reason_and_allow_expired_forgives_it)
 // anchors alone count, and a bundle that cannot be read replaces nothing.
 BOOST_AUTO_TEST_CASE(trust_replaced_at_run_time_counts_alone)
 {
-    auto slurp = [](const std::string &path) {
-        std::ifstream in(path, std::ios::binary);
-        std::ostringstream out;
-        out << in.rdbuf();
-        return out.str();
-    };
     Policy p = ca_policy();
     const uint64_t configured = trust_fingerprint(p);
     const Trust as_configured = configured_trust(p);
@@ -238,12 +240,6 @@ BOOST_AUTO_TEST_CASE(pushed_names_replace_the_configured_ones_until_a_push_witho
 // its leaf before anything changes, and it counts in the fingerprint.
 BOOST_AUTO_TEST_CASE(a_pushed_client_certificate_replaces_the_configured_one)
 {
-    auto slurp = [](const std::string &path) {
-        std::ifstream in(path, std::ios::binary);
-        std::ostringstream out;
-        out << in.rdbuf();
-        return out.str();
-    };
     Policy p = ca_policy();
     auto own = std::make_shared<gtls::KeyPair>();
     std::string error;
