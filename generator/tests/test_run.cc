@@ -840,6 +840,49 @@ BOOST_AUTO_TEST_CASE(a_listener_certificate_renewed_is_pushed_not_reloaded)
                == "certificates");
 }
 
+// A policy's own client certificate (gateway2nginx.io/client-certificate)
+// renewed in its Secret: pushed with the policy's trust, the key pair in
+// it, and the configuration nginx runs is the same, though its files keep
+// their names; with the API off, a reload's.
+BOOST_AUTO_TEST_CASE(a_policy_client_certificate_renewed_is_pushed_not_reloaded)
+{
+    auto manifests = [](const std::string &cert) {
+        std::string policy = with_policy("ca.crt");
+        const std::string validation = "  validation:\n";
+        policy.replace(policy.find(validation), validation.size(),
+                       "  options: {gateway2nginx.io/client-certificate: client}\n" + validation);
+        return policy + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: client, namespace: ns}\n"
+                        "type: kubernetes.io/tls\nstringData:\n  tls.crt: |\n"
+               + g2n_test::yaml_block(g2n_test::test_cert_file(cert + ".crt"), 4) + "  tls.key: |\n"
+               + g2n_test::yaml_block(g2n_test::test_cert_file(cert + ".key"), 4);
+    };
+    const Options api = with_api();
+    const Plan before = resolve(parse(manifests("leaf")), api);
+    const Plan renewed = resolve(parse(manifests("spiffe")), api);
+    BOOST_TEST_REQUIRE(trust_replaceable_policies(renewed, api).count("ns/web-tls") == 1u);
+    BOOST_TEST(render_http_conf(renewed, api).find("proxy_ssl_policy_certificate certs/policy-client_ns_client.crt")
+               != std::string::npos);
+    BOOST_TEST(skeleton_digest(renewed, api) == skeleton_digest(before, api), "no reload");
+    ApiHeld now;
+    const ApiContent changed = api_changes(renewed, api, ApiHeld::of(before, api), &now);
+    BOOST_TEST_REQUIRE(changed.trust.size() == 1u);
+    const gtls::PolicyTrust pushed = gtls::parse_policy_trust(changed.trust.at("ns/web-tls"), "ns/web-tls");
+    BOOST_TEST_REQUIRE(pushed.client_certificate.has_value());
+    auto file = [&](const std::string &path) {
+        for (const OutputFile &f : renewed.files) {
+            if (f.path == path) return f.content;
+        }
+        return std::string();
+    };
+    BOOST_TEST(pushed.client_certificate->certificate == file("certs/policy-client_ns_client.crt"));
+    BOOST_TEST(pushed.client_certificate->key == file("certs/policy-client_ns_client.key"));
+    BOOST_TEST(pushed.client_certificate->certificate != std::string());
+    ApiHeld again;
+    BOOST_TEST(api_changes(renewed, api, now, &again).empty(), "pushed once");
+    // the API off: the files are nginx's alone
+    BOOST_TEST(skeleton_digest(renewed, Options()) != skeleton_digest(before, Options()));
+}
+
 BOOST_AUTO_TEST_CASE(a_terminate_listener_certificate_renewed_is_pushed_not_reloaded)
 {
     auto secret = [](const std::string &name, const std::string &cert) {

@@ -126,6 +126,15 @@ std::string trust_api_json(const UpstreamPolicy &p, const std::function<const st
         if (content == nullptr) throw std::logic_error("the CA bundle " + p.ca + " is not among the files written");
         trust.ca = *content;
     }
+    // always pushed where it has one: a push without it puts back what
+    // nginx was configured with, the files as they were at the last reload
+    if (!p.client_certificate.empty()) {
+        const std::string *certificate = file(p.client_certificate), *key = file(p.client_key);
+        if (certificate == nullptr || key == nullptr) {
+            throw std::logic_error("the client certificate " + p.client_certificate + " is not among the files written");
+        }
+        trust.client_certificate = gtls::PemKeyPair{*certificate, *key};
+    }
     return gtls::policy_trust_json(trust);
 }
 
@@ -224,10 +233,16 @@ void ApiHeld::hold(const ApiContent &pushed)
 namespace {
 
 // What a policy's trust JSON is made of, on a line: its CA bundle by its
-// file's name, which is its content's id
-std::string trust_inputs(const UpstreamPolicy &p)
+// file's name, which is its content's id; its client certificate's files
+// keep their names (their Secret's) when renewed, so by their content
+std::string trust_inputs(const UpstreamPolicy &p, const std::function<const std::string *(const std::string &)> &file)
 {
     std::string line = p.name + '\0' + p.ca;
+    if (!p.client_certificate.empty()) {
+        const std::string *certificate = file(p.client_certificate), *key = file(p.client_key);
+        line += "\0\x02" + (certificate != nullptr ? sha256(*certificate) : "") + '\0'
+                + (key != nullptr ? sha256(*key) : "");
+    }
     for (const std::string &pin : p.pins) line += '\0' + pin;
     if (p.names_pushed) {
         line += "\0\x01" + p.hostname;
@@ -310,13 +325,12 @@ void each_api_entry(const Plan &plan, const Options &options, const ApiEntry &en
     RecentMemo<std::string> &digests = trust_digests();
     digests.next_round();
     for (const auto &[name, p] : policies) {
-        auto json = [&, p = p] {
-            return trust_api_json(*p, [&](const std::string &path) {
-                auto file = files.find(path);
-                return file == files.end() ? nullptr : file->second;
-            });
+        auto file = [&](const std::string &path) -> const std::string * {
+            auto found = files.find(path);
+            return found == files.end() ? nullptr : found->second;
         };
-        const std::string inputs = trust_inputs(*p);
+        auto json = [&, p = p] { return trust_api_json(*p, file); };
+        const std::string inputs = trust_inputs(*p, file);
         const std::string *digest = digests.find(inputs);
         if (digest == nullptr) digest = digests.keep(inputs, sha256(json()));
         entry(kApiTrust, name, *digest, json);

@@ -22,11 +22,28 @@ namespace g2n {
 namespace {
 
 // The files of the skeleton: all but the CA bundles only replaceable
-// policies name, and the replaceable listener certificates' files
+// policies name, the replaceable listener certificates' files, and the
+// client certificates only replaceable policies present (their files are
+// named by their Secret, not their content: one a policy the API does not
+// reach presents too is the skeleton's)
 void digest_skeleton_files(Sha256Stream &out, const Plan &plan, const Options &options)
 {
     std::set<std::string> replaceable;
-    for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) replaceable.insert(policy->ca);
+    const auto policies = trust_replaceable_policies(plan, options);
+    for (const auto &[name, policy] : policies) {
+        replaceable.insert(policy->ca);
+        if (!policy->client_certificate.empty()) replaceable.insert({policy->client_certificate, policy->client_key});
+    }
+    for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
+        for (const Upstream &u : *upstreams) {
+            if (!u.tls() || u.policy->client_certificate.empty()) continue;
+            auto p = policies.find(u.policy->name);
+            if (p == policies.end() || p->second->client_certificate != u.policy->client_certificate) {
+                replaceable.erase(u.policy->client_certificate);
+                replaceable.erase(u.policy->client_key);
+            }
+        }
+    }
     for (const auto &[name, c] : replaceable_certificates(plan, options)) replaceable.insert({c.certificate, c.key});
     for (const OutputFile &f : plan.files) {
         if (replaceable.count(f.path)) continue;

@@ -128,9 +128,11 @@ sub close_kept_tls {
 
 # GET PATH with Host HOST on a kept-alive HTTP/1.1 connection, written to
 # TO and read from FROM (a socket is both): "CODE BACKEND" (BACKEND "-"
-# when the body names none), "closed" when no answer came.
+# when the body names none; ANSWER, a pattern, captures another part of
+# the body), "closed" when no answer came.
 sub ask_kept_alive {
-    my ($to, $from, $host, $path) = @_;
+    my ($to, $from, $host, $path, $answer) = @_;
+    $answer //= qr/backend=(\S+)/;
     # a connection closed under the test (s_client gone) fails the write:
     # SIGPIPE would end the test without its END block, its children left
     # holding prove's pipe
@@ -144,7 +146,7 @@ sub ask_kept_alive {
     my ($length) = $head =~ /^Content-Length: (\d+)/mi;
     my $body = '';
     read($from, $body, $length // 0);
-    return "$code " . (($body =~ /backend=(\S+)/)[0] // '-');
+    return "$code " . (($body =~ $answer)[0] // '-');
 }
 
 # The SHA-256 of the (first) certificate of a PEM file, lowercase hex, from
