@@ -37,10 +37,7 @@ put_file($in, 'w.yaml', route_yaml('w', '*.example', '/w'));
 
 my $log = "$dir/run.log";
 sub count_in_log { count_in($log, shift) }
-my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
-                    '--upstream-api', "127.0.0.1:$api_port", '--routes', 'table', '--port-offset', $offset,
-                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '100', '--spare-backends', 1);
+my $run = start_file_run($log, $in, $out, api_port => $api_port, offset => $offset, args => ['--spare-backends', 1]);
 sub get {
     my ($host, $path) = @_;
     my ($code, $h, $body) = http_request($port, $path, $host);

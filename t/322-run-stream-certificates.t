@@ -32,10 +32,7 @@ put_file($in, 'route.yaml', $route);
 
 my $log = "$dir/run.log";
 sub count_in_log { count_in($log, shift) }
-my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
-                    '--upstream-api', "127.0.0.1:$api_port", '--routes', 'table', '--port-offset', $offset,
-                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '100');
+my $run = start_file_run($log, $in, $out, api_port => $api_port, offset => $offset);
 # 10 handshakes: the certificates presented (by name), joined where they
 # differ, and what the backend answered through the stream
 sub presented {

@@ -31,10 +31,8 @@ put_file($in, 'base.yaml', $base);
 put_file($in, 'a.yaml', route_yaml('a', 'a.test', '/one'));
 
 my $log = "$dir/run.log";
-my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
-                    '--upstream-api', "127.0.0.1:$api_port", '--routes', 'table', '--port-offset', $offset,
-                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '50', '--health-listen', "127.0.0.1:$health_port");
+my $run = start_file_run($log, $in, $out, api_port => $api_port, offset => $offset, debounce => 50,
+                         args => ['--health-listen', "127.0.0.1:$health_port"]);
 sub get {
     my ($host, $path) = @_;
     my ($code, $h, $body) = http_request($port, $path, $host);

@@ -23,17 +23,7 @@ my $api_port = server_port() + 18;
 # policy presenting Secret SECRET's, with VALIDATION (lines of it)
 sub backend_yaml {
     my ($name, $secret, $validation) = @_;
-    return plaintext_service_manifests($name, 'https', 443, backend_port('mtls')) . <<"YAML";
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: BackendTLSPolicy
-metadata: {name: $name-tls, namespace: ns}
-spec:
-  targetRefs: [{group: "", kind: Service, name: $name}]
-  options: {gateway2nginx.io/client-certificate: $secret}
-  validation:
-$validation
-YAML
+    return service_manifests($name, 'mtls', $validation, "gateway2nginx.io/client-certificate: $secret");
 }
 sub route_yaml {
     my ($name) = @_;
@@ -47,17 +37,13 @@ my $in = "$dir/in";
 my $out = "$dir/out";
 make_path($in);
 put_file($in, 'base.yaml', $base);
-put_file($in, 'web.yaml', backend_yaml('web', 'client', "    hostname: abc.example.com\n"
-                                       . "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]")
+put_file($in, 'web.yaml', backend_yaml('web', 'client', "    caCertificateRefs: [{group: \"\", kind: ConfigMap, name: ca}]\n")
                           . route_yaml('web'));
 put_file($in, 'secret.yaml', tls_secret_yaml('client', 'leaf', 'ns'));
 
 my $log = "$dir/run.log";
 sub count_in_log { count_in($log, shift) }
-my $run = start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
-                    '--upstream-api', "127.0.0.1:$api_port", '--routes', 'table', '--port-offset', $offset,
-                    '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
-                    '--debounce', '100');
+my $run = start_file_run($log, $in, $out, api_port => $api_port, offset => $offset);
 my %fingerprint = map { $_ => Test::GatewayTLS::client_fingerprint($_) } qw(leaf spiffe);
 my %named = reverse %fingerprint;
 # the client certificate the backend of HOST was shown, by name, on a new
@@ -114,7 +100,7 @@ ok(wait_for(sub { shown('web') eq '200 leaf' }, 30), 'and a renewal after the re
 is(count_in_log(qr/nginx reloaded/), 1, 'with no other reload');
 
 # ---- a Secret a policy the API cannot reach presents too: a reload ----------------------
-put_file($in, 'lab.yaml', backend_yaml('lab', 'client', "    hostname: abc.example.com\n    mode: InsecureSkipVerification") . route_yaml('lab'));
+put_file($in, 'lab.yaml', backend_yaml('lab', 'client', "    mode: InsecureSkipVerification\n") . route_yaml('lab'));
 ok(wait_for(sub { shown('lab') eq '200 leaf' }, 30), 'a policy skipping verification presents the same Secret')
     or diag shown('lab'), slurp($log);
 put_file($in, 'secret.yaml', tls_secret_yaml('client', 'spiffe', 'ns'));

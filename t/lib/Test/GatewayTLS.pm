@@ -40,7 +40,7 @@ our @EXPORT = qw(run_tests run_metric servroot certs_dir backend_port server_por
                  conformance_conditions stop_conformance_gateway conformance_begin nginx_binary
                  nginx_stream_module nginx_version worker_pids wait_workers_replaced parent_pid churn_lists endpoint_membership api_request
                  operator_token operator_token_file bearer wait_for count_in put_file
-                 start_numbered_backends start_run start_gateway2nginx slow_app_manifests kustomize_deploy module_dir routes_from_all_namespaces
+                 start_numbered_backends start_run start_file_run start_gateway2nginx slow_app_manifests kustomize_deploy module_dir routes_from_all_namespaces
                  listener_sets_from_all_namespaces web_route_yaml listener_set_yaml
                  start_kube_api kubectl kubeconfig kube_apply kubectl_missing kube_web_yaml kube_slice_yaml
                  kube_route_yaml kube_host_route_yaml kube_tls_service_yaml rbac_check audit_requests start_slow_backend start_slow_reader track_child

@@ -19,7 +19,7 @@ use Test::GatewayTLS::Nginx;
 our @EXPORT = qw(churn_lists convert_and_serve endpoint_membership gateway_manifests http_ingress_yaml ingress_yaml kustomize_deploy
                 listener_set_yaml listener_sets_from_all_namespaces read_status
                 plaintext_service_manifests routes_from_all_namespaces run_generator run_metric secret_yaml serve_manifests service_manifests
-                slow_app_manifests start_gateway2nginx start_run status_port stop_served
+                slow_app_manifests start_file_run start_gateway2nginx start_run status_port stop_served
                 web_route_yaml);
 our @EXPORT_OK = qw(@TestEndpoints);
 
@@ -43,6 +43,18 @@ our @TestEndpoints = ('--allow-endpoints', '127.0.0.0/8', '--allow-endpoints', '
 sub start_run {
     my ($log, @args) = @_;
     return start_gateway2nginx([], $log, 'run', @args, @TestEndpoints);
+}
+
+# `gateway2nginx run -f IN -o OUT` as the tests of changes through files
+# run it: starting nginx itself, routes by table, the upstream API on
+# 127.0.0.1:API_PORT, listeners at OFFSET from their ports, no status
+# listener, a DEBOUNCE (default 100) ms debounce, and ARGS besides.
+sub start_file_run {
+    my ($log, $in, $out, %o) = @_;
+    return start_run($log, '-f', $in, '-o', $out, '--start-nginx', '--nginx', nginx_binary(),
+                     '--upstream-api', "127.0.0.1:$o{api_port}", '--routes', 'table', '--port-offset', $o{offset},
+                     '--listen-address', '127.0.0.1', '--module-dir', module_dir(), '--status-listen', 'off',
+                     '--debounce', $o{debounce} // 100, @{$o{args} // []});
 }
 
 # `PREFIX... gateway2nginx ARGS...` (PREFIX: such as setpriv and its
@@ -196,10 +208,12 @@ YAML
 }
 
 # A Service ns/NAME whose endpoint is the local TLS backend BACKEND, and a
-# BackendTLSPolicy ns/NAME for it: hostname abc.example.com and VALIDATION
-# (more YAML lines of spec.validation, indented by four).
+# BackendTLSPolicy ns/NAME-tls for it: hostname abc.example.com and
+# VALIDATION (more YAML lines of spec.validation, indented by four), with
+# OPTIONS (spec.options, the inside of a flow mapping) when given.
 sub service_manifests {
-    my ($name, $backend, $validation) = @_;
+    my ($name, $backend, $validation, $options) = @_;
+    my $options_line = defined $options ? "  options: {$options}\n" : '';
     return plaintext_service_manifests($name, 'https', 443, backend_port($backend)) . <<"YAML";
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -207,7 +221,7 @@ kind: BackendTLSPolicy
 metadata: {name: $name-tls, namespace: ns}
 spec:
   targetRefs: [{group: "", kind: Service, name: $name}]
-  validation:
+${options_line}  validation:
     hostname: abc.example.com
 $validation
 YAML
