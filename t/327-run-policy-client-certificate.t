@@ -1,10 +1,11 @@
 # gateway2nginx run: the Secret of a BackendTLSPolicy's own client
 # certificate (option gateway2nginx.io/client-certificate) renewed reaches
-# the backend's next handshake through the upstream API with no reload:
-# the same workers, a client connection opened before served on, OUTDIR
-# catching up, and a reload for something else presents it too. A Secret
-# that a policy the API cannot reach (one skipping verification) presents
-# as well is the configuration's: renewing it is a reload.
+# the backend's next handshake through the upstream API with no reload,
+# applied alone (only the policy reading it computed again): the same
+# workers, a client connection opened before served on, OUTDIR catching
+# up, and a reload for something else presents it too. A Secret that a
+# policy the API cannot reach (one skipping verification) presents as well
+# is the configuration's: renewing it is a reload.
 use lib 't/lib';
 use Test::GatewayTLS;
 use Test::More;
@@ -18,6 +19,7 @@ my $dir = servroot();
 my $port = server_port() + 20;  # the HTTP listener's 80
 my $offset = $port - 80;
 my $api_port = server_port() + 18;
+my $health_port = server_port() + 17;
 
 # Service NAME, whose backend asks for a client certificate, and its
 # policy presenting Secret SECRET's, with VALIDATION (lines of it)
@@ -43,7 +45,9 @@ put_file($in, 'secret.yaml', tls_secret_yaml('client', 'leaf', 'ns'));
 
 my $log = "$dir/run.log";
 sub count_in_log { count_in($log, shift) }
-my $run = start_file_run($log, $in, $out, api_port => $api_port, offset => $offset);
+my $run = start_file_run($log, $in, $out, api_port => $api_port, offset => $offset,
+                         args => ['--health-listen', "127.0.0.1:$health_port"]);
+sub trust_updates { run_metric($health_port, qr/gateway2nginx_trust_updates_total/) }
 my %fingerprint = map { $_ => Test::GatewayTLS::client_fingerprint($_) } qw(leaf spiffe);
 my %named = reverse %fingerprint;
 # the client certificate the backend of HOST was shown, by name, on a new
@@ -71,11 +75,12 @@ is(ask_kept(), '200 leaf', 'a connection opened before the renewal');
 # ---- the Secret renewed: pushed, no reload -----------------------------------------
 for my $renewal (['spiffe', 'renewed'], ['leaf', 'and back']) {
     my ($name, $what) = @$renewal;
-    my $pushed = count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/);
+    my ($pushed, $alone) = (count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/), trust_updates());
     put_file($in, 'secret.yaml', tls_secret_yaml('client', $name, 'ns'));
     ok(wait_for(sub { count_in_log(qr/trust of 1 policy\(ies\) pushed to nginx, no reload/) > $pushed }, 30)
        && wait_for(sub { shown('web') eq "200 $name" }, 30), "$what: the backend's next handshake is shown it")
         or diag shown('web'), slurp($log);
+    is(trust_updates(), $alone + 1, "$what: applied alone, the policies reading the Secret computed again");
     is(ask_kept(), "200 $name", "$what: on the connection opened before too");
 }
 is(worker_pids($master), $workers, 'nginx never reloaded: the same workers');

@@ -29,7 +29,8 @@ namespace {
 
 // Services a0..a2 in ns and t1 behind an HTTP listener, each with a
 // BackendTLSPolicy: CAs from ConfigMaps (one shared, one own), from a
-// Secret and a ClusterTrustBundle, two references at once,
+// Secret and a ClusterTrustBundle, two references at once, t1's a1 its
+// own client certificate (Secret t1/client),
 // trustedCertificates (pins); a policy that loses a conflict; a TLSRoute's
 // backend (stream{}); an HTTPS listener whose client CAs are ConfigMaps
 // (one of them a policy's too) and a ClusterTrustBundle, and whose
@@ -89,7 +90,8 @@ spec:
                       "endpoints: [{addresses: [\"10.0.0." + std::to_string(i + 1) + "\"]}]\n"
                       "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: p-" + a
                     + ", namespace: " + n + ", creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n"
-                      "  targetRefs: [{group: \"\", kind: Service, name: " + a + "}]\n  validation:\n    hostname: abc.example.com\n    "
+                    + (n == "t1" && i == 1 ? "  options: {gateway2nginx.io/client-certificate: client}\n" : "")
+                    + "  targetRefs: [{group: \"\", kind: Service, name: " + a + "}]\n  validation:\n    hostname: abc.example.com\n    "
                     + refs[i] + "\n";
         }
     }
@@ -144,6 +146,16 @@ std::string data_yaml(int variant)
 
 std::string object_yaml(const std::string &kind, const std::string &ns, const std::string &name, int variant)
 {
+    if (name == "client") {
+        // a key pair, renewed, or one that is not
+        static const std::string pairs[] = {"leaf", "spiffe"};
+        const std::string data = variant == 5 ? "  tls.crt: not a certificate\n  tls.key: nor a key\n"
+                                              : "  tls.crt: |\n" + yaml_block(test_cert_file(pairs[variant % 2] + ".crt"), 4)
+                                                    + "  tls.key: |\n"
+                                                    + yaml_block(test_cert_file(pairs[variant % 2] + ".key"), 4);
+        return "---\napiVersion: v1\nkind: Secret\nmetadata: {name: client, namespace: " + ns
+               + "}\ntype: kubernetes.io/tls\nstringData:\n" + data;
+    }
     std::string data = data_yaml(variant);
     if (kind == "ClusterTrustBundle") {
         // one PEM text: the variant's values, one after the other
@@ -170,17 +182,19 @@ std::string object_yaml(const std::string &kind, const std::string &ns, const st
 
 // What a reload would change: the configuration without the trust of
 // the policies the upstream API replaces, and the files it names but the
-// bundles only those policies name (a policy that lost a conflict has its
-// bundle written, named by nothing)
+// bundles and client certificates only those policies name (a policy that
+// lost a conflict has its bundle written, named by nothing)
 std::string skeleton(const Plan &plan, Options o)
 {
     o.endpoint_skeleton = true;
     const auto replaceable = trust_replaceable_policies(plan, o);
     std::set<std::string> pushed, written;
-    for (const auto &[name, p] : replaceable) pushed.insert(p->ca);
+    for (const auto &[name, p] : replaceable) pushed.insert({p->ca, p->client_certificate, p->client_key});
     for (const std::vector<Upstream> *upstreams : {&plan.upstreams, &plan.stream_upstreams}) {
         for (const Upstream &u : *upstreams) {
-            if (u.policy && !replaceable.count(u.policy->name)) written.insert(u.policy->ca);
+            if (u.policy && !replaceable.count(u.policy->name)) {
+                written.insert({u.policy->ca, u.policy->client_certificate, u.policy->client_key});
+            }
         }
     }
     for (const Server &s : plan.servers) written.insert(s.client.ca);
@@ -226,7 +240,7 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
         {"ConfigMap", "ns", "shared"}, {"ConfigMap", "t1", "shared"}, {"ConfigMap", "ns", "own"},
         {"ConfigMap", "t1", "own"},    {"Secret", "ns", "secret-ca"}, {"Secret", "t1", "secret-ca"},
         {"ConfigMap", "t1", "late"},   {"ClusterTrustBundle", "", "corp.example:signer:roots"},
-        {"ConfigMap", "ns", "leaves"}, {"ConfigMap", "ns", "client-ca"},
+        {"ConfigMap", "ns", "leaves"}, {"Secret", "t1", "client"},     {"ConfigMap", "ns", "client-ca"},
         {"ClusterTrustBundle", "", "corp.example:signer:clients"}, {"ConfigMap", "ns", "unread"},
         {"Secret", "ns", "unread"},    {"Secret", "ns", "cert"},
     };
@@ -267,21 +281,22 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
 
     std::mt19937 random(20261127);
     auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
-    int fast = 0, pushed = 0, resolved = 0;
-    for (int round = 0; round < 300; round++) {
+    int fast = 0, pushed = 0, resolved = 0, client_pushed = 0;
+    for (int round = 0; round < 400; round++) {
         const int changes = 1 + pick(2);
         std::string changed;
         bool read_elsewhere = false;  // by a Gateway, or a policy whose trust the API cannot replace
         for (int c = 0; c < changes; c++) {
             // mostly the CAs the policies read; at times a Gateway's or
             // one nothing reads
-            const size_t i = pick(3) ? static_cast<size_t>(pick(8)) : static_cast<size_t>(8 + pick(6));
+            const size_t i = pick(3) ? static_cast<size_t>(pick(10)) : static_cast<size_t>(10 + pick(5));
             const Object &object = objects[i];
             changed += " " + object.kind + " " + object.ns + "/" + object.name;
             // by a Gateway, or by a policy whose trust the API does not replace
             static const std::map<std::string, std::vector<std::string>> policies_reading = {
                 {"shared", {"p-a0"}}, {"own", {"p-a1"}}, {"secret-ca", {"p-a1", "p-a2"}},
-                {"late", {"p-late"}}, {"leaves", {"p-pinned"}}, {"client-ca", {}}, {"cert", {}}, {"unread", {}},
+                {"late", {"p-late"}}, {"leaves", {"p-pinned"}}, {"client", {"p-a1"}}, {"client-ca", {}}, {"cert", {}},
+                {"unread", {}},
                 {"corp.example:signer:roots", {"p-a2"}}, {"corp.example:signer:clients", {}}};
             const auto replaceable = trust_replaceable_policies(plan, o);
             read_elsewhere |= object.name == "cert" || object.name == "client-ca" || object.name == "corp.example:signer:clients"
@@ -337,6 +352,7 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
             BOOST_TEST_REQUIRE(only_trust);
             fast++;
             if (!update.changed.empty()) pushed++;
+            for (const UpstreamPolicy *p : update.changed) client_pushed += !p->client_certificate.empty();
             BOOST_TEST(render_http_conf(plan, o) == render_http_conf(want, o));
             BOOST_TEST(render_stream_conf(plan, o) == render_stream_conf(want, o));
             BOOST_TEST((files_of(plan) == files_of(want)));
@@ -349,7 +365,10 @@ BOOST_AUTO_TEST_CASE(object_changes_recompute_what_resolve_would)
         }
     }
     // every way taken, often
+    BOOST_TEST_MESSAGE("fast " << fast << " pushed " << pushed << " (a client certificate " << client_pushed
+                               << ") resolved " << resolved);
     BOOST_TEST(fast > 60);
+    BOOST_TEST(client_pushed > 10);
     BOOST_TEST(pushed > 40);
     BOOST_TEST(resolved > 40);
 }

@@ -1,6 +1,7 @@
 #include "resolve/policy_trust.h"
 
 #include <algorithm>
+#include <map>
 
 #include "plan/upstreams.h"
 
@@ -49,6 +50,35 @@ std::set<std::string> replaceable_names(const Plan &plan, const Options &options
     std::set<std::string> names;
     for (const auto &[name, policy] : trust_replaceable_policies(plan, options)) names.insert(name);
     return names;
+}
+
+// The key pair of `p`'s own client certificate as its Secret holds it now,
+// put in place of the files `was` names in *plan (named by the Secret, so
+// a renewal keeps the names). False when it no longer resolves, or to other
+// files: resolve it is. *changed: whether it differs from what the plan
+// held before this update (`replaced`: the files' content then, by index).
+bool replace_client_certificate(const ObjectIndex &index, const BackendTLSPolicy &p, const UpstreamPolicy &was,
+                                Plan *plan, std::map<size_t, std::string> *replaced, bool *changed)
+{
+    Plan read;
+    std::set<std::string> written;
+    const SecretFiles files = tls_secret_files(index, "BackendTLSPolicy", p.meta.namespace_,
+                                               {"", "Secret", p.client_certificate, ""}, "policy-client", &read,
+                                               &written, Reader::BackendTLSPolicy);
+    if (!files.ok() || files.certificate != was.client_certificate || files.key != was.client_key) return false;
+    *changed = false;
+    for (OutputFile &f : read.files) {
+        auto at = std::find_if(plan->files.begin(), plan->files.end(),
+                               [&](const OutputFile &o) { return o.path == f.path; });
+        if (at == plan->files.end()) return false;
+        const size_t i = static_cast<size_t>(at - plan->files.begin());
+        auto then = replaced->find(i);
+        if ((then != replaced->end() ? then->second : at->content) != f.content) *changed = true;
+        if (at->content == f.content) continue;
+        if (then == replaced->end()) replaced->emplace(i, std::move(at->content));
+        at->content = std::move(f.content);
+    }
+    return true;
 }
 
 }  // namespace
@@ -114,6 +144,7 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
         std::shared_ptr<const UpstreamPolicy> was, now;
     };
     std::vector<Replacement> replacements;
+    std::map<size_t, std::string> files_then;  // plan->files' content before, by index
     std::unordered_map<std::string, std::shared_ptr<const UpstreamPolicy>> in_plan;
     const UpstreamPolicy *last = nullptr;  // a policy's upstreams are mostly side by side
     for (const std::vector<Upstream> *upstreams : {&plan->upstreams, &plan->stream_upstreams}) {
@@ -126,12 +157,6 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
     }
     for (const std::string &key : affected) {
         const BackendTLSPolicy &p = *policies_.find(key);
-        // its client certificate's files are the configuration's: resolved
-        // and reloaded the whole way, never pushed
-        if (!p.client_certificate.empty()) {
-            update.needs_resolve = true;
-            break;
-        }
         Manifests held;  // what it reads now
         for (const std::string &object : policy_read_keys(p)) objects_.add_to(object, &held);
         const ObjectIndex index(held);
@@ -150,8 +175,18 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
             break;
         }
         const std::shared_ptr<const UpstreamPolicy> &was = found->second;
+        // its own client certificate, renewed, is pushed with its trust
+        bool client_changed = false;
+        if (p.client_certificate.empty() != was->client_certificate.empty()
+            || (!p.client_certificate.empty()
+                && !replace_client_certificate(index, p, *was, plan, &files_then, &client_changed))) {
+            update.needs_resolve = true;
+            break;
+        }
         UpstreamPolicy now = upstream_policy(p, ca, trusted, plan);
-        if (now.ca == was->ca && now.pins == was->pins) continue;
+        now.client_certificate = was->client_certificate;
+        now.client_key = was->client_key;
+        if (now.ca == was->ca && now.pins == was->pins && !client_changed) continue;
         now.names_pushed = was->names_pushed;  // its upstreams are as they were
         // what else made it replaceable (its upstreams) is as it was
         if (!trust_replaceable(now)) {
@@ -161,6 +196,7 @@ PolicyTrust::Update PolicyTrust::update(Plan *plan)
         replacements.push_back({was, std::make_shared<const UpstreamPolicy>(std::move(now))});
     }
     if (update.needs_resolve) {
+        for (auto &[i, content] : files_then) plan->files[i].content = std::move(content);
         plan->files.resize(files_before);  // the bundles it added
         return update;
     }

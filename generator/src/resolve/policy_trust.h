@@ -1,9 +1,10 @@
 // What ConfigMap, Secret and ClusterTrustBundle changes do to a Plan
 // resolve made. One that
 // resolve never looked up changes nothing; one that only BackendTLSPolicies
-// read changes their trust (CA bundle, pins), recomputed as resolve
-// computes it (resolve_ca_refs, upstream_policy) with nothing else read
-// again. gateway2nginx run pushes such a change to the upstream API in time
+// read changes their trust (CA bundle, pins, their own client
+// certificate's key pair), recomputed as resolve computes it
+// (resolve_ca_refs, upstream_policy, tls_secret_files) with nothing else
+// read again. gateway2nginx run pushes such a change to the upstream API in time
 // that does not grow with the routes; whatever would change more than the
 // trust the API replaces (a listener's certificate, a policy's conditions)
 // is left to resolve.
