@@ -59,7 +59,7 @@ GEN_TESTS   := $(wildcard generator/tests/*.cc)
 GEN_LIBS    := -lyaml-cpp -lcurl -lmicrohttpd -lcrypto -lpcre2-8 -pthread
 GENERATOR   := $(BUILD)/gateway2nginx
 
-.PHONY: all deps module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-stress test-debian deb test-deb image test-deploy \
+.PHONY: all deps deps-all module generator man docs golden unit-tests test test-unit test-valgrind test-nginx check-rendering test-stress test-debian deb test-deb image test-deploy \
         conformance install demo bench fuzz clean
 
 all: module $(GENERATOR) $(BUILD)/unit_tests $(BUILD)/generator_tests
@@ -263,16 +263,19 @@ test: deps
 # The suite there (TESTS=t/) is what that release's nginx, OpenSSL and
 # compiler can change: the module's tests (t/0*, t/1*), configurations
 # gateway2nginx renders served by that nginx (t/2*), the module's
-# upstream API (t/310, t/315, t/330-t/335) and the conformance replays in
-# mode render (t/4*). What tests gateway2nginx's own code, whatever nginx
-# serves, runs on this machine alone: gateway2nginx run (the other t/3*:
-# files, the API server simulation, reloads, fairness), the replays in
-# mode run (t/402, the t/4*-run.t files, t/470), and t/265's hostile
-# strings (their escaping is the generator's; nginx -t judging each takes
-# four minutes). TESTS='$(wildcard t/*.t)' runs every file there.
+# upstream API (t/310, t/315, t/330-t/335): DEBIAN_MODULE_TESTS; and the
+# conformance replays in mode render (t/4*): DEBIAN_REPLAY_TESTS, left
+# out where it is set empty (.ci/run). What tests gateway2nginx's own
+# code, whatever nginx serves, runs on this machine alone: gateway2nginx
+# run (the other t/3*: files, the API server simulation, reloads,
+# fairness), the replays in mode run (t/402, the t/4*-run.t files, t/470),
+# and t/265's hostile strings (their escaping is the generator's; nginx -t
+# judging each takes four minutes). TESTS='$(wildcard t/*.t)' runs every
+# file there.
 RELEASE ?= trixie
-DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(filter-out t/265-% t/402-% t/4%-run.t t/470-%,\
-  $(sort $(wildcard t/0*.t t/1*.t t/2*.t t/310-*.t t/315-*.t t/33*.t t/4*.t))),$(TESTS))
+DEBIAN_MODULE_TESTS = $(filter-out t/265-%,$(sort $(wildcard t/0*.t t/1*.t t/2*.t t/310-*.t t/315-*.t t/33*.t)))
+DEBIAN_REPLAY_TESTS = $(filter-out t/402-% t/4%-run.t t/470-%,$(sort $(wildcard t/4*.t)))
+DEBIAN_TESTS = $(if $(filter t/,$(TESTS)),$(DEBIAN_MODULE_TESTS) $(DEBIAN_REPLAY_TESTS),$(TESTS))
 test-debian:
 	.ci/debian-chroot $(RELEASE) deps
 	.ci/debian-chroot $(RELEASE) -j2 all
@@ -318,6 +321,10 @@ test-deb: $(if $(ON_HOST),$(DEB_BUILT))
 # a second time from the same packages, and the two digests compared.
 # Again only when the packages or deploy/image/ changed (build/image/.built).
 IMAGE_DEPS := mmdebstrap umoci dpkg-dev
+# What every target here installs, at once: .ci/run's lanes run side by
+# side, and apt takes one at a time
+deps-all: DEPS += $(DEB_DEPS) $(IMAGE_DEPS)
+deps-all: deps
 IMAGE_BUILT := $(BUILD)/image/.built
 image: DEPS += $(IMAGE_DEPS) $(DEB_DEPS)
 image: $(IMAGE_BUILT)
